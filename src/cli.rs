@@ -1,0 +1,98 @@
+//! Command line: `synlab` (TUI on the default scenario) and its subcommands.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "synlab",
+    version,
+    about = "Drive a web server past its capacity the way Internet traffic does, and watch its kernel respond.",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Open the live TUI on a scenario (the default when no subcommand is given).
+    Tui {
+        /// Scenario file; the embedded default scenario when omitted.
+        scenario: Option<PathBuf>,
+        /// Where to write the run folder (default: the scenario's [output] dir, else ./results).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run a scenario headless and write a run folder of results.
+    Run {
+        /// Scenario file (`default` for the embedded default scenario).
+        scenario: PathBuf,
+        /// Parent folder of the run folder (default: the scenario's [output] dir, else ./results).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Scale durations down (warm-up, hold, steps) for a quick look or CI.
+        #[arg(long)]
+        quick: bool,
+        /// No progress bar (also off when stderr is not a terminal).
+        #[arg(long)]
+        no_progress: bool,
+    },
+    /// Validate scenario files without running them.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Run the built-in target server on its own.
+    Serve(crate::target::cli::ServeArgs),
+    /// Run the kernel probes alone against a server on this host.
+    Probe(crate::probe::cli::ProbeArgs),
+    /// Bring the network lab up or down by hand, or list its leftovers.
+    Net(crate::net::cli::NetArgs),
+    /// Make plots and report.md for a run folder (two folders: overlay them).
+    Report {
+        #[arg(required = true, num_args = 1..=2)]
+        runs: Vec<PathBuf>,
+    },
+    /// (internal) A load worker started by the controller.
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        config_json: String,
+    },
+    /// (internal) The delay router started by the controller.
+    #[command(hide = true)]
+    Router {
+        #[arg(long)]
+        config_json: String,
+    },
+}
+
+/// Runs one command; Ok carries the process exit code.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.cmd.unwrap_or(Cmd::Tui {
+        scenario: None,
+        out: None,
+    }) {
+        Cmd::Tui { scenario, out } => crate::ui::tui_main(scenario.as_deref(), out.as_deref()),
+        Cmd::Run {
+            scenario,
+            out,
+            quick,
+            no_progress,
+        } => crate::lab::run_main(&scenario, out.as_deref(), quick, !no_progress),
+        Cmd::Check { files } => crate::scenario::check_main(&files),
+        Cmd::Serve(a) => crate::target::cli::serve_main(a).map(|_| ExitCode::SUCCESS),
+        Cmd::Probe(a) => crate::probe::cli::probe_main(a).map(|_| ExitCode::SUCCESS),
+        Cmd::Net(a) => crate::net::cli::net_main(a).map(|_| ExitCode::SUCCESS),
+        Cmd::Report { runs } => crate::report::report_main(&runs).map(|_| ExitCode::SUCCESS),
+        Cmd::Worker { config_json } => {
+            crate::load::cli::worker_main(&config_json).map(|_| ExitCode::SUCCESS)
+        }
+        Cmd::Router { config_json } => {
+            crate::net::cli::router_main(&config_json).map(|_| ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The worker's contract with the controller: its configuration (passed as JSON on the command
+//! line of `synlab worker`), control messages (JSON lines on the worker's stdin) and stats deltas
+//! (JSON lines on its stdout, one per stats interval). Deltas, so nothing is lost or counted twice.
+
+use crate::metrics::hist::HistDelta;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
+
+/// How connection attempts are generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Seed 000 §4.2: D slots, non-blocking connect, timeout T, immediate reconnect. With a
+    /// `rate`, slots take their start times from an arrival schedule; without, they run flat out.
+    Sclient,
+    /// Open loop: a connection starts at each scheduled arrival; D caps concurrent attempts
+    /// (an arrival finding the cap reached is counted in `client_cap_drops`).
+    Open,
+    /// Closed loop ("simple clients", seed 000 §3): N clients, each waits for its response
+    /// (or an error), then thinks, then sends the next request.
+    Closed,
+}
+
+/// Spacing of scheduled arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    Poisson,
+    Constant,
+}
+
+/// Burst modulation (seed 000 Fig. 8): for `fraction` of each `period` the rate is
+/// `ratio` x average; the off-peak rate is derived so the average stays the configured rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Burst {
+    pub ratio: f64,
+    pub fraction: f64,
+    pub period_s: f64,
+}
+
+/// One entry of the request mix: a URL path requested with probability proportional to `weight`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixEntry {
+    /// Class label used in results (e.g. "class1", "cgi").
+    pub class: String,
+    pub path: String,
+    pub weight: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerConfig {
+    pub id: u32,
+    pub target: SocketAddr,
+    /// Source addresses to spread connections over (lab client addresses); empty = kernel's choice.
+    #[serde(default)]
+    pub bind_addrs: Vec<IpAddr>,
+    pub mode: Mode,
+    /// Attempts/s for this worker (open; sclient when throttled). None = sclient flat out.
+    pub rate: Option<f64>,
+    pub arrivals: Arrivals,
+    /// D: sclient slots, or the cap on concurrent attempts in open mode.
+    pub sockets: u32,
+    /// N for closed mode.
+    pub clients: u32,
+    pub think_s: f64,
+    /// T: connect timeout.
+    pub timeout_s: f64,
+    /// Give up on a response after this long (counted as response_timeouts).
+    pub response_timeout_s: f64,
+    pub burst: Option<Burst>,
+    pub mix: Vec<MixEntry>,
+    /// HTTP/1.1 keep-alive with `requests_per_conn` requests per connection; else HTTP/1.0.
+    pub keepalive: bool,
+    pub requests_per_conn: u32,
+    pub host_header: String,
+    /// Hard bound on the worker's lifetime; it stops by itself after this.
+    pub duration_s: f64,
+    pub stats_interval_ms: u64,
+    pub seed: u64,
+    /// Allow targets outside loopback and the lab's 198.18.0.0/15.
+    #[serde(default)]
+    pub allow_remote: bool,
+    /// Start with load paused (the TUI can start paused).
+    #[serde(default)]
+    pub paused: bool,
+}
+
+/// Controller -> worker, one JSON object per line on the worker's stdin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Control {
+    /// New attempt rate for this worker; the schedule continues from now at the new spacing
+    /// (no catch-up burst of connections for the time before the change).
+    SetRate { rate: Option<f64> },
+    SetBurst { burst: Option<Burst> },
+    SetMode { mode: Mode },
+    SetSockets { sockets: u32 },
+    SetClients { clients: u32 },
+    SetTimeout { timeout_s: f64 },
+    Pause,
+    Resume,
+    /// Close everything and exit after sending a final stats delta.
+    Stop,
+}
+
+/// Worker -> controller, one JSON object per line on the worker's stdout: counter deltas since
+/// the previous message, gauges as of now, histogram deltas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatsDelta {
+    pub worker: u32,
+    pub seq: u64,
+    /// Seconds since the worker started (monotonic clock) at the end of this interval.
+    pub t_s: f64,
+    pub interval_s: f64,
+    /// The rate the schedule aimed at during this interval (burst phase included), attempts/s.
+    pub target_rate: f64,
+    pub attempts: u64,
+    pub established: u64,
+    pub connect_timeouts: u64,
+    /// ECONNREFUSED (an RST in answer to the SYN).
+    pub refused: u64,
+    /// ECONNRESET / EPIPE after establishment.
+    pub resets: u64,
+    /// EADDRNOTAVAIL: the client ran out of ephemeral ports.
+    pub addr_not_avail: u64,
+    /// EMFILE / ENFILE: out of descriptors.
+    pub out_of_fds: u64,
+    pub other_errors: u64,
+    /// Arrivals not started because the D cap was reached (open mode).
+    pub client_cap_drops: u64,
+    pub requests: u64,
+    pub responses: u64,
+    pub responses_2xx: u64,
+    pub responses_non2xx: u64,
+    pub response_timeouts: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Gauges.
+    pub connecting: u64,
+    pub active: u64,
+    /// Scheduled starts in this interval and how late they were (us).
+    pub scheduled: u64,
+    pub lag_us_sum: u64,
+    pub lag_us_max: u64,
+    /// The worker's own CPU time in this interval (s).
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// Latency histograms (us), measured from the scheduled start.
+    pub connect_us: HistDelta,
+    pub ttfb_us: HistDelta,
+    pub total_us: HistDelta,
+    /// Set on the final message after Stop or the duration bound.
+    #[serde(default)]
+    pub last: bool,
+    /// A one-off notice for the run log (e.g. "raised RLIMIT_NOFILE from 1024 to 65536").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}

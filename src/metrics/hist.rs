@@ -1,0 +1,78 @@
+//! Latency histograms: HdrHistogram in microseconds, and the compact delta form workers send.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest value a latency histogram records: 10 minutes in microseconds.
+pub const MAX_US: u64 = 600_000_000;
+
+/// A new latency histogram (microseconds, 3 significant digits).
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+}
+
+/// Records `us`, clamped to the histogram's range so an outlier never panics or is lost.
+pub fn record(h: &mut Histogram<u64>, us: u64) {
+    let _ = h.record(us.clamp(1, MAX_US));
+}
+
+/// The non-empty buckets of a histogram as (value in us, count) pairs: what a worker sends
+/// each stats interval. Small (one pair per distinct bucket), loss-free, and mergeable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistDelta(pub Vec<(u64, u64)>);
+
+impl HistDelta {
+    /// Takes the recorded values out of `h` (which is reset) as a delta.
+    pub fn drain(h: &mut Histogram<u64>) -> Self {
+        let pairs = h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
+        h.reset();
+        HistDelta(pairs)
+    }
+
+    /// Adds this delta into `into`.
+    pub fn merge_into(&self, into: &mut Histogram<u64>) {
+        for &(v, c) in &self.0 {
+            let _ = into.record_n(v.clamp(1, MAX_US), c);
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.iter().map(|p| p.1).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_round_trip_preserves_counts_and_quantiles() {
+        let mut h = new_hist();
+        for v in 1..=1000u64 {
+            record(&mut h, v * 100);
+        }
+        let p99 = h.value_at_quantile(0.99);
+        let d = HistDelta::drain(&mut h);
+        assert_eq!(h.len(), 0);
+        assert_eq!(d.count(), 1000);
+        let mut merged = new_hist();
+        d.merge_into(&mut merged);
+        assert_eq!(merged.len(), 1000);
+        assert_eq!(merged.value_at_quantile(0.99), p99);
+    }
+
+    #[test]
+    fn out_of_range_values_are_clamped_not_lost() {
+        let mut h = new_hist();
+        record(&mut h, 0);
+        record(&mut h, u64::MAX);
+        assert_eq!(h.len(), 2);
+    }
+}

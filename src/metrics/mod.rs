@@ -1,0 +1,4 @@
+//! Measurements shared by every front end: the time-series store and latency histograms.
+
+pub mod hist;
+pub mod store;

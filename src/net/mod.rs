@@ -1,0 +1,3 @@
+//! The network lab: topology plans (scenario -> operations), shaping models, the delay router.
+
+pub mod cli;

@@ -1,0 +1,156 @@
+//! Child processes of the controller (server, workers, router): started from our own binary,
+//! tied to the controller's life with PR_SET_PDEATHSIG, killed by pid and reaped.
+
+use anyhow::Context;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the running synlab binary (children are started from it).
+pub fn self_exe() -> std::path::PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into())
+}
+
+/// Options for a child: which netns to enter before exec, and extra args.
+#[derive(Debug, Clone, Default)]
+pub struct Spawn {
+    pub args: Vec<String>,
+    /// Name of a netns under /run/netns to enter before exec (None = the controller's).
+    pub netns: Option<String>,
+    /// Pin the child to these CPUs (empty = no pinning).
+    pub cpus: Vec<usize>,
+}
+
+/// A running child whose stdout lines arrive through `on_line` on a reader thread.
+pub struct ChildProc {
+    pub name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ChildProc {
+    /// Starts `self_exe() args...`; the child dies when the controller dies (PDEATHSIG).
+    pub fn spawn(
+        name: &str,
+        spawn: &Spawn,
+        mut on_line: impl FnMut(&str) + Send + 'static,
+    ) -> anyhow::Result<Self> {
+        let mut cmd = Command::new(self_exe());
+        cmd.args(&spawn.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let netns = spawn.netns.clone();
+        let cpus = spawn.cpus.clone();
+        let parent = std::process::id();
+        // SAFETY: only async-signal-safe calls (prctl, getppid, open, setns, sched_setaffinity,
+        // close) run between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The controller may have died between fork and prctl.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                if let Some(ns) = &netns {
+                    super::netns_enter_raw(ns)?;
+                }
+                if !cpus.is_empty() {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    for &c in &cpus {
+                        libc::CPU_SET(c, &mut set);
+                    }
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {name} ({})", self_exe().display()))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take();
+        let reader = std::thread::Builder::new()
+            .name(format!("{name}-out"))
+            .spawn(move || {
+                let mut r = BufReader::new(stdout);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match r.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => on_line(line.trim_end()),
+                    }
+                }
+            })?;
+        Ok(ChildProc {
+            name: name.to_string(),
+            child,
+            stdin,
+            reader: Some(reader),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends one line on the child's stdin; an error means the child is gone.
+    pub fn send_line(&mut self, line: &str) -> std::io::Result<()> {
+        match self.stdin.as_mut() {
+            Some(s) => {
+                s.write_all(line.as_bytes())?;
+                s.write_all(b"\n")?;
+                s.flush()
+            }
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "stdin closed",
+            )),
+        }
+    }
+
+    /// Has the child exited? Returns its status if so.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Closes stdin (the child's cue to stop), waits up to `grace`, then SIGKILLs by pid.
+    pub fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        self.stdin.take();
+        let deadline = Instant::now() + grace;
+        loop {
+            if let Some(st) = self.try_wait() {
+                self.join_reader();
+                return Some(st);
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let st = self.child.wait().ok();
+        self.join_reader();
+        st
+    }
+
+    fn join_reader(&mut self) {
+        if let Some(h) = self.reader.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for ChildProc {
+    fn drop(&mut self) {
+        if self.try_wait().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
