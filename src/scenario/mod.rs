@@ -8,3 +8,5 @@ use std::process::ExitCode;
 pub fn check_main(_files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     anyhow::bail!("scenario checks are not built yet")
 }
+
+pub mod units;

@@ -1,0 +1,319 @@
+//! Values with units as people write them in scenario files: durations (`500ms`, `2s`), rates and
+//! counts (`1.5k`, `20000`), bandwidths (`10mbit`, tc's spelling), byte sizes (`4k`, `1.5MiB`)
+//! and percentages (`5%` or `5`). Each parses from a string (and numbers where unambiguous) and
+//! serializes back to a canonical string, so a resolved scenario reads like the original.
+
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::time::Duration;
+
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || false))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let v: f64 = num.parse().ok()?;
+    v.is_finite().then_some((v, unit.trim()))
+}
+
+/// A duration: `250us`, `500ms`, `2s`, `1.5m`, `1h`. A bare number is refused (seconds or
+/// milliseconds? the file should say).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Dur(pub Duration);
+
+impl Dur {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (v, unit) = split_number(s)
+            .ok_or_else(|| format!("`{s}` is not a duration; write e.g. `500ms` or `2s`"))?;
+        let secs = match unit.to_ascii_lowercase().as_str() {
+            "us" | "µs" => v / 1e6,
+            "ms" => v / 1e3,
+            "s" | "sec" => v,
+            "m" | "min" => v * 60.0,
+            "h" => v * 3600.0,
+            "" => return Err(format!("`{s}` has no unit; write e.g. `{s}ms` or `{s}s`")),
+            u => return Err(format!("unknown time unit `{u}` in `{s}`; use us, ms, s, m or h")),
+        };
+        if secs < 0.0 {
+            return Err(format!("`{s}` is negative; a duration must be >= 0"));
+        }
+        Ok(Dur(Duration::from_secs_f64(secs)))
+    }
+    pub fn secs(&self) -> f64 {
+        self.0.as_secs_f64()
+    }
+    pub fn from_secs(s: f64) -> Self {
+        Dur(Duration::from_secs_f64(s.max(0.0)))
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.0.as_micros();
+        if us == 0 {
+            write!(f, "0s")
+        } else if us % 1_000_000 == 0 {
+            write!(f, "{}s", us / 1_000_000)
+        } else if us % 1000 == 0 {
+            write!(f, "{}ms", us / 1000)
+        } else {
+            write!(f, "{us}us")
+        }
+    }
+}
+
+/// A plain quantity with an optional SI suffix: `1500`, `1.5k`, `2M`, `1G`. Rates are per second.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Num(pub f64);
+
+impl Num {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (v, unit) = split_number(s).ok_or_else(|| format!("`{s}` is not a number"))?;
+        let unit = unit.trim_end_matches("/s");
+        let mult = match unit {
+            "" => 1.0,
+            "k" | "K" => 1e3,
+            "M" => 1e6,
+            "G" => 1e9,
+            "m" => {
+                return Err(format!(
+                    "`{s}`: `m` is ambiguous (milli or mega?); write `M` for millions"
+                ))
+            }
+            u => return Err(format!("unknown suffix `{u}` in `{s}`; use k, M or G")),
+        };
+        Ok(Num(v * mult))
+    }
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A bandwidth in bits/s, spelled as tc does: `10mbit`, `1gbit`, `500kbit`, `64000bit`; or in
+/// bytes/s: `1mbps` = 1 megabyte/s (tc's meaning).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Bandwidth(pub u64);
+
+impl Bandwidth {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (v, unit) = split_number(s)
+            .ok_or_else(|| format!("`{s}` is not a bandwidth; write e.g. `10mbit`"))?;
+        let bits = match unit.to_ascii_lowercase().as_str() {
+            "bit" => v,
+            "kbit" => v * 1e3,
+            "mbit" => v * 1e6,
+            "gbit" => v * 1e9,
+            "bps" => v * 8.0,
+            "kbps" => v * 8e3,
+            "mbps" => v * 8e6,
+            "gbps" => v * 8e9,
+            "" => return Err(format!("`{s}` has no unit; write e.g. `{s}mbit`")),
+            u => {
+                return Err(format!(
+                    "unknown bandwidth unit `{u}` in `{s}`; use bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps for bytes/s)"
+                ))
+            }
+        };
+        if bits <= 0.0 {
+            return Err(format!("`{s}`: a bandwidth must be > 0"));
+        }
+        Ok(Bandwidth(bits.round() as u64))
+    }
+    pub fn bits_per_sec(&self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Bandwidth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        if b % 1_000_000_000 == 0 {
+            write!(f, "{}gbit", b / 1_000_000_000)
+        } else if b % 1_000_000 == 0 {
+            write!(f, "{}mbit", b / 1_000_000)
+        } else if b % 1000 == 0 {
+            write!(f, "{}kbit", b / 1000)
+        } else {
+            write!(f, "{b}bit")
+        }
+    }
+}
+
+/// A size in bytes: `1294`, `4k` / `4KiB` (x1024), `1.5M` / `1.5MiB`, `1G`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (v, unit) = split_number(s).ok_or_else(|| format!("`{s}` is not a size"))?;
+        let mult = match unit.to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "k" | "kb" | "kib" => 1024.0,
+            "m" | "mb" | "mib" => 1024.0 * 1024.0,
+            "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+            u => return Err(format!("unknown size unit `{u}` in `{s}`; use k, M or G (x1024)")),
+        };
+        if v < 0.0 {
+            return Err(format!("`{s}`: a size must be >= 0"));
+        }
+        Ok(Bytes((v * mult).round() as u64))
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A percentage: `5%`, `0.5%` or a bare number meaning percent (`5` = 5 %). Range 0..=100.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Percent(pub f64);
+
+impl Percent {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let t = t.strip_suffix('%').unwrap_or(t).trim();
+        let v: f64 = t
+            .parse()
+            .map_err(|_| format!("`{s}` is not a percentage; write e.g. `5%`"))?;
+        Self::checked(v)
+    }
+    fn checked(v: f64) -> Result<Self, String> {
+        if !(0.0..=100.0).contains(&v) || !v.is_finite() {
+            return Err(format!("{v}% is out of range; a percentage is between 0% and 100%"));
+        }
+        Ok(Percent(v))
+    }
+    /// As a probability 0..=1.
+    pub fn fraction(&self) -> f64 {
+        self.0 / 100.0
+    }
+}
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0)
+    }
+}
+
+macro_rules! serde_unit {
+    ($t:ty, $what:expr, int = $int:expr) => {
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> de::Visitor<'de> for V {
+                    type Value = $t;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str($what)
+                    }
+                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$t, E> {
+                        <$t>::parse(s).map_err(E::custom)
+                    }
+                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<$t, E> {
+                        let f: fn(f64) -> Result<$t, String> = $int;
+                        f(v as f64).map_err(E::custom)
+                    }
+                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<$t, E> {
+                        self.visit_i64(v as i64)
+                    }
+                    fn visit_f64<E: de::Error>(self, v: f64) -> Result<$t, E> {
+                        let f: fn(f64) -> Result<$t, String> = $int;
+                        f(v).map_err(E::custom)
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_string())
+            }
+        }
+    };
+}
+
+serde_unit!(Dur, "a duration such as \"500ms\" or \"2s\"", int = |v| {
+    if v == 0.0 {
+        Ok(Dur::default())
+    } else {
+        Err(format!("{v} has no unit; write \"{v}ms\" or \"{v}s\""))
+    }
+});
+serde_unit!(Num, "a number such as 1500 or \"1.5k\"", int = |v| Ok(Num(v)));
+serde_unit!(Bandwidth, "a bandwidth such as \"10mbit\"", int = |v| {
+    Err(format!("{v} has no unit; write \"{v}mbit\" or \"{v}kbit\""))
+});
+serde_unit!(Bytes, "a size such as 1294 or \"4k\"", int = |v| {
+    if v < 0.0 {
+        Err(format!("{v}: a size must be >= 0"))
+    } else {
+        Ok(Bytes(v as u64))
+    }
+});
+serde_unit!(Percent, "a percentage such as \"5%\"", int = Percent::checked);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(Dur::parse("500ms").unwrap().secs(), 0.5);
+        assert_eq!(Dur::parse("2s").unwrap().secs(), 2.0);
+        assert_eq!(Dur::parse("1.5m").unwrap().secs(), 90.0);
+        assert_eq!(Dur::parse("250us").unwrap().0.as_micros(), 250);
+        assert!(Dur::parse("5").unwrap_err().contains("no unit"));
+        assert!(Dur::parse("5parsecs").unwrap_err().contains("unknown time unit"));
+        assert!(Dur::parse("-1s").unwrap_err().contains("negative"));
+        assert_eq!(Dur::parse("1500ms").unwrap().to_string(), "1500ms");
+        assert_eq!(Dur::parse("2s").unwrap().to_string(), "2s");
+    }
+
+    #[test]
+    fn numbers_with_si_suffixes() {
+        assert_eq!(Num::parse("1.5k").unwrap().0, 1500.0);
+        assert_eq!(Num::parse("2M").unwrap().0, 2e6);
+        assert_eq!(Num::parse("20000").unwrap().0, 20000.0);
+        assert_eq!(Num::parse("5k/s").unwrap().0, 5000.0);
+        assert!(Num::parse("2m").unwrap_err().contains("ambiguous"));
+    }
+
+    #[test]
+    fn bandwidths_follow_tc() {
+        assert_eq!(Bandwidth::parse("10mbit").unwrap().0, 10_000_000);
+        assert_eq!(Bandwidth::parse("1Gbit").unwrap().0, 1_000_000_000);
+        assert_eq!(Bandwidth::parse("1mbps").unwrap().0, 8_000_000);
+        assert_eq!(Bandwidth::parse("1.5mbit").unwrap().to_string(), "1500kbit");
+        assert!(Bandwidth::parse("10").unwrap_err().contains("no unit"));
+        assert!(Bandwidth::parse("0mbit").is_err());
+    }
+
+    #[test]
+    fn sizes_and_percentages() {
+        assert_eq!(Bytes::parse("4k").unwrap().0, 4096);
+        assert_eq!(Bytes::parse("1294").unwrap().0, 1294);
+        assert_eq!(Bytes::parse("1.5MiB").unwrap().0, 1_572_864);
+        assert_eq!(Percent::parse("5%").unwrap().fraction(), 0.05);
+        assert_eq!(Percent::parse("0.5").unwrap().0, 0.5);
+        assert!(Percent::parse("101%").unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn serde_from_toml_values() {
+        #[derive(Deserialize)]
+        struct T {
+            d: Dur,
+            n: Num,
+            p: Percent,
+        }
+        let t: T = toml::from_str("d = \"2s\"\nn = 3\np = 5").unwrap();
+        assert_eq!((t.d.secs(), t.n.0, t.p.0), (2.0, 3.0, 5.0));
+        let e = toml::from_str::<T>("d = 5\nn = 1\np = 1").err().unwrap();
+        assert!(e.to_string().contains("has no unit"), "{e}");
+    }
+}
