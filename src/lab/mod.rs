@@ -2,6 +2,7 @@
 //! stats and the probes' samples into one state (one owner), and plays steps and sweeps.
 
 pub mod client_agg;
+pub mod controller;
 pub mod state;
 
 use std::path::Path;
