@@ -33,7 +33,12 @@ pub enum FileSet {
     /// class3 100 KB-1 MB; files `/specweb96/class{c}_{i}` for i in 1..=9 of size i x 1/10 class top.
     Specweb96,
     /// `count` files `/pareto/{i}` with Pareto(alpha, min_bytes) sizes (seeded).
-    Pareto { alpha: f64, min_bytes: u64, count: u32, seed: u64 },
+    Pareto {
+        alpha: f64,
+        min_bytes: u64,
+        count: u32,
+        seed: u64,
+    },
     /// Files `/file/{size}` of exactly these sizes.
     Explicit { sizes: Vec<u64> },
 }
@@ -70,4 +75,16 @@ pub struct ServerStats {
     pub open_conns: u64,
     /// Processes or threads serving now.
     pub workers: u64,
+    /// Workers busy with a connection now (prefork/threaded; event: 0 or 1 while serving).
+    #[serde(default)]
+    pub busy: u64,
+    /// Requests answered 400/431/501 (counted in `responses` too when fully written).
+    #[serde(default)]
+    pub bad_requests: u64,
+    /// Where the server listens (the real port when the config asked for port 0).
+    #[serde(default)]
+    pub listen: String,
+    /// Pid of the server (the prefork parent).
+    #[serde(default)]
+    pub pid: u32,
 }
