@@ -99,6 +99,10 @@ impl Server {
             pattern: files::pattern_buf(),
             cfg,
         });
+        let initial = match ctx.cfg.arch {
+            Arch::Event => 1,
+            _ => ctx.cfg.workers as u64,
+        };
         let (c2, s2, p2) = (counters.clone(), stop.clone(), pids.clone());
         let runner = std::thread::Builder::new()
             .name("serve-main".into())
@@ -112,7 +116,7 @@ impl Server {
                 c2.workers.store(0, Relaxed);
                 r
             })?;
-        let s = Server {
+        let mut s = Server {
             addr,
             counters,
             stop,
@@ -120,6 +124,15 @@ impl Server {
             runner: Some(runner),
             started: Instant::now(),
         };
+        // Return once the initial workers run, so stats at start show them all.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.counters.workers.load(Relaxed) < initial {
+            if s.is_finished() || Instant::now() >= deadline {
+                s.shutdown()?;
+                anyhow::bail!("the server did not start its {initial} workers");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         Ok(s)
     }
 
