@@ -4,6 +4,7 @@
 
 pub mod privilege;
 pub mod process;
+pub mod server_io;
 
 /// Enters the named netns (/run/netns/NAME) in the calling thread. Used between fork and exec,
 /// so it only makes raw, async-signal-safe calls.

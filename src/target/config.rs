@@ -75,4 +75,16 @@ pub struct ServerStats {
     pub open_conns: u64,
     /// Processes or threads serving now.
     pub workers: u64,
+    /// Workers busy with a connection now (prefork/threaded; event: 0 or 1 while serving).
+    #[serde(default)]
+    pub busy: u64,
+    /// Requests answered 400/431/501 (counted in `responses` too when fully written).
+    #[serde(default)]
+    pub bad_requests: u64,
+    /// Where the server listens (the real port when the config asked for port 0).
+    #[serde(default)]
+    pub listen: String,
+    /// Pid of the server (the prefork parent).
+    #[serde(default)]
+    pub pid: u32,
 }
