@@ -28,8 +28,8 @@ pub struct ClientTotals {
     pub cpu_s: f64,
     /// Highest CPU share of one worker over one of its intervals (0-1 of a core).
     pub worker_cpu_max: f64,
-    pub target_rate_sum: f64,
-    pub target_rate_n: u64,
+    /// The latest scheduled rate of each worker (attempts/s).
+    pub target_by_worker: std::collections::BTreeMap<u32, f64>,
     pub in_flight: u64,
     pub connect: Histogram<u64>,
     pub ttfb: Histogram<u64>,
@@ -58,8 +58,7 @@ impl Default for ClientTotals {
             lag_us_max: 0,
             cpu_s: 0.0,
             worker_cpu_max: 0.0,
-            target_rate_sum: 0.0,
-            target_rate_n: 0,
+            target_by_worker: Default::default(),
             in_flight: 0,
             connect: new_hist(),
             ttfb: new_hist(),
@@ -92,12 +91,16 @@ impl ClientTotals {
         if d.interval_s > 0.05 {
             self.worker_cpu_max = self.worker_cpu_max.max(cpu / d.interval_s);
         }
-        self.target_rate_sum += d.target_rate;
-        self.target_rate_n += 1;
+        self.target_by_worker.insert(d.worker, d.target_rate);
         self.in_flight = d.connecting + d.active;
         merge(&d.connect_us, &mut self.connect);
         merge(&d.ttfb_us, &mut self.ttfb);
         merge(&d.total_us, &mut self.total);
+    }
+
+    /// The rate all workers' schedules aim at now; None before any worker reported.
+    pub fn target_rate(&self) -> Option<f64> {
+        (!self.target_by_worker.is_empty()).then(|| self.target_by_worker.values().sum())
     }
 
     /// All errors a person would count as failed requests.
@@ -119,7 +122,9 @@ impl ClientTotals {
             0.0
         };
         if mean_lag_ms > 5.0 {
-            return Some(format!("attempts started {mean_lag_ms:.1} ms late on average"));
+            return Some(format!(
+                "attempts started {mean_lag_ms:.1} ms late on average"
+            ));
         }
         if self.worker_cpu_max > 0.9 {
             return Some(format!(
@@ -144,7 +149,7 @@ impl ClientTotals {
 
     /// Quantile in milliseconds, None when nothing was recorded.
     pub fn q_ms(h: &Histogram<u64>, q: f64) -> Option<f64> {
-        (h.len() > 0).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
     }
 
     /// The store columns for a sample of length `dt` seconds.
@@ -159,10 +164,7 @@ impl ClientTotals {
             (CONNECT_TIMEOUTS, rate(self.connect_timeouts)),
             (REFUSED, rate(self.refused)),
             (RESETS, rate(self.resets)),
-            (
-                TARGET_RATE,
-                (self.target_rate_n > 0).then(|| self.target_rate_sum),
-            ),
+            (TARGET_RATE, self.target_rate()),
             (CONNECT_P50, Self::q_ms(&self.connect, 0.5)),
             (CONNECT_P90, Self::q_ms(&self.connect, 0.9)),
             (CONNECT_P99, Self::q_ms(&self.connect, 0.99)),

@@ -89,10 +89,10 @@ pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
         Workload::Specweb96 => crate::target::fileset_paths(&FileSet::Specweb96)
             .into_iter()
             .map(|(class, path, _)| {
-                let c: usize = class.trim_start_matches("class").parse().unwrap_or(0);
                 let w = crate::target::SPECWEB96_CLASS_WEIGHTS
-                    .get(c)
-                    .copied()
+                    .iter()
+                    .find(|(c, _)| *c == class)
+                    .map(|(_, w)| *w)
                     .unwrap_or(0.0);
                 MixEntry {
                     class,
@@ -635,7 +635,11 @@ impl Controller {
     /// Starts counting a measurement window (a sweep point's hold).
     pub fn begin_point(&mut self) {
         self.pump_messages();
-        self.point = Some((self.elapsed(), ClientTotals::default(), self.server_last.clone()));
+        self.point = Some((
+            self.elapsed(),
+            ClientTotals::default(),
+            self.server_last.clone(),
+        ));
     }
 
     /// Ends the window and returns its totals, duration, and server responses in it.
@@ -693,10 +697,22 @@ mod tests {
 
     #[test]
     fn lab_addresses_are_loopback_and_the_benchmark_range_only() {
-        for ok in ["127.0.0.1", "127.3.4.5", "198.18.0.1", "198.19.255.254", "::1"] {
+        for ok in [
+            "127.0.0.1",
+            "127.3.4.5",
+            "198.18.0.1",
+            "198.19.255.254",
+            "::1",
+        ] {
             assert!(is_lab_address(ok.parse().unwrap()), "{ok}");
         }
-        for bad in ["10.0.0.1", "192.168.1.1", "198.20.0.1", "8.8.8.8", "172.16.0.1"] {
+        for bad in [
+            "10.0.0.1",
+            "192.168.1.1",
+            "198.20.0.1",
+            "8.8.8.8",
+            "172.16.0.1",
+        ] {
             assert!(!is_lab_address(bad.parse().unwrap()), "{bad}");
         }
     }
@@ -707,7 +723,11 @@ mod tests {
         sc.load.workload = Workload::Specweb96;
         let mix = mix_of(&sc);
         assert_eq!(mix.len(), 36);
-        let class0: f64 = mix.iter().filter(|m| m.class == "class0").map(|m| m.weight).sum();
+        let class0: f64 = mix
+            .iter()
+            .filter(|m| m.class == "class0")
+            .map(|m| m.weight)
+            .sum();
         assert!((class0 - 0.35).abs() < 1e-9, "{class0}");
     }
 }

@@ -3,20 +3,10 @@
 
 pub mod client_agg;
 pub mod controller;
+pub mod run;
 pub mod state;
 
-use std::path::Path;
-use std::process::ExitCode;
-
-/// `synlab run`: a headless run of a scenario.
-pub fn run_main(
-    _scenario: &Path,
-    _out: Option<&Path>,
-    _quick: bool,
-    _progress: bool,
-) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("headless runs are not built yet")
-}
+pub use run::run_main;
 
 /// Column names of the client side in the time-series store (the probes add theirs: see
 /// `probe::ProbeSample::columns`).

@@ -1,0 +1,433 @@
+//! `synlab run`: a headless run of a scenario — its steps, or its sweep point by point with
+//! warm-up, hold and cool-down — with a progress bar, a run folder and a summary table.
+
+use super::client_agg::ClientTotals;
+use super::controller::{Controller, RunOptions};
+use super::state::Command;
+use crate::load::protocol::Mode;
+use crate::report::run_folder::SummaryRow;
+use crate::scenario::{Scenario, SweepValue};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Factor `--quick` scales a scenario's durations by.
+pub const QUICK_FACTOR: f64 = 0.25;
+
+/// Registers Ctrl-C / SIGTERM / SIGHUP to set the returned flag (a second Ctrl-C exits at once).
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+    }
+    flag
+}
+
+/// The parent folder of run folders: --out, else the scenario's [output] dir, else ./results.
+pub fn out_parent(sc: &Scenario, out: Option<&Path>) -> PathBuf {
+    out.map(Path::to_path_buf)
+        .or_else(|| sc.output.dir.clone())
+        .unwrap_or_else(|| PathBuf::from("results"))
+}
+
+/// One planned measurement: a mode and a sweep value (None: the run as a whole).
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub mode: Option<Mode>,
+    pub value: Option<SweepValue>,
+    pub warmup: f64,
+    pub hold: f64,
+    pub cooldown: f64,
+}
+
+/// The points a scenario runs, in order.
+pub fn plan_points(sc: &Scenario) -> Vec<Point> {
+    match &sc.sweep {
+        Some(sw) => {
+            let modes: Vec<Option<Mode>> = if sw.modes.is_empty() {
+                vec![None]
+            } else {
+                sw.modes.iter().copied().map(Some).collect()
+            };
+            modes
+                .into_iter()
+                .flat_map(|m| {
+                    sw.values.iter().map(move |v| Point {
+                        mode: m,
+                        value: crate::scenario::sweep_value(&sw.param, v).ok(),
+                        warmup: sw.warmup.secs(),
+                        hold: sw.hold.secs(),
+                        cooldown: sw.cooldown.secs(),
+                    })
+                })
+                .collect()
+        }
+        None => {
+            let d = sc.duration.secs();
+            let warmup = (d * 0.1).min(2.0);
+            vec![Point {
+                mode: None,
+                value: None,
+                warmup,
+                hold: d - warmup,
+                cooldown: 0.0,
+            }]
+        }
+    }
+}
+
+/// The knob changes that set a sweep value.
+pub fn commands_for(param: &str, v: SweepValue, mode: Mode) -> Vec<Command> {
+    match (param, v) {
+        ("load.rate", SweepValue::Rate(r)) => vec![Command::SetRate(Some(r))],
+        ("load.sockets", SweepValue::Count(n)) => vec![Command::SetSockets(n)],
+        ("load.clients", SweepValue::Count(n)) => vec![Command::SetClients(n)],
+        ("load.concurrency", SweepValue::Count(n)) => {
+            if mode == Mode::Closed {
+                vec![Command::SetClients(n)]
+            } else {
+                vec![Command::SetSockets(n)]
+            }
+        }
+        ("load.burst", SweepValue::Burst { ratio, fraction }) => vec![
+            Command::SetBurst { ratio, fraction },
+            Command::BurstOn(ratio > 1.0),
+        ],
+        ("network.rtt", SweepValue::Rtt(d)) => vec![Command::SetRtt {
+            path: None,
+            rtt_ms: d.secs() * 1000.0,
+        }],
+        ("network.loss", SweepValue::Loss(p)) => vec![Command::SetLoss {
+            path: None,
+            loss_pct: p.0,
+        }],
+        ("network.bandwidth", SweepValue::Bandwidth(b)) => vec![Command::SetBandwidth {
+            path: None,
+            bps: Some(b.0),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+fn nan_or(v: Option<f64>) -> f64 {
+    v.unwrap_or(f64::NAN)
+}
+
+/// Builds a summary row from a measurement window.
+pub fn summary_row(
+    ctrl: &Controller,
+    point: usize,
+    (t0, t1, tot, server): (f64, f64, ClientTotals, Option<u64>),
+) -> SummaryRow {
+    let dt = (t1 - t0).max(1e-3);
+    let store = &ctrl.state.store;
+    let mean = |c: &str| nan_or(store.mean_max(c, t0, t1).map(|m| m.0));
+    let max = |c: &str| nan_or(store.mean_max(c, t0, t1).map(|m| m.1));
+    let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
+    let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
+    let server_rate = server.map(|s| s as f64 / dt);
+    let cross = |a: f64, b: f64| {
+        if a > 0.0 {
+            (b - a) / a * 100.0
+        } else {
+            f64::NAN
+        }
+    };
+    let bound = tot.client_bound();
+    SummaryRow {
+        point,
+        mode: format!("{:?}", ctrl.state.knobs.mode).to_lowercase(),
+        hold_s: dt,
+        offered_rate: nan_or(ctrl.state.knobs.rate),
+        attempts_per_s: tot.attempts as f64 / dt,
+        established_per_s: tot.established as f64 / dt,
+        throughput_per_s: tot.responses as f64 / dt,
+        server_responses_per_s: nan_or(server_rate),
+        bytes_in_per_s: tot.bytes_in as f64 / dt,
+        errors_per_s: tot.errors() as f64 / dt,
+        connect_timeouts_per_s: tot.connect_timeouts as f64 / dt,
+        refused_per_s: tot.refused as f64 / dt,
+        connect_p50_ms: q(&tot.connect, 0.5),
+        connect_p99_ms: q(&tot.connect, 0.99),
+        total_p50_ms: q(&tot.total, 0.5),
+        total_p90_ms: q(&tot.total, 0.9),
+        total_p98_ms: q(&tot.total, 0.98),
+        total_p99_ms: q(&tot.total, 0.99),
+        little_load_factor: little,
+        syn_in_per_s: mean("syn_in_per_s"),
+        accept_queue_mean: mean("accept_queue"),
+        accept_queue_max: max("accept_queue"),
+        listen_overflows_per_s: mean("listen_overflows_per_s"),
+        established_mean: mean("established"),
+        time_wait_mean: mean("time_wait"),
+        time_wait_max: max("time_wait"),
+        server_procs_mean: mean("server_procs"),
+        cpu_user_pct: mean("cpu_user_pct"),
+        cpu_system_pct: mean("cpu_system_pct"),
+        cpu_irq_pct: mean("cpu_irq_pct"),
+        cpu_softirq_pct: mean("cpu_softirq_pct"),
+        cpu_idle_pct: mean("cpu_idle_pct"),
+        worker_cpu_pct: tot.cpu_s / dt * 100.0,
+        check_syn_vs_attempts_pct: cross(tot.attempts as f64 / dt, mean("syn_in_per_s")),
+        check_server_vs_client_pct: match server_rate {
+            Some(s) => cross(tot.responses as f64 / dt, s),
+            None => f64::NAN,
+        },
+        client_bound: bound.is_some(),
+        client_bound_reason: bound.unwrap_or_default(),
+        backend: ctrl.state.backend.clone(),
+        ..Default::default()
+    }
+}
+
+/// Pumps the controller for `secs`; false if interrupted or finished early.
+fn run_for(ctrl: &mut Controller, secs: f64, tick: &dyn Fn(&Controller)) -> anyhow::Result<bool> {
+    let end = Instant::now() + Duration::from_secs_f64(secs.max(0.0));
+    while Instant::now() < end {
+        ctrl.pump()?;
+        tick(ctrl);
+        if ctrl.state.finished {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(true)
+}
+
+/// Runs a scenario to completion headless. Returns the run folder and whether it was cut short.
+pub fn run_scenario(
+    sc: Scenario,
+    opts: RunOptions,
+    progress: bool,
+) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
+    let points = plan_points(&sc);
+    let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
+    let param = sc
+        .sweep
+        .as_ref()
+        .map(|s| s.param.clone())
+        .unwrap_or_default();
+    let mut ctrl = Controller::start(sc, opts)?;
+    let pb = if progress {
+        let pb = indicatif::ProgressBar::new(total.ceil() as u64);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len}s {msg}",
+            )
+            .expect("valid template"),
+        );
+        Some(pb)
+    } else {
+        None
+    };
+    let began = Instant::now();
+    let tick = |c: &Controller| {
+        if let Some(pb) = &pb {
+            pb.set_position(began.elapsed().as_secs());
+            let r = c.state.store.last(super::columns::RESPONSES).unwrap_or(0.0);
+            let a = c.state.store.last(super::columns::ATTEMPTS).unwrap_or(0.0);
+            pb.set_message(format!("attempts {a:.0}/s, responses {r:.0}/s"));
+        }
+    };
+    let mut interrupted = false;
+    for (i, p) in points.iter().enumerate() {
+        let label = match (&p.mode, &p.value) {
+            (m, Some(v)) => format!(
+                "point {}/{}: {}{param} = {v}",
+                i + 1,
+                points.len(),
+                m.map(|m| format!("{m:?} ").to_lowercase())
+                    .unwrap_or_default()
+            ),
+            _ => "run".to_string(),
+        };
+        ctrl.log(&label);
+        ctrl.mark(&label);
+        let mut failed = None;
+        if let Some(m) = p.mode {
+            if let Err(e) = ctrl.apply(Command::SetMode(m)) {
+                failed = Some(e);
+            }
+        }
+        if let Some(v) = p.value {
+            if let ("load.workers", crate::scenario::SweepValue::Count(n)) = (param.as_str(), v) {
+                if let Err(e) = ctrl.restart_workers(n) {
+                    failed = Some(format!("{e:#}"));
+                }
+            }
+            for c in commands_for(&param, v, ctrl.mode()) {
+                if let Err(e) = ctrl.apply(c) {
+                    failed = Some(e);
+                }
+            }
+        }
+        if failed.is_none() && !run_for(&mut ctrl, p.warmup, &tick)? {
+            interrupted = true;
+        }
+        ctrl.begin_point();
+        if failed.is_none() && !interrupted && !run_for(&mut ctrl, p.hold, &tick)? {
+            interrupted = true;
+        }
+        let window = ctrl.end_point().expect("a point was begun");
+        let mut row = summary_row(&ctrl, i + 1, window);
+        row.param = param.clone();
+        row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
+        if let Some(died) = ctrl.child_died() {
+            failed.get_or_insert(format!("{died} exited"));
+        }
+        if let Some(e) = failed {
+            row.failed = true;
+            row.error = e.clone();
+            ctrl.log(&format!("{label}: FAILED: {e}"));
+        }
+        if let Some(f) = &mut ctrl.folder {
+            f.summary.push(row);
+            f.write_summary()?;
+        }
+        if interrupted {
+            break;
+        }
+        if p.cooldown > 0.0 {
+            ctrl.apply(Command::Pause(true)).ok();
+            if !run_for(&mut ctrl, p.cooldown, &tick)? {
+                interrupted = true;
+                break;
+            }
+            ctrl.apply(Command::Pause(false)).ok();
+        }
+    }
+    if let Some(pb) = &pb {
+        pb.finish_and_clear();
+    }
+    ctrl.shutdown();
+    let dir = ctrl.folder_dir().map(Path::to_path_buf);
+    let rows = ctrl
+        .folder
+        .as_ref()
+        .map(|f| f.summary.clone())
+        .unwrap_or_default();
+    Ok((dir, rows, interrupted))
+}
+
+fn fmt(v: f64, w: usize) -> String {
+    if v.is_nan() {
+        format!("{:>w$}", "-")
+    } else if v.abs() >= 100.0 {
+        format!("{v:>w$.0}")
+    } else {
+        format!("{v:>w$.1}")
+    }
+}
+
+/// The short table printed at the end of a run.
+pub fn summary_table(rows: &[SummaryRow]) -> String {
+    let mut s = format!(
+        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6}  notes\n",
+        "pt",
+        "mode",
+        "value",
+        "attempts/s",
+        "responses/s",
+        "errors/s",
+        "p50 ms",
+        "p99 ms",
+        "acceptq",
+        "cpu%"
+    );
+    for r in rows {
+        let mut notes = Vec::new();
+        if r.failed {
+            notes.push(format!("FAILED: {}", r.error));
+        }
+        if r.client_bound {
+            notes.push(format!("CLIENT-BOUND: {}", r.client_bound_reason));
+        }
+        s.push_str(&format!(
+            "{:>3} {:>8} {:>12} {} {} {} {} {} {} {}  {}\n",
+            r.point,
+            r.mode,
+            if r.value.is_empty() { "-" } else { &r.value },
+            fmt(r.attempts_per_s, 10),
+            fmt(r.throughput_per_s, 11),
+            fmt(r.errors_per_s, 10),
+            fmt(r.total_p50_ms, 9),
+            fmt(r.total_p99_ms, 9),
+            fmt(r.accept_queue_max, 8),
+            fmt(100.0 - r.cpu_idle_pct, 6),
+            notes.join("; ")
+        ));
+    }
+    s
+}
+
+/// `synlab run SCENARIO [--out DIR] [--quick]`.
+pub fn run_main(
+    scenario: &Path,
+    out: Option<&Path>,
+    quick: bool,
+    progress: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut sc = crate::scenario::load(scenario)?;
+    if quick {
+        sc = sc.scaled(QUICK_FACTOR);
+    }
+    let parent = out_parent(&sc, out);
+    let interrupted = interrupt_flag();
+    let opts = RunOptions {
+        out_parent: Some(parent),
+        interrupted: Arc::clone(&interrupted),
+    };
+    let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (dir, rows, cut) = run_scenario(sc, opts, progress)?;
+    print!("{}", summary_table(&rows));
+    if let Some(d) = &dir {
+        println!("results: {}", d.display());
+    }
+    if cut || interrupted.load(Ordering::Relaxed) {
+        eprintln!("synlab: interrupted; the run folder holds what was measured");
+        return Ok(ExitCode::from(130));
+    }
+    if !rows.is_empty() && rows.iter().all(|r| r.failed) {
+        eprintln!("synlab: every point failed; see run.log in the run folder");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_plan_one_point_per_mode_and_value() {
+        let sc = crate::scenario::load(Path::new("scenarios/simple-vs-sclient.toml")).unwrap();
+        let pts = plan_points(&sc);
+        assert_eq!(pts.len(), 20);
+        assert_eq!(pts[0].mode, Some(Mode::Closed));
+        assert_eq!(pts[10].mode, Some(Mode::Sclient));
+        assert_eq!(
+            commands_for("load.concurrency", pts[3].value.unwrap(), Mode::Closed),
+            vec![Command::SetClients(8)]
+        );
+        assert_eq!(
+            commands_for("load.concurrency", pts[3].value.unwrap(), Mode::Sclient),
+            vec![Command::SetSockets(8)]
+        );
+    }
+
+    #[test]
+    fn a_plain_run_is_one_point_after_a_short_warmup() {
+        let mut sc = crate::scenario::default_scenario();
+        sc.duration = crate::scenario::units::Dur::from_secs(30.0);
+        let pts = plan_points(&sc);
+        assert_eq!(pts.len(), 1);
+        assert_eq!((pts[0].warmup, pts[0].hold), (2.0, 28.0));
+    }
+}
