@@ -1,0 +1,194 @@
+//! End-to-end runs on loopback: the built-in server with a known capacity, real workers, the
+//! controller, the run folder. Seed 000 Fig. 5 vs 6, asserted.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use synlab::lab::controller::RunOptions;
+use synlab::lab::run::run_scenario;
+use synlab::report::run_folder::SummaryRow;
+
+fn run(toml: &str) -> (std::path::PathBuf, Vec<SummaryRow>, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = synlab::scenario::parse("test.toml", toml).unwrap_or_else(|e| panic!("{e}"));
+    let opts = RunOptions {
+        out_parent: Some(tmp.path().to_path_buf()),
+        interrupted: Arc::new(AtomicBool::new(false)),
+    };
+    let (dir, rows, cut) = run_scenario(sc, opts, false).unwrap();
+    assert!(!cut);
+    (dir.unwrap(), rows, tmp)
+}
+
+/// Capacity C = 500/s: one event loop, 2 ms of CPU per request.
+const SERVER: &str = r#"
+[target]
+arch = "event"
+service_time = "2ms"
+service = "cpu"
+backlog = 64
+"#;
+const C: f64 = 500.0;
+
+#[test]
+fn open_and_sclient_offer_five_times_capacity_while_throughput_stays_at_capacity() {
+    let toml = format!(
+        "{SERVER}\n[load]\nmode = \"open\"\nrate = {}\nsockets = 20000\ntimeout = \"500ms\"\n\n[sweep]\nparam = \"load.rate\"\nvalues = [{}]\nmodes = [\"open\", \"sclient\"]\nwarmup = \"1s\"\nhold = \"4s\"\n",
+        5.0 * C,
+        5.0 * C
+    );
+    let (_, rows, _tmp) = run(&toml);
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let offered = 5.0 * C;
+        assert!(
+            (r.attempts_per_s - offered).abs() / offered < 0.05,
+            "{}: attempts {:.0}/s, want within 5% of {offered}",
+            r.mode,
+            r.attempts_per_s
+        );
+        assert!(
+            r.throughput_per_s <= C * 1.05,
+            "{}: throughput {:.0}/s above capacity {C}",
+            r.mode,
+            r.throughput_per_s
+        );
+        assert!(r.throughput_per_s > C * 0.5, "{}: server barely served", r.mode);
+        assert!(r.connect_timeouts_per_s > 0.0, "{}: overload should time out connects", r.mode);
+    }
+}
+
+#[test]
+fn closed_loop_clients_stay_at_capacity_however_many() {
+    let toml = format!(
+        "{SERVER}\n[load]\nmode = \"closed\"\nclients = 64\ntimeout = \"500ms\"\n\n[sweep]\nparam = \"load.clients\"\nvalues = [64]\nwarmup = \"1s\"\nhold = \"4s\"\n"
+    );
+    let (_, rows, _tmp) = run(&toml);
+    let r = &rows[0];
+    assert!(r.attempts_per_s <= C * 1.1, "closed loop attempts {:.0}/s exceed capacity", r.attempts_per_s);
+    assert!(r.throughput_per_s <= C * 1.05);
+    assert!(r.throughput_per_s > C * 0.5);
+    let ratio = r.attempts_per_s / r.throughput_per_s;
+    assert!((0.95..1.05).contains(&ratio), "attempts/responses = {ratio:.3}");
+}
+
+#[test]
+fn run_folder_has_every_file_and_server_agrees_with_client() {
+    let toml = format!(
+        "{SERVER}\n[load]\nmode = \"open\"\nrate = 200\n\n[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\nwarmup = \"500ms\"\nhold = \"2s\"\n"
+    );
+    let (dir, rows, _tmp) = run(&toml);
+    for f in ["scenario.toml", "timeseries.csv", "summary.csv", "summary.json", "run.log", "events.csv"] {
+        assert!(dir.join(f).exists(), "{f} missing in {}", dir.display());
+    }
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert!(!r.failed, "{}", r.error);
+        assert!(
+            r.check_server_vs_client_pct.abs() < 2.0,
+            "server and client response counts differ by {:.2}%",
+            r.check_server_vs_client_pct
+        );
+    }
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    assert!(csv.lines().count() > 10);
+    assert!(csv.lines().next().unwrap().contains("attempts_per_s"));
+    // The resolved scenario is itself a valid scenario.
+    synlab::scenario::load(&dir.join("scenario.toml")).unwrap();
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+            if ppid == pid {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(false)
+}
+
+fn write_scenario(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("long.toml");
+    std::fs::write(
+        &p,
+        format!("{SERVER}\nduration = \"60s\"\n[load]\nmode = \"open\"\nrate = 300\nworkers = 2\n"),
+    )
+    .unwrap();
+    p
+}
+
+fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let kids = children_of(pid);
+        if kids.len() >= n || Instant::now() > deadline {
+            return kids;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigkill_of_the_controller_leaves_no_worker_or_server_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = write_scenario(tmp.path());
+    let mut ctrl = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
+        .arg(tmp.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let kids = wait_for_children(ctrl.id(), 3);
+    assert_eq!(kids.len(), 3, "expected a server and two workers");
+    std::thread::sleep(Duration::from_millis(500));
+    ctrl.kill().unwrap();
+    ctrl.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while kids.iter().any(|&k| alive(k)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<_> = kids.iter().filter(|&&k| alive(k)).collect();
+    assert!(left.is_empty(), "children outlived the controller: {left:?}");
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_leaves_valid_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = write_scenario(tmp.path());
+    let ctrl = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kids = wait_for_children(ctrl.id(), 3);
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling the child we started, by pid.
+    unsafe { libc::kill(ctrl.id() as i32, libc::SIGINT) };
+    let out = ctrl.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let dir = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["points"].as_array().unwrap().len(), 1);
+    assert!(json["points"][0]["attempts_per_s"].as_f64().unwrap() > 100.0);
+    assert!(kids.iter().all(|&k| !alive(k)), "children left after Ctrl-C");
+}
