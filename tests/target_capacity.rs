@@ -23,6 +23,7 @@ fn cfg(arch: Arch, workers: u32, st_us: u64) -> ServeConfig {
         files: vec![FileSet::Specweb96],
         keepalive: false,
         stats_interval_ms: 20,
+        accept_batch: 1,
     }
 }
 

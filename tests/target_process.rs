@@ -19,6 +19,7 @@ fn cfg(arch: Arch, workers: u32) -> ServeConfig {
         files: vec![FileSet::Specweb96],
         keepalive: false,
         stats_interval_ms: 100,
+        accept_batch: 1,
     }
 }
 
