@@ -20,6 +20,7 @@ fn cfg(arch: Arch) -> ServeConfig {
         files: vec![FileSet::Specweb96, FileSet::Explicit { sizes: vec![1294] }],
         keepalive: true,
         stats_interval_ms: 100,
+        accept_batch: 1,
     }
 }
 
@@ -254,4 +255,77 @@ fn sleep_service_does_not_block_the_event_loop() {
         "{took:?}"
     );
     assert_eq!(srv.stop().unwrap().responses, 20);
+}
+
+/// Listen-queue length (Recv-Q) of the listener on `port`, from `ss`; None if ss is missing.
+fn accept_queue_len(port: u16) -> Option<u64> {
+    let o = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{port}")])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn event_server_at_overload_leaves_connections_in_the_accept_queue() {
+    // Capacity 50/s (20 ms CPU each), backlog 4, one accept per loop turn (nginx's default):
+    // a burst of 20 connections waits in the kernel's accept queue, not inside the server.
+    let mut c = cfg(Arch::Event);
+    c.service_time_us = 20_000;
+    c.backlog = 4;
+    let srv = Server::start(c).unwrap();
+    let addr = srv.local_addr();
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(8)) else {
+                    return;
+                };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(8)));
+                let _ = s.write_all(b"GET /file/1294 HTTP/1.0\r\n\r\n");
+                let _ = s.read_to_end(&mut Vec::new());
+            })
+        })
+        .collect();
+    let mut peak_queue = 0;
+    let mut peak_open = 0;
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(15));
+        match accept_queue_len(addr.port()) {
+            Some(q) => peak_queue = peak_queue.max(q),
+            None => {
+                eprintln!("skipping the queue check: `ss` not available (install iproute2)");
+                break;
+            }
+        }
+        peak_open = peak_open.max(srv.stats().open_conns);
+    }
+    for c in clients {
+        c.join().unwrap();
+    }
+    assert!(
+        peak_open <= 3,
+        "the server took {peak_open} connections in at once"
+    );
+    if which_ss() {
+        // Connections wait in the kernel's queue, which never exceeds backlog + 1 (the rest of
+        // the burst had its SYNs dropped and retried).
+        assert!(
+            (2..=5).contains(&peak_queue),
+            "accept queue peaked at {peak_queue}"
+        );
+    }
+    assert_eq!(
+        srv.stop().unwrap().responses,
+        20,
+        "all served in the end (SYN retries)"
+    );
+}
+
+fn which_ss() -> bool {
+    std::process::Command::new("ss").arg("-V").output().is_ok()
 }

@@ -77,6 +77,17 @@ pub fn shutdown_listener(fd: RawFd) {
     }
 }
 
+/// Raises the soft RLIMIT_NOFILE to the hard limit (a server at overload holds many sockets);
+/// returns (old soft, new soft).
+pub fn raise_nofile() -> io::Result<(u64, u64)> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(io::Error::from)?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(io::Error::from)?;
+    }
+    Ok((soft, hard.max(soft)))
+}
+
 /// CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -51,6 +51,9 @@ pub struct ServeArgs {
     /// Stop after this long (e.g. `60s`); default: until Ctrl-C.
     #[arg(long, value_parser = parse_dur)]
     pub duration: Option<Duration>,
+    /// Event arch: connections accepted per loop iteration (1 like nginx; 0 = all pending).
+    #[arg(long, default_value_t = 1)]
+    pub accept_batch: u32,
     /// Period of the stats line.
     #[arg(long, default_value = "1s", value_parser = parse_dur)]
     pub stats_interval: Duration,
@@ -123,6 +126,7 @@ impl ServeArgs {
             files,
             keepalive: self.keepalive,
             stats_interval_ms: self.stats_interval.as_millis() as u64,
+            accept_batch: self.accept_batch,
         };
         super::validate(&cfg)?;
         Ok(cfg)
@@ -139,6 +143,7 @@ fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
 
 pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
     let signalled = stop_on_signals()?;
+    let nofile = crate::sys::server_io::raise_nofile();
     if let Some(json) = &args.config_json {
         let cfg: ServeConfig = serde_json::from_str(json)
             .with_context(|| format!("--config-json is not a valid ServeConfig: {json}"))?;
@@ -161,6 +166,13 @@ pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let cfg = args.to_config()?;
+    match nofile {
+        Ok((old, new)) if new > old => {
+            eprintln!("synlab serve: raised the open-file limit from {old} to {new}")
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("synlab serve: could not raise the open-file limit: {e}"),
+    }
     let server = super::Server::start(cfg.clone())?;
     eprintln!(
         "synlab serve: listening on http://{} (arch {:?}, backlog {}, service {:?} {} us, keep-alive {}, pid {}); Ctrl-C stops",

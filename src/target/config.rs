@@ -59,6 +59,14 @@ pub struct ServeConfig {
     pub keepalive: bool,
     /// Period of the stats lines on stdout (0 = none).
     pub stats_interval_ms: u64,
+    /// Event arch: connections accepted per loop iteration (1 = nginx's `multi_accept off`,
+    /// so under overload the kernel's accept queue fills as with real servers; 0 = drain it).
+    #[serde(default = "default_accept_batch")]
+    pub accept_batch: u32,
+}
+
+fn default_accept_batch() -> u32 {
+    1
 }
 
 /// One line the server prints on stdout every stats interval: cumulative totals since start.

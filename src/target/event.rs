@@ -81,7 +81,7 @@ pub fn run(
         ready.extend(lp.ep.wait(timeout)?);
         for &(token, ev) in &ready {
             if token == LISTENER {
-                lp.accept_all(listener)?;
+                lp.accept_some(listener)?;
             } else {
                 lp.on_event(token as usize, ev);
             }
@@ -100,8 +100,12 @@ pub fn run(
 }
 
 impl EventLoop<'_> {
-    fn accept_all(&mut self, listener: &TcpListener) -> io::Result<()> {
-        loop {
+    fn accept_some(&mut self, listener: &TcpListener) -> io::Result<()> {
+        let batch = match self.ctx.cfg.accept_batch {
+            0 => u32::MAX,
+            n => n,
+        };
+        for _ in 0..batch {
             match listener.accept() {
                 Ok((s, _)) => {
                     self.counters.accepted.fetch_add(1, Relaxed);
@@ -139,6 +143,7 @@ impl EventLoop<'_> {
                 Err(_) => {}
             }
         }
+        Ok(())
     }
 
     fn close(&mut self, idx: usize) {

@@ -1,0 +1,238 @@
+//! `synlab serve --config-json` as the lab runs it: JSON ServerStats lines on stdout whose
+//! counts match the client's, exit on stdin EOF, and prefork workers that die with the server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+use synlab::target::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
+
+fn cfg(arch: Arch, workers: u32) -> ServeConfig {
+    ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        arch,
+        workers,
+        max_workers: workers,
+        backlog: 64,
+        service_time_us: 0,
+        service: ServiceKind::Cpu,
+        files: vec![FileSet::Specweb96],
+        keepalive: false,
+        stats_interval_ms: 100,
+        accept_batch: 1,
+    }
+}
+
+/// The server child; SIGKILLed and reaped on drop if a test fails half-way.
+struct ServerProc {
+    child: Child,
+    lines: BufReader<ChildStdout>,
+}
+
+impl ServerProc {
+    fn start(c: &ServeConfig) -> (ServerProc, ServerStats) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
+            .args(["serve", "--config-json", &serde_json::to_string(c).unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start synlab serve");
+        let lines = BufReader::new(child.stdout.take().unwrap());
+        let mut p = ServerProc { child, lines };
+        let first = p
+            .next_stats()
+            .expect("a first stats line right after binding");
+        (p, first)
+    }
+
+    fn next_stats(&mut self) -> Option<ServerStats> {
+        let mut line = String::new();
+        if self.lines.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad stats line {line:?}: {e}")))
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn get10(addr: SocketAddr, path: &str) -> usize {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    assert!(
+        all.starts_with(b"HTTP/1.0 200"),
+        "{:?}",
+        String::from_utf8_lossy(&all[..all.len().min(40)])
+    );
+    all.len()
+}
+
+/// Live processes whose parent is `ppid` (from /proc/*/stat).
+fn children_of(ppid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the `(comm)`: state ppid ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let mut f = after.split(' ');
+        let state = f.next().unwrap_or("");
+        if f.next().and_then(|p| p.parse::<u32>().ok()) == Some(ppid) && state != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s[s.rfind(')').unwrap() + 2..].starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn json_stats_lines_count_what_the_client_got_and_stdin_eof_stops() {
+    for arch in [Arch::Event, Arch::Threaded, Arch::Prefork] {
+        let (mut p, first) = ServerProc::start(&cfg(arch, 2));
+        let addr: SocketAddr = first
+            .listen
+            .parse()
+            .expect("listen address in the first line");
+        assert_ne!(addr.port(), 0);
+        assert_eq!(first.responses, 0);
+        let mut bytes = 0u64;
+        for i in 0..50 {
+            bytes += get10(addr, &format!("/specweb96/class{}_{}", i % 3, 1 + i % 9)) as u64;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        drop(p.child.stdin.take()); // EOF: the controller's stop signal
+        let mut lines = vec![first];
+        while let Some(s) = p.next_stats() {
+            lines.push(s);
+        }
+        let t0 = Instant::now();
+        while p.child.try_wait().unwrap().is_none() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "{arch:?}: no exit after stdin EOF"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            lines.len() >= 3,
+            "{arch:?}: periodic lines, got {}",
+            lines.len()
+        );
+        assert!(lines
+            .windows(2)
+            .all(|w| w[1].t_s >= w[0].t_s && w[1].responses >= w[0].responses));
+        let last = lines.last().unwrap();
+        assert_eq!(last.responses, 50, "{arch:?}");
+        assert_eq!(last.accepted, 50, "{arch:?}");
+        assert_eq!(last.bytes_out, bytes, "{arch:?}: bytes the client read");
+    }
+}
+
+#[test]
+fn prefork_reports_its_workers_and_they_die_with_the_parent() {
+    let (mut p, first) = ServerProc::start(&cfg(Arch::Prefork, 3));
+    let pid = p.child.id();
+    assert_eq!(first.pid, pid);
+    assert_eq!(first.workers, 3, "workers reported at start");
+    let kids = children_of(pid);
+    assert_eq!(kids.len(), 3, "worker processes under {pid}: {kids:?}");
+    // They serve.
+    let addr: SocketAddr = first.listen.parse().unwrap();
+    get10(addr, "/specweb96/class0_1");
+    assert!(p.next_stats().is_some());
+    // SIGKILL the parent: nothing may outlive it (PR_SET_PDEATHSIG).
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
+    let t0 = Instant::now();
+    while kids.iter().any(|&k| alive(k)) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "workers outlived the killed server: {:?}",
+            kids.iter().filter(|&&k| alive(k)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn bad_flags_and_configs_say_what_to_do() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_synlab"))
+            .arg("serve")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{args:?} should fail");
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    assert!(run(&["--service-time", "5"]).contains("has no unit"));
+    assert!(run(&["--files", "spec"]).contains("use specweb96"));
+    assert!(
+        run(&["--arch", "prefork", "--workers", "8", "--max-workers", "2"])
+            .contains("set max_workers >= workers")
+    );
+    assert!(run(&["--config-json", "{\"listen\":1}"]).contains("not a valid ServeConfig"));
+}
+
+#[test]
+fn standalone_prints_where_it_listens_and_stops_on_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--arch",
+            "threaded",
+            "--duration",
+            "20s",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    get10(addr, "/specweb96/class1_1");
+    // SAFETY: kill(2) on the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "no exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(st.success(), "{st:?}");
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains("1 responses"), "{rest}");
+}
