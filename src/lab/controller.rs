@@ -225,6 +225,7 @@ impl Controller {
                     files,
                     keepalive: t.keepalive || self.scenario.load.http == HttpVersion::Http11,
                     stats_interval_ms: 100,
+                    accept_batch: 1,
                 };
                 crate::target::validate(&cfg)?;
                 let tx = self.tx.clone();
