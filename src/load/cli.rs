@@ -1,7 +1,58 @@
-//! `synlab worker` (hidden): a load worker started by the controller.
+//! `synlab worker` (hidden): a load worker started by the controller. Thin: checks the
+//! configuration, raises the descriptor limit, starts the stdin control reader, runs the engine.
+
+use super::engine::Engine;
+use super::protocol::{Control, WorkerConfig};
+use super::{rates, validate};
+use crate::sys::client_io::{raise_nofile, EventFd};
+use anyhow::Context;
+use std::io::BufRead;
 
 /// Runs a worker from its JSON configuration until Stop, stdin EOF or its duration bound.
 pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
-    let _cfg: super::protocol::WorkerConfig = serde_json::from_str(config_json)?;
-    anyhow::bail!("the load worker is not built yet")
+    let cfg: WorkerConfig = serde_json::from_str(config_json)
+        .context("worker config is not valid JSON for WorkerConfig")?;
+    validate::check_target(cfg.target, cfg.allow_remote)?;
+    validate::check_config(&cfg)?;
+    let mut notices = Vec::new();
+    let want = rates::fds_needed(&cfg);
+    match raise_nofile(want) {
+        Ok(c) if c.new_soft > c.old_soft => notices.push(format!(
+            "raised RLIMIT_NOFILE from {} to {} (this load needs up to {want})",
+            c.old_soft, c.new_soft
+        )),
+        Ok(_) => {}
+        Err(e) => notices.push(format!("could not raise RLIMIT_NOFILE to {want}: {e}")),
+    }
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let wake = EventFd::new()?;
+    let wake_fd = wake.fd;
+    std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || read_controls(tx, wake_fd))?;
+    Engine::new(cfg, rx, wake, notices)?.run()
+}
+
+/// Reads Control lines from stdin; EOF (the controller closed the pipe or died) means Stop.
+fn read_controls(tx: crossbeam_channel::Sender<Result<Control, String>>, wake_fd: i32) {
+    let notify = || {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to an eventfd owned by the engine, which
+        // outlives this thread's useful life (the process exits when the engine returns).
+        unsafe { libc::write(wake_fd, &one as *const u64 as *const libc::c_void, 8) };
+    };
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let msg = serde_json::from_str::<Control>(&line)
+            .map_err(|e| format!("ignored control line {line:?}: {e}"));
+        if tx.send(msg).is_err() {
+            return;
+        }
+        notify();
+    }
+    let _ = tx.send(Ok(Control::Stop));
+    notify();
 }

@@ -145,6 +145,9 @@ pub struct StatsDelta {
     pub responses_2xx: u64,
     pub responses_non2xx: u64,
     pub response_timeouts: u64,
+    /// Responses that were not HTTP, or connections closed before the response was complete.
+    #[serde(default)]
+    pub bad_responses: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Gauges.

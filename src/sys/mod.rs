@@ -2,6 +2,7 @@
 //! /proc lives below this module, behind small functions and traits, so the logic above it
 //! (scheduling, router timing, parsing, UI) is tested without root.
 
+pub mod client_io;
 pub mod privilege;
 pub mod process;
 pub mod server_io;

@@ -1,0 +1,151 @@
+//! Checks on a worker configuration before any socket opens: where load may go (loopback and the
+//! lab's benchmarking range 198.18.0.0/15, RFC 2544, nothing else unless the user explicitly allows
+//! remote targets) and the ranges of its numbers. Pure, so the rules themselves are tested.
+
+use super::protocol::{Mode, WorkerConfig};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("refusing to send load to {0}: only 127.0.0.0/8, ::1 and the lab's 198.18.0.0/15 are allowed; set allow_remote (scenario `allow_remote = true`) if you own that host")]
+pub struct RemoteTarget(pub SocketAddr);
+
+/// True for addresses load may be sent to without `allow_remote`.
+pub fn is_lab_address(ip: IpAddr) -> bool {
+    let v4_ok =
+        |a: Ipv4Addr| a.is_loopback() || (a.octets()[0] == 198 && a.octets()[1] & 0xfe == 18);
+    match ip {
+        IpAddr::V4(a) => v4_ok(a),
+        IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(v4_ok),
+    }
+}
+
+/// Refuses a target outside the lab unless `allow_remote`.
+pub fn check_target(target: SocketAddr, allow_remote: bool) -> Result<(), RemoteTarget> {
+    if allow_remote || is_lab_address(target.ip()) {
+        Ok(())
+    } else {
+        Err(RemoteTarget(target))
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("worker config: {key} = {value} is out of range ({want})")]
+pub struct BadConfig {
+    pub key: &'static str,
+    pub value: String,
+    pub want: &'static str,
+}
+
+fn positive(key: &'static str, v: f64) -> Result<(), BadConfig> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(BadConfig {
+            key,
+            value: v.to_string(),
+            want: "a positive number",
+        })
+    }
+}
+
+/// Range checks on the numbers of a worker configuration (the schedule checks rate and burst).
+pub fn check_config(cfg: &WorkerConfig) -> Result<(), BadConfig> {
+    positive("timeout_s", cfg.timeout_s)?;
+    positive("response_timeout_s", cfg.response_timeout_s)?;
+    positive("duration_s", cfg.duration_s)?;
+    if !(cfg.think_s.is_finite() && cfg.think_s >= 0.0) {
+        return Err(BadConfig {
+            key: "think_s",
+            value: cfg.think_s.to_string(),
+            want: ">= 0",
+        });
+    }
+    if cfg.mode != Mode::Closed && cfg.sockets == 0 {
+        return Err(BadConfig {
+            key: "sockets",
+            value: "0".into(),
+            want: ">= 1 for sclient and open modes",
+        });
+    }
+    if cfg.stats_interval_ms == 0 {
+        return Err(BadConfig {
+            key: "stats_interval_ms",
+            value: "0".into(),
+            want: ">= 1",
+        });
+    }
+    if cfg.keepalive && cfg.requests_per_conn == 0 {
+        return Err(BadConfig {
+            key: "requests_per_conn",
+            value: "0".into(),
+            want: ">= 1 with keepalive",
+        });
+    }
+    if let Some(m) = cfg
+        .mix
+        .iter()
+        .find(|m| !(m.weight.is_finite() && m.weight >= 0.0))
+    {
+        return Err(BadConfig {
+            key: "mix.weight",
+            value: format!("{} ({})", m.weight, m.class),
+            want: ">= 0",
+        });
+    }
+    if !cfg.mix.is_empty() && cfg.mix.iter().all(|m| m.weight == 0.0) {
+        return Err(BadConfig {
+            key: "mix.weight",
+            value: "all 0".into(),
+            want: "at least one positive weight",
+        });
+    }
+    if let Some(ip) = cfg
+        .bind_addrs
+        .iter()
+        .find(|ip| ip.is_ipv4() != cfg.target.is_ipv4())
+    {
+        return Err(BadConfig {
+            key: "bind_addrs",
+            value: ip.to_string(),
+            want: "the same address family as the target",
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> bool {
+        check_target(s.parse().unwrap(), false).is_ok()
+    }
+
+    #[test]
+    fn lab_and_loopback_are_allowed() {
+        assert!(ok("127.0.0.1:80"));
+        assert!(ok("127.255.0.9:8080"));
+        assert!(ok("[::1]:80"));
+        assert!(ok("198.18.0.1:80"));
+        assert!(ok("198.19.255.254:80"));
+        assert!(ok("[::ffff:127.0.0.1]:80"));
+    }
+
+    #[test]
+    fn everything_else_is_refused_with_a_way_out() {
+        for a in [
+            "198.20.0.1:80",
+            "198.17.255.255:80",
+            "10.0.0.1:80",
+            "8.8.8.8:53",
+            "0.0.0.0:80",
+            "[2001:db8::1]:80",
+            "[::]:80",
+        ] {
+            assert!(!ok(a), "{a} must be refused");
+        }
+        let e = check_target("8.8.8.8:53".parse().unwrap(), false).unwrap_err();
+        assert!(e.to_string().contains("8.8.8.8:53") && e.to_string().contains("allow_remote"));
+        assert!(check_target("8.8.8.8:53".parse().unwrap(), true).is_ok());
+    }
+}

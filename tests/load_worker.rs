@@ -1,0 +1,378 @@
+//! The `synlab worker` process end to end on loopback: real sockets against small servers
+//! written here (an HTTP/1.0 responder, a listener that never accepts, a closed port), the worker
+//! spawned from the built binary, its stats read from stdout and controls written to stdin.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+use synlab::load::protocol::{Arrivals, Control, Mode, StatsDelta, WorkerConfig};
+
+const RESPONSE: &[u8] =
+    b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+
+/// An HTTP/1.0 server: `threads` threads accept, read the request, sleep `service`, answer, close.
+fn http_server(threads: usize, service: Duration) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    for _ in 0..threads {
+        let l = l.try_clone().unwrap();
+        std::thread::spawn(move || loop {
+            let Ok((mut s, _)) = l.accept() else { continue };
+            s.set_read_timeout(Some(Duration::from_secs(2))).ok();
+            let mut buf = [0u8; 1024];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            if !service.is_zero() {
+                std::thread::sleep(service);
+            }
+            let _ = s.write_all(RESPONSE);
+        });
+    }
+    addr
+}
+
+/// A listener with a backlog of `backlog` that never accepts: SYNs beyond it are dropped.
+struct NeverAccepts {
+    fd: i32,
+    addr: SocketAddr,
+}
+
+impl NeverAccepts {
+    fn new(backlog: i32) -> Self {
+        // SAFETY: plain socket calls on a fresh descriptor owned by the guard.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0);
+            let mut sin: libc::sockaddr_in = std::mem::zeroed();
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(
+                libc::bind(fd, &sin as *const _ as *const libc::sockaddr, len),
+                0
+            );
+            assert_eq!(libc::listen(fd, backlog), 0);
+            let mut got: libc::sockaddr_in = std::mem::zeroed();
+            let mut glen = len;
+            libc::getsockname(fd, &mut got as *mut _ as *mut libc::sockaddr, &mut glen);
+            let port = u16::from_be(got.sin_port);
+            NeverAccepts {
+                fd,
+                addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            }
+        }
+    }
+}
+
+impl Drop for NeverAccepts {
+    fn drop(&mut self) {
+        // SAFETY: we own fd.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
+    WorkerConfig {
+        id: 7,
+        target,
+        bind_addrs: vec![],
+        mode,
+        rate: Some(1000.0),
+        arrivals: Arrivals::Constant,
+        sockets: 1000,
+        clients: 0,
+        think_s: 0.0,
+        timeout_s: 0.5,
+        response_timeout_s: 5.0,
+        burst: None,
+        mix: vec![],
+        keepalive: false,
+        requests_per_conn: 1,
+        host_header: "synlab-test".into(),
+        duration_s: 3.0,
+        stats_interval_ms: 100,
+        seed: 1,
+        allow_remote: false,
+        paused: false,
+    }
+}
+
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Worker {
+    fn spawn(cfg: &WorkerConfig) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
+            .args([
+                "worker",
+                "--config-json",
+                &serde_json::to_string(cfg).unwrap(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn synlab worker");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Worker {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, c: &Control) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next stats line (None at EOF).
+    fn next(&mut self) -> Option<StatsDelta> {
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line).unwrap() == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad stats line {line}: {e}")))
+    }
+
+    /// Every stats line until the final one; asserts the worker exits cleanly after it.
+    fn collect(mut self) -> Vec<StatsDelta> {
+        let mut v = Vec::new();
+        while let Some(d) = self.next() {
+            let last = d.last;
+            v.push(d);
+            if last {
+                break;
+            }
+        }
+        assert!(v.last().is_some_and(|d| d.last), "no final stats line");
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "worker exited with {status}");
+        v
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn sum(v: &[StatsDelta], f: impl Fn(&StatsDelta) -> u64) -> u64 {
+    v.iter().map(f).sum()
+}
+
+fn elapsed(v: &[StatsDelta]) -> f64 {
+    v.last().unwrap().t_s
+}
+
+fn open_rate_accuracy(rate: f64) {
+    let server = http_server(4, Duration::ZERO);
+    let mut cfg = config(server, Mode::Open);
+    cfg.rate = Some(rate);
+    cfg.duration_s = 10.0;
+    let v = Worker::spawn(&cfg).collect();
+    let attempts = sum(&v, |d| d.attempts) as f64;
+    let measured = attempts / elapsed(&v);
+    println!(
+        "open {rate}/s: measured {measured:.1}/s over {:.2} s",
+        elapsed(&v)
+    );
+    assert!(
+        (measured / rate - 1.0).abs() < 0.02,
+        "measured {measured}/s vs {rate}/s"
+    );
+    assert_eq!(sum(&v, |d| d.client_cap_drops), 0);
+    let responses = sum(&v, |d| d.responses) as f64;
+    assert!(
+        responses > attempts * 0.98,
+        "{responses} responses for {attempts} attempts"
+    );
+    assert!(v[..v.len() - 1]
+        .iter()
+        .all(|d| (d.target_rate - rate).abs() < 1e-6));
+    let total: u64 = v.iter().map(|d| d.total_us.count()).sum();
+    assert_eq!(total as f64, responses);
+}
+
+#[test]
+fn load_open_1000_per_s_within_2_percent() {
+    open_rate_accuracy(1000.0);
+}
+
+#[test]
+fn load_open_5000_per_s_within_2_percent() {
+    open_rate_accuracy(5000.0);
+}
+
+#[test]
+fn load_sclient_flat_out_offers_d_over_t_to_a_full_backlog() {
+    let l = NeverAccepts::new(16);
+    let mut cfg = config(l.addr, Mode::Sclient);
+    cfg.rate = None;
+    cfg.sockets = 200;
+    cfg.timeout_s = 0.25;
+    cfg.response_timeout_s = 1.0;
+    cfg.duration_s = 3.0;
+    let v = Worker::spawn(&cfg).collect();
+    let rate = sum(&v, |d| d.attempts) as f64 / elapsed(&v);
+    let expected = 200.0 / 0.25;
+    println!("sclient flat out: {rate:.0} attempts/s, D/T = {expected}");
+    assert!(
+        (rate / expected - 1.0).abs() < 0.10,
+        "{rate}/s vs D/T = {expected}/s"
+    );
+    let timeouts = sum(&v, |d| d.connect_timeouts);
+    assert!(
+        timeouts as f64 > 0.9 * rate * 2.0,
+        "only {timeouts} connect timeouts"
+    );
+    // Only the backlog's worth (plus SYN queue slack) ever connects.
+    assert!(sum(&v, |d| d.established) < 100);
+    assert!(v.iter().all(|d| d.connecting <= 200));
+}
+
+#[test]
+fn load_closed_clients_follow_the_server() {
+    let server = http_server(16, Duration::from_millis(10));
+    let mut cfg = config(server, Mode::Closed);
+    cfg.clients = 8;
+    cfg.duration_s = 3.0;
+    let v = Worker::spawn(&cfg).collect();
+    let responses = sum(&v, |d| d.responses);
+    let attempts = sum(&v, |d| d.attempts);
+    let rate = responses as f64 / elapsed(&v);
+    println!("closed 8 clients x 10 ms: {rate:.0} responses/s, {attempts} attempts");
+    assert!(
+        rate <= 8.0 / 0.010 * 1.02,
+        "{rate}/s above N / service time"
+    );
+    assert!(rate > 8.0 / 0.010 * 0.5, "{rate}/s: clients not kept busy");
+    assert!(
+        attempts.abs_diff(responses) <= 8,
+        "{attempts} attempts vs {responses} responses"
+    );
+    assert_eq!(sum(&v, |d| d.responses_2xx), responses);
+}
+
+#[test]
+fn load_live_rate_change_has_no_catch_up_burst() {
+    let server = http_server(4, Duration::ZERO);
+    let mut cfg = config(server, Mode::Open);
+    cfg.rate = Some(1000.0);
+    cfg.duration_s = 3.0;
+    let mut w = Worker::spawn(&cfg);
+    let t0 = Instant::now();
+    let mut before = Vec::new();
+    while t0.elapsed() < Duration::from_millis(1500) {
+        before.push(w.next().unwrap());
+    }
+    w.send(&Control::SetRate { rate: Some(3000.0) });
+    let after = w.collect();
+    for d in &after {
+        let r = d.attempts as f64 / d.interval_s;
+        assert!(r <= 3000.0 * 1.2, "interval at {:.2} s ran {r:.0}/s", d.t_s);
+    }
+    // Well after the change the new rate holds.
+    let late: Vec<_> = after.iter().filter(|d| d.t_s > 2.0 && !d.last).collect();
+    let n: u64 = late.iter().map(|d| d.attempts).sum();
+    let secs: f64 = late.iter().map(|d| d.interval_s).sum();
+    assert!(
+        (n as f64 / secs / 3000.0 - 1.0).abs() < 0.05,
+        "{} /s after the change",
+        n as f64 / secs
+    );
+    assert!(before.iter().all(|d| d.target_rate == 1000.0 || d.seq == 0));
+}
+
+#[test]
+fn load_refused_port_counts_refused() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = config(port, Mode::Open);
+    cfg.rate = Some(500.0);
+    cfg.duration_s = 1.0;
+    let v = Worker::spawn(&cfg).collect();
+    let attempts = sum(&v, |d| d.attempts);
+    assert!(attempts > 400);
+    assert_eq!(sum(&v, |d| d.refused), attempts);
+    assert_eq!(sum(&v, |d| d.established), 0);
+}
+
+#[test]
+fn load_non_lab_target_is_refused_before_any_traffic() {
+    let cfg = config("192.0.2.1:80".parse().unwrap(), Mode::Open);
+    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args([
+            "worker",
+            "--config-json",
+            &serde_json::to_string(&cfg).unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "a refused worker must not report stats"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to send load to 192.0.2.1:80"),
+        "{err}"
+    );
+}
+
+#[test]
+fn load_stdin_eof_stops_the_worker() {
+    let server = http_server(2, Duration::ZERO);
+    let mut cfg = config(server, Mode::Open);
+    cfg.duration_s = 60.0;
+    let mut w = Worker::spawn(&cfg);
+    w.next().unwrap();
+    let t = Instant::now();
+    drop(w.stdin.take());
+    let v = w.collect();
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?} to stop",
+        t.elapsed()
+    );
+    assert!(elapsed(&v) < 5.0);
+    assert_eq!(v.last().unwrap().connecting, 0);
+}
+
+#[test]
+fn load_worker_honours_duration() {
+    let server = http_server(2, Duration::ZERO);
+    let mut cfg = config(server, Mode::Open);
+    cfg.duration_s = 1.0;
+    let t = Instant::now();
+    let w = Worker::spawn(&cfg); // stdin stays open: only the bound stops it
+    let v = w.collect();
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    let end = elapsed(&v);
+    assert!((0.99..1.3).contains(&end), "ended at {end} s");
+    let seqs: Vec<u64> = v.iter().map(|d| d.seq).collect();
+    assert_eq!(seqs, (0..v.len() as u64).collect::<Vec<_>>());
+}
