@@ -59,6 +59,10 @@ pub struct Controller {
     next_step: usize,
     opts: RunOptions,
     notices: Vec<String>,
+    /// Client-counted responses over the whole run (for the final cross-check).
+    run_responses: u64,
+    /// (client responses, server responses, difference %) once the run has stopped.
+    pub final_check: Option<(u64, u64, f64)>,
 }
 
 /// Picks a free TCP port on loopback (the server binds it right after; the race is benign).
@@ -175,6 +179,8 @@ impl Controller {
             next_step: 0,
             opts,
             notices: Vec::new(),
+            run_responses: 0,
+            final_check: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
         c.start_target()?;
@@ -463,6 +469,7 @@ impl Controller {
                     if d.out_of_fds > 0 {
                         self.state.warn(Warning::OutOfFds);
                     }
+                    self.run_responses += d.responses;
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
@@ -667,10 +674,43 @@ impl Controller {
         self.workers.clear();
         if let Some(mut s) = self.server.take() {
             s.stop(Duration::from_secs(2));
+            self.pump_messages();
+            // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
+            if let Some(st) = &self.server_last {
+                let (c, sv) = (self.run_responses, st.responses);
+                let diff = if c > 0 {
+                    (sv as f64 - c as f64) / c as f64 * 100.0
+                } else {
+                    0.0
+                };
+                self.final_check = Some((c, sv, diff));
+                let line = format!(
+                    "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
+                    if diff.abs() > 2.0 {
+                        " DISAGREE (> 2%)"
+                    } else {
+                        ""
+                    }
+                );
+                self.log(&line);
+            }
         }
         let events = self.state.store.events.clone();
+        let check = self.final_check;
+        let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
+        let notices = self.notices.clone();
         if let Some(f) = &mut self.folder {
             let _ = f.write_events(&events);
+            f.meta.insert("backend".into(), backend.into());
+            f.meta.insert("target".into(), target.into());
+            f.meta.insert("notices".into(), notices.into());
+            if let Some((c, sv, d)) = check {
+                f.meta.insert(
+                    "check_responses".into(),
+                    serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": d.abs() <= 2.0}),
+                );
+            }
+            let _ = f.write_summary();
             f.log("stopped; everything started by this run has exited");
         }
     }

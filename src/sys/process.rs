@@ -7,8 +7,12 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Path of the running synlab binary (children are started from it).
+/// Path of the synlab binary children are started from: our own executable, or `SYNLAB_EXE`
+/// when set (integration tests run the library inside a test harness, not inside synlab).
 pub fn self_exe() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("SYNLAB_EXE") {
+        return p.into();
+    }
     std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into())
 }
 
