@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::Write;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ const CONTROL_KEY: u64 = u64::MAX;
 const EVENT_BATCH: usize = 1024;
 const READ_BUF: usize = 64 * 1024;
 /// Most arrivals started per loop pass, so a late worker still services its sockets.
-const STARTS_PER_PASS: usize = 4096;
+const STARTS_PER_PASS: usize = 512;
 /// Pause before retrying after the kernel refused a socket or a port (EMFILE, EADDRNOTAVAIL).
 const RESOURCE_BACKOFF_NS: u64 = 1_000_000;
 
@@ -100,6 +100,9 @@ pub struct Engine {
     free: Vec<u32>,
     timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
     wakes: BinaryHeap<Reverse<u64>>,
+    /// Sclient flat out: when each freed slot should have reconnected (its T deadline, or the
+    /// moment its connect completed or failed), oldest first, so a late reconnect shows as lag.
+    slots_due: VecDeque<u64>,
     schedule: Schedule,
     requests: Vec<Vec<u8>>,
     mix_cum: Vec<f64>,
@@ -177,6 +180,7 @@ impl Engine {
             free: Vec::new(),
             timers: BinaryHeap::new(),
             wakes: BinaryHeap::new(),
+            slots_due: VecDeque::new(),
             schedule,
             requests,
             mix_cum,
@@ -288,8 +292,14 @@ impl Engine {
         match self.cfg.mode {
             Mode::Sclient if self.schedule.rate().is_none() => {
                 while self.connecting < d && n < STARTS_PER_PASS && now >= self.backoff_until_ns {
-                    self.start_attempt(now, now, false);
+                    let due = self.slots_due.pop_front().unwrap_or(now).min(now);
+                    self.note_lag(now, due);
+                    self.start_attempt(due, now, false);
                     n += 1;
+                }
+                let keep = (d - self.connecting.min(d)) as usize;
+                while self.slots_due.len() > keep {
+                    self.slots_due.pop_front();
                 }
             }
             Mode::Sclient | Mode::Open => {
@@ -518,6 +528,7 @@ impl Engine {
 
     fn on_established(&mut self, idx: usize, now: u64) {
         self.connecting -= 1;
+        self.slot_freed(idx, now);
         self.active += 1;
         self.stats.established += 1;
         let sched = self.slab[idx].sched_ns;
@@ -664,7 +675,11 @@ impl Engine {
     fn finish(&mut self, idx: usize, now: u64) {
         let c = self.slab[idx];
         match c.phase {
-            Phase::Connecting => self.connecting -= 1,
+            Phase::Connecting => {
+                self.connecting -= 1;
+                // A timed-out slot was due to reconnect at its deadline, not when we noticed.
+                self.slot_freed(idx, c.deadline_ns.min(now));
+            }
             Phase::Free => return,
             _ => self.active -= 1,
         }
@@ -674,6 +689,16 @@ impl Engine {
         if c.client {
             let at = now + (self.cfg.think_s * 1e9) as u64;
             self.client_done(at);
+        }
+    }
+
+    /// Records when an sclient slot became free (flat out only; scheduled modes have arrivals).
+    fn slot_freed(&mut self, idx: usize, due: u64) {
+        if self.cfg.mode == Mode::Sclient
+            && self.schedule.rate().is_none()
+            && !self.slab[idx].client
+        {
+            self.slots_due.push_back(due);
         }
     }
 
