@@ -123,6 +123,7 @@ pub struct Engine {
     notices: Vec<String>,
     told_ports: bool,
     told_fds: bool,
+    told_bind: bool,
     out: Vec<u8>,
 }
 
@@ -204,6 +205,7 @@ impl Engine {
             notices,
             told_ports: false,
             told_fds: false,
+            told_bind: false,
             out: Vec::with_capacity(4096),
             cfg,
         };
@@ -355,6 +357,17 @@ impl Engine {
             self.bind_next = self.bind_next.wrapping_add(1);
             if let Err(e) = io::bind_source(fd, ip) {
                 io::close(fd);
+                if e == libc::EADDRNOTAVAIL {
+                    // Not a port shortage: the source address is not on this host.
+                    self.stats.other_errors += 1;
+                    if !self.told_bind {
+                        self.told_bind = true;
+                        self.notices.push(format!(
+                            "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
+                        ));
+                    }
+                    return self.attempt_failed(0, now, client);
+                }
                 return self.attempt_failed(e, now, client);
             }
         }
@@ -394,8 +407,11 @@ impl Engine {
     }
 
     /// A socket, bind or connect call failed before the connection existed.
+    /// `e` = 0: already counted by the caller.
     fn attempt_failed(&mut self, e: io::Errno, now: u64, client: bool) {
-        self.count_error(e);
+        if e != 0 {
+            self.count_error(e);
+        }
         if matches!(
             e,
             libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM
@@ -661,8 +677,9 @@ impl Engine {
                 self.slab[idx].sched_ns = now;
                 self.begin_request(idx, now);
             }
-        } else if fin || self.cfg.keepalive {
-            // Keep-alive: we end it (our FIN first). HTTP/1.0 with the FIN in: close now.
+        } else if fin || self.cfg.keepalive || !r.close {
+            // The FIN is in, or the server means to keep the connection (we end it, our FIN
+            // first): close now. Otherwise wait for the server's FIN.
             self.finish(idx, now);
         } else {
             self.slab[idx].phase = Phase::Draining;
