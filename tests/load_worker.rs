@@ -527,3 +527,36 @@ fn load_unconfigured_source_address_is_counted_and_explained() {
         "{notices:?}"
     );
 }
+
+#[test]
+fn load_pause_and_resume_without_catch_up() {
+    let server = http_server(2, Duration::ZERO);
+    let mut cfg = config(server, Mode::Open);
+    cfg.rate = Some(500.0);
+    cfg.paused = true;
+    cfg.duration_s = 2.0;
+    let mut w = Worker::spawn(&cfg);
+    let paused: Vec<StatsDelta> = (0..4).map(|_| w.next().unwrap()).collect();
+    assert_eq!(sum(&paused, |d| d.attempts), 0);
+    assert!(paused.iter().all(|d| d.target_rate == 0.0));
+    w.send(&Control::Resume);
+    let mut resumed = Vec::new();
+    while resumed.len() < 6 {
+        resumed.push(w.next().unwrap());
+    }
+    for d in &resumed {
+        let r = d.attempts as f64 / d.interval_s;
+        assert!(
+            r <= 500.0 * 1.2,
+            "{r}/s after resume: caught up the paused time"
+        );
+    }
+    assert!(sum(&resumed, |d| d.attempts) > 150);
+    w.send(&Control::Pause);
+    let v = w.collect();
+    let tail: Vec<_> = v.iter().skip(2).collect();
+    assert!(
+        tail.iter().all(|d| d.attempts == 0),
+        "attempts while paused"
+    );
+}
