@@ -17,11 +17,20 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
     let mut notices = Vec::new();
     let want = rates::fds_needed(&cfg);
     match raise_nofile(want) {
-        Ok(c) if c.new_soft > c.old_soft => notices.push(format!(
-            "raised RLIMIT_NOFILE from {} to {} (this load needs up to {want})",
-            c.old_soft, c.new_soft
-        )),
-        Ok(_) => {}
+        Ok(c) => {
+            if c.new_soft > c.old_soft {
+                notices.push(format!(
+                    "raised RLIMIT_NOFILE from {} to {} (this load needs up to {want})",
+                    c.old_soft, c.new_soft
+                ));
+            }
+            if c.new_soft < want {
+                notices.push(format!(
+                    "RLIMIT_NOFILE is {} (hard limit {}) but this load may need up to {want} descriptors; a shortfall counts as out_of_fds",
+                    c.new_soft, c.hard
+                ));
+            }
+        }
         Err(e) => notices.push(format!("could not raise RLIMIT_NOFILE to {want}: {e}")),
     }
     let (tx, rx) = crossbeam_channel::unbounded();

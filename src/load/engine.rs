@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::Write;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ const CONTROL_KEY: u64 = u64::MAX;
 const EVENT_BATCH: usize = 1024;
 const READ_BUF: usize = 64 * 1024;
 /// Most arrivals started per loop pass, so a late worker still services its sockets.
-const STARTS_PER_PASS: usize = 4096;
+const STARTS_PER_PASS: usize = 512;
 /// Pause before retrying after the kernel refused a socket or a port (EMFILE, EADDRNOTAVAIL).
 const RESOURCE_BACKOFF_NS: u64 = 1_000_000;
 
@@ -100,6 +100,9 @@ pub struct Engine {
     free: Vec<u32>,
     timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
     wakes: BinaryHeap<Reverse<u64>>,
+    /// Sclient flat out: when each freed slot should have reconnected (its T deadline, or the
+    /// moment its connect completed or failed), oldest first, so a late reconnect shows as lag.
+    slots_due: VecDeque<u64>,
     schedule: Schedule,
     requests: Vec<Vec<u8>>,
     mix_cum: Vec<f64>,
@@ -120,6 +123,7 @@ pub struct Engine {
     notices: Vec<String>,
     told_ports: bool,
     told_fds: bool,
+    told_bind: bool,
     out: Vec<u8>,
 }
 
@@ -177,6 +181,7 @@ impl Engine {
             free: Vec::new(),
             timers: BinaryHeap::new(),
             wakes: BinaryHeap::new(),
+            slots_due: VecDeque::new(),
             schedule,
             requests,
             mix_cum,
@@ -200,6 +205,7 @@ impl Engine {
             notices,
             told_ports: false,
             told_fds: false,
+            told_bind: false,
             out: Vec::with_capacity(4096),
             cfg,
         };
@@ -288,8 +294,14 @@ impl Engine {
         match self.cfg.mode {
             Mode::Sclient if self.schedule.rate().is_none() => {
                 while self.connecting < d && n < STARTS_PER_PASS && now >= self.backoff_until_ns {
-                    self.start_attempt(now, now, false);
+                    let due = self.slots_due.pop_front().unwrap_or(now).min(now);
+                    self.note_lag(now, due);
+                    self.start_attempt(due, now, false);
                     n += 1;
+                }
+                let keep = (d - self.connecting.min(d)) as usize;
+                while self.slots_due.len() > keep {
+                    self.slots_due.pop_front();
                 }
             }
             Mode::Sclient | Mode::Open => {
@@ -345,6 +357,17 @@ impl Engine {
             self.bind_next = self.bind_next.wrapping_add(1);
             if let Err(e) = io::bind_source(fd, ip) {
                 io::close(fd);
+                if e == libc::EADDRNOTAVAIL {
+                    // Not a port shortage: the source address is not on this host.
+                    self.stats.other_errors += 1;
+                    if !self.told_bind {
+                        self.told_bind = true;
+                        self.notices.push(format!(
+                            "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
+                        ));
+                    }
+                    return self.attempt_failed(0, now, client);
+                }
                 return self.attempt_failed(e, now, client);
             }
         }
@@ -384,8 +407,11 @@ impl Engine {
     }
 
     /// A socket, bind or connect call failed before the connection existed.
+    /// `e` = 0: already counted by the caller.
     fn attempt_failed(&mut self, e: io::Errno, now: u64, client: bool) {
-        self.count_error(e);
+        if e != 0 {
+            self.count_error(e);
+        }
         if matches!(
             e,
             libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM
@@ -518,6 +544,7 @@ impl Engine {
 
     fn on_established(&mut self, idx: usize, now: u64) {
         self.connecting -= 1;
+        self.slot_freed(idx, now);
         self.active += 1;
         self.stats.established += 1;
         let sched = self.slab[idx].sched_ns;
@@ -650,8 +677,9 @@ impl Engine {
                 self.slab[idx].sched_ns = now;
                 self.begin_request(idx, now);
             }
-        } else if fin || self.cfg.keepalive {
-            // Keep-alive: we end it (our FIN first). HTTP/1.0 with the FIN in: close now.
+        } else if fin || self.cfg.keepalive || !r.close {
+            // The FIN is in, or the server means to keep the connection (we end it, our FIN
+            // first): close now. Otherwise wait for the server's FIN.
             self.finish(idx, now);
         } else {
             self.slab[idx].phase = Phase::Draining;
@@ -664,7 +692,11 @@ impl Engine {
     fn finish(&mut self, idx: usize, now: u64) {
         let c = self.slab[idx];
         match c.phase {
-            Phase::Connecting => self.connecting -= 1,
+            Phase::Connecting => {
+                self.connecting -= 1;
+                // A timed-out slot was due to reconnect at its deadline, not when we noticed.
+                self.slot_freed(idx, c.deadline_ns.min(now));
+            }
             Phase::Free => return,
             _ => self.active -= 1,
         }
@@ -674,6 +706,16 @@ impl Engine {
         if c.client {
             let at = now + (self.cfg.think_s * 1e9) as u64;
             self.client_done(at);
+        }
+    }
+
+    /// Records when an sclient slot became free (flat out only; scheduled modes have arrivals).
+    fn slot_freed(&mut self, idx: usize, due: u64) {
+        if self.cfg.mode == Mode::Sclient
+            && self.schedule.rate().is_none()
+            && !self.slab[idx].client
+        {
+            self.slots_due.push_back(due);
         }
     }
 
