@@ -57,10 +57,11 @@ impl App {
         }
     }
 
+    /// Ok(text) is shown plainly, Err(text) as a warning.
     fn say(&mut self, lab: &dyn LabControl, r: Result<String, String>) {
         let (text, refused) = match r {
             Ok(t) => (t, false),
-            Err(e) => (format!("refused: {e}"), true),
+            Err(e) => (e, true),
         };
         self.message = Some(Message {
             text,
@@ -70,7 +71,7 @@ impl App {
     }
 
     fn command(&mut self, lab: &mut dyn LabControl, cmd: Command) {
-        let r = lab.command(cmd);
+        let r = lab.command(cmd).map_err(|e| format!("refused: {e}"));
         self.say(lab, r);
     }
 

@@ -61,18 +61,31 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
         opts.window_s,
     );
     let frame = Duration::from_secs_f64(1.0 / opts.fps.clamp(1, 60) as f64);
-    let result = event_loop(&mut term, lab, &mut app, frame);
+    let mut input = |timeout: Duration| -> std::io::Result<Option<Event>> {
+        if event::poll(timeout)? {
+            event::read().map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let result = event_loop(&mut term, lab, &mut app, frame, &mut input);
     drop(term);
     drop(guard);
     let stopped = lab.stop().context("stopping the lab");
     result.and(stopped)
 }
 
-fn event_loop<B: ratatui::backend::Backend>(
+/// Waits up to the timeout for a terminal event (None = timed out).
+pub type Input<'a> = dyn FnMut(Duration) -> std::io::Result<Option<Event>> + 'a;
+
+/// The main loop: pump the lab, draw, then read input until the next frame is due. Returns
+/// when the person quits. Generic over the backend and the input so tests run it headless.
+pub fn event_loop<B: ratatui::backend::Backend>(
     term: &mut Terminal<B>,
     lab: &mut dyn LabControl,
     app: &mut App,
     frame: Duration,
+    input: &mut Input,
 ) -> anyhow::Result<()> {
     let mut next_frame = Instant::now();
     loop {
@@ -87,10 +100,10 @@ fn event_loop<B: ratatui::backend::Backend>(
         // Input until the next frame is due.
         loop {
             let timeout = next_frame.saturating_duration_since(Instant::now());
-            if !event::poll(timeout)? {
+            let Some(ev) = input(timeout)? else {
                 break;
-            }
-            match event::read()? {
+            };
+            match ev {
                 Event::Key(k) => {
                     if let Some(action) = keymap::action_for(k) {
                         let size = term.size()?;

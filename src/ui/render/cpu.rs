@@ -1,7 +1,7 @@
 //! Panel: CPU of the host: total user/system/irq/softirq/idle as a stacked bar, then one bar
 //! per core (user, system, irq+softirq), and the probes' and client workers' own CPU.
 
-use super::common::{num_or_na, panel};
+use super::common::{line_chart, num_or_na, panel, Series, Window};
 use crate::lab::columns as c;
 use crate::lab::state::LabState;
 use crate::ui::app::App;
@@ -98,5 +98,21 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             theme.dim(),
         )));
     }
+    let used = (lines.len() as u16).min(inner.height);
     Paragraph::new(lines).render(inner, buf);
+    // Spare rows: the CPU split over time.
+    let rest = Rect {
+        y: inner.y + used,
+        height: inner.height - used,
+        ..inner
+    };
+    if rest.height >= 8 {
+        let w = Window::of(app, st);
+        let series = [
+            Series::column(st, "usr", c::CPU_USER, w),
+            Series::column(st, "sys", c::CPU_SYSTEM, w),
+            Series::sum(st, "irq+sirq", c::CPU_IRQ, c::CPU_SOFTIRQ, w),
+        ];
+        line_chart(rest, buf, st, w, &series, theme);
+    }
 }

@@ -13,7 +13,7 @@ use ratatui::widgets::{Paragraph, Widget};
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let theme = &app.theme;
-    let inner = panel(area, buf, "latency", theme);
+    let inner = panel(area, buf, "latency (ms)", theme);
     let cell = |col: &str| format!("{:>8}", ms(st.store.last(col)));
     let mut lines = vec![Line::from(Span::styled(
         format!("{:<8}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),

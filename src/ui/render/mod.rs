@@ -90,7 +90,8 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     }
     // Small and medium: rates | queue (with TCP states folded in), then latency table | CPU.
     let bottom_h = if area.height >= 14 {
-        (area.height * 38 / 100).clamp(7, 14)
+        // 6 rows hold the latency table and the CPU total; more go to per-core bars.
+        (area.height * 38 / 100).clamp(6, 14)
     } else {
         0
     };

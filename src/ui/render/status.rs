@@ -48,7 +48,6 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     if let Some((i, n)) = st.step {
         head.push(kv(app, "step", format!("{i}/{n}")));
     }
-    head.push(kv(app, "window", format!("{:.0}s", app.window_s)));
     if st.finished {
         head.push(vec![Span::styled("FINISHED", t.warn())]);
     }
