@@ -1,9 +1,127 @@
 //! The live TUI: terminal guard, keymap -> Action, app state, one render module per panel.
+//!
+//! `run_tui` drives any `LabControl`: it redraws at a fixed frame rate (independent of the
+//! sampling interval), pumps the lab between frames and turns keys into actions.
 
+pub mod app;
+pub mod fixture;
+pub mod keymap;
+pub mod render;
+pub mod terminal;
+pub mod theme;
+
+use crate::lab::LabControl;
+use anyhow::Context;
+use app::App;
+use crossterm::event::{self, Event};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use theme::Theme;
 
 /// `synlab` / `synlab tui`: the live TUI.
 pub fn tui_main(_scenario: Option<&Path>, _out: Option<&Path>) -> anyhow::Result<ExitCode> {
     anyhow::bail!("the TUI is not built yet")
+}
+
+/// How the TUI looks and paces itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UiOptions {
+    /// Redraws per second (clamped to 1..=60).
+    pub fps: u32,
+    /// Initial chart window, seconds (zoomable with z/Z).
+    pub window_s: f64,
+    /// No colours at all (NO_COLOR).
+    pub no_color: bool,
+}
+
+impl Default for UiOptions {
+    /// 10 fps, a 60 s window, colour unless NO_COLOR is set.
+    fn default() -> Self {
+        UiOptions {
+            fps: 10,
+            window_s: 60.0,
+            no_color: !Theme::from_env().color,
+        }
+    }
+}
+
+/// Runs the TUI on `lab` until the person quits; then restores the terminal and calls
+/// `lab.stop()` (full cleanup). An error from the lab ends the TUI with the terminal restored.
+pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> {
+    let guard = terminal::TerminalGuard::enter()
+        .context("cannot put the terminal in raw mode: is stdout a terminal? (use `synlab run` for headless runs)")?;
+    let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut app = App::new(
+        Theme {
+            color: !opts.no_color,
+        },
+        opts.window_s,
+    );
+    let frame = Duration::from_secs_f64(1.0 / opts.fps.clamp(1, 60) as f64);
+    let mut input = |timeout: Duration| -> std::io::Result<Option<Event>> {
+        if event::poll(timeout)? {
+            event::read().map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let result = event_loop(&mut term, lab, &mut app, frame, &mut input);
+    drop(term);
+    drop(guard);
+    let stopped = lab.stop().context("stopping the lab");
+    result.and(stopped)
+}
+
+/// Waits up to the timeout for a terminal event (None = timed out).
+pub type Input<'a> = dyn FnMut(Duration) -> std::io::Result<Option<Event>> + 'a;
+
+/// The main loop: pump the lab, draw, then read input until the next frame is due. Returns
+/// when the person quits. Generic over the backend and the input so tests run it headless.
+pub fn event_loop<B: ratatui::backend::Backend>(
+    term: &mut Terminal<B>,
+    lab: &mut dyn LabControl,
+    app: &mut App,
+    frame: Duration,
+    input: &mut Input,
+) -> anyhow::Result<()> {
+    let mut next_frame = Instant::now();
+    loop {
+        lab.pump()?;
+        term.draw(|f| render::draw(f, app, lab.state()))?;
+        next_frame += frame;
+        let now = Instant::now();
+        if next_frame < now {
+            // A slow frame: skip ahead rather than redraw in a burst.
+            next_frame = now;
+        }
+        // Input until the next frame is due.
+        loop {
+            let timeout = next_frame.saturating_duration_since(Instant::now());
+            let Some(ev) = input(timeout)? else {
+                break;
+            };
+            match ev {
+                Event::Key(k) => {
+                    if let Some(action) = keymap::action_for(k) {
+                        let size = term.size()?;
+                        app.apply(lab, action, &|app, st| {
+                            render::screen_text(app, st, size.width, size.height)
+                        });
+                        if app.quit {
+                            return Ok(());
+                        }
+                    }
+                }
+                Event::Resize(..) => {
+                    // Redraw at the new size now (draw() resizes and clears).
+                    term.autoresize()?;
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
 }

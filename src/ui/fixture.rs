@@ -1,0 +1,324 @@
+//! Synthetic lab states and a fake `LabControl` for the TUI's tests and its render benchmark:
+//! a store filled with rows from a simple saturating-server model (deterministic, no clock),
+//! and a lab whose commands go through `LabState::apply` like the controller's.
+
+use crate::lab::columns as c;
+use crate::lab::state::{Command, Knobs, LabState, PathKnobs, Warning};
+use crate::lab::LabControl;
+use crate::load::protocol::{Burst, Mode};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Knobs of a two-path open-loop run at 1000/s.
+pub fn knobs() -> Knobs {
+    Knobs {
+        mode: Mode::Open,
+        rate: Some(1000.0),
+        sockets: 1000,
+        clients: 16,
+        timeout: Duration::from_millis(500),
+        burst: Burst {
+            ratio: 4.0,
+            fraction: 0.1,
+            period_s: 10.0,
+        },
+        burst_on: false,
+        paused: false,
+        paths: vec![
+            PathKnobs {
+                name: "near".into(),
+                rtt_ms: 0.0,
+                loss_pct: 0.0,
+                bandwidth_bps: None,
+            },
+            PathKnobs {
+                name: "far".into(),
+                rtt_ms: 100.0,
+                loss_pct: 0.0,
+                bandwidth_bps: Some(10_000_000),
+            },
+        ],
+        selected_path: 0,
+    }
+}
+
+/// The model behind the synthetic rows.
+#[derive(Debug, Clone)]
+pub struct Synth {
+    /// Seconds of rows to generate (at `interval_s`).
+    pub secs: f64,
+    pub interval_s: f64,
+    /// Offered rate at time t (attempts/s the client manages to make).
+    pub offered: fn(f64) -> f64,
+    /// Target rate (the knob) at time t.
+    pub target: fn(f64) -> f64,
+    /// Server capacity, responses/s.
+    pub capacity: f64,
+    pub queue_limit: f64,
+    pub cores: usize,
+    /// Without pcap there is no SYN/s column (drawn "n/a").
+    pub pcap: bool,
+    /// Client schedule lag and worker CPU (client-bound runs).
+    pub lag_ms: f64,
+    pub worker_cpu: f64,
+}
+
+impl Default for Synth {
+    fn default() -> Self {
+        Synth {
+            secs: 90.0,
+            interval_s: 0.2,
+            offered: |_| 1000.0,
+            target: |_| 1000.0,
+            capacity: 5000.0,
+            queue_limit: 128.0,
+            cores: 4,
+            pcap: true,
+            lag_ms: 0.5,
+            worker_cpu: 12.0,
+        }
+    }
+}
+
+/// Fills `st.store` with rows from `m` and sets elapsed time and per-core CPU.
+pub fn fill(st: &mut LabState, m: &Synth) {
+    let n = (m.secs / m.interval_s).round() as usize;
+    let mut cores = Vec::new();
+    for i in 1..=n {
+        let t = i as f64 * m.interval_s;
+        // A small deterministic wobble so lines look measured, not drawn with a ruler.
+        let wob = 1.0 + 0.03 * (t * 1.7).sin();
+        let o = (m.offered)(t);
+        let load = (o / m.capacity).min(1.0);
+        let over = (o - m.capacity).max(0.0);
+        let done = o.min(m.capacity) * wob;
+        let queue = if over > 0.0 {
+            m.queue_limit
+        } else {
+            (m.queue_limit * load.powi(4) * 0.3 * wob).round()
+        };
+        let user = 5.0 + 45.0 * load * wob;
+        let system = 3.0 + 22.0 * load;
+        let (irq, softirq) = (0.5 + load, 2.0 + 12.0 * load);
+        let idle = (100.0 - user - system - irq - softirq).max(0.0);
+        let row: Vec<(&str, Option<f64>)> = vec![
+            (c::TARGET_RATE, Some((m.target)(t))),
+            (
+                c::SYN_IN,
+                m.pcap
+                    .then_some(o * wob * (1.0 + 0.1 * (over > 0.0) as u8 as f64)),
+            ),
+            (c::ATTEMPTS, Some(o * wob)),
+            (c::ESTABLISHED, Some(done)),
+            (c::RESPONSES, Some(done * 0.99)),
+            (c::SERVER_RESPONSES, Some(done * 0.99)),
+            (c::ERRORS, Some(over * 0.02)),
+            (c::CONNECT_TIMEOUTS, Some(over * 0.9)),
+            (c::REFUSED, Some(0.0)),
+            (c::RESETS, Some(0.0)),
+            (c::CONNECT_P50, Some(0.08 + 0.4 * load.powi(3))),
+            (c::CONNECT_P90, Some(0.2 + 2.0 * load.powi(3))),
+            // Dropped SYNs are retransmitted after 1 s: the p99 jumps to ~1000 ms.
+            (
+                c::CONNECT_P99,
+                Some(if over > 0.0 { 1003.0 } else { 0.6 + 5.0 * load }),
+            ),
+            (c::TOTAL_P50, Some(0.3 + 1.5 * load.powi(3))),
+            (c::TOTAL_P90, Some(0.9 + 6.0 * load.powi(3))),
+            (
+                c::TOTAL_P99,
+                Some(if over > 0.0 {
+                    1012.0
+                } else {
+                    2.5 + 20.0 * load
+                }),
+            ),
+            (c::IN_FLIGHT, Some(o * 0.001 + over * 0.5)),
+            (c::LAG_MAX, Some(m.lag_ms * wob)),
+            (c::WORKER_CPU, Some(m.worker_cpu * wob)),
+            (c::ACCEPT_QUEUE, Some(queue)),
+            (c::ACCEPT_QUEUE_LIMIT, Some(m.queue_limit)),
+            (
+                c::SYN_RECV,
+                Some(if over > 0.0 {
+                    256.0
+                } else {
+                    (2.0 * load * wob).round()
+                }),
+            ),
+            (c::LISTEN_OVERFLOWS, Some(over * wob)),
+            (c::ESTABLISHED_SOCKS, Some((done * 0.02 + queue).round())),
+            (c::TIME_WAIT, Some((done * t.min(60.0)).round())),
+            (c::CPU_USER, Some(user)),
+            (c::CPU_SYSTEM, Some(system)),
+            (c::CPU_IRQ, Some(irq)),
+            (c::CPU_SOFTIRQ, Some(softirq)),
+            (c::CPU_IDLE, Some(idle)),
+            (c::PROBE_CPU, Some(0.4)),
+        ];
+        st.store.push(t, &row);
+        cores = (0..m.cores)
+            .map(|k| {
+                let skew = 1.0 + 0.15 * (k as f64 - m.cores as f64 / 2.0) / m.cores as f64;
+                let (u, s, i) = (user * skew, system * skew, (irq + softirq) * skew);
+                [u, s, i, (100.0 - u - s - i).max(0.0)]
+            })
+            .collect();
+        st.elapsed_s = t;
+    }
+    st.cpu_cores = cores;
+    st.interval_s = m.interval_s;
+}
+
+fn base(name: &str) -> LabState {
+    let mut st = LabState::new(name, knobs(), 0.2);
+    st.target = "built-in event server 198.18.1.2:80".into();
+    st.backend = "router (user space)".into();
+    st
+}
+
+/// A run where the load is paused: rates at zero, no pcap (SYN/s "n/a").
+pub fn idle() -> LabState {
+    let mut st = base("default");
+    st.knobs.paused = true;
+    fill(
+        &mut st,
+        &Synth {
+            secs: 30.0,
+            offered: |_| 0.0,
+            target: |_| 0.0,
+            pcap: false,
+            worker_cpu: 0.0,
+            ..Synth::default()
+        },
+    );
+    st.warn(Warning::NoPcap);
+    st.last_action = Some("load paused".into());
+    st
+}
+
+/// 2000/s offered to a 5000/s server: achieved = offered, short queue.
+pub fn under_load() -> LabState {
+    let mut st = base("default");
+    st.knobs.rate = Some(2000.0);
+    fill(
+        &mut st,
+        &Synth {
+            offered: |t| if t < 30.0 { 1000.0 } else { 2000.0 },
+            target: |t| if t < 30.0 { 1000.0 } else { 2000.0 },
+            ..Synth::default()
+        },
+    );
+    st.store.event(30.0, "change", "rate 1000/s -> 2000/s");
+    st.last_action = Some("rate 1000/s -> 2000/s".into());
+    st
+}
+
+/// 12000/s offered to a 5000/s server: queue full, overflows, SYN retransmits at 1 s.
+pub fn overloaded() -> LabState {
+    let mut st = base("overload");
+    st.knobs.rate = Some(12000.0);
+    st.knobs.selected_path = 1;
+    fill(
+        &mut st,
+        &Synth {
+            offered: |t| if t < 50.0 { 3000.0 } else { 12000.0 },
+            target: |t| if t < 50.0 { 3000.0 } else { 12000.0 },
+            ..Synth::default()
+        },
+    );
+    st.store.event(50.0, "step", "step 3: 12000/s");
+    st.store.event(70.0, "mark", "mark 1");
+    st.step = Some((3, 5));
+    st.caption = Some("the accept queue is full: SYNs are now dropped".into());
+    st.last_action = Some("rate 3000/s -> 12000/s".into());
+    st
+}
+
+/// 50000/s asked, the client manages 20000/s: lagging, workers at 100 % CPU.
+pub fn client_bound() -> LabState {
+    let mut st = base("default");
+    st.knobs.rate = Some(50000.0);
+    st.knobs.mode = Mode::Sclient;
+    fill(
+        &mut st,
+        &Synth {
+            offered: |t| if t < 40.0 { 4000.0 } else { 20000.0 },
+            target: |t| if t < 40.0 { 4000.0 } else { 50000.0 },
+            capacity: 60000.0,
+            lag_ms: 800.0,
+            worker_cpu: 99.0,
+            ..Synth::default()
+        },
+    );
+    st.warn(Warning::ClientBound(
+        "schedule lag 800 ms, workers at 99% CPU: results measure the client".into(),
+    ));
+    st.warn(Warning::PortsRunningOut);
+    st
+}
+
+/// A `LabControl` over a fixed state: commands go through `LabState::apply` (the same limits
+/// and effects as the controller); marks, steps, snapshots and stop are recorded.
+#[derive(Debug)]
+pub struct FakeLab {
+    pub state: LabState,
+    pub pumps: usize,
+    pub marks: Vec<String>,
+    pub snapshots: Vec<String>,
+    pub steps: VecDeque<String>,
+    pub commands: Vec<Command>,
+    pub stopped: bool,
+}
+
+impl FakeLab {
+    pub fn new(state: LabState) -> Self {
+        FakeLab {
+            state,
+            pumps: 0,
+            marks: Vec::new(),
+            snapshots: Vec::new(),
+            steps: VecDeque::new(),
+            commands: Vec::new(),
+            stopped: false,
+        }
+    }
+}
+
+impl LabControl for FakeLab {
+    fn state(&self) -> &LabState {
+        &self.state
+    }
+    fn pump(&mut self) -> anyhow::Result<()> {
+        self.pumps += 1;
+        Ok(())
+    }
+    fn command(&mut self, cmd: Command) -> Result<String, String> {
+        self.commands.push(cmd.clone());
+        self.state.apply(cmd).map(|(_, text)| text)
+    }
+    fn mark(&mut self, label: &str) {
+        self.marks.push(label.to_string());
+        let t = self.state.elapsed_s;
+        self.state.store.event(t, "mark", label);
+    }
+    fn next_step(&mut self) -> Option<String> {
+        let caption = self.steps.pop_front()?;
+        let (i, n) = self.state.step.unwrap_or((0, self.steps.len() + 1));
+        self.state.step = Some((i + 1, n));
+        self.state.caption = Some(caption.clone());
+        Some(caption)
+    }
+    fn snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
+        self.snapshots.push(screen.to_string());
+        Ok(PathBuf::from(format!(
+            "results/snapshot-{}.txt",
+            self.snapshots.len()
+        )))
+    }
+    fn stop(&mut self) -> anyhow::Result<()> {
+        self.stopped = true;
+        Ok(())
+    }
+}

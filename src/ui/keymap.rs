@@ -1,0 +1,164 @@
+//! The keymap: one table from keys to `Action`s with their help text. The `?` overlay, the
+//! one-line hint and key dispatch all read this table, so what is shown is what is bound.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+/// Everything a person can ask of the TUI. Lab-changing actions become a `Command` in
+/// `App::apply`; the others change UI state or call the lab (mark, snapshot, next step).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action {
+    /// Multiply the offered rate (x1.1, /1.1, x2, /2).
+    ScaleRate(f64),
+    CycleMode,
+    /// Multiply D (sockets; clients in closed mode).
+    ScaleSockets(f64),
+    BurstRatioBy(f64),
+    /// Percentage points of time at peak.
+    BurstFractionBy(f64),
+    ToggleBurst,
+    RttBy(f64),
+    LossBy(f64),
+    ScaleBandwidth(f64),
+    SelectPath,
+    TogglePause,
+    Mark,
+    Snapshot,
+    /// Multiply the chart window (0.5 = zoom in, 2 = zoom out).
+    Zoom(f64),
+    NextStep,
+    ToggleHelp,
+    CloseHelp,
+    Quit,
+}
+
+/// A key as written in the help ("+", "Tab", "Ctrl-C").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Ctrl(char),
+    Tab,
+    Esc,
+}
+
+impl Key {
+    pub fn label(&self) -> String {
+        match self {
+            Key::Char(' ') => "Space".into(),
+            Key::Char(c) => c.to_string(),
+            Key::Ctrl(c) => format!("Ctrl-{}", c.to_ascii_uppercase()),
+            Key::Tab => "Tab".into(),
+            Key::Esc => "Esc".into(),
+        }
+    }
+
+    /// The crossterm event this key produces (used by tests and the tmux test's key names).
+    pub fn event(&self) -> KeyEvent {
+        match *self {
+            Key::Char(c) if c.is_ascii_uppercase() => {
+                KeyEvent::new(KeyCode::Char(c), KeyModifiers::SHIFT)
+            }
+            Key::Char(c) => KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+            Key::Ctrl(c) => KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL),
+            Key::Tab => KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE),
+            Key::Esc => KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+        }
+    }
+}
+
+/// One row of the keymap.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub key: Key,
+    pub action: Action,
+    pub help: &'static str,
+}
+
+const fn b(key: Key, action: Action, help: &'static str) -> Binding {
+    Binding { key, action, help }
+}
+
+use Action as A;
+use Key::Char as C;
+
+/// The one source of truth for keys. Lower case turns a knob down, upper case up.
+pub const KEYMAP: &[Binding] = &[
+    b(C('+'), A::ScaleRate(1.1), "rate x1.1"),
+    b(C('='), A::ScaleRate(1.1), "rate x1.1 (no shift)"),
+    b(C('-'), A::ScaleRate(1.0 / 1.1), "rate /1.1"),
+    b(C('*'), A::ScaleRate(2.0), "rate x2"),
+    b(C('/'), A::ScaleRate(0.5), "rate /2"),
+    b(C('c'), A::CycleMode, "cycle mode sclient/open/closed"),
+    b(C('d'), A::ScaleSockets(0.5), "D (or clients) /2"),
+    b(C('D'), A::ScaleSockets(2.0), "D (or clients) x2"),
+    b(C('x'), A::BurstRatioBy(-0.5), "burst ratio -0.5"),
+    b(C('X'), A::BurstRatioBy(0.5), "burst ratio +0.5"),
+    b(C('f'), A::BurstFractionBy(-5.0), "burst time at peak -5%"),
+    b(C('F'), A::BurstFractionBy(5.0), "burst time at peak +5%"),
+    b(C('b'), A::ToggleBurst, "bursts on/off"),
+    b(C('r'), A::RttBy(-10.0), "RTT -10 ms (selected path)"),
+    b(C('R'), A::RttBy(10.0), "RTT +10 ms"),
+    b(C('<'), A::RttBy(-50.0), "RTT -50 ms"),
+    b(C('>'), A::RttBy(50.0), "RTT +50 ms"),
+    b(C('l'), A::LossBy(-0.5), "loss -0.5%"),
+    b(C('L'), A::LossBy(0.5), "loss +0.5%"),
+    b(C('w'), A::ScaleBandwidth(0.5), "bandwidth /2"),
+    b(C('W'), A::ScaleBandwidth(2.0), "bandwidth x2"),
+    b(Key::Tab, A::SelectPath, "select next path"),
+    b(C('p'), A::TogglePause, "pause/resume load"),
+    b(C('m'), A::Mark, "mark an event"),
+    b(C('s'), A::Snapshot, "snapshot to file"),
+    b(C('z'), A::Zoom(0.5), "zoom in (shorter window)"),
+    b(C('Z'), A::Zoom(2.0), "zoom out (longer window)"),
+    b(C('n'), A::NextStep, "next scenario step"),
+    b(C('?'), A::ToggleHelp, "this help"),
+    b(Key::Esc, A::CloseHelp, "close help"),
+    b(C('q'), A::Quit, "quit (cleans up)"),
+    b(Key::Ctrl('c'), A::Quit, "quit (cleans up)"),
+];
+
+/// The one-line hint: the keys a newcomer needs first.
+pub const HINT: &str =
+    "+/- rate  * / x2 /2  r/R rtt  l/L loss  p pause  m mark  n step  ? help  q quit";
+
+/// The action bound to a key event, if any. Key releases/repeats of non-press kinds are ignored.
+pub fn action_for(ev: KeyEvent) -> Option<Action> {
+    if ev.kind == KeyEventKind::Release {
+        return None;
+    }
+    let key = match ev.code {
+        KeyCode::Char(c) if ev.modifiers.contains(KeyModifiers::CONTROL) => {
+            Key::Ctrl(c.to_ascii_lowercase())
+        }
+        // Shift is part of the character already ('D', '+'); some terminals also set SHIFT.
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::Tab => Key::Tab,
+        KeyCode::Esc => Key::Esc,
+        _ => return None,
+    };
+    KEYMAP.iter().find(|b| b.key == key).map(|b| b.action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_bound_once_and_maps_back_to_its_action() {
+        for (i, a) in KEYMAP.iter().enumerate() {
+            assert!(
+                KEYMAP[..i].iter().all(|b| b.key != a.key),
+                "{:?} bound twice",
+                a.key
+            );
+            assert_eq!(action_for(a.key.event()), Some(a.action), "{:?}", a.key);
+        }
+    }
+
+    #[test]
+    fn unbound_keys_and_releases_do_nothing() {
+        assert_eq!(action_for(Key::Char('j').event()), None);
+        let mut ev = Key::Char('q').event();
+        ev.kind = KeyEventKind::Release;
+        assert_eq!(action_for(ev), None);
+    }
+}

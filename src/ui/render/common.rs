@@ -1,0 +1,314 @@
+//! Shared drawing helpers: number formatting, the time window, and the line chart every
+//! time-series panel uses (a one-line header of latest values, then the chart with event lines).
+
+use crate::lab::state::LabState;
+use crate::ui::app::App;
+use crate::ui::theme::Theme;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Widget};
+
+/// The charts' x range: the last `window_s` seconds up to the latest sample.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub since: f64,
+    pub now: f64,
+}
+
+impl Window {
+    pub fn of(app: &App, st: &LabState) -> Self {
+        let now = st
+            .store
+            .times()
+            .last()
+            .copied()
+            .unwrap_or(0.0)
+            .max(st.elapsed_s);
+        Window {
+            since: now - app.window_s,
+            now,
+        }
+    }
+}
+
+/// Short numbers for a glance: 12, 1.5, 12.3k, 4.5M.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 10.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// A value or "n/a" when the column was never measured.
+pub fn num_or_na(v: Option<f64>) -> String {
+    v.map(num).unwrap_or_else(|| "n/a".into())
+}
+
+/// Milliseconds, with a unit switch to seconds past 10 s.
+pub fn ms(v: Option<f64>) -> String {
+    match v {
+        None => "n/a".into(),
+        Some(v) if v >= 10_000.0 => format!("{:.1}s", v / 1000.0),
+        Some(v) if v >= 100.0 => format!("{v:.0}ms"),
+        Some(v) => format!("{v:.1}ms"),
+    }
+}
+
+/// The smallest 1/2/5 x 10^k at or above `v` (at least 1), for a y-axis top.
+pub fn nice_max(v: f64) -> f64 {
+    if v.is_nan() || v <= 1.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|&c| c >= v - 1e-9)
+        .unwrap_or(10.0 * p)
+}
+
+/// A bordered panel; returns the inner area.
+pub fn panel(area: Rect, buf: &mut Buffer, title: &str, theme: &Theme) -> Rect {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim())
+        .title(Span::styled(format!(" {title} "), theme.title()));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    inner
+}
+
+/// One series of a line chart.
+pub struct Series {
+    pub label: String,
+    /// None = the column was never measured ("n/a").
+    pub points: Option<Vec<(f64, f64)>>,
+    /// Shown in the header instead of the last point (e.g. "128/128 FULL").
+    pub latest: Option<String>,
+}
+
+impl Series {
+    pub fn column(st: &LabState, label: &str, col: &str, w: Window) -> Self {
+        let points = st.store.col(col).map(|_| st.store.series(col, w.since));
+        Series {
+            label: label.to_string(),
+            points,
+            latest: None,
+        }
+    }
+
+    /// The sum of two columns row by row (a row counts if either is measured).
+    pub fn sum(st: &LabState, label: &str, a: &str, b: &str, w: Window) -> Self {
+        let (ca, cb) = (st.store.col(a), st.store.col(b));
+        if ca.is_none() && cb.is_none() {
+            return Series {
+                label: label.into(),
+                points: None,
+                latest: None,
+            };
+        }
+        let t = st.store.times();
+        let start = t.partition_point(|&x| x < w.since);
+        let get = |c: Option<&[f64]>, i: usize| c.map(|c| c[i]).unwrap_or(f64::NAN);
+        let pts = (start..t.len())
+            .filter_map(|i| {
+                let (x, y) = (get(ca, i), get(cb, i));
+                match (x.is_nan(), y.is_nan()) {
+                    (true, true) => None,
+                    (false, true) => Some((t[i], x)),
+                    (true, false) => Some((t[i], y)),
+                    (false, false) => Some((t[i], x + y)),
+                }
+            })
+            .collect();
+        Series {
+            label: label.into(),
+            points: Some(pts),
+            latest: None,
+        }
+    }
+
+    /// The header text: `latest` if set, else the last point, "n/a" if never measured.
+    pub fn latest_text(&self) -> String {
+        if let Some(l) = &self.latest {
+            return l.clone();
+        }
+        match &self.points {
+            None => "n/a".into(),
+            Some(p) => p.last().map(|&(_, v)| num(v)).unwrap_or_else(|| "-".into()),
+        }
+    }
+}
+
+/// Packs groups of spans into lines of `width`, `sep` between groups; a group never splits
+/// across lines (a group wider than a line is clipped by the renderer).
+pub fn pack(groups: Vec<Vec<Span<'static>>>, sep: &str, width: u16) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut cur: Vec<Span<'static>> = Vec::new();
+    let mut used = 0usize;
+    let sep_w = sep.chars().count();
+    for g in groups {
+        let w: usize = g.iter().map(|s| s.content.chars().count()).sum();
+        if used > 0 && used + sep_w + w > width as usize {
+            lines.push(Line::from(std::mem::take(&mut cur)));
+            used = 0;
+        }
+        if used > 0 {
+            cur.push(Span::raw(sep.to_string()));
+            used += sep_w;
+        }
+        cur.extend(g);
+        used += w;
+    }
+    if !cur.is_empty() {
+        lines.push(Line::from(cur));
+    }
+    lines
+}
+
+/// The header of latest values, "⣿SYN 1.2k  •attempts 1.0k ...", styled per series.
+pub fn header(series: &[Series], theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    let groups = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let look = theme.series(i);
+            vec![
+                Span::styled(format!("{}{} ", look.glyph, s.label), look.style),
+                Span::styled(s.latest_text(), theme.label()),
+            ]
+        })
+        .collect();
+    pack(groups, "  ", width)
+}
+
+/// A line chart of `series` over the window, events as vertical lines, header of latest values
+/// on top. Below 4 rows only the header is drawn (the panel folds to numbers).
+pub fn line_chart(
+    area: Rect,
+    buf: &mut Buffer,
+    st: &LabState,
+    w: Window,
+    series: &[Series],
+    theme: &Theme,
+) {
+    let head = header(series, theme, area.width);
+    let head_h = (head.len() as u16).min(area.height);
+    Paragraph::new(head).render(
+        Rect {
+            height: head_h,
+            ..area
+        },
+        buf,
+    );
+    let chart_area = Rect {
+        y: area.y + head_h,
+        height: area.height - head_h,
+        ..area
+    };
+    if chart_area.height < 4 || chart_area.width < 12 {
+        return;
+    }
+    let ymax = nice_max(
+        series
+            .iter()
+            .filter_map(|s| s.points.as_ref())
+            .flatten()
+            .map(|p| p.1)
+            .fold(0.0, f64::max),
+    );
+    let events: Vec<[(f64, f64); 2]> = st
+        .store
+        .events
+        .iter()
+        .filter(|e| e.t_s >= w.since && e.t_s <= w.now)
+        .map(|e| [(e.t_s, 0.0), (e.t_s, ymax)])
+        .collect();
+    let mut datasets: Vec<Dataset> = events
+        .iter()
+        .map(|ev| {
+            Dataset::default()
+                .graph_type(GraphType::Line)
+                .marker(ratatui::symbols::Marker::Braille)
+                .style(theme.event())
+                .data(ev)
+        })
+        .collect();
+    for (i, s) in series.iter().enumerate() {
+        if let Some(p) = &s.points {
+            let look = theme.series(i);
+            datasets.push(
+                Dataset::default()
+                    .graph_type(GraphType::Line)
+                    .marker(look.marker)
+                    .style(look.style)
+                    .data(p),
+            );
+        }
+    }
+    let span = w.now - w.since;
+    let x_labels = vec![
+        Span::styled(format!("-{span:.0}s"), theme.dim()),
+        Span::styled(format!("-{:.0}s", span / 2.0), theme.dim()),
+        Span::styled("now", theme.dim()),
+    ];
+    let y_labels = vec![
+        Span::styled("0", theme.dim()),
+        Span::styled(num(ymax / 2.0), theme.dim()),
+        Span::styled(num(ymax), theme.dim()),
+    ];
+    Chart::new(datasets)
+        .x_axis(
+            Axis::default()
+                .bounds([w.since, w.now])
+                .labels(x_labels)
+                .style(theme.dim()),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, ymax])
+                .labels(y_labels)
+                .style(theme.dim()),
+        )
+        .style(Style::default())
+        .render(chart_area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_at_a_glance() {
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(2.45), "2.5");
+        assert_eq!(num(123.4), "123");
+        assert_eq!(num(1234.0), "1.2k");
+        assert_eq!(num(45_000.0), "45k");
+        assert_eq!(num(2_500_000.0), "2.5M");
+        assert_eq!(num_or_na(None), "n/a");
+        assert_eq!(ms(Some(0.25)), "0.2ms");
+        assert_eq!(ms(Some(3000.0)), "3000ms");
+        assert_eq!(ms(Some(21_000.0)), "21.0s");
+    }
+
+    #[test]
+    fn axis_tops_are_round() {
+        assert_eq!(nice_max(0.0), 1.0);
+        assert_eq!(nice_max(f64::NAN), 1.0);
+        assert_eq!(nice_max(7.0), 10.0);
+        assert_eq!(nice_max(101.0), 200.0);
+        assert_eq!(nice_max(128.0), 200.0);
+        assert_eq!(nice_max(5000.0), 5000.0);
+    }
+}

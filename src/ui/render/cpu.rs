@@ -1,0 +1,118 @@
+//! Panel: CPU of the host: total user/system/irq/softirq/idle as a stacked bar, then one bar
+//! per core (user, system, irq+softirq), and the probes' and client workers' own CPU.
+
+use super::common::{line_chart, num_or_na, panel, Series, Window};
+use crate::lab::columns as c;
+use crate::lab::state::LabState;
+use crate::ui::app::App;
+use crate::ui::theme::{Theme, CPU_GLYPHS};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+/// A stacked bar of `parts` (percent) in `width` cells; the rest is idle.
+fn bar(parts: &[f64], glyph_of: &[usize], width: usize, theme: &Theme) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    let mut used = 0usize;
+    let mut acc = 0.0;
+    for (p, &g) in parts.iter().zip(glyph_of) {
+        acc += p.max(0.0);
+        // Cumulative rounding so the parts add up to the total exactly.
+        let end = ((acc / 100.0) * width as f64).round().min(width as f64) as usize;
+        let n = end.saturating_sub(used);
+        if n > 0 {
+            spans.push(Span::styled(
+                CPU_GLYPHS[g].to_string().repeat(n),
+                theme.cpu(g),
+            ));
+        }
+        used += n;
+    }
+    spans.push(Span::styled(
+        CPU_GLYPHS[4].to_string().repeat(width - used),
+        theme.dim(),
+    ));
+    spans
+}
+
+pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
+    let theme = &app.theme;
+    let inner = panel(area, buf, "CPU %", theme);
+    let last = |k: &str| st.store.last(k);
+    let label_w = 6usize;
+    let bar_w = (inner.width as usize).saturating_sub(label_w + 6).max(4);
+    let mut lines = Vec::new();
+    let legend = ["usr", "sys", "irq", "sirq"]
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            [
+                Span::styled(format!("{}{} ", CPU_GLYPHS[i], n), theme.cpu(i)),
+                Span::raw(format!(
+                    "{} ",
+                    num_or_na(last(
+                        [c::CPU_USER, c::CPU_SYSTEM, c::CPU_IRQ, c::CPU_SOFTIRQ][i]
+                    ))
+                )),
+            ]
+        })
+        .chain([Span::styled(
+            format!("idle {}", num_or_na(last(c::CPU_IDLE))),
+            theme.dim(),
+        )])
+        .collect::<Vec<_>>();
+    lines.push(Line::from(legend));
+    let total = [c::CPU_USER, c::CPU_SYSTEM, c::CPU_IRQ, c::CPU_SOFTIRQ].map(last);
+    let mut all = vec![Span::styled(format!("{:<label_w$}", "all"), theme.label())];
+    if total.iter().all(Option::is_none) {
+        all.push(Span::raw("n/a"));
+    } else {
+        let parts = total.map(|v| v.unwrap_or(0.0));
+        all.extend(bar(&parts, &[0, 1, 2, 3], bar_w, theme));
+        all.push(Span::raw(format!("{:>5.0}", parts.iter().sum::<f64>())));
+    }
+    lines.push(Line::from(all));
+    lines.push(Line::from(vec![
+        Span::styled("probes ", theme.dim()),
+        Span::raw(format!("{}%", num_or_na(last(c::PROBE_CPU)))),
+        Span::styled("  client workers ", theme.dim()),
+        Span::raw(format!("{}%", num_or_na(last(c::WORKER_CPU)))),
+    ]));
+    // Per core, as many as fit; the last line says how many were folded away.
+    let room = (inner.height as usize).saturating_sub(lines.len());
+    let n = st.cpu_cores.len();
+    let shown = if n <= room { n } else { room.saturating_sub(1) };
+    for (i, core) in st.cpu_cores.iter().take(shown).enumerate() {
+        let mut l = vec![Span::styled(
+            format!("{:<label_w$}", format!("cpu{i}")),
+            theme.label(),
+        )];
+        l.extend(bar(&core[..3], &[0, 1, 2], bar_w, theme));
+        l.push(Span::raw(format!("{:>5.0}", core[..3].iter().sum::<f64>())));
+        lines.push(Line::from(l));
+    }
+    if shown < n && room > 0 {
+        lines.push(Line::from(Span::styled(
+            format!("+{} cores (enlarge to see)", n - shown),
+            theme.dim(),
+        )));
+    }
+    let used = (lines.len() as u16).min(inner.height);
+    Paragraph::new(lines).render(inner, buf);
+    // Spare rows: the CPU split over time.
+    let rest = Rect {
+        y: inner.y + used,
+        height: inner.height - used,
+        ..inner
+    };
+    if rest.height >= 8 {
+        let w = Window::of(app, st);
+        let series = [
+            Series::column(st, "usr", c::CPU_USER, w),
+            Series::column(st, "sys", c::CPU_SYSTEM, w),
+            Series::sum(st, "irq+sirq", c::CPU_IRQ, c::CPU_SOFTIRQ, w),
+        ];
+        line_chart(rest, buf, st, w, &series, theme);
+    }
+}

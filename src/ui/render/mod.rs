@@ -1,0 +1,126 @@
+//! Drawing: reads the App and the LabState only (no I/O), lays out the panels for the terminal
+//! size and folds them on small screens. One module per panel.
+//!
+//! Folding order on small screens (80x24): TCP states go first (their latest values move into
+//! the accept-queue header), then the latency chart (the p50/p90/p99 table stays), then the
+//! overflows chart (a header value), then per-core CPU rows (a "+N cores" line).
+
+pub mod caption;
+pub mod common;
+pub mod cpu;
+pub mod help;
+pub mod latency;
+pub mod queue;
+pub mod rates;
+pub mod states;
+pub mod status;
+
+use super::app::App;
+use super::keymap::HINT;
+use crate::lab::state::LabState;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+use ratatui::Frame;
+
+/// Draws a whole frame.
+pub fn draw(frame: &mut Frame, app: &App, st: &LabState) {
+    let area = frame.area();
+    draw_buffer(area, frame.buffer_mut(), app, st);
+}
+
+/// Draws into a buffer (also used for text screenshots).
+pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
+    if area.width < 10 || area.height < 3 {
+        Paragraph::new("synlab: enlarge the terminal").render(area, buf);
+        return;
+    }
+    let status = status::lines(app, st, area.width);
+    let caption = caption::lines(app, st);
+    let fixed = status.len() + caption.len() + 1;
+    // Keep at least 6 rows of panels: the status and caption give way first.
+    let room = (area.height as usize).saturating_sub(6);
+    let status_h = status.len().min(room) as u16;
+    let caption_h = caption.len().min(room.saturating_sub(status_h as usize)) as u16;
+    let hint_h = u16::from(fixed <= area.height as usize);
+    let [status_a, caption_a, panels_a, hint_a] = Layout::vertical([
+        Constraint::Length(status_h),
+        Constraint::Length(caption_h),
+        Constraint::Min(0),
+        Constraint::Length(hint_h),
+    ])
+    .areas(area);
+    Paragraph::new(status).render(status_a, buf);
+    Paragraph::new(caption).render(caption_a, buf);
+    panels(panels_a, buf, app, st);
+    let hint = if app.show_help {
+        "? or Esc closes this help  q quit".to_string()
+    } else {
+        HINT.to_string()
+    };
+    Paragraph::new(Line::from(Span::styled(hint, app.theme.dim()))).render(hint_a, buf);
+    if app.show_help {
+        help::render(area, buf, app);
+    }
+}
+
+fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
+    if area.height < 3 {
+        return;
+    }
+    let big = area.width >= 120 && area.height >= 30;
+    if big {
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+        let [r, q] =
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+        rates::render(r, buf, app, st);
+        queue::render(q, buf, app, st, false);
+        let [l, s, c] = Layout::horizontal([
+            Constraint::Percentage(34),
+            Constraint::Percentage(30),
+            Constraint::Percentage(36),
+        ])
+        .areas(bottom);
+        latency::render(l, buf, app, st);
+        states::render(s, buf, app, st);
+        cpu::render(c, buf, app, st);
+        return;
+    }
+    // Small and medium: rates | queue (with TCP states folded in), then latency table | CPU.
+    let bottom_h = if area.height >= 14 {
+        // 6 rows hold the latency table and the CPU total; more go to per-core bars.
+        (area.height * 38 / 100).clamp(6, 14)
+    } else {
+        0
+    };
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(bottom_h)]).areas(area);
+    let [r, q] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
+    rates::render(r, buf, app, st);
+    queue::render(q, buf, app, st, true);
+    if bottom_h > 0 {
+        let [l, c] = Layout::horizontal([Constraint::Length(34), Constraint::Min(0)]).areas(bottom);
+        latency::render(l, buf, app, st);
+        cpu::render(c, buf, app, st);
+    }
+}
+
+/// The screen as text (one line per row), for snapshots to file.
+pub fn screen_text(app: &App, st: &LabState, width: u16, height: u16) -> String {
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    draw_buffer(area, &mut buf, app, st);
+    let mut out = String::with_capacity((width as usize + 1) * height as usize);
+    for y in 0..height {
+        for x in 0..width {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        let trimmed = out.trim_end_matches(' ').len();
+        out.truncate(trimmed);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,73 @@
+//! Panel: the listen socket's accept queue against its limit, SYN-RCVD (request socks) and
+//! listen overflows per second: where an overloaded server starts dropping SYNs.
+
+use super::common::{line_chart, num, num_or_na, panel, Series, Window};
+use crate::lab::columns as c;
+use crate::lab::state::LabState;
+use crate::ui::app::App;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+/// A series shown in the header only (its own scale would flatten the chart).
+fn header_only(s: Series) -> Series {
+    Series {
+        latest: Some(s.latest_text()),
+        points: None,
+        ..s
+    }
+}
+
+/// `fold_states`: the TCP-states panel is not shown, so its latest values go in this header.
+pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_states: bool) {
+    let w = Window::of(app, st);
+    let (q, limit) = (
+        st.store.last(c::ACCEPT_QUEUE),
+        st.store.last(c::ACCEPT_QUEUE_LIMIT),
+    );
+    let full = matches!((q, limit), (Some(q), Some(l)) if l > 0.0 && q >= l);
+    let title = match (full, fold_states) {
+        (true, _) => "accept queue  FULL: SYNs dropped",
+        (false, true) => "accept queue · TCP states",
+        (false, false) => "accept queue",
+    };
+    let inner = panel(area, buf, title, &app.theme);
+    let mut queue = Series::column(st, "queue", c::ACCEPT_QUEUE, w);
+    queue.latest = Some(match (q, limit) {
+        (Some(q), Some(l)) => format!("{}/{}", num(q), num(l)),
+        (q, _) => num_or_na(q),
+    });
+    let mut queue_series = vec![
+        queue,
+        Series::column(st, "limit", c::ACCEPT_QUEUE_LIMIT, w),
+        Series::column(st, "SYN-RCVD", c::SYN_RECV, w),
+    ];
+    let overflows = Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w);
+    let states: Vec<Series> = if fold_states {
+        vec![
+            header_only(Series::column(st, "ESTAB", c::ESTABLISHED_SOCKS, w)),
+            header_only(Series::column(st, "TIME_WAIT", c::TIME_WAIT, w)),
+        ]
+    } else {
+        Vec::new()
+    };
+    if inner.height >= 14 {
+        // Room for overflows/s on a chart of their own.
+        let top = Rect {
+            height: inner.height / 2 + 1,
+            ..inner
+        };
+        let bottom = Rect {
+            y: top.y + top.height,
+            height: inner.height - top.height,
+            ..inner
+        };
+        line_chart(top, buf, st, w, &queue_series, &app.theme);
+        let mut lower = vec![overflows];
+        lower.extend(states);
+        line_chart(bottom, buf, st, w, &lower, &app.theme);
+    } else {
+        queue_series.push(header_only(overflows));
+        queue_series.extend(states);
+        line_chart(inner, buf, st, w, &queue_series, &app.theme);
+    }
+}

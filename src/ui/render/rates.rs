@@ -1,0 +1,40 @@
+//! Panel: offered vs achieved. Target rate, SYNs arriving at the server (pcap), attempts,
+//! established and responses per second, and errors + connect timeouts per second.
+
+use super::common::{line_chart, panel, Series, Window};
+use crate::lab::columns as c;
+use crate::lab::state::LabState;
+use crate::ui::app::App;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
+    let w = Window::of(app, st);
+    let inner = panel(area, buf, "offered vs achieved  /s", &app.theme);
+    // Short labels on narrow panels so the header keeps to two lines.
+    let short = inner.width < 60;
+    let l = |long: &'static str, brief: &'static str| if short { brief } else { long };
+    let mut series = vec![
+        Series::column(st, l("target", "tgt"), c::TARGET_RATE, w),
+        Series::column(st, l("SYN in", "SYN"), c::SYN_IN, w),
+        Series::column(st, l("attempts", "att"), c::ATTEMPTS, w),
+        Series::column(st, l("established", "est"), c::ESTABLISHED, w),
+        Series::column(st, l("responses", "resp"), c::RESPONSES, w),
+        Series::sum(
+            st,
+            l("err+timeout", "err"),
+            c::ERRORS,
+            c::CONNECT_TIMEOUTS,
+            w,
+        ),
+    ];
+    // What the latest vertical line on the charts is.
+    if let Some(e) = st.store.events.iter().rev().find(|e| e.t_s >= w.since) {
+        series.push(Series {
+            label: "┊".into(),
+            points: None,
+            latest: Some(format!("{} @{:.0}s", e.text, e.t_s)),
+        });
+    }
+    line_chart(inner, buf, st, w, &series, &app.theme);
+}

@@ -1,0 +1,119 @@
+//! The status lines: what runs (scenario, target, backend, elapsed, step, window), every knob's
+//! current value with the selected path marked, and warnings (client-bound first).
+
+use super::common::pack;
+use crate::lab::state::{LabState, Warning};
+use crate::load::protocol::Mode;
+use crate::scenario::units::Bandwidth;
+use crate::ui::app::App;
+use ratatui::text::{Line, Span};
+
+fn elapsed(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+/// "label value" as one group: the label plain, the value bold.
+fn kv(app: &App, k: &str, v: String) -> Vec<Span<'static>> {
+    vec![
+        Span::styled(format!("{k} "), app.theme.dim()),
+        Span::styled(v, app.theme.label()),
+    ]
+}
+
+pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let k = &st.knobs;
+    let mut head = vec![
+        vec![Span::styled(
+            format!("synlab · {}", st.scenario_name),
+            t.title(),
+        )],
+        kv(
+            app,
+            "target",
+            if st.target.is_empty() {
+                "n/a".into()
+            } else {
+                st.target.clone()
+            },
+        ),
+        kv(app, "net", st.backend.clone()),
+        kv(app, "t", elapsed(st.elapsed_s)),
+    ];
+    if let Some((i, n)) = st.step {
+        head.push(kv(app, "step", format!("{i}/{n}")));
+    }
+    if st.finished {
+        head.push(vec![Span::styled("FINISHED", t.warn())]);
+    }
+
+    let mut knobs = Vec::new();
+    if k.paused {
+        knobs.push(vec![Span::styled("PAUSED", t.warn())]);
+    }
+    knobs.push(kv(
+        app,
+        "rate",
+        k.rate.map_or("flat out".into(), |r| format!("{r:.0}/s")),
+    ));
+    knobs.push(kv(app, "mode", format!("{:?}", k.mode).to_lowercase()));
+    knobs.push(kv(app, "D", k.sockets.to_string()));
+    if k.mode == Mode::Closed {
+        knobs.push(kv(app, "clients", k.clients.to_string()));
+    }
+    knobs.push(kv(app, "T", format!("{}ms", k.timeout.as_millis())));
+    knobs.push(kv(
+        app,
+        "burst",
+        format!(
+            "{:.1}x {:.0}%/{}s {}",
+            k.burst.ratio,
+            k.burst.fraction * 100.0,
+            k.burst.period_s,
+            if k.burst_on { "on" } else { "off" }
+        ),
+    ));
+    if k.paths.is_empty() {
+        knobs.push(vec![Span::styled("no paths (loopback)", t.dim())]);
+    }
+    for (i, p) in k.paths.iter().enumerate() {
+        let sel = i == k.selected_path;
+        let bw = p
+            .bandwidth_bps
+            .map_or("∞".into(), |b| Bandwidth(b).to_string());
+        let text = format!(
+            "{}{} rtt {:.0}ms loss {:.1}% bw {bw}",
+            if sel { "▶" } else { "" },
+            p.name,
+            p.rtt_ms,
+            p.loss_pct
+        );
+        knobs.push(vec![Span::styled(
+            text,
+            if sel { t.selected() } else { t.label() },
+        )]);
+    }
+
+    let mut out = pack(head, " │ ", width);
+    out.extend(pack(knobs, "  ", width));
+    // Client-bound first: a result that measured the client must never look valid.
+    let mut warnings = st.warnings.clone();
+    warnings.sort_by_key(|w| !matches!(w, Warning::ClientBound(_)));
+    if !warnings.is_empty() {
+        let groups = warnings
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let prefix = if i == 0 { "⚠ " } else { "" };
+                vec![Span::styled(format!("{prefix}{w}"), t.warn())]
+            })
+            .collect();
+        out.extend(pack(groups, " │ ", width));
+    }
+    out
+}

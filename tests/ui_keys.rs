@@ -1,0 +1,153 @@
+//! Every key in the `?` overlay (the KEYMAP table) is pressed on a fake lab and its effect on
+//! the knobs (through `LabState::apply`, as the controller does) or on the UI state is checked.
+//! The match in `check` has no wildcard: a new Action cannot be added without a check here.
+
+use synlab::lab::state::Command;
+use synlab::load::protocol::Mode;
+use synlab::ui::app::App;
+use synlab::ui::fixture::{self, FakeLab};
+use synlab::ui::keymap::{action_for, Action, Key, KEYMAP};
+use synlab::ui::render;
+use synlab::ui::theme::Theme;
+
+fn setup() -> (App, FakeLab) {
+    let mut st = fixture::under_load();
+    st.knobs.burst.ratio = 4.0;
+    st.knobs.burst.fraction = 0.1;
+    st.knobs.paths[0].rtt_ms = 100.0;
+    st.knobs.paths[0].loss_pct = 1.0;
+    st.knobs.paths[0].bandwidth_bps = Some(10_000_000);
+    (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
+}
+
+fn press(app: &mut App, lab: &mut FakeLab, key: Key) -> Action {
+    let a = action_for(key.event()).unwrap_or_else(|| panic!("{key:?} not bound"));
+    app.apply(lab, a, &|app, st| render::screen_text(app, st, 80, 24));
+    a
+}
+
+fn message(app: &App, lab: &FakeLab) -> String {
+    app.message_for(lab.state.last_action.as_ref())
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_default()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+/// Checks the effect of `action` given the lab and app before and after.
+fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App) {
+    let (k0, k) = (&before.state.knobs, &lab.state.knobs);
+    let r0 = k0.rate.unwrap();
+    match action {
+        Action::ScaleRate(f) => assert_eq!(k.rate, Some((r0 * f).round())),
+        Action::CycleMode => {
+            assert_ne!(k.mode, k0.mode);
+            assert_eq!(lab.commands, vec![Command::CycleMode]);
+        }
+        Action::ScaleSockets(f) => {
+            assert_eq!(k.sockets, (k0.sockets as f64 * f).round() as u32)
+        }
+        Action::BurstRatioBy(d) => assert!(close(k.burst.ratio, k0.burst.ratio + d)),
+        Action::BurstFractionBy(d) => {
+            assert!(close(k.burst.fraction, k0.burst.fraction + d / 100.0))
+        }
+        Action::ToggleBurst => assert_eq!(k.burst_on, !k0.burst_on),
+        Action::RttBy(d) => assert!(close(k.paths[0].rtt_ms, k0.paths[0].rtt_ms + d)),
+        Action::LossBy(d) => assert!(close(k.paths[0].loss_pct, k0.paths[0].loss_pct + d)),
+        Action::ScaleBandwidth(f) => assert_eq!(
+            k.paths[0].bandwidth_bps,
+            Some((k0.paths[0].bandwidth_bps.unwrap() as f64 * f) as u64)
+        ),
+        Action::SelectPath => assert_eq!(k.selected_path, (k0.selected_path + 1) % 2),
+        Action::TogglePause => assert_eq!(k.paused, !k0.paused),
+        Action::Mark => {
+            assert_eq!(lab.marks, vec!["mark 1".to_string()]);
+            let e = lab.state.store.events.last().unwrap();
+            assert_eq!((e.kind.as_str(), e.text.as_str()), ("mark", "mark 1"));
+        }
+        Action::Snapshot => {
+            assert_eq!(lab.snapshots.len(), 1);
+            assert!(lab.snapshots[0].contains("offered vs achieved"));
+            assert!(message(app, lab).contains("results/snapshot-1.txt"));
+        }
+        Action::Zoom(f) => assert_eq!(app.window_s, app0.window_s * f),
+        Action::NextStep => {
+            assert_eq!(lab.state.caption.as_deref(), Some("step two"));
+            assert!(message(app, lab).contains("step two"));
+        }
+        Action::ToggleHelp => assert_eq!(app.show_help, !app0.show_help),
+        Action::CloseHelp => assert!(!app.show_help),
+        Action::Quit => assert!(app.quit),
+    }
+    // Knob changes are recorded as events with their time (they go in the results).
+    if !lab.commands.is_empty() {
+        let e = lab.state.store.events.last().unwrap();
+        assert_eq!(e.kind, "change", "{action:?}");
+        assert_eq!(message(app, lab), e.text, "{action:?}");
+    }
+}
+
+#[test]
+fn every_key_in_the_overlay_has_its_effect() {
+    for b in KEYMAP {
+        let (mut app, mut lab) = setup();
+        lab.steps.push_back("step two".into());
+        if b.action == Action::CloseHelp {
+            app.show_help = true;
+        }
+        let (app0, before) = (app.clone(), FakeLab::new(lab.state.clone()));
+        let a = press(&mut app, &mut lab, b.key);
+        assert_eq!(a, b.action);
+        check(a, &before, &lab, &app0, &app);
+        // The overlay lists this key.
+        app.show_help = true;
+        let screen = render::screen_text(&app, &lab.state, 160, 48);
+        assert!(
+            screen.contains(&format!("{:<7}{}", b.key.label(), b.help)),
+            "{:?} missing from the overlay",
+            b.key
+        );
+    }
+}
+
+#[test]
+fn refusals_show_in_the_caption_bar_and_change_nothing() {
+    let (mut app, mut lab) = setup();
+    lab.state.knobs.rate = None; // S-Client flat out: no rate to scale
+    let before = lab.state.knobs.clone();
+    press(&mut app, &mut lab, Key::Char('+'));
+    assert_eq!(lab.state.knobs, before);
+    let (text, refused) = app.message_for(lab.state.last_action.as_ref()).unwrap();
+    assert!(refused && text.starts_with("refused:"), "{text}");
+    assert!(render::screen_text(&app, &lab.state, 80, 24).contains("» refused: the S-Client"));
+    // Limits: the window stops at 10 s.
+    for _ in 0..5 {
+        press(&mut app, &mut lab, Key::Char('z'));
+    }
+    assert_eq!(app.window_s, 10.0);
+    assert!(message(&app, &lab).contains("limits"));
+    // No steps left.
+    press(&mut app, &mut lab, Key::Char('n'));
+    assert_eq!(message(&app, &lab), "no more scenario steps");
+}
+
+#[test]
+fn d_keys_change_clients_in_closed_mode() {
+    let (mut app, mut lab) = setup();
+    lab.state.knobs.mode = Mode::Closed;
+    press(&mut app, &mut lab, Key::Char('D'));
+    assert_eq!(lab.state.knobs.clients, 32);
+    assert_eq!(lab.state.knobs.sockets, 1000);
+}
+
+#[test]
+fn a_later_lab_change_replaces_our_message() {
+    let (mut app, mut lab) = setup();
+    press(&mut app, &mut lab, Key::Char('m'));
+    assert!(message(&app, &lab).starts_with("mark 1"));
+    // A scenario step changes a knob on the controller's side.
+    lab.state.apply(Command::SetRate(Some(500.0))).unwrap();
+    assert_eq!(message(&app, &lab), "rate 2000/s -> 500/s");
+}

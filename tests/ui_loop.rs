@@ -1,0 +1,51 @@
+//! The main loop on a TestBackend with scripted input (no terminal, no sleeps): it pumps the
+//! lab once per frame, keys reach the lab, a resize redraws at the new size, `q` ends it.
+
+use crossterm::event::Event;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::collections::VecDeque;
+use std::time::Duration;
+use synlab::ui::app::App;
+use synlab::ui::event_loop;
+use synlab::ui::fixture::{self, FakeLab};
+use synlab::ui::keymap::Key;
+use synlab::ui::theme::Theme;
+
+#[test]
+fn frames_pump_the_lab_keys_act_and_q_quits() {
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut lab = FakeLab::new(fixture::under_load());
+    let mut app = App::new(Theme { color: true }, 60.0);
+    // None = "no input before the next frame": one frame each.
+    let mut script: VecDeque<Option<Event>> = VecDeque::from([
+        None,
+        Some(Event::Key(Key::Char('+').event())),
+        None,
+        Some(Event::Resize(100, 30)), // TestBackend keeps 80x24; the loop still redraws
+        Some(Event::Key(Key::Char('*').event())),
+        None,
+        Some(Event::Key(Key::Char('q').event())),
+        Some(Event::Key(Key::Char('+').event())), // never read: the loop has quit
+    ]);
+    let mut input = |_t: Duration| Ok(script.pop_front().expect("loop read past q"));
+    event_loop(
+        &mut term,
+        &mut lab,
+        &mut app,
+        Duration::from_millis(100),
+        &mut input,
+    )
+    .unwrap();
+    assert!(app.quit);
+    // Frames: start, after None, after None, after Resize (immediate redraw), after None.
+    assert_eq!(lab.pumps, 5);
+    assert_eq!(lab.state.knobs.rate, Some(4400.0));
+    assert!(
+        !lab.stopped,
+        "stop() is run_tui's job after the terminal is restored"
+    );
+    let buf = term.backend().buffer().clone();
+    let row0: String = (0..80).map(|x| buf[(x, 0)].symbol().to_string()).collect();
+    assert!(row0.starts_with("synlab · default"), "{row0}");
+}

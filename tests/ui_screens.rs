@@ -1,0 +1,148 @@
+//! Full-screen snapshots of the TUI (ratatui TestBackend + insta) at 80x24 and 160x48, driven
+//! by fixed lab states and action sequences through a fake lab; no sleeps, no terminal.
+
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use ratatui::Terminal;
+use synlab::lab::state::LabState;
+use synlab::ui::app::App;
+use synlab::ui::fixture::{self, FakeLab};
+use synlab::ui::keymap::{action_for, Action, Key};
+use synlab::ui::render;
+use synlab::ui::theme::Theme;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+fn draw(app: &App, st: &LabState, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render::draw(f, app, st)).unwrap();
+    term
+}
+
+/// Presses keys on a fake lab through the keymap, as the main loop does.
+fn press(app: &mut App, lab: &mut FakeLab, keys: &[Key]) {
+    for k in keys {
+        let a = action_for(k.event()).unwrap_or_else(|| panic!("{k:?} is not bound"));
+        app.apply(lab, a, &|app, st| render::screen_text(app, st, 80, 24));
+    }
+}
+
+fn colour_app() -> App {
+    App::new(Theme { color: true }, 60.0)
+}
+
+fn snap(name: &str, app: &App, st: &LabState) {
+    for (w, h) in SIZES {
+        let term = draw(app, st, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), term.backend());
+    }
+}
+
+#[test]
+fn idle() {
+    snap("idle", &colour_app(), &fixture::idle());
+}
+
+#[test]
+fn under_load() {
+    snap("under_load", &colour_app(), &fixture::under_load());
+}
+
+#[test]
+fn overloaded_queue_full_and_overflows() {
+    let st = fixture::overloaded();
+    for (w, h) in SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        assert!(text.contains("FULL"), "{text}");
+        assert!(text.contains("128/128"), "{text}");
+    }
+    snap("overloaded", &colour_app(), &st);
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(fixture::under_load());
+    press(&mut app, &mut lab, &[Key::Char('?')]);
+    assert!(app.show_help);
+    snap("help", &app, &lab.state);
+}
+
+#[test]
+fn client_bound_warning() {
+    let st = fixture::client_bound();
+    for (w, h) in SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        assert!(text.contains("⚠ CLIENT-BOUND"), "{text}");
+    }
+    snap("client_bound", &colour_app(), &st);
+}
+
+/// After a sequence of actions: the rate raised three times and the far path's RTT raised.
+#[test]
+fn after_actions() {
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(fixture::under_load());
+    press(
+        &mut app,
+        &mut lab,
+        &[
+            Key::Char('+'),
+            Key::Char('+'),
+            Key::Char('*'),
+            Key::Tab,
+            Key::Char('R'),
+            Key::Char('m'),
+        ],
+    );
+    assert_eq!(lab.state.knobs.rate, Some(4840.0));
+    assert_eq!(lab.state.knobs.paths[1].rtt_ms, 110.0);
+    snap("after_actions", &app, &lab.state);
+}
+
+#[test]
+fn no_color_sets_no_colour_anywhere() {
+    let app = App::new(Theme { color: false }, 60.0);
+    let st = fixture::overloaded();
+    for (w, h) in SIZES {
+        let term = draw(&app, &st, w, h);
+        let buf = term.backend().buffer();
+        for cell in buf.content() {
+            assert_eq!(
+                (cell.fg, cell.bg),
+                (Color::Reset, Color::Reset),
+                "coloured cell {:?} with NO_COLOR",
+                cell.symbol()
+            );
+        }
+    }
+    snap("no_color", &app, &st);
+    // And the colour mode does use colour (so the check above means something).
+    let term = draw(&colour_app(), &st, 80, 24);
+    assert!(term
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .any(|c| c.fg != Color::Reset));
+}
+
+#[test]
+fn tiny_and_odd_sizes_do_not_panic() {
+    let st = fixture::overloaded();
+    let mut app = colour_app();
+    for (w, h) in [
+        (1, 1),
+        (9, 2),
+        (20, 5),
+        (40, 10),
+        (80, 12),
+        (300, 100),
+        (120, 30),
+    ] {
+        draw(&app, &st, w, h);
+        app.show_help = !app.show_help;
+        draw(&app, &st, w, h);
+    }
+    let _ = Action::Quit;
+}
