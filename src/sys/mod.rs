@@ -2,8 +2,12 @@
 //! /proc lives below this module, behind small functions and traits, so the logic above it
 //! (scheduling, router timing, parsing, UI) is tested without root.
 
+pub mod ethtool;
+pub mod netns;
+pub mod packet;
 pub mod privilege;
 pub mod process;
+pub mod sysctl;
 
 /// Enters the named netns (/run/netns/NAME) in the calling thread. Used between fork and exec,
 /// so it only makes raw, async-signal-safe calls.
