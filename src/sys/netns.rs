@@ -139,7 +139,11 @@ fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
 /// Applies every operation of `plan` but StartRouter; on failure, deletes what was created.
 pub fn apply(plan: &Plan) -> anyhow::Result<TopologyGuard> {
     let mut guard = TopologyGuard::default();
+    let trace = std::env::var_os("SYNLAB_NET_TRACE").is_some();
     for op in &plan.ops {
+        if trace {
+            eprintln!("synlab net: {op:?}");
+        }
         if let Err(e) = apply_op(op, &mut guard) {
             let rollback = guard.teardown();
             let e = e.context(format!("building lab {}", plan.run_id));
