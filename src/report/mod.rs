@@ -1,5 +1,7 @@
 //! Results: the run folder's CSV/JSON writers and plots.
 
+pub mod run_folder;
+
 use std::path::PathBuf;
 
 /// `synlab report RUN [RUN2]`.

@@ -1,12 +1,287 @@
 //! Scenario files: the serde model, units, validation with file/line/column/key errors, and the
 //! embedded default scenario.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+pub mod diag;
+pub mod model;
+pub mod units;
+pub mod validate;
 
-/// `synlab check FILE...`.
-pub fn check_main(_files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("scenario checks are not built yet")
+pub use diag::{Diagnostic, ScenarioError};
+pub use model::*;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use units::{Bandwidth, Dur, Num, Percent};
+
+/// The default scenario, embedded in the binary (scenarios/default.toml).
+pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
+
+/// The embedded default scenario.
+pub fn default_scenario() -> Scenario {
+    parse("default.toml (embedded)", DEFAULT_TOML).expect("the embedded default scenario is valid")
 }
 
-pub mod units;
+/// Reads and validates a scenario file; `default` names the embedded one.
+pub fn load(path: &Path) -> anyhow::Result<Scenario> {
+    if path.as_os_str() == "default" {
+        return Ok(default_scenario());
+    }
+    let src = std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read scenario {}: {e}{}",
+            path.display(),
+            if e.kind() == std::io::ErrorKind::NotFound {
+                " (see scenarios/ for examples, or use `default`)"
+            } else {
+                ""
+            }
+        )
+    })?;
+    let mut s = parse(&path.display().to_string(), &src)?;
+    if s.name.is_empty() {
+        s.name = path
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".into());
+    }
+    Ok(s)
+}
+
+/// Parses and validates scenario text; `file` is used in error messages.
+pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
+    let de = toml::Deserializer::new(src);
+    let mut s: Scenario = match serde_path_to_error::deserialize(de) {
+        Ok(s) => s,
+        Err(e) => {
+            let key = display_path(e.path());
+            let inner = e.into_inner();
+            // The path of a syntax error is meaningless (serde never got that far).
+            let key = if inner.message().contains("expected") && key == "." {
+                String::new()
+            } else {
+                key
+            };
+            return Err(ScenarioError(vec![Diagnostic::new(
+                file,
+                src,
+                inner.span(),
+                &key,
+                inner.message(),
+            )]));
+        }
+    };
+    if s.name.is_empty() {
+        s.name = file
+            .trim_end_matches(" (embedded)")
+            .trim_end_matches(".toml")
+            .to_string();
+    }
+    let problems = validate::validate(&s);
+    if problems.is_empty() {
+        return Ok(s);
+    }
+    let doc = toml_edit::ImDocument::parse(src.to_string()).ok();
+    Err(ScenarioError(
+        problems
+            .into_iter()
+            .map(|(key, msg)| {
+                let span = doc.as_ref().and_then(|d| span_of(d, &key));
+                Diagnostic::new(file, src, span, &key, &msg)
+            })
+            .collect(),
+    ))
+}
+
+fn display_path(p: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Enum { variant } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(variant);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    if out.is_empty() {
+        ".".into()
+    } else {
+        // Arrays of tables are written [[step]] but modelled as `steps`.
+        out
+    }
+}
+
+/// The source span of a key path such as `load.burst.ratio` or `step[1].at`: the value's span,
+/// else the key's, else the nearest enclosing table's.
+fn span_of(doc: &toml_edit::ImDocument<String>, path: &str) -> Option<std::ops::Range<usize>> {
+    let parts: Vec<&str> = path.split('.').collect();
+    span_in(doc.as_table(), &parts, None)
+}
+
+fn span_in(
+    table: &dyn toml_edit::TableLike,
+    parts: &[&str],
+    best: Option<std::ops::Range<usize>>,
+) -> Option<std::ops::Range<usize>> {
+    let Some((part, rest)) = parts.split_first() else {
+        return best;
+    };
+    let (name, index) = match part.split_once('[') {
+        Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
+        None => (*part, None),
+    };
+    let Some((key, item)) = table.get_key_value(name) else {
+        return best;
+    };
+    let here = item.span().or_else(|| key.span()).or(best);
+    match (item, index) {
+        (toml_edit::Item::ArrayOfTables(a), Some(i)) => match a.get(i) {
+            Some(t) => span_in(t, rest, t.span().or(here)),
+            None => here,
+        },
+        (toml_edit::Item::Value(toml_edit::Value::Array(a)), Some(i)) => match a.get(i) {
+            Some(toml_edit::Value::InlineTable(t)) => span_in(t, rest, t.span().or(here)),
+            Some(v) => v.span().or(here),
+            None => here,
+        },
+        (toml_edit::Item::Table(t), None) => span_in(t, rest, here),
+        (toml_edit::Item::Value(toml_edit::Value::InlineTable(t)), None) => span_in(t, rest, here),
+        _ => here,
+    }
+}
+
+/// A typed sweep value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SweepValue {
+    Rate(f64),
+    Count(u32),
+    Burst { ratio: f64, fraction: f64 },
+    Rtt(Dur),
+    Loss(Percent),
+    Bandwidth(Bandwidth),
+}
+
+impl std::fmt::Display for SweepValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SweepValue::Rate(r) => write!(f, "{r}"),
+            SweepValue::Count(n) => write!(f, "{n}"),
+            SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
+            SweepValue::Rtt(d) => write!(f, "{d}"),
+            SweepValue::Loss(p) => write!(f, "{p}"),
+            SweepValue::Bandwidth(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// Converts one `[sweep] values` entry for `param`.
+pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
+    let text = |v: &toml::Value| match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        other => Err(format!("`{other}` is not a {param} value")),
+    };
+    match param {
+        "load.rate" => {
+            let n = Num::parse(&text(v)?)?.0;
+            if n <= 0.0 {
+                return Err("a rate must be > 0".into());
+            }
+            Ok(SweepValue::Rate(n))
+        }
+        "load.sockets" | "load.clients" | "load.concurrency" | "load.workers" => {
+            let n = Num::parse(&text(v)?)?.0;
+            if n < 1.0 || n.fract() != 0.0 || n > 1e6 {
+                return Err(format!("{param} takes whole numbers >= 1 (got {n})"));
+            }
+            Ok(SweepValue::Count(n as u32))
+        }
+        "load.burst" => {
+            let arr = v
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or("load.burst values are [ratio, fraction] pairs, e.g. [4, \"10%\"]")?;
+            let ratio = arr[0]
+                .as_float()
+                .or(arr[0].as_integer().map(|i| i as f64))
+                .ok_or("the burst ratio must be a number")?;
+            let fraction = Percent::parse(&text(&arr[1])?)?.fraction();
+            if ratio < 1.0 || fraction <= 0.0 || ratio * fraction > 1.0 + 1e-9 {
+                return Err(format!(
+                    "[{ratio}, {}%]: need ratio >= 1, fraction > 0 and ratio x fraction <= 1",
+                    fraction * 100.0
+                ));
+            }
+            Ok(SweepValue::Burst { ratio, fraction })
+        }
+        "network.rtt" => Ok(SweepValue::Rtt(Dur::parse(&text(v)?)?)),
+        "network.loss" => Ok(SweepValue::Loss(Percent::parse(&text(v)?)?)),
+        "network.bandwidth" => Ok(SweepValue::Bandwidth(Bandwidth::parse(&text(v)?)?)),
+        _ => Err(format!("unknown sweep parameter `{param}`")),
+    }
+}
+
+impl Scenario {
+    /// The scenario as TOML (the run folder's resolved `scenario.toml`).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
+    }
+
+    /// Scales durations by `f` (0 < f <= 1) for `--quick` runs: run length, steps, warm-up and
+    /// hold (at least 1 s of hold, 0.5 s of warm-up).
+    pub fn scaled(mut self, f: f64) -> Self {
+        let sc = |d: Dur, min: f64| Dur::from_secs((d.secs() * f).max(min.min(d.secs())));
+        self.duration = sc(self.duration, 2.0);
+        for st in &mut self.steps {
+            st.at = sc(st.at, 0.0);
+        }
+        if let Some(sw) = &mut self.sweep {
+            sw.warmup = sc(sw.warmup, 0.5);
+            sw.hold = sc(sw.hold, 1.0);
+            sw.cooldown = sc(sw.cooldown, 0.0);
+        }
+        if let Some(b) = &mut self.load.burst {
+            b.period = sc(b.period, 1.0);
+        }
+        self
+    }
+}
+
+/// `synlab check FILE...`: validates each file, prints every problem; exit 1 if any failed.
+pub fn check_main(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let mut failed = 0;
+    for f in files {
+        match load(f) {
+            Ok(s) => println!(
+                "{}: ok ({}{})",
+                f.display(),
+                s.name,
+                match &s.sweep {
+                    Some(sw) => format!(", sweep of {} over {} values", sw.param, sw.values.len()),
+                    None => format!(", {} run", s.duration),
+                }
+            ),
+            Err(e) => {
+                failed += 1;
+                eprintln!("{e:#}");
+            }
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("{failed} of {} scenario file(s) have errors", files.len());
+        ExitCode::from(1)
+    })
+}

@@ -7,6 +7,7 @@ pub mod netns;
 pub mod packet;
 pub mod privilege;
 pub mod process;
+pub mod server_io;
 pub mod sysctl;
 
 /// Enters the named netns (/run/netns/NAME) in the calling thread. Used between fork and exec,
@@ -22,7 +23,10 @@ pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {
     path[prefix.len()..prefix.len() + n.len()].copy_from_slice(n);
     // SAFETY: path is NUL-terminated (zeroed buffer); fd is closed on every path.
     unsafe {
-        let fd = libc::open(path.as_ptr() as *const libc::c_char, libc::O_RDONLY | libc::O_CLOEXEC);
+        let fd = libc::open(
+            path.as_ptr() as *const libc::c_char,
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }

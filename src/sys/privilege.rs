@@ -59,6 +59,11 @@ impl Privileges {
     }
 }
 
+/// True when the tests must fail instead of skipping for a missing privilege.
+pub fn require_privileged() -> bool {
+    std::env::var("SYNLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,7 +79,10 @@ mod tests {
     fn unprivileged_status_names_what_is_missing() {
         let p = Privileges::from_status("CapEff:\t0000000000000000\n");
         let msg = p.lab_missing().unwrap();
-        assert!(msg.contains("CAP_SYS_ADMIN") && msg.contains("CAP_NET_ADMIN"), "{msg}");
+        assert!(
+            msg.contains("CAP_SYS_ADMIN") && msg.contains("CAP_NET_ADMIN"),
+            "{msg}"
+        );
         assert!(msg.contains("sudo"));
     }
 
@@ -83,9 +91,4 @@ mod tests {
         let p = Privileges::from_status("CapEff:\t0000000000002000\n");
         assert!(p.net_raw && !p.net_admin && !p.can_build_lab());
     }
-}
-
-/// True when the tests must fail instead of skipping for a missing privilege.
-pub fn require_privileged() -> bool {
-    std::env::var("SYNLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
 }

@@ -15,6 +15,8 @@ pub fn self_exe() -> std::path::PathBuf {
 /// Options for a child: which netns to enter before exec, and extra args.
 #[derive(Debug, Clone, Default)]
 pub struct Spawn {
+    /// Program to run; None = our own binary (the usual case).
+    pub program: Option<String>,
     pub args: Vec<String>,
     /// Name of a netns under /run/netns to enter before exec (None = the controller's).
     pub netns: Option<String>,
@@ -37,7 +39,13 @@ impl ChildProc {
         spawn: &Spawn,
         mut on_line: impl FnMut(&str) + Send + 'static,
     ) -> anyhow::Result<Self> {
-        let mut cmd = Command::new(self_exe());
+        let mut cmd = Command::new(
+            spawn
+                .program
+                .clone()
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(self_exe),
+        );
         cmd.args(&spawn.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -59,6 +67,8 @@ impl ChildProc {
                 if let Some(ns) = &netns {
                     super::netns_enter_raw(ns)?;
                 }
+                // Own process group, so a command's children (nginx workers) go with it.
+                libc::setpgid(0, 0);
                 if !cpus.is_empty() {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
                     for &c in &cpus {
@@ -133,10 +143,20 @@ impl ChildProc {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
+        self.kill_group();
         let st = self.child.wait().ok();
         self.join_reader();
         st
+    }
+
+    /// SIGKILL to the child's process group (the child and what it forked), by pid.
+    fn kill_group(&mut self) {
+        let pid = self.child.id() as i32;
+        // SAFETY: plain kill(2) on the group we created for this child in pre_exec.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.child.kill();
     }
 
     fn join_reader(&mut self) {
@@ -149,7 +169,7 @@ impl ChildProc {
 impl Drop for ChildProc {
     fn drop(&mut self) {
         if self.try_wait().is_none() {
-            let _ = self.child.kill();
+            self.kill_group();
             let _ = self.child.wait();
         }
     }

@@ -1,0 +1,713 @@
+//! The controller: starts the target and the workers for a scenario, folds their stats (one
+//! event stream, one owner) into the `LabState`, plays timed steps, turns knob changes into
+//! control messages, and streams rows into the run folder. The headless runner and the TUI both
+//! drive it.
+
+use super::client_agg::ClientTotals;
+use super::state::{Command, Effect, Knobs, LabState, PathKnobs, Warning};
+use crate::load::protocol::{Burst, Control, MixEntry, Mode, StatsDelta, WorkerConfig};
+use crate::report::run_folder::RunFolder;
+use crate::scenario::{HttpVersion, Scenario, Step, TargetKind, Workload};
+use crate::sys::process::{ChildProc, Spawn};
+use crate::target::config::{FileSet, ServeConfig, ServerStats};
+use anyhow::{bail, Context};
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Messages from the lab's producers to its one owner.
+pub enum Msg {
+    Worker(u32, Box<StatsDelta>),
+    /// A line from a worker that is not a stats delta (should not happen; logged).
+    WorkerText(u32, String),
+    Server(ServerStats),
+}
+
+/// Where and how a run writes.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Parent folder of the run folder; None = no run folder (tests).
+    pub out_parent: Option<PathBuf>,
+    /// Set by Ctrl-C / SIGTERM handlers; the controller stops when it turns true.
+    pub interrupted: Arc<AtomicBool>,
+}
+
+pub struct Controller {
+    pub scenario: Scenario,
+    pub state: LabState,
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    server: Option<ChildProc>,
+    pub target_addr: SocketAddr,
+    pub server_pid: Option<u32>,
+    workers: Vec<ChildProc>,
+    n_workers: u32,
+    start: Instant,
+    interval: Duration,
+    next_tick: Instant,
+    last_tick: Instant,
+    tick: ClientTotals,
+    /// Totals since `begin_point` (a sweep point's hold, or the whole run).
+    point: Option<(f64, ClientTotals, Option<ServerStats>)>,
+    server_last: Option<ServerStats>,
+    server_at_tick: Option<ServerStats>,
+    pub folder: Option<RunFolder>,
+    steps: Vec<Step>,
+    next_step: usize,
+    opts: RunOptions,
+    notices: Vec<String>,
+}
+
+/// Picks a free TCP port on loopback (the server binds it right after; the race is benign).
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Is `ip` one the lab may send load to without `allow_remote`? (loopback or 198.18.0.0/15)
+pub fn is_lab_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback() || (o[0] == 198 && (o[1] == 18 || o[1] == 19))
+        }
+        IpAddr::V6(v6) => v6.is_loopback(),
+    }
+}
+
+/// The request mix for a scenario.
+pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
+    let mut mix: Vec<MixEntry> = match sc.load.workload {
+        Workload::Single => vec![MixEntry {
+            class: "single".into(),
+            path: "/bytes/1294".into(),
+            weight: 1.0,
+        }],
+        Workload::Specweb96 => crate::target::fileset_paths(&FileSet::Specweb96)
+            .into_iter()
+            .map(|(class, path, _)| {
+                let c: usize = class.trim_start_matches("class").parse().unwrap_or(0);
+                let w = crate::target::SPECWEB96_CLASS_WEIGHTS
+                    .get(c)
+                    .copied()
+                    .unwrap_or(0.0);
+                MixEntry {
+                    class,
+                    path,
+                    weight: w / 9.0,
+                }
+            })
+            .collect(),
+        Workload::Custom => Vec::new(),
+    };
+    for m in &sc.load.mix {
+        mix.push(MixEntry {
+            class: if m.class.is_empty() {
+                m.path.clone()
+            } else {
+                m.class.clone()
+            },
+            path: m.path.clone(),
+            weight: m.weight,
+        });
+    }
+    mix
+}
+
+/// Initial knobs from a scenario.
+pub fn knobs_of(sc: &Scenario) -> Knobs {
+    let b = sc.load.burst;
+    Knobs {
+        mode: sc.load.mode,
+        rate: sc.load.rate.map(|r| r.0),
+        sockets: sc.load.sockets,
+        clients: sc.load.clients,
+        timeout: sc.load.timeout.0,
+        burst: Burst {
+            ratio: b.map(|b| b.ratio).unwrap_or(4.0),
+            fraction: b.map(|b| b.fraction.fraction()).unwrap_or(0.1),
+            period_s: b.map(|b| b.period.secs()).unwrap_or(10.0),
+        },
+        burst_on: b.is_some_and(|b| b.enabled),
+        paused: false,
+        paths: Vec::<PathKnobs>::new(),
+        selected_path: 0,
+    }
+}
+
+impl Controller {
+    /// Starts the target and the workers. Nothing is left running if this fails.
+    pub fn start(scenario: Scenario, opts: RunOptions) -> anyhow::Result<Self> {
+        let (tx, rx) = unbounded();
+        let interval = scenario.probe.interval.0;
+        let knobs = knobs_of(&scenario);
+        let mut state = LabState::new(&scenario.name, knobs, interval.as_secs_f64());
+        let folder = match &opts.out_parent {
+            Some(p) => Some(RunFolder::create(p, &scenario.name, &scenario.to_toml())?),
+            None => None,
+        };
+        let steps = scenario.steps.clone();
+        state.step = (!steps.is_empty()).then_some((0, steps.len()));
+        let now = Instant::now();
+        let mut c = Controller {
+            n_workers: scenario.load.workers,
+            scenario,
+            state,
+            tx,
+            rx,
+            server: None,
+            target_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            server_pid: None,
+            workers: Vec::new(),
+            start: now,
+            interval,
+            next_tick: now + interval,
+            last_tick: now,
+            tick: ClientTotals::default(),
+            point: None,
+            server_last: None,
+            server_at_tick: None,
+            folder,
+            steps,
+            next_step: 0,
+            opts,
+            notices: Vec::new(),
+        };
+        c.log(&format!("scenario {}", c.scenario.name));
+        c.start_target()?;
+        c.start_workers()?;
+        c.start = Instant::now();
+        c.next_tick = c.start + c.interval;
+        c.last_tick = c.start;
+        Ok(c)
+    }
+
+    pub fn log(&mut self, line: &str) {
+        if let Some(f) = &mut self.folder {
+            f.log(line);
+        }
+    }
+
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn start_target(&mut self) -> anyhow::Result<()> {
+        let t = self.scenario.target.clone();
+        match t.kind {
+            TargetKind::Builtin => {
+                let port = if t.port == 0 { free_port()? } else { t.port };
+                let listen = SocketAddr::from(([127, 0, 0, 1], port));
+                let mut files = vec![FileSet::Specweb96];
+                match t.files {
+                    crate::scenario::FilesPreset::Specweb96 => {}
+                    crate::scenario::FilesPreset::Pareto => files.push(FileSet::Pareto {
+                        alpha: t.pareto_alpha,
+                        min_bytes: t.pareto_min.0,
+                        count: t.pareto_count,
+                        seed: 1,
+                    }),
+                    crate::scenario::FilesPreset::Explicit => files.push(FileSet::Explicit {
+                        sizes: t.sizes.iter().map(|b| b.0).collect(),
+                    }),
+                }
+                let cfg = ServeConfig {
+                    listen,
+                    arch: t.arch,
+                    workers: t.workers,
+                    max_workers: t.max_workers,
+                    backlog: t.backlog as i32,
+                    service_time_us: t.service_time.0.as_micros() as u64,
+                    service: t.service,
+                    files,
+                    keepalive: t.keepalive || self.scenario.load.http == HttpVersion::Http11,
+                    stats_interval_ms: 100,
+                };
+                crate::target::validate(&cfg)?;
+                let tx = self.tx.clone();
+                let spawn = Spawn {
+                    args: vec![
+                        "serve".into(),
+                        "--config-json".into(),
+                        serde_json::to_string(&cfg)?,
+                    ],
+                    cpus: t.cpus.clone(),
+                    ..Default::default()
+                };
+                let child = ChildProc::spawn("server", &spawn, move |line| {
+                    if let Ok(s) = serde_json::from_str::<ServerStats>(line) {
+                        let _ = tx.send(Msg::Server(s));
+                    }
+                })?;
+                self.server_pid = Some(child.pid());
+                self.server = Some(child);
+                self.target_addr = listen;
+                self.state.target = format!(
+                    "built-in {:?} server on {listen} ({} of {:?} per request, backlog {})",
+                    t.arch, t.service_time, t.service, t.backlog
+                )
+                .to_lowercase();
+            }
+            TargetKind::Command => {
+                let port = if t.port == 0 { free_port()? } else { t.port };
+                let cmdline = t.command.replace("{port}", &port.to_string());
+                let spawn = Spawn {
+                    program: Some("/bin/sh".into()),
+                    args: vec!["-c".into(), format!("exec {cmdline}")],
+                    cpus: t.cpus.clone(),
+                    ..Default::default()
+                };
+                let child = ChildProc::spawn("target command", &spawn, |_| {})?;
+                self.server_pid = Some(child.pid());
+                self.server = Some(child);
+                self.target_addr = SocketAddr::from(([127, 0, 0, 1], port));
+                self.state.target = format!("`{cmdline}` on 127.0.0.1:{port}");
+            }
+            TargetKind::Address => {
+                self.target_addr = t.address.parse().context("target.address")?;
+                self.state.target = format!("server at {}", self.target_addr);
+            }
+        }
+        if !is_lab_address(self.target_addr.ip()) && !self.scenario.load.allow_remote {
+            bail!(
+                "target {} is outside loopback and the lab's 198.18.0.0/15; synlab only loads its own lab unless the scenario sets load.allow_remote = true",
+                self.target_addr
+            );
+        }
+        self.wait_for_target(Duration::from_secs(10))?;
+        let line = format!("target: {}", self.state.target);
+        self.log(&line);
+        Ok(())
+    }
+
+    /// Waits until the target accepts a connection; a clear error if it never does.
+    fn wait_for_target(&mut self, limit: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.server.as_mut() {
+                if let Some(st) = s.try_wait() {
+                    bail!(
+                        "the target server exited during start-up ({st}); see its messages above"
+                    );
+                }
+            }
+            if TcpStream::connect_timeout(&self.target_addr, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the target at {} does not accept connections after {}s; is it running and listening there?",
+                    self.target_addr,
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn worker_config(&self, id: u32) -> WorkerConfig {
+        let k = &self.state.knobs;
+        let n = self.n_workers.max(1);
+        let share = |total: u32| (total / n + u32::from(id < total % n)).max(1);
+        WorkerConfig {
+            id,
+            target: self.target_addr,
+            bind_addrs: Vec::new(),
+            mode: k.mode,
+            rate: k.rate.map(|r| r / n as f64),
+            arrivals: self.scenario.load.arrivals,
+            sockets: share(k.sockets),
+            clients: share(k.clients),
+            think_s: self.scenario.load.think.secs(),
+            timeout_s: k.timeout.as_secs_f64(),
+            response_timeout_s: self.scenario.load.response_timeout.secs(),
+            burst: k.burst_on.then_some(k.burst),
+            mix: mix_of(&self.scenario),
+            keepalive: self.scenario.load.http == HttpVersion::Http11,
+            requests_per_conn: self.scenario.load.requests_per_conn,
+            host_header: self.target_addr.to_string(),
+            duration_s: self.max_run_secs(),
+            stats_interval_ms: 100,
+            seed: 0x5eed + id as u64,
+            allow_remote: self.scenario.load.allow_remote,
+            paused: k.paused,
+        }
+    }
+
+    /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own
+    /// runs are bounded by the scenario's duration too).
+    fn max_run_secs(&self) -> f64 {
+        let sweep = self.scenario.sweep.as_ref().map(|s| {
+            let modes = s.modes.len().max(1) as f64;
+            modes * s.values.len() as f64 * (s.warmup.secs() + s.hold.secs() + s.cooldown.secs())
+        });
+        sweep.unwrap_or(0.0).max(self.scenario.duration.secs()) + 60.0
+    }
+
+    fn start_workers(&mut self) -> anyhow::Result<()> {
+        for id in 0..self.n_workers {
+            let cfg = self.worker_config(id);
+            let tx = self.tx.clone();
+            let spawn = Spawn {
+                args: vec![
+                    "worker".into(),
+                    "--config-json".into(),
+                    serde_json::to_string(&cfg)?,
+                ],
+                cpus: self.scenario.load.cpus.clone(),
+                ..Default::default()
+            };
+            let child = ChildProc::spawn(&format!("worker {id}"), &spawn, move |line| {
+                match serde_json::from_str::<StatsDelta>(line) {
+                    Ok(d) => {
+                        let _ = tx.send(Msg::Worker(id, Box::new(d)));
+                    }
+                    Err(_) => {
+                        let _ = tx.send(Msg::WorkerText(id, line.to_string()));
+                    }
+                }
+            })?;
+            self.workers.push(child);
+        }
+        let n = self.n_workers;
+        self.log(&format!("started {n} worker(s)"));
+        Ok(())
+    }
+
+    /// Stops and restarts the workers (after a change of worker count).
+    pub fn restart_workers(&mut self, n: u32) -> anyhow::Result<()> {
+        for mut w in self.workers.drain(..) {
+            w.stop(Duration::from_secs(2));
+        }
+        self.pump_messages();
+        self.n_workers = n.max(1);
+        self.start_workers()
+    }
+
+    fn send_all(&mut self, msg: &Control) {
+        let line = serde_json::to_string(msg).expect("control messages serialize");
+        for w in &mut self.workers {
+            let _ = w.send_line(&line);
+        }
+    }
+
+    /// Sends the load knobs to every worker.
+    fn push_load_knobs(&mut self) {
+        let n = self.n_workers.max(1);
+        let k = self.state.knobs.clone();
+        let share = |total: u32, id: u32| (total / n + u32::from(id < total % n)).max(1);
+        let lines: Vec<Vec<Control>> = (0..n)
+            .map(|id| {
+                vec![
+                    Control::SetMode { mode: k.mode },
+                    Control::SetSockets {
+                        sockets: share(k.sockets, id),
+                    },
+                    Control::SetClients {
+                        clients: share(k.clients, id),
+                    },
+                    Control::SetRate {
+                        rate: k.rate.map(|r| r / n as f64),
+                    },
+                    Control::SetBurst {
+                        burst: k.burst_on.then_some(k.burst),
+                    },
+                    if k.paused {
+                        Control::Pause
+                    } else {
+                        Control::Resume
+                    },
+                ]
+            })
+            .collect();
+        for (w, msgs) in self.workers.iter_mut().zip(lines) {
+            for m in msgs {
+                let _ = w.send_line(&serde_json::to_string(&m).expect("serializes"));
+            }
+        }
+    }
+
+    /// Applies a knob change and carries out its effect.
+    pub fn apply(&mut self, cmd: Command) -> Result<String, String> {
+        let (effect, text) = self.state.apply(cmd)?;
+        match effect {
+            Effect::Load => self.push_load_knobs(),
+            Effect::Path(_) => {
+                return Err("network paths need the network lab (not running)".into());
+            }
+            Effect::None => {}
+        }
+        let t = self.elapsed();
+        self.log(&format!("[{t:.1}s] {text}"));
+        Ok(text)
+    }
+
+    fn pump_messages(&mut self) {
+        while let Ok(m) = self.rx.try_recv() {
+            match m {
+                Msg::Worker(_, d) => {
+                    if let Some(n) = &d.notice {
+                        if !self.notices.contains(n) {
+                            self.notices.push(n.clone());
+                            let line = format!("worker {}: {n}", d.worker);
+                            self.log(&line);
+                        }
+                    }
+                    if d.addr_not_avail > 0 {
+                        self.state.warn(Warning::PortsRunningOut);
+                    }
+                    if d.out_of_fds > 0 {
+                        self.state.warn(Warning::OutOfFds);
+                    }
+                    self.tick.add(&d);
+                    if let Some((_, p, _)) = &mut self.point {
+                        p.add(&d);
+                    }
+                }
+                Msg::WorkerText(id, line) => self.log(&format!("worker {id}: {line}")),
+                Msg::Server(s) => self.server_last = Some(s),
+            }
+        }
+    }
+
+    fn check_children(&mut self) {
+        let mut died = Vec::new();
+        for w in &mut self.workers {
+            if let Some(st) = w.try_wait() {
+                died.push(format!("{} ({st})", w.name));
+            }
+        }
+        if let Some(s) = &mut self.server {
+            if let Some(st) = s.try_wait() {
+                died.push(format!("the target server ({st})"));
+            }
+        }
+        for d in died {
+            let w = Warning::ChildDied(d.clone());
+            if !self.state.warnings.contains(&w) {
+                self.log(&format!("{d} exited"));
+                self.state.warn(w);
+            }
+        }
+    }
+
+    /// True when a child the run depends on has exited.
+    pub fn child_died(&self) -> Option<String> {
+        self.state.warnings.iter().find_map(|w| match w {
+            Warning::ChildDied(d) => Some(d.clone()),
+            _ => None,
+        })
+    }
+
+    fn play_steps(&mut self) {
+        let t = self.elapsed();
+        while self.next_step < self.steps.len() && self.steps[self.next_step].at.secs() <= t {
+            self.run_step(self.next_step);
+            self.next_step += 1;
+        }
+    }
+
+    fn run_step(&mut self, i: usize) {
+        let st = self.steps[i].clone();
+        self.state.step = Some((i + 1, self.steps.len()));
+        let t = self.elapsed();
+        if let Some(c) = &st.caption {
+            self.state.caption = Some(c.clone());
+            self.state.store.event(t, "caption", c.clone());
+            self.log(&format!("[{t:.1}s] caption: {c}"));
+        }
+        if let Some(m) = &st.mark {
+            self.mark(m);
+        }
+        let mut cmds = Vec::new();
+        if let Some(m) = st.mode {
+            cmds.push(Command::SetMode(m));
+        }
+        if let Some(r) = st.rate {
+            cmds.push(Command::SetRate(Some(r.0)));
+        }
+        if let Some(n) = st.sockets {
+            cmds.push(Command::SetSockets(n));
+        }
+        if let Some(n) = st.clients {
+            cmds.push(Command::SetClients(n));
+        }
+        if st.burst_ratio.is_some() || st.burst_fraction.is_some() {
+            let k = &self.state.knobs;
+            cmds.push(Command::SetBurst {
+                ratio: st.burst_ratio.unwrap_or(k.burst.ratio),
+                fraction: st
+                    .burst_fraction
+                    .map(|f| f.fraction())
+                    .unwrap_or(k.burst.fraction),
+            });
+        }
+        if let Some(b) = st.burst {
+            cmds.push(Command::BurstOn(b));
+        }
+        if let Some(p) = st.pause {
+            cmds.push(Command::Pause(p));
+        }
+        if let Some(r) = st.rtt {
+            cmds.push(Command::SetRtt {
+                path: st.path.clone(),
+                rtt_ms: r.secs() * 1000.0,
+            });
+        }
+        if let Some(l) = st.loss {
+            cmds.push(Command::SetLoss {
+                path: st.path.clone(),
+                loss_pct: l.0,
+            });
+        }
+        if let Some(b) = st.bandwidth {
+            cmds.push(Command::SetBandwidth {
+                path: st.path.clone(),
+                bps: Some(b.0),
+            });
+        }
+        for c in cmds {
+            if let Err(e) = self.apply(c) {
+                self.log(&format!("step {}: {e}", i + 1));
+            }
+        }
+    }
+
+    pub fn mark(&mut self, label: &str) {
+        let t = self.elapsed();
+        self.state.store.event(t, "mark", label);
+        self.log(&format!("[{t:.1}s] mark: {label}"));
+    }
+
+    /// Folds pending messages; at each sample interval appends a row. Never blocks.
+    pub fn pump(&mut self) -> anyhow::Result<()> {
+        self.pump_messages();
+        self.check_children();
+        self.play_steps();
+        let now = Instant::now();
+        if now >= self.next_tick {
+            let dt = now.duration_since(self.last_tick).as_secs_f64().max(1e-3);
+            self.last_tick = now;
+            // Keep a fixed grid; after a stall skip ahead rather than emit a burst of rows.
+            self.next_tick += self.interval;
+            if self.next_tick < now {
+                self.next_tick = now + self.interval;
+            }
+            self.sample_row(dt)?;
+        }
+        if self.opts.interrupted.load(Ordering::Relaxed) {
+            self.state.finished = true;
+        }
+        Ok(())
+    }
+
+    fn sample_row(&mut self, dt: f64) -> anyhow::Result<()> {
+        let t = self.elapsed();
+        self.state.elapsed_s = t;
+        let mut cols = std::mem::take(&mut self.tick).columns(dt);
+        let server_rate = match (&self.server_at_tick, &self.server_last) {
+            (Some(a), Some(b)) if b.t_s > a.t_s => {
+                Some((b.responses - a.responses) as f64 / (b.t_s - a.t_s))
+            }
+            _ => None,
+        };
+        if self.server_last.is_some() {
+            self.server_at_tick = self.server_last.clone();
+        }
+        cols.push((super::columns::SERVER_RESPONSES, server_rate));
+        if let Some(why) = self.point.as_ref().and_then(|p| p.1.client_bound()) {
+            self.state.warn(Warning::ClientBound(why));
+        }
+        self.state.store.push(t, &cols);
+        if let Some(f) = &mut self.folder {
+            let vals: Vec<(&str, f64)> = cols
+                .iter()
+                .map(|(n, v)| (*n, v.unwrap_or(f64::NAN)))
+                .collect();
+            f.row(t, &vals)?;
+        }
+        Ok(())
+    }
+
+    /// Starts counting a measurement window (a sweep point's hold).
+    pub fn begin_point(&mut self) {
+        self.pump_messages();
+        self.point = Some((self.elapsed(), ClientTotals::default(), self.server_last.clone()));
+    }
+
+    /// Ends the window and returns its totals, duration, and server responses in it.
+    pub fn end_point(&mut self) -> Option<(f64, f64, ClientTotals, Option<u64>)> {
+        self.pump_messages();
+        let (t0, totals, s0) = self.point.take()?;
+        let t1 = self.elapsed();
+        let server = match (s0, &self.server_last) {
+            (Some(a), Some(b)) => Some(b.responses - a.responses),
+            _ => None,
+        };
+        Some((t0, t1, totals, server))
+    }
+
+    /// Stops the workers and the target, then writes the events file.
+    pub fn shutdown(&mut self) {
+        self.send_all(&Control::Stop);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        for w in &mut self.workers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            w.stop(left);
+        }
+        self.pump_messages();
+        self.workers.clear();
+        if let Some(mut s) = self.server.take() {
+            s.stop(Duration::from_secs(2));
+        }
+        let events = self.state.store.events.clone();
+        if let Some(f) = &mut self.folder {
+            let _ = f.write_events(&events);
+            f.log("stopped; everything started by this run has exited");
+        }
+    }
+
+    pub fn folder_dir(&self) -> Option<&Path> {
+        self.folder.as_ref().map(|f| f.dir.as_path())
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.state.knobs.mode
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if !self.workers.is_empty() || self.server.is_some() {
+            self.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_addresses_are_loopback_and_the_benchmark_range_only() {
+        for ok in ["127.0.0.1", "127.3.4.5", "198.18.0.1", "198.19.255.254", "::1"] {
+            assert!(is_lab_address(ok.parse().unwrap()), "{ok}");
+        }
+        for bad in ["10.0.0.1", "192.168.1.1", "198.20.0.1", "8.8.8.8", "172.16.0.1"] {
+            assert!(!is_lab_address(bad.parse().unwrap()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn specweb96_mix_weights_follow_seed_001() {
+        let mut sc = crate::scenario::default_scenario();
+        sc.load.workload = Workload::Specweb96;
+        let mix = mix_of(&sc);
+        assert_eq!(mix.len(), 36);
+        let class0: f64 = mix.iter().filter(|m| m.class == "class0").map(|m| m.weight).sum();
+        assert!((class0 - 0.35).abs() < 1e-9, "{class0}");
+    }
+}

@@ -1,0 +1,233 @@
+//! The run folder: `scenario.toml` (resolved), `timeseries.csv` (streamed, one row per sample),
+//! `summary.csv` / `summary.json` (rewritten whole after every sweep point, so an interrupted
+//! run leaves valid files), `events.csv`, and `run.log`.
+
+use crate::metrics::store::Event;
+use anyhow::Context;
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// One row of summary.csv / summary.json: one sweep point (or the whole run).
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct SummaryRow {
+    pub point: usize,
+    pub mode: String,
+    pub param: String,
+    pub value: String,
+    pub failed: bool,
+    pub error: String,
+    pub hold_s: f64,
+    /// The rate the schedule aimed at (attempts/s), NaN when flat out / closed.
+    pub offered_rate: f64,
+    pub attempts_per_s: f64,
+    pub established_per_s: f64,
+    /// Client-counted responses/s: the throughput.
+    pub throughput_per_s: f64,
+    pub server_responses_per_s: f64,
+    pub bytes_in_per_s: f64,
+    pub errors_per_s: f64,
+    pub connect_timeouts_per_s: f64,
+    pub refused_per_s: f64,
+    pub connect_p50_ms: f64,
+    pub connect_p99_ms: f64,
+    pub total_p50_ms: f64,
+    pub total_p90_ms: f64,
+    pub total_p98_ms: f64,
+    pub total_p99_ms: f64,
+    /// Little's Load Factor (seed 004): sum of response times / test time.
+    pub little_load_factor: f64,
+    pub syn_in_per_s: f64,
+    pub accept_queue_mean: f64,
+    pub accept_queue_max: f64,
+    pub listen_overflows_per_s: f64,
+    pub established_mean: f64,
+    pub time_wait_mean: f64,
+    pub time_wait_max: f64,
+    pub server_procs_mean: f64,
+    pub cpu_user_pct: f64,
+    pub cpu_system_pct: f64,
+    pub cpu_irq_pct: f64,
+    pub cpu_softirq_pct: f64,
+    pub cpu_idle_pct: f64,
+    pub worker_cpu_pct: f64,
+    /// Cross-checks in % difference (NaN when not measurable).
+    pub check_syn_vs_attempts_pct: f64,
+    pub check_server_vs_client_pct: f64,
+    pub client_bound: bool,
+    pub client_bound_reason: String,
+    pub backend: String,
+}
+
+/// Writes the files of one run folder as the run goes.
+pub struct RunFolder {
+    pub dir: PathBuf,
+    log: BufWriter<File>,
+    ts: Option<(BufWriter<File>, Vec<String>)>,
+    ts_path: PathBuf,
+    pub summary: Vec<SummaryRow>,
+    /// Extra facts for summary.json (backend, target, notices).
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RunFolder {
+    /// Creates `<parent>/<name>-<timestamp>/` and writes the resolved scenario.
+    pub fn create(parent: &Path, name: &str, scenario_toml: &str) -> anyhow::Result<Self> {
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+        let mut dir = parent.join(format!("{name}-{stamp}"));
+        let mut n = 1;
+        while dir.exists() {
+            n += 1;
+            dir = parent.join(format!("{name}-{stamp}-{n}"));
+        }
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the run folder {}", dir.display()))?;
+        std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
+        let log = BufWriter::new(File::create(dir.join("run.log"))?);
+        Ok(RunFolder {
+            ts_path: dir.join("timeseries.csv"),
+            dir,
+            log,
+            ts: None,
+            summary: Vec::new(),
+            meta: Default::default(),
+        })
+    }
+
+    pub fn log(&mut self, line: &str) {
+        let t = chrono::Local::now().format("%H:%M:%S%.3f");
+        let _ = writeln!(self.log, "{t} {line}");
+        let _ = self.log.flush();
+    }
+
+    /// Appends one time-series row. The header is fixed by the first row written; columns that
+    /// appear later are appended to the file's header on `finish` (the CSV is rewritten then).
+    pub fn row(&mut self, t_s: f64, values: &[(&str, f64)]) -> anyhow::Result<()> {
+        if self.ts.is_none() {
+            let names: Vec<String> = values.iter().map(|v| v.0.to_string()).collect();
+            let mut w = BufWriter::new(File::create(&self.ts_path)?);
+            writeln!(w, "t_s,{}", names.join(","))?;
+            self.ts = Some((w, names));
+        }
+        let (w, names) = self.ts.as_mut().expect("header written");
+        let mut line = format!("{t_s:.3}");
+        for n in names.iter() {
+            line.push(',');
+            if let Some((_, v)) = values.iter().find(|(k, _)| k == n) {
+                if !v.is_nan() {
+                    line.push_str(&fmt_num(*v));
+                }
+            }
+        }
+        writeln!(w, "{line}")?;
+        w.flush()?;
+        Ok(())
+    }
+
+    /// Rewrites summary.csv and summary.json with the rows so far.
+    pub fn write_summary(&mut self) -> anyhow::Result<()> {
+        let mut csv = String::new();
+        let header = serde_json::to_value(SummaryRow::default())?;
+        let keys: Vec<String> = header.as_object().unwrap().keys().cloned().collect();
+        csv.push_str(&keys.join(","));
+        csv.push('\n');
+        for r in &self.summary {
+            let v = serde_json::to_value(r)?;
+            let o = v.as_object().unwrap();
+            let cells: Vec<String> = keys
+                .iter()
+                .map(|k| match &o[k] {
+                    serde_json::Value::Number(n) => {
+                        n.as_f64().map(fmt_num).unwrap_or_else(|| n.to_string())
+                    }
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => csv_cell(s),
+                    other => other.to_string(),
+                })
+                .collect();
+            csv.push_str(&cells.join(","));
+            csv.push('\n');
+        }
+        atomic_write(&self.dir.join("summary.csv"), csv.as_bytes())?;
+        let json = serde_json::json!({
+            "meta": self.meta,
+            "points": self.summary,
+        });
+        atomic_write(
+            &self.dir.join("summary.json"),
+            serde_json::to_string_pretty(&json)?.as_bytes(),
+        )?;
+        Ok(())
+    }
+
+    pub fn write_events(&mut self, events: &[Event]) -> anyhow::Result<()> {
+        let mut s = String::from("t_s,kind,text\n");
+        for e in events {
+            s.push_str(&format!("{:.3},{},{}\n", e.t_s, e.kind, csv_cell(&e.text)));
+        }
+        atomic_write(&self.dir.join("events.csv"), s.as_bytes())
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.is_nan() {
+        String::new()
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+fn csv_cell(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Write to a temp file and rename, so a reader (or a crash) never sees half a file.
+fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.flush()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_valid_at_every_point() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rf = RunFolder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        rf.row(0.2, &[("a", 1.0), ("b", f64::NAN)]).unwrap();
+        rf.row(0.4, &[("b", 2.5), ("a", 3.0)]).unwrap();
+        let ts = std::fs::read_to_string(rf.dir.join("timeseries.csv")).unwrap();
+        assert_eq!(ts, "t_s,a,b\n0.200,1,\n0.400,3,2.5000\n");
+        rf.summary.push(SummaryRow {
+            value: "1,000".into(),
+            offered_rate: f64::NAN,
+            ..Default::default()
+        });
+        rf.write_summary().unwrap();
+        let csv = std::fs::read_to_string(rf.dir.join("summary.csv")).unwrap();
+        assert!(csv.lines().nth(1).unwrap().contains("\"1,000\""));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rf.dir.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["points"].as_array().unwrap().len(), 1);
+        assert!(rf.dir.join("scenario.toml").exists());
+    }
+}

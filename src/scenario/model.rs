@@ -1,0 +1,356 @@
+//! The scenario file's model: what a person writes in scenarios/*.toml. Unknown keys are
+//! rejected everywhere; defaults make a short file a complete experiment.
+
+use super::units::{Bytes, Dur, Num, Percent};
+use crate::target::config::{Arch, ServiceKind};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (defaults to the file name).
+    #[serde(default)]
+    pub name: String,
+    /// What the experiment shows.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// The paper and figure it reproduces.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reproduces: String,
+    /// What a person should expect to see.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub expect: String,
+    /// Run length without a sweep (the TUI keeps going until quit).
+    #[serde(default = "default_duration")]
+    pub duration: Dur,
+    #[serde(default)]
+    pub target: TargetSpec,
+    #[serde(default)]
+    pub load: LoadSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<toml::Table>,
+    #[serde(default)]
+    pub probe: ProbeSpec,
+    #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+    #[serde(default)]
+    pub output: OutputSpec,
+}
+
+fn default_duration() -> Dur {
+    Dur::from_secs(60.0)
+}
+
+/// Which server the lab drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// synlab's own server (`synlab serve`), started by the lab.
+    #[default]
+    Builtin,
+    /// A command the lab starts (nginx, apache2, your app); `{port}` in it is replaced.
+    Command,
+    /// A server that is already running at `address` (loopback or the lab's subnet).
+    Address,
+}
+
+/// How the built-in server's files are generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesPreset {
+    /// SPECweb96 classes (seed 001 Table 2).
+    #[default]
+    Specweb96,
+    /// Pareto-distributed sizes (heavy tail).
+    Pareto,
+    /// Exactly the sizes in `sizes`.
+    Explicit,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TargetSpec {
+    pub kind: TargetKind,
+    pub arch: Arch,
+    /// Prefork processes / threads at start.
+    pub workers: u32,
+    pub max_workers: u32,
+    /// listen() backlog (the kernel caps it at net.core.somaxconn).
+    pub backlog: u32,
+    /// Per-request service time; sets the capacity (event + cpu: 1 / service_time).
+    pub service_time: Dur,
+    pub service: ServiceKind,
+    pub files: FilesPreset,
+    /// Explicit file sizes (files = "explicit"), e.g. ["1294", "10k"].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<Bytes>,
+    /// Pareto shape and minimum size (files = "pareto").
+    pub pareto_alpha: f64,
+    pub pareto_min: Bytes,
+    pub pareto_count: u32,
+    pub keepalive: bool,
+    /// Port to listen on (0 = pick a free one).
+    pub port: u16,
+    /// kind = "command": the command line; `{port}` is replaced by the port.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// kind = "address": where the server listens.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub address: String,
+    /// Pin the server to these CPUs (empty = no pinning).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
+}
+
+impl Default for TargetSpec {
+    fn default() -> Self {
+        TargetSpec {
+            kind: TargetKind::Builtin,
+            arch: Arch::Event,
+            workers: 4,
+            max_workers: 64,
+            backlog: 128,
+            service_time: Dur::from_secs(0.001),
+            service: ServiceKind::Cpu,
+            files: FilesPreset::Specweb96,
+            sizes: Vec::new(),
+            pareto_alpha: 1.2,
+            pareto_min: Bytes(1024),
+            pareto_count: 100,
+            keepalive: false,
+            port: 0,
+            command: String::new(),
+            address: String::new(),
+            cpus: Vec::new(),
+        }
+    }
+}
+
+pub use crate::load::protocol::{Arrivals, Mode};
+
+/// HTTP version the clients speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum HttpVersion {
+    /// A new connection per request (seed 000 models only HTTP/1.0).
+    #[default]
+    #[serde(rename = "1.0")]
+    Http10,
+    /// Keep-alive, `requests_per_conn` requests per connection.
+    #[serde(rename = "1.1")]
+    Http11,
+}
+
+/// A named request mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Workload {
+    /// One small file (`/bytes/1294`), like the usual benchmark.
+    #[default]
+    Single,
+    /// SPECweb96 classes: 35 % 0-1 KB, 50 % 1-10 KB, 14 % 10-100 KB, 1 % 100 KB-1 MB.
+    Specweb96,
+    /// Only the `[[load.mix]]` entries.
+    Custom,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadSpec {
+    pub mode: Mode,
+    /// Attempts/s (open; sclient when set). Omit in sclient mode to run D slots flat out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Num>,
+    pub arrivals: Arrivals,
+    /// D: sclient slots / cap on concurrent attempts (open), over all workers.
+    pub sockets: u32,
+    /// T: connect timeout (must exceed the path RTT).
+    pub timeout: Dur,
+    /// N: closed-loop clients, over all workers.
+    pub clients: u32,
+    /// Closed-loop think time between a response and the next request.
+    pub think: Dur,
+    pub response_timeout: Dur,
+    /// Worker processes sharing the load.
+    pub workers: u32,
+    pub http: HttpVersion,
+    pub requests_per_conn: u32,
+    pub workload: Workload,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<MixSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burst: Option<BurstSpec>,
+    /// Allow targets outside loopback and 198.18.0.0/15 (off: refuse them).
+    pub allow_remote: bool,
+    /// Pin workers to these CPUs (empty = no pinning).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            mode: Mode::Sclient,
+            rate: None,
+            arrivals: Arrivals::Poisson,
+            sockets: 100,
+            timeout: Dur::from_secs(0.5),
+            clients: 16,
+            think: Dur::default(),
+            response_timeout: Dur::from_secs(10.0),
+            workers: 1,
+            http: HttpVersion::Http10,
+            requests_per_conn: 1,
+            workload: Workload::Single,
+            mix: Vec::new(),
+            burst: None,
+            allow_remote: false,
+            cpus: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixSpec {
+    #[serde(default)]
+    pub class: String,
+    pub path: String,
+    #[serde(default = "one")]
+    pub weight: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Burst modulation (seed 000 Fig. 8): `ratio` = peak / average, `fraction` = share of time at
+/// peak, `period` = length of one on/off cycle; the average stays the configured rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BurstSpec {
+    pub ratio: f64,
+    pub fraction: Percent,
+    #[serde(default = "default_period")]
+    pub period: Dur,
+    /// Start with bursts off (the TUI's burst key turns them on).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn default_period() -> Dur {
+    Dur::from_secs(10.0)
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProbeSpec {
+    pub interval: Dur,
+    /// Count SYNs with pcap (needs CAP_NET_RAW; else estimated from kernel counters).
+    pub pcap: bool,
+    /// Interface to capture on (default: `lo` on loopback, the server's port in the lab).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub iface: String,
+}
+
+impl Default for ProbeSpec {
+    fn default() -> Self {
+        ProbeSpec {
+            interval: Dur::from_secs(0.2),
+            pcap: true,
+            iface: String::new(),
+        }
+    }
+}
+
+/// A timed change during a run (and a caption for a lesson).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// When, from the start of the run.
+    pub at: Dur,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Num>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
+    /// Turn bursts on/off (uses [load.burst] or ratio/fraction given here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_fraction: Option<Percent>,
+    /// Network path the rtt/loss/bandwidth below apply to (default: all paths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<Percent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<super::units::Bandwidth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<bool>,
+    /// Put a named mark on the charts and in the results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
+}
+
+/// The parameters a sweep can vary.
+pub const SWEEP_PARAMS: &[&str] = &[
+    "load.rate",
+    "load.sockets",
+    "load.clients",
+    "load.concurrency",
+    "load.workers",
+    "load.burst",
+    "network.rtt",
+    "network.loss",
+    "network.bandwidth",
+];
+
+/// One parameter over a list of values, each point run for warmup + hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub param: String,
+    /// Values of the parameter (numbers or strings with units; for load.burst,
+    /// [ratio, fraction %] pairs).
+    pub values: Vec<toml::Value>,
+    #[serde(default = "default_warmup")]
+    pub warmup: Dur,
+    #[serde(default = "default_hold")]
+    pub hold: Dur,
+    /// Pause between points so TIME_WAIT and queues drain.
+    #[serde(default)]
+    pub cooldown: Dur,
+    /// Run the whole sweep once per mode (e.g. ["closed", "sclient"] for seed 000 Fig. 5 vs 6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<Mode>,
+}
+
+fn default_warmup() -> Dur {
+    Dur::from_secs(2.0)
+}
+fn default_hold() -> Dur {
+    Dur::from_secs(5.0)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSpec {
+    /// Parent folder of run folders (default ./results).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+}

@@ -1,0 +1,221 @@
+//! Range and consistency checks on a parsed scenario. Each problem names its key path so the
+//! loader can point at the line.
+
+use super::model::*;
+
+/// One problem: the key path and what is wrong (with what to do).
+pub type Problem = (String, String);
+
+pub fn validate(s: &Scenario) -> Vec<Problem> {
+    let mut p: Vec<Problem> = Vec::new();
+    let mut bad = |k: &str, m: String| p.push((k.to_string(), m));
+
+    if s.duration.secs() <= 0.0 {
+        bad("duration", "must be > 0, e.g. \"60s\"".into());
+    }
+    if s.duration.secs() > 24.0 * 3600.0 {
+        bad(
+            "duration",
+            "must be at most 24h: every load loop is bounded in time".into(),
+        );
+    }
+
+    let t = &s.target;
+    if t.backlog == 0 {
+        bad("target.backlog", "must be >= 1".into());
+    }
+    if t.workers == 0 {
+        bad("target.workers", "must be >= 1".into());
+    }
+    if t.max_workers < t.workers {
+        bad(
+            "target.max_workers",
+            format!(
+                "({}) must be >= target.workers ({})",
+                t.max_workers, t.workers
+            ),
+        );
+    }
+    if t.service_time.secs() > 10.0 {
+        bad("target.service_time", "must be at most 10s".into());
+    }
+    match t.kind {
+        TargetKind::Command if t.command.trim().is_empty() => bad(
+            "target.command",
+            "kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {port}".into(),
+        ),
+        TargetKind::Address if t.address.parse::<std::net::SocketAddr>().is_err() => bad(
+            "target.address",
+            format!("`{}` is not an address:port, e.g. \"127.0.0.1:8080\"", t.address),
+        ),
+        _ => {}
+    }
+    if t.files == FilesPreset::Explicit && t.sizes.is_empty() {
+        bad(
+            "target.sizes",
+            "files = \"explicit\" needs sizes, e.g. [\"1294\", \"10k\"]".into(),
+        );
+    }
+    if t.pareto_alpha <= 0.0 {
+        bad(
+            "target.pareto_alpha",
+            "must be > 0 (1.1-1.5 gives a heavy tail)".into(),
+        );
+    }
+
+    let l = &s.load;
+    if let Some(r) = l.rate {
+        if r.0 <= 0.0 || !r.0.is_finite() {
+            bad("load.rate", format!("must be > 0 attempts/s (got {})", r.0));
+        }
+    } else if l.mode == Mode::Open {
+        bad(
+            "load.rate",
+            "mode = \"open\" needs a rate, e.g. rate = \"2k\"".into(),
+        );
+    }
+    if l.sockets == 0 {
+        bad("load.sockets", "D must be >= 1".into());
+    }
+    if l.timeout.secs() <= 0.0 {
+        bad("load.timeout", "T must be > 0, e.g. \"500ms\"".into());
+    }
+    if l.mode == Mode::Closed && l.clients == 0 {
+        bad(
+            "load.clients",
+            "mode = \"closed\" needs clients >= 1".into(),
+        );
+    }
+    if l.workers == 0 || l.workers > 64 {
+        bad("load.workers", format!("must be 1-64 (got {})", l.workers));
+    }
+    if l.response_timeout.secs() <= 0.0 {
+        bad("load.response_timeout", "must be > 0".into());
+    }
+    if l.requests_per_conn == 0 {
+        bad("load.requests_per_conn", "must be >= 1".into());
+    }
+    if l.workload == Workload::Custom && l.mix.is_empty() {
+        bad(
+            "load.mix",
+            "workload = \"custom\" needs [[load.mix]] entries with path and weight".into(),
+        );
+    }
+    for (i, m) in l.mix.iter().enumerate() {
+        if !m.path.starts_with('/') {
+            bad(
+                &format!("load.mix[{i}].path"),
+                format!("`{}` must start with /", m.path),
+            );
+        }
+        if m.weight <= 0.0 || !m.weight.is_finite() {
+            bad(&format!("load.mix[{i}].weight"), "must be > 0".into());
+        }
+    }
+    if let Some(b) = &l.burst {
+        check_burst(b.ratio, b.fraction.fraction(), "load.burst", &mut bad);
+        if b.period.secs() <= 0.0 {
+            bad("load.burst.period", "must be > 0, e.g. \"10s\"".into());
+        }
+    }
+
+    if s.probe.interval.secs() < 0.01 || s.probe.interval.secs() > 60.0 {
+        bad("probe.interval", "must be between 10ms and 60s".into());
+    }
+
+    let mut last = -1.0;
+    for (i, st) in s.steps.iter().enumerate() {
+        let k = format!("step[{i}]");
+        if st.at.secs() < last {
+            bad(&format!("{k}.at"), "steps must be in time order".into());
+        }
+        last = st.at.secs();
+        if s.sweep.is_none() && st.at.secs() > s.duration.secs() {
+            bad(
+                &format!("{k}.at"),
+                format!(
+                    "({}) is after the end of the run (duration = {})",
+                    st.at, s.duration
+                ),
+            );
+        }
+        if let Some(r) = st.rate {
+            if r.0 <= 0.0 {
+                bad(&format!("{k}.rate"), "must be > 0".into());
+            }
+        }
+        if st.sockets == Some(0) {
+            bad(&format!("{k}.sockets"), "must be >= 1".into());
+        }
+        if let (Some(r), Some(f)) = (st.burst_ratio, st.burst_fraction) {
+            check_burst(r, f.fraction(), &k, &mut bad);
+        }
+        if (st.rtt.is_some() || st.loss.is_some() || st.bandwidth.is_some()) && s.network.is_none()
+        {
+            bad(
+                &k,
+                "changes rtt/loss/bandwidth but the scenario has no [network] section".into(),
+            );
+        }
+    }
+
+    if let Some(sw) = &s.sweep {
+        if !SWEEP_PARAMS.contains(&sw.param.as_str()) {
+            let names: Vec<String> = SWEEP_PARAMS.iter().map(|s| s.to_string()).collect();
+            let hint = super::diag::nearest(&sw.param, &names)
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_default();
+            bad(
+                "sweep.param",
+                format!(
+                    "unknown parameter `{}`{hint} (valid: {})",
+                    sw.param,
+                    SWEEP_PARAMS.join(", ")
+                ),
+            );
+        } else if sw.param.starts_with("network.") && s.network.is_none() {
+            bad(
+                "sweep.param",
+                format!("`{}` needs a [network] section", sw.param),
+            );
+        }
+        if sw.values.is_empty() {
+            bad("sweep.values", "needs at least one value".into());
+        }
+        if SWEEP_PARAMS.contains(&sw.param.as_str()) {
+            for (i, v) in sw.values.iter().enumerate() {
+                if let Err(e) = super::sweep_value(&sw.param, v) {
+                    bad(&format!("sweep.values[{i}]"), e);
+                }
+            }
+        }
+        if sw.hold.secs() <= 0.0 {
+            bad("sweep.hold", "must be > 0".into());
+        }
+    }
+    p
+}
+
+fn check_burst(ratio: f64, fraction: f64, key: &str, bad: &mut impl FnMut(&str, String)) {
+    if ratio.is_nan() || ratio < 1.0 {
+        bad(
+            &format!("{key}.ratio"),
+            format!("peak/average must be >= 1 (got {ratio})"),
+        );
+    }
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        bad(
+            &format!("{key}.fraction"),
+            "must be > 0% and <= 100%".into(),
+        );
+    }
+    if ratio * fraction > 1.0 + 1e-9 {
+        bad(
+            &format!("{key}.ratio"),
+            format!(
+                "ratio x fraction = {:.2} > 1: the peaks alone would exceed the average; lower the ratio or the share of time at peak",
+                ratio * fraction
+            ),
+        );
+    }
+}

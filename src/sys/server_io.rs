@@ -1,0 +1,268 @@
+//! Kernel calls of the built-in target server: a listener with an explicit backlog, epoll,
+//! fork with PR_SET_PDEATHSIG, process reaping, counters in a MAP_SHARED anonymous mapping
+//! (visible to forked workers) and the calling thread's CPU clock.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Binds a TCP listener with SO_REUSEADDR and calls listen(2) with `backlog` (std's
+/// TcpListener::bind always uses 128, and the backlog is one of the lab's knobs). The kernel
+/// caps it at net.core.somaxconn.
+pub fn bind_listener(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    let domain = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: plain socket calls on a descriptor we own; sockaddr structs are fully initialised.
+    unsafe {
+        let fd = cvt(libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        ))?;
+        let owned = OwnedFd::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        cvt(libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            &one as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ))?;
+        match addr {
+            SocketAddr::V4(a) => {
+                let mut sa: libc::sockaddr_in = std::mem::zeroed();
+                sa.sin_family = libc::AF_INET as libc::sa_family_t;
+                sa.sin_port = a.port().to_be();
+                sa.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+                cvt(libc::bind(
+                    fd,
+                    &sa as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                ))?;
+            }
+            SocketAddr::V6(a) => {
+                let mut sa: libc::sockaddr_in6 = std::mem::zeroed();
+                sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                sa.sin6_port = a.port().to_be();
+                sa.sin6_addr.s6_addr = a.ip().octets();
+                sa.sin6_scope_id = a.scope_id();
+                cvt(libc::bind(
+                    fd,
+                    &sa as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                ))?;
+            }
+        }
+        cvt(libc::listen(fd, backlog))?;
+        Ok(TcpListener::from(owned))
+    }
+}
+
+/// Wakes every thread blocked in accept(2) on this listener (Linux returns EINVAL to them):
+/// how the threaded server stops without polling.
+pub fn shutdown_listener(fd: RawFd) {
+    // SAFETY: shutdown on a descriptor the caller keeps open; errors are irrelevant here.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+/// CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// epoll readiness bits used by the event server.
+pub const EV_IN: u32 = libc::EPOLLIN as u32;
+pub const EV_OUT: u32 = libc::EPOLLOUT as u32;
+pub const EV_ERR: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
+
+/// A level-triggered epoll instance keyed by a u64 token.
+pub struct Epoll {
+    fd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    pub fn new(capacity: usize) -> io::Result<Self> {
+        // SAFETY: epoll_create1 returns a fresh descriptor that we own.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        Ok(Epoll {
+            // SAFETY: fd was just returned by the kernel.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)],
+        })
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: ev is valid for the call; fd validity is the kernel's to check.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) }).map(|_| ())
+    }
+    pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
+    }
+    pub fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
+    }
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    /// Waits up to `timeout_ms` (-1 = forever) and returns (token, events) pairs.
+    pub fn wait(&mut self, timeout_ms: i32) -> io::Result<impl Iterator<Item = (u64, u32)> + '_> {
+        // SAFETY: the buffer holds events.len() entries.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                timeout_ms,
+            )
+        };
+        let n = if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                0
+            } else {
+                return Err(e);
+            }
+        } else {
+            n as usize
+        };
+        Ok(self.events[..n].iter().map(|e| (e.u64, e.events)))
+    }
+}
+
+/// A `T` in a MAP_SHARED anonymous mapping: writes by forked children are seen by the parent.
+/// `T` must be valid when all-zero and safe to share (atomics only).
+pub struct SharedMem<T> {
+    ptr: *mut T,
+}
+
+// SAFETY: the mapping holds only atomics (see the constructor's contract).
+unsafe impl<T: Sync> Send for SharedMem<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for SharedMem<T> {}
+
+impl<T: Sync> SharedMem<T> {
+    /// # Safety
+    /// The all-zero bit pattern must be a valid `T`, and `T` must hold no pointers (it is shared
+    /// with other processes).
+    pub unsafe fn new_zeroed() -> io::Result<Self> {
+        let len = std::mem::size_of::<T>().max(1);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedMem { ptr: p as *mut T })
+    }
+}
+
+impl<T> std::ops::Deref for SharedMem<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: ptr points to a live, zero-initialised mapping of size_of::<T>().
+        unsafe { &*self.ptr }
+    }
+}
+
+impl<T> Drop for SharedMem<T> {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the region created in new_zeroed.
+        unsafe {
+            libc::munmap(
+                self.ptr as *mut libc::c_void,
+                std::mem::size_of::<T>().max(1),
+            );
+        }
+    }
+}
+
+/// Forks a worker process that runs `body` and then `_exit`s; it never returns into the
+/// parent's code. The child gets PR_SET_PDEATHSIG(SIGKILL) so it cannot outlive the parent.
+/// The parent gets the child's pid.
+///
+/// Only call from a process whose other threads hold no locks the child needs (the child uses
+/// the allocator and its own sockets only; glibc's fork keeps malloc consistent).
+/// All descriptors other than 0-2 and `keep_fd` are closed in the child, so it holds no dup of
+/// anything else the parent has open (other connections, pipes, a test harness's sockets).
+pub fn fork_worker(keep_fd: RawFd, body: impl FnOnce()) -> io::Result<i32> {
+    let parent = std::process::id() as i32;
+    // SAFETY: fork; the child runs `body` and exits without unwinding into the parent's stack.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid > 0 {
+        return Ok(pid);
+    }
+    // Child.
+    // SAFETY: prctl/getppid/_exit are async-signal-safe.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+        if keep_fd > 3 {
+            libc::syscall(libc::SYS_close_range, 3u32, (keep_fd - 1) as u32, 0u32);
+        }
+        libc::syscall(
+            libc::SYS_close_range,
+            (keep_fd.max(2) + 1) as u32,
+            u32::MAX,
+            0u32,
+        );
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    // SAFETY: leaving the child without running the parent's destructors or atexit handlers.
+    unsafe { libc::_exit(if r.is_ok() { 0 } else { 101 }) }
+}
+
+/// Sends `sig` to one process we started.
+pub fn kill_pid(pid: i32, sig: libc::c_int) {
+    // SAFETY: kill on a pid we forked; an error (already gone) is harmless.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// Has this child of ours exited? Reaps it if so (never blocks, never touches other children).
+pub fn try_reap(pid: i32) -> bool {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    r == pid || (r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
+}
+
+/// Waits for one specific child (blocking).
+pub fn wait_pid(pid: i32) {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer.
+    unsafe {
+        libc::waitpid(pid, &mut status, 0);
+    }
+}

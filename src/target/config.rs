@@ -1,0 +1,90 @@
+//! The built-in server's configuration (JSON on the command line of the lab-started server, or
+//! flags of `synlab serve`) and the stats lines it prints for the controller's cross-checks.
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Arch {
+    /// One epoll loop (like Zeus / nginx with one worker).
+    Event,
+    /// N processes blocking in accept (like Apache prefork), grown up to max_workers.
+    Prefork,
+    /// A pool of threads blocking in accept.
+    Threaded,
+}
+
+/// What a request's service time is spent on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceKind {
+    /// Busy CPU work for the service time (capacity = cores / service time).
+    Cpu,
+    /// Sleep for the service time (capacity = workers / service time; event arch: timers).
+    Sleep,
+}
+
+/// The generated file set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FileSet {
+    /// SPECweb96 classes (seed 001 Table 2): class0 0-1 KB, class1 1-10 KB, class2 10-100 KB,
+    /// class3 100 KB-1 MB; files `/specweb96/class{c}_{i}` for i in 1..=9 of size i x 1/10 class top.
+    Specweb96,
+    /// `count` files `/pareto/{i}` with Pareto(alpha, min_bytes) sizes (seeded).
+    Pareto {
+        alpha: f64,
+        min_bytes: u64,
+        count: u32,
+        seed: u64,
+    },
+    /// Files `/file/{size}` of exactly these sizes.
+    Explicit { sizes: Vec<u64> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub arch: Arch,
+    /// Processes (prefork) or threads (threaded) to start with; event: ignored (one loop).
+    pub workers: u32,
+    /// Prefork/threaded may grow to this many while all are busy.
+    pub max_workers: u32,
+    pub backlog: i32,
+    pub service_time_us: u64,
+    pub service: ServiceKind,
+    pub files: Vec<FileSet>,
+    /// Honour HTTP/1.1 keep-alive (else close after every response).
+    pub keepalive: bool,
+    /// Period of the stats lines on stdout (0 = none).
+    pub stats_interval_ms: u64,
+}
+
+/// One line the server prints on stdout every stats interval: cumulative totals since start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerStats {
+    pub t_s: f64,
+    pub accepted: u64,
+    pub requests: u64,
+    /// Responses fully written (the server's own count, for cross-checks).
+    pub responses: u64,
+    pub responses_404: u64,
+    pub bytes_out: u64,
+    /// Connections open now.
+    pub open_conns: u64,
+    /// Processes or threads serving now.
+    pub workers: u64,
+    /// Workers busy with a connection now (prefork/threaded; event: 0 or 1 while serving).
+    #[serde(default)]
+    pub busy: u64,
+    /// Requests answered 400/431/501 (counted in `responses` too when fully written).
+    #[serde(default)]
+    pub bad_requests: u64,
+    /// Where the server listens (the real port when the config asked for port 0).
+    #[serde(default)]
+    pub listen: String,
+    /// Pid of the server (the prefork parent).
+    #[serde(default)]
+    pub pid: u32,
+}

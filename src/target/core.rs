@@ -1,0 +1,301 @@
+//! What every architecture shares: the counters (atomics, in shared memory so forked workers
+//! add to the same totals), the per-request service time, turning a parsed request into a
+//! response, and the blocking connection loop of the prefork and threaded servers.
+
+use super::config::{ServeConfig, ServerStats, ServiceKind};
+use super::files::{Catalog, Resource, PATTERN_BUF_LEN};
+use super::http::{self, Method, Parse};
+use crate::sys::server_io;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// A keep-alive connection idle this long is closed (also bounds a silent client's hold on a
+/// blocking worker).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The server's own counts. All-zero is the valid start state and it holds no pointers, so it
+/// can live in a MAP_SHARED mapping.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub accepted: AtomicU64,
+    pub requests: AtomicU64,
+    pub responses: AtomicU64,
+    pub responses_404: AtomicU64,
+    pub bad_requests: AtomicU64,
+    pub bytes_out: AtomicU64,
+    pub open_conns: AtomicU64,
+    pub workers: AtomicU64,
+    pub busy: AtomicU64,
+}
+
+impl Counters {
+    pub fn snapshot(&self, t_s: f64) -> ServerStats {
+        ServerStats {
+            t_s,
+            accepted: self.accepted.load(Relaxed),
+            requests: self.requests.load(Relaxed),
+            responses: self.responses.load(Relaxed),
+            responses_404: self.responses_404.load(Relaxed),
+            bytes_out: self.bytes_out.load(Relaxed),
+            open_conns: self.open_conns.load(Relaxed),
+            workers: self.workers.load(Relaxed),
+            busy: self.busy.load(Relaxed),
+            bad_requests: self.bad_requests.load(Relaxed),
+            listen: String::new(),
+            pid: 0,
+        }
+    }
+}
+
+/// Spends `ns` of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID): time the thread is
+/// preempted does not count, so N cores give exactly N / service_time requests per second.
+pub fn burn_cpu(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let start = server_io::thread_cpu_ns();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    while server_io::thread_cpu_ns().wrapping_sub(start) < ns {
+        for _ in 0..200 {
+            x = x.rotate_left(5).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5851_f42d;
+        }
+        std::hint::black_box(x);
+    }
+}
+
+/// A response ready to write: the head (with the body inlined for small generated pages) and
+/// a count of pattern bytes that follow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub head: Vec<u8>,
+    pub body_len: u64,
+    pub keep: bool,
+}
+
+impl Response {
+    pub fn total_len(&self) -> u64 {
+        self.head.len() as u64 + self.body_len
+    }
+}
+
+/// Builds the response to a parse result. `keepalive` is the server's setting.
+pub fn respond(catalog: &Catalog, parse: &Parse, keepalive: bool) -> Response {
+    match parse {
+        Parse::Done(req) => {
+            let keep = keepalive && req.wants_keepalive;
+            let head_only = req.method == Method::Head;
+            let (status, ctype, inline, body_len) = match catalog.resolve(&req.path) {
+                Resource::Pattern(n) => (200, "application/octet-stream", None, n),
+                Resource::Index => (200, "text/plain", Some(catalog.index()), 0),
+                Resource::NotFound => (404, "text/plain", Some(&b"not found\n"[..]), 0),
+            };
+            let len = inline.map(|b| b.len() as u64).unwrap_or(body_len);
+            let mut head = http::response_head(status, req.minor, len, ctype, keep);
+            if head_only {
+                return Response {
+                    status,
+                    head,
+                    body_len: 0,
+                    keep,
+                };
+            }
+            if let Some(b) = inline {
+                head.extend_from_slice(b);
+            }
+            Response {
+                status,
+                head,
+                body_len,
+                keep,
+            }
+        }
+        Parse::Bad(status, why) => {
+            let body = format!("{why}\n");
+            let mut head = http::response_head(*status, 0, body.len() as u64, "text/plain", false);
+            head.extend_from_slice(body.as_bytes());
+            Response {
+                status: *status,
+                head,
+                body_len: 0,
+                keep: false,
+            }
+        }
+        Parse::Partial => unreachable!("respond() needs a complete request"),
+    }
+}
+
+/// Progress of writing one response.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WriteProgress {
+    pub done: u64,
+}
+
+/// Writes as much of `resp` as the socket takes (one writev of head + body chunk, so a small
+/// response is one segment with no Nagle delay between head and body). Ok(true) when complete;
+/// WouldBlock is returned as Ok(false) for non-blocking sockets.
+pub fn write_some(
+    s: &mut TcpStream,
+    resp: &Response,
+    pattern: &[u8],
+    prog: &mut WriteProgress,
+    counters: &Counters,
+) -> io::Result<bool> {
+    let head_len = resp.head.len() as u64;
+    let total = resp.total_len();
+    while prog.done < total {
+        let r = if prog.done < head_len {
+            let h = &resp.head[prog.done as usize..];
+            let blen = resp.body_len.min(PATTERN_BUF_LEN as u64) as usize;
+            s.write_vectored(&[IoSlice::new(h), IoSlice::new(&pattern[..blen])])
+        } else {
+            let off = prog.done - head_len;
+            let start = (off % PATTERN_BUF_LEN as u64) as usize;
+            let n = ((resp.body_len - off) as usize).min(PATTERN_BUF_LEN - start);
+            s.write(&pattern[start..start + n])
+        };
+        match r {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                prog.done += n as u64;
+                counters.bytes_out.fetch_add(n as u64, Relaxed);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Counts a parsed request (or a bad one).
+pub fn count_request(parse: &Parse, counters: &Counters) {
+    counters.requests.fetch_add(1, Relaxed);
+    if matches!(parse, Parse::Bad(..)) {
+        counters.bad_requests.fetch_add(1, Relaxed);
+    }
+}
+
+/// Counts a fully written response.
+pub fn count_response(resp: &Response, counters: &Counters) {
+    counters.responses.fetch_add(1, Relaxed);
+    if resp.status == 404 {
+        counters.responses_404.fetch_add(1, Relaxed);
+    }
+}
+
+/// Everything a worker needs to serve, read-only after start.
+pub struct Ctx {
+    pub cfg: ServeConfig,
+    pub catalog: Catalog,
+    pub pattern: Vec<u8>,
+}
+
+/// Serves one accepted connection to the end on a blocking worker (prefork, threaded):
+/// read a request, spend the service time, write the response, repeat while kept alive.
+pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &dyn Fn() -> bool) {
+    let _ = s.set_nodelay(true);
+    // Wake up now and then to notice a stop or an idle keep-alive connection.
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let _ = s.set_write_timeout(Some(IDLE_TIMEOUT));
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    let mut idle_since = Instant::now();
+    loop {
+        let parse = loop {
+            let p = if buf.is_empty() {
+                Parse::Partial
+            } else {
+                http::parse_request(&buf)
+            };
+            if !matches!(p, Parse::Partial) {
+                break p;
+            }
+            match s.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if stop() || idle_since.elapsed() >= IDLE_TIMEOUT {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        };
+        count_request(&parse, counters);
+        if let Parse::Done(req) = &parse {
+            buf.drain(..req.consumed);
+            let st = Duration::from_micros(ctx.cfg.service_time_us);
+            match ctx.cfg.service {
+                ServiceKind::Cpu => burn_cpu(st.as_nanos() as u64),
+                ServiceKind::Sleep => std::thread::sleep(st),
+            }
+        }
+        let resp = respond(&ctx.catalog, &parse, ctx.cfg.keepalive);
+        let mut prog = WriteProgress::default();
+        match write_some(&mut s, &resp, &ctx.pattern, &mut prog, counters) {
+            Ok(true) => count_response(&resp, counters),
+            _ => return,
+        }
+        if !resp.keep {
+            return;
+        }
+        idle_since = Instant::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::config::FileSet;
+
+    fn cat() -> Catalog {
+        Catalog::new(&[FileSet::Specweb96])
+    }
+
+    #[test]
+    fn found_file_has_pattern_body_and_keepalive_only_if_both_agree() {
+        let p = http::parse_request(b"GET /specweb96/class1_2 HTTP/1.1\r\nHost: a\r\n\r\n");
+        let r = respond(&cat(), &p, true);
+        assert_eq!((r.status, r.body_len, r.keep), (200, 2048, true));
+        assert!(!respond(&cat(), &p, false).keep);
+    }
+
+    #[test]
+    fn missing_is_404_with_inline_body_and_head_has_no_body() {
+        let p = http::parse_request(b"GET /nope HTTP/1.0\r\n\r\n");
+        let r = respond(&cat(), &p, true);
+        assert_eq!((r.status, r.body_len, r.keep), (404, 0, false));
+        assert!(r.head.ends_with(b"\r\n\r\nnot found\n"));
+        let h = http::parse_request(b"HEAD /specweb96/class3_9 HTTP/1.0\r\n\r\n");
+        let r = respond(&cat(), &h, true);
+        assert_eq!(r.body_len, 0);
+        assert!(String::from_utf8_lossy(&r.head).contains("Content-Length: 921600"));
+    }
+
+    #[test]
+    fn bad_request_closes() {
+        let r = respond(&cat(), &http::parse_request(b"junk\r\n\r\n"), true);
+        assert_eq!((r.status, r.keep), (400, false));
+    }
+
+    #[test]
+    fn burn_cpu_spends_about_the_asked_cpu_time() {
+        let t0 = server_io::thread_cpu_ns();
+        burn_cpu(2_000_000);
+        let used = server_io::thread_cpu_ns() - t0;
+        // Overshoot is at most one inner loop plus a clock read; no upper bound on a noisy box
+        // beyond a generous one.
+        assert!((2_000_000..20_000_000).contains(&used), "{used} ns");
+    }
+}

@@ -1,0 +1,282 @@
+//! The `event` architecture: one thread, one level-triggered epoll loop, non-blocking sockets
+//! (Zeus, or nginx with one worker). CPU service time runs inline (it blocks the loop, which
+//! is the point: capacity = 1 / service_time); sleep service time goes to a timer queue inside
+//! the loop, so the loop never blocks on it.
+
+use super::config::ServiceKind;
+use super::core::{self, Counters, Ctx, Response, WriteProgress, IDLE_TIMEOUT};
+use super::http::{self, Parse};
+use crate::sys::server_io::{Epoll, EV_ERR, EV_IN, EV_OUT};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+const LISTENER: u64 = u64::MAX;
+
+enum State {
+    Reading,
+    /// Waiting for the sleep service time to pass (no epoll interest meanwhile).
+    Sleeping(Response),
+    Writing(Response, WriteProgress),
+}
+
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    state: State,
+    /// Distinguishes reuses of a slot, so a stale timer never fires on a newer connection.
+    gen: u64,
+    last_active: Instant,
+}
+
+pub struct EventLoop<'a> {
+    ctx: &'a Ctx,
+    counters: &'a Counters,
+    ep: Epoll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    next_gen: u64,
+    /// accept() hit EMFILE/ENFILE: stop polling the listener until a connection closes.
+    accept_paused: bool,
+}
+
+/// Runs the loop until `stop()` says so (checked at least every 100 ms).
+pub fn run(
+    listener: &TcpListener,
+    ctx: &Ctx,
+    counters: &Counters,
+    stop: &dyn Fn() -> bool,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let ep = Epoll::new(256)?;
+    ep.add(listener.as_raw_fd(), EV_IN, LISTENER)?;
+    counters.workers.store(1, Relaxed);
+    let mut lp = EventLoop {
+        ctx,
+        counters,
+        ep,
+        conns: Vec::new(),
+        free: Vec::new(),
+        timers: BinaryHeap::new(),
+        next_gen: 0,
+        accept_paused: false,
+    };
+    let mut last_sweep = Instant::now();
+    let mut ready: Vec<(u64, u32)> = Vec::with_capacity(256);
+    while !stop() {
+        let timeout = match lp.timers.peek() {
+            Some(Reverse((due, _, _))) => {
+                let d = due.saturating_duration_since(Instant::now());
+                // Round up so we do not spin awake just before the deadline.
+                (d.as_micros().div_ceil(1000) as i32).min(100)
+            }
+            None => 100,
+        };
+        ready.clear();
+        ready.extend(lp.ep.wait(timeout)?);
+        for &(token, ev) in &ready {
+            if token == LISTENER {
+                lp.accept_all(listener)?;
+            } else {
+                lp.on_event(token as usize, ev);
+            }
+        }
+        lp.fire_timers();
+        if last_sweep.elapsed() >= Duration::from_secs(1) {
+            last_sweep = Instant::now();
+            lp.close_idle();
+            if lp.accept_paused {
+                lp.accept_paused = false;
+                lp.ep.modify(listener.as_raw_fd(), EV_IN, LISTENER)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl EventLoop<'_> {
+    fn accept_all(&mut self, listener: &TcpListener) -> io::Result<()> {
+        loop {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    self.counters.accepted.fetch_add(1, Relaxed);
+                    self.counters.open_conns.fetch_add(1, Relaxed);
+                    let _ = s.set_nonblocking(true);
+                    let _ = s.set_nodelay(true);
+                    let idx = self.free.pop().unwrap_or_else(|| {
+                        self.conns.push(None);
+                        self.conns.len() - 1
+                    });
+                    self.next_gen += 1;
+                    if self.ep.add(s.as_raw_fd(), EV_IN, idx as u64).is_err() {
+                        self.counters.open_conns.fetch_sub(1, Relaxed);
+                        self.free.push(idx);
+                        continue;
+                    }
+                    self.conns[idx] = Some(Conn {
+                        stream: s,
+                        buf: Vec::new(),
+                        state: State::Reading,
+                        gen: self.next_gen,
+                        last_active: Instant::now(),
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    // Leave the rest in the accept queue (the kernel keeps counting overflows)
+                    // and stop polling the listener until the sweep, so we do not spin.
+                    self.accept_paused = true;
+                    self.ep.modify(listener.as_raw_fd(), 0, LISTENER)?;
+                    return Ok(());
+                }
+                // ECONNABORTED and friends: that connection is gone, keep accepting.
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn close(&mut self, idx: usize) {
+        if let Some(c) = self.conns[idx].take() {
+            let _ = self.ep.delete(c.stream.as_raw_fd());
+            self.counters.open_conns.fetch_sub(1, Relaxed);
+            self.free.push(idx);
+        }
+    }
+
+    fn on_event(&mut self, idx: usize, ev: u32) {
+        let Some(c) = self.conns.get_mut(idx).and_then(|c| c.as_mut()) else {
+            return;
+        };
+        match c.state {
+            State::Reading if ev & (EV_IN | EV_ERR) != 0 => {
+                let mut chunk = [0u8; 4096];
+                loop {
+                    match c.stream.read(&mut chunk) {
+                        Ok(0) => return self.close(idx),
+                        Ok(n) => {
+                            c.buf.extend_from_slice(&chunk[..n]);
+                            if n < chunk.len() {
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => return self.close(idx),
+                    }
+                }
+                c.last_active = Instant::now();
+                self.advance(idx);
+            }
+            State::Writing(..) if ev & (EV_OUT | EV_ERR) != 0 => self.advance(idx),
+            State::Sleeping(_) if ev & EV_ERR != 0 => self.close(idx),
+            _ => {}
+        }
+    }
+
+    /// Moves a connection through parse -> service -> write as far as it can go now.
+    fn advance(&mut self, idx: usize) {
+        loop {
+            let Some(c) = self.conns[idx].as_mut() else {
+                return;
+            };
+            match &mut c.state {
+                State::Reading => {
+                    if c.buf.is_empty() {
+                        return;
+                    }
+                    let parse = http::parse_request(&c.buf);
+                    if matches!(parse, Parse::Partial) {
+                        return;
+                    }
+                    core::count_request(&parse, self.counters);
+                    let resp = core::respond(&self.ctx.catalog, &parse, self.ctx.cfg.keepalive);
+                    let st_us = self.ctx.cfg.service_time_us;
+                    if let Parse::Done(req) = &parse {
+                        c.buf.drain(..req.consumed);
+                        if st_us > 0 {
+                            match self.ctx.cfg.service {
+                                ServiceKind::Cpu => core::burn_cpu(st_us * 1000),
+                                ServiceKind::Sleep => {
+                                    let due = Instant::now() + Duration::from_micros(st_us);
+                                    self.timers.push(Reverse((due, idx, c.gen)));
+                                    c.state = State::Sleeping(resp);
+                                    let _ = self.ep.modify(c.stream.as_raw_fd(), 0, idx as u64);
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    c.state = State::Writing(resp, WriteProgress::default());
+                }
+                State::Sleeping(_) => return,
+                State::Writing(resp, prog) => {
+                    match core::write_some(
+                        &mut c.stream,
+                        resp,
+                        &self.ctx.pattern,
+                        prog,
+                        self.counters,
+                    ) {
+                        Ok(true) => {
+                            core::count_response(resp, self.counters);
+                            if !resp.keep {
+                                return self.close(idx);
+                            }
+                            c.state = State::Reading;
+                            c.last_active = Instant::now();
+                            let _ = self.ep.modify(c.stream.as_raw_fd(), EV_IN, idx as u64);
+                        }
+                        Ok(false) => {
+                            let _ = self.ep.modify(c.stream.as_raw_fd(), EV_OUT, idx as u64);
+                            return;
+                        }
+                        Err(_) => return self.close(idx),
+                    }
+                }
+            }
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(&Reverse((due, idx, gen))) = self.timers.peek() {
+            if due > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(c) = self.conns[idx].as_mut().filter(|c| c.gen == gen) else {
+                continue;
+            };
+            if let State::Sleeping(_) = c.state {
+                let State::Sleeping(resp) = std::mem::replace(&mut c.state, State::Reading) else {
+                    unreachable!()
+                };
+                c.state = State::Writing(resp, WriteProgress::default());
+                self.advance(idx);
+            }
+        }
+    }
+
+    fn close_idle(&mut self) {
+        let now = Instant::now();
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let c = c.as_ref()?;
+                (matches!(c.state, State::Reading) && now - c.last_active >= IDLE_TIMEOUT)
+                    .then_some(i)
+            })
+            .collect();
+        for i in idle {
+            self.close(i);
+        }
+    }
+}
