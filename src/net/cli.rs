@@ -18,7 +18,6 @@ pub struct NetArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum NetCmd {
     /// Bring a scenario's topology up and leave it up (for debugging with `ip netns exec`).
-<<<<<<< HEAD
     /// Without a scenario: two paths, `lan` (no delay) and `wan` (--rtt).
     Up {
         scenario: Option<PathBuf>,
@@ -28,10 +27,6 @@ pub enum NetCmd {
         /// Run id (1-5 lowercase letters/digits); a fresh one by default.
         #[arg(long)]
         run_id: Option<String>,
-=======
-    Up {
-        scenario: Option<std::path::PathBuf>,
->>>>>>> main
     },
     /// Remove every synlab namespace and link on this machine (leftovers of crashed runs).
     Down,
