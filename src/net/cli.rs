@@ -29,7 +29,11 @@ pub enum NetCmd {
         run_id: Option<String>,
     },
     /// Remove every synlab namespace and link on this machine (leftovers of crashed runs).
-    Down,
+    Down {
+        /// Only this run's namespaces and links.
+        #[arg(long)]
+        run_id: Option<String>,
+    },
     /// List synlab's namespaces and links on this machine.
     Status,
 }
@@ -43,12 +47,17 @@ struct NetworkOnly {
 
 /// Reads the `[network]` section of a scenario file.
 pub fn load_network(path: &Path) -> anyhow::Result<NetworkSpec> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let w: NetworkOnly =
         toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if let Err(errs) = w.network.validate() {
         let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
-        anyhow::bail!("{}: invalid [network]:\n{}", path.display(), lines.join("\n"));
+        anyhow::bail!(
+            "{}: invalid [network]:\n{}",
+            path.display(),
+            lines.join("\n")
+        );
     }
     Ok(w.network)
 }
@@ -99,7 +108,11 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
                 };
                 let pid = crate::sys::netns::spawn_detached(
                     &ns,
-                    &["router".into(), "--config-json".into(), serde_json::to_string(&cfg)?],
+                    &[
+                        "router".into(),
+                        "--config-json".into(),
+                        serde_json::to_string(&cfg)?,
+                    ],
                 )?;
                 println!("delay router: pid {pid} in netns {ns} (stops when the lab goes down)");
             }
@@ -124,8 +137,14 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
             println!("remove with: synlab net down");
             Ok(())
         }
-        NetCmd::Down => {
-            let removed = crate::sys::netns::cleanup_all()?;
+        NetCmd::Down { run_id } => {
+            let removed = match run_id {
+                Some(id) => {
+                    plan::check_run_id(&id)?;
+                    crate::sys::netns::cleanup_matching(&format!("{}{id}-", plan::PREFIX))?
+                }
+                None => crate::sys::netns::cleanup_all()?,
+            };
             if removed.is_empty() {
                 println!("nothing of synlab's on this machine");
             }

@@ -40,7 +40,9 @@ impl RouterView {
     fn new(n: usize) -> Self {
         RouterView {
             latest: None,
-            delay_us: (0..n).map(|_| (hist::new_hist(), hist::new_hist())).collect(),
+            delay_us: (0..n)
+                .map(|_| (hist::new_hist(), hist::new_hist()))
+                .collect(),
             late_us: hist::new_hist(),
         }
     }
@@ -130,13 +132,17 @@ impl Lab {
             view,
             guard,
         };
-        if let Some(Op::StartRouter { netns, config }) =
-            lab.plan.ops.iter().find(|o| matches!(o, Op::StartRouter { .. }))
+        if let Some(Op::StartRouter { netns, config }) = lab
+            .plan
+            .ops
+            .iter()
+            .find(|o| matches!(o, Op::StartRouter { .. }))
         {
             let v = lab.view.clone();
             let child = ChildProc::spawn(
                 "router",
                 &Spawn {
+                    program: router_program(),
                     args: vec![
                         "router".into(),
                         "--config-json".into(),
@@ -156,6 +162,12 @@ impl Lab {
         }
         Ok(lab)
     }
+}
+
+/// The program that runs `router`: our own binary, or `SYNLAB_EXE` (integration tests run
+/// from a test harness binary and point it at the synlab binary).
+fn router_program() -> Option<String> {
+    std::env::var("SYNLAB_EXE").ok().filter(|s| !s.is_empty())
 }
 
 impl LabNet {
@@ -214,7 +226,9 @@ impl LabNet {
                 netns::netem_change(&self.plan.router_netns, &p.router_port, &args)?;
                 netns::netem_change(&p.netns, &p.dev, &args)?;
             }
-            Backend::None => bail!("backend \"none\" does not shape; use backend = \"router\" or \"netem\""),
+            Backend::None => {
+                bail!("backend \"none\" does not shape; use backend = \"router\" or \"netem\"")
+            }
         }
         self.paths[i].spec = next;
         Ok(())

@@ -43,23 +43,62 @@ impl std::fmt::Display for Backend {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op")]
 pub enum Op {
-    AddNetns { name: String },
+    AddNetns {
+        name: String,
+    },
     /// A veth pair created with each end directly in its netns (nothing appears in the root netns).
-    AddVethPair { a: String, a_netns: String, b: String, b_netns: String },
-    AddBridge { netns: String, name: String },
-    SetMaster { netns: String, dev: String, master: String },
-    AddAddr { netns: String, dev: String, cidr: String },
-    LinkUp { netns: String, dev: String },
+    AddVethPair {
+        a: String,
+        a_netns: String,
+        b: String,
+        b_netns: String,
+    },
+    AddBridge {
+        netns: String,
+        name: String,
+    },
+    SetMaster {
+        netns: String,
+        dev: String,
+        master: String,
+    },
+    AddAddr {
+        netns: String,
+        dev: String,
+        cidr: String,
+    },
+    LinkUp {
+        netns: String,
+        dev: String,
+    },
     /// An on-link route (no gateway).
-    Route { netns: String, dst: String, dev: String },
+    Route {
+        netns: String,
+        dst: String,
+        dev: String,
+    },
     /// GSO/TSO/GRO, scatter-gather and tx checksum offload off, so frames seen by AF_PACKET
     /// are wire-sized with finished checksums.
-    OffloadsOff { netns: String, dev: String },
+    OffloadsOff {
+        netns: String,
+        dev: String,
+    },
     /// Writes /proc/sys/<key> inside the netns.
-    Sysctl { netns: String, key: String, value: String },
+    Sysctl {
+        netns: String,
+        key: String,
+        value: String,
+    },
     /// `tc qdisc replace dev DEV root netem ARGS...` in the netns.
-    Netem { netns: String, dev: String, args: Vec<String> },
-    StartRouter { netns: String, config: RouterConfig },
+    Netem {
+        netns: String,
+        dev: String,
+        args: Vec<String>,
+    },
+    StartRouter {
+        netns: String,
+        config: RouterConfig,
+    },
 }
 
 /// The server's place in the lab.
@@ -108,7 +147,9 @@ pub enum PlanError {
 pub fn check_run_id(id: &str) -> Result<(), PlanError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_RUN_ID
-        && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     if ok {
         Ok(())
     } else {
@@ -256,7 +297,8 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
             netns: router.clone(),
             name: br.clone(),
         });
-        for dev in std::iter::once(&router_server_port).chain(paths.iter().map(|p| &p.router_port)) {
+        for dev in std::iter::once(&router_server_port).chain(paths.iter().map(|p| &p.router_port))
+        {
             ops.push(Op::SetMaster {
                 netns: router.clone(),
                 dev: dev.clone(),
@@ -466,6 +508,8 @@ mod tests {
         // 10 Mbit/s x 50 ms = 62 500 bytes ~ 41 full frames, + queue 50.
         let a = netem_args(&spec.paths[1]);
         assert_eq!(a.last().unwrap(), "91");
-        assert!(a.windows(2).any(|w| w[0] == "rate" && w[1] == "10000000bit"));
+        assert!(a
+            .windows(2)
+            .any(|w| w[0] == "rate" && w[1] == "10000000bit"));
     }
 }

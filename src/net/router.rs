@@ -82,6 +82,9 @@ pub struct RouterStats {
     pub late_us: HistDelta,
     /// Router CPU time (user + system) since start, in microseconds.
     pub cpu_us: u64,
+    /// Whether the router got SCHED_FIFO (timing holds on a busy host).
+    #[serde(default)]
+    pub realtime: bool,
 }
 
 /// Hard cap on frames held per direction (delay line included), so memory stays bounded
@@ -151,7 +154,9 @@ impl Relay {
             seq: 0,
             mac_path: HashMap::new(),
             stats: vec![Default::default(); n],
-            delay: (0..n).map(|_| [hist::new_hist(), hist::new_hist()]).collect(),
+            delay: (0..n)
+                .map(|_| [hist::new_hist(), hist::new_hist()])
+                .collect(),
             late: hist::new_hist(),
             pool: Vec::new(),
         }
@@ -185,7 +190,7 @@ impl Relay {
     }
 
     /// A frame arrived on client port `path`.
-    fn from_client(&mut self, now: u64, path: usize, frame: &[u8]) {
+    fn on_client_frame(&mut self, now: u64, path: usize, frame: &[u8]) {
         if frame.len() >= 12 {
             let mut src = [0u8; 6];
             src.copy_from_slice(&frame[6..12]);
@@ -197,7 +202,7 @@ impl Relay {
     }
 
     /// A frame arrived on the server port.
-    fn from_server(&mut self, now: u64, frame: &[u8]) {
+    fn on_server_frame(&mut self, now: u64, frame: &[u8]) {
         if frame.len() < 14 {
             return;
         }
@@ -242,6 +247,7 @@ impl Relay {
             paths,
             late_us: HistDelta::drain(&mut self.late),
             cpu_us: packet::cpu_us(),
+            realtime: false,
         }
     }
 }
@@ -256,6 +262,7 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         .map(|p| PacketPort::open(&p.dev).with_context(|| format!("opening port {}", p.dev)))
         .collect::<anyhow::Result<_>>()?;
     packet::set_timer_slack_ns(1);
+    let realtime = packet::set_realtime(10).is_ok();
     let mut relay = Relay::new(cfg, packet::mono_ns());
     let mut timer = Timer::new()?;
     let mut poller = Poller::new()?;
@@ -305,15 +312,21 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                     }
                 },
                 t if t < n || t == SERVER => {
-                    let port = if t == SERVER { &server } else { &clients[t as usize] };
+                    let port = if t == SERVER {
+                        &server
+                    } else {
+                        &clients[t as usize]
+                    };
                     // A bounded batch per wake-up, so one busy port cannot starve departures.
                     for _ in 0..256 {
-                        let Some(len) = port.recv(&mut buf)? else { break };
+                        let Some(len) = port.recv(&mut buf)? else {
+                            break;
+                        };
                         let now = packet::mono_ns();
                         if t == SERVER {
-                            relay.from_server(now, &buf[..len]);
+                            relay.on_server_frame(now, &buf[..len]);
                         } else {
-                            relay.from_client(now, t as usize, &buf[..len]);
+                            relay.on_client_frame(now, t as usize, &buf[..len]);
                         }
                     }
                 }
@@ -331,7 +344,11 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                 now = packet::mono_ns();
             }
             let Reverse(h) = relay.held.pop().expect("peeked");
-            let out_port = if h.dir == UP { &server } else { &clients[h.path] };
+            let out_port = if h.dir == UP {
+                &server
+            } else {
+                &clients[h.path]
+            };
             let sent = out_port.send(&h.frame);
             let done = packet::mono_ns();
             let st = &mut relay.stats[h.path][h.dir];
@@ -349,7 +366,8 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         }
         let now = packet::mono_ns();
         if now >= next_stats {
-            let s = relay.snapshot(now, (now - start) / 1_000_000);
+            let mut s = relay.snapshot(now, (now - start) / 1_000_000);
+            s.realtime = realtime;
             let mut o = out.lock();
             serde_json::to_writer(&mut o, &s)?;
             o.write_all(b"\n")?;
@@ -411,11 +429,15 @@ mod tests {
     #[test]
     fn server_frames_follow_learned_macs_and_broadcasts_flood() {
         let mut r = Relay::new(&cfg(), 1);
-        let (a, b, srv) = ([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb], [2, 0, 0, 0, 0, 1]);
-        r.from_client(0, 0, &frame(srv, a));
-        r.from_client(0, 1, &frame(srv, b));
-        r.from_server(0, &frame(b, srv));
-        r.from_server(0, &frame([0xff; 6], srv));
+        let (a, b, srv) = (
+            [2, 0, 0, 0, 0, 0xa],
+            [2, 0, 0, 0, 0, 0xb],
+            [2, 0, 0, 0, 0, 1],
+        );
+        r.on_client_frame(0, 0, &frame(srv, a));
+        r.on_client_frame(0, 1, &frame(srv, b));
+        r.on_server_frame(0, &frame(b, srv));
+        r.on_server_frame(0, &frame([0xff; 6], srv));
         let held: Vec<(usize, usize)> = r.held.iter().map(|Reverse(h)| (h.path, h.dir)).collect();
         let down_a = held.iter().filter(|&&x| x == (0, DOWN)).count();
         let down_b = held.iter().filter(|&&x| x == (1, DOWN)).count();
@@ -427,7 +449,12 @@ mod tests {
     fn control_line_changes_only_its_path() {
         let c = cfg();
         let mut r = Relay::new(&c, 1);
-        apply_control(&mut r, &c.ports, br#"{"path":"b","change":{"rtt":"40ms"}}"#, 0);
+        apply_control(
+            &mut r,
+            &c.ports,
+            br#"{"path":"b","change":{"rtt":"40ms"}}"#,
+            0,
+        );
         assert_eq!(r.shapers[0][UP].params().latency_ns, 0);
         assert_eq!(r.shapers[1][DOWN].params().latency_ns, 20_000_000);
     }
@@ -435,7 +462,7 @@ mod tests {
     #[test]
     fn stats_line_round_trips() {
         let mut r = Relay::new(&cfg(), 1);
-        r.from_client(0, 0, &frame([0xff; 6], [2, 0, 0, 0, 0, 9]));
+        r.on_client_frame(0, 0, &frame([0xff; 6], [2, 0, 0, 0, 0, 9]));
         let s = r.snapshot(0, 5);
         assert_eq!(s.paths[0].up.in_flight, 1);
         let back: RouterStats = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();

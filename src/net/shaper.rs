@@ -84,7 +84,9 @@ impl DirParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Send at this time (same clock as the arrival time).
-    Forward { depart_ns: u64 },
+    Forward {
+        depart_ns: u64,
+    },
     Lost,
     QueueFull,
 }
@@ -273,13 +275,17 @@ mod tests {
             },
             1,
         );
-        let d: Vec<u64> = (0..5).map(|i| depart(s.on_frame(i * 250 * US, 1000))).collect();
+        let d: Vec<u64> = (0..5)
+            .map(|i| depart(s.on_frame(i * 250 * US, 1000)))
+            .collect();
         for w in d.windows(2) {
             assert_eq!(w[1] - w[0], MS);
         }
         // An unshaped path keeps the input spacing exactly.
         let mut s = Shaper::new(params(10), 1);
-        let d: Vec<u64> = (0..5).map(|i| depart(s.on_frame(i * 250 * US, 1000))).collect();
+        let d: Vec<u64> = (0..5)
+            .map(|i| depart(s.on_frame(i * 250 * US, 1000)))
+            .collect();
         assert_eq!(d[1] - d[0], 250 * US);
     }
 
@@ -294,7 +300,12 @@ mod tests {
             1,
         );
         let v: Vec<Verdict> = (0..10).map(|_| s.on_frame(0, 1000)).collect();
-        assert_eq!(v.iter().filter(|v| matches!(v, Verdict::Forward { .. })).count(), 5);
+        assert_eq!(
+            v.iter()
+                .filter(|v| matches!(v, Verdict::Forward { .. }))
+                .count(),
+            5
+        );
         assert!(v[5..].iter().all(|v| *v == Verdict::QueueFull));
         // After 1 ms one frame has left the bottleneck: room for exactly one more.
         assert!(matches!(s.on_frame(MS, 1000), Verdict::Forward { .. }));
@@ -311,7 +322,9 @@ mod tests {
             7,
         );
         let n = 200_000;
-        let lost = (0..n).filter(|&i| s.on_frame(i, 100) == Verdict::Lost).count();
+        let lost = (0..n)
+            .filter(|&i| s.on_frame(i, 100) == Verdict::Lost)
+            .count();
         let rate = lost as f64 / n as f64;
         assert!((0.048..0.052).contains(&rate), "{rate}");
     }
@@ -331,7 +344,9 @@ mod tests {
             11,
         );
         let n = 400_000u64;
-        let lost: Vec<bool> = (0..n).map(|i| s.on_frame(i, 100) == Verdict::Lost).collect();
+        let lost: Vec<bool> = (0..n)
+            .map(|i| s.on_frame(i, 100) == Verdict::Lost)
+            .collect();
         let rate = lost.iter().filter(|&&l| l).count() as f64 / n as f64;
         assert!((0.045..0.055).contains(&rate), "mean loss {rate}");
         // Mean burst length 1/r ~ 5.3 frames (Bernoulli at 5 % would give ~1.05).
@@ -353,14 +368,22 @@ mod tests {
         };
         // Frames 10 ms apart: jitter (+-5 ms) spreads the delay over 15..25 ms.
         let mut s = mk();
-        let d: Vec<u64> = (0..2000).map(|i| depart(s.on_frame(i * 10 * MS, 100))).collect();
-        let delays: Vec<u64> = d.iter().enumerate().map(|(i, &t)| t - i as u64 * 10 * MS).collect();
+        let d: Vec<u64> = (0..2000)
+            .map(|i| depart(s.on_frame(i * 10 * MS, 100)))
+            .collect();
+        let delays: Vec<u64> = d
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| t - i as u64 * 10 * MS)
+            .collect();
         let (lo, hi) = (delays.iter().min().unwrap(), delays.iter().max().unwrap());
         assert!(*lo < 16 * MS && *hi > 24 * MS, "{lo} {hi}");
         assert!(delays.iter().all(|&x| (15 * MS..=25 * MS).contains(&x)));
         // Frames 100 us apart: a frame never overtakes an earlier one.
         let mut s = mk();
-        let d: Vec<u64> = (0..10_000).map(|i| depart(s.on_frame(i * 100 * US, 100))).collect();
+        let d: Vec<u64> = (0..10_000)
+            .map(|i| depart(s.on_frame(i * 100 * US, 100)))
+            .collect();
         assert!(d.windows(2).all(|w| w[1] >= w[0]), "reordered");
     }
 
@@ -374,7 +397,9 @@ mod tests {
             },
             3,
         );
-        let d: Vec<u64> = (0..1000).map(|i| depart(s.on_frame(i * 100 * US, 100))).collect();
+        let d: Vec<u64> = (0..1000)
+            .map(|i| depart(s.on_frame(i * 100 * US, 100)))
+            .collect();
         assert!(d.windows(2).any(|w| w[1] < w[0]));
     }
 
@@ -398,7 +423,10 @@ mod tests {
         }
         assert!(d.windows(2).all(|w| w[1] >= w[0]), "reordered");
         let min_gap = d.windows(2).map(|w| w[1] - w[0]).min().unwrap();
-        assert!(min_gap >= MS / 2, "spacing collapsed to {min_gap} ns: a burst");
+        assert!(
+            min_gap >= MS / 2,
+            "spacing collapsed to {min_gap} ns: a burst"
+        );
         // Glide takes 2 x 40 ms; afterwards frames see the new latency exactly.
         assert_eq!(d[399] - 399 * MS, 10 * MS);
         assert_eq!(d[99] - 99 * MS, 50 * MS);

@@ -85,8 +85,7 @@ impl SysctlSet {
         );
         put(
             "net/ipv4/ip_local_port_range",
-            self.ip_local_port_range
-                .map(|r| format!("{} {}", r.0, r.1)),
+            self.ip_local_port_range.map(|r| format!("{} {}", r.0, r.1)),
         );
         put(
             "net/ipv4/tcp_syncookies",
@@ -96,7 +95,10 @@ impl SysctlSet {
             "net/ipv4/tcp_fin_timeout",
             self.tcp_fin_timeout.map(|x| x.to_string()),
         );
-        put("net/ipv4/tcp_tw_reuse", self.tcp_tw_reuse.map(|x| x.to_string()));
+        put(
+            "net/ipv4/tcp_tw_reuse",
+            self.tcp_tw_reuse.map(|x| x.to_string()),
+        );
         put(
             "net/ipv4/tcp_max_tw_buckets",
             self.tcp_max_tw_buckets.map(|x| x.to_string()),
@@ -272,32 +274,50 @@ impl NetworkSpec {
                 format!("`{}` must be low-high with 0 < low < high", self.port_range),
             ));
         }
-        for (who, set) in [("server", &self.sysctl.server), ("client", &self.sysctl.client)] {
+        for (who, set) in [
+            ("server", &self.sysctl.server),
+            ("client", &self.sysctl.client),
+        ] {
             let key = |k: &str| format!("network.sysctl.{who}.{k}");
             if let Some(r) = set.ip_local_port_range {
                 if r.0 == 0 || r.0 >= r.1 {
-                    errs.push(err(key("ip_local_port_range"), format!("`{r}` must be low-high")));
+                    errs.push(err(
+                        key("ip_local_port_range"),
+                        format!("`{r}` must be low-high"),
+                    ));
                 }
             }
-            for (k, v) in [("tcp_syncookies", set.tcp_syncookies), ("tcp_tw_reuse", set.tcp_tw_reuse)] {
+            for (k, v) in [
+                ("tcp_syncookies", set.tcp_syncookies),
+                ("tcp_tw_reuse", set.tcp_tw_reuse),
+            ] {
                 if v.is_some_and(|v| v > 2) {
                     errs.push(err(key(k), format!("{} is not 0, 1 or 2", v.unwrap())));
                 }
             }
             if set.somaxconn == Some(0) {
-                errs.push(err(key("somaxconn"), "0 refuses every connection; use >= 1"));
+                errs.push(err(
+                    key("somaxconn"),
+                    "0 refuses every connection; use >= 1",
+                ));
             }
         }
         if self.paths.len() > MAX_PATHS {
             errs.push(err(
                 "network.path",
-                format!("{} paths; at most {MAX_PATHS} are supported", self.paths.len()),
+                format!(
+                    "{} paths; at most {MAX_PATHS} are supported",
+                    self.paths.len()
+                ),
             ));
         }
         for (i, p) in self.paths.iter().enumerate() {
             let key = |k: &str| format!("network.path[{i}].{k}");
             if p.name.is_empty() {
-                errs.push(err(key("name"), "every path needs a name (e.g. name = \"dsl\")"));
+                errs.push(err(
+                    key("name"),
+                    "every path needs a name (e.g. name = \"dsl\")",
+                ));
             } else if !p
                 .name
                 .chars()
@@ -309,7 +329,10 @@ impl NetworkSpec {
                     format!("`{}`: use up to 32 letters, digits, - or _", p.name),
                 ));
             } else if self.paths[..i].iter().any(|q| q.name == p.name) {
-                errs.push(err(key("name"), format!("`{}` is used by an earlier path", p.name)));
+                errs.push(err(
+                    key("name"),
+                    format!("`{}` is used by an earlier path", p.name),
+                ));
             }
             if !(p.share.is_finite() && p.share > 0.0) {
                 errs.push(err(key("share"), format!("{} must be > 0", p.share)));
@@ -318,7 +341,10 @@ impl NetworkSpec {
                 errs.push(err(key("rtt"), format!("{} is above the 10s limit", p.rtt)));
             }
             if p.queue == 0 || p.queue > 1_000_000 {
-                errs.push(err(key("queue"), format!("{} frames; use 1 to 1000000", p.queue)));
+                errs.push(err(
+                    key("queue"),
+                    format!("{} frames; use 1 to 1000000", p.queue),
+                ));
             }
             match (p.loss_model, &p.gilbert) {
                 (LossModel::Gilbert, None) => errs.push(err(
@@ -460,7 +486,8 @@ mod tests {
 
     #[test]
     fn unknown_key_is_rejected() {
-        let e = parse("[network]\n[[network.path]]\nname = \"a\"\nlatency = \"1ms\"\n").unwrap_err();
+        let e =
+            parse("[network]\n[[network.path]]\nname = \"a\"\nlatency = \"1ms\"\n").unwrap_err();
         assert!(e.contains("latency"), "{e}");
     }
 
@@ -481,7 +508,12 @@ mod tests {
             "#,
         )
         .unwrap();
-        let keys: Vec<String> = n.validate().unwrap_err().into_iter().map(|e| e.key).collect();
+        let keys: Vec<String> = n
+            .validate()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
         assert_eq!(
             keys,
             [

@@ -19,7 +19,10 @@ struct EthtoolValue {
 
 fn ethtool(dev: &str, cmd: u32, data: u32) -> io::Result<u32> {
     if dev.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("`{dev}` is longer than 15 chars")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{dev}` is longer than 15 chars"),
+        ));
     }
     let mut val = EthtoolValue { cmd, data };
     // SAFETY: ifreq is zeroed POD; ifru_data points at `val`, alive across the ioctl; the
@@ -53,7 +56,12 @@ pub fn offloads_off(dev: &str) -> io::Result<()> {
         match ethtool(dev, cmd, 0) {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
-            Err(e) => return Err(io::Error::new(e.kind(), format!("offload {cmd:#x} off on {dev}: {e}"))),
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("offload {cmd:#x} off on {dev}: {e}"),
+                ))
+            }
         }
     }
     Ok(())

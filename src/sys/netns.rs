@@ -110,8 +110,7 @@ fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
             b,
             b_netns,
         } => ip(&[
-            "link", "add", a, "netns", a_netns, "type", "veth", "peer", "name", b, "netns",
-            b_netns,
+            "link", "add", a, "netns", a_netns, "type", "veth", "peer", "name", b, "netns", b_netns,
         ])?,
         Op::AddBridge { netns, name } => ip(&["-n", netns, "link", "add", name, "type", "bridge"])?,
         Op::SetMaster { netns, dev, master } => {
@@ -120,14 +119,25 @@ fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
         Op::AddAddr { netns, dev, cidr } => ip(&["-n", netns, "addr", "add", cidr, "dev", dev])?,
         Op::LinkUp { netns, dev } => ip(&["-n", netns, "link", "set", "dev", dev, "up"])?,
         Op::Route { netns, dst, dev } => ip(&["-n", netns, "route", "add", dst, "dev", dev])?,
-        Op::OffloadsOff { netns, dev } => in_netns(netns, || crate::sys::ethtool::offloads_off(dev))?
-            .with_context(|| format!("in netns {netns}"))?,
+        Op::OffloadsOff { netns, dev } => {
+            in_netns(netns, || crate::sys::ethtool::offloads_off(dev))?
+                .with_context(|| format!("in netns {netns}"))?
+        }
         Op::Sysctl { netns, key, value } => {
             in_netns(netns, || crate::sys::sysctl::write(key, value))?
                 .with_context(|| format!("in netns {netns}"))?
         }
         Op::Netem { netns, dev, args } => {
-            let mut a = vec!["-n", netns.as_str(), "qdisc", "replace", "dev", dev, "root", "netem"];
+            let mut a = vec![
+                "-n",
+                netns.as_str(),
+                "qdisc",
+                "replace",
+                "dev",
+                dev,
+                "root",
+                "netem",
+            ];
             a.extend(args.iter().map(String::as_str));
             run_tool("tc", &a)?
         }
@@ -220,7 +230,13 @@ pub fn netem_available() -> bool {
     if ip(&["netns", "add", &ns]).is_err() {
         return false;
     }
-    let ok = run_tool("tc", &["-n", &ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]).is_ok();
+    let ok = run_tool(
+        "tc",
+        &[
+            "-n", &ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms",
+        ],
+    )
+    .is_ok();
     let _ = ip(&["netns", "del", &ns]);
     ok
 }

@@ -140,7 +140,7 @@ impl PacketPort {
                     _ => Err(e),
                 };
             }
-            if sll.sll_pkttype == libc::PACKET_OUTGOING as u8 {
+            if sll.sll_pkttype == libc::PACKET_OUTGOING {
                 continue;
             }
             // MSG_TRUNC returns the real length: a frame larger than buf (an offload super-frame)
@@ -178,7 +178,10 @@ impl Timer {
     pub fn new() -> io::Result<Self> {
         // SAFETY: creates a new fd we own.
         let raw = cvt(unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
         })?;
         Ok(Timer {
             fd: unsafe { OwnedFd::from_raw_fd(raw) },
@@ -191,7 +194,9 @@ impl Timer {
         if self.armed_at == deadline_ns {
             return Ok(());
         }
-        let d = deadline_ns.unwrap_or(0).max(u64::from(deadline_ns.is_some()));
+        let d = deadline_ns
+            .unwrap_or(0)
+            .max(u64::from(deadline_ns.is_some()));
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -285,4 +290,16 @@ pub fn cpu_us() -> u64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
     us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+/// Asks for SCHED_FIFO at `prio` for this thread, so departures are not delayed behind
+/// other runnable tasks on a busy host. The router blocks in epoll whenever nothing is due,
+/// and the kernel's RT throttling bounds it anyway.
+pub fn set_realtime(prio: i32) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: valid sched_param; 0 = this thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
+    Ok(())
 }
