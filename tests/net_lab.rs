@@ -348,7 +348,33 @@ fn dropping_the_lab_removes_everything() {
     if !privileged() {
         return;
     }
-    let lab = up(vec![path("a", 10), path("b", 0)]);
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    let mut spec = NetworkSpec {
+        backend: BackendChoice::Router,
+        paths: vec![path("a", 10), path("b", 0)],
+        ..Default::default()
+    };
+    spec.sysctl.server.somaxconn = Some(321);
+    let lab = Lab::up(&spec, &run_id()).expect("lab up");
+    // Sysctls and offloads landed in the lab's namespaces, not the host's.
+    let server_dev = lab.plan().server.dev.clone();
+    let (somaxconn, txcsum) = netns::in_netns(&lab.server_netns, || {
+        (
+            synlab::sys::sysctl::read("net/core/somaxconn").unwrap(),
+            synlab::sys::ethtool::tx_checksum_on(&server_dev).unwrap(),
+        )
+    })
+    .unwrap();
+    assert_eq!((somaxconn.as_str(), txcsum), ("321", false));
+    let ports = netns::in_netns(&lab.paths[0].netns, || {
+        synlab::sys::sysctl::read("net/ipv4/ip_local_port_range").unwrap()
+    })
+    .unwrap();
+    assert_eq!(ports, "1024 65535");
+    assert_ne!(
+        synlab::sys::sysctl::read("net/core/somaxconn").unwrap(),
+        "321"
+    );
     let run = lab.run_id.clone();
     let router = lab.router_pid().unwrap();
     assert_eq!(leftovers(&run).len(), 4, "{:?}", leftovers(&run));
