@@ -1,5 +1,13 @@
 //! `synlab net up|down|status` and the hidden `synlab router`.
 
+use crate::net::lab::Lab;
+use crate::net::plan::{self, Op};
+use crate::net::router::RouterConfig;
+use crate::net::spec::{NetworkSpec, PathSpec};
+use crate::scenario::units::Dur;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
 /// Flags of `synlab net`.
 #[derive(Debug, clap::Args)]
 pub struct NetArgs {
@@ -10,20 +18,160 @@ pub struct NetArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum NetCmd {
     /// Bring a scenario's topology up and leave it up (for debugging with `ip netns exec`).
+    /// Without a scenario: two paths, `lan` (no delay) and `wan` (--rtt).
     Up {
-        scenario: Option<std::path::PathBuf>,
+        scenario: Option<PathBuf>,
+        /// RTT of the `wan` path of the built-in example.
+        #[arg(long, default_value = "100ms", value_parser = Dur::parse)]
+        rtt: Dur,
+        /// Run id (1-5 lowercase letters/digits); a fresh one by default.
+        #[arg(long)]
+        run_id: Option<String>,
     },
     /// Remove every synlab namespace and link on this machine (leftovers of crashed runs).
-    Down,
+    Down {
+        /// Only this run's namespaces and links.
+        #[arg(long)]
+        run_id: Option<String>,
+    },
     /// List synlab's namespaces and links on this machine.
     Status,
 }
 
-pub fn net_main(_args: NetArgs) -> anyhow::Result<()> {
-    anyhow::bail!("the network lab is not built yet")
+/// Just the `[network]` section of a scenario file (other sections are the scenario loader's).
+#[derive(serde::Deserialize)]
+struct NetworkOnly {
+    #[serde(default)]
+    network: NetworkSpec,
+}
+
+/// Reads the `[network]` section of a scenario file.
+pub fn load_network(path: &Path) -> anyhow::Result<NetworkSpec> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let w: NetworkOnly =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if let Err(errs) = w.network.validate() {
+        let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
+        anyhow::bail!(
+            "{}: invalid [network]:\n{}",
+            path.display(),
+            lines.join("\n")
+        );
+    }
+    Ok(w.network)
+}
+
+/// The built-in example for `net up` without a scenario.
+pub fn example_spec(rtt: Dur) -> NetworkSpec {
+    NetworkSpec {
+        paths: vec![
+            PathSpec {
+                name: "lan".into(),
+                ..Default::default()
+            },
+            PathSpec {
+                name: "wan".into(),
+                rtt,
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    }
+}
+
+pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
+    match args.cmd {
+        NetCmd::Up {
+            scenario,
+            rtt,
+            run_id,
+        } => {
+            let spec = match &scenario {
+                Some(p) => load_network(p)?,
+                None => example_spec(rtt),
+            };
+            let run_id = run_id.unwrap_or_else(plan::new_run_id);
+            let lab = Lab::up(&spec, &run_id)?;
+            let backend = lab.backend;
+            let router = lab.plan().ops.iter().find_map(|o| match o {
+                Op::StartRouter { netns, config } => Some((netns.clone(), config.clone())),
+                _ => None,
+            });
+            let server = (lab.server_netns.clone(), lab.server_addr);
+            let paths = lab.paths.clone();
+            lab.leak();
+            if let Some((ns, cfg)) = router {
+                let cfg = RouterConfig {
+                    detached: true,
+                    ..cfg
+                };
+                let pid = crate::sys::netns::spawn_detached(
+                    &ns,
+                    &[
+                        "router".into(),
+                        "--config-json".into(),
+                        serde_json::to_string(&cfg)?,
+                    ],
+                )?;
+                println!("delay router: pid {pid} in netns {ns} (stops when the lab goes down)");
+            }
+            println!("lab {run_id} is up (backend: {backend})");
+            println!("server: netns {}  address {}", server.0, server.1);
+            for p in &paths {
+                let a: Vec<String> = p.addrs.iter().map(|a| a.to_string()).collect();
+                println!(
+                    "path {:<8} rtt {:<8} netns {}  addresses {}",
+                    p.name,
+                    p.spec.rtt.to_string(),
+                    p.netns,
+                    a.join(" ")
+                );
+            }
+            if let Some(p) = paths.last() {
+                println!(
+                    "try:  ip netns exec {} python3 -m http.server 80 --bind {} &\n      ip netns exec {} curl -o /dev/null -w '%{{time_connect}}\\n' http://{}/",
+                    server.0, server.1, p.netns, server.1
+                );
+            }
+            println!("remove with: synlab net down");
+            Ok(())
+        }
+        NetCmd::Down { run_id } => {
+            let removed = match run_id {
+                Some(id) => {
+                    plan::check_run_id(&id)?;
+                    crate::sys::netns::cleanup_matching(&format!("{}{id}-", plan::PREFIX))?
+                }
+                None => crate::sys::netns::cleanup_all()?,
+            };
+            if removed.is_empty() {
+                println!("nothing of synlab's on this machine");
+            }
+            for r in removed {
+                println!("removed {r}");
+            }
+            Ok(())
+        }
+        NetCmd::Status => {
+            let (nss, links) = crate::sys::netns::list_leftovers();
+            if nss.is_empty() && links.is_empty() {
+                println!("no synlab namespaces or links on this machine");
+            }
+            for n in nss {
+                println!("netns {n}");
+            }
+            for l in links {
+                println!("link  {l}");
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Runs the delay router (hidden subcommand) from its JSON configuration.
-pub fn router_main(_config_json: &str) -> anyhow::Result<()> {
-    anyhow::bail!("the delay router is not built yet")
+pub fn router_main(config_json: &str) -> anyhow::Result<()> {
+    let cfg: RouterConfig =
+        serde_json::from_str(config_json).context("parsing the router's --config-json")?;
+    crate::net::router::run(&cfg)
 }

@@ -1,3 +1,8 @@
 //! The network lab: topology plans (scenario -> operations), shaping models, the delay router.
 
 pub mod cli;
+pub mod lab;
+pub mod plan;
+pub mod router;
+pub mod shaper;
+pub mod spec;

@@ -3,9 +3,13 @@
 //! (scheduling, router timing, parsing, UI) is tested without root.
 
 pub mod client_io;
+pub mod ethtool;
+pub mod netns;
+pub mod packet;
 pub mod privilege;
 pub mod process;
 pub mod server_io;
+pub mod sysctl;
 
 /// Enters the named netns (/run/netns/NAME) in the calling thread. Used between fork and exec,
 /// so it only makes raw, async-signal-safe calls.

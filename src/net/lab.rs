@@ -1,0 +1,292 @@
+//! The lab as the controller uses it: `Lab::up` checks privileges, picks the backend, applies
+//! the plan, starts the delay router, and returns a `LabNet` that knows every name and address,
+//! changes paths live, keeps the router's latest stats, and tears everything down on drop.
+
+use crate::metrics::hist::{self, HistDelta};
+use crate::net::plan::{self, Backend, Op, Plan};
+use crate::net::router::{ControlMsg, RouterStats};
+use crate::net::spec::{BackendChoice, NetworkSpec, PathChange, PathSpec};
+use crate::sys::netns::{self, TopologyGuard};
+use crate::sys::privilege::Privileges;
+use crate::sys::process::{ChildProc, Spawn};
+use anyhow::{bail, Context};
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// One path of a running lab.
+#[derive(Debug, Clone)]
+pub struct LabPath {
+    pub name: String,
+    /// Relative weight of the path in the offered load (as configured, not normalised).
+    pub share: f64,
+    pub netns: String,
+    pub addrs: Vec<Ipv4Addr>,
+    /// The profile now in force (updated by `set_path`).
+    pub spec: PathSpec,
+}
+
+/// Router stats as the controller sees them: the latest line, plus realised delays merged
+/// over the lab's life per path and direction.
+#[derive(Debug, Clone)]
+pub struct RouterView {
+    pub latest: Option<RouterStats>,
+    /// Per path: (client->server, server->client) realised delay histograms, microseconds.
+    pub delay_us: Vec<(hdrhistogram::Histogram<u64>, hdrhistogram::Histogram<u64>)>,
+    pub late_us: hdrhistogram::Histogram<u64>,
+}
+
+impl RouterView {
+    fn new(n: usize) -> Self {
+        RouterView {
+            latest: None,
+            delay_us: (0..n)
+                .map(|_| (hist::new_hist(), hist::new_hist()))
+                .collect(),
+            late_us: hist::new_hist(),
+        }
+    }
+
+    fn fold(&mut self, s: RouterStats) {
+        for (i, p) in s.paths.iter().enumerate() {
+            if let Some((up, down)) = self.delay_us.get_mut(i) {
+                p.up.delay_us.merge_into(up);
+                p.down.delay_us.merge_into(down);
+            }
+        }
+        s.late_us.merge_into(&mut self.late_us);
+        self.latest = Some(s);
+    }
+}
+
+/// A running lab. Drop (or `down`) stops the router and deletes every namespace.
+pub struct LabNet {
+    pub run_id: String,
+    pub backend: Backend,
+    pub server_netns: String,
+    pub server_addr: Ipv4Addr,
+    pub router_netns: String,
+    pub paths: Vec<LabPath>,
+    plan: Plan,
+    // Field order matters: the router goes before its interfaces.
+    router: Option<ChildProc>,
+    view: Arc<Mutex<RouterView>>,
+    guard: TopologyGuard,
+}
+
+/// Entry point for the controller.
+pub struct Lab;
+
+static NETEM: OnceLock<bool> = OnceLock::new();
+
+/// Whether the kernel has sch_netem (probed once per process).
+pub fn netem_available() -> bool {
+    *NETEM.get_or_init(netns::netem_available)
+}
+
+/// The backend `choice` means on this machine.
+pub fn resolve_backend(choice: BackendChoice) -> Backend {
+    match choice {
+        BackendChoice::Netem => Backend::Netem,
+        BackendChoice::Router => Backend::Router,
+        BackendChoice::None => Backend::None,
+        BackendChoice::Auto if netem_available() => Backend::Netem,
+        BackendChoice::Auto => Backend::Router,
+    }
+}
+
+impl Lab {
+    /// Builds the lab for `spec` under `run_id` (see `plan::new_run_id`).
+    pub fn up(spec: &NetworkSpec, run_id: &str) -> anyhow::Result<LabNet> {
+        if let Some(missing) = Privileges::current().lab_missing() {
+            bail!("{missing}");
+        }
+        plan::check_run_id(run_id)?;
+        spec.validate().map_err(plan::PlanError::Spec)?;
+        let backend = resolve_backend(spec.backend);
+        if backend == Backend::Netem && spec.backend == BackendChoice::Netem && !netem_available() {
+            bail!("backend = \"netem\" but this kernel has no sch_netem (modprobe sch_netem, or use backend = \"router\" / \"auto\")");
+        }
+        let plan = plan::plan(spec, run_id, backend)?;
+        let guard = netns::apply(&plan)?;
+        let view = Arc::new(Mutex::new(RouterView::new(plan.paths.len())));
+        let mut lab = LabNet {
+            run_id: run_id.to_string(),
+            backend,
+            server_netns: plan.server.netns.clone(),
+            server_addr: plan.server.addr,
+            router_netns: plan.router_netns.clone(),
+            paths: plan
+                .paths
+                .iter()
+                .map(|p| LabPath {
+                    name: p.name.clone(),
+                    share: p.share,
+                    netns: p.netns.clone(),
+                    addrs: p.addrs.clone(),
+                    spec: p.spec.clone(),
+                })
+                .collect(),
+            plan,
+            router: None,
+            view,
+            guard,
+        };
+        if let Some(Op::StartRouter { netns, config }) = lab
+            .plan
+            .ops
+            .iter()
+            .find(|o| matches!(o, Op::StartRouter { .. }))
+        {
+            let v = lab.view.clone();
+            let child = ChildProc::spawn(
+                "router",
+                &Spawn {
+                    program: router_program(),
+                    args: vec![
+                        "router".into(),
+                        "--config-json".into(),
+                        serde_json::to_string(config)?,
+                    ],
+                    netns: Some(netns.clone()),
+                    cpus: vec![],
+                },
+                move |line| {
+                    if let Ok(s) = serde_json::from_str::<RouterStats>(line) {
+                        v.lock().unwrap().fold(s);
+                    }
+                },
+            )?;
+            lab.router = Some(child);
+            lab.wait_router_ready()?;
+        }
+        Ok(lab)
+    }
+}
+
+/// The program that runs `router`: our own binary, or `SYNLAB_EXE` (integration tests run
+/// from a test harness binary and point it at the synlab binary).
+fn router_program() -> Option<String> {
+    std::env::var("SYNLAB_EXE").ok().filter(|s| !s.is_empty())
+}
+
+impl LabNet {
+    /// Waits for the router's first stats line (its sockets are open by then).
+    fn wait_router_ready(&mut self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.view.lock().unwrap().latest.is_some() {
+                return Ok(());
+            }
+            if let Some(st) = self.router.as_mut().and_then(|r| r.try_wait()) {
+                bail!("the delay router exited at start ({st}); see its message above");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        bail!("the delay router did not report within 5 s")
+    }
+
+    /// The plan this lab was built from.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The path named `name`.
+    pub fn path(&self, name: &str) -> Option<&LabPath> {
+        self.paths.iter().find(|p| p.name == name)
+    }
+
+    /// Changes a path live (router: a control line; netem: `tc qdisc change` on both ends).
+    pub fn set_path(&mut self, name: &str, change: &PathChange) -> anyhow::Result<()> {
+        let i = self
+            .paths
+            .iter()
+            .position(|p| p.name == name)
+            .with_context(|| {
+                let names: Vec<&str> = self.paths.iter().map(|p| p.name.as_str()).collect();
+                format!("no path `{name}` in the lab (paths: {})", names.join(", "))
+            })?;
+        let mut next = self.paths[i].spec.clone();
+        change.apply_to(&mut next);
+        match self.backend {
+            Backend::Router => {
+                let msg = ControlMsg {
+                    path: name.to_string(),
+                    change: change.clone(),
+                };
+                self.router
+                    .as_mut()
+                    .context("the delay router is not running")?
+                    .send_line(&serde_json::to_string(&msg)?)
+                    .context("sending the change to the delay router (has it exited?)")?;
+            }
+            Backend::Netem => {
+                let args = plan::netem_args(&next);
+                let p = &self.plan.paths[i];
+                netns::netem_change(&self.plan.router_netns, &p.router_port, &args)?;
+                netns::netem_change(&p.netns, &p.dev, &args)?;
+            }
+            Backend::None => {
+                bail!("backend \"none\" does not shape; use backend = \"router\" or \"netem\"")
+            }
+        }
+        self.paths[i].spec = next;
+        Ok(())
+    }
+
+    /// The router's latest stats line (None for netem/none or before the first line).
+    pub fn router_stats(&self) -> Option<RouterStats> {
+        self.view.lock().unwrap().latest.clone()
+    }
+
+    /// Latest stats plus realised delay histograms merged since the lab came up.
+    pub fn router_view(&self) -> RouterView {
+        self.view.lock().unwrap().clone()
+    }
+
+    /// Clears the merged delay histograms (e.g. between sweep points).
+    pub fn reset_router_histograms(&self) {
+        let mut v = self.view.lock().unwrap();
+        let n = v.delay_us.len();
+        let latest = v.latest.take();
+        *v = RouterView::new(n);
+        v.latest = latest;
+    }
+
+    /// Router pid (for the controller's process table).
+    pub fn router_pid(&self) -> Option<u32> {
+        self.router.as_ref().map(|r| r.pid())
+    }
+
+    /// Stops the router and deletes the namespaces, reporting errors.
+    pub fn down(mut self) -> anyhow::Result<()> {
+        if let Some(mut r) = self.router.take() {
+            r.stop(Duration::from_millis(500));
+        }
+        self.guard.teardown()
+    }
+
+    /// Leaves the lab up after this process exits (`synlab net up`); returns the namespaces.
+    pub fn leak(mut self) -> Vec<String> {
+        // The router would die with us (PDEATHSIG): `net up` only leaves unshaped links up
+        // unless the router is run by hand in the router netns.
+        if let Some(mut r) = self.router.take() {
+            r.stop(Duration::from_millis(200));
+        }
+        std::mem::take(&mut self.guard).leak()
+    }
+}
+
+impl Drop for LabNet {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.router.take() {
+            r.stop(Duration::from_millis(200));
+        }
+        // guard drops after this, deleting the namespaces.
+    }
+}
+
+/// Merges a stats delta into a histogram (re-exported for callers folding their own lines).
+pub fn merge(delta: &HistDelta, into: &mut hdrhistogram::Histogram<u64>) {
+    delta.merge_into(into);
+}

@@ -1,0 +1,515 @@
+//! Topology as a plan: a pure function from the `[network]` section to the list of operations
+//! that build the lab (namespaces, veth pairs, addresses, routes, offloads, sysctls, qdiscs,
+//! the router), so the topology is reviewed and snapshot-tested without root.
+//!
+//! Shape: one client netns per path, a router netns, a server netns. Each client netns has one
+//! veth to the router; the router has one veth to the server. The router is a bump in the wire
+//! (the delay router relays frames at layer 2; the netem/none backends bridge its ports), so
+//! its ports carry no addresses and its kernel neither forwards nor answers. Clients and server
+//! share 198.18.0.0/15 (RFC 2544): the server is 198.18.0.1, path i's clients are
+//! 198.18.(i+1).1..n. Client namespaces have no default route, only one to the server subnet
+//! over their link to the router: nothing they send can leave the lab.
+
+use crate::net::router::{RouterConfig, RouterPort};
+use crate::net::spec::{LossModel, NetworkSpec, PathSpec};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+
+/// Every name the lab creates starts with this (leftovers are found by it).
+pub const PREFIX: &str = "synlab-";
+/// Longest run id: `synlab-` + id + `-r9` must fit the kernel's 15-char link names.
+pub const MAX_RUN_ID: usize = 5;
+
+/// The backend a plan is built for (`auto` already resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Netem,
+    Router,
+    None,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Backend::Netem => "netem",
+            Backend::Router => "router",
+            Backend::None => "none",
+        })
+    }
+}
+
+/// One step of building the lab. Undo is by namespace: deleting a netns deletes its links.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op")]
+pub enum Op {
+    AddNetns {
+        name: String,
+    },
+    /// A veth pair created with each end directly in its netns (nothing appears in the root netns).
+    AddVethPair {
+        a: String,
+        a_netns: String,
+        b: String,
+        b_netns: String,
+    },
+    AddBridge {
+        netns: String,
+        name: String,
+    },
+    SetMaster {
+        netns: String,
+        dev: String,
+        master: String,
+    },
+    AddAddr {
+        netns: String,
+        dev: String,
+        cidr: String,
+    },
+    LinkUp {
+        netns: String,
+        dev: String,
+    },
+    /// An on-link route (no gateway).
+    Route {
+        netns: String,
+        dst: String,
+        dev: String,
+    },
+    /// GSO/TSO/GRO, scatter-gather and tx checksum offload off, so frames seen by AF_PACKET
+    /// are wire-sized with finished checksums.
+    OffloadsOff {
+        netns: String,
+        dev: String,
+    },
+    /// Writes /proc/sys/<key> inside the netns.
+    Sysctl {
+        netns: String,
+        key: String,
+        value: String,
+    },
+    /// `tc qdisc replace dev DEV root netem ARGS...` in the netns.
+    Netem {
+        netns: String,
+        dev: String,
+        args: Vec<String>,
+    },
+    StartRouter {
+        netns: String,
+        config: RouterConfig,
+    },
+}
+
+/// The server's place in the lab.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostPlan {
+    pub netns: String,
+    pub dev: String,
+    pub addr: Ipv4Addr,
+}
+
+/// One path's client netns, addresses and router port.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathPlan {
+    pub name: String,
+    pub share: f64,
+    pub netns: String,
+    pub dev: String,
+    pub addrs: Vec<Ipv4Addr>,
+    pub router_port: String,
+    pub spec: PathSpec,
+}
+
+/// The lab to build: what exists when it is up, and the operations that build it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub run_id: String,
+    pub backend: Backend,
+    /// Every netns the plan creates (deleting them undoes the whole plan).
+    pub namespaces: Vec<String>,
+    pub router_netns: String,
+    pub server: HostPlan,
+    pub paths: Vec<PathPlan>,
+    pub ops: Vec<Op>,
+}
+
+/// Why a plan cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("run id `{0}`: use 1 to {MAX_RUN_ID} lowercase letters or digits (it goes into 15-char link names)")]
+    RunId(String),
+    #[error("invalid [network] section: {}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    Spec(Vec<crate::net::spec::SpecError>),
+}
+
+/// Checks a run id for use in names.
+pub fn check_run_id(id: &str) -> Result<(), PlanError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_RUN_ID
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(PlanError::RunId(id.to_string()))
+    }
+}
+
+/// A fresh 5-character run id (base36 of time and pid).
+pub fn new_run_id() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = t ^ ((std::process::id() as u64) << 20);
+    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut s = String::new();
+    for _ in 0..MAX_RUN_ID {
+        let d = (x % 36) as u32;
+        s.push(std::char::from_digit(d, 36).unwrap());
+        x /= 36;
+    }
+    s
+}
+
+/// The server's address.
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+
+/// Client address `k` (0-based) of path `i`.
+pub fn client_addr(path: usize, k: u32) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, path as u8 + 1, k as u8 + 1)
+}
+
+/// netem arguments for one direction of a path: delay, jitter, loss, rate and a `limit`
+/// sized to the queue plus the frames in flight at rate x delay.
+pub fn netem_args(p: &PathSpec) -> Vec<String> {
+    let one_way_us = p.rtt.0.as_micros() / 2;
+    let mut a = vec!["delay".to_string(), format!("{one_way_us}us")];
+    if !p.jitter.0.is_zero() {
+        a.push(format!("{}us", p.jitter.0.as_micros()));
+    }
+    match (p.loss_model, p.gilbert) {
+        (LossModel::Gilbert, Some(g)) => a.extend([
+            "loss".into(),
+            "gemodel".into(),
+            format!("{}%", g.p.0),
+            format!("{}%", g.r.0),
+            format!("{}%", 100.0 - g.loss_bad.0),
+            format!("{}%", 100.0 - g.loss_good.0),
+        ]),
+        _ if p.loss.0 > 0.0 => a.extend(["loss".into(), "random".into(), format!("{}%", p.loss.0)]),
+        _ => {}
+    }
+    // Frames in flight: rate x one-way delay in 1500-byte frames (10 Gbit/s when unlimited).
+    let rate = p.bandwidth.map(|b| b.0).unwrap_or(10_000_000_000) as u128;
+    let in_flight = rate * one_way_us / 1_000_000 / (8 * 1500);
+    if let Some(b) = p.bandwidth {
+        a.extend(["rate".into(), format!("{}bit", b.0)]);
+    }
+    a.extend(["limit".into(), (p.queue as u128 + in_flight).to_string()]);
+    a
+}
+
+/// Turns the `[network]` section into the plan for `backend`.
+pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, PlanError> {
+    check_run_id(run_id)?;
+    spec.validate().map_err(PlanError::Spec)?;
+    let name = |s: &str| format!("{PREFIX}{run_id}-{s}");
+    let router = name("rtr");
+    let server = HostPlan {
+        netns: name("srv"),
+        dev: name("s"),
+        addr: SERVER_ADDR,
+    };
+    let router_server_port = name("rs");
+    let paths: Vec<PathPlan> = spec
+        .effective_paths()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| PathPlan {
+            name: p.name.clone(),
+            share: p.share,
+            netns: name(&format!("c{i}-{}", p.name)),
+            dev: name(&format!("c{i}")),
+            addrs: (0..spec.client_addrs).map(|k| client_addr(i, k)).collect(),
+            router_port: name(&format!("r{i}")),
+            spec: p,
+        })
+        .collect();
+
+    let mut namespaces = vec![server.netns.clone(), router.clone()];
+    namespaces.extend(paths.iter().map(|p| p.netns.clone()));
+
+    let mut ops = Vec::new();
+    let sysctl = |ns: &str, k: &str, v: &str| Op::Sysctl {
+        netns: ns.into(),
+        key: k.into(),
+        value: v.into(),
+    };
+    for ns in &namespaces {
+        ops.push(Op::AddNetns { name: ns.clone() });
+        ops.push(Op::LinkUp {
+            netns: ns.clone(),
+            dev: "lo".into(),
+        });
+        // No IPv6: no router solicitations or DAD frames on the paths, nothing to relay but ours.
+        ops.push(sysctl(ns, "net/ipv6/conf/all/disable_ipv6", "1"));
+        ops.push(sysctl(ns, "net/ipv6/conf/default/disable_ipv6", "1"));
+    }
+    ops.push(sysctl(&router, "net/ipv4/ip_forward", "0"));
+
+    // Links: server <-> router, then each client netns <-> router.
+    ops.push(Op::AddVethPair {
+        a: server.dev.clone(),
+        a_netns: server.netns.clone(),
+        b: router_server_port.clone(),
+        b_netns: router.clone(),
+    });
+    for p in &paths {
+        ops.push(Op::AddVethPair {
+            a: p.dev.clone(),
+            a_netns: p.netns.clone(),
+            b: p.router_port.clone(),
+            b_netns: router.clone(),
+        });
+    }
+    let mut ends = vec![
+        (server.netns.clone(), server.dev.clone()),
+        (router.clone(), router_server_port.clone()),
+    ];
+    for p in &paths {
+        ends.push((p.netns.clone(), p.dev.clone()));
+        ends.push((router.clone(), p.router_port.clone()));
+    }
+    for (ns, dev) in &ends {
+        ops.push(Op::OffloadsOff {
+            netns: ns.clone(),
+            dev: dev.clone(),
+        });
+    }
+
+    // The router netns: a bridge for netem/none, nothing for the delay router (it relays).
+    if backend != Backend::Router {
+        let br = name("br");
+        ops.push(Op::AddBridge {
+            netns: router.clone(),
+            name: br.clone(),
+        });
+        for dev in std::iter::once(&router_server_port).chain(paths.iter().map(|p| &p.router_port))
+        {
+            ops.push(Op::SetMaster {
+                netns: router.clone(),
+                dev: dev.clone(),
+                master: br.clone(),
+            });
+        }
+        ops.push(Op::LinkUp {
+            netns: router.clone(),
+            dev: br,
+        });
+    }
+    for (ns, dev) in &ends {
+        ops.push(Op::LinkUp {
+            netns: ns.clone(),
+            dev: dev.clone(),
+        });
+    }
+    // Addresses and routes.
+    ops.push(Op::AddAddr {
+        netns: server.netns.clone(),
+        dev: server.dev.clone(),
+        cidr: format!("{}/24", server.addr),
+    });
+    ops.push(Op::Route {
+        netns: server.netns.clone(),
+        dst: "198.18.0.0/15".into(),
+        dev: server.dev.clone(),
+    });
+    for p in &paths {
+        for a in &p.addrs {
+            ops.push(Op::AddAddr {
+                netns: p.netns.clone(),
+                dev: p.dev.clone(),
+                cidr: format!("{a}/24"),
+            });
+        }
+        ops.push(Op::Route {
+            netns: p.netns.clone(),
+            dst: "198.18.0.0/24".into(),
+            dev: p.dev.clone(),
+        });
+    }
+
+    // Sysctls: the scenario's per-netns table; clients get the wide port range by default.
+    for (k, v) in spec.sysctl.server.entries() {
+        ops.push(sysctl(&server.netns, k, &v));
+    }
+    for p in &paths {
+        let mut client = spec.sysctl.client.clone();
+        client.ip_local_port_range.get_or_insert(spec.port_range);
+        for (k, v) in client.entries() {
+            ops.push(sysctl(&p.netns, k, &v));
+        }
+    }
+
+    match backend {
+        Backend::Netem => {
+            // Server -> client on the router's port; client -> server on the client's own veth
+            // (the router's server port is shared by all paths, so it cannot tell them apart).
+            for p in &paths {
+                let args = netem_args(&p.spec);
+                ops.push(Op::Netem {
+                    netns: router.clone(),
+                    dev: p.router_port.clone(),
+                    args: args.clone(),
+                });
+                ops.push(Op::Netem {
+                    netns: p.netns.clone(),
+                    dev: p.dev.clone(),
+                    args,
+                });
+            }
+        }
+        Backend::Router => ops.push(Op::StartRouter {
+            netns: router.clone(),
+            config: RouterConfig {
+                server_port: router_server_port.clone(),
+                ports: paths
+                    .iter()
+                    .map(|p| RouterPort {
+                        dev: p.router_port.clone(),
+                        path: p.spec.clone(),
+                    })
+                    .collect(),
+                stats_interval_ms: 500,
+                detached: false,
+            },
+        }),
+        Backend::None => {}
+    }
+
+    Ok(Plan {
+        run_id: run_id.to_string(),
+        backend,
+        namespaces,
+        router_netns: router,
+        server,
+        paths,
+        ops,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::units::{Bandwidth, Dur, Percent};
+    use std::time::Duration;
+
+    fn two_paths() -> NetworkSpec {
+        NetworkSpec {
+            client_addrs: 2,
+            paths: vec![
+                PathSpec {
+                    name: "lan".into(),
+                    share: 3.0,
+                    ..Default::default()
+                },
+                PathSpec {
+                    name: "dsl".into(),
+                    rtt: Dur(Duration::from_millis(100)),
+                    jitter: Dur(Duration::from_millis(2)),
+                    loss: Percent(1.0),
+                    bandwidth: Some(Bandwidth(10_000_000)),
+                    queue: 50,
+                    ..Default::default()
+                },
+            ],
+            sysctl: crate::net::spec::SysctlSpec {
+                server: crate::net::spec::SysctlSet {
+                    somaxconn: Some(128),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn router_plan_one_path() {
+        let p = plan(&NetworkSpec::default(), "ab12", Backend::Router).unwrap();
+        insta::assert_yaml_snapshot!(p);
+    }
+
+    #[test]
+    fn router_plan_two_paths() {
+        insta::assert_yaml_snapshot!(plan(&two_paths(), "ab12", Backend::Router).unwrap());
+    }
+
+    #[test]
+    fn netem_plan_one_path() {
+        let spec = NetworkSpec {
+            paths: vec![PathSpec {
+                name: "wan".into(),
+                rtt: Dur(Duration::from_millis(40)),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        insta::assert_yaml_snapshot!(plan(&spec, "ab12", Backend::Netem).unwrap().ops);
+    }
+
+    #[test]
+    fn netem_plan_two_paths() {
+        insta::assert_yaml_snapshot!(plan(&two_paths(), "ab12", Backend::Netem).unwrap().ops);
+    }
+
+    #[test]
+    fn link_names_fit_the_kernel_limit_and_clients_have_no_default_route() {
+        let mut spec = two_paths();
+        for i in 2..10 {
+            spec.paths.push(PathSpec {
+                name: format!("p{i}"),
+                ..Default::default()
+            });
+        }
+        let p = plan(&spec, "zzzzz", Backend::Netem).unwrap();
+        for op in &p.ops {
+            if let Op::AddVethPair { a, b, .. } = op {
+                assert!(a.len() <= 15 && b.len() <= 15, "{a} {b}");
+            }
+            if let Op::Route { dst, .. } = op {
+                assert_ne!(dst, "0.0.0.0/0");
+                assert!(dst.starts_with("198.18."));
+            }
+        }
+        assert!(p.namespaces.iter().all(|n| n.starts_with(PREFIX)));
+    }
+
+    #[test]
+    fn bad_run_id_and_bad_spec_are_refused() {
+        assert!(matches!(
+            plan(&NetworkSpec::default(), "toolong", Backend::Router),
+            Err(PlanError::RunId(_))
+        ));
+        let mut spec = two_paths();
+        spec.paths[1].share = -1.0;
+        let e = plan(&spec, "a", Backend::Router).unwrap_err().to_string();
+        assert!(e.contains("network.path[1].share"), "{e}");
+        assert_eq!(new_run_id().len(), MAX_RUN_ID);
+        check_run_id(&new_run_id()).unwrap();
+    }
+
+    #[test]
+    fn netem_limit_covers_rate_times_delay() {
+        let spec = two_paths();
+        // 10 Mbit/s x 50 ms = 62 500 bytes ~ 41 full frames, + queue 50.
+        let a = netem_args(&spec.paths[1]);
+        assert_eq!(a.last().unwrap(), "91");
+        assert!(a
+            .windows(2)
+            .any(|w| w[0] == "rate" && w[1] == "10000000bit"));
+    }
+}

@@ -1,0 +1,471 @@
+//! The delay router (`synlab router`, run by the lab in the router netns): relays frames
+//! between each client-side port and the server-side port at layer 2 (ARP included), holding
+//! each frame until the departure time its path's shaper gives it, and reports counters and
+//! realised delays as JSON lines on stdout. Live changes arrive as JSON lines on stdin; stdin
+//! EOF stops it.
+//!
+//! Frames from a client port go to the server port through that path's `up` shaper. Frames
+//! from the server port go to the client port whose source MAC matched their destination
+//! (learned from client frames) through that path's `down` shaper; broadcasts and unknown
+//! destinations are flooded to every client port. Client ports never reach each other.
+
+use crate::metrics::hist::{self, HistDelta};
+use crate::net::shaper::{DirParams, Shaper, Verdict};
+use crate::net::spec::{PathChange, PathSpec};
+use crate::sys::packet::{self, PacketPort, Poller, Timer};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::io::Write;
+
+/// A client-side port and its path profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterPort {
+    pub dev: String,
+    pub path: PathSpec,
+}
+
+/// What the lab passes to `synlab router --config-json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    pub server_port: String,
+    pub ports: Vec<RouterPort>,
+    pub stats_interval_ms: u64,
+    /// Left running by `synlab net up`: no stdin to watch; stops when its ports disappear.
+    #[serde(default)]
+    pub detached: bool,
+}
+
+/// A live change on stdin: `{"path":"dsl","change":{"rtt":"20ms"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlMsg {
+    pub path: String,
+    pub change: PathChange,
+}
+
+/// Counters of one direction of a path. Counters are totals since start; `delay_us` holds
+/// the realised delays (arrival to send) recorded since the previous stats line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirStats {
+    pub relayed: u64,
+    pub bytes: u64,
+    pub lost: u64,
+    pub queue_drops: u64,
+    pub send_errors: u64,
+    /// Frames in the bottleneck queue now.
+    pub queue: u64,
+    /// Frames held by the router now (queue plus delay line).
+    pub in_flight: u64,
+    pub delay_us: HistDelta,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathStats {
+    pub name: String,
+    /// Client -> server.
+    pub up: DirStats,
+    /// Server -> client.
+    pub down: DirStats,
+}
+
+/// One stats line of the router.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouterStats {
+    /// Milliseconds since the router started.
+    pub t_ms: u64,
+    pub paths: Vec<PathStats>,
+    /// Send time minus scheduled departure (timer error), since the previous line.
+    pub late_us: HistDelta,
+    /// Router CPU time (user + system) since start, in microseconds.
+    pub cpu_us: u64,
+    /// Whether the router got SCHED_FIFO (timing holds on a busy host).
+    #[serde(default)]
+    pub realtime: bool,
+}
+
+/// Hard cap on frames held per direction (delay line included), so memory stays bounded
+/// whatever the configured delay and input rate.
+const MAX_HELD: u64 = 200_000;
+/// Arm the timer this long before a departure and spin the rest: timerfd wake-ups land
+/// tens of microseconds late, the spin keeps departures within a few.
+const EARLY_NS: u64 = 20_000;
+const UP: usize = 0;
+const DOWN: usize = 1;
+
+struct Held {
+    depart: u64,
+    seq: u64,
+    arrived: u64,
+    path: usize,
+    dir: usize,
+    frame: Vec<u8>,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        (self.depart, self.seq) == (o.depart, o.seq)
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.depart, self.seq).cmp(&(o.depart, o.seq))
+    }
+}
+
+/// The relay's state apart from sockets: shapers, held frames, MAC table, counters.
+struct Relay {
+    names: Vec<String>,
+    shapers: Vec<[Shaper; 2]>,
+    held: BinaryHeap<Reverse<Held>>,
+    seq: u64,
+    mac_path: HashMap<[u8; 6], usize>,
+    stats: Vec<[DirStats; 2]>,
+    delay: Vec<[hdrhistogram::Histogram<u64>; 2]>,
+    late: hdrhistogram::Histogram<u64>,
+    pool: Vec<Vec<u8>>,
+}
+
+impl Relay {
+    fn new(cfg: &RouterConfig, seed: u64) -> Self {
+        let n = cfg.ports.len();
+        Relay {
+            names: cfg.ports.iter().map(|p| p.path.name.clone()).collect(),
+            shapers: cfg
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let d = DirParams::from_path(&p.path);
+                    let s = seed.wrapping_add(i as u64 * 2);
+                    [Shaper::new(d, s), Shaper::new(d, s + 1)]
+                })
+                .collect(),
+            held: BinaryHeap::new(),
+            seq: 0,
+            mac_path: HashMap::new(),
+            stats: vec![Default::default(); n],
+            delay: (0..n)
+                .map(|_| [hist::new_hist(), hist::new_hist()])
+                .collect(),
+            late: hist::new_hist(),
+            pool: Vec::new(),
+        }
+    }
+
+    fn admit(&mut self, now: u64, path: usize, dir: usize, frame: &[u8]) {
+        let st = &mut self.stats[path][dir];
+        if st.in_flight >= MAX_HELD {
+            st.queue_drops += 1;
+            return;
+        }
+        match self.shapers[path][dir].on_frame(now, frame.len()) {
+            Verdict::Lost => st.lost += 1,
+            Verdict::QueueFull => st.queue_drops += 1,
+            Verdict::Forward { depart_ns } => {
+                st.in_flight += 1;
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(frame);
+                self.seq += 1;
+                self.held.push(Reverse(Held {
+                    depart: depart_ns,
+                    seq: self.seq,
+                    arrived: now,
+                    path,
+                    dir,
+                    frame: buf,
+                }));
+            }
+        }
+    }
+
+    /// A frame arrived on client port `path`.
+    fn on_client_frame(&mut self, now: u64, path: usize, frame: &[u8]) {
+        if frame.len() >= 12 {
+            let mut src = [0u8; 6];
+            src.copy_from_slice(&frame[6..12]);
+            if src[0] & 1 == 0 {
+                self.mac_path.insert(src, path);
+            }
+        }
+        self.admit(now, path, UP, frame);
+    }
+
+    /// A frame arrived on the server port.
+    fn on_server_frame(&mut self, now: u64, frame: &[u8]) {
+        if frame.len() < 14 {
+            return;
+        }
+        let mut dst = [0u8; 6];
+        dst.copy_from_slice(&frame[..6]);
+        match self.mac_path.get(&dst) {
+            Some(&p) if dst[0] & 1 == 0 => self.admit(now, p, DOWN, frame),
+            _ => {
+                for p in 0..self.shapers.len() {
+                    self.admit(now, p, DOWN, frame);
+                }
+            }
+        }
+    }
+
+    fn next_departure(&self) -> Option<u64> {
+        self.held.peek().map(|Reverse(h)| h.depart)
+    }
+
+    fn snapshot(&mut self, now: u64, t_ms: u64) -> RouterStats {
+        let paths = (0..self.names.len())
+            .map(|p| {
+                let mut dirs: [DirStats; 2] = Default::default();
+                for (d, out) in dirs.iter_mut().enumerate() {
+                    let st = &mut self.stats[p][d];
+                    st.queue = self.shapers[p][d].queue_depth(now) as u64;
+                    *out = DirStats {
+                        delay_us: HistDelta::drain(&mut self.delay[p][d]),
+                        ..st.clone()
+                    };
+                }
+                let [up, down] = dirs;
+                PathStats {
+                    name: self.names[p].clone(),
+                    up,
+                    down,
+                }
+            })
+            .collect();
+        RouterStats {
+            t_ms,
+            paths,
+            late_us: HistDelta::drain(&mut self.late),
+            cpu_us: packet::cpu_us(),
+            realtime: false,
+        }
+    }
+}
+
+/// Runs the router until stdin closes.
+pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
+    let server = PacketPort::open(&cfg.server_port)
+        .with_context(|| format!("opening server port {}", cfg.server_port))?;
+    let clients: Vec<PacketPort> = cfg
+        .ports
+        .iter()
+        .map(|p| PacketPort::open(&p.dev).with_context(|| format!("opening port {}", p.dev)))
+        .collect::<anyhow::Result<_>>()?;
+    packet::set_timer_slack_ns(1);
+    let realtime = packet::set_realtime(10).is_ok();
+    let mut relay = Relay::new(cfg, packet::mono_ns());
+    let mut timer = Timer::new()?;
+    let mut poller = Poller::new()?;
+    let n = clients.len() as u64;
+    const SERVER: u64 = 1000;
+    const STDIN: u64 = 1001;
+    const TIMER: u64 = 1002;
+    for (i, c) in clients.iter().enumerate() {
+        poller.add(c.raw_fd(), i as u64)?;
+    }
+    poller.add(server.raw_fd(), SERVER)?;
+    if !cfg.detached {
+        poller.add(0, STDIN)?;
+        packet::set_nonblocking(0)?;
+    }
+    poller.add(timer.raw_fd(), TIMER)?;
+
+    let start = packet::mono_ns();
+    let interval = cfg.stats_interval_ms.max(10) * 1_000_000;
+    let mut next_stats = start + interval;
+    let mut buf = vec![0u8; 65536];
+    let mut line = Vec::<u8>::new();
+    let mut ready = Vec::new();
+    let out = std::io::stdout();
+    loop {
+        let wake = relay
+            .next_departure()
+            .map(|d| d.saturating_sub(EARLY_NS))
+            .unwrap_or(u64::MAX)
+            .min(next_stats);
+        timer.arm_at(Some(wake))?;
+        poller.wait(-1, &mut ready)?;
+        for &tok in &ready {
+            match tok {
+                TIMER => timer.clear(),
+                STDIN => loop {
+                    match packet::read_nonblocking(0, &mut buf)? {
+                        None => break,
+                        Some(0) => return Ok(()),
+                        Some(k) => {
+                            line.extend_from_slice(&buf[..k]);
+                            while let Some(pos) = line.iter().position(|&b| b == b'\n') {
+                                let l: Vec<u8> = line.drain(..=pos).collect();
+                                apply_control(&mut relay, &cfg.ports, &l, packet::mono_ns());
+                            }
+                        }
+                    }
+                },
+                t if t < n || t == SERVER => {
+                    let port = if t == SERVER {
+                        &server
+                    } else {
+                        &clients[t as usize]
+                    };
+                    // A bounded batch per wake-up, so one busy port cannot starve departures.
+                    for _ in 0..256 {
+                        let Some(len) = port.recv(&mut buf)? else {
+                            break;
+                        };
+                        let now = packet::mono_ns();
+                        if t == SERVER {
+                            relay.on_server_frame(now, &buf[..len]);
+                        } else {
+                            relay.on_client_frame(now, t as usize, &buf[..len]);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Departures: spin the last few microseconds before a due frame, then send.
+        while let Some(d) = relay.next_departure() {
+            let mut now = packet::mono_ns();
+            if d > now + EARLY_NS {
+                break;
+            }
+            while now < d {
+                std::hint::spin_loop();
+                now = packet::mono_ns();
+            }
+            let Reverse(h) = relay.held.pop().expect("peeked");
+            let out_port = if h.dir == UP {
+                &server
+            } else {
+                &clients[h.path]
+            };
+            let sent = out_port.send(&h.frame);
+            let done = packet::mono_ns();
+            let st = &mut relay.stats[h.path][h.dir];
+            st.in_flight -= 1;
+            match sent {
+                Ok(()) => {
+                    st.relayed += 1;
+                    st.bytes += h.frame.len() as u64;
+                    hist::record(&mut relay.delay[h.path][h.dir], (done - h.arrived) / 1000);
+                    hist::record(&mut relay.late, (done - h.depart) / 1000);
+                }
+                Err(_) => st.send_errors += 1,
+            }
+            relay.pool.push(h.frame);
+        }
+        let now = packet::mono_ns();
+        if now >= next_stats {
+            let mut s = relay.snapshot(now, (now - start) / 1_000_000);
+            s.realtime = realtime;
+            let mut o = out.lock();
+            serde_json::to_writer(&mut o, &s)?;
+            o.write_all(b"\n")?;
+            o.flush()?;
+            while next_stats <= now {
+                next_stats += interval;
+            }
+        }
+    }
+}
+
+fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64) {
+    let text = String::from_utf8_lossy(line);
+    if text.trim().is_empty() {
+        return;
+    }
+    match serde_json::from_str::<ControlMsg>(text.trim()) {
+        Ok(msg) => match ports.iter().position(|p| p.path.name == msg.path) {
+            Some(i) => {
+                for s in relay.shapers[i].iter_mut() {
+                    s.change(now, &msg.change);
+                }
+            }
+            None => eprintln!("synlab router: no path `{}`; ignoring {text}", msg.path),
+        },
+        Err(e) => eprintln!("synlab router: bad control line {}: {e}", text.trim()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> RouterConfig {
+        RouterConfig {
+            server_port: "s".into(),
+            ports: ["a", "b"]
+                .iter()
+                .map(|n| RouterPort {
+                    dev: format!("r{n}"),
+                    path: PathSpec {
+                        name: n.to_string(),
+                        ..Default::default()
+                    },
+                })
+                .collect(),
+            stats_interval_ms: 100,
+            detached: false,
+        }
+    }
+
+    fn frame(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&src);
+        f
+    }
+
+    #[test]
+    fn server_frames_follow_learned_macs_and_broadcasts_flood() {
+        let mut r = Relay::new(&cfg(), 1);
+        let (a, b, srv) = (
+            [2, 0, 0, 0, 0, 0xa],
+            [2, 0, 0, 0, 0, 0xb],
+            [2, 0, 0, 0, 0, 1],
+        );
+        r.on_client_frame(0, 0, &frame(srv, a));
+        r.on_client_frame(0, 1, &frame(srv, b));
+        r.on_server_frame(0, &frame(b, srv));
+        r.on_server_frame(0, &frame([0xff; 6], srv));
+        let held: Vec<(usize, usize)> = r.held.iter().map(|Reverse(h)| (h.path, h.dir)).collect();
+        let down_a = held.iter().filter(|&&x| x == (0, DOWN)).count();
+        let down_b = held.iter().filter(|&&x| x == (1, DOWN)).count();
+        assert_eq!((down_a, down_b), (1, 2));
+        assert_eq!(held.iter().filter(|x| x.1 == UP).count(), 2);
+    }
+
+    #[test]
+    fn control_line_changes_only_its_path() {
+        let c = cfg();
+        let mut r = Relay::new(&c, 1);
+        apply_control(
+            &mut r,
+            &c.ports,
+            br#"{"path":"b","change":{"rtt":"40ms"}}"#,
+            0,
+        );
+        assert_eq!(r.shapers[0][UP].params().latency_ns, 0);
+        assert_eq!(r.shapers[1][DOWN].params().latency_ns, 20_000_000);
+    }
+
+    #[test]
+    fn stats_line_round_trips() {
+        let mut r = Relay::new(&cfg(), 1);
+        r.on_client_frame(0, 0, &frame([0xff; 6], [2, 0, 0, 0, 0, 9]));
+        let s = r.snapshot(0, 5);
+        assert_eq!(s.paths[0].up.in_flight, 1);
+        let back: RouterStats = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+}

@@ -1,0 +1,548 @@
+//! The scenario's `[network]` section: backend, client addressing, per-netns sysctls and the
+//! `[[network.path]]` profiles (rtt, jitter, loss model, bandwidth, queue), with validation
+//! errors that name the key path (`network.path[1].loss`).
+
+use crate::scenario::units::{Bandwidth, Dur, Percent};
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// Most paths a lab carries (link names keep a one-digit path index to stay within 15 chars).
+pub const MAX_PATHS: usize = 10;
+
+/// Which shaping backend runs the paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// netem when the kernel has sch_netem, else the user-space router.
+    #[default]
+    Auto,
+    Netem,
+    Router,
+    /// Plain veths, no shaping.
+    None,
+}
+
+/// The `[network]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkSpec {
+    pub backend: BackendChoice,
+    /// Addresses per client netns (more addresses = more ephemeral ports for TIME_WAIT-heavy load).
+    pub client_addrs: u32,
+    /// ip_local_port_range of the client namespaces (unless `sysctl.client` sets it).
+    pub port_range: PortRange,
+    pub sysctl: SysctlSpec,
+    #[serde(rename = "path")]
+    pub paths: Vec<PathSpec>,
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            backend: BackendChoice::Auto,
+            client_addrs: 4,
+            port_range: PortRange(1024, 65535),
+            sysctl: SysctlSpec::default(),
+            paths: Vec::new(),
+        }
+    }
+}
+
+/// Per-netns sysctls: `[network.sysctl.server]` and `[network.sysctl.client]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SysctlSpec {
+    pub server: SysctlSet,
+    pub client: SysctlSet,
+}
+
+/// The sysctls the lab sets in a namespace; None = the kernel's default for a new netns.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SysctlSet {
+    pub somaxconn: Option<u32>,
+    pub tcp_max_syn_backlog: Option<u32>,
+    pub ip_local_port_range: Option<PortRange>,
+    pub tcp_syncookies: Option<u8>,
+    pub tcp_fin_timeout: Option<u32>,
+    pub tcp_tw_reuse: Option<u8>,
+    pub tcp_max_tw_buckets: Option<u32>,
+}
+
+impl SysctlSet {
+    /// (key under /proc/sys, value) pairs, in a stable order.
+    pub fn entries(&self) -> Vec<(&'static str, String)> {
+        let mut v = Vec::new();
+        let mut put = |k: &'static str, val: Option<String>| {
+            if let Some(val) = val {
+                v.push((k, val));
+            }
+        };
+        put("net/core/somaxconn", self.somaxconn.map(|x| x.to_string()));
+        put(
+            "net/ipv4/tcp_max_syn_backlog",
+            self.tcp_max_syn_backlog.map(|x| x.to_string()),
+        );
+        put(
+            "net/ipv4/ip_local_port_range",
+            self.ip_local_port_range.map(|r| format!("{} {}", r.0, r.1)),
+        );
+        put(
+            "net/ipv4/tcp_syncookies",
+            self.tcp_syncookies.map(|x| x.to_string()),
+        );
+        put(
+            "net/ipv4/tcp_fin_timeout",
+            self.tcp_fin_timeout.map(|x| x.to_string()),
+        );
+        put(
+            "net/ipv4/tcp_tw_reuse",
+            self.tcp_tw_reuse.map(|x| x.to_string()),
+        );
+        put(
+            "net/ipv4/tcp_max_tw_buckets",
+            self.tcp_max_tw_buckets.map(|x| x.to_string()),
+        );
+        v
+    }
+}
+
+/// A port range written `"1024-65535"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange(pub u16, pub u16);
+
+impl PortRange {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (a, b) = s
+            .split_once('-')
+            .ok_or_else(|| format!("`{s}` is not a port range; write e.g. \"1024-65535\""))?;
+        let p = |x: &str| {
+            x.trim()
+                .parse::<u16>()
+                .map_err(|_| format!("`{x}` in `{s}` is not a port (1-65535)"))
+        };
+        Ok(PortRange(p(a)?, p(b)?))
+    }
+    /// Ports in the range.
+    pub fn len(&self) -> u32 {
+        (self.1 as u32 + 1).saturating_sub(self.0 as u32)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Display for PortRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.0, self.1)
+    }
+}
+
+impl Serialize for PortRange {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for PortRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        PortRange::parse(&s).map_err(de::Error::custom)
+    }
+}
+
+/// How frames are lost on a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossModel {
+    /// Each frame is lost independently with probability `loss`.
+    #[default]
+    Bernoulli,
+    /// Gilbert-Elliott: a two-state chain (`[network.path.gilbert]`) for bursty loss.
+    Gilbert,
+}
+
+/// Gilbert-Elliott parameters, per frame: p = P(good -> bad), r = P(bad -> good), and the loss
+/// probability in each state (netem's `loss gemodel p r 1-h 1-k`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gilbert {
+    pub p: Percent,
+    pub r: Percent,
+    #[serde(default = "hundred")]
+    pub loss_bad: Percent,
+    #[serde(default)]
+    pub loss_good: Percent,
+}
+
+fn hundred() -> Percent {
+    Percent(100.0)
+}
+
+impl Gilbert {
+    /// Long-run loss rate of the chain.
+    pub fn mean_loss(&self) -> f64 {
+        let (p, r) = (self.p.fraction(), self.r.fraction());
+        if p + r == 0.0 {
+            return self.loss_good.fraction();
+        }
+        let bad = p / (p + r);
+        bad * self.loss_bad.fraction() + (1.0 - bad) * self.loss_good.fraction()
+    }
+}
+
+/// One `[[network.path]]`: a class of clients and the WAN between them and the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PathSpec {
+    pub name: String,
+    /// Relative weight of this path in the offered load.
+    pub share: f64,
+    /// Added round-trip delay, half in each direction.
+    pub rtt: Dur,
+    /// Uniform +-jitter added to each direction's delay.
+    pub jitter: Dur,
+    /// Let jitter reorder frames (netem does; real paths mostly don't).
+    pub reorder: bool,
+    /// Loss in each direction (Bernoulli model).
+    pub loss: Percent,
+    pub loss_model: LossModel,
+    pub gilbert: Option<Gilbert>,
+    /// Bottleneck rate in each direction; None = unlimited.
+    pub bandwidth: Option<Bandwidth>,
+    /// Drop-tail limit of the bottleneck queue, in frames.
+    pub queue: u32,
+}
+
+impl Default for PathSpec {
+    fn default() -> Self {
+        PathSpec {
+            name: String::new(),
+            share: 1.0,
+            rtt: Dur::default(),
+            jitter: Dur::default(),
+            reorder: false,
+            loss: Percent(0.0),
+            loss_model: LossModel::Bernoulli,
+            gilbert: None,
+            bandwidth: None,
+            queue: 1000,
+        }
+    }
+}
+
+/// A validation error: the key path and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {msg}")]
+pub struct SpecError {
+    pub key: String,
+    pub msg: String,
+}
+
+fn err(key: impl Into<String>, msg: impl Into<String>) -> SpecError {
+    SpecError {
+        key: key.into(),
+        msg: msg.into(),
+    }
+}
+
+impl NetworkSpec {
+    /// The paths the lab builds: the configured ones, or one unshaped path `lan`.
+    pub fn effective_paths(&self) -> Vec<PathSpec> {
+        if self.paths.is_empty() {
+            vec![PathSpec {
+                name: "lan".into(),
+                ..PathSpec::default()
+            }]
+        } else {
+            self.paths.clone()
+        }
+    }
+
+    /// Checks values serde cannot: ranges, unique names, model parameters.
+    pub fn validate(&self) -> Result<(), Vec<SpecError>> {
+        let mut errs = Vec::new();
+        if !(1..=250).contains(&self.client_addrs) {
+            errs.push(err(
+                "network.client_addrs",
+                format!("{} is out of range; use 1 to 250", self.client_addrs),
+            ));
+        }
+        if self.port_range.0 == 0 || self.port_range.0 >= self.port_range.1 {
+            errs.push(err(
+                "network.port_range",
+                format!("`{}` must be low-high with 0 < low < high", self.port_range),
+            ));
+        }
+        for (who, set) in [
+            ("server", &self.sysctl.server),
+            ("client", &self.sysctl.client),
+        ] {
+            let key = |k: &str| format!("network.sysctl.{who}.{k}");
+            if let Some(r) = set.ip_local_port_range {
+                if r.0 == 0 || r.0 >= r.1 {
+                    errs.push(err(
+                        key("ip_local_port_range"),
+                        format!("`{r}` must be low-high"),
+                    ));
+                }
+            }
+            for (k, v) in [
+                ("tcp_syncookies", set.tcp_syncookies),
+                ("tcp_tw_reuse", set.tcp_tw_reuse),
+            ] {
+                if v.is_some_and(|v| v > 2) {
+                    errs.push(err(key(k), format!("{} is not 0, 1 or 2", v.unwrap())));
+                }
+            }
+            if set.somaxconn == Some(0) {
+                errs.push(err(
+                    key("somaxconn"),
+                    "0 refuses every connection; use >= 1",
+                ));
+            }
+        }
+        if self.paths.len() > MAX_PATHS {
+            errs.push(err(
+                "network.path",
+                format!(
+                    "{} paths; at most {MAX_PATHS} are supported",
+                    self.paths.len()
+                ),
+            ));
+        }
+        for (i, p) in self.paths.iter().enumerate() {
+            let key = |k: &str| format!("network.path[{i}].{k}");
+            if p.name.is_empty() {
+                errs.push(err(
+                    key("name"),
+                    "every path needs a name (e.g. name = \"dsl\")",
+                ));
+            } else if !p
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                || p.name.len() > 32
+            {
+                errs.push(err(
+                    key("name"),
+                    format!("`{}`: use up to 32 letters, digits, - or _", p.name),
+                ));
+            } else if self.paths[..i].iter().any(|q| q.name == p.name) {
+                errs.push(err(
+                    key("name"),
+                    format!("`{}` is used by an earlier path", p.name),
+                ));
+            }
+            if !(p.share.is_finite() && p.share > 0.0) {
+                errs.push(err(key("share"), format!("{} must be > 0", p.share)));
+            }
+            if p.rtt.0 > std::time::Duration::from_secs(10) {
+                errs.push(err(key("rtt"), format!("{} is above the 10s limit", p.rtt)));
+            }
+            if p.queue == 0 || p.queue > 1_000_000 {
+                errs.push(err(
+                    key("queue"),
+                    format!("{} frames; use 1 to 1000000", p.queue),
+                ));
+            }
+            match (p.loss_model, &p.gilbert) {
+                (LossModel::Gilbert, None) => errs.push(err(
+                    key("gilbert"),
+                    "loss_model = \"gilbert\" needs [network.path.gilbert] with p and r",
+                )),
+                (LossModel::Gilbert, Some(g)) => {
+                    if p.loss.0 != 0.0 {
+                        errs.push(err(
+                            key("loss"),
+                            "with loss_model = \"gilbert\" the loss rate comes from gilbert.p/r; remove `loss`",
+                        ));
+                    }
+                    if g.p.0 > 0.0 && g.r.0 == 0.0 {
+                        errs.push(err(
+                            format!("network.path[{i}].gilbert.r"),
+                            "0% means the bad state never ends; use r > 0",
+                        ));
+                    }
+                }
+                (LossModel::Bernoulli, Some(_)) => errs.push(err(
+                    key("gilbert"),
+                    "only used with loss_model = \"gilbert\"",
+                )),
+                (LossModel::Bernoulli, None) => {}
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs)
+        }
+    }
+}
+
+/// A live change to one path; absent fields keep their value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<Percent>,
+    /// `Some(None)` is not expressible in JSON lines; use `unlimited = true` to lift a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidth>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlimited: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<u32>,
+}
+
+impl PathChange {
+    /// Applies the change to a path profile.
+    pub fn apply_to(&self, p: &mut PathSpec) {
+        if let Some(v) = self.rtt {
+            p.rtt = v;
+        }
+        if let Some(v) = self.jitter {
+            p.jitter = v;
+        }
+        if let Some(v) = self.loss {
+            p.loss = v;
+        }
+        if let Some(v) = self.bandwidth {
+            p.bandwidth = Some(v);
+        }
+        if self.unlimited {
+            p.bandwidth = None;
+        }
+        if let Some(v) = self.queue {
+            p.queue = v.max(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Wrap {
+        network: NetworkSpec,
+    }
+
+    fn parse(s: &str) -> Result<NetworkSpec, String> {
+        toml::from_str::<Wrap>(s)
+            .map(|w| w.network)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn full_section_parses_with_units() {
+        let n = parse(
+            r#"
+            [network]
+            backend = "router"
+            client_addrs = 8
+            port_range = "2000-60000"
+            [network.sysctl.server]
+            somaxconn = 128
+            tcp_syncookies = 0
+            [[network.path]]
+            name = "lan"
+            share = 3
+            [[network.path]]
+            name = "dsl"
+            rtt = "100ms"
+            jitter = "2ms"
+            loss = "1%"
+            bandwidth = "10mbit"
+            queue = 50
+            [[network.path]]
+            name = "wifi"
+            loss_model = "gilbert"
+            gilbert = { p = "1%", r = "30%" }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(n.backend, BackendChoice::Router);
+        assert_eq!(n.paths.len(), 3);
+        assert_eq!(n.paths[1].rtt.0.as_millis(), 100);
+        assert_eq!(n.paths[1].bandwidth.unwrap().0, 10_000_000);
+        assert_eq!(n.paths[2].gilbert.unwrap().loss_bad.0, 100.0);
+        assert_eq!(n.sysctl.server.somaxconn, Some(128));
+        n.validate().unwrap();
+    }
+
+    #[test]
+    fn defaults_give_one_lan_path_and_wide_ports() {
+        let n = parse("[network]\n").unwrap();
+        assert_eq!(n.client_addrs, 4);
+        assert_eq!(n.port_range, PortRange(1024, 65535));
+        assert_eq!(n.effective_paths()[0].name, "lan");
+        n.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_key_is_rejected() {
+        let e =
+            parse("[network]\n[[network.path]]\nname = \"a\"\nlatency = \"1ms\"\n").unwrap_err();
+        assert!(e.contains("latency"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_key_path() {
+        let n = parse(
+            r#"
+            [network]
+            client_addrs = 0
+            [[network.path]]
+            name = "a"
+            [[network.path]]
+            name = "a"
+            share = 0
+            loss_model = "gilbert"
+            loss = "5%"
+            gilbert = { p = "1%", r = "0%" }
+            "#,
+        )
+        .unwrap();
+        let keys: Vec<String> = n
+            .validate()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "network.client_addrs",
+                "network.path[1].name",
+                "network.path[1].share",
+                "network.path[1].loss",
+                "network.path[1].gilbert.r"
+            ]
+        );
+    }
+
+    #[test]
+    fn gilbert_mean_loss() {
+        let g = Gilbert {
+            p: Percent(1.0),
+            r: Percent(19.0),
+            loss_bad: Percent(100.0),
+            loss_good: Percent(0.0),
+        };
+        assert!((g.mean_loss() - 0.05).abs() < 1e-12);
+    }
+
+    #[test]
+    fn path_change_parses_from_json_and_applies() {
+        let c: PathChange = serde_json::from_str(r#"{"rtt":"20ms","loss":"2%"}"#).unwrap();
+        let mut p = PathSpec::default();
+        c.apply_to(&mut p);
+        assert_eq!(p.rtt.0.as_millis(), 20);
+        assert_eq!(p.loss.0, 2.0);
+    }
+}
