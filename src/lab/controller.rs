@@ -26,6 +26,30 @@ pub enum Msg {
     Server(ServerStats),
 }
 
+/// Where a worker runs and which share of the total load it carries.
+#[derive(Debug, Clone)]
+struct WorkerSlot {
+    weight: f64,
+    netns: Option<String>,
+    bind_addrs: Vec<IpAddr>,
+}
+
+/// Splits `n` workers over paths by share (each path with a share gets at least one).
+fn split_workers(n: u32, shares: &[f64]) -> Vec<(usize, u32)> {
+    let total: f64 = shares.iter().sum::<f64>().max(1e-9);
+    shares
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(i, s)| (i, ((n as f64 * s / total).round() as u32).max(1)))
+        .collect()
+}
+
+/// A total (rate, D, N) scaled to one worker's weight; counts round up so none gets 0.
+fn share_count(total: u32, weight: f64) -> u32 {
+    ((total as f64 * weight).ceil() as u32).max(1)
+}
+
 /// Where and how a run writes.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -44,7 +68,12 @@ pub struct Controller {
     pub target_addr: SocketAddr,
     pub server_pid: Option<u32>,
     workers: Vec<ChildProc>,
+    /// Where each worker runs and its share of the load.
+    slots: Vec<WorkerSlot>,
     n_workers: u32,
+    /// The network lab, when the scenario has a [network] section.
+    pub net: Option<crate::net::lab::LabNet>,
+    router_last: Option<(Instant, crate::net::router::RouterStats)>,
     start: Instant,
     interval: Duration,
     next_tick: Instant,
@@ -166,6 +195,9 @@ impl Controller {
             target_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             server_pid: None,
             workers: Vec::new(),
+            slots: Vec::new(),
+            net: None,
+            router_last: None,
             start: now,
             interval,
             next_tick: now + interval,
@@ -183,6 +215,7 @@ impl Controller {
             final_check: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
+        c.start_network()?;
         c.start_target()?;
         c.start_workers()?;
         c.start = Instant::now();
@@ -201,12 +234,58 @@ impl Controller {
         self.start.elapsed().as_secs_f64()
     }
 
+    /// Builds the network lab for a [network] section (root only; says what is missing).
+    fn start_network(&mut self) -> anyhow::Result<()> {
+        let Some(spec) = self.scenario.network.clone() else {
+            return Ok(());
+        };
+        if let Some(missing) = crate::sys::privilege::Privileges::current().lab_missing() {
+            bail!("{missing}");
+        }
+        let run_id = crate::net::plan::new_run_id();
+        let net = crate::net::lab::Lab::up(&spec, &run_id)
+            .context("bringing the network lab up (`synlab net status` lists leftovers, `synlab net down` removes them)")?;
+        self.state.backend = format!("{:?}", net.backend).to_lowercase();
+        if spec.backend == crate::net::spec::BackendChoice::Auto {
+            self.state.backend.push_str(" (auto)");
+        }
+        self.state.knobs.paths = net
+            .paths
+            .iter()
+            .map(|p| PathKnobs {
+                name: p.name.clone(),
+                rtt_ms: p.spec.rtt.secs() * 1000.0,
+                loss_pct: p.spec.loss.0,
+                bandwidth_bps: p.spec.bandwidth.map(|b| b.0),
+            })
+            .collect();
+        let line = format!(
+            "network lab {run_id} up: backend {}, server netns {}, {} path(s)",
+            self.state.backend,
+            net.server_netns,
+            net.paths.len()
+        );
+        self.log(&line);
+        self.net = Some(net);
+        Ok(())
+    }
+
     fn start_target(&mut self) -> anyhow::Result<()> {
         let t = self.scenario.target.clone();
+        let server_netns = self.net.as_ref().map(|n| n.server_netns.clone());
+        let server_ip: IpAddr = match &self.net {
+            Some(n) => IpAddr::V4(n.server_addr),
+            None => IpAddr::from([127, 0, 0, 1]),
+        };
         match t.kind {
             TargetKind::Builtin => {
-                let port = if t.port == 0 { free_port()? } else { t.port };
-                let listen = SocketAddr::from(([127, 0, 0, 1], port));
+                let port = match (t.port, &self.net) {
+                    (0, None) => free_port()?,
+                    // A fresh namespace has every port free.
+                    (0, Some(_)) => 8080,
+                    (p, _) => p,
+                };
+                let listen = SocketAddr::new(server_ip, port);
                 let mut files = vec![FileSet::Specweb96];
                 match t.files {
                     crate::scenario::FilesPreset::Specweb96 => {}
@@ -242,6 +321,7 @@ impl Controller {
                         serde_json::to_string(&cfg)?,
                     ],
                     cpus: t.cpus.clone(),
+                    netns: server_netns.clone(),
                     ..Default::default()
                 };
                 let child = ChildProc::spawn("server", &spawn, move |line| {
@@ -259,19 +339,24 @@ impl Controller {
                 .to_lowercase();
             }
             TargetKind::Command => {
-                let port = if t.port == 0 { free_port()? } else { t.port };
+                let port = match (t.port, &self.net) {
+                    (0, None) => free_port()?,
+                    (0, Some(_)) => 8080,
+                    (p, _) => p,
+                };
                 let cmdline = t.command.replace("{port}", &port.to_string());
                 let spawn = Spawn {
                     program: Some("/bin/sh".into()),
                     args: vec!["-c".into(), format!("exec {cmdline}")],
                     cpus: t.cpus.clone(),
+                    netns: server_netns.clone(),
                     ..Default::default()
                 };
                 let child = ChildProc::spawn("target command", &spawn, |_| {})?;
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
-                self.target_addr = SocketAddr::from(([127, 0, 0, 1], port));
-                self.state.target = format!("`{cmdline}` on 127.0.0.1:{port}");
+                self.target_addr = SocketAddr::new(server_ip, port);
+                self.state.target = format!("`{cmdline}` on {}", self.target_addr);
             }
             TargetKind::Address => {
                 self.target_addr = t.address.parse().context("target.address")?;
@@ -301,7 +386,13 @@ impl Controller {
                     );
                 }
             }
-            if TcpStream::connect_timeout(&self.target_addr, Duration::from_millis(200)).is_ok() {
+            let addr = self.target_addr;
+            let connect = move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
+            let up = match self.net.as_ref().and_then(|n| n.paths.first()) {
+                Some(p) => crate::sys::netns::in_netns(&p.netns, connect).unwrap_or(false),
+                None => connect(),
+            };
+            if up {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -317,17 +408,16 @@ impl Controller {
 
     fn worker_config(&self, id: u32) -> WorkerConfig {
         let k = &self.state.knobs;
-        let n = self.n_workers.max(1);
-        let share = |total: u32| (total / n + u32::from(id < total % n)).max(1);
+        let slot = &self.slots[id as usize];
         WorkerConfig {
             id,
             target: self.target_addr,
-            bind_addrs: Vec::new(),
+            bind_addrs: slot.bind_addrs.clone(),
             mode: k.mode,
-            rate: k.rate.map(|r| r / n as f64),
+            rate: k.rate.map(|r| r * slot.weight),
             arrivals: self.scenario.load.arrivals,
-            sockets: share(k.sockets),
-            clients: share(k.clients),
+            sockets: share_count(k.sockets, slot.weight),
+            clients: share_count(k.clients, slot.weight),
             think_s: self.scenario.load.think.secs(),
             timeout_s: k.timeout.as_secs_f64(),
             response_timeout_s: self.scenario.load.response_timeout.secs(),
@@ -354,8 +444,38 @@ impl Controller {
         sweep.unwrap_or(0.0).max(self.scenario.duration.secs()) + 60.0
     }
 
+    /// Decides where each worker runs: spread over the lab's paths by share, or on loopback.
+    fn plan_slots(&mut self) {
+        self.slots = match &self.net {
+            Some(net) => {
+                let shares: Vec<f64> = net.paths.iter().map(|p| p.share).collect();
+                let total: f64 = shares.iter().sum::<f64>().max(1e-9);
+                split_workers(self.n_workers, &shares)
+                    .into_iter()
+                    .flat_map(|(i, n)| {
+                        let p = &net.paths[i];
+                        let slot = WorkerSlot {
+                            weight: p.share / total / n as f64,
+                            netns: Some(p.netns.clone()),
+                            bind_addrs: p.addrs.iter().map(|a| IpAddr::V4(*a)).collect(),
+                        };
+                        std::iter::repeat_n(slot, n as usize)
+                    })
+                    .collect()
+            }
+            None => (0..self.n_workers)
+                .map(|_| WorkerSlot {
+                    weight: 1.0 / self.n_workers.max(1) as f64,
+                    netns: None,
+                    bind_addrs: Vec::new(),
+                })
+                .collect(),
+        };
+    }
+
     fn start_workers(&mut self) -> anyhow::Result<()> {
-        for id in 0..self.n_workers {
+        self.plan_slots();
+        for id in 0..self.slots.len() as u32 {
             let cfg = self.worker_config(id);
             let tx = self.tx.clone();
             let spawn = Spawn {
@@ -365,6 +485,7 @@ impl Controller {
                     serde_json::to_string(&cfg)?,
                 ],
                 cpus: self.scenario.load.cpus.clone(),
+                netns: self.slots[id as usize].netns.clone(),
                 ..Default::default()
             };
             let child = ChildProc::spawn(&format!("worker {id}"), &spawn, move |line| {
@@ -379,7 +500,7 @@ impl Controller {
             })?;
             self.workers.push(child);
         }
-        let n = self.n_workers;
+        let n = self.slots.len();
         self.log(&format!("started {n} worker(s)"));
         Ok(())
     }
@@ -403,21 +524,21 @@ impl Controller {
 
     /// Sends the load knobs to every worker.
     fn push_load_knobs(&mut self) {
-        let n = self.n_workers.max(1);
         let k = self.state.knobs.clone();
-        let share = |total: u32, id: u32| (total / n + u32::from(id < total % n)).max(1);
-        let lines: Vec<Vec<Control>> = (0..n)
-            .map(|id| {
+        let lines: Vec<Vec<Control>> = self
+            .slots
+            .iter()
+            .map(|slot| {
                 vec![
                     Control::SetMode { mode: k.mode },
                     Control::SetSockets {
-                        sockets: share(k.sockets, id),
+                        sockets: share_count(k.sockets, slot.weight),
                     },
                     Control::SetClients {
-                        clients: share(k.clients, id),
+                        clients: share_count(k.clients, slot.weight),
                     },
                     Control::SetRate {
-                        rate: k.rate.map(|r| r / n as f64),
+                        rate: k.rate.map(|r| r * slot.weight),
                     },
                     Control::SetBurst {
                         burst: k.burst_on.then_some(k.burst),
@@ -442,14 +563,34 @@ impl Controller {
         let (effect, text) = self.state.apply(cmd)?;
         match effect {
             Effect::Load => self.push_load_knobs(),
-            Effect::Path(_) => {
-                return Err("network paths need the network lab (not running)".into());
-            }
+            Effect::Path(i) => self.push_path_knobs(i)?,
             Effect::None => {}
         }
         let t = self.elapsed();
         self.log(&format!("[{t:.1}s] {text}"));
         Ok(text)
+    }
+
+    /// Sends path `i`'s knobs (usize::MAX: every path) to the shaping backend.
+    fn push_path_knobs(&mut self, i: usize) -> Result<(), String> {
+        let Some(net) = self.net.as_mut() else {
+            return Err("no network lab in this run (add a [network] section)".into());
+        };
+        let paths = self.state.knobs.paths.clone();
+        for (j, p) in paths.iter().enumerate() {
+            if i != usize::MAX && i != j {
+                continue;
+            }
+            let change = crate::net::spec::PathChange {
+                rtt: Some(crate::scenario::units::Dur::from_secs(p.rtt_ms / 1000.0)),
+                loss: Some(crate::scenario::units::Percent(p.loss_pct)),
+                bandwidth: p.bandwidth_bps.map(crate::scenario::units::Bandwidth),
+                unlimited: p.bandwidth_bps.is_none(),
+                ..Default::default()
+            };
+            net.set_path(&p.name, &change).map_err(|e| format!("{e:#}"))?;
+        }
+        Ok(())
     }
 
     fn pump_messages(&mut self) {
@@ -626,6 +767,7 @@ impl Controller {
             self.server_at_tick = self.server_last.clone();
         }
         cols.push((super::columns::SERVER_RESPONSES, server_rate));
+        self.router_columns(&mut cols);
         if let Some(why) = self.point.as_ref().and_then(|p| p.1.client_bound()) {
             self.state.warn(Warning::ClientBound(why));
         }
@@ -638,6 +780,33 @@ impl Controller {
             f.row(t, &vals)?;
         }
         Ok(())
+    }
+
+    /// The delay router's figures as rates over the last sample (cumulative counters diffed).
+    fn router_columns(&mut self, cols: &mut Vec<(&'static str, Option<f64>)>) {
+        let Some(now) = self.net.as_ref().and_then(|n| n.router_stats()) else {
+            return;
+        };
+        let sum = |s: &crate::net::router::RouterStats, f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
+            s.paths.iter().map(|p| f(&p.up) + f(&p.down)).sum::<u64>()
+        };
+        if let Some((_, prev)) = &self.router_last {
+            let dt = (now.t_ms.saturating_sub(prev.t_ms)) as f64 / 1000.0;
+            if dt > 0.0 {
+                let rate = |f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
+                    Some(sum(&now, f).saturating_sub(sum(prev, f)) as f64 / dt)
+                };
+                cols.push(("router_frames_per_s", rate(&|d| d.relayed)));
+                cols.push(("router_lost_per_s", rate(&|d| d.lost)));
+                cols.push(("router_queue_drops_per_s", rate(&|d| d.queue_drops)));
+                cols.push((
+                    "router_cpu_pct",
+                    Some(now.cpu_us.saturating_sub(prev.cpu_us) as f64 / 1e4 / dt),
+                ));
+            }
+        }
+        cols.push(("router_queue", Some(sum(&now, &|d| d.queue) as f64)));
+        self.router_last = Some((Instant::now(), now));
     }
 
     /// Starts counting a measurement window (a sweep point's hold).
@@ -695,6 +864,13 @@ impl Controller {
                 self.log(&line);
             }
         }
+        if let Some(net) = self.net.take() {
+            let line = match net.down() {
+                Ok(()) => "network lab removed".to_string(),
+                Err(e) => format!("network lab teardown: {e:#} (run `synlab net down`)"),
+            };
+            self.log(&line);
+        }
         let events = self.state.store.events.clone();
         let check = self.final_check;
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
@@ -726,7 +902,7 @@ impl Controller {
 
 impl Drop for Controller {
     fn drop(&mut self) {
-        if !self.workers.is_empty() || self.server.is_some() {
+        if !self.workers.is_empty() || self.server.is_some() || self.net.is_some() {
             self.shutdown();
         }
     }

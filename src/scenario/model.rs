@@ -29,7 +29,7 @@ pub struct Scenario {
     #[serde(default)]
     pub load: LoadSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<toml::Table>,
+    pub network: Option<crate::net::spec::NetworkSpec>,
     #[serde(default)]
     pub probe: ProbeSpec,
     #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]

@@ -63,6 +63,24 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
         );
     }
 
+    if let Some(net) = &s.network {
+        if let Err(errs) = net.validate() {
+            for e in errs {
+                bad(&e.key, e.msg);
+            }
+        }
+        let max_rtt = net.paths.iter().map(|p| p.rtt.secs()).fold(0.0, f64::max);
+        if s.load.timeout.secs() <= max_rtt {
+            bad(
+                "load.timeout",
+                format!(
+                    "T ({}) must exceed the largest path RTT ({max_rtt:.3}s): a slot would abort connections whose SYN-ACK is still on its way (seed 000 §4.2)",
+                    s.load.timeout
+                ),
+            );
+        }
+    }
+
     let l = &s.load;
     if let Some(r) = l.rate {
         if r.0 <= 0.0 || !r.0.is_finite() {
