@@ -2,3 +2,10 @@
 //! maths, cross-checks, and `synlab probe`.
 
 pub mod cli;
+pub mod counters;
+pub mod cpustat;
+pub mod crosscheck;
+pub mod packets;
+pub mod pidstat;
+pub mod procnet;
+pub mod sockdiag;
