@@ -20,7 +20,14 @@ pub struct CpuTimes {
 impl CpuTimes {
     /// All jiffies. guest/guest_nice are left out: the kernel already counts them in user/nice.
     pub fn total(&self) -> u64 {
-        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+        self.user
+            + self.nice
+            + self.system
+            + self.idle
+            + self.iowait
+            + self.irq
+            + self.softirq
+            + self.steal
     }
 }
 
@@ -37,7 +44,11 @@ pub struct ProcStat {
 }
 
 fn num(file: &'static str, key: &str, v: &str) -> Result<u64, ParseError> {
-    v.parse().map_err(|_| ParseError::NotANumber { file, key: key.to_string(), value: v.to_string() })
+    v.parse().map_err(|_| ParseError::NotANumber {
+        file,
+        key: key.to_string(),
+        value: v.to_string(),
+    })
 }
 
 impl ProcStat {
@@ -85,7 +96,10 @@ impl ProcStat {
             }
         }
         if !saw_total {
-            return Err(ParseError::Missing { file: FILE, want: "cpu" });
+            return Err(ParseError::Missing {
+                file: FILE,
+                want: "cpu",
+            });
         }
         Ok(s)
     }
@@ -141,12 +155,17 @@ impl SoftIrqs {
         let ncpu = lines
             .next()
             .filter(|h| h.trim_start().starts_with("CPU"))
-            .ok_or(ParseError::Missing { file: FILE, want: "CPU0 ... header" })?
+            .ok_or(ParseError::Missing {
+                file: FILE,
+                want: "CPU0 ... header",
+            })?
             .split_whitespace()
             .count();
         let mut rows = Vec::new();
         for line in lines {
-            let Some((name, vals)) = line.split_once(':') else { continue };
+            let Some((name, vals)) = line.split_once(':') else {
+                continue;
+            };
             let vals: Vec<u64> = vals
                 .split_whitespace()
                 .take(ncpu)
@@ -159,7 +178,10 @@ impl SoftIrqs {
 
     /// Per-CPU counts of one softirq (`NET_RX`, `NET_TX`, ...).
     pub fn per_cpu(&self, name: &str) -> Option<&[u64]> {
-        self.rows.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+        self.rows
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
     }
 
     /// The increase of one softirq summed over CPUs, each CPU's counter wrapping on its own.
@@ -168,7 +190,10 @@ impl SoftIrqs {
         if x.len() != y.len() {
             return None;
         }
-        x.iter().zip(y).map(|(p, c)| delta(*p, *c, Width::U32)).sum()
+        x.iter()
+            .zip(y)
+            .map(|(p, c)| delta(*p, *c, Width::U32))
+            .sum()
     }
 }
 
@@ -192,7 +217,8 @@ mod tests {
 
     #[test]
     fn offline_cpu_leaves_a_gap() {
-        let t = "cpu 2 0 2 4 0 0 0 0 0 0\ncpu0 1 0 1 2 0 0 0 0 0 0\ncpu2 1 0 1 2 0 0 0 0 0 0\nctxt 5\n";
+        let t =
+            "cpu 2 0 2 4 0 0 0 0 0 0\ncpu0 1 0 1 2 0 0 0 0 0 0\ncpu2 1 0 1 2 0 0 0 0 0 0\nctxt 5\n";
         let s = ProcStat::parse(t).unwrap();
         assert_eq!(s.per_cpu.len(), 3);
         assert!(s.per_cpu[1].is_none());
@@ -208,8 +234,17 @@ mod tests {
 
     #[test]
     fn percentages_between_readings() {
-        let a = CpuTimes { user: 100, idle: 100, ..Default::default() };
-        let b = CpuTimes { user: 150, idle: 130, system: 20, ..Default::default() };
+        let a = CpuTimes {
+            user: 100,
+            idle: 100,
+            ..Default::default()
+        };
+        let b = CpuTimes {
+            user: 150,
+            idle: 130,
+            system: 20,
+            ..Default::default()
+        };
         let p = CpuPct::between(&a, &b).unwrap();
         assert_eq!(p.user, 50.0);
         assert_eq!(p.system, 20.0);
@@ -228,8 +263,12 @@ mod tests {
 
     #[test]
     fn softirq_delta_wraps_per_cpu() {
-        let a = SoftIrqs { rows: vec![("NET_RX".into(), vec![u32::MAX as u64 - 1, 10])] };
-        let b = SoftIrqs { rows: vec![("NET_RX".into(), vec![3, 15])] };
+        let a = SoftIrqs {
+            rows: vec![("NET_RX".into(), vec![u32::MAX as u64 - 1, 10])],
+        };
+        let b = SoftIrqs {
+            rows: vec![("NET_RX".into(), vec![3, 15])],
+        };
         assert_eq!(SoftIrqs::delta(&a, &b, "NET_RX"), Some(5 + 5));
     }
 }

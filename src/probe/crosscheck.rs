@@ -19,7 +19,13 @@ pub struct Check {
 }
 
 /// Compares `measured` against `reference` with a tolerance in percent.
-pub fn compare(name: &'static str, measured: f64, reference_name: &'static str, reference: f64, tol_pct: f64) -> Check {
+pub fn compare(
+    name: &'static str,
+    measured: f64,
+    reference_name: &'static str,
+    reference: f64,
+    tol_pct: f64,
+) -> Check {
     let diff_pct = if reference == 0.0 {
         if measured == 0.0 {
             0.0
@@ -29,18 +35,36 @@ pub fn compare(name: &'static str, measured: f64, reference_name: &'static str, 
     } else {
         100.0 * (measured - reference).abs() / reference.abs()
     };
-    Check { name, reference_name, measured, reference, diff_pct, disagrees: diff_pct > tol_pct }
+    Check {
+        name,
+        reference_name,
+        measured,
+        reference,
+        diff_pct,
+        disagrees: diff_pct > tol_pct,
+    }
 }
 
 /// Initial SYNs counted by pcap vs connection attempts counted by the clients.
 pub fn syns_vs_attempts(pcap_initial_syns: u64, client_attempts: u64) -> Check {
-    compare("pcap initial SYNs", pcap_initial_syns as f64, "client attempts", client_attempts as f64, TOLERANCE_PCT)
+    compare(
+        "pcap initial SYNs",
+        pcap_initial_syns as f64,
+        "client attempts",
+        client_attempts as f64,
+        TOLERANCE_PCT,
+    )
 }
 
 /// Initial SYNs counted by pcap vs what the kernel accounted for: handshakes completed
 /// (PassiveOpens) plus SYNs and final ACKs dropped at the listener (ListenDrops). Attempts
 /// still in SYN-RCVD at the end count in neither, so pass them in `in_flight`.
-pub fn syns_vs_kernel(pcap_initial_syns: u64, passive_opens: u64, listen_drops: u64, in_flight: u64) -> Check {
+pub fn syns_vs_kernel(
+    pcap_initial_syns: u64,
+    passive_opens: u64,
+    listen_drops: u64,
+    in_flight: u64,
+) -> Check {
     compare(
         "pcap initial SYNs",
         pcap_initial_syns as f64,
@@ -52,7 +76,13 @@ pub fn syns_vs_kernel(pcap_initial_syns: u64, passive_opens: u64, listen_drops: 
 
 /// Responses the server counted vs responses the clients received.
 pub fn responses(server_responses: u64, client_responses: u64) -> Check {
-    compare("server responses", server_responses as f64, "client responses", client_responses as f64, TOLERANCE_PCT)
+    compare(
+        "server responses",
+        server_responses as f64,
+        "client responses",
+        client_responses as f64,
+        TOLERANCE_PCT,
+    )
 }
 
 #[cfg(test)]

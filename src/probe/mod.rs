@@ -8,4 +8,9 @@ pub mod crosscheck;
 pub mod packets;
 pub mod pidstat;
 pub mod procnet;
+pub mod sample;
+pub mod sampler;
+
+pub use sample::{Metrics, ProbeSample, SynSource};
+pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle};
 pub mod sockdiag;

@@ -39,8 +39,14 @@ pub fn parse_frame(linktype: i32, frame: &[u8]) -> Option<TcpHead> {
             }
             (et, frame.get(off..)?)
         }
-        DLT_LINUX_SLL => (u16::from_be_bytes([*frame.get(14)?, *frame.get(15)?]), frame.get(16..)?),
-        DLT_LINUX_SLL2 => (u16::from_be_bytes([*frame.first()?, *frame.get(1)?]), frame.get(20..)?),
+        DLT_LINUX_SLL => (
+            u16::from_be_bytes([*frame.get(14)?, *frame.get(15)?]),
+            frame.get(16..)?,
+        ),
+        DLT_LINUX_SLL2 => (
+            u16::from_be_bytes([*frame.first()?, *frame.get(1)?]),
+            frame.get(20..)?,
+        ),
         DLT_RAW | DLT_RAW_LINUX => match frame.first()? >> 4 {
             4 => (0x0800, frame),
             6 => (0x86dd, frame),
@@ -131,7 +137,11 @@ pub struct SynTracker {
 
 impl SynTracker {
     pub fn new(generation: usize) -> Self {
-        SynTracker { cur: HashMap::new(), old: HashMap::new(), generation: generation.max(1) }
+        SynTracker {
+            cur: HashMap::new(),
+            old: HashMap::new(),
+            generation: generation.max(1),
+        }
     }
 
     /// Records an incoming SYN; true if it is a retransmission of one already seen.
@@ -161,7 +171,9 @@ mod tests {
     fn eth_v4(sport: u16, dport: u16, seq: u32, flags: u8) -> Vec<u8> {
         let mut f = vec![0u8; 14];
         f[12] = 0x08;
-        let mut ip = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 127, 0, 0, 2, 127, 0, 0, 1];
+        let mut ip = vec![
+            0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 127, 0, 0, 2, 127, 0, 0, 1,
+        ];
         f.append(&mut ip);
         f.extend_from_slice(&sport.to_be_bytes());
         f.extend_from_slice(&dport.to_be_bytes());
@@ -223,7 +235,10 @@ mod tests {
         let c = TcpHead { sport: 40002, ..a };
         assert!(!t.is_retransmission(&a));
         assert!(t.is_retransmission(&a));
-        assert!(!t.is_retransmission(&a_new_isn), "port reuse with a new ISN is a new attempt");
+        assert!(
+            !t.is_retransmission(&a_new_isn),
+            "port reuse with a new ISN is a new attempt"
+        );
         assert!(!t.is_retransmission(&b));
         assert!(!t.is_retransmission(&c)); // rotates: a, b move to the old generation
         assert!(t.is_retransmission(&b));

@@ -24,10 +24,19 @@ pub struct PidStat {
 impl PidStat {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         const FILE: &str = "/proc/<pid>/stat";
-        let open = text.find('(').ok_or(ParseError::Missing { file: FILE, want: "(comm)" })?;
-        let close = text.rfind(')').ok_or(ParseError::Missing { file: FILE, want: "(comm)" })?;
+        let open = text.find('(').ok_or(ParseError::Missing {
+            file: FILE,
+            want: "(comm)",
+        })?;
+        let close = text.rfind(')').ok_or(ParseError::Missing {
+            file: FILE,
+            want: "(comm)",
+        })?;
         if close < open {
-            return Err(ParseError::Missing { file: FILE, want: "(comm)" });
+            return Err(ParseError::Missing {
+                file: FILE,
+                want: "(comm)",
+            });
         }
         let pid_s = text[..open].trim();
         let pid = pid_s.parse().map_err(|_| ParseError::NotANumber {
@@ -39,7 +48,10 @@ impl PidStat {
         // Fields after the name, numbered as in proc(5): [0] is field 3 (state).
         let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
         let field = |n: usize, key: &str| -> Result<u64, ParseError> {
-            let v = rest.get(n - 3).ok_or(ParseError::Missing { file: FILE, want: "all 24 fields" })?;
+            let v = rest.get(n - 3).ok_or(ParseError::Missing {
+                file: FILE,
+                want: "all 24 fields",
+            })?;
             v.parse().map_err(|_| ParseError::NotANumber {
                 file: FILE,
                 key: key.into(),

@@ -14,11 +14,23 @@ pub struct NetCounters {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ParseError {
     #[error("{file}: header line for `{group}` has {names} names but its value line has {values}")]
-    Mismatch { file: &'static str, group: String, names: usize, values: usize },
+    Mismatch {
+        file: &'static str,
+        group: String,
+        names: usize,
+        values: usize,
+    },
     #[error("{file}: value `{value}` of `{key}` is not an integer")]
-    NotANumber { file: &'static str, key: String, value: String },
+    NotANumber {
+        file: &'static str,
+        key: String,
+        value: String,
+    },
     #[error("{file}: no `{want}` line (is this the right file?)")]
-    Missing { file: &'static str, want: &'static str },
+    Missing {
+        file: &'static str,
+        want: &'static str,
+    },
 }
 
 impl NetCounters {
@@ -26,7 +38,9 @@ impl NetCounters {
     pub fn parse_into(&mut self, file: &'static str, text: &str) -> Result<(), ParseError> {
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
         while let Some(header) = lines.next() {
-            let Some((group, names)) = header.split_once(':') else { continue };
+            let Some((group, names)) = header.split_once(':') else {
+                continue;
+            };
             let Some(vals_line) = lines.next() else {
                 return Err(ParseError::Mismatch {
                     file,
@@ -48,7 +62,9 @@ impl NetCounters {
             }
             for (n, v) in names.iter().zip(vals) {
                 let key = format!("{group}.{n}");
-                let parsed = v.parse::<i64>().or_else(|_| v.parse::<u64>().map(|u| u as i64));
+                let parsed = v
+                    .parse::<i64>()
+                    .or_else(|_| v.parse::<u64>().map(|u| u as i64));
                 let value = parsed.map_err(|_| ParseError::NotANumber {
                     file,
                     key: key.clone(),
@@ -65,11 +81,17 @@ impl NetCounters {
         let mut c = NetCounters::default();
         c.parse_into("/proc/net/snmp", snmp)?;
         if !c.values.contains_key("Tcp.PassiveOpens") {
-            return Err(ParseError::Missing { file: "/proc/net/snmp", want: "Tcp:" });
+            return Err(ParseError::Missing {
+                file: "/proc/net/snmp",
+                want: "Tcp:",
+            });
         }
         c.parse_into("/proc/net/netstat", netstat)?;
         if !c.values.contains_key("TcpExt.ListenOverflows") {
-            return Err(ParseError::Missing { file: "/proc/net/netstat", want: "TcpExt:" });
+            return Err(ParseError::Missing {
+                file: "/proc/net/netstat",
+                want: "TcpExt:",
+            });
         }
         Ok(c)
     }
@@ -106,10 +128,13 @@ pub struct SockStat {
 impl SockStat {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         const FILE: &str = "/proc/net/sockstat";
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix("TCP:"))
-            .ok_or(ParseError::Missing { file: FILE, want: "TCP:" })?;
+        let line =
+            text.lines()
+                .find_map(|l| l.strip_prefix("TCP:"))
+                .ok_or(ParseError::Missing {
+                    file: FILE,
+                    want: "TCP:",
+                })?;
         let mut s = SockStat::default();
         let toks: Vec<&str> = line.split_whitespace().collect();
         for pair in toks.chunks(2) {
@@ -173,18 +198,34 @@ mod tests {
     #[test]
     fn netstat_without_tcpext_is_refused() {
         let e = NetCounters::parse(SNMP, "IpExt: A\nIpExt: 1\n").unwrap_err();
-        assert!(matches!(e, ParseError::Missing { want: "TcpExt:", .. }));
+        assert!(matches!(
+            e,
+            ParseError::Missing {
+                want: "TcpExt:",
+                ..
+            }
+        ));
     }
 
     #[test]
     fn real_sockstat_parses() {
         let s = SockStat::parse(SOCKSTAT).unwrap();
-        assert_eq!(s, SockStat { inuse: 1, orphan: 0, tw: 0, alloc: 1, mem_pages: 173 });
+        assert_eq!(
+            s,
+            SockStat {
+                inuse: 1,
+                orphan: 0,
+                tw: 0,
+                alloc: 1,
+                mem_pages: 173
+            }
+        );
     }
 
     #[test]
     fn sockstat_with_time_wait() {
-        let t = "sockets: used 9\nTCP: inuse 3 orphan 1 tw 50123 alloc 9 mem 4\nUDP: inuse 0 mem 0\n";
+        let t =
+            "sockets: used 9\nTCP: inuse 3 orphan 1 tw 50123 alloc 9 mem 4\nUDP: inuse 0 mem 0\n";
         assert_eq!(SockStat::parse(t).unwrap().tw, 50123);
         assert!(SockStat::parse("UDP: inuse 0\n").is_err());
     }

@@ -106,7 +106,10 @@ pub fn parse_replies(bytes: &[u8]) -> Result<(Vec<DiagSocket>, bool), DiagError>
         match kind {
             NLMSG_DONE => return Ok((out, true)),
             NLMSG_ERROR => {
-                let errno = body.get(..4).map(|e| i32::from_ne_bytes(e.try_into().unwrap())).unwrap_or(0);
+                let errno = body
+                    .get(..4)
+                    .map(|e| i32::from_ne_bytes(e.try_into().unwrap()))
+                    .unwrap_or(0);
                 if errno != 0 {
                     return Err(DiagError::Kernel(-errno));
                 }
@@ -229,6 +232,9 @@ mod tests {
         let mut b = Vec::new();
         b.extend_from_slice(&200u32.to_ne_bytes());
         b.extend_from_slice(&[0; 12]);
-        assert!(matches!(parse_replies(&b), Err(DiagError::Truncated(16, 200))));
+        assert!(matches!(
+            parse_replies(&b),
+            Err(DiagError::Truncated(16, 200))
+        ));
     }
 }

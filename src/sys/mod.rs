@@ -18,7 +18,10 @@ pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {
     path[prefix.len()..prefix.len() + n.len()].copy_from_slice(n);
     // SAFETY: path is NUL-terminated (zeroed buffer); fd is closed on every path.
     unsafe {
-        let fd = libc::open(path.as_ptr() as *const libc::c_char, libc::O_RDONLY | libc::O_CLOEXEC);
+        let fd = libc::open(
+            path.as_ptr() as *const libc::c_char,
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }

@@ -3,8 +3,19 @@
 //! together with libpcap's own statistics (packets the kernel dropped are reported, not hidden).
 
 use crate::probe::packets::{bpf_filter, classify, parse_frame, Control, SynTracker};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+fn wait_readable(fd: i32, timeout_ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) };
+}
 
 /// Enough for Ethernet/cooked + IPv6 + the fixed TCP header.
 pub const SNAPLEN: i32 = 96;
@@ -41,7 +52,8 @@ pub fn open(iface: &str, port: u16) -> Result<Capture, pcap::Error> {
         .immediate_mode(true)
         .timeout(50)
         .buffer_size(8 << 20)
-        .open()?;
+        .open()?
+        .setnonblock()?;
     cap.filter(&bpf_filter(port), true)?;
     Ok(Capture { cap, port })
 }
@@ -70,7 +82,9 @@ impl Capture {
                         }
                     }
                 }
-                Err(pcap::Error::TimeoutExpired) => {}
+                // Non-blocking and nothing queued: wait on the fd ourselves (libpcap's own
+                // timeout does not return on TPACKET_V3), so `stop` is seen within 50 ms.
+                Err(pcap::Error::TimeoutExpired) => wait_readable(self.cap.as_raw_fd(), 50),
                 Err(_) => {
                     counters.failed.store(true, Relaxed);
                     break;

@@ -19,7 +19,11 @@ impl ProcFile {
     pub fn open(path: impl Into<PathBuf>) -> std::io::Result<Self> {
         let path = path.into();
         let file = File::open(&path)?;
-        Ok(ProcFile { path, file, buf: String::with_capacity(8192) })
+        Ok(ProcFile {
+            path,
+            file,
+            buf: String::with_capacity(8192),
+        })
     }
 
     /// The whole file as it is now.
@@ -136,7 +140,9 @@ pub fn process_family(pid: u32) -> Vec<u32> {
 
 /// Inodes of the sockets a process holds open (from /proc/PID/fd).
 pub fn socket_inodes(pid: u32) -> Vec<u64> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
     dir.flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
         .filter_map(|l| {
@@ -149,7 +155,9 @@ pub fn socket_inodes(pid: u32) -> Vec<u64> {
 /// Processes holding any of `inodes` open (a walk over every /proc/PID/fd: run once, not per
 /// sample). Sorted by pid, so the first is usually the parent of a prefork family.
 pub fn pids_holding(inodes: &[u64]) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     let mut pids: Vec<u32> = dir
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())

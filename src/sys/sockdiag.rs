@@ -16,14 +16,22 @@ impl SockDiag {
     pub fn open() -> std::io::Result<Self> {
         // SAFETY: plain socket(2); the fd is owned right away.
         let fd = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG)
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                libc::NETLINK_SOCK_DIAG,
+            )
         };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: fd is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(SockDiag { fd, buf: vec![0; 64 * 1024], seq: 0 })
+        Ok(SockDiag {
+            fd,
+            buf: vec![0; 64 * 1024],
+            seq: 0,
+        })
     }
 
     /// One dump, as the concatenated bytes of every reply datagram up to NLMSG_DONE.
@@ -49,7 +57,14 @@ impl SockDiag {
         let mut all = Vec::new();
         loop {
             // SAFETY: buf is ours and its length is passed.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), 0) };
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr().cast(),
+                    self.buf.len(),
+                    0,
+                )
+            };
             if n < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() == std::io::ErrorKind::Interrupted {
