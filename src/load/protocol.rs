@@ -91,24 +91,12 @@ pub struct WorkerConfig {
 pub enum Control {
     /// New attempt rate for this worker; the schedule continues from now at the new spacing
     /// (no catch-up burst of connections for the time before the change).
-    SetRate {
-        rate: Option<f64>,
-    },
-    SetBurst {
-        burst: Option<Burst>,
-    },
-    SetMode {
-        mode: Mode,
-    },
-    SetSockets {
-        sockets: u32,
-    },
-    SetClients {
-        clients: u32,
-    },
-    SetTimeout {
-        timeout_s: f64,
-    },
+    SetRate { rate: Option<f64> },
+    SetBurst { burst: Option<Burst> },
+    SetMode { mode: Mode },
+    SetSockets { sockets: u32 },
+    SetClients { clients: u32 },
+    SetTimeout { timeout_s: f64 },
     Pause,
     Resume,
     /// Close everything and exit after sending a final stats delta.

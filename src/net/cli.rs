@@ -10,9 +10,7 @@ pub struct NetArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum NetCmd {
     /// Bring a scenario's topology up and leave it up (for debugging with `ip netns exec`).
-    Up {
-        scenario: Option<std::path::PathBuf>,
-    },
+    Up { scenario: Option<std::path::PathBuf> },
     /// Remove every synlab namespace and link on this machine (leftovers of crashed runs).
     Down,
     /// List synlab's namespaces and links on this machine.

@@ -33,11 +33,7 @@ impl Dur {
             "m" | "min" => v * 60.0,
             "h" => v * 3600.0,
             "" => return Err(format!("`{s}` has no unit; write e.g. `{s}ms` or `{s}s`")),
-            u => {
-                return Err(format!(
-                    "unknown time unit `{u}` in `{s}`; use us, ms, s, m or h"
-                ))
-            }
+            u => return Err(format!("unknown time unit `{u}` in `{s}`; use us, ms, s, m or h")),
         };
         if secs < 0.0 {
             return Err(format!("`{s}` is negative; a duration must be >= 0"));
@@ -159,11 +155,7 @@ impl Bytes {
             "k" | "kb" | "kib" => 1024.0,
             "m" | "mb" | "mib" => 1024.0 * 1024.0,
             "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
-            u => {
-                return Err(format!(
-                    "unknown size unit `{u}` in `{s}`; use k, M or G (x1024)"
-                ))
-            }
+            u => return Err(format!("unknown size unit `{u}` in `{s}`; use k, M or G (x1024)")),
         };
         if v < 0.0 {
             return Err(format!("`{s}`: a size must be >= 0"));
@@ -193,9 +185,7 @@ impl Percent {
     }
     fn checked(v: f64) -> Result<Self, String> {
         if !(0.0..=100.0).contains(&v) || !v.is_finite() {
-            return Err(format!(
-                "{v}% is out of range; a percentage is between 0% and 100%"
-            ));
+            return Err(format!("{v}% is out of range; a percentage is between 0% and 100%"));
         }
         Ok(Percent(v))
     }
@@ -247,43 +237,25 @@ macro_rules! serde_unit {
     };
 }
 
-serde_unit!(
-    Dur,
-    "a duration such as \"500ms\" or \"2s\"",
-    int = |v| {
-        if v == 0.0 {
-            Ok(Dur::default())
-        } else {
-            Err(format!("{v} has no unit; write \"{v}ms\" or \"{v}s\""))
-        }
+serde_unit!(Dur, "a duration such as \"500ms\" or \"2s\"", int = |v| {
+    if v == 0.0 {
+        Ok(Dur::default())
+    } else {
+        Err(format!("{v} has no unit; write \"{v}ms\" or \"{v}s\""))
     }
-);
-serde_unit!(
-    Num,
-    "a number such as 1500 or \"1.5k\"",
-    int = |v| Ok(Num(v))
-);
-serde_unit!(
-    Bandwidth,
-    "a bandwidth such as \"10mbit\"",
-    int = |v| { Err(format!("{v} has no unit; write \"{v}mbit\" or \"{v}kbit\"")) }
-);
-serde_unit!(
-    Bytes,
-    "a size such as 1294 or \"4k\"",
-    int = |v| {
-        if v < 0.0 {
-            Err(format!("{v}: a size must be >= 0"))
-        } else {
-            Ok(Bytes(v as u64))
-        }
+});
+serde_unit!(Num, "a number such as 1500 or \"1.5k\"", int = |v| Ok(Num(v)));
+serde_unit!(Bandwidth, "a bandwidth such as \"10mbit\"", int = |v| {
+    Err(format!("{v} has no unit; write \"{v}mbit\" or \"{v}kbit\""))
+});
+serde_unit!(Bytes, "a size such as 1294 or \"4k\"", int = |v| {
+    if v < 0.0 {
+        Err(format!("{v}: a size must be >= 0"))
+    } else {
+        Ok(Bytes(v as u64))
     }
-);
-serde_unit!(
-    Percent,
-    "a percentage such as \"5%\"",
-    int = Percent::checked
-);
+});
+serde_unit!(Percent, "a percentage such as \"5%\"", int = Percent::checked);
 
 #[cfg(test)]
 mod tests {
@@ -296,9 +268,7 @@ mod tests {
         assert_eq!(Dur::parse("1.5m").unwrap().secs(), 90.0);
         assert_eq!(Dur::parse("250us").unwrap().0.as_micros(), 250);
         assert!(Dur::parse("5").unwrap_err().contains("no unit"));
-        assert!(Dur::parse("5parsecs")
-            .unwrap_err()
-            .contains("unknown time unit"));
+        assert!(Dur::parse("5parsecs").unwrap_err().contains("unknown time unit"));
         assert!(Dur::parse("-1s").unwrap_err().contains("negative"));
         assert_eq!(Dur::parse("1500ms").unwrap().to_string(), "1500ms");
         assert_eq!(Dur::parse("2s").unwrap().to_string(), "2s");

@@ -74,10 +74,7 @@ mod tests {
     fn unprivileged_status_names_what_is_missing() {
         let p = Privileges::from_status("CapEff:\t0000000000000000\n");
         let msg = p.lab_missing().unwrap();
-        assert!(
-            msg.contains("CAP_SYS_ADMIN") && msg.contains("CAP_NET_ADMIN"),
-            "{msg}"
-        );
+        assert!(msg.contains("CAP_SYS_ADMIN") && msg.contains("CAP_NET_ADMIN"), "{msg}");
         assert!(msg.contains("sudo"));
     }
 
