@@ -22,7 +22,10 @@ fn pinned_busy_loop_shows_on_its_core() {
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(core, &mut set);
-            assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
         }
         let mut x = 0u64;
         while !s.load(Ordering::Relaxed) {
@@ -47,14 +50,37 @@ fn pinned_busy_loop_shows_on_its_core() {
 
     let with_rates: Vec<_> = samples.iter().filter(|s| s.dt_s.is_some()).collect();
     assert!(with_rates.len() >= 4, "{} samples", with_rates.len());
-    let core_user = median(with_rates.iter().map(|s| s.per_cpu[core].unwrap().user).collect());
-    let core_busy = median(with_rates.iter().map(|s| s.per_cpu[core].unwrap().busy()).collect());
-    let total_user = median(with_rates.iter().map(|s| s.m.cpu_user_pct.unwrap()).collect());
+    let core_user = median(
+        with_rates
+            .iter()
+            .map(|s| s.per_cpu[core].unwrap().user)
+            .collect(),
+    );
+    let core_busy = median(
+        with_rates
+            .iter()
+            .map(|s| s.per_cpu[core].unwrap().busy())
+            .collect(),
+    );
+    let total_user = median(
+        with_rates
+            .iter()
+            .map(|s| s.m.cpu_user_pct.unwrap())
+            .collect(),
+    );
     eprintln!("core {core}: user {core_user:.1} %, busy {core_busy:.1} %; total user {total_user:.1} % on {ncpu} CPUs");
     assert!(core_busy >= 85.0, "core {core} only {core_busy:.1} % busy");
     assert!(core_user >= 60.0, "core {core} only {core_user:.1} % user");
     let expect_total = 100.0 / ncpu as f64;
-    assert!(total_user >= expect_total * 0.6, "total user {total_user:.1} %, expected about {expect_total:.0} %");
-    let probe = median(with_rates.iter().filter_map(|s| s.m.probe_cpu_pct).collect());
+    assert!(
+        total_user >= expect_total * 0.6,
+        "total user {total_user:.1} %, expected about {expect_total:.0} %"
+    );
+    let probe = median(
+        with_rates
+            .iter()
+            .filter_map(|s| s.m.probe_cpu_pct)
+            .collect(),
+    );
     assert!(probe < 20.0, "probes used {probe:.1} % of a core");
 }

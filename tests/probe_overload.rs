@@ -17,7 +17,10 @@ fn blast(port: u16, for_: Duration) -> u64 {
     let mut open: std::collections::VecDeque<(i32, Instant)> = Default::default();
     let mut attempts = 0;
     while Instant::now() < end {
-        while open.front().is_some_and(|(_, t)| t.elapsed() >= Duration::from_millis(200)) {
+        while open
+            .front()
+            .is_some_and(|(_, t)| t.elapsed() >= Duration::from_millis(200))
+        {
             let (fd, _) = open.pop_front().unwrap();
             unsafe { libc::close(fd) };
         }
@@ -49,10 +52,17 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
     cfg.netns = Some(ns.0.clone());
     let handle = spawn(cfg, tx).expect("probes start");
     let first: ProbeSample = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    assert_eq!(first.syn_source, SynSource::Pcap, "notes: {:?}", first.notes);
+    assert_eq!(
+        first.syn_source,
+        SynSource::Pcap,
+        "notes: {:?}",
+        first.notes
+    );
     assert_eq!(first.m.accept_queue_limit, Some(16.0));
 
-    let blasters: Vec<_> = (0..2).map(|_| ns.spawn(move || blast(port, Duration::from_secs(2)))).collect();
+    let blasters: Vec<_> = (0..2)
+        .map(|_| ns.spawn(move || blast(port, Duration::from_secs(2))))
+        .collect();
     let attempts: u64 = blasters.into_iter().map(|b| b.join().unwrap()).sum();
     std::thread::sleep(Duration::from_millis(500)); // let the capture drain
     let deadline = Instant::now() + Duration::from_millis(300);
@@ -62,9 +72,18 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
     }
     drop(handle);
 
-    let max_q = samples.iter().filter_map(|s| s.m.accept_queue).fold(0.0, f64::max);
-    assert!((16.0..=17.0).contains(&max_q), "accept queue peaked at {max_q}, want 16 or 17");
-    let overflowing = samples.iter().filter(|s| s.m.listen_overflows_per_s.unwrap_or(0.0) > 0.0).count();
+    let max_q = samples
+        .iter()
+        .filter_map(|s| s.m.accept_queue)
+        .fold(0.0, f64::max);
+    assert!(
+        (16.0..=17.0).contains(&max_q),
+        "accept queue peaked at {max_q}, want 16 or 17"
+    );
+    let overflowing = samples
+        .iter()
+        .filter(|s| s.m.listen_overflows_per_s.unwrap_or(0.0) > 0.0)
+        .count();
     assert!(overflowing > 0, "no sample with ListenOverflows/s > 0");
 
     let last = samples.last().unwrap();
@@ -77,9 +96,16 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
          PassiveOpens {:?} ListenDrops {:?}",
         check.diff_pct, last.m.pcap_drops, last.m.passive_opens_total, last.m.listen_drops_total
     );
-    assert!(attempts > 500, "only {attempts} attempts: the blast did not run");
+    assert!(
+        attempts > 500,
+        "only {attempts} attempts: the blast did not run"
+    );
     assert_eq!(last.m.pcap_drops, Some(0.0), "the capture dropped packets");
-    assert!(!check.disagrees, "pcap initial SYNs {initial} vs attempts {attempts}: {:.2} %", check.diff_pct);
+    assert!(
+        !check.disagrees,
+        "pcap initial SYNs {initial} vs attempts {attempts}: {:.2} %",
+        check.diff_pct
+    );
     assert!(last.m.synack_out_total.unwrap() > 0.0);
     // Webmonitor-style second opinion: every initial SYN ended as a completed handshake, a
     // listen drop, or a request socket still waiting.
@@ -89,5 +115,8 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         last.m.listen_drops_total.unwrap() as u64,
         last.m.syn_recv.unwrap_or(0.0) as u64,
     );
-    assert!(!kernel.disagrees, "pcap vs PassiveOpens + ListenDrops: {kernel:?}");
+    assert!(
+        !kernel.disagrees,
+        "pcap vs PassiveOpens + ListenDrops: {kernel:?}"
+    );
 }

@@ -58,12 +58,20 @@ fn time_wait_matches_ss() {
     cfg.interval = Duration::from_millis(100);
     let handle = spawn(cfg, tx).unwrap();
     let before = ss_time_wait(&ns.0);
-    let probe = rx.recv_timeout(Duration::from_secs(5)).unwrap().m.time_wait.expect("time_wait read");
+    let probe = rx
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap()
+        .m
+        .time_wait
+        .expect("time_wait read");
     let after = ss_time_wait(&ns.0);
     drop(handle);
     eprintln!("probe time_wait {probe}, ss {before}..{after}, transactions {N}");
     let ss = (before + after) as f64 / 2.0;
     let diff = 100.0 * (probe - ss).abs() / ss;
     assert!(diff <= 2.0, "probe {probe} vs ss {ss}: {diff:.2} %");
-    assert!(probe >= N as f64 * 0.98, "{probe} TIME_WAIT sockets after {N} server-closed transactions");
+    assert!(
+        probe >= N as f64 * 0.98,
+        "{probe} TIME_WAIT sockets after {N} server-closed transactions"
+    );
 }

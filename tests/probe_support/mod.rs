@@ -25,17 +25,32 @@ pub struct Netns(pub String);
 impl Netns {
     pub fn new() -> Self {
         static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!("synlab-t{}-p{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let ok = Command::new("ip").args(["netns", "add", &name]).status().expect("run ip").success();
+        let name = format!(
+            "synlab-t{}-p{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let ok = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .expect("run ip")
+            .success();
         assert!(ok, "ip netns add {name} failed");
         let ns = Netns(name);
-        let ok = Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]).status().unwrap().success();
+        let ok = Command::new("ip")
+            .args(["-n", &ns.0, "link", "set", "lo", "up"])
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "cannot set lo up in {}", ns.0);
         ns
     }
 
     /// Runs `f` on a new thread inside this netns.
-    pub fn spawn<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
         let name = self.0.clone();
         std::thread::spawn(move || {
             synlab::sys::netns_enter_raw(&name).expect("enter test netns");
@@ -69,12 +84,18 @@ impl RawListener {
             sa.sin_family = libc::AF_INET as u16;
             sa.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
             let len = std::mem::size_of::<libc::sockaddr_in>() as u32;
-            assert_eq!(libc::bind(fd, (&sa as *const libc::sockaddr_in).cast(), len), 0);
+            assert_eq!(
+                libc::bind(fd, (&sa as *const libc::sockaddr_in).cast(), len),
+                0
+            );
             assert_eq!(libc::listen(fd, backlog), 0);
             let mut got: libc::sockaddr_in = std::mem::zeroed();
             let mut l = len;
             libc::getsockname(fd, (&mut got as *mut libc::sockaddr_in).cast(), &mut l);
-            RawListener { fd, port: u16::from_be(got.sin_port) }
+            RawListener {
+                fd,
+                port: u16::from_be(got.sin_port),
+            }
         }
     }
 }
@@ -88,7 +109,11 @@ impl Drop for RawListener {
 /// Starts a non-blocking connect to `to`; Some(fd) if the SYN went out (EINPROGRESS or done).
 pub fn connect_nonblocking(to: SocketAddrV4) -> Option<i32> {
     unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0);
+        let fd = libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
         if fd < 0 {
             return None;
         }
@@ -96,7 +121,11 @@ pub fn connect_nonblocking(to: SocketAddrV4) -> Option<i32> {
         sa.sin_family = libc::AF_INET as u16;
         sa.sin_port = to.port().to_be();
         sa.sin_addr.s_addr = u32::from_ne_bytes(to.ip().octets());
-        let r = libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as u32);
+        let r = libc::connect(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        );
         let err = std::io::Error::last_os_error().raw_os_error();
         if r == 0 || err == Some(libc::EINPROGRESS) {
             Some(fd)
