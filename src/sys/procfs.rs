@@ -86,15 +86,18 @@ pub fn enter_netns(target: &NetnsTarget) -> std::io::Result<()> {
     Ok(())
 }
 
-/// CPU time (user + system) of the calling thread, in microseconds.
+/// CPU time of the calling thread, in microseconds. CLOCK_THREAD_CPUTIME_ID rather than
+/// getrusage(RUSAGE_THREAD): the latter is tick-sampled here and reads 0 for sub-ms work.
 pub fn thread_cpu_us() -> u64 {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
         return 0;
     }
-    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    us(ru.ru_utime) + us(ru.ru_stime)
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
 }
 
 /// Clock ticks per second (USER_HZ) for /proc/<pid>/stat times.
