@@ -122,9 +122,7 @@ fn probe_cost() {
         ));
         rows.push((
             "sock_diag all incl. TIME_WAIT".into(),
-            cost(5, || {
-                _ = d.dump(!(1u32 << state::SYN_SENT), 0).unwrap()
-            }),
+            cost(5, || _ = d.dump(!(1u32 << state::SYN_SENT), 0).unwrap()),
         ));
         let mut f = ProcFile::open("/proc/thread-self/net/tcp").unwrap();
         rows.push((
