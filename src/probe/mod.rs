@@ -2,3 +2,15 @@
 //! maths, cross-checks, and `synlab probe`.
 
 pub mod cli;
+pub mod counters;
+pub mod cpustat;
+pub mod crosscheck;
+pub mod packets;
+pub mod pidstat;
+pub mod procnet;
+pub mod sample;
+pub mod sampler;
+
+pub use sample::{Metrics, ProbeSample, SynSource};
+pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle};
+pub mod sockdiag;

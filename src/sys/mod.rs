@@ -39,3 +39,6 @@ pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {
     }
     Ok(())
 }
+pub mod pcap;
+pub mod procfs;
+pub mod sockdiag;

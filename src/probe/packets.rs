@@ -1,0 +1,251 @@
+//! TCP control packets as captured on the server's interface: header parsing (link, IPv4/IPv6,
+//! TCP flags), classification relative to the server's port (SYN in, SYN-ACK out, RST in/out),
+//! and retransmitted-SYN detection (the same 4-tuple and initial sequence number seen again).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// pcap link types we can decode.
+pub const DLT_EN10MB: i32 = 1;
+pub const DLT_RAW: i32 = 12;
+pub const DLT_RAW_LINUX: i32 = 101;
+pub const DLT_LINUX_SLL: i32 = 113;
+pub const DLT_LINUX_SLL2: i32 = 276;
+
+const SYN: u8 = 0x02;
+const RST: u8 = 0x04;
+const ACK: u8 = 0x10;
+
+/// The parts of a TCP header the probe needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpHead {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub flags: u8,
+}
+
+/// Decodes link + IP + TCP headers; None for anything that is not a whole TCP header.
+pub fn parse_frame(linktype: i32, frame: &[u8]) -> Option<TcpHead> {
+    let (ethertype, ip) = match linktype {
+        DLT_EN10MB => {
+            let mut et = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+            let mut off = 14;
+            if et == 0x8100 {
+                et = u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?]);
+                off = 18;
+            }
+            (et, frame.get(off..)?)
+        }
+        DLT_LINUX_SLL => (
+            u16::from_be_bytes([*frame.get(14)?, *frame.get(15)?]),
+            frame.get(16..)?,
+        ),
+        DLT_LINUX_SLL2 => (
+            u16::from_be_bytes([*frame.first()?, *frame.get(1)?]),
+            frame.get(20..)?,
+        ),
+        DLT_RAW | DLT_RAW_LINUX => match frame.first()? >> 4 {
+            4 => (0x0800, frame),
+            6 => (0x86dd, frame),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (src, dst, tcp): (IpAddr, IpAddr, &[u8]) = match ethertype {
+        0x0800 => {
+            let ihl = ((*ip.first()? & 0x0f) as usize) * 4;
+            if *ip.get(9)? != 6 || ihl < 20 {
+                return None;
+            }
+            let s: [u8; 4] = ip.get(12..16)?.try_into().ok()?;
+            let d: [u8; 4] = ip.get(16..20)?.try_into().ok()?;
+            (s.into(), d.into(), ip.get(ihl..)?)
+        }
+        0x86dd => {
+            if *ip.get(6)? != 6 {
+                return None; // extension headers: the BPF filter does not pass them either
+            }
+            let s: [u8; 16] = ip.get(8..24)?.try_into().ok()?;
+            let d: [u8; 16] = ip.get(24..40)?.try_into().ok()?;
+            (s.into(), d.into(), ip.get(40..)?)
+        }
+        _ => return None,
+    };
+    if tcp.len() < 14 {
+        return None;
+    }
+    Some(TcpHead {
+        src,
+        dst,
+        sport: u16::from_be_bytes([tcp[0], tcp[1]]),
+        dport: u16::from_be_bytes([tcp[2], tcp[3]]),
+        seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
+        flags: tcp[13],
+    })
+}
+
+/// What a control packet means to the server on `port`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    SynIn,
+    SynAckOut,
+    RstIn,
+    RstOut,
+    Other,
+}
+
+pub fn classify(h: &TcpHead, port: u16) -> Control {
+    let (syn, ack, rst) = (h.flags & SYN != 0, h.flags & ACK != 0, h.flags & RST != 0);
+    if rst {
+        if h.dport == port {
+            Control::RstIn
+        } else if h.sport == port {
+            Control::RstOut
+        } else {
+            Control::Other
+        }
+    } else if syn && !ack && h.dport == port {
+        Control::SynIn
+    } else if syn && ack && h.sport == port {
+        Control::SynAckOut
+    } else {
+        Control::Other
+    }
+}
+
+/// The BPF filter: TCP to/from `port` with SYN or RST set (IPv4 and IPv6 without extension
+/// headers), so data segments never reach user space.
+pub fn bpf_filter(port: u16) -> String {
+    format!(
+        "tcp port {port} and ((ip and tcp[tcpflags] & (tcp-syn|tcp-rst) != 0) or \
+         (ip6 and ip6[6] == 6 and ip6[53] & 0x06 != 0))"
+    )
+}
+
+/// Remembers initial SYNs to tell retransmissions (same 4-tuple, same ISN) from new attempts.
+/// Two generations rotated every `generation` SYNs bound the memory: a SYN is remembered for at
+/// least one generation, which at the default covers the 1-3-7 s retries at up to ~100k SYN/s.
+#[derive(Debug)]
+pub struct SynTracker {
+    cur: HashMap<(IpAddr, u16, IpAddr, u16), u32>,
+    old: HashMap<(IpAddr, u16, IpAddr, u16), u32>,
+    generation: usize,
+}
+
+impl SynTracker {
+    pub fn new(generation: usize) -> Self {
+        SynTracker {
+            cur: HashMap::new(),
+            old: HashMap::new(),
+            generation: generation.max(1),
+        }
+    }
+
+    /// Records an incoming SYN; true if it is a retransmission of one already seen.
+    pub fn is_retransmission(&mut self, h: &TcpHead) -> bool {
+        let key = (h.src, h.sport, h.dst, h.dport);
+        if self.cur.get(&key) == Some(&h.seq) || self.old.get(&key) == Some(&h.seq) {
+            return true;
+        }
+        if self.cur.len() >= self.generation {
+            self.old = std::mem::take(&mut self.cur);
+        }
+        self.cur.insert(key, h.seq);
+        false
+    }
+}
+
+impl Default for SynTracker {
+    fn default() -> Self {
+        Self::new(1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eth_v4(sport: u16, dport: u16, seq: u32, flags: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 14];
+        f[12] = 0x08;
+        let mut ip = vec![
+            0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 127, 0, 0, 2, 127, 0, 0, 1,
+        ];
+        f.append(&mut ip);
+        f.extend_from_slice(&sport.to_be_bytes());
+        f.extend_from_slice(&dport.to_be_bytes());
+        f.extend_from_slice(&seq.to_be_bytes());
+        f.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        f
+    }
+
+    #[test]
+    fn ipv4_syn_on_ethernet() {
+        let h = parse_frame(DLT_EN10MB, &eth_v4(40000, 8080, 99, SYN)).unwrap();
+        assert_eq!(h.src, "127.0.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!((h.sport, h.dport, h.seq), (40000, 8080, 99));
+        assert_eq!(classify(&h, 8080), Control::SynIn);
+        assert_eq!(classify(&h, 9999), Control::Other);
+    }
+
+    #[test]
+    fn directions_of_synack_and_rst() {
+        let sa = parse_frame(DLT_EN10MB, &eth_v4(8080, 40000, 1, SYN | ACK)).unwrap();
+        assert_eq!(classify(&sa, 8080), Control::SynAckOut);
+        let ri = parse_frame(DLT_EN10MB, &eth_v4(40000, 8080, 1, RST | ACK)).unwrap();
+        assert_eq!(classify(&ri, 8080), Control::RstIn);
+        let ro = parse_frame(DLT_EN10MB, &eth_v4(8080, 40000, 1, RST)).unwrap();
+        assert_eq!(classify(&ro, 8080), Control::RstOut);
+    }
+
+    #[test]
+    fn ipv6_on_cooked_v2() {
+        let mut f = vec![0x86, 0xdd];
+        f.resize(20, 0);
+        let mut ip = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
+        ip.extend_from_slice(&[0; 15]);
+        ip.push(1);
+        ip.extend_from_slice(&[0; 15]);
+        ip.push(1);
+        f.append(&mut ip);
+        f.extend_from_slice(&[0x9c, 0x40, 0x1f, 0x90, 0, 0, 0, 5, 0, 0, 0, 0, 0x50, SYN]);
+        let h = parse_frame(DLT_LINUX_SLL2, &f).unwrap();
+        assert_eq!(h.dst, "::1".parse::<IpAddr>().unwrap());
+        assert_eq!(classify(&h, 8080), Control::SynIn);
+    }
+
+    #[test]
+    fn short_or_foreign_frames_are_skipped() {
+        assert!(parse_frame(DLT_EN10MB, &eth_v4(1, 2, 3, SYN)[..40]).is_none());
+        let mut udp = eth_v4(1, 2, 3, SYN);
+        udp[14 + 9] = 17;
+        assert!(parse_frame(DLT_EN10MB, &udp).is_none());
+        assert!(parse_frame(999, &[0; 60]).is_none());
+    }
+
+    #[test]
+    fn retransmitted_syn_is_same_tuple_same_isn() {
+        let mut t = SynTracker::new(2);
+        let a = parse_frame(DLT_EN10MB, &eth_v4(40000, 80, 7, SYN)).unwrap();
+        let a_new_isn = TcpHead { seq: 8, ..a };
+        let b = TcpHead { sport: 40001, ..a };
+        let c = TcpHead { sport: 40002, ..a };
+        assert!(!t.is_retransmission(&a));
+        assert!(t.is_retransmission(&a));
+        assert!(
+            !t.is_retransmission(&a_new_isn),
+            "port reuse with a new ISN is a new attempt"
+        );
+        assert!(!t.is_retransmission(&b));
+        assert!(!t.is_retransmission(&c)); // rotates: a, b move to the old generation
+        assert!(t.is_retransmission(&b));
+    }
+
+    #[test]
+    fn filter_names_the_port() {
+        assert!(bpf_filter(8080).starts_with("tcp port 8080 and"));
+    }
+}

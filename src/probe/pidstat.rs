@@ -1,0 +1,114 @@
+//! Parser of /proc/<pid>/stat (and task/<tid>/stat, same format): the fields a server's CPU
+//! and memory use are computed from. The name is in parentheses and may itself contain spaces
+//! and parentheses, so the fields are found after the *last* `)`.
+
+use super::procnet::ParseError;
+
+/// The fields of /proc/<pid>/stat that the probes use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidStat {
+    pub pid: u32,
+    pub comm: String,
+    pub state: char,
+    pub ppid: u32,
+    /// Clock ticks in user / kernel mode (all threads, live and exited).
+    pub utime: u64,
+    pub stime: u64,
+    pub num_threads: u64,
+    /// Clock ticks after boot when the process started: with `pid`, identifies a process.
+    pub starttime: u64,
+    /// Resident pages.
+    pub rss_pages: u64,
+}
+
+impl PidStat {
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        const FILE: &str = "/proc/<pid>/stat";
+        let open = text.find('(').ok_or(ParseError::Missing {
+            file: FILE,
+            want: "(comm)",
+        })?;
+        let close = text.rfind(')').ok_or(ParseError::Missing {
+            file: FILE,
+            want: "(comm)",
+        })?;
+        if close < open {
+            return Err(ParseError::Missing {
+                file: FILE,
+                want: "(comm)",
+            });
+        }
+        let pid_s = text[..open].trim();
+        let pid = pid_s.parse().map_err(|_| ParseError::NotANumber {
+            file: FILE,
+            key: "pid".into(),
+            value: pid_s.into(),
+        })?;
+        let comm = text[open + 1..close].to_string();
+        // Fields after the name, numbered as in proc(5): [0] is field 3 (state).
+        let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+        let field = |n: usize, key: &str| -> Result<u64, ParseError> {
+            let v = rest.get(n - 3).ok_or(ParseError::Missing {
+                file: FILE,
+                want: "all 24 fields",
+            })?;
+            v.parse().map_err(|_| ParseError::NotANumber {
+                file: FILE,
+                key: key.into(),
+                value: v.to_string(),
+            })
+        };
+        Ok(PidStat {
+            pid,
+            comm,
+            state: rest.first().and_then(|s| s.chars().next()).unwrap_or('?'),
+            ppid: field(4, "ppid")? as u32,
+            utime: field(14, "utime")?,
+            stime: field(15, "stime")?,
+            num_threads: field(20, "num_threads")?,
+            starttime: field(22, "starttime")?,
+            rss_pages: field(24, "rss")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_with_spaces_and_parentheses() {
+        let t = include_str!("../../tests/fixtures/proc_pid_stat_awkward.txt");
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!(s.pid, 8880);
+        assert_eq!(s.comm, "a) (b c) x");
+        assert_eq!(s.state, 'S');
+        assert_eq!(s.ppid, 8879);
+        assert_eq!(s.num_threads, 1);
+        assert_eq!(s.starttime, 239885);
+        assert_eq!(s.rss_pages, 417);
+    }
+
+    #[test]
+    fn plain_process() {
+        let t = include_str!("../../tests/fixtures/proc_pid_stat_cat.txt");
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!(s.comm, "cat");
+        assert_eq!(s.state, 'R');
+        assert!(s.rss_pages > 0);
+    }
+
+    #[test]
+    fn synthetic_values_land_in_the_right_fields() {
+        let t = "42 (x) y)) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 15 16 7 18 999 20 333 22\n";
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!((s.comm.as_str(), s.utime, s.stime), ("x) y)", 111, 222));
+        assert_eq!((s.num_threads, s.starttime, s.rss_pages), (7, 999, 333));
+    }
+
+    #[test]
+    fn truncated_line_is_an_error() {
+        assert!(PidStat::parse("42 (x) S 1 2").is_err());
+        assert!(PidStat::parse("garbage").is_err());
+    }
+}

@@ -1,0 +1,504 @@
+//! One probe sample: the raw readings of every source at one instant ([`Snapshot`]) and the
+//! sample the lab receives ([`ProbeSample`]): rates between two snapshots, gauges, totals since
+//! the first snapshot, and stable snake_case column names. Pure: built from snapshots only.
+
+use super::counters::{delta, pct, rate, rate_opt, Width};
+use super::cpustat::{CpuPct, ProcStat, SoftIrqs};
+use super::pidstat::PidStat;
+use super::procnet::{NetCounters, SockStat};
+use super::sockdiag::{DiagSummary, ListenQueue};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Totals of the capture thread at one instant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaptureTotals {
+    pub syn_in: u64,
+    pub syn_retrans: u64,
+    pub synack_out: u64,
+    pub rst_in: u64,
+    pub rst_out: u64,
+    pub received: u64,
+    pub dropped: u64,
+    pub if_dropped: u64,
+}
+
+/// Every source's raw reading at one instant; a source that failed is None.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub at: Instant,
+    pub net: Option<NetCounters>,
+    pub sockstat: Option<SockStat>,
+    pub stat: Option<ProcStat>,
+    pub softirqs: Option<SoftIrqs>,
+    pub diag: Option<DiagSummary>,
+    /// The server's processes (the pid and its descendants).
+    pub server: Option<Vec<PidStat>>,
+    pub capture: Option<CaptureTotals>,
+    /// CPU time used so far by all probe threads, µs.
+    pub probe_cpu_us: u64,
+}
+
+impl Snapshot {
+    pub fn empty(at: Instant) -> Self {
+        Snapshot {
+            at,
+            net: None,
+            sockstat: None,
+            stat: None,
+            softirqs: None,
+            diag: None,
+            server: None,
+            capture: None,
+            probe_cpu_us: 0,
+        }
+    }
+}
+
+/// Host constants needed to turn ticks and pages into seconds and bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct HostConsts {
+    pub clk_tck: u64,
+    pub page_size: u64,
+}
+
+/// Where `syn_in_per_s` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SynSource {
+    /// Counted on the wire by pcap.
+    Pcap,
+    /// No capture: PassiveOpens/s + ListenDrops/s from the kernel's counters.
+    Estimated,
+}
+
+macro_rules! metrics {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// Every scalar of a sample; None where the source is missing or no rate exists yet.
+        /// Rates are per second, CPU in percent, `*_total` counted since the first sample.
+        #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+        pub struct Metrics {
+            $($(#[$doc])* pub $name: Option<f64>,)*
+        }
+
+        impl Metrics {
+            /// Column names in a stable order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            pub fn columns(&self) -> Vec<(&'static str, Option<f64>)> {
+                vec![$((stringify!($name), self.$name)),*]
+            }
+        }
+    };
+}
+
+metrics! {
+    /// All SYNs in (pcap), or PassiveOpens/s + ListenDrops/s when `syn_in_estimated` is 1.
+    syn_in_per_s, syn_in_estimated, synack_out_per_s, rst_in_per_s, rst_out_per_s,
+    /// SYNs seen again with the same 4-tuple and ISN (client retries).
+    syn_retrans_per_s,
+    /// Packets the kernel dropped before libpcap saw them, since the capture started.
+    pcap_drops, pcap_if_drops,
+    /// Accept-queue length and limit summed over the port's listening sockets.
+    accept_queue, accept_queue_limit, syn_recv, established, fin_wait, close_wait, last_ack, closing,
+    /// Whole namespace (all ports): /proc/net/sockstat `tw`.
+    time_wait, tcp_inuse, tcp_orphan, tcp_mem_pages,
+    listen_overflows_per_s, listen_drops_per_s, passive_opens_per_s, active_opens_per_s,
+    attempt_fails_per_s, estab_resets_per_s, retrans_segs_per_s, out_rsts_per_s, tcp_timeouts_per_s,
+    syncookies_sent_per_s, reqq_full_drops_per_s,
+    cpu_user_pct, cpu_nice_pct, cpu_system_pct, cpu_irq_pct, cpu_softirq_pct, cpu_iowait_pct,
+    cpu_idle_pct, cpu_steal_pct, ctxt_per_s, intr_per_s, net_rx_softirq_per_s, net_tx_softirq_per_s,
+    procs_running, procs_blocked,
+    /// The server process and its descendants; CPU in % of one core.
+    server_procs, server_threads, server_cpu_user_pct, server_cpu_sys_pct, server_rss_mb,
+    /// All probe threads together, % of one core.
+    probe_cpu_pct,
+    syn_in_total, syn_retrans_total, synack_out_total, rst_in_total, rst_out_total,
+    passive_opens_total, listen_drops_total, listen_overflows_total, active_opens_total,
+}
+
+/// What the probes send each interval.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProbeSample {
+    #[serde(skip)]
+    pub at: Instant,
+    /// Seconds since the probes started.
+    pub t_s: f64,
+    pub seq: u64,
+    /// Seconds since the previous sample (None for the first, which sets the baselines).
+    pub dt_s: Option<f64>,
+    pub syn_source: SynSource,
+    #[serde(flatten)]
+    pub m: Metrics,
+    /// Per CPU (index = CPU number; None when offline or no interval yet).
+    pub per_cpu: Vec<Option<CpuPct>>,
+    pub listeners: Vec<ListenQueue>,
+    /// One-time warnings, each sent once (e.g. no pcap).
+    pub notes: Vec<String>,
+}
+
+impl ProbeSample {
+    /// Stable snake_case column names with their values.
+    pub fn columns(&self) -> Vec<(&'static str, Option<f64>)> {
+        self.m.columns()
+    }
+}
+
+fn net_rate(p: &Snapshot, c: &Snapshot, key: &str, dt: f64) -> Option<f64> {
+    rate_opt(
+        p.net.as_ref()?.counter(key),
+        c.net.as_ref()?.counter(key),
+        Width::U64,
+        dt,
+    )
+}
+
+fn net_total(base: &Snapshot, c: &Snapshot, key: &str) -> Option<f64> {
+    delta(
+        base.net.as_ref()?.counter(key)?,
+        c.net.as_ref()?.counter(key)?,
+        Width::U64,
+    )
+    .map(|d| d as f64)
+}
+
+/// Server CPU ticks between two readings of the process family. A process present in both
+/// (same pid and start time) adds its increase; a process born since adds all its time; one
+/// that exited in between loses its last slice (the kernel no longer shows it).
+fn server_ticks(prev: &[PidStat], cur: &[PidStat]) -> (u64, u64) {
+    let before: HashMap<(u32, u64), &PidStat> =
+        prev.iter().map(|p| ((p.pid, p.starttime), p)).collect();
+    cur.iter().fold((0, 0), |(u, s), p| {
+        match before.get(&(p.pid, p.starttime)) {
+            Some(b) => (
+                u + p.utime.saturating_sub(b.utime),
+                s + p.stime.saturating_sub(b.stime),
+            ),
+            None => (u + p.utime, s + p.stime),
+        }
+    })
+}
+
+/// Builds the sample for `cur`; `prev` is the previous snapshot (None for the first) and
+/// `base` the first one (for totals).
+pub fn build(
+    base: &Snapshot,
+    prev: Option<&Snapshot>,
+    cur: &Snapshot,
+    start: Instant,
+    seq: u64,
+    k: HostConsts,
+) -> ProbeSample {
+    let mut m = Metrics::default();
+    let f = |v: u64| Some(v as f64);
+
+    // Gauges.
+    if let Some(d) = &cur.diag {
+        if !d.listeners.is_empty() {
+            m.accept_queue = f(d.accept_queue());
+            m.accept_queue_limit = f(d.accept_queue_limit());
+        }
+        m.syn_recv = f(d.syn_recv);
+        m.established = f(d.established);
+        m.fin_wait = f(d.fin_wait);
+        m.close_wait = f(d.close_wait);
+        m.last_ack = f(d.last_ack);
+        m.closing = f(d.closing);
+    }
+    if let Some(s) = &cur.sockstat {
+        m.time_wait = f(s.tw);
+        m.tcp_inuse = f(s.inuse);
+        m.tcp_orphan = f(s.orphan);
+        m.tcp_mem_pages = f(s.mem_pages);
+    }
+    if let Some(s) = &cur.stat {
+        m.procs_running = f(s.procs_running);
+        m.procs_blocked = f(s.procs_blocked);
+    }
+    if let Some(procs) = &cur.server {
+        m.server_procs = f(procs.len() as u64);
+        m.server_threads = f(procs.iter().map(|p| p.num_threads).sum());
+        m.server_rss_mb = Some(
+            procs.iter().map(|p| p.rss_pages).sum::<u64>() as f64 * k.page_size as f64 / 1048576.0,
+        );
+    }
+    if let Some(c) = &cur.capture {
+        m.pcap_drops = f(c.dropped);
+        m.pcap_if_drops = f(c.if_dropped);
+    }
+
+    // Totals since the first sample.
+    m.passive_opens_total = net_total(base, cur, "Tcp.PassiveOpens");
+    m.active_opens_total = net_total(base, cur, "Tcp.ActiveOpens");
+    m.listen_drops_total = net_total(base, cur, "TcpExt.ListenDrops");
+    m.listen_overflows_total = net_total(base, cur, "TcpExt.ListenOverflows");
+    if let (Some(b), Some(c)) = (&base.capture, &cur.capture) {
+        let t = |x: u64, y: u64| delta(x, y, Width::U64).map(|d| d as f64);
+        m.syn_in_total = t(b.syn_in, c.syn_in);
+        m.syn_retrans_total = t(b.syn_retrans, c.syn_retrans);
+        m.synack_out_total = t(b.synack_out, c.synack_out);
+        m.rst_in_total = t(b.rst_in, c.rst_in);
+        m.rst_out_total = t(b.rst_out, c.rst_out);
+    }
+
+    let mut per_cpu = Vec::new();
+    let dt = prev
+        .map(|p| cur.at.duration_since(p.at).as_secs_f64())
+        .filter(|d| *d > 0.0);
+    if let (Some(p), Some(dt)) = (prev, dt) {
+        let r = |key| net_rate(p, cur, key, dt);
+        m.listen_overflows_per_s = r("TcpExt.ListenOverflows");
+        m.listen_drops_per_s = r("TcpExt.ListenDrops");
+        m.passive_opens_per_s = r("Tcp.PassiveOpens");
+        m.active_opens_per_s = r("Tcp.ActiveOpens");
+        m.attempt_fails_per_s = r("Tcp.AttemptFails");
+        m.estab_resets_per_s = r("Tcp.EstabResets");
+        m.retrans_segs_per_s = r("Tcp.RetransSegs");
+        m.out_rsts_per_s = r("Tcp.OutRsts");
+        m.tcp_timeouts_per_s = r("TcpExt.TCPTimeouts");
+        m.syncookies_sent_per_s = r("TcpExt.SyncookiesSent");
+        m.reqq_full_drops_per_s = r("TcpExt.TCPReqQFullDrop");
+
+        if let (Some(a), Some(b)) = (&p.capture, &cur.capture) {
+            let cr = |x, y| rate(x, y, Width::U64, dt);
+            m.syn_in_per_s = cr(a.syn_in, b.syn_in);
+            m.synack_out_per_s = cr(a.synack_out, b.synack_out);
+            m.rst_in_per_s = cr(a.rst_in, b.rst_in);
+            m.rst_out_per_s = cr(a.rst_out, b.rst_out);
+            m.syn_retrans_per_s = cr(a.syn_retrans, b.syn_retrans);
+        }
+
+        if let (Some(a), Some(b)) = (&p.stat, &cur.stat) {
+            if let Some(c) = CpuPct::between(&a.total, &b.total) {
+                m.cpu_user_pct = Some(c.user);
+                m.cpu_nice_pct = Some(c.nice);
+                m.cpu_system_pct = Some(c.system);
+                m.cpu_irq_pct = Some(c.irq);
+                m.cpu_softirq_pct = Some(c.softirq);
+                m.cpu_iowait_pct = Some(c.iowait);
+                m.cpu_idle_pct = Some(c.idle);
+                m.cpu_steal_pct = Some(c.steal);
+            }
+            per_cpu = b
+                .per_cpu
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    CpuPct::between(a.per_cpu.get(i).copied().flatten().as_ref()?, t.as_ref()?)
+                })
+                .collect();
+            m.ctxt_per_s = rate(a.ctxt, b.ctxt, Width::U64, dt);
+            m.intr_per_s = rate(a.intr, b.intr, Width::U64, dt);
+        }
+        if let (Some(a), Some(b)) = (&p.softirqs, &cur.softirqs) {
+            m.net_rx_softirq_per_s = SoftIrqs::delta(a, b, "NET_RX").map(|d| d as f64 / dt);
+            m.net_tx_softirq_per_s = SoftIrqs::delta(a, b, "NET_TX").map(|d| d as f64 / dt);
+        }
+        if let (Some(a), Some(b)) = (&p.server, &cur.server) {
+            let (u, s) = server_ticks(a, b);
+            let ticks = k.clk_tck as f64 * dt;
+            m.server_cpu_user_pct = pct(u as f64, ticks);
+            m.server_cpu_sys_pct = pct(s as f64, ticks);
+        }
+        let used = cur.probe_cpu_us.saturating_sub(p.probe_cpu_us) as f64;
+        m.probe_cpu_pct = pct(used, dt * 1e6);
+    }
+
+    let syn_source = if cur.capture.is_some() {
+        SynSource::Pcap
+    } else {
+        m.syn_in_per_s = match (m.passive_opens_per_s, m.listen_drops_per_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        SynSource::Estimated
+    };
+    m.syn_in_estimated = Some(if syn_source == SynSource::Estimated {
+        1.0
+    } else {
+        0.0
+    });
+
+    ProbeSample {
+        at: cur.at,
+        t_s: cur.at.saturating_duration_since(start).as_secs_f64(),
+        seq,
+        dt_s: dt,
+        syn_source,
+        m,
+        per_cpu,
+        listeners: cur
+            .diag
+            .as_ref()
+            .map(|d| d.listeners.clone())
+            .unwrap_or_default(),
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::cpustat::CpuTimes;
+    use std::time::Duration;
+
+    const K: HostConsts = HostConsts {
+        clk_tck: 100,
+        page_size: 4096,
+    };
+
+    fn net(passive: u64, drops: u64, overflows: u64) -> NetCounters {
+        let snmp = format!("Tcp: ActiveOpens PassiveOpens\nTcp: 5 {passive}\n");
+        let netstat = format!("TcpExt: ListenOverflows ListenDrops\nTcpExt: {overflows} {drops}\n");
+        NetCounters::parse(&snmp, &netstat).unwrap()
+    }
+
+    fn pid(pid: u32, start: u64, u: u64, s: u64) -> PidStat {
+        PidStat {
+            pid,
+            comm: "srv".into(),
+            state: 'S',
+            ppid: 1,
+            utime: u,
+            stime: s,
+            num_threads: 2,
+            starttime: start,
+            rss_pages: 256,
+        }
+    }
+
+    #[test]
+    fn first_sample_has_gauges_but_no_rates() {
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        a.net = Some(net(10, 0, 0));
+        a.sockstat = Some(SockStat {
+            tw: 42,
+            ..Default::default()
+        });
+        let s = build(&a, None, &a, t0, 0, K);
+        assert_eq!(s.m.time_wait, Some(42.0));
+        assert_eq!(s.m.passive_opens_per_s, None);
+        assert_eq!(s.m.passive_opens_total, Some(0.0));
+        assert_eq!(s.dt_s, None);
+    }
+
+    #[test]
+    fn rates_totals_and_estimated_syns() {
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        a.net = Some(net(100, 10, 4));
+        a.probe_cpu_us = 1000;
+        let mut b = Snapshot::empty(t0 + Duration::from_millis(500));
+        b.net = Some(net(300, 60, 54));
+        b.probe_cpu_us = 2000;
+        let s = build(&a, Some(&a), &b, t0, 1, K);
+        assert_eq!(s.m.passive_opens_per_s, Some(400.0));
+        assert_eq!(s.m.listen_drops_per_s, Some(100.0));
+        assert_eq!(s.m.listen_overflows_total, Some(50.0));
+        assert_eq!(s.syn_source, SynSource::Estimated);
+        assert_eq!(s.m.syn_in_per_s, Some(500.0));
+        assert_eq!(s.m.syn_in_estimated, Some(1.0));
+        assert!((s.m.probe_cpu_pct.unwrap() - 0.2).abs() < 1e-9);
+        assert_eq!(s.t_s, 0.5);
+    }
+
+    #[test]
+    fn counter_reset_gives_no_rate() {
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        a.net = Some(net(100, 0, 0));
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
+        b.net = Some(net(3, 0, 0));
+        let s = build(&a, Some(&a), &b, t0, 1, K);
+        assert_eq!(s.m.passive_opens_per_s, None);
+        assert_eq!(s.m.passive_opens_total, None);
+    }
+
+    #[test]
+    fn pcap_counts_win_over_the_estimate() {
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        a.capture = Some(CaptureTotals {
+            syn_in: 10,
+            syn_retrans: 1,
+            ..Default::default()
+        });
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(2));
+        b.capture = Some(CaptureTotals {
+            syn_in: 210,
+            syn_retrans: 5,
+            dropped: 3,
+            ..Default::default()
+        });
+        let s = build(&a, Some(&a), &b, t0, 1, K);
+        assert_eq!(s.syn_source, SynSource::Pcap);
+        assert_eq!(s.m.syn_in_per_s, Some(100.0));
+        assert_eq!(s.m.syn_retrans_per_s, Some(2.0));
+        assert_eq!(s.m.syn_in_total, Some(200.0));
+        assert_eq!(s.m.pcap_drops, Some(3.0));
+        assert_eq!(s.m.syn_in_estimated, Some(0.0));
+    }
+
+    #[test]
+    fn cpu_split_total_and_per_cpu() {
+        let t0 = Instant::now();
+        let cpu = |u, i| CpuTimes {
+            user: u,
+            idle: i,
+            ..Default::default()
+        };
+        let mut a = Snapshot::empty(t0);
+        a.stat = Some(ProcStat {
+            total: cpu(0, 0),
+            per_cpu: vec![Some(cpu(0, 0)), Some(cpu(0, 0))],
+            ..Default::default()
+        });
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
+        b.stat = Some(ProcStat {
+            total: cpu(100, 100),
+            per_cpu: vec![Some(cpu(100, 0)), Some(cpu(0, 100))],
+            ..Default::default()
+        });
+        let s = build(&a, Some(&a), &b, t0, 1, K);
+        assert_eq!(s.m.cpu_user_pct, Some(50.0));
+        assert_eq!(s.per_cpu[0].unwrap().user, 100.0);
+        assert_eq!(s.per_cpu[1].unwrap().idle, 100.0);
+    }
+
+    #[test]
+    fn server_cpu_follows_processes_that_come_and_go() {
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        a.server = Some(vec![pid(1, 5, 100, 10), pid(2, 6, 50, 0)]);
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
+        // pid 2 exited; pid 3 is new; pid 1 used 30 user + 20 sys ticks.
+        b.server = Some(vec![pid(1, 5, 130, 30), pid(3, 900, 10, 5)]);
+        let s = build(&a, Some(&a), &b, t0, 1, K);
+        assert_eq!(s.m.server_cpu_user_pct, Some(40.0));
+        assert_eq!(s.m.server_cpu_sys_pct, Some(25.0));
+        assert_eq!(s.m.server_procs, Some(2.0));
+        assert_eq!(s.m.server_threads, Some(4.0));
+        assert_eq!(s.m.server_rss_mb, Some(2.0));
+    }
+
+    #[test]
+    fn column_names_are_unique_snake_case() {
+        let names = Metrics::NAMES;
+        let set: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(set.len(), names.len());
+        assert!(names.iter().all(|n| n
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')));
+        for want in [
+            "syn_in_per_s",
+            "accept_queue",
+            "time_wait",
+            "cpu_softirq_pct",
+            "probe_cpu_pct",
+            "listen_drops_total",
+        ] {
+            assert!(names.contains(&want), "{want}");
+        }
+    }
+}
