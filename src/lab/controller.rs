@@ -74,6 +74,12 @@ pub struct Controller {
     /// The network lab, when the scenario has a [network] section.
     pub net: Option<crate::net::lab::LabNet>,
     router_last: Option<(Instant, crate::net::router::RouterStats)>,
+    probe: Option<crate::probe::ProbeHandle>,
+    probe_rx: Option<Receiver<crate::probe::ProbeSample>>,
+    /// The newest probe sample not yet folded into a row.
+    probe_latest: Option<crate::probe::ProbeSample>,
+    /// The TUI's end of run (the scenario's duration); headless runs time themselves.
+    deadline: Option<f64>,
     start: Instant,
     interval: Duration,
     next_tick: Instant,
@@ -198,6 +204,10 @@ impl Controller {
             slots: Vec::new(),
             net: None,
             router_last: None,
+            probe: None,
+            probe_rx: None,
+            probe_latest: None,
+            deadline: None,
             start: now,
             interval,
             next_tick: now + interval,
@@ -217,6 +227,7 @@ impl Controller {
         c.log(&format!("scenario {}", c.scenario.name));
         c.start_network()?;
         c.start_target()?;
+        c.start_probes();
         c.start_workers()?;
         c.start = Instant::now();
         c.next_tick = c.start + c.interval;
@@ -387,7 +398,8 @@ impl Controller {
                 }
             }
             let addr = self.target_addr;
-            let connect = move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
+            let connect =
+                move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
             let up = match self.net.as_ref().and_then(|n| n.paths.first()) {
                 Some(p) => crate::sys::netns::in_netns(&p.netns, connect).unwrap_or(false),
                 None => connect(),
@@ -403,6 +415,38 @@ impl Controller {
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the kernel probes on the server's namespace. A probe that cannot start is a
+    /// warning, not a failed run: the load and the client's figures still stand.
+    fn start_probes(&mut self) {
+        let iface = if !self.scenario.probe.iface.is_empty() {
+            self.scenario.probe.iface.clone()
+        } else if let Some(net) = &self.net {
+            net.plan().server.dev.clone()
+        } else {
+            "lo".to_string()
+        };
+        let cfg = crate::probe::ProbeConfig {
+            interval: self.interval,
+            port: self.target_addr.port(),
+            server_pid: self.server_pid,
+            netns: self.net.as_ref().map(|n| n.server_netns.clone()),
+            iface,
+            pcap: self.scenario.probe.pcap,
+        };
+        let (tx, rx) = unbounded();
+        match crate::probe::spawn(cfg, tx) {
+            Ok(h) => {
+                self.probe = Some(h);
+                self.probe_rx = Some(rx);
+            }
+            Err(e) => {
+                let line = format!("probes could not start: {e:#}");
+                self.log(&line);
+                self.notices.push(line);
+            }
         }
     }
 
@@ -588,7 +632,8 @@ impl Controller {
                 unlimited: p.bandwidth_bps.is_none(),
                 ..Default::default()
             };
-            net.set_path(&p.name, &change).map_err(|e| format!("{e:#}"))?;
+            net.set_path(&p.name, &change)
+                .map_err(|e| format!("{e:#}"))?;
         }
         Ok(())
     }
@@ -619,6 +664,23 @@ impl Controller {
                 Msg::WorkerText(id, line) => self.log(&format!("worker {id}: {line}")),
                 Msg::Server(s) => self.server_last = Some(s),
             }
+        }
+        let samples: Vec<_> = match &self.probe_rx {
+            Some(rx) => rx.try_iter().collect(),
+            None => Vec::new(),
+        };
+        for p in samples {
+            for n in &p.notes {
+                if !self.notices.contains(n) {
+                    self.notices.push(n.clone());
+                    let line = format!("probe: {n}");
+                    self.log(&line);
+                }
+            }
+            if p.syn_source == crate::probe::SynSource::Estimated {
+                self.state.warn(Warning::NoPcap);
+            }
+            self.probe_latest = Some(p);
         }
     }
 
@@ -750,7 +812,88 @@ impl Controller {
         if self.opts.interrupted.load(Ordering::Relaxed) {
             self.state.finished = true;
         }
+        if let Some(d) = self.deadline {
+            if self.elapsed() >= d && !self.state.finished {
+                self.deadline = None;
+                let _ = self.apply(Command::Pause(true));
+                self.state.finished = true;
+                self.state.caption = Some(format!(
+                    "the scenario's {d:.0} s are over: load stopped (press q to quit)"
+                ));
+                self.log("duration reached: load stopped");
+            }
+        }
         Ok(())
+    }
+
+    /// Interactive use: one measurement window over the whole run, ended by the duration.
+    pub fn tui_mode(&mut self) {
+        self.deadline = Some(self.scenario.duration.secs());
+        self.begin_point();
+    }
+
+    /// Writes the store so far and a text screenshot into the run folder.
+    pub fn write_snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
+        let dir = self
+            .folder
+            .as_ref()
+            .map(|f| f.dir.clone())
+            .unwrap_or_else(std::env::temp_dir);
+        let t = self.elapsed();
+        let base = dir.join(format!("snapshot-{t:07.1}s"));
+        std::fs::write(base.with_extension("txt"), screen)?;
+        let store = &self.state.store;
+        let mut csv = format!("t_s,{}\n", store.names().join(","));
+        for (i, t) in store.times().iter().enumerate() {
+            csv.push_str(&format!("{t:.3}"));
+            for n in store.names() {
+                let v = store.col(n).map(|c| c[i]).unwrap_or(f64::NAN);
+                csv.push(',');
+                if !v.is_nan() {
+                    csv.push_str(&format!("{v}"));
+                }
+            }
+            csv.push('\n');
+        }
+        std::fs::write(base.with_extension("csv"), csv)?;
+        self.mark("snapshot");
+        Ok(base.with_extension("txt"))
+    }
+
+    /// Ends the TUI's run: the whole run as one summary row, then shutdown.
+    pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
+        if let Some(window) = self.end_point() {
+            let row = super::run::summary_row(self, 1, window);
+            if let Some(f) = &mut self.folder {
+                f.summary.push(row);
+                f.write_summary()?;
+            }
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    /// Jumps to the scenario's next step.
+    pub fn skip_to_next_step(&mut self) -> Option<String> {
+        if self.next_step >= self.steps.len() {
+            return None;
+        }
+        let i = self.next_step;
+        // Later steps keep their spacing from this one.
+        let shift = self.steps[i].at.secs() - self.elapsed();
+        if shift > 0.0 {
+            for st in &mut self.steps[i..] {
+                st.at = crate::scenario::units::Dur::from_secs(st.at.secs() - shift);
+            }
+        }
+        self.run_step(i);
+        self.next_step = i + 1;
+        Some(
+            self.steps[i]
+                .caption
+                .clone()
+                .unwrap_or_else(|| format!("step {} of {}", i + 1, self.steps.len())),
+        )
     }
 
     fn sample_row(&mut self, dt: f64) -> anyhow::Result<()> {
@@ -768,10 +911,27 @@ impl Controller {
         }
         cols.push((super::columns::SERVER_RESPONSES, server_rate));
         self.router_columns(&mut cols);
+        if let Some(p) = self.probe_latest.take() {
+            cols.extend(p.columns());
+            self.state.cpu_cores = p
+                .per_cpu
+                .iter()
+                .flatten()
+                .map(|c| {
+                    [
+                        c.user + c.nice,
+                        c.system,
+                        c.irq + c.softirq,
+                        c.idle + c.iowait,
+                    ]
+                })
+                .collect();
+        }
         if let Some(why) = self.point.as_ref().and_then(|p| p.1.client_bound()) {
             self.state.warn(Warning::ClientBound(why));
         }
         self.state.store.push(t, &cols);
+        self.rolling_crosscheck(t);
         if let Some(f) = &mut self.folder {
             let vals: Vec<(&str, f64)> = cols
                 .iter()
@@ -782,12 +942,47 @@ impl Controller {
         Ok(())
     }
 
+    /// Every 5 s: pcap SYNs vs client attempts over the last 5 s (Webmonitor's validation); a
+    /// disagreement over 2 % is a warning on screen and in run.log.
+    fn rolling_crosscheck(&mut self, t: f64) {
+        let rows = (5.0 / self.interval.as_secs_f64()).round() as usize;
+        if self.state.store.len() % rows.max(1) != 0 || t < 6.0 {
+            return;
+        }
+        let (Some((a, _)), Some((s, _))) = (
+            self.state
+                .store
+                .mean_max(super::columns::ATTEMPTS, t - 5.0, t + 1e-9),
+            self.state
+                .store
+                .mean_max(super::columns::SYN_IN, t - 5.0, t + 1e-9),
+        ) else {
+            return;
+        };
+        if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
+            return;
+        }
+        let check = crate::probe::crosscheck::compare("pcap SYNs", s, "client attempts", a, 2.0);
+        self.state
+            .warnings
+            .retain(|w| !matches!(w, Warning::CrossCheck(_)));
+        if check.disagrees {
+            let line = format!(
+                "SYN/s {s:.0} vs attempts/s {a:.0} ({:+.1}%)",
+                check.diff_pct
+            );
+            self.log(&format!("[{t:.1}s] cross-check disagrees: {line}"));
+            self.state.warn(Warning::CrossCheck(line));
+        }
+    }
+
     /// The delay router's figures as rates over the last sample (cumulative counters diffed).
     fn router_columns(&mut self, cols: &mut Vec<(&'static str, Option<f64>)>) {
         let Some(now) = self.net.as_ref().and_then(|n| n.router_stats()) else {
             return;
         };
-        let sum = |s: &crate::net::router::RouterStats, f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
+        let sum = |s: &crate::net::router::RouterStats,
+                   f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
             s.paths.iter().map(|p| f(&p.up) + f(&p.down)).sum::<u64>()
         };
         if let Some((_, prev)) = &self.router_last {
@@ -833,6 +1028,7 @@ impl Controller {
 
     /// Stops the workers and the target, then writes the events file.
     pub fn shutdown(&mut self) {
+        self.probe.take();
         self.send_all(&Control::Stop);
         let deadline = Instant::now() + Duration::from_secs(3);
         for w in &mut self.workers {
@@ -897,6 +1093,34 @@ impl Controller {
 
     pub fn mode(&self) -> Mode {
         self.state.knobs.mode
+    }
+}
+
+impl super::LabControl for Controller {
+    fn state(&self) -> &LabState {
+        &self.state
+    }
+    fn pump(&mut self) -> anyhow::Result<()> {
+        Controller::pump(self)?;
+        if self.opts.interrupted.load(Ordering::Relaxed) {
+            bail!("interrupted by a signal");
+        }
+        Ok(())
+    }
+    fn command(&mut self, cmd: Command) -> Result<String, String> {
+        self.apply(cmd)
+    }
+    fn mark(&mut self, label: &str) {
+        Controller::mark(self, label)
+    }
+    fn next_step(&mut self) -> Option<String> {
+        self.skip_to_next_step()
+    }
+    fn snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
+        self.write_snapshot(screen)
+    }
+    fn stop(&mut self) -> anyhow::Result<()> {
+        self.finish_interactive()
     }
 }
 

@@ -21,9 +21,34 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use theme::Theme;
 
-/// `synlab` / `synlab tui`: the live TUI.
-pub fn tui_main(_scenario: Option<&Path>, _out: Option<&Path>) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("the TUI is not built yet")
+/// `synlab` / `synlab tui`: the live TUI on a scenario (the embedded default without one).
+pub fn tui_main(scenario: Option<&Path>, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let sc = match scenario {
+        Some(p) => crate::scenario::load(p)?,
+        None => crate::scenario::default_scenario(),
+    };
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the TUI needs a terminal; for a headless run use `synlab run {}`",
+            scenario
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "default".into())
+        );
+    }
+    let interrupted = crate::lab::run::interrupt_flag();
+    let opts = crate::lab::controller::RunOptions {
+        out_parent: Some(crate::lab::run::out_parent(&sc, out)),
+        interrupted,
+    };
+    eprintln!("synlab: starting {} ...", sc.name);
+    let mut ctrl = crate::lab::controller::Controller::start(sc, opts)?;
+    ctrl.tui_mode();
+    let result = run_tui(&mut ctrl, UiOptions::default());
+    if let Some(dir) = ctrl.folder_dir() {
+        println!("results: {}", dir.display());
+    }
+    result.map(|_| ExitCode::SUCCESS)
 }
 
 /// How the TUI looks and paces itself.
