@@ -361,7 +361,6 @@ impl Controller {
                     args: vec!["-c".into(), format!("exec {cmdline}")],
                     cpus: t.cpus.clone(),
                     netns: server_netns.clone(),
-                    ..Default::default()
                 };
                 let child = ChildProc::spawn("target command", &spawn, |_| {})?;
                 self.server_pid = Some(child.pid());
@@ -942,7 +941,7 @@ impl Controller {
         Ok(())
     }
 
-    /// Every 5 s: pcap SYNs vs client attempts over the last 5 s (Webmonitor's validation); a
+    /// Every 5 s: pcap SYNs vs client attempts over the last 10 s (Webmonitor's validation); a
     /// disagreement over 2 % is a warning on screen and in run.log.
     fn rolling_crosscheck(&mut self, t: f64) {
         let rows = (5.0 / self.interval.as_secs_f64()).round() as usize;
