@@ -944,17 +944,26 @@ impl Controller {
     /// Every 5 s: pcap SYNs vs client attempts over the last 10 s (Webmonitor's validation); a
     /// disagreement over 2 % is a warning on screen and in run.log.
     fn rolling_crosscheck(&mut self, t: f64) {
+        const WINDOW: f64 = 10.0;
         let rows = (5.0 / self.interval.as_secs_f64()).round() as usize;
-        if self.state.store.len() % rows.max(1) != 0 || t < 6.0 {
+        if !self.state.store.len().is_multiple_of(rows.max(1)) || t < WINDOW + 1.0 {
             return;
         }
+        // A knob change inside the window makes the two sources' timing differences count.
+        let from = t - WINDOW;
+        if self
+            .state
+            .store
+            .events
+            .iter()
+            .any(|e| e.kind == "change" && e.t_s >= from - 1.0)
+        {
+            return;
+        }
+        let store = &self.state.store;
         let (Some((a, _)), Some((s, _))) = (
-            self.state
-                .store
-                .mean_max(super::columns::ATTEMPTS, t - 5.0, t + 1e-9),
-            self.state
-                .store
-                .mean_max(super::columns::SYN_IN, t - 5.0, t + 1e-9),
+            store.mean_max(super::columns::ATTEMPTS, from, t + 1e-9),
+            store.mean_max(super::columns::SYN_IN, from, t + 1e-9),
         ) else {
             return;
         };
