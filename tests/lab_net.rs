@@ -63,10 +63,14 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     let opts = RunOptions {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
+        network_fallback: false,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     let ours: Vec<String> = lab_namespaces();
-    assert!(ours.len() >= 4, "server, router and two client namespaces: {ours:?}");
+    assert!(
+        ours.len() >= 4,
+        "server, router and two client namespaces: {ours:?}"
+    );
     assert_eq!(c.state.backend, "router");
     assert!(c.target_addr.ip().to_string().starts_with("198.18."));
 
@@ -85,29 +89,46 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     let q = |x| tot.connect.value_at_quantile(x) as f64 / 1000.0;
     assert!(tot.responses > 300, "responses {}", tot.responses);
     assert!(q(0.25) < 10.0, "near path connect p25 {} ms", q(0.25));
-    assert!((78.0..90.0).contains(&q(0.75)), "far path connect p75 {} ms", q(0.75));
+    assert!(
+        (78.0..90.0).contains(&q(0.75)),
+        "far path connect p75 {} ms",
+        q(0.75)
+    );
 
     // Live: the far path to 20 ms; new connections see it, none are reset.
-    c.apply(Command::SetRtt { path: Some("far".into()), rtt_ms: 20.0 }).unwrap();
+    c.apply(Command::SetRtt {
+        path: Some("far".into()),
+        rtt_ms: 20.0,
+    })
+    .unwrap();
     run_for(&mut c, 1.0);
     c.begin_point();
     run_for(&mut c, 2.0);
     let (_, _, tot, _) = c.end_point().unwrap();
     let q = |x| tot.connect.value_at_quantile(x) as f64 / 1000.0;
-    assert!((18.0..30.0).contains(&q(0.75)), "far path after change: p75 {} ms", q(0.75));
+    assert!(
+        (18.0..30.0).contains(&q(0.75)),
+        "far path after change: p75 {} ms",
+        q(0.75)
+    );
     assert_eq!(tot.resets, 0, "a live change must not reset connections");
     let frames = c.state.store.last("router_frames_per_s").unwrap_or(0.0);
     assert!(frames > 100.0, "router relayed {frames} frames/s");
 
     c.shutdown();
     drop(c);
-    let left: Vec<String> = lab_namespaces().into_iter().filter(|n| ours.contains(n)).collect();
+    let left: Vec<String> = lab_namespaces()
+        .into_iter()
+        .filter(|n| ours.contains(n))
+        .collect();
     assert!(left.is_empty(), "namespaces left after the run: {left:?}");
 }
 
 #[test]
 fn a_timeout_shorter_than_the_rtt_is_refused_with_the_reason() {
     let bad = SCENARIO.replace("timeout = \"1s\"", "timeout = \"50ms\"");
-    let e = synlab::scenario::parse("lab.toml", &bad).unwrap_err().to_string();
+    let e = synlab::scenario::parse("lab.toml", &bad)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("must exceed the largest path RTT"), "{e}");
 }

@@ -17,6 +17,7 @@ fn run(toml: &str) -> (std::path::PathBuf, Vec<SummaryRow>, tempfile::TempDir) {
     let opts = RunOptions {
         out_parent: Some(tmp.path().to_path_buf()),
         interrupted: Arc::new(AtomicBool::new(false)),
+        network_fallback: false,
     };
     let (dir, rows, cut) = run_scenario(sc, opts, false).unwrap();
     assert!(!cut);

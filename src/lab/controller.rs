@@ -57,6 +57,9 @@ pub struct RunOptions {
     pub out_parent: Option<PathBuf>,
     /// Set by Ctrl-C / SIGTERM handlers; the controller stops when it turns true.
     pub interrupted: Arc<AtomicBool>,
+    /// Without the privileges for the network lab, run on loopback (with a warning) instead of
+    /// refusing. Only for the embedded default scenario: an explicit [network] is a request.
+    pub network_fallback: bool,
 }
 
 pub struct Controller {
@@ -251,6 +254,14 @@ impl Controller {
             return Ok(());
         };
         if let Some(missing) = crate::sys::privilege::Privileges::current().lab_missing() {
+            if self.opts.network_fallback {
+                let line = format!("network lab off, running on loopback: {missing}");
+                self.log(&line);
+                self.notices.push(line);
+                self.state
+                    .warn(Warning::NoRoot("loopback only, no WAN shaping".into()));
+                return Ok(());
+            }
             bail!("{missing}");
         }
         let run_id = crate::net::plan::new_run_id();

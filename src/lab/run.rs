@@ -383,6 +383,7 @@ pub fn run_main(
     let opts = RunOptions {
         out_parent: Some(parent),
         interrupted: Arc::clone(&interrupted),
+        network_fallback: scenario.as_os_str() == "default",
     };
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (dir, rows, cut) = run_scenario(sc, opts, progress)?;

@@ -39,16 +39,43 @@ pub fn tui_main(scenario: Option<&Path>, out: Option<&Path>) -> anyhow::Result<E
     let interrupted = crate::lab::run::interrupt_flag();
     let opts = crate::lab::controller::RunOptions {
         out_parent: Some(crate::lab::run::out_parent(&sc, out)),
-        interrupted,
+        interrupted: interrupted.clone(),
+        network_fallback: scenario.is_none(),
     };
     eprintln!("synlab: starting {} ...", sc.name);
     let mut ctrl = crate::lab::controller::Controller::start(sc, opts)?;
     ctrl.tui_mode();
+    hangup_watchdog(
+        &interrupted,
+        ctrl.net.as_ref().map(|n| format!("synlab-{}-", n.run_id)),
+    );
     let result = run_tui(&mut ctrl, UiOptions::default());
     if let Some(dir) = ctrl.folder_dir() {
         println!("results: {}", dir.display());
     }
     result.map(|_| ExitCode::SUCCESS)
+}
+
+/// After SIGHUP/SIGTERM the loop normally stops the lab within a frame. When the terminal is
+/// gone, crossterm's poll can spin on the dead tty and never return; then this thread removes
+/// the run's namespaces and exits the process, and the children die with it (PDEATHSIG).
+fn hangup_watchdog(
+    flag: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    netns_prefix: Option<String>,
+) {
+    let flag = flag.clone();
+    let _ = std::thread::Builder::new()
+        .name("hangup-watchdog".into())
+        .spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            if let Some(p) = netns_prefix {
+                let _ = crate::sys::netns::cleanup_matching(&p);
+            }
+            std::process::exit(129);
+        });
 }
 
 /// How the TUI looks and paces itself.
@@ -122,9 +149,14 @@ pub fn event_loop<B: ratatui::backend::Backend>(
             // A slow frame: skip ahead rather than redraw in a burst.
             next_frame = now;
         }
-        // Input until the next frame is due.
+        // Input until the next frame is due (also when input never runs dry, e.g. a dead tty,
+        // the lab is still pumped every frame, so signals and deadlines are seen).
         loop {
-            let timeout = next_frame.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            if now >= next_frame {
+                break;
+            }
+            let timeout = next_frame - now;
             let Some(ev) = input(timeout)? else {
                 break;
             };
