@@ -99,6 +99,8 @@ pub struct Controller {
     notices: Vec<String>,
     /// Client-counted responses over the whole run (for the final cross-check).
     run_responses: u64,
+    /// Client-counted connection attempts over the whole run.
+    pub run_attempts: u64,
     /// (client responses, server responses, difference %) once the run has stopped.
     pub final_check: Option<(u64, u64, f64)>,
 }
@@ -225,6 +227,7 @@ impl Controller {
             opts,
             notices: Vec::new(),
             run_responses: 0,
+            run_attempts: 0,
             final_check: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
@@ -666,6 +669,7 @@ impl Controller {
                         self.state.warn(Warning::OutOfFds);
                     }
                     self.run_responses += d.responses;
+                    self.run_attempts += d.attempts;
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
