@@ -39,7 +39,8 @@ fn run_rate(lab: &synlab::net::lab::LabNet, size: usize, rate: f64, secs: f64) -
     let rx = std::thread::spawn(move || {
         in_netns(&srv_ns, || {
             let sock = UdpSocket::bind(server).unwrap();
-            sock.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+            sock.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
             let mut buf = [0u8; 2048];
             while !s.load(Ordering::Relaxed) {
                 if sock.recv(&mut buf).is_ok() {
@@ -104,7 +105,10 @@ fn main() {
     let lab = Lab::up(&spec(), &synlab::net::plan::new_run_id()).expect("lab up");
     println!("frame  rate/s     sent    received  loss%   p50 err us  p99 err us  ok");
     for (size, rates) in [
-        (64usize, vec![10_000.0, 50_000.0, 100_000.0, 200_000.0, 300_000.0]),
+        (
+            64usize,
+            vec![10_000.0, 50_000.0, 100_000.0, 200_000.0, 300_000.0],
+        ),
         (1500, vec![10_000.0, 50_000.0, 100_000.0, 170_000.0]),
     ] {
         let mut best = 0.0;
@@ -140,6 +144,9 @@ fn main() {
     let a = ticks();
     std::thread::sleep(Duration::from_secs(5));
     let b = ticks();
-    println!("router idle CPU: {:.2} % of a core", (b - a) as f64 / 100.0 / 5.0 * 100.0);
+    println!(
+        "router idle CPU: {:.2} % of a core",
+        (b - a) as f64 / 100.0 / 5.0 * 100.0
+    );
     lab.down().expect("lab down");
 }

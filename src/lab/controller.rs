@@ -111,16 +111,7 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// Is `ip` one the lab may send load to without `allow_remote`? (loopback or 198.18.0.0/15)
-pub fn is_lab_address(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_loopback() || (o[0] == 198 && (o[1] == 18 || o[1] == 19))
-        }
-        IpAddr::V6(v6) => v6.is_loopback(),
-    }
-}
+pub use crate::load::validate::is_lab_address;
 
 /// The request mix for a scenario.
 pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {

@@ -485,35 +485,7 @@ fn path_label(k: &Knobs, idx: &[usize]) -> String {
 
 #[cfg(test)]
 pub(crate) fn test_knobs() -> Knobs {
-    Knobs {
-        mode: Mode::Open,
-        rate: Some(1000.0),
-        sockets: 1000,
-        clients: 16,
-        timeout: Duration::from_millis(500),
-        burst: Burst {
-            ratio: 4.0,
-            fraction: 0.1,
-            period_s: 10.0,
-        },
-        burst_on: false,
-        paused: false,
-        paths: vec![
-            PathKnobs {
-                name: "near".into(),
-                rtt_ms: 0.0,
-                loss_pct: 0.0,
-                bandwidth_bps: None,
-            },
-            PathKnobs {
-                name: "far".into(),
-                rtt_ms: 100.0,
-                loss_pct: 0.0,
-                bandwidth_bps: Some(10_000_000),
-            },
-        ],
-        selected_path: 0,
-    }
+    crate::ui::fixture::knobs()
 }
 
 #[cfg(test)]
