@@ -401,7 +401,15 @@ impl Engine {
         if started == ConnectStart::Connected {
             self.on_established(idx, now);
         } else {
-            let deadline = now + (self.cfg.timeout_s * 1e9) as u64;
+            // A simple client (seed 000 §3) has no short timeout T: it waits out the kernel's
+            // own SYN retransmissions (exponential backoff), bounded by the response timeout.
+            // That is why closed-loop load cannot push past the server's capacity.
+            let wait = if client {
+                self.cfg.response_timeout_s
+            } else {
+                self.cfg.timeout_s
+            };
+            let deadline = now + (wait * 1e9) as u64;
             self.arm(idx, deadline);
         }
     }
