@@ -42,3 +42,4 @@ pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {
 pub mod pcap;
 pub mod procfs;
 pub mod sockdiag;
+pub mod machine;
