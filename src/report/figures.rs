@@ -35,7 +35,9 @@ pub fn param_kind(param: &str) -> ParamKind {
 pub fn x_label(param: &str) -> String {
     match param {
         "load.rate" => "offered rate (connection attempts/s)".into(),
-        "load.concurrency" => "concurrency: clients (closed loop) or descriptors D (S-Client)".into(),
+        "load.concurrency" => {
+            "concurrency: clients (closed loop) or descriptors D (S-Client)".into()
+        }
         "load.sockets" => "descriptors per S-Client (D)".into(),
         "load.clients" => "clients (closed-loop processes)".into(),
         "load.workers" => "load-generator workers".into(),
@@ -274,7 +276,11 @@ impl<'a> Ctx<'a> {
     }
 }
 
-const RESP: (&str, &str, LineKind) = ("throughput_per_s", "responses/s (throughput)", LineKind::Solid);
+const RESP: (&str, &str, LineKind) = (
+    "throughput_per_s",
+    "responses/s (throughput)",
+    LineKind::Solid,
+);
 const ATT: (&str, &str, LineKind) = ("attempts_per_s", "connection attempts/s", LineKind::Dashed);
 
 /// The sweep figures for these runs (one run, or several overlaid).
@@ -303,7 +309,11 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
                     "rate (1/s)",
                     ctx.series(&[
                         ("attempts_per_s", "connection attempts/s", LineKind::Solid),
-                        ("throughput_per_s", "responses/s (throughput)", LineKind::Dashed),
+                        (
+                            "throughput_per_s",
+                            "responses/s (throughput)",
+                            LineKind::Dashed,
+                        ),
                     ]),
                 )],
             ));
@@ -341,8 +351,16 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
                 vec![rate(
                     "count",
                     ctx.series(&[
-                        ("established_mean", "ESTABLISHED connections (mean)", LineKind::Solid),
-                        ("server_procs_mean", "server processes (mean)", LineKind::Dashed),
+                        (
+                            "established_mean",
+                            "ESTABLISHED connections (mean)",
+                            LineKind::Solid,
+                        ),
+                        (
+                            "server_procs_mean",
+                            "server processes (mean)",
+                            LineKind::Dashed,
+                        ),
                     ]),
                 )],
             ));
@@ -415,8 +433,16 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
     queue.push(rate(
         "drops and failures (1/s)",
         ctx.series(&[
-            ("listen_overflows_per_s", "listen overflows/s", LineKind::Solid),
-            ("connect_timeouts_per_s", "connect timeouts/s", LineKind::Dashed),
+            (
+                "listen_overflows_per_s",
+                "listen overflows/s",
+                LineKind::Solid,
+            ),
+            (
+                "connect_timeouts_per_s",
+                "connect timeouts/s",
+                LineKind::Dashed,
+            ),
         ]),
     ));
     figs.push(ctx.figure(
@@ -428,7 +454,7 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
     if kind != ParamKind::Rtt && kind != ParamKind::Loss {
         figs.push(ctx.figure(
             "connections",
-            &format!("Connection states and server processes vs {}", short_param(&ctx.param)),
+            &format!("Connection states vs {}", short_param(&ctx.param)),
             vec![rate(
                 "count",
                 ctx.series(&[
@@ -490,16 +516,36 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
         })
     };
     let rates: Vec<Series> = [
-        col("attempts_per_s", "connection attempts/s", 1, LineKind::Solid),
-        col("responses_per_s", "responses/s (client)", 0, LineKind::Solid),
+        col(
+            "attempts_per_s",
+            "connection attempts/s",
+            1,
+            LineKind::Solid,
+        ),
+        col(
+            "responses_per_s",
+            "responses/s (client)",
+            0,
+            LineKind::Solid,
+        ),
         col("syn_in_per_s", "SYN/s at the server", 2, LineKind::Dashed),
     ]
     .into_iter()
     .flatten()
     .collect();
     let queue: Vec<Series> = [
-        col("accept_queue", "accept queue (connections)", 3, LineKind::Solid),
-        col("accept_queue_limit", "accept queue limit", 0, LineKind::Reference),
+        col(
+            "accept_queue",
+            "accept queue (connections)",
+            3,
+            LineKind::Solid,
+        ),
+        col(
+            "accept_queue_limit",
+            "accept queue limit",
+            0,
+            LineKind::Reference,
+        ),
     ]
     .into_iter()
     .flatten()
@@ -547,7 +593,10 @@ pub fn capacity(points: &[Point]) -> Option<&Point> {
         .filter(|p| !p.failed() && !p.client_bound())
         .filter(|p| p.num("total_p98_ms") <= P98_TARGET_MS)
         .filter(|p| p.num("throughput_per_s").is_finite())
-        .max_by(|a, b| a.num("throughput_per_s").total_cmp(&b.num("throughput_per_s")))
+        .max_by(|a, b| {
+            a.num("throughput_per_s")
+                .total_cmp(&b.num("throughput_per_s"))
+        })
 }
 
 #[cfg(test)]
@@ -570,7 +619,10 @@ mod tests {
         assert_eq!(x_number("network.rtt", &pt("0.2s", &[])), Some(200.0));
         assert_eq!(x_number("network.loss", &pt("2.5%", &[])), Some(2.5));
         assert_eq!(x_number("load.concurrency", &pt("64", &[])), Some(64.0));
-        assert_eq!(x_number("load.rate", &pt("500", &[("offered_rate", 480.0)])), Some(480.0));
+        assert_eq!(
+            x_number("load.rate", &pt("500", &[("offered_rate", 480.0)])),
+            Some(480.0)
+        );
         assert_eq!(x_number("load.rate", &pt("500", &[])), Some(500.0));
         assert_eq!(x_number("load.burst", &pt("4x@10%", &[])), None);
         assert_eq!(category_label("4x@10%"), "(4, 10%)");

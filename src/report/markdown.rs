@@ -150,7 +150,9 @@ pub fn report(
         cross_checks(&mut md, r);
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
-        if param_kind(&r.param()) == ParamKind::Rate && r.points.iter().any(|p| p.has("total_p98_ms")) {
+        if param_kind(&r.param()) == ParamKind::Rate
+            && r.points.iter().any(|p| p.has("total_p98_ms"))
+        {
             let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
             capacity_section(&mut md, r);
         }
@@ -181,30 +183,84 @@ struct Col {
 }
 
 const COLS: &[Col] = &[
-    Col { head: "offered/s", key: "offered_rate" },
-    Col { head: "attempts/s", key: "attempts_per_s" },
-    Col { head: "SYN/s (server)", key: "syn_in_per_s" },
-    Col { head: "responses/s", key: "throughput_per_s" },
-    Col { head: "p50 ms", key: "total_p50_ms" },
-    Col { head: "p98 ms", key: "total_p98_ms" },
-    Col { head: "p99 ms", key: "total_p99_ms" },
-    Col { head: "accept q max", key: "accept_queue_max" },
-    Col { head: "overflows/s", key: "listen_overflows_per_s" },
-    Col { head: "timeouts/s", key: "connect_timeouts_per_s" },
-    Col { head: "ESTAB", key: "established_mean" },
-    Col { head: "TIME_WAIT", key: "time_wait_mean" },
-    Col { head: "server procs", key: "server_procs_mean" },
-    Col { head: "CPU usr %", key: "cpu_user_pct" },
-    Col { head: "CPU sys %", key: "cpu_system_pct" },
-    Col { head: "CPU softirq %", key: "cpu_softirq_pct" },
-    Col { head: "Little LF", key: "little_load_factor" },
+    Col {
+        head: "offered/s",
+        key: "offered_rate",
+    },
+    Col {
+        head: "attempts/s",
+        key: "attempts_per_s",
+    },
+    Col {
+        head: "SYN/s (server)",
+        key: "syn_in_per_s",
+    },
+    Col {
+        head: "responses/s",
+        key: "throughput_per_s",
+    },
+    Col {
+        head: "p50 ms",
+        key: "total_p50_ms",
+    },
+    Col {
+        head: "p98 ms",
+        key: "total_p98_ms",
+    },
+    Col {
+        head: "p99 ms",
+        key: "total_p99_ms",
+    },
+    Col {
+        head: "accept q max",
+        key: "accept_queue_max",
+    },
+    Col {
+        head: "overflows/s",
+        key: "listen_overflows_per_s",
+    },
+    Col {
+        head: "timeouts/s",
+        key: "connect_timeouts_per_s",
+    },
+    Col {
+        head: "ESTAB",
+        key: "established_mean",
+    },
+    Col {
+        head: "TIME_WAIT",
+        key: "time_wait_mean",
+    },
+    Col {
+        head: "server procs",
+        key: "server_procs_mean",
+    },
+    Col {
+        head: "CPU usr %",
+        key: "cpu_user_pct",
+    },
+    Col {
+        head: "CPU sys %",
+        key: "cpu_system_pct",
+    },
+    Col {
+        head: "CPU softirq %",
+        key: "cpu_softirq_pct",
+    },
+    Col {
+        head: "Little LF",
+        key: "little_load_factor",
+    },
 ];
 
 fn status(p: &Point) -> String {
     if p.failed() {
         format!("**FAILED**: {}", esc(&p.text("error")))
     } else if p.client_bound() {
-        format!("⚠ **CLIENT-BOUND**: {}", esc(&p.text("client_bound_reason")))
+        format!(
+            "⚠ **CLIENT-BOUND**: {}",
+            esc(&p.text("client_bound_reason"))
+        )
     } else {
         "ok".into()
     }
@@ -229,9 +285,12 @@ fn summary_table(md: &mut String, r: &RunData) {
         "|{}",
         head.iter()
             .enumerate()
-            .map(|(i, _)| if i < 3 { "---|" } else { "---:|" })
+            .map(|(i, _)| if i < 3 || i + 1 == head.len() {
+                "---|"
+            } else {
+                "---:|"
+            })
             .collect::<String>()
-            .replace("---:|", "---:|")
     );
     for p in &r.points {
         let mark = if p.client_bound() { " ⚠" } else { "" };
@@ -286,8 +345,14 @@ fn cross_checks(md: &mut String, r: &RunData) {
         }
     }
     let keys = [
-        ("check_syn_vs_attempts_pct", "SYNs seen at the server vs client attempts"),
-        ("check_server_vs_client_pct", "server responses vs client responses"),
+        (
+            "check_syn_vs_attempts_pct",
+            "SYNs seen at the server vs client attempts",
+        ),
+        (
+            "check_server_vs_client_pct",
+            "server responses vs client responses",
+        ),
     ];
     let checked: Vec<&Point> = r
         .points
@@ -310,7 +375,11 @@ fn cross_checks(md: &mut String, r: &RunData) {
             if bad > 0 { " ⚠" } else { "" }
         );
     }
-    let _ = writeln!(md, "\n| # | mode | `{}` | SYN vs attempts | server vs client |", esc(&r.param()));
+    let _ = writeln!(
+        md,
+        "\n| # | mode | `{}` | SYN vs attempts | server vs client |",
+        esc(&r.param())
+    );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
     for p in checked {
         let _ = writeln!(
@@ -388,7 +457,11 @@ fn notices(md: &mut String, r: &RunData) {
         .and_then(|n| n.as_array())
         .map(|a| {
             a.iter()
-                .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string())
+                })
                 .collect()
         })
         .unwrap_or_default();

@@ -134,7 +134,8 @@ pub fn render(fig: &Figure, dir: &Path) -> anyhow::Result<[PathBuf; 2]> {
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         draw(fig, &root)?;
-        root.present().map_err(|e| anyhow!("drawing {}: {e}", svg_path.display()))?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {}: {e}", svg_path.display()))?;
     }
     std::fs::write(&svg_path, svg)?;
 
@@ -142,7 +143,8 @@ pub fn render(fig: &Figure, dir: &Path) -> anyhow::Result<[PathBuf; 2]> {
     {
         let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
         draw(fig, &root)?;
-        root.present().map_err(|e| anyhow!("drawing {}: {e}", png_path.display()))?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {}: {e}", png_path.display()))?;
     }
     write_png(&png_path, size, &rgb)?;
     Ok([svg_path, png_path])
@@ -153,6 +155,8 @@ fn write_png(path: &Path, (w, h): (u32, u32), rgb: &[u8]) -> anyhow::Result<()> 
     let mut enc = png::Encoder::new(f, w, h);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Best);
+    enc.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
     enc.write_header()?.write_image_data(rgb)?;
     Ok(())
 }
@@ -167,13 +171,15 @@ fn draw<DB: DrawingBackend>(fig: &Figure, root: &DrawingArea<DB, Shift>) -> anyh
     header
         .draw_text(&fig.title, &(FONT, 22).into_font().color(&BLACK), (16, 10))
         .map_err(err)?;
-    header
-        .draw_text(
-            &fig.subtitle,
-            &(FONT, 13).into_font().color(&RGBColor(80, 80, 80)),
-            (16, 44),
-        )
-        .map_err(err)?;
+    for (i, line) in fig.subtitle.lines().take(2).enumerate() {
+        header
+            .draw_text(
+                line,
+                &(FONT, 13).into_font().color(&RGBColor(80, 80, 80)),
+                (16, 40 + 16 * i as i32),
+            )
+            .map_err(err)?;
+    }
     let areas = body.split_evenly((fig.panels.len().max(1), 1));
     for (i, (panel, area)) in fig.panels.iter().zip(&areas).enumerate() {
         let last = i + 1 == fig.panels.len();
@@ -224,8 +230,14 @@ fn y_range(panel: &Panel) -> Range<f64> {
         .iter()
         .flat_map(|s| s.points.iter())
         .filter_map(|p| p.y);
-    let (lo, hi) = ys.fold((0.0f64, f64::NEG_INFINITY), |(l, h), y| (l.min(y), h.max(y)));
-    let hi = if hi.is_finite() && hi > lo { hi } else { lo + 1.0 };
+    let (lo, hi) = ys.fold((0.0f64, f64::NEG_INFINITY), |(l, h), y| {
+        (l.min(y), h.max(y))
+    });
+    let hi = if hi.is_finite() && hi > lo {
+        hi
+    } else {
+        lo + 1.0
+    };
     lo..hi + (hi - lo) * 0.08
 }
 
@@ -324,7 +336,7 @@ where
             .draw_series(std::iter::once(Text::new(
                 label.clone(),
                 (*x, y1),
-                (FONT, 12).into_font().color(&RGBColor(60, 60, 60)),
+                (FONT, 13).into_font().color(&RGBColor(60, 60, 60)),
             )))
             .map_err(err)?;
     }
@@ -332,6 +344,27 @@ where
     for s in &panel.series {
         let color = series_color(s);
         let style = color.stroke_width(if s.line == LineKind::Reference { 1 } else { 2 });
+        // Client-bound crosses first, so the series' own marker stays visible on top.
+        let bound: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| p.client_bound)
+            .filter_map(|p| p.y.map(|y| (p.x, y)))
+            .collect();
+        chart
+            .draw_series(
+                bound
+                    .iter()
+                    .map(|p| Cross::new(*p, 8, BLACK.stroke_width(3))),
+            )
+            .map_err(err)?;
+        chart
+            .draw_series(
+                bound
+                    .iter()
+                    .map(|p| Circle::new(*p, 10, BLACK.stroke_width(1))),
+            )
+            .map_err(err)?;
         for seg in segments(&s.points) {
             match s.line {
                 LineKind::Solid => {
@@ -350,11 +383,13 @@ where
                         .map_err(err)?;
                 }
             }
-            if s.line == LineKind::Solid {
+            // Markers on sweep curves; a long time series would drown in them.
+            let markers = s.points.len() <= 60;
+            if markers && s.line == LineKind::Solid {
                 chart
                     .draw_series(seg.iter().map(|p| Circle::new(*p, 4, color.filled())))
                     .map_err(err)?;
-            } else if s.line == LineKind::Dashed {
+            } else if markers && s.line == LineKind::Dashed {
                 chart
                     .draw_series(
                         seg.iter()
@@ -363,22 +398,6 @@ where
                     .map_err(err)?;
             }
         }
-        let bound: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .filter(|p| p.client_bound)
-            .filter_map(|p| p.y.map(|y| (p.x, y)))
-            .collect();
-        chart
-            .draw_series(
-                bound
-                    .iter()
-                    .map(|p| Cross::new(*p, 8, BLACK.stroke_width(3))),
-            )
-            .map_err(err)?;
-        chart
-            .draw_series(bound.iter().map(|p| Circle::new(*p, 10, BLACK.stroke_width(1))))
-            .map_err(err)?;
     }
     Ok(())
 }
@@ -408,6 +427,9 @@ fn segments(points: &[XY]) -> Vec<Vec<(f64, f64)>> {
     out
 }
 
+/// Draws one legend entry's line/marker sample at height y.
+type LegendSample<DB> = dyn Fn(&DrawingArea<DB, Shift>, i32) -> anyhow::Result<()>;
+
 /// The legend, in its own column to the right so it never hides data.
 fn draw_legend<DB: DrawingBackend>(
     fig: &Figure,
@@ -416,7 +438,7 @@ fn draw_legend<DB: DrawingBackend>(
 ) -> anyhow::Result<()> {
     let text = (FONT, 14).into_font().color(&BLACK);
     let mut y = 22i32;
-    let mut entry = |name: &str, sample: &dyn Fn(&DrawingArea<DB, Shift>, i32) -> anyhow::Result<()>| -> anyhow::Result<()> {
+    let mut entry = |name: &str, sample: &LegendSample<DB>| -> anyhow::Result<()> {
         sample(area, y)?;
         for (i, line) in name.lines().enumerate() {
             area.draw_text(line, &text, (48, y - 8 + 17 * i as i32))
@@ -461,17 +483,23 @@ fn draw_legend<DB: DrawingBackend>(
         .iter()
         .any(|s| s.points.iter().any(|p| p.client_bound && p.y.is_some()));
     if any_bound {
-        entry("client-bound point\n(load generator limit:\nnot a server result)", &|a, y| {
-            a.draw(&Cross::new((23, y), 8, BLACK.stroke_width(3)))
-                .map_err(err)?;
-            a.draw(&Circle::new((23, y), 10, BLACK.stroke_width(1)))
-                .map_err(err)
-        })?;
+        entry(
+            "client-bound point\n(load generator limit:\nnot a server result)",
+            &|a, y| {
+                a.draw(&Cross::new((23, y), 8, BLACK.stroke_width(3)))
+                    .map_err(err)?;
+                a.draw(&Circle::new((23, y), 10, BLACK.stroke_width(1)))
+                    .map_err(err)
+            },
+        )?;
     }
     if !fig.failed_x.is_empty() {
         entry("failed point (gap)", &|a, y| {
-            a.draw(&PathElement::new(vec![(23, y - 9), (23, y + 9)], FAILED.stroke_width(2)))
-                .map_err(err)
+            a.draw(&PathElement::new(
+                vec![(23, y - 9), (23, y + 9)],
+                FAILED.stroke_width(2),
+            ))
+            .map_err(err)
         })?;
     }
     Ok(())
@@ -488,7 +516,12 @@ mod tests {
             y,
             client_bound: false,
         };
-        let s = segments(&[p(1.0, Some(1.0)), p(2.0, None), p(3.0, Some(3.0)), p(4.0, Some(4.0))]);
+        let s = segments(&[
+            p(1.0, Some(1.0)),
+            p(2.0, None),
+            p(3.0, Some(3.0)),
+            p(4.0, Some(4.0)),
+        ]);
         assert_eq!(s, vec![vec![(1.0, 1.0)], vec![(3.0, 3.0), (4.0, 4.0)]]);
         assert!(XY::new(1.0, f64::NAN).y.is_none());
     }

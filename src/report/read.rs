@@ -244,7 +244,9 @@ pub fn parse_summary_json(src: &str) -> anyhow::Result<(Meta, Vec<Point>)> {
                 o.iter()
                     .map(|(k, v)| {
                         let c = match v {
-                            serde_json::Value::Number(n) => Cell::Num(n.as_f64().unwrap_or(f64::NAN)),
+                            serde_json::Value::Number(n) => {
+                                Cell::Num(n.as_f64().unwrap_or(f64::NAN))
+                            }
                             serde_json::Value::Null => Cell::Num(f64::NAN),
                             serde_json::Value::Bool(b) => Cell::Flag(*b),
                             serde_json::Value::String(s) => Cell::Text(s.clone()),
@@ -379,7 +381,10 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_empty_cells() {
-        assert_eq!(split_csv("a,\"1,000\",,\"x\"\"y\""), ["a", "1,000", "", "x\"y"]);
+        assert_eq!(
+            split_csv("a,\"1,000\",,\"x\"\"y\""),
+            ["a", "1,000", "", "x\"y"]
+        );
     }
 
     #[test]

@@ -59,8 +59,16 @@ impl Machine {
     pub fn describe(&self) -> String {
         let mut s = format!(
             "{}, Linux {}, {} CPUs",
-            if self.hostname.is_empty() { "?" } else { &self.hostname },
-            if self.kernel.is_empty() { "?" } else { &self.kernel },
+            if self.hostname.is_empty() {
+                "?"
+            } else {
+                &self.hostname
+            },
+            if self.kernel.is_empty() {
+                "?"
+            } else {
+                &self.kernel
+            },
             self.cpus
         );
         if !self.cpu_model.is_empty() {
@@ -78,7 +86,10 @@ mod tests {
     fn reads_this_host_and_round_trips() {
         let m = Machine::read();
         assert!(m.cpus >= 1);
-        assert!(!m.kernel.is_empty(), "/proc/sys/kernel/osrelease unreadable");
+        assert!(
+            !m.kernel.is_empty(),
+            "/proc/sys/kernel/osrelease unreadable"
+        );
         assert_eq!(Machine::from_json(&m.to_json()), Some(m));
     }
 }
