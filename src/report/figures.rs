@@ -1,0 +1,643 @@
+//! Which figures a run gets, chosen by its sweep parameter, with the axes of the seed papers'
+//! figures (seed 000 Figs. 5-10, seed 004's capacity method), built from one run or overlaid
+//! from several (before/after).
+
+use super::plots::{Figure, LineKind, Panel, Series, XAxis, XY};
+use super::read::{Point, RunData};
+use crate::scenario::units::{Bandwidth, Dur, Num, Percent};
+
+/// Seed 004's example capacity criterion: 98 % of requests served in under 0.1 s.
+pub const P98_TARGET_MS: f64 = 100.0;
+
+/// What kind of x axis a sweep parameter gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Rate,
+    Count,
+    Rtt,
+    Loss,
+    Burst,
+    Other,
+}
+
+pub fn param_kind(param: &str) -> ParamKind {
+    match param {
+        "load.rate" => ParamKind::Rate,
+        "load.concurrency" | "load.sockets" | "load.clients" | "load.workers" => ParamKind::Count,
+        "network.rtt" => ParamKind::Rtt,
+        "network.loss" => ParamKind::Loss,
+        "load.burst" => ParamKind::Burst,
+        _ => ParamKind::Other,
+    }
+}
+
+/// The x axis label, with units, for a sweep parameter.
+pub fn x_label(param: &str) -> String {
+    match param {
+        "load.rate" => "offered rate (connection attempts/s)".into(),
+        "load.concurrency" => {
+            "concurrency: clients (closed loop) or descriptors D (S-Client)".into()
+        }
+        "load.sockets" => "descriptors per S-Client (D)".into(),
+        "load.clients" => "clients (closed-loop processes)".into(),
+        "load.workers" => "load-generator workers".into(),
+        "network.rtt" => "round-trip time (ms)".into(),
+        "network.loss" => "packet loss (%)".into(),
+        "network.bandwidth" => "bandwidth (Mbit/s)".into(),
+        "load.burst" => "burst (peak/average ratio, % of time at peak)".into(),
+        "" => "sweep point".into(),
+        p => p.to_string(),
+    }
+}
+
+/// The numeric x of a point for `param`, None if its value is not a number of that kind.
+pub fn x_number(param: &str, p: &Point) -> Option<f64> {
+    let v = p.text("value");
+    let v = v.trim();
+    let x = match param_kind(param) {
+        ParamKind::Rate => Some(p.num("offered_rate"))
+            .filter(|x| x.is_finite())
+            .or_else(|| Num::parse(v).ok().map(|n| n.0)),
+        ParamKind::Count => Num::parse(v).ok().map(|n| n.0),
+        ParamKind::Rtt => Dur::parse(v).ok().map(|d| d.secs() * 1000.0),
+        ParamKind::Loss => Percent::parse(v).ok().map(|p| p.fraction() * 100.0),
+        ParamKind::Burst => None,
+        ParamKind::Other if param == "network.bandwidth" => Bandwidth::parse(v)
+            .ok()
+            .map(|b| b.bits_per_sec() as f64 / 1e6),
+        ParamKind::Other => Num::parse(v).ok().map(|n| n.0),
+    };
+    x.filter(|x| x.is_finite())
+}
+
+/// "4x@10%" (the lab's burst label) as the paper writes it: "(4, 10%)".
+pub fn category_label(v: &str) -> String {
+    match v.split_once("x@") {
+        Some((r, f)) => format!("({r}, {f})"),
+        None => v.to_string(),
+    }
+}
+
+/// The runs being drawn and how their series are named.
+pub struct Ctx<'a> {
+    pub runs: &'a [RunData],
+    pub param: String,
+    pub x_axis: XAxis,
+    pub subtitle: String,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(runs: &'a [RunData], subtitle: String) -> Ctx<'a> {
+        let param = runs.first().map(|r| r.param()).unwrap_or_default();
+        let numeric = runs
+            .iter()
+            .flat_map(|r| &r.points)
+            .all(|p| x_number(&param, p).is_some());
+        let x_axis = if !numeric {
+            let mut labels: Vec<String> = Vec::new();
+            for p in runs.iter().flat_map(|r| &r.points) {
+                let l = category_label(&p.text("value"));
+                if !labels.contains(&l) {
+                    labels.push(l);
+                }
+            }
+            XAxis::Labels(labels)
+        } else if param_kind(&param) == ParamKind::Count {
+            let xs: Vec<f64> = runs
+                .iter()
+                .flat_map(|r| &r.points)
+                .filter_map(|p| x_number(&param, p))
+                .collect();
+            let (lo, hi) = xs
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+            if lo > 0.0 && hi / lo >= 30.0 {
+                XAxis::Log
+            } else {
+                XAxis::Linear
+            }
+        } else {
+            XAxis::Linear
+        };
+        Ctx {
+            runs,
+            param,
+            x_axis,
+            subtitle,
+        }
+    }
+
+    fn x(&self, p: &Point) -> Option<f64> {
+        match &self.x_axis {
+            XAxis::Labels(l) => {
+                let v = category_label(&p.text("value"));
+                l.iter().position(|c| *c == v).map(|i| i as f64)
+            }
+            _ => x_number(&self.param, p),
+        }
+    }
+
+    /// (run index, run, mode, that run+mode's points sorted by x).
+    fn groups(&self) -> Vec<(usize, &RunData, String, Vec<&Point>)> {
+        let mut out = Vec::new();
+        for (ri, r) in self.runs.iter().enumerate() {
+            for m in r.modes() {
+                let mut pts: Vec<&Point> = r.points.iter().filter(|p| p.mode() == m).collect();
+                pts.sort_by(|a, b| {
+                    let (xa, xb) = (self.x(a).unwrap_or(f64::NAN), self.x(b).unwrap_or(f64::NAN));
+                    xa.total_cmp(&xb)
+                });
+                out.push((ri, r, m, pts));
+            }
+        }
+        out
+    }
+
+    fn group_name(&self, run: &RunData, mode: &str, metric: &str) -> String {
+        let multi_mode = self.runs.iter().any(|r| r.modes().len() > 1);
+        let m = if multi_mode {
+            format!("{mode}: {metric}")
+        } else {
+            metric.to_string()
+        };
+        if self.runs.len() > 1 {
+            format!("{}\n  {m}", run.name)
+        } else {
+            m
+        }
+    }
+
+    /// One series per (run, mode, metric); colors unique, line kind per metric.
+    pub fn series(&self, metrics: &[(&str, &str, LineKind)]) -> Vec<Series> {
+        let mut out = Vec::new();
+        for (gi, (_, run, mode, pts)) in self.groups().into_iter().enumerate() {
+            for (mi, (key, label, line)) in metrics.iter().enumerate() {
+                if !pts.iter().any(|p| p.has(key)) {
+                    continue;
+                }
+                let points = pts
+                    .iter()
+                    .filter_map(|p| {
+                        let x = self.x(p)?;
+                        let y = Some(p.num(key)).filter(|y| y.is_finite() && !p.failed());
+                        Some(XY {
+                            x,
+                            y,
+                            client_bound: p.client_bound(),
+                        })
+                    })
+                    .collect();
+                out.push(Series {
+                    name: self.group_name(run, &mode, label),
+                    color: gi * metrics.len() + mi,
+                    line: *line,
+                    points,
+                });
+            }
+        }
+        out
+    }
+
+    fn xs(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.points)
+            .filter_map(|p| self.x(p))
+            .collect()
+    }
+
+    fn failed_x(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.points)
+            .filter(|p| p.failed())
+            .filter_map(|p| self.x(p))
+            .collect()
+    }
+
+    /// y = x over the data's x range (sampled densely so it stays straight on a log axis).
+    fn identity(&self, name: &str) -> Series {
+        let xs = self.xs();
+        let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let points = if lo.is_finite() && hi >= lo {
+            (0..=40)
+                .map(|i| {
+                    let x = if self.x_axis == XAxis::Log && lo > 0.0 {
+                        lo * (hi / lo).powf(i as f64 / 40.0)
+                    } else {
+                        lo + (hi - lo) * i as f64 / 40.0
+                    };
+                    XY::new(x, x)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Series {
+            name: name.into(),
+            color: 0,
+            line: LineKind::Reference,
+            points,
+        }
+    }
+
+    fn horizontal(&self, name: &str, y: f64) -> Series {
+        let xs = self.xs();
+        let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        Series {
+            name: name.into(),
+            color: 0,
+            line: LineKind::Reference,
+            points: if lo.is_finite() && y.is_finite() {
+                vec![XY::new(lo, y), XY::new(hi, y)]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn figure(&self, stem: &str, title: &str, panels: Vec<Panel>) -> Figure {
+        Figure {
+            stem: stem.into(),
+            title: title.into(),
+            subtitle: self.subtitle.clone(),
+            x_label: x_label(&self.param),
+            x_axis: self.x_axis.clone(),
+            panels,
+            failed_x: self.failed_x(),
+            marks: Vec::new(),
+        }
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.runs.iter().flat_map(|r| &r.points).any(|p| p.has(key))
+    }
+}
+
+const RESP: (&str, &str, LineKind) = (
+    "throughput_per_s",
+    "responses/s (throughput)",
+    LineKind::Solid,
+);
+const ATT: (&str, &str, LineKind) = ("attempts_per_s", "connection attempts/s", LineKind::Dashed);
+
+/// The sweep figures for these runs (one run, or several overlaid).
+pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    let kind = param_kind(&ctx.param);
+    let rate = |y: &str, s: Vec<Series>| Panel {
+        y_label: y.into(),
+        series: s,
+    };
+    match kind {
+        ParamKind::Rate => {
+            let mut s = ctx.series(&[RESP, ATT]);
+            s.push(ctx.identity("offered = served (y = x)"));
+            figs.push(ctx.figure(
+                "throughput",
+                "Throughput vs offered rate (cf. seed 000 Fig. 7)",
+                vec![rate("rate (1/s)", s)],
+            ));
+        }
+        ParamKind::Count => {
+            figs.push(ctx.figure(
+                "request_rate",
+                "Request rate vs clients / descriptors (cf. seed 000 Figs. 5 and 6)",
+                vec![rate(
+                    "rate (1/s)",
+                    ctx.series(&[
+                        ("attempts_per_s", "connection attempts/s", LineKind::Solid),
+                        (
+                            "throughput_per_s",
+                            "responses/s (throughput)",
+                            LineKind::Dashed,
+                        ),
+                    ]),
+                )],
+            ));
+            if ctx.has("little_load_factor") {
+                let mut s = ctx.series(&[(
+                    "little_load_factor",
+                    "Little's Load Factor",
+                    LineKind::Solid,
+                )]);
+                s.push(ctx.identity("identity (factor = clients)"));
+                figs.push(ctx.figure(
+                    "little_load_factor",
+                    "Little's Load Factor vs clients (cf. seed 004 Fig. 3)",
+                    vec![rate(
+                        "Little's Load Factor (requests in service, Σ response time / test time)",
+                        s,
+                    )],
+                ));
+            }
+        }
+        ParamKind::Rtt | ParamKind::Loss => {
+            let (what, fig) = if kind == ParamKind::Rtt {
+                ("WAN delay", "seed 000 Figs. 9 and 10")
+            } else {
+                ("packet loss", "seed 000 §5.6")
+            };
+            figs.push(ctx.figure(
+                "throughput",
+                &format!("Server throughput vs {what} (cf. {fig})"),
+                vec![rate("rate (1/s)", ctx.series(&[RESP, ATT]))],
+            ));
+            figs.push(ctx.figure(
+                "connections",
+                &format!("Active connections and server processes vs {what} (cf. {fig})"),
+                vec![rate(
+                    "count",
+                    ctx.series(&[
+                        (
+                            "established_mean",
+                            "ESTABLISHED connections (mean)",
+                            LineKind::Solid,
+                        ),
+                        (
+                            "server_procs_mean",
+                            "server processes (mean)",
+                            LineKind::Dashed,
+                        ),
+                    ]),
+                )],
+            ));
+        }
+        ParamKind::Burst => {
+            figs.push(ctx.figure(
+                "throughput",
+                "Throughput under bursty load (cf. seed 000 Fig. 8)",
+                vec![rate(
+                    "rate (1/s)",
+                    ctx.series(&[
+                        RESP,
+                        ATT,
+                        ("offered_rate", "average offered rate", LineKind::Reference),
+                    ]),
+                )],
+            ));
+        }
+        ParamKind::Other => {
+            figs.push(ctx.figure(
+                "throughput",
+                &format!("Throughput vs {}", ctx.param),
+                vec![rate("rate (1/s)", ctx.series(&[RESP, ATT]))],
+            ));
+        }
+    }
+
+    figs.push(ctx.figure(
+        "latency",
+        &format!("Response time vs {}", short_param(&ctx.param)),
+        vec![rate(
+            "response time, connect to last byte (ms)",
+            ctx.series(&[
+                ("total_p50_ms", "p50", LineKind::Solid),
+                ("total_p99_ms", "p99", LineKind::Dashed),
+            ]),
+        )],
+    ));
+
+    if kind == ParamKind::Rate && ctx.has("total_p98_ms") {
+        let mut s = ctx.series(&[("total_p98_ms", "p98 response time", LineKind::Solid)]);
+        s.push(ctx.horizontal(
+            &format!("target: p98 < {P98_TARGET_MS} ms (seed 004)"),
+            P98_TARGET_MS,
+        ));
+        figs.push(ctx.figure(
+            "capacity",
+            "Capacity: p98 response time vs offered rate (seed 004 method)",
+            vec![rate("p98 response time (ms)", s)],
+        ));
+    }
+
+    let mut queue = vec![rate(
+        "accept queue (connections)",
+        ctx.series(&[
+            ("accept_queue_max", "accept queue max", LineKind::Solid),
+            ("accept_queue_mean", "accept queue mean", LineKind::Dashed),
+        ]),
+    )];
+    if let Some(b) = ctx
+        .runs
+        .first()
+        .and_then(|r| r.scenario.as_ref())
+        .map(|s| s.target.backlog)
+    {
+        queue[0]
+            .series
+            .push(ctx.horizontal(&format!("listen backlog ({b})"), b as f64));
+    }
+    queue.push(rate(
+        "drops and failures (1/s)",
+        ctx.series(&[
+            (
+                "listen_overflows_per_s",
+                "listen overflows/s",
+                LineKind::Solid,
+            ),
+            (
+                "connect_timeouts_per_s",
+                "connect timeouts/s",
+                LineKind::Dashed,
+            ),
+        ]),
+    ));
+    figs.push(ctx.figure(
+        "accept_queue",
+        &format!("Accept queue and overflows vs {}", short_param(&ctx.param)),
+        queue,
+    ));
+
+    if kind != ParamKind::Rtt && kind != ParamKind::Loss {
+        figs.push(ctx.figure(
+            "connections",
+            &format!("Connection states vs {}", short_param(&ctx.param)),
+            vec![rate(
+                "count",
+                ctx.series(&[
+                    ("established_mean", "ESTABLISHED (mean)", LineKind::Solid),
+                    ("time_wait_mean", "TIME_WAIT (mean)", LineKind::Dashed),
+                ]),
+            )],
+        ));
+    }
+
+    figs.push(ctx.figure(
+        "cpu",
+        &format!("CPU split vs {} (whole machine)", short_param(&ctx.param)),
+        vec![rate(
+            "CPU time (% of all CPUs)",
+            ctx.series(&[
+                ("cpu_user_pct", "user %", LineKind::Solid),
+                ("cpu_system_pct", "system %", LineKind::Dashed),
+            ])
+            .into_iter()
+            .chain(ctx.series(&[
+                ("cpu_softirq_pct", "softirq %", LineKind::Solid),
+                ("cpu_irq_pct", "irq %", LineKind::Dashed),
+            ])
+            .into_iter()
+            .map(|mut s| {
+                s.color += 5;
+                s
+            }))
+            .collect(),
+        )],
+    ));
+    figs.retain(|f| f.has_data());
+    figs
+}
+
+fn short_param(param: &str) -> &str {
+    match param_kind(param) {
+        ParamKind::Rate => "offered rate",
+        ParamKind::Count => "clients / descriptors",
+        ParamKind::Rtt => "RTT",
+        ParamKind::Loss => "loss",
+        ParamKind::Burst => "burst",
+        ParamKind::Other if param.is_empty() => "sweep point",
+        ParamKind::Other => param,
+    }
+}
+
+/// The whole run over time from timeseries.csv, sweep points marked from events.csv.
+pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
+    let ts = &run.timeseries;
+    let col = |key: &str, name: &str, color: usize, line: LineKind| -> Option<Series> {
+        let pts = ts.column(key)?;
+        Some(Series {
+            name: name.into(),
+            color,
+            line,
+            points: pts.into_iter().map(|(t, v)| XY::new(t, v)).collect(),
+        })
+    };
+    let rates: Vec<Series> = [
+        col(
+            "attempts_per_s",
+            "connection attempts/s",
+            1,
+            LineKind::Solid,
+        ),
+        col(
+            "responses_per_s",
+            "responses/s (client)",
+            0,
+            LineKind::Solid,
+        ),
+        col("syn_in_per_s", "SYN/s at the server", 2, LineKind::Dashed),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let queue: Vec<Series> = [
+        col(
+            "accept_queue",
+            "accept queue (connections)",
+            3,
+            LineKind::Solid,
+        ),
+        col(
+            "accept_queue_limit",
+            "accept queue limit",
+            0,
+            LineKind::Reference,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let marks = run
+        .events
+        .iter()
+        .filter(|e| e.kind == "mark")
+        .map(|e| (e.t_s, mark_label(&e.text)))
+        .collect();
+    let fig = Figure {
+        stem: "timeseries".into(),
+        title: format!("The run over time: {}", run.name),
+        subtitle: subtitle.into(),
+        x_label: "time since start (s); vertical lines: sweep points".into(),
+        x_axis: XAxis::Linear,
+        panels: vec![
+            Panel {
+                y_label: "rate (1/s)".into(),
+                series: rates,
+            },
+            Panel {
+                y_label: "accept queue (connections)".into(),
+                series: queue,
+            },
+        ],
+        failed_x: Vec::new(),
+        marks,
+    };
+    fig.has_data().then_some(fig)
+}
+
+/// "point 3/10: load.rate = 750" -> "3"; other marks keep their text.
+fn mark_label(text: &str) -> String {
+    text.strip_prefix("point ")
+        .and_then(|r| r.split('/').next())
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| text.chars().take(16).collect())
+}
+
+/// Seed 004's capacity: the highest throughput of a valid point whose p98 meets the target.
+pub fn capacity(points: &[Point]) -> Option<&Point> {
+    points
+        .iter()
+        .filter(|p| !p.failed() && !p.client_bound())
+        .filter(|p| p.num("total_p98_ms") <= P98_TARGET_MS)
+        .filter(|p| p.num("throughput_per_s").is_finite())
+        .max_by(|a, b| {
+            a.num("throughput_per_s")
+                .total_cmp(&b.num("throughput_per_s"))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::read::Cell;
+
+    fn pt(value: &str, extra: &[(&str, f64)]) -> Point {
+        let mut p = Point::default();
+        p.0.insert("value".into(), Cell::Text(value.into()));
+        for (k, v) in extra {
+            p.0.insert(k.to_string(), Cell::Num(*v));
+        }
+        p
+    }
+
+    #[test]
+    fn x_values_take_units() {
+        assert_eq!(x_number("network.rtt", &pt("100ms", &[])), Some(100.0));
+        assert_eq!(x_number("network.rtt", &pt("0.2s", &[])), Some(200.0));
+        assert_eq!(x_number("network.loss", &pt("2.5%", &[])), Some(2.5));
+        assert_eq!(x_number("load.concurrency", &pt("64", &[])), Some(64.0));
+        assert_eq!(
+            x_number("load.rate", &pt("500", &[("offered_rate", 480.0)])),
+            Some(480.0)
+        );
+        assert_eq!(x_number("load.rate", &pt("500", &[])), Some(500.0));
+        assert_eq!(x_number("load.burst", &pt("4x@10%", &[])), None);
+        assert_eq!(category_label("4x@10%"), "(4, 10%)");
+        assert_eq!(mark_label("point 3/10: load.rate = 750"), "3");
+    }
+
+    #[test]
+    fn capacity_skips_client_bound_and_slow_points() {
+        let mut bound = pt("3", &[("total_p98_ms", 5.0), ("throughput_per_s", 900.0)]);
+        bound.0.insert("client_bound".into(), Cell::Flag(true));
+        let pts = vec![
+            pt("1", &[("total_p98_ms", 10.0), ("throughput_per_s", 300.0)]),
+            pt("2", &[("total_p98_ms", 150.0), ("throughput_per_s", 800.0)]),
+            bound,
+        ];
+        assert_eq!(capacity(&pts).unwrap().text("value"), "1");
+    }
+}

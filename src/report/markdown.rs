@@ -1,0 +1,481 @@
+//! report.md: the scenario's story, the summary table with client-bound and failed points
+//! marked, the plots, the cross-checks (flagged beyond 2 %), seed 004's capacity, and the
+//! backend and machine the numbers came from.
+
+use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
+use super::read::{Point, RunData};
+use std::fmt::Write;
+
+/// A cross-check disagreeing by more than this many percent is flagged.
+pub const CHECK_FLAG_PCT: f64 = 2.0;
+
+/// Where the machine line came from.
+pub struct MachineLine {
+    pub text: String,
+    /// True when summary.json recorded it; false when read at report time.
+    pub recorded: bool,
+}
+
+/// One rendered figure: title and paths relative to report.md.
+pub struct PlotRef {
+    pub title: String,
+    pub png: String,
+    pub svg: String,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Numbers in the table: 3 significant figures where it matters, "–" when not measured.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn pct(v: f64) -> String {
+    if v.is_finite() {
+        let flag = if v.abs() > CHECK_FLAG_PCT { " ⚠" } else { "" };
+        format!("{v:+.1} %{flag}")
+    } else {
+        "–".into()
+    }
+}
+
+/// The whole report.md for one run (`runs.len() == 1`) or an overlay of several.
+pub fn report(
+    runs: &[RunData],
+    plots: &[PlotRef],
+    plot_errors: &[String],
+    machine: &MachineLine,
+    written_at: &str,
+) -> String {
+    let mut md = String::new();
+    let single = runs.len() == 1;
+    if single {
+        let r = &runs[0];
+        let name = r
+            .scenario
+            .as_ref()
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| r.name.clone());
+        let _ = writeln!(md, "# synlab report: {name}\n");
+        scenario_story(&mut md, r);
+    } else {
+        let names: Vec<String> = runs.iter().map(|r| format!("`{}`", r.name)).collect();
+        let _ = writeln!(md, "# synlab comparison: {}\n", names.join(" vs "));
+        let _ = writeln!(
+            md,
+            "The plots overlay the runs' summary curves; each legend entry starts with its run.\n"
+        );
+    }
+    for r in runs {
+        let _ = writeln!(md, "- **Run folder:** `{}`", r.name);
+        let _ = writeln!(md, "  - **Backend:** {}", esc(&r.backend()));
+        let target = r.meta_str("target");
+        if !target.is_empty() {
+            let _ = writeln!(md, "  - **Target:** {}", esc(&target));
+        }
+        if let Some(sw) = r.scenario.as_ref().and_then(|s| s.sweep.as_ref()) {
+            let modes = r.modes().join(", ");
+            let _ = writeln!(
+                md,
+                "  - **Sweep:** `{}` over {} values{}; warm-up {}, hold {} per point",
+                sw.param,
+                sw.values.len(),
+                if modes.is_empty() {
+                    String::new()
+                } else {
+                    format!(", mode {modes}")
+                },
+                sw.warmup,
+                sw.hold
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "- **Machine:** {} ({})",
+        esc(&machine.text),
+        if machine.recorded {
+            "recorded by the run"
+        } else {
+            "read when this report was written; the run did not record it"
+        }
+    );
+    let _ = writeln!(md, "- **Report written:** {written_at}\n");
+
+    for r in runs {
+        let _ = writeln!(
+            md,
+            "## Summary{}\n",
+            if single {
+                String::new()
+            } else {
+                format!(": `{}`", r.name)
+            }
+        );
+        summary_table(&mut md, r);
+    }
+
+    let _ = writeln!(md, "## Plots\n");
+    if plots.is_empty() {
+        let _ = writeln!(md, "No plots: the run has no measured points yet.\n");
+    }
+    for p in plots {
+        let _ = writeln!(md, "### {}\n", p.title);
+        let _ = writeln!(md, "![{}]({})\n", esc(&p.title), p.png);
+        let _ = writeln!(md, "[SVG]({}) · [PNG]({})\n", p.svg, p.png);
+    }
+    for e in plot_errors {
+        let _ = writeln!(md, "- ⚠ {}", esc(e));
+    }
+
+    for r in runs {
+        let suffix = if single {
+            String::new()
+        } else {
+            format!(": `{}`", r.name)
+        };
+        let _ = writeln!(md, "## Cross-checks{suffix}\n");
+        cross_checks(&mut md, r);
+        let _ = writeln!(md, "## Client-bound points{suffix}\n");
+        client_bound(&mut md, r);
+        if param_kind(&r.param()) == ParamKind::Rate
+            && r.points.iter().any(|p| p.has("total_p98_ms"))
+        {
+            let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
+            capacity_section(&mut md, r);
+        }
+        notices(&mut md, r);
+    }
+    md
+}
+
+fn scenario_story(md: &mut String, r: &RunData) {
+    let Some(s) = &r.scenario else {
+        let _ = writeln!(md, "(scenario.toml could not be read.)\n");
+        return;
+    };
+    if !s.description.is_empty() {
+        let _ = writeln!(md, "{}\n", s.description);
+    }
+    if !s.reproduces.is_empty() {
+        let _ = writeln!(md, "- **Reproduces:** {}", s.reproduces);
+    }
+    if !s.expect.is_empty() {
+        let _ = writeln!(md, "- **Expect:** {}", s.expect);
+    }
+}
+
+struct Col {
+    head: &'static str,
+    key: &'static str,
+}
+
+const COLS: &[Col] = &[
+    Col {
+        head: "offered/s",
+        key: "offered_rate",
+    },
+    Col {
+        head: "attempts/s",
+        key: "attempts_per_s",
+    },
+    Col {
+        head: "SYN/s (server)",
+        key: "syn_in_per_s",
+    },
+    Col {
+        head: "responses/s",
+        key: "throughput_per_s",
+    },
+    Col {
+        head: "p50 ms",
+        key: "total_p50_ms",
+    },
+    Col {
+        head: "p98 ms",
+        key: "total_p98_ms",
+    },
+    Col {
+        head: "p99 ms",
+        key: "total_p99_ms",
+    },
+    Col {
+        head: "accept q max",
+        key: "accept_queue_max",
+    },
+    Col {
+        head: "overflows/s",
+        key: "listen_overflows_per_s",
+    },
+    Col {
+        head: "timeouts/s",
+        key: "connect_timeouts_per_s",
+    },
+    Col {
+        head: "ESTAB",
+        key: "established_mean",
+    },
+    Col {
+        head: "TIME_WAIT",
+        key: "time_wait_mean",
+    },
+    Col {
+        head: "server procs",
+        key: "server_procs_mean",
+    },
+    Col {
+        head: "CPU usr %",
+        key: "cpu_user_pct",
+    },
+    Col {
+        head: "CPU sys %",
+        key: "cpu_system_pct",
+    },
+    Col {
+        head: "CPU softirq %",
+        key: "cpu_softirq_pct",
+    },
+    Col {
+        head: "Little LF",
+        key: "little_load_factor",
+    },
+];
+
+fn status(p: &Point) -> String {
+    if p.failed() {
+        format!("**FAILED**: {}", esc(&p.text("error")))
+    } else if p.client_bound() {
+        format!(
+            "⚠ **CLIENT-BOUND**: {}",
+            esc(&p.text("client_bound_reason"))
+        )
+    } else {
+        "ok".into()
+    }
+}
+
+fn summary_table(md: &mut String, r: &RunData) {
+    if r.points.is_empty() {
+        let _ = writeln!(md, "No sweep point finished (an interrupted run?).\n");
+        return;
+    }
+    let param = r.param();
+    let cols: Vec<&Col> = COLS
+        .iter()
+        .filter(|c| r.points.iter().any(|p| p.has(c.key)))
+        .collect();
+    let mut head = vec!["#".to_string(), "mode".into(), format!("`{}`", esc(&param))];
+    head.extend(cols.iter().map(|c| c.head.to_string()));
+    head.push("status".into());
+    let _ = writeln!(md, "| {} |", head.join(" | "));
+    let _ = writeln!(
+        md,
+        "|{}",
+        head.iter()
+            .enumerate()
+            .map(|(i, _)| if i < 3 || i + 1 == head.len() {
+                "---|"
+            } else {
+                "---:|"
+            })
+            .collect::<String>()
+    );
+    for p in &r.points {
+        let mark = if p.client_bound() { " ⚠" } else { "" };
+        let mut cells = vec![
+            format!("{}{mark}", p.text("point")),
+            esc(&p.mode()),
+            esc(&p.text("value")),
+        ];
+        cells.extend(cols.iter().map(|c| {
+            let v = num(p.num(c.key));
+            if p.client_bound() && v != "–" {
+                format!("*{v}*")
+            } else {
+                v
+            }
+        }));
+        cells.push(status(p));
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
+    }
+    let _ = writeln!(
+        md,
+        "\nValues are means over each point's hold. A point marked ⚠ (values in italics) was \
+         client-bound: the load generator, not the server, set its numbers, so it is not a \
+         server measurement. Failed points are gaps in the plots.\n"
+    );
+}
+
+fn cross_checks(md: &mut String, r: &RunData) {
+    match r.meta.get("check_responses").and_then(|v| v.as_object()) {
+        Some(c) => {
+            let g = |k: &str| c.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+            let d = g("diff_pct");
+            let ok = d.is_finite() && d.abs() <= CHECK_FLAG_PCT;
+            let _ = writeln!(
+                md,
+                "- Responses over the whole run, client count vs server count: {} vs {} ({}): {}",
+                num(g("client")),
+                num(g("server")),
+                pct(d),
+                if ok {
+                    "agree"
+                } else {
+                    "**disagree by more than 2 %**: distrust the throughput figures"
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "- Responses, client vs server: not recorded (summary.json has no meta.check_responses)."
+            );
+        }
+    }
+    let keys = [
+        (
+            "check_syn_vs_attempts_pct",
+            "SYNs seen at the server vs client attempts",
+        ),
+        (
+            "check_server_vs_client_pct",
+            "server responses vs client responses",
+        ),
+    ];
+    let checked: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| keys.iter().any(|(k, _)| p.has(k)))
+        .collect();
+    if checked.is_empty() {
+        let _ = writeln!(md, "- Per point: no cross-check columns were measured.\n");
+        return;
+    }
+    for (k, what) in keys {
+        let bad = checked
+            .iter()
+            .filter(|p| p.num(k).abs() > CHECK_FLAG_PCT)
+            .count();
+        let _ = writeln!(
+            md,
+            "- Per point, {what}: {bad} of {} points differ by more than {CHECK_FLAG_PCT} %{}",
+            checked.len(),
+            if bad > 0 { " ⚠" } else { "" }
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n| # | mode | `{}` | SYN vs attempts | server vs client |",
+        esc(&r.param())
+    );
+    let _ = writeln!(md, "|---|---|---|---:|---:|");
+    for p in checked {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            p.text("point"),
+            esc(&p.mode()),
+            esc(&p.text("value")),
+            pct(p.num(keys[0].0)),
+            pct(p.num(keys[1].0))
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nPer-point differences come from counting windows that do not line up exactly \
+         (SYNs are counted on the wire, attempts in the client); ⚠ marks more than {CHECK_FLAG_PCT} %.\n"
+    );
+}
+
+fn client_bound(md: &mut String, r: &RunData) {
+    let bound: Vec<&Point> = r.points.iter().filter(|p| p.client_bound()).collect();
+    if bound.is_empty() {
+        let _ = writeln!(
+            md,
+            "None: at every point the load generator kept up with its schedule.\n"
+        );
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "{} point(s) were limited by the load generator, not the server; they are marked ⚠ in \
+         the table and with a black ✕ on the plots:\n",
+        bound.len()
+    );
+    for p in bound {
+        let _ = writeln!(
+            md,
+            "- point {} ({} {} = {}): {}",
+            p.text("point"),
+            esc(&p.mode()),
+            esc(&p.text("param")),
+            esc(&p.text("value")),
+            esc(&p.text("client_bound_reason"))
+        );
+    }
+    let _ = writeln!(md);
+}
+
+fn capacity_section(md: &mut String, r: &RunData) {
+    match capacity(&r.points) {
+        Some(p) => {
+            let _ = writeln!(
+                md,
+                "The highest throughput with p98 response time under {P98_TARGET_MS} ms: \
+                 **{} responses/s** (point {}, offered {}/s, p98 {} ms).\n",
+                num(p.num("throughput_per_s")),
+                p.text("point"),
+                num(p.num("offered_rate")),
+                num(p.num("total_p98_ms"))
+            );
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "No valid point had a p98 response time under {P98_TARGET_MS} ms.\n"
+            );
+        }
+    }
+}
+
+fn notices(md: &mut String, r: &RunData) {
+    let mut lines: Vec<String> = r
+        .meta
+        .get("notices")
+        .and_then(|n| n.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    lines.extend(
+        r.warnings
+            .iter()
+            .map(|w| format!("incomplete run folder: {w}")),
+    );
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Notices\n");
+    for l in lines {
+        let _ = writeln!(md, "- {}", esc(&l));
+    }
+    let _ = writeln!(md);
+}

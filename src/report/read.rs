@@ -1,0 +1,422 @@
+//! Reading a run folder back for the report, tolerant of an interrupted run: a missing file is
+//! an empty table plus a warning, a half-written last line of timeseries.csv is dropped, and
+//! unknown or missing summary columns are fine (columns are looked up by name).
+
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One cell of the summary: numbers are NaN when not measured (JSON null or an empty CSV cell).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Num(f64),
+    Text(String),
+    Flag(bool),
+}
+
+/// One summary row (one sweep point), looked up by column name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Point(pub BTreeMap<String, Cell>);
+
+impl Point {
+    /// The number in `key`, NaN when absent or not a number.
+    pub fn num(&self, key: &str) -> f64 {
+        match self.0.get(key) {
+            Some(Cell::Num(v)) => *v,
+            Some(Cell::Text(s)) => s.trim().parse().unwrap_or(f64::NAN),
+            _ => f64::NAN,
+        }
+    }
+    pub fn text(&self, key: &str) -> String {
+        match self.0.get(key) {
+            Some(Cell::Text(s)) => s.clone(),
+            Some(Cell::Num(v)) if v.is_nan() => String::new(),
+            Some(Cell::Num(v)) => format!("{v}"),
+            Some(Cell::Flag(b)) => b.to_string(),
+            None => String::new(),
+        }
+    }
+    pub fn flag(&self, key: &str) -> bool {
+        match self.0.get(key) {
+            Some(Cell::Flag(b)) => *b,
+            Some(Cell::Text(s)) => s == "true",
+            _ => false,
+        }
+    }
+    pub fn has(&self, key: &str) -> bool {
+        !self.num(key).is_nan()
+    }
+    pub fn failed(&self) -> bool {
+        self.flag("failed")
+    }
+    pub fn client_bound(&self) -> bool {
+        self.flag("client_bound")
+    }
+    pub fn mode(&self) -> String {
+        self.text("mode")
+    }
+}
+
+/// timeseries.csv: `t_s` plus named columns, NaN where a cell was empty.
+#[derive(Debug, Clone, Default)]
+pub struct TimeSeries {
+    pub columns: Vec<String>,
+    pub t_s: Vec<f64>,
+    pub rows: Vec<Vec<f64>>,
+}
+
+impl TimeSeries {
+    /// (t, value) pairs of one column, without unmeasured samples; None if the column is absent.
+    pub fn column(&self, name: &str) -> Option<Vec<(f64, f64)>> {
+        let i = self.columns.iter().position(|c| c == name)?;
+        Some(
+            self.t_s
+                .iter()
+                .zip(&self.rows)
+                .filter_map(|(t, r)| r.get(i).copied().filter(|v| v.is_finite()).map(|v| (*t, v)))
+                .collect(),
+        )
+    }
+}
+
+/// One line of events.csv.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub t_s: f64,
+    pub kind: String,
+    pub text: String,
+}
+
+/// Everything the report needs from one run folder.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub dir: PathBuf,
+    /// The folder's name, used to label the run in overlays.
+    pub name: String,
+    pub scenario: Option<Scenario>,
+    pub meta: serde_json::Map<String, serde_json::Value>,
+    pub points: Vec<Point>,
+    pub timeseries: TimeSeries,
+    pub events: Vec<EventRow>,
+    /// Files that were missing or unreadable (an interrupted run), said in report.md.
+    pub warnings: Vec<String>,
+}
+
+impl RunData {
+    /// The sweep parameter of the run ("" without a sweep).
+    pub fn param(&self) -> String {
+        self.points
+            .iter()
+            .map(|p| p.text("param"))
+            .find(|p| !p.is_empty())
+            .or_else(|| {
+                self.scenario
+                    .as_ref()
+                    .and_then(|s| s.sweep.as_ref().map(|w| w.param.clone()))
+            })
+            .unwrap_or_default()
+    }
+
+    /// The modes in order of first appearance.
+    pub fn modes(&self) -> Vec<String> {
+        let mut modes: Vec<String> = Vec::new();
+        for p in &self.points {
+            let m = p.mode();
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        modes
+    }
+
+    pub fn meta_str(&self, key: &str) -> String {
+        match self.meta.get(key) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) if !v.is_null() => v.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// The backend (from meta, else the first point's `backend` column).
+    pub fn backend(&self) -> String {
+        let b = self.meta_str("backend");
+        if !b.is_empty() {
+            return b;
+        }
+        self.points
+            .iter()
+            .map(|p| p.text("backend"))
+            .find(|b| !b.is_empty())
+            .unwrap_or_else(|| "unknown backend".into())
+    }
+}
+
+/// Reads a run folder. Fails only when `dir` is not a folder; every missing file is a warning.
+pub fn read_run(dir: &Path) -> anyhow::Result<RunData> {
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{} is not a run folder (a directory written by `synlab run`, with summary.json inside)",
+            dir.display()
+        );
+    }
+    let mut warnings = Vec::new();
+    let name = dir
+        .canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| dir.display().to_string());
+
+    let scenario = match crate::scenario::load(&dir.join("scenario.toml")) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warnings.push(format!("scenario.toml: {e:#}"));
+            None
+        }
+    };
+
+    let (meta, points) = read_summary(dir, &mut warnings);
+
+    let timeseries = match std::fs::read_to_string(dir.join("timeseries.csv")) {
+        Ok(s) => parse_timeseries(&s),
+        Err(e) => {
+            warnings.push(format!("timeseries.csv: {e}"));
+            TimeSeries::default()
+        }
+    };
+    let events = match std::fs::read_to_string(dir.join("events.csv")) {
+        Ok(s) => parse_events(&s),
+        Err(e) => {
+            warnings.push(format!("events.csv: {e}"));
+            Vec::new()
+        }
+    };
+    Ok(RunData {
+        dir: dir.to_path_buf(),
+        name,
+        scenario,
+        meta,
+        points,
+        timeseries,
+        events,
+        warnings,
+    })
+}
+
+type Meta = serde_json::Map<String, serde_json::Value>;
+
+/// summary.json first (it has the meta); summary.csv if the JSON is missing or broken.
+fn read_summary(dir: &Path, warnings: &mut Vec<String>) -> (Meta, Vec<Point>) {
+    let json_err = match std::fs::read_to_string(dir.join("summary.json")) {
+        Ok(s) => match parse_summary_json(&s) {
+            Ok(r) => return r,
+            Err(e) => format!("summary.json: {e}"),
+        },
+        Err(e) => format!("summary.json: {e}"),
+    };
+    match std::fs::read_to_string(dir.join("summary.csv")) {
+        Ok(s) => {
+            warnings.push(format!("{json_err}; read summary.csv instead (no meta)"));
+            (Meta::new(), parse_summary_csv(&s))
+        }
+        Err(e) => {
+            warnings.push(format!("{json_err}; summary.csv: {e}; no summary"));
+            (Meta::new(), Vec::new())
+        }
+    }
+}
+
+/// Parses summary.json: `{"meta": {...}, "points": [{...}, ...]}`; null numbers become NaN.
+pub fn parse_summary_json(src: &str) -> anyhow::Result<(Meta, Vec<Point>)> {
+    let v: serde_json::Value = serde_json::from_str(src)?;
+    let meta = v
+        .get("meta")
+        .and_then(|m| m.as_object())
+        .cloned()
+        .unwrap_or_default();
+    let points = v
+        .get("points")
+        .and_then(|p| p.as_array())
+        .ok_or_else(|| anyhow::anyhow!("no \"points\" array"))?
+        .iter()
+        .filter_map(|p| p.as_object())
+        .map(|o| {
+            Point(
+                o.iter()
+                    .map(|(k, v)| {
+                        let c = match v {
+                            serde_json::Value::Number(n) => {
+                                Cell::Num(n.as_f64().unwrap_or(f64::NAN))
+                            }
+                            serde_json::Value::Null => Cell::Num(f64::NAN),
+                            serde_json::Value::Bool(b) => Cell::Flag(*b),
+                            serde_json::Value::String(s) => Cell::Text(s.clone()),
+                            other => Cell::Text(other.to_string()),
+                        };
+                        (k.clone(), c)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    Ok((meta, points))
+}
+
+/// Parses summary.csv (header + rows; quoted cells as run_folder writes them).
+pub fn parse_summary_csv(src: &str) -> Vec<Point> {
+    let mut lines = complete_lines(src);
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let keys = split_csv(header);
+    lines
+        .map(split_csv)
+        .filter(|cells| cells.len() == keys.len())
+        .map(|cells| {
+            Point(
+                keys.iter()
+                    .cloned()
+                    .zip(cells)
+                    .map(|(k, c)| {
+                        let cell = match c.as_str() {
+                            "" => Cell::Num(f64::NAN),
+                            "true" => Cell::Flag(true),
+                            "false" => Cell::Flag(false),
+                            s => match s.parse::<f64>() {
+                                // `value` stays text: it may be "100ms" or "[2, 10]".
+                                Ok(v) if k != "value" => Cell::Num(v),
+                                _ => Cell::Text(c),
+                            },
+                        };
+                        (k, cell)
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Parses timeseries.csv; a row with the wrong number of cells (a half-written line) is dropped.
+pub fn parse_timeseries(src: &str) -> TimeSeries {
+    let mut lines = complete_lines(src);
+    let Some(header) = lines.next() else {
+        return TimeSeries::default();
+    };
+    let mut names = split_csv(header);
+    if names.first().map(String::as_str) != Some("t_s") {
+        return TimeSeries::default();
+    }
+    names.remove(0);
+    let mut ts = TimeSeries {
+        columns: names,
+        ..Default::default()
+    };
+    for line in lines {
+        let cells = split_csv(line);
+        if cells.len() != ts.columns.len() + 1 {
+            continue;
+        }
+        let Ok(t) = cells[0].parse::<f64>() else {
+            continue;
+        };
+        ts.t_s.push(t);
+        ts.rows.push(
+            cells[1..]
+                .iter()
+                .map(|c| c.parse().unwrap_or(f64::NAN))
+                .collect(),
+        );
+    }
+    ts
+}
+
+pub fn parse_events(src: &str) -> Vec<EventRow> {
+    complete_lines(src)
+        .skip(1)
+        .filter_map(|l| {
+            let c = split_csv(l);
+            Some(EventRow {
+                t_s: c.first()?.parse().ok()?,
+                kind: c.get(1)?.clone(),
+                text: c.get(2).cloned().unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// Lines of a file that is being appended to: the last one counts only if it ends in '\n'.
+fn complete_lines(src: &str) -> impl Iterator<Item = &str> {
+    let end = if src.ends_with('\n') {
+        src.len()
+    } else {
+        src.rfind('\n').map(|i| i + 1).unwrap_or(0)
+    };
+    src[..end].lines().filter(|l| !l.trim().is_empty())
+}
+
+/// Splits one CSV line; `"a,b"` and `""` quoting as written by run_folder.
+pub fn split_csv(line: &str) -> Vec<String> {
+    let mut cells = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if cur.is_empty() => quoted = true,
+            (',', false) => cells.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    cells.push(cur);
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_and_empty_cells() {
+        assert_eq!(
+            split_csv("a,\"1,000\",,\"x\"\"y\""),
+            ["a", "1,000", "", "x\"y"]
+        );
+    }
+
+    #[test]
+    fn half_written_timeseries_line_is_dropped() {
+        let ts = parse_timeseries("t_s,a,b\n0.2,1,\n0.4,3,2.5\n0.6,4");
+        assert_eq!(ts.t_s, [0.2, 0.4]);
+        assert!(ts.rows[0][1].is_nan());
+        assert_eq!(ts.column("b").unwrap(), [(0.4, 2.5)]);
+        assert!(ts.column("zz").is_none());
+    }
+
+    #[test]
+    fn json_nulls_are_nan_and_flags_read() {
+        let (meta, pts) = parse_summary_json(
+            r#"{"meta":{"backend":"lo"},"points":[{"offered_rate":null,"client_bound":true,"value":"1,000","x":2}]}"#,
+        )
+        .unwrap();
+        assert_eq!(meta["backend"], "lo");
+        assert!(pts[0].num("offered_rate").is_nan());
+        assert!(pts[0].client_bound());
+        assert_eq!(pts[0].text("value"), "1,000");
+        assert_eq!(pts[0].num("x"), 2.0);
+        assert!(pts[0].num("missing").is_nan());
+    }
+
+    #[test]
+    fn summary_csv_keeps_value_as_text() {
+        let pts = parse_summary_csv("point,value,failed,x\n1,100ms,false,\n2,\"[2, 10]\",true,3\n");
+        assert_eq!(pts.len(), 2);
+        assert_eq!(pts[0].text("value"), "100ms");
+        assert!(pts[0].num("x").is_nan());
+        assert!(pts[1].failed());
+        assert_eq!(pts[1].text("value"), "[2, 10]");
+    }
+}

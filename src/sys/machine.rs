@@ -1,0 +1,95 @@
+//! The machine a report describes: host name, kernel, CPU count and model, from live /proc.
+
+/// Facts about this host, for captions and report.md.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Machine {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub cpu_model: String,
+}
+
+impl Machine {
+    /// Reads /proc now; a fact that cannot be read is left empty (0 CPUs).
+    pub fn read() -> Machine {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cpuinfo = read("/proc/cpuinfo");
+        Machine {
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            cpu_model: cpuinfo
+                .lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The same facts as summary.json's `meta.machine` object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "hostname": self.hostname,
+            "kernel": self.kernel,
+            "cpus": self.cpus,
+            "cpu_model": self.cpu_model,
+        })
+    }
+
+    /// Reads `meta.machine` as written by `to_json`; None if absent.
+    pub fn from_json(v: &serde_json::Value) -> Option<Machine> {
+        let o = v.as_object()?;
+        let s = |k: &str| o.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+        Some(Machine {
+            hostname: s("hostname"),
+            kernel: s("kernel"),
+            cpus: o.get("cpus").and_then(|v| v.as_u64()).unwrap_or(0) as usize,
+            cpu_model: s("cpu_model"),
+        })
+    }
+
+    /// One line: "host, Linux 6.1.0, 2 CPUs (model)".
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{}, Linux {}, {} CPUs",
+            if self.hostname.is_empty() {
+                "?"
+            } else {
+                &self.hostname
+            },
+            if self.kernel.is_empty() {
+                "?"
+            } else {
+                &self.kernel
+            },
+            self.cpus
+        );
+        if !self.cpu_model.is_empty() {
+            s.push_str(&format!(" ({})", self.cpu_model));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_host_and_round_trips() {
+        let m = Machine::read();
+        assert!(m.cpus >= 1);
+        assert!(
+            !m.kernel.is_empty(),
+            "/proc/sys/kernel/osrelease unreadable"
+        );
+        assert_eq!(Machine::from_json(&m.to_json()), Some(m));
+    }
+}

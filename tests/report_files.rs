@@ -1,0 +1,235 @@
+//! `synlab report` on a run folder built from fixtures (a trimmed real quick run of
+//! scenarios/overload.toml, with one point made failed and one client-bound): every file is
+//! written, SVGs are XML with the titles and axis labels, PNGs decode, report.md has the table,
+//! links, cross-checks and flags; an interrupted run still reports; two runs overlay.
+
+use std::path::{Path, PathBuf};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/run");
+
+/// Copies the fixture run folder into a temp dir named like a real run folder.
+fn fixture_run(tmp: &Path, name: &str) -> PathBuf {
+    let dir = tmp.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(FIXTURE).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    dir
+}
+
+/// All text content of an SVG, after checking it parses as XML with an <svg> root.
+fn svg_text(path: &Path) -> String {
+    let src = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&src)
+        .unwrap_or_else(|e| panic!("{} is not valid XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Checks the PNG signature and IHDR, decodes the whole image, returns (width, height).
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{}: no PNG signature",
+        path.display()
+    );
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (w, h));
+    // Not a blank image: the plot has dark pixels (text, axes) and white background.
+    assert!(buf.iter().any(|b| *b < 64) && buf.contains(&255));
+    (w, h)
+}
+
+#[test]
+fn report_writes_every_plot_and_report_md() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    let md_path = synlab::report::write_report(&run).unwrap();
+    assert_eq!(md_path, run.join("report.md"));
+
+    let expected = [
+        (
+            "throughput",
+            "Throughput vs offered rate (cf. seed 000 Fig. 7)",
+            "rate (1/s)",
+        ),
+        (
+            "latency",
+            "Response time vs offered rate",
+            "response time, connect to last byte (ms)",
+        ),
+        (
+            "capacity",
+            "Capacity: p98 response time vs offered rate (seed 004 method)",
+            "p98 response time (ms)",
+        ),
+        (
+            "accept_queue",
+            "Accept queue and overflows vs offered rate",
+            "accept queue (connections)",
+        ),
+        ("connections", "Connection states vs offered rate", "count"),
+        (
+            "cpu",
+            "CPU split vs offered rate (whole machine)",
+            "CPU time (% of all CPUs)",
+        ),
+        (
+            "timeseries",
+            "The run over time: overload-20261122-043749",
+            "rate (1/s)",
+        ),
+    ];
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    for (stem, title, y_label) in expected {
+        let svg = run.join(format!("plots/{stem}.svg"));
+        let text = svg_text(&svg);
+        assert!(
+            text.contains(title),
+            "{stem}.svg lacks its title; text: {text}"
+        );
+        assert!(
+            text.contains(y_label),
+            "{stem}.svg lacks y label {y_label:?}"
+        );
+        assert!(
+            text.contains("backend: loopback (no shaping)"),
+            "{stem}.svg lacks the backend"
+        );
+        assert!(text.contains("machine: "), "{stem}.svg lacks the machine");
+        let x_label = if stem == "timeseries" {
+            "time since start (s)"
+        } else {
+            "offered rate (connection attempts/s)"
+        };
+        assert!(text.contains(x_label), "{stem}.svg lacks x label");
+        let (w, h) = png_size(&run.join(format!("plots/{stem}.png")));
+        assert!(w >= 1000 && h >= 600, "{stem}.png is {w}x{h}");
+        assert!(
+            md.contains(&format!("![{title}](plots/{stem}.png)")),
+            "report.md lacks {stem}"
+        );
+        assert!(md.contains(&format!("[SVG](plots/{stem}.svg)")));
+    }
+
+    // Legends, the y = x reference, and the flags drawn on the throughput plot.
+    let t = svg_text(&run.join("plots/throughput.svg"));
+    for legend in [
+        "responses/s (throughput)",
+        "connection attempts/s",
+        "offered = served (y = x)",
+        "client-bound point",
+        "failed point (gap)",
+    ] {
+        assert!(t.contains(legend), "throughput.svg lacks legend {legend:?}");
+    }
+    assert!(svg_text(&run.join("plots/accept_queue.svg")).contains("listen backlog (128)"));
+
+    // report.md: the story, the table with flagged rows, the checks.
+    assert!(md.starts_with("# synlab report: overload\n"));
+    assert!(md.contains("- **Reproduces:** Banga & Druschel 1998 (seed 000), Fig. 7"));
+    assert!(md.contains("- **Expect:** Throughput follows"));
+    assert!(md.contains("| # | mode | `load.rate` | offered/s | attempts/s |"));
+    assert!(md.contains("| 5 | open | 1250 |"));
+    assert!(md.contains("**FAILED**: the server exited during the point (fixture)"));
+    assert!(md.contains("| 6 ⚠ | open | 1500 | *1500* |"));
+    assert!(md.contains("⚠ **CLIENT-BOUND**: load generator lagged"));
+    assert!(md.contains("12649 vs 12681 (+0.3 %): agree"));
+    assert!(md.contains("differ by more than 2 % ⚠"));
+    assert!(md.contains("**Backend:** loopback (no shaping)"));
+    assert!(md.contains("- **Machine:** "));
+    // Capacity ignores the client-bound point 6 and p98 >= 100 ms points.
+    assert!(md.contains("**678 responses/s** (point 3"), "{md}");
+}
+
+#[test]
+fn report_md_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    insta::with_settings!({filters => vec![
+        (r"(?m)^- \*\*Machine:\*\* .*$", "- **Machine:** [machine]"),
+        (r"(?m)^- \*\*Report written:\*\* .*$", "- **Report written:** [time]"),
+    ]}, {
+        insta::assert_snapshot!(md);
+    });
+}
+
+#[test]
+fn interrupted_run_still_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-interrupted");
+    // No summary.json yet, a half-written last time-series line, no events.csv.
+    std::fs::remove_file(run.join("summary.json")).unwrap();
+    std::fs::remove_file(run.join("events.csv")).unwrap();
+    let mut ts = std::fs::read_to_string(run.join("timeseries.csv")).unwrap();
+    ts.push_str("12.204,1065.03");
+    std::fs::write(run.join("timeseries.csv"), ts).unwrap();
+
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    assert!(
+        md.contains("| 4 | open | 1000 |"),
+        "summary.csv rows missing:\n{md}"
+    );
+    assert!(md.contains("incomplete run folder: summary.json"));
+    assert!(md.contains("incomplete run folder: events.csv"));
+    assert!(md.contains("not recorded (summary.json has no meta.check_responses)"));
+    png_size(&run.join("plots/throughput.png"));
+    png_size(&run.join("plots/timeseries.png"));
+
+    // A run folder with nothing measured yet: still a report, no plots.
+    let empty = tmp.path().join("empty-run");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::copy(run.join("scenario.toml"), empty.join("scenario.toml")).unwrap();
+    let md = std::fs::read_to_string(synlab::report::write_report(&empty).unwrap()).unwrap();
+    assert!(md.contains("No sweep point finished"));
+    assert!(md.contains("No plots"));
+
+    let err = synlab::report::write_report(&tmp.path().join("nope")).unwrap_err();
+    assert!(format!("{err:#}").contains("is not a run folder"));
+}
+
+#[test]
+fn two_runs_overlay_with_their_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = fixture_run(tmp.path(), "overload-before");
+    let b = fixture_run(tmp.path(), "overload-after");
+    // "after": twice the throughput, so the curves differ.
+    let json = std::fs::read_to_string(b.join("summary.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for p in v["points"].as_array_mut().unwrap() {
+        let t = p["throughput_per_s"].as_f64().unwrap();
+        p["throughput_per_s"] = serde_json::json!(t * 2.0);
+    }
+    std::fs::write(b.join("summary.json"), v.to_string()).unwrap();
+
+    let md_path = synlab::report::write_comparison(&a, &b).unwrap();
+    assert_eq!(md_path, a.join("compare-overload-after/report.md"));
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(md.contains("# synlab comparison: `overload-before` vs `overload-after`"));
+    assert!(md.contains("## Summary: `overload-before`"));
+    assert!(md.contains("## Summary: `overload-after`"));
+    let t = svg_text(&a.join("compare-overload-after/plots/throughput.svg"));
+    assert!(
+        t.contains("overload-before") && t.contains("overload-after"),
+        "{t}"
+    );
+    png_size(&a.join("compare-overload-after/plots/throughput.png"));
+    assert!(!a
+        .join("compare-overload-after/plots/timeseries.svg")
+        .exists());
+}
