@@ -36,7 +36,11 @@ fn main() {
     pump_for(&mut c, 2.0);
     let mut delays = Vec::new();
     for i in 0..8 {
-        let (factor, target) = if i % 2 == 0 { (2.0, 1000.0) } else { (0.5, 500.0) };
+        let (factor, target) = if i % 2 == 0 {
+            (2.0, 1000.0)
+        } else {
+            (0.5, 500.0)
+        };
         let rows_before = c.state.store.len();
         let t0 = Instant::now();
         c.apply(Command::ScaleRate(factor)).unwrap();

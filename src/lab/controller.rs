@@ -1090,6 +1090,10 @@ impl Controller {
             f.meta.insert("backend".into(), backend.into());
             f.meta.insert("target".into(), target.into());
             f.meta.insert("notices".into(), notices.into());
+            f.meta.insert(
+                "machine".into(),
+                crate::sys::machine::Machine::read().to_json(),
+            );
             if let Some((c, sv, d)) = check {
                 f.meta.insert(
                     "check_responses".into(),

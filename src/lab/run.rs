@@ -389,6 +389,10 @@ pub fn run_main(
     let (dir, rows, cut) = run_scenario(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
     if let Some(d) = &dir {
+        match crate::report::write_report(d) {
+            Ok(md) => println!("report: {}", md.display()),
+            Err(e) => eprintln!("synlab: the report could not be written: {e:#}"),
+        }
         println!("results: {}", d.display());
     }
     if cut || interrupted.load(Ordering::Relaxed) {
