@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::io::Write;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -100,9 +100,12 @@ pub struct Engine {
     free: Vec<u32>,
     timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
     wakes: BinaryHeap<Reverse<u64>>,
-    /// Sclient flat out: when each freed slot should have reconnected (its T deadline, or the
-    /// moment its connect completed or failed), oldest first, so a late reconnect shows as lag.
-    slots_due: VecDeque<u64>,
+    /// Sclient flat out: when each free slot (re)connects, earliest first. A freed slot is due
+    /// at once (its T deadline, or the moment its connect completed or failed), so a late
+    /// reconnect shows as lag; slots that start fresh are spread over T (seed 000 §4.2: "these
+    /// D connection requests are spaced out over T"), else they stay in lockstep: all time out
+    /// together, all retry together, and the server idles between the bursts.
+    slots_due: BinaryHeap<Reverse<u64>>,
     schedule: Schedule,
     requests: Vec<Vec<u8>>,
     mix_cum: Vec<f64>,
@@ -181,7 +184,7 @@ impl Engine {
             free: Vec::new(),
             timers: BinaryHeap::new(),
             wakes: BinaryHeap::new(),
-            slots_due: VecDeque::new(),
+            slots_due: BinaryHeap::new(),
             schedule,
             requests,
             mix_cum,
@@ -268,7 +271,16 @@ impl Engine {
                 }
                 Mode::Sclient if self.schedule.rate().is_none() => {
                     if self.connecting < self.cfg.sockets as u64 {
-                        t = t.min(retry);
+                        let due = match self.slots_due.peek() {
+                            Some(Reverse(at))
+                                if self.connecting + self.slots_due.len() as u64
+                                    >= self.cfg.sockets as u64 =>
+                            {
+                                *at
+                            }
+                            _ => now,
+                        };
+                        t = t.min(due.max(retry));
                     }
                 }
                 Mode::Sclient | Mode::Open => {
@@ -293,15 +305,32 @@ impl Engine {
         let mut n = 0;
         match self.cfg.mode {
             Mode::Sclient if self.schedule.rate().is_none() => {
-                while self.connecting < d && n < STARTS_PER_PASS && now >= self.backoff_until_ns {
-                    let due = self.slots_due.pop_front().unwrap_or(now).min(now);
-                    self.note_lag(now, due);
-                    self.start_attempt(due, now, false);
-                    n += 1;
+                // Slots with no due time yet (start, Resume, a larger D) start spread over T.
+                let missing = d.saturating_sub(self.connecting + self.slots_due.len() as u64);
+                if missing > 0 {
+                    let step = (self.cfg.timeout_s * 1e9) as u64 / missing;
+                    for k in 0..missing {
+                        self.slots_due.push(Reverse(now + k * step));
+                    }
                 }
+                while self.connecting < d && n < STARTS_PER_PASS && now >= self.backoff_until_ns {
+                    match self.slots_due.peek() {
+                        Some(&Reverse(due)) if due <= now => {
+                            self.slots_due.pop();
+                            self.note_lag(now, due);
+                            self.start_attempt(due, now, false);
+                            n += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                // A smaller D: drop the latest due times beyond the free slots.
                 let keep = (d - self.connecting.min(d)) as usize;
-                while self.slots_due.len() > keep {
-                    self.slots_due.pop_front();
+                if self.slots_due.len() > keep {
+                    let mut v = std::mem::take(&mut self.slots_due).into_sorted_vec();
+                    // Sorted by Reverse: the latest times come first.
+                    v.drain(..v.len() - keep);
+                    self.slots_due = v.into_iter().collect();
                 }
             }
             Mode::Sclient | Mode::Open => {
@@ -723,7 +752,7 @@ impl Engine {
             && self.schedule.rate().is_none()
             && !self.slab[idx].client
         {
-            self.slots_due.push_back(due);
+            self.slots_due.push(Reverse(due));
         }
     }
 

@@ -71,10 +71,12 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         }
     };
     if s.name.is_empty() {
-        s.name = file
-            .trim_end_matches(" (embedded)")
-            .trim_end_matches(".toml")
-            .to_string();
+        // The file's stem: the name becomes part of the run folder's name.
+        let label = file.trim_end_matches(" (embedded)");
+        s.name = Path::new(label)
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".into());
     }
     let problems = validate::validate(&s);
     if problems.is_empty() {
