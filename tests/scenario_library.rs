@@ -254,7 +254,7 @@ fn lesson_runs_its_steps_with_captions() {
 }
 
 #[test]
-fn wan_delay_established_connections_grow_with_rtt() {
+fn wan_delay_open_connections_grow_with_rtt() {
     if !privileged() {
         return;
     }
