@@ -62,6 +62,12 @@ pub enum Cmd {
         #[arg(long)]
         config_json: String,
     },
+    /// (internal) The CGI program of the built-in server's /cgi/{us} endpoint.
+    #[command(hide = true)]
+    CgiChild {
+        #[arg(long, default_value_t = 0)]
+        work: u64,
+    },
     /// (internal) The delay router started by the controller.
     #[command(hide = true)]
     Router {
@@ -90,6 +96,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Report { runs } => crate::report::report_main(&runs).map(|_| ExitCode::SUCCESS),
         Cmd::Worker { config_json } => {
             crate::load::cli::worker_main(&config_json).map(|_| ExitCode::SUCCESS)
+        }
+        Cmd::CgiChild { work } => {
+            crate::target::dynamic::cgi_child_main(work).map(|_| ExitCode::SUCCESS)
         }
         Cmd::Router { config_json } => {
             crate::net::cli::router_main(&config_json).map(|_| ExitCode::SUCCESS)

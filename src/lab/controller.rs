@@ -137,6 +137,15 @@ pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
             })
             .collect(),
         Workload::Custom => Vec::new(),
+        w => crate::scenario::workloads::preset(w)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| MixEntry {
+                class: m.class,
+                path: m.path,
+                weight: m.weight,
+            })
+            .collect(),
     };
     for m in &sc.load.mix {
         mix.push(MixEntry {

@@ -262,6 +262,14 @@ pub fn run_scenario(
                     failed = Some(format!("{e:#}"));
                 }
             }
+            // A new request mix: the workers take it from the scenario when they start.
+            if let crate::scenario::SweepValue::Workload(w) = v {
+                ctrl.scenario.load.workload = w;
+                let n = ctrl.scenario.load.workers;
+                if let Err(e) = ctrl.restart_workers(n) {
+                    failed = Some(format!("{e:#}"));
+                }
+            }
             for c in commands_for(&param, v, ctrl.mode()) {
                 if let Err(e) = ctrl.apply(c) {
                     failed = Some(e);

@@ -307,8 +307,7 @@ impl Engine {
             Mode::Sclient if self.schedule.rate().is_none() => {
                 // Slots with no due time yet (start, Resume, a larger D) start spread over T.
                 let missing = d.saturating_sub(self.connecting + self.slots_due.len() as u64);
-                if missing > 0 {
-                    let step = (self.cfg.timeout_s * 1e9) as u64 / missing;
+                if let Some(step) = ((self.cfg.timeout_s * 1e9) as u64).checked_div(missing) {
                     for k in 0..missing {
                         self.slots_due.push(Reverse(now + k * step));
                     }

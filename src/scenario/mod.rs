@@ -5,6 +5,7 @@ pub mod diag;
 pub mod model;
 pub mod units;
 pub mod validate;
+pub mod workloads;
 
 pub use diag::{Diagnostic, ScenarioError};
 pub use model::*;
@@ -167,10 +168,15 @@ fn span_in(
 pub enum SweepValue {
     Rate(f64),
     Count(u32),
-    Burst { ratio: f64, fraction: f64 },
+    Burst {
+        ratio: f64,
+        fraction: f64,
+    },
     Rtt(Dur),
     Loss(Percent),
     Bandwidth(Bandwidth),
+    /// A named request mix (load.workload; the workers restart with it).
+    Workload(Workload),
 }
 
 impl std::fmt::Display for SweepValue {
@@ -182,6 +188,7 @@ impl std::fmt::Display for SweepValue {
             SweepValue::Rtt(d) => write!(f, "{d}"),
             SweepValue::Loss(p) => write!(f, "{p}"),
             SweepValue::Bandwidth(b) => write!(f, "{b}"),
+            SweepValue::Workload(w) => write!(f, "{}", w.name()),
         }
     }
 }
@@ -230,6 +237,16 @@ pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
         "network.rtt" => Ok(SweepValue::Rtt(Dur::parse(&text(v)?)?)),
         "network.loss" => Ok(SweepValue::Loss(Percent::parse(&text(v)?)?)),
         "network.bandwidth" => Ok(SweepValue::Bandwidth(Bandwidth::parse(&text(v)?)?)),
+        "load.workload" => v
+            .clone()
+            .try_into::<Workload>()
+            .map(SweepValue::Workload)
+            .map_err(|_| {
+                format!(
+                    "`{v}` is not a workload; use one of {}",
+                    Workload::ALL.map(|w| w.name()).join(", ")
+                )
+            }),
         _ => Err(format!("unknown sweep parameter `{param}`")),
     }
 }

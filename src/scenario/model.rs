@@ -154,6 +154,41 @@ pub enum Workload {
     Specweb96,
     /// Only the `[[load.mix]]` entries.
     Custom,
+    /// Seed 003's workloads on the built-in server's dynamic endpoints (scenario/workloads.rs):
+    /// static pages only (SPECweb96 files),
+    Static,
+    /// 80 % static, 20 % simple CGI (fork+exec per request),
+    LightCgi,
+    /// 10 % static, 90 % simple CGI,
+    HeavyCgi,
+    /// 10 % static, 90 % servlets (the same work inside the server),
+    HeavyServlet,
+    /// 10 % static, 90 % database queries,
+    HeavyDb,
+    /// and the mixed e-commerce profile: 55 % static, 7 % CGI, 8 % servlet, 30 % database.
+    Ecommerce,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 9] = [
+        Workload::Single,
+        Workload::Specweb96,
+        Workload::Custom,
+        Workload::Static,
+        Workload::LightCgi,
+        Workload::HeavyCgi,
+        Workload::HeavyServlet,
+        Workload::HeavyDb,
+        Workload::Ecommerce,
+    ];
+
+    /// The name a scenario file uses.
+    pub fn name(self) -> String {
+        toml::Value::try_from(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -315,6 +350,7 @@ pub const SWEEP_PARAMS: &[&str] = &[
     "load.concurrency",
     "load.workers",
     "load.burst",
+    "load.workload",
     "network.rtt",
     "network.loss",
     "network.bandwidth",

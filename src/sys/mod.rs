@@ -39,6 +39,7 @@ pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {
     }
     Ok(())
 }
+pub mod cgi_spawn;
 pub mod machine;
 pub mod pcap;
 pub mod procfs;

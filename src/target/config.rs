@@ -89,6 +89,15 @@ pub struct ServerStats {
     /// Requests answered 400/431/501 (counted in `responses` too when fully written).
     #[serde(default)]
     pub bad_requests: u64,
+    /// Dynamic requests answered (seed 003 endpoints) and those that failed.
+    #[serde(default)]
+    pub dyn_cgi: u64,
+    #[serde(default)]
+    pub dyn_inproc: u64,
+    #[serde(default)]
+    pub dyn_db: u64,
+    #[serde(default)]
+    pub dyn_errors: u64,
     /// Where the server listens (the real port when the config asked for port 0).
     #[serde(default)]
     pub listen: String,

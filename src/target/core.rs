@@ -29,6 +29,11 @@ pub struct Counters {
     pub open_conns: AtomicU64,
     pub workers: AtomicU64,
     pub busy: AtomicU64,
+    /// Dynamic requests answered 200, per endpoint, and those that failed (500).
+    pub dyn_cgi: AtomicU64,
+    pub dyn_inproc: AtomicU64,
+    pub dyn_db: AtomicU64,
+    pub dyn_errors: AtomicU64,
 }
 
 impl Counters {
@@ -44,6 +49,10 @@ impl Counters {
             workers: self.workers.load(Relaxed),
             busy: self.busy.load(Relaxed),
             bad_requests: self.bad_requests.load(Relaxed),
+            dyn_cgi: self.dyn_cgi.load(Relaxed),
+            dyn_inproc: self.dyn_inproc.load(Relaxed),
+            dyn_db: self.dyn_db.load(Relaxed),
+            dyn_errors: self.dyn_errors.load(Relaxed),
             listen: String::new(),
             pid: 0,
         }
@@ -192,6 +201,8 @@ pub struct Ctx {
     pub cfg: ServeConfig,
     pub catalog: Catalog,
     pub pattern: Vec<u8>,
+    /// CGI program and database for the dynamic endpoints.
+    pub dynamic: super::dynamic::Dynamic,
 }
 
 /// Serves one accepted connection to the end on a blocking worker (prefork, threaded):
@@ -241,7 +252,10 @@ pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &d
                 ServiceKind::Sleep => std::thread::sleep(st),
             }
         }
-        let resp = respond(&ctx.catalog, &parse, ctx.cfg.keepalive);
+        let resp = match super::dynamic::request_of(&parse, ctx.cfg.keepalive) {
+            Some(d) => super::dynamic::finish(&d, ctx.dynamic.execute(d.endpoint), counters),
+            None => respond(&ctx.catalog, &parse, ctx.cfg.keepalive),
+        };
         let mut prog = WriteProgress::default();
         match write_some(&mut s, &resp, &ctx.pattern, &mut prog, counters) {
             Ok(true) => count_response(&resp, counters),

@@ -1,10 +1,12 @@
 //! The `event` architecture: one thread, one level-triggered epoll loop, non-blocking sockets
 //! (Zeus, or nginx with one worker). CPU service time runs inline (it blocks the loop, which
 //! is the point: capacity = 1 / service_time); sleep service time goes to a timer queue inside
-//! the loop, so the loop never blocks on it.
+//! the loop, so the loop never blocks on it. CGI requests go to a pool of helper threads
+//! (see dynamic.rs); the loop picks their pages up when the pool's wake-up socket turns readable.
 
 use super::config::ServiceKind;
 use super::core::{self, Counters, Ctx, Response, WriteProgress, IDLE_TIMEOUT};
+use super::dynamic::{self, CgiPool, DynRequest, Endpoint};
 use super::http::{self, Parse};
 use crate::sys::server_io::{Epoll, EV_ERR, EV_IN, EV_OUT};
 use std::cmp::Reverse;
@@ -16,11 +18,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 const LISTENER: u64 = u64::MAX;
+const CGI_WAKE: u64 = u64::MAX - 1;
 
 enum State {
     Reading,
     /// Waiting for the sleep service time to pass (no epoll interest meanwhile).
     Sleeping(Response),
+    /// A CGI child runs for this request in the pool (no epoll interest meanwhile).
+    Cgi(DynRequest),
     Writing(Response, WriteProgress),
 }
 
@@ -43,6 +48,7 @@ pub struct EventLoop<'a> {
     next_gen: u64,
     /// accept() hit EMFILE/ENFILE: stop polling the listener until a connection closes.
     accept_paused: bool,
+    cgi: CgiPool,
 }
 
 /// Runs the loop until `stop()` says so (checked at least every 100 ms).
@@ -55,6 +61,8 @@ pub fn run(
     listener.set_nonblocking(true)?;
     let ep = Epoll::new(256)?;
     ep.add(listener.as_raw_fd(), EV_IN, LISTENER)?;
+    let cgi = CgiPool::new(ctx.dynamic.exe.clone())?;
+    ep.add(cgi.wake_fd().as_raw_fd(), EV_IN, CGI_WAKE)?;
     counters.workers.store(1, Relaxed);
     let mut lp = EventLoop {
         ctx,
@@ -65,6 +73,7 @@ pub fn run(
         timers: BinaryHeap::new(),
         next_gen: 0,
         accept_paused: false,
+        cgi,
     };
     let mut last_sweep = Instant::now();
     let mut ready: Vec<(u64, u32)> = Vec::with_capacity(256);
@@ -82,6 +91,8 @@ pub fn run(
         for &(token, ev) in &ready {
             if token == LISTENER {
                 lp.accept_some(listener)?;
+            } else if token == CGI_WAKE {
+                lp.cgi_finished();
             } else {
                 lp.on_event(token as usize, ev);
             }
@@ -179,7 +190,7 @@ impl EventLoop<'_> {
                 self.advance(idx);
             }
             State::Writing(..) if ev & (EV_OUT | EV_ERR) != 0 => self.advance(idx),
-            State::Sleeping(_) if ev & EV_ERR != 0 => self.close(idx),
+            State::Sleeping(_) | State::Cgi(_) if ev & EV_ERR != 0 => self.close(idx),
             _ => {}
         }
     }
@@ -200,8 +211,35 @@ impl EventLoop<'_> {
                         return;
                     }
                     core::count_request(&parse, self.counters);
-                    let resp = core::respond(&self.ctx.catalog, &parse, self.ctx.cfg.keepalive);
                     let st_us = self.ctx.cfg.service_time_us;
+                    let dynreq = dynamic::request_of(&parse, self.ctx.cfg.keepalive);
+                    if let Some(
+                        d @ DynRequest {
+                            endpoint: Endpoint::Cgi { work_us },
+                            ..
+                        },
+                    ) = dynreq
+                    {
+                        // The child runs in the pool; a CPU service time is still the
+                        // server's own work (a sleep one is not added to CGI requests).
+                        if let Parse::Done(req) = &parse {
+                            c.buf.drain(..req.consumed);
+                        }
+                        if self.ctx.cfg.service == ServiceKind::Cpu {
+                            core::burn_cpu(st_us * 1000);
+                        }
+                        c.state = State::Cgi(d);
+                        let _ = self.ep.modify(c.stream.as_raw_fd(), 0, idx as u64);
+                        let token = (idx, c.gen);
+                        self.cgi.submit(token, work_us);
+                        return;
+                    }
+                    let resp = match dynreq {
+                        Some(d) => {
+                            dynamic::finish(&d, self.ctx.dynamic.execute(d.endpoint), self.counters)
+                        }
+                        None => core::respond(&self.ctx.catalog, &parse, self.ctx.cfg.keepalive),
+                    };
                     if let Parse::Done(req) = &parse {
                         c.buf.drain(..req.consumed);
                         if st_us > 0 {
@@ -219,7 +257,7 @@ impl EventLoop<'_> {
                     }
                     c.state = State::Writing(resp, WriteProgress::default());
                 }
-                State::Sleeping(_) => return,
+                State::Sleeping(_) | State::Cgi(_) => return,
                 State::Writing(resp, prog) => {
                     match core::write_some(
                         &mut c.stream,
@@ -265,6 +303,35 @@ impl EventLoop<'_> {
                 c.state = State::Writing(resp, WriteProgress::default());
                 self.advance(idx);
             }
+        }
+    }
+
+    /// Delivers the pages of finished CGI children to their connections (if still open).
+    fn cgi_finished(&mut self) {
+        for done in self.cgi.finished() {
+            let (idx, gen) = done.token;
+            let waiting = self
+                .conns
+                .get_mut(idx)
+                .and_then(|c| c.as_mut())
+                .and_then(|c| match c.state {
+                    State::Cgi(req) if c.gen == gen => Some((c, req)),
+                    _ => None,
+                });
+            let Some((c, req)) = waiting else {
+                // The client left while its CGI ran: the child still counts as work done.
+                let n = if done.out.status == 200 {
+                    &self.counters.dyn_cgi
+                } else {
+                    &self.counters.dyn_errors
+                };
+                n.fetch_add(1, Relaxed);
+                continue;
+            };
+            let resp = dynamic::finish(&req, done.out, self.counters);
+            c.state = State::Writing(resp, WriteProgress::default());
+            c.last_active = Instant::now();
+            self.advance(idx);
         }
     }
 

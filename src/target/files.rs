@@ -153,6 +153,10 @@ impl Catalog {
             }
         }
         index.push_str(&format!("  /bytes/{{n}} for n <= {MAX_BODY}\n"));
+        index.push_str(
+            "  /cgi/{us} (fork+exec), /inproc/{us} (in-server handler): us of CPU work\n  \
+             /db/{rows}: a join and aggregate over rows <= 20000 of an SQLite table\n",
+        );
         Catalog {
             files,
             index: index.into_bytes(),

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod dynamic;
 pub mod event;
 pub mod files;
 pub mod http;
@@ -77,6 +78,8 @@ pub struct Server {
     pids: pool::Pids,
     runner: Option<JoinHandle<std::io::Result<()>>>,
     started: Instant,
+    /// The /db endpoint's SQLite file, removed after the workers stop.
+    _db: Option<dynamic::DbFile>,
 }
 
 impl Server {
@@ -94,9 +97,17 @@ impl Server {
         let counters = Arc::new(unsafe { SharedCounters::new_zeroed() }.context("mmap counters")?);
         let stop = Arc::new(AtomicBool::new(false));
         let pids: pool::Pids = Default::default();
+        // Without a database the server still serves; /db answers 500 with the reason.
+        let db = dynamic::DbFile::create()
+            .map_err(|e| eprintln!("synlab serve: {e:#}; /db/ requests will fail"))
+            .ok();
         let ctx = Arc::new(core::Ctx {
             catalog: files::Catalog::new(&cfg.files),
             pattern: files::pattern_buf(),
+            dynamic: dynamic::Dynamic {
+                exe: crate::sys::process::self_exe(),
+                db: db.as_ref().map(|d| d.path.clone()),
+            },
             cfg,
         });
         let initial = match ctx.cfg.arch {
@@ -123,6 +134,7 @@ impl Server {
             pids,
             runner: Some(runner),
             started: Instant::now(),
+            _db: db,
         };
         // Return once the initial workers run, so stats at start show them all.
         let deadline = Instant::now() + Duration::from_secs(10);
