@@ -25,7 +25,7 @@ WORK=$(mktemp -d /tmp/synlab-bench.XXXXXX)
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT INT TERM
-ulimit -n 1048576 2>/dev/null || ulimit -n 65536
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # --- nginx, one worker on CPU 0 ---
 NGX_PORT=18080
