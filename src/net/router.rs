@@ -12,7 +12,7 @@
 use crate::metrics::hist::{self, HistDelta};
 use crate::net::shaper::{DirParams, Shaper, Verdict};
 use crate::net::spec::{PathChange, PathSpec};
-use crate::sys::packet::{self, PacketPort, Poller, Timer};
+use crate::sys::packet::{self, FrameBatch, PacketPort, Poller, Timer};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -90,9 +90,12 @@ pub struct RouterStats {
 /// Hard cap on frames held per direction (delay line included), so memory stays bounded
 /// whatever the configured delay and input rate.
 const MAX_HELD: u64 = 200_000;
-/// Arm the timer this long before a departure and spin the rest: timerfd wake-ups land
-/// tens of microseconds late, the spin keeps departures within a few.
+/// Arm the timer this long before a departure and poll the rest: timerfd wake-ups land
+/// tens of microseconds late; polling keeps departures within a few and frames flowing in.
 const EARLY_NS: u64 = 20_000;
+/// Frames per recvmmsg call, and calls per port per wake-up.
+const RX_BATCH: usize = 32;
+const RX_BATCHES_PER_WAKE: usize = 8;
 const UP: usize = 0;
 const DOWN: usize = 1;
 
@@ -283,18 +286,27 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
     let start = packet::mono_ns();
     let interval = cfg.stats_interval_ms.max(10) * 1_000_000;
     let mut next_stats = start + interval;
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; 4096];
+    let mut batch = FrameBatch::new(RX_BATCH, 65536);
     let mut line = Vec::<u8>::new();
     let mut ready = Vec::new();
+    let mut due: Vec<Held> = Vec::new();
     let out = std::io::stdout();
     loop {
-        let wake = relay
-            .next_departure()
-            .map(|d| d.saturating_sub(EARLY_NS))
-            .unwrap_or(u64::MAX)
-            .min(next_stats);
-        timer.arm_at(Some(wake))?;
-        poller.wait(-1, &mut ready)?;
+        // Block until the next departure is near; when it is, only poll, so frames keep being
+        // read while the router waits out the last microseconds (no dead spinning).
+        let now = packet::mono_ns();
+        match relay.next_departure() {
+            Some(d) if d <= now + EARLY_NS => poller.wait(0, &mut ready)?,
+            next => {
+                let wake = next
+                    .map(|d| d - EARLY_NS)
+                    .unwrap_or(u64::MAX)
+                    .min(next_stats);
+                timer.arm_at(Some(wake))?;
+                poller.wait(-1, &mut ready)?;
+            }
+        }
         for &tok in &ready {
             match tok {
                 TIMER => timer.clear(),
@@ -317,53 +329,29 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                     } else {
                         &clients[t as usize]
                     };
-                    // A bounded batch per wake-up, so one busy port cannot starve departures.
-                    for _ in 0..256 {
-                        let Some(len) = port.recv(&mut buf)? else {
+                    // A bounded number of batches per wake-up, so one busy port cannot
+                    // starve departures.
+                    for _ in 0..RX_BATCHES_PER_WAKE {
+                        if port.recv_batch(&mut batch)? == 0 {
                             break;
-                        };
+                        }
                         let now = packet::mono_ns();
-                        if t == SERVER {
-                            relay.on_server_frame(now, &buf[..len]);
-                        } else {
-                            relay.on_client_frame(now, t as usize, &buf[..len]);
+                        for k in 0..batch.len() {
+                            if t == SERVER {
+                                relay.on_server_frame(now, batch.frame(k));
+                            } else {
+                                relay.on_client_frame(now, t as usize, batch.frame(k));
+                            }
+                        }
+                        if !batch.was_full() {
+                            break;
                         }
                     }
                 }
                 _ => {}
             }
         }
-        // Departures: spin the last few microseconds before a due frame, then send.
-        while let Some(d) = relay.next_departure() {
-            let mut now = packet::mono_ns();
-            if d > now + EARLY_NS {
-                break;
-            }
-            while now < d {
-                std::hint::spin_loop();
-                now = packet::mono_ns();
-            }
-            let Reverse(h) = relay.held.pop().expect("peeked");
-            let out_port = if h.dir == UP {
-                &server
-            } else {
-                &clients[h.path]
-            };
-            let sent = out_port.send(&h.frame);
-            let done = packet::mono_ns();
-            let st = &mut relay.stats[h.path][h.dir];
-            st.in_flight -= 1;
-            match sent {
-                Ok(()) => {
-                    st.relayed += 1;
-                    st.bytes += h.frame.len() as u64;
-                    hist::record(&mut relay.delay[h.path][h.dir], (done - h.arrived) / 1000);
-                    hist::record(&mut relay.late, (done - h.depart) / 1000);
-                }
-                Err(_) => st.send_errors += 1,
-            }
-            relay.pool.push(h.frame);
-        }
+        depart(&mut relay, &server, &clients, &mut due);
         let now = packet::mono_ns();
         if now >= next_stats {
             let mut s = relay.snapshot(now, (now - start) / 1_000_000);
@@ -377,6 +365,46 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// Sends every frame whose departure time has come, one sendmmsg per port, in departure
+/// order within each port; records the realised delays.
+fn depart(relay: &mut Relay, server: &PacketPort, clients: &[PacketPort], due: &mut Vec<Held>) {
+    let now = packet::mono_ns();
+    while relay.next_departure().is_some_and(|d| d <= now) {
+        let Reverse(h) = relay.held.pop().expect("peeked");
+        due.push(h);
+    }
+    if due.is_empty() {
+        return;
+    }
+    // Port index: clients 0..n, the server n. Stable sort keeps departure order per port.
+    let n = clients.len();
+    let port_of = |h: &Held| if h.dir == UP { n } else { h.path };
+    due.sort_by_key(port_of);
+    let mut i = 0;
+    while i < due.len() {
+        let p = port_of(&due[i]);
+        let j = i + due[i..].iter().take_while(|h| port_of(h) == p).count();
+        let frames: Vec<&[u8]> = due[i..j].iter().map(|h| h.frame.as_slice()).collect();
+        let port = if p == n { server } else { &clients[p] };
+        let sent = port.send_batch(&frames);
+        let done = packet::mono_ns();
+        for (k, h) in due[i..j].iter().enumerate() {
+            let st = &mut relay.stats[h.path][h.dir];
+            st.in_flight -= 1;
+            if k < sent {
+                st.relayed += 1;
+                st.bytes += h.frame.len() as u64;
+                hist::record(&mut relay.delay[h.path][h.dir], (done - h.arrived) / 1000);
+                hist::record(&mut relay.late, done.saturating_sub(h.depart) / 1000);
+            } else {
+                st.send_errors += 1;
+            }
+        }
+        i = j;
+    }
+    relay.pool.extend(due.drain(..).map(|h| h.frame));
 }
 
 fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64) {

@@ -116,55 +116,170 @@ impl PacketPort {
         }
     }
 
-    /// Receives one incoming frame; Ok(None) when none is waiting.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        loop {
-            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            // SAFETY: buf and sll are valid for the given lengths.
+    /// Receives up to `batch.capacity()` waiting frames in one recvmmsg call; returns how many
+    /// (0 when none is waiting). Frames larger than a buffer (offload super-frames) are left
+    /// out rather than relayed cut.
+    pub fn recv_batch(&self, batch: &mut FrameBatch) -> io::Result<usize> {
+        batch.len = 0;
+        let cap = batch.bufs.len();
+        batch.iov.clear();
+        batch.msgs.clear();
+        for b in batch.bufs.iter_mut() {
+            batch.iov.push(libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            });
+        }
+        for (i, addr) in batch.addrs.iter_mut().enumerate() {
+            // SAFETY: zeroed msghdr is a valid empty header; pointers set below stay valid
+            // for the call (iov and addrs are not resized during it).
+            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+            h.msg_name = (addr as *mut libc::sockaddr_ll).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            h.msg_iov = &mut batch.iov[i];
+            h.msg_iovlen = 1;
+            batch.msgs.push(libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            });
+        }
+        let n = loop {
+            // SAFETY: msgs holds `cap` headers pointing into live buffers.
             let n = unsafe {
-                libc::recvfrom(
+                libc::recvmmsg(
                     self.fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
+                    batch.msgs.as_mut_ptr(),
+                    cap as u32,
                     libc::MSG_TRUNC,
-                    (&mut sll as *mut libc::sockaddr_ll).cast(),
-                    &mut len,
+                    std::ptr::null_mut(),
                 )
             };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(None),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => Err(e),
-                };
+            if n >= 0 {
+                break n as usize;
             }
-            if sll.sll_pkttype == libc::PACKET_OUTGOING {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return Ok(0),
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(e),
+            }
+        };
+        batch.got = n;
+        for i in 0..n {
+            let m = &batch.msgs[i];
+            let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            if batch.addrs[i].sll_pkttype == libc::PACKET_OUTGOING || truncated {
                 continue;
             }
-            // MSG_TRUNC returns the real length: a frame larger than buf (an offload super-frame)
-            // is skipped rather than relayed cut.
-            if n as usize > buf.len() {
-                continue;
-            }
-            return Ok(Some(n as usize));
+            batch.lens[batch.len] = (i, m.msg_len as usize);
+            batch.len += 1;
         }
+        Ok(n)
     }
 
-    /// Sends one frame out of the interface.
-    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
-        // SAFETY: frame is valid for its length; the socket is bound to its interface.
-        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
+    /// Sends frames out of the interface in one sendmmsg call per 1024; returns how many the
+    /// kernel took (the rest failed: the first error stops a batch).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> usize {
+        let mut sent = 0;
+        for chunk in frames.chunks(1024) {
+            let mut iov: Vec<libc::iovec> = chunk
+                .iter()
+                .map(|f| libc::iovec {
+                    iov_base: f.as_ptr() as *mut libc::c_void,
+                    iov_len: f.len(),
+                })
+                .collect();
+            let mut msgs: Vec<libc::mmsghdr> = iov
+                .iter_mut()
+                .map(|v| {
+                    // SAFETY: zeroed msghdr is a valid empty header.
+                    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+                    h.msg_iov = v;
+                    h.msg_iovlen = 1;
+                    libc::mmsghdr {
+                        msg_hdr: h,
+                        msg_len: 0,
+                    }
+                })
+                .collect();
+            let mut off = 0;
+            while off < msgs.len() {
+                // SAFETY: msgs[off..] point into frames that outlive the call.
+                let n = unsafe {
+                    libc::sendmmsg(
+                        self.fd.as_raw_fd(),
+                        msgs[off..].as_mut_ptr(),
+                        (msgs.len() - off) as u32,
+                        0,
+                    )
+                };
+                if n <= 0 {
+                    if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return sent;
+                }
+                off += n as usize;
+                sent += n as usize;
+            }
         }
+        sent
     }
 
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+/// Receive buffers for [`PacketPort::recv_batch`]: frame `k` of the last call is
+/// `batch.frame(k)` for k < `batch.len()`.
+pub struct FrameBatch {
+    bufs: Vec<Vec<u8>>,
+    addrs: Vec<libc::sockaddr_ll>,
+    iov: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+    /// (buffer index, length) of each kept frame.
+    lens: Vec<(usize, usize)>,
+    len: usize,
+    got: usize,
+}
+
+impl FrameBatch {
+    /// `count` buffers of `size` bytes each.
+    pub fn new(count: usize, size: usize) -> Self {
+        FrameBatch {
+            bufs: (0..count).map(|_| vec![0u8; size]).collect(),
+            // SAFETY: sockaddr_ll is plain data; all-zero is valid.
+            addrs: vec![unsafe { std::mem::zeroed() }; count],
+            iov: Vec::with_capacity(count),
+            msgs: Vec::with_capacity(count),
+            lens: vec![(0, 0); count],
+            len: 0,
+            got: 0,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Frames kept by the last receive.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the last receive filled every buffer (more may be waiting).
+    pub fn was_full(&self) -> bool {
+        self.got == self.bufs.len()
+    }
+
+    pub fn frame(&self, k: usize) -> &[u8] {
+        let (i, n) = self.lens[k];
+        &self.bufs[i][..n]
     }
 }
 
