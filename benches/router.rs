@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use synlab::net::lab::Lab;
 use synlab::net::spec::NetworkSpec;
 use synlab::sys::netns::in_netns;
+use synlab::sys::packet::mmsg_headers;
 
 const ONE_WAY_US: u64 = 5_000;
 
@@ -47,18 +48,9 @@ fn send_many(sock: &UdpSocket, payload: &[u8], count: usize) -> usize {
         iov_base: payload.as_ptr() as *mut libc::c_void,
         iov_len: payload.len(),
     };
-    let mut msgs: Vec<libc::mmsghdr> = (0..count)
-        .map(|_| {
-            // SAFETY: zeroed msghdr is a valid empty header.
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            h.msg_iov = &mut iov;
-            h.msg_iovlen = 1;
-            libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            }
-        })
-        .collect();
+    let mut msgs = mmsg_headers(std::slice::from_mut(&mut iov), None);
+    // Every datagram is the same payload: repeat the one header.
+    msgs.resize(count, msgs[0]);
     // SAFETY: every header points at `iov`, which points at `payload`; both outlive the call.
     let n = unsafe { libc::sendmmsg(sock.as_raw_fd(), msgs.as_mut_ptr(), count as u32, 0) };
     n.max(0) as usize
@@ -73,19 +65,7 @@ fn recv_many(sock: &UdpSocket, bufs: &mut [[u8; 2048]; 64]) -> usize {
             iov_len: b.len(),
         })
         .collect();
-    let mut msgs: Vec<libc::mmsghdr> = iov
-        .iter_mut()
-        .map(|v| {
-            // SAFETY: zeroed msghdr is a valid empty header.
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            h.msg_iov = v;
-            h.msg_iovlen = 1;
-            libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            }
-        })
-        .collect();
+    let mut msgs = mmsg_headers(&mut iov, None);
     // SAFETY: headers point into `bufs`, valid for the call. MSG_WAITFORONE: block for the
     // first (bounded by the socket's read timeout), then take what is there.
     let n = unsafe {

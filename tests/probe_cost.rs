@@ -230,20 +230,11 @@ fn send_syns(fd: i32, dport: u16, first: u64, count: usize) -> usize {
             iov_len: 20,
         })
         .collect();
-    let mut msgs: Vec<libc::mmsghdr> = iov
-        .iter_mut()
-        .map(|v| {
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            h.msg_name = (&mut dst as *mut libc::sockaddr_in).cast();
-            h.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
-            h.msg_iov = v;
-            h.msg_iovlen = 1;
-            libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            }
-        })
-        .collect();
+    let name = (
+        (&mut dst as *mut libc::sockaddr_in).cast(),
+        std::mem::size_of::<libc::sockaddr_in>() as u32,
+    );
+    let mut msgs = synlab::sys::packet::mmsg_headers(&mut iov, Some(name));
     // SAFETY: headers point at live segments and `dst`.
     let n = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), count as u32, 0) };
     n.max(0) as usize

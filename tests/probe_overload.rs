@@ -76,9 +76,15 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         .iter()
         .filter_map(|s| s.m.accept_queue)
         .fold(0.0, f64::max);
+    // Linux admits backlog + 1 (sk_acceptq_is_full is `>`). The listener is lockless: two
+    // CPUs completing handshakes at once can both pass the check, so with two blasters the
+    // queue may overshoot by one more per extra CPU.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     assert!(
-        (16.0..=17.0).contains(&max_q),
-        "accept queue peaked at {max_q}, want 16 or 17"
+        (16.0..=16.0 + cpus).contains(&max_q),
+        "accept queue peaked at {max_q}, want 16 to {} (backlog + 1, plus the lockless \
+         listener's overshoot of one per extra CPU)",
+        16.0 + cpus
     );
     let overflowing = samples
         .iter()

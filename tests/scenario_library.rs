@@ -222,16 +222,32 @@ fn capacity_load_factor_and_p98_grow_past_saturation() {
 }
 
 #[test]
-fn specweb96_mix_has_the_classes_mean_size() {
+fn specweb96_classes_have_their_sizes() {
     let mut sc = load("specweb96");
-    shrink(&mut sc, "[400]", 1.0, 3.0);
+    shrink(
+        &mut sc,
+        r#"["specweb96_class0", "specweb96_class2", "specweb96"]"#,
+        1.0,
+        3.0,
+    );
     let r = run(sc);
-    // SPECweb96's mean file is ~16 KB (35 % ~0.5 KB, 50 % ~5 KB, 14 % ~50 KB, 1 % ~500 KB);
-    // the 1 % class makes a short sample noisy, hence the wide band.
-    let mean = r[0].bytes_in_per_s / r[0].throughput_per_s;
+    let mean = |i: usize| r[i].bytes_in_per_s / r[i].throughput_per_s;
+    // Responses carry ~200 B of headers. Class 0 files are 0.1-0.9 KB, class 2 10-90 KB; the
+    // whole mix averages ~16 KB, but its 1 % of ~500 KB files make a short sample noisy.
     assert!(
-        (5_000.0..40_000.0).contains(&mean),
-        "mean response {mean:.0} B"
+        (100.0..1_300.0).contains(&mean(0)),
+        "class 0: {:.0} B",
+        mean(0)
+    );
+    assert!(
+        (10_000.0..91_000.0).contains(&mean(1)),
+        "class 2: {:.0} B",
+        mean(1)
+    );
+    assert!(
+        (5_000.0..40_000.0).contains(&mean(2)),
+        "mix: {:.0} B",
+        mean(2)
     );
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the README gallery: runs each scenario of the library at full size on this machine
 # (root for the network-lab ones) and copies the plots the README shows, with each run's
-# summary.csv, into docs/gallery/. About 20 minutes on a 2-core machine.
+# summary.csv, into docs/gallery/ (the run folders stay in results/gallery/). About 25 minutes on a
+# 2-core machine.
 # Usage: sudo docs/gallery/make.sh [scenario...]      (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -9,8 +10,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release -q
 SYN=$PWD/target/release/synlab
 OUT=docs/gallery
-WORK=$(mktemp -d /tmp/synlab-gallery.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# The run folders stay in results/gallery/ (git-ignored), so `synlab report` can redraw them.
+WORK=results/gallery
+mkdir -p "$WORK"
 
 # scenario -> the plots (stems) the README shows
 declare -A SHOW=(
@@ -23,8 +25,8 @@ declare -A SHOW=(
   [time-wait]="connections"
   [specweb96]="cpu"
   [ecommerce]="throughput cpu"
-  [capacity]="capacity little_load_factor"
-  [client-check]="throughput"
+  [capacity]="little_load_factor latency"
+  [client-check]="request_rate"
   [lesson-overload]="timeseries"
 )
 ORDER=(simple-vs-sclient overload bursty wan-delay wan-delay-event wan-loss time-wait specweb96 ecommerce capacity client-check lesson-overload)
@@ -33,7 +35,7 @@ for s in "${ORDER[@]}"; do
   [ -n "${SHOW[$s]:-}" ] || { echo "no gallery entry for $s" >&2; exit 2; }
   echo "== $s ($(date +%T))"
   "$SYN" run "scenarios/$s.toml" --no-progress --out "$WORK/$s" | tail -n 30
-  dir=$(ls -d "$WORK/$s"/*/ | head -1)
+  dir=$(ls -td "$WORK/$s"/*/ | head -1)
   for stem in ${SHOW[$s]}; do
     if [ -f "$dir/plots/$stem.png" ]; then
       cp "$dir/plots/$stem.png" "$OUT/$s-$stem.png"

@@ -30,6 +30,11 @@ pub struct ClientTotals {
     pub worker_cpu_max: f64,
     /// The latest scheduled rate of each worker (attempts/s).
     pub target_by_worker: std::collections::BTreeMap<u32, f64>,
+    /// Seconds of each worker's own clock these sums cover (the sum of its report intervals).
+    pub span_by_worker: std::collections::BTreeMap<u32, f64>,
+    /// Connections open at each worker at its latest report.
+    pub in_flight_by_worker: std::collections::BTreeMap<u32, u64>,
+    /// Connections open at all workers (sum of their latest reports).
     pub in_flight: u64,
     pub connect: Histogram<u64>,
     pub ttfb: Histogram<u64>,
@@ -59,6 +64,8 @@ impl Default for ClientTotals {
             cpu_s: 0.0,
             worker_cpu_max: 0.0,
             target_by_worker: Default::default(),
+            span_by_worker: Default::default(),
+            in_flight_by_worker: Default::default(),
             in_flight: 0,
             connect: new_hist(),
             ttfb: new_hist(),
@@ -92,7 +99,10 @@ impl ClientTotals {
             self.worker_cpu_max = self.worker_cpu_max.max(cpu / d.interval_s);
         }
         self.target_by_worker.insert(d.worker, d.target_rate);
-        self.in_flight = d.connecting + d.active;
+        *self.span_by_worker.entry(d.worker).or_default() += d.interval_s;
+        self.in_flight_by_worker
+            .insert(d.worker, d.connecting + d.active);
+        self.in_flight = self.in_flight_by_worker.values().sum();
         merge(&d.connect_us, &mut self.connect);
         merge(&d.ttfb_us, &mut self.ttfb);
         merge(&d.total_us, &mut self.total);
@@ -152,9 +162,20 @@ impl ClientTotals {
         (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
     }
 
-    /// The store columns for a sample of length `dt` seconds.
+    /// The time the workers' reports cover: the mean over workers of their summed intervals.
+    /// None before any report.
+    pub fn covered_s(&self) -> Option<f64> {
+        let n = self.span_by_worker.len();
+        let total: f64 = self.span_by_worker.values().sum();
+        (n > 0 && total > 0.0).then(|| total / n as f64)
+    }
+
+    /// The store columns for a sample of `dt` seconds of the controller's clock. Rates divide
+    /// by the time the workers' reports cover, not by `dt`: a sample that happens to fold one
+    /// or three 100 ms reports instead of two must not read as half or 1.5 times the rate.
     pub fn columns(&self, dt: f64) -> Vec<(&'static str, Option<f64>)> {
         use super::columns::*;
+        let dt = self.covered_s().unwrap_or(dt);
         let rate = |n: u64| Some(n as f64 / dt);
         vec![
             (ATTEMPTS, rate(self.attempts)),
@@ -214,6 +235,28 @@ mod tests {
         assert_eq!(get("errors_per_s"), Some(30.0));
         assert_eq!(get("connect_p50_ms"), None);
         assert!(t.client_bound().is_none());
+    }
+
+    #[test]
+    fn a_sample_folding_three_reports_is_not_read_as_one_and_a_half_times_the_rate() {
+        // Two workers at 1,000/s each, reporting every 100 ms; this 200 ms sample caught three
+        // reports of worker 0 and one of worker 1.
+        let mut t = ClientTotals::default();
+        for w in [0, 0, 0, 1] {
+            let mut d = delta(100, 10, 0.01);
+            d.worker = w;
+            d.connecting = 5;
+            t.add(&d);
+        }
+        let cols = t.columns(0.2);
+        let get = |n: &str| cols.iter().find(|c| c.0 == n).unwrap().1.unwrap();
+        // 400 attempts over (0.3 s + 0.1 s) / 2 workers = 0.2 s of each worker's time.
+        assert_eq!(get("attempts_per_s"), 2000.0);
+        assert_eq!(
+            get("in_flight"),
+            10.0,
+            "open connections add up over workers"
+        );
     }
 
     #[test]

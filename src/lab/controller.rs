@@ -121,8 +121,18 @@ pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
             path: "/bytes/1294".into(),
             weight: 1.0,
         }],
-        Workload::Specweb96 => crate::target::fileset_paths(&FileSet::Specweb96)
+        Workload::Specweb96
+        | Workload::Specweb96Class0
+        | Workload::Specweb96Class1
+        | Workload::Specweb96Class2
+        | Workload::Specweb96Class3 => crate::target::fileset_paths(&FileSet::Specweb96)
             .into_iter()
+            .filter(|(class, _, _)| {
+                sc.load
+                    .workload
+                    .specweb96_class()
+                    .is_none_or(|keep| keep == class)
+            })
             .map(|(class, path, _)| {
                 let w = crate::target::SPECWEB96_CLASS_WEIGHTS
                     .iter()

@@ -166,6 +166,8 @@ pub fn summary_row(
         accept_queue_max: max("accept_queue"),
         listen_overflows_per_s: mean("listen_overflows_per_s"),
         established_mean: mean("established"),
+        server_sockets_mean: mean("tcp_inuse"),
+        client_open_mean: mean("in_flight"),
         time_wait_mean: mean("time_wait"),
         time_wait_max: max("time_wait"),
         server_procs_mean: mean("server_procs"),

@@ -41,6 +41,7 @@ pub fn x_label(param: &str) -> String {
         "load.sockets" => "descriptors per S-Client (D)".into(),
         "load.clients" => "clients (closed-loop processes)".into(),
         "load.workers" => "load-generator workers".into(),
+        "load.workload" => "workload (request mix)".into(),
         "network.rtt" => "round-trip time (ms)".into(),
         "network.loss" => "packet loss (%)".into(),
         "network.bandwidth" => "bandwidth (Mbit/s)".into(),
@@ -302,9 +303,14 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
             ));
         }
         ParamKind::Count => {
+            let title = if ctx.param == "load.workers" {
+                "Request rate vs load-generator workers (the client check of seed 000 §4.3)"
+            } else {
+                "Request rate vs clients / descriptors (cf. seed 000 Figs. 5 and 6)"
+            };
             figs.push(ctx.figure(
                 "request_rate",
-                "Request rate vs clients / descriptors (cf. seed 000 Figs. 5 and 6)",
+                title,
                 vec![rate(
                     "rate (1/s)",
                     ctx.series(&[
@@ -352,9 +358,19 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
                     "count",
                     ctx.series(&[
                         (
-                            "established_mean",
-                            "ESTABLISHED connections (mean)",
+                            "client_open_mean",
+                            "connections open at the clients (mean)",
                             LineKind::Solid,
+                        ),
+                        (
+                            "server_sockets_mean",
+                            "open server sockets (mean)",
+                            LineKind::Solid,
+                        ),
+                        (
+                            "established_mean",
+                            "server ESTABLISHED (mean)",
+                            LineKind::Dashed,
                         ),
                         (
                             "server_procs_mean",
@@ -499,6 +515,7 @@ fn short_param(param: &str) -> &str {
         ParamKind::Loss => "loss",
         ParamKind::Burst => "burst",
         ParamKind::Other if param.is_empty() => "sweep point",
+        ParamKind::Other if param == "load.workload" => "workload",
         ParamKind::Other => param,
     }
 }

@@ -343,7 +343,10 @@ where
 
     for s in &panel.series {
         let color = series_color(s);
-        let style = color.stroke_width(if s.line == LineKind::Reference { 1 } else { 2 });
+        // Thin lines for long time series: plotters draws wide lines as polygons, and the
+        // steep, short segments of a noisy series then leave spikes across the panel.
+        let wide = s.line != LineKind::Reference && s.points.len() <= 60;
+        let style = color.stroke_width(if wide { 2 } else { 1 });
         // Client-bound crosses first, so the series' own marker stays visible on top.
         let bound: Vec<(f64, f64)> = s
             .points

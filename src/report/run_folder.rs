@@ -43,6 +43,14 @@ pub struct SummaryRow {
     pub accept_queue_max: f64,
     pub listen_overflows_per_s: f64,
     pub established_mean: f64,
+    /// TCP sockets in use in the server's netns (sockstat `inuse`: every state but TIME_WAIT,
+    /// closed-but-unacknowledged ones included): the server kernel's open connections in the
+    /// lab; on loopback the client's sockets count too.
+    #[serde(default)]
+    pub server_sockets_mean: f64,
+    /// Connections open at the clients (connecting or waiting for the response).
+    #[serde(default)]
+    pub client_open_mean: f64,
     pub time_wait_mean: f64,
     pub time_wait_max: f64,
     pub server_procs_mean: f64,

@@ -21,7 +21,13 @@ pub fn shares(w: Workload) -> Option<[f64; 4]> {
         Workload::HeavyServlet => [10.0, 0.0, 90.0, 0.0],
         Workload::HeavyDb => [10.0, 0.0, 0.0, 90.0],
         Workload::Ecommerce => [55.0, 7.0, 8.0, 30.0],
-        Workload::Single | Workload::Specweb96 | Workload::Custom => return None,
+        Workload::Single
+        | Workload::Specweb96
+        | Workload::Specweb96Class0
+        | Workload::Specweb96Class1
+        | Workload::Specweb96Class2
+        | Workload::Specweb96Class3
+        | Workload::Custom => return None,
     })
 }
 

@@ -189,19 +189,7 @@ impl PacketPort {
                     iov_len: f.len(),
                 })
                 .collect();
-            let mut msgs: Vec<libc::mmsghdr> = iov
-                .iter_mut()
-                .map(|v| {
-                    // SAFETY: zeroed msghdr is a valid empty header.
-                    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-                    h.msg_iov = v;
-                    h.msg_iovlen = 1;
-                    libc::mmsghdr {
-                        msg_hdr: h,
-                        msg_len: 0,
-                    }
-                })
-                .collect();
+            let mut msgs = mmsg_headers(&mut iov, None);
             let mut off = 0;
             while off < msgs.len() {
                 // SAFETY: msgs[off..] point into frames that outlive the call.
@@ -229,6 +217,31 @@ impl PacketPort {
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+}
+
+/// One sendmmsg/recvmmsg header per iovec (one buffer each), all with the same optional
+/// address (`msg_name`, its length). The headers point into `iov` (and the address): keep both
+/// alive and unmoved until the call that uses them returns.
+pub fn mmsg_headers(
+    iov: &mut [libc::iovec],
+    name: Option<(*mut libc::c_void, u32)>,
+) -> Vec<libc::mmsghdr> {
+    iov.iter_mut()
+        .map(|v| {
+            // SAFETY: a zeroed msghdr is a valid empty header.
+            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+            if let Some((ptr, len)) = name {
+                h.msg_name = ptr;
+                h.msg_namelen = len;
+            }
+            h.msg_iov = v;
+            h.msg_iovlen = 1;
+            libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            }
+        })
+        .collect()
 }
 
 /// Receive buffers for [`PacketPort::recv_batch`]: frame `k` of the last call is
