@@ -78,6 +78,14 @@ pub enum Cmd {
 
 /// Runs one command; Ok carries the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let holds_nothing = match &cli.cmd {
+        Some(Cmd::Check { .. } | Cmd::Probe(_) | Cmd::Report { .. }) => true,
+        Some(Cmd::Net(n)) => matches!(n.cmd, crate::net::cli::NetCmd::Status),
+        _ => false,
+    };
+    if holds_nothing {
+        crate::sys::process::die_quietly_on_broken_pipe();
+    }
     match cli.cmd.unwrap_or(Cmd::Tui {
         scenario: None,
         out: None,

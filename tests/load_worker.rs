@@ -98,7 +98,6 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
         duration_s: 3.0,
         stats_interval_ms: 100,
         seed: 1,
-        allow_remote: false,
         paused: false,
     }
 }

@@ -233,3 +233,48 @@ fn two_runs_overlay_with_their_names() {
         .join("compare-overload-after/plots/timeseries.svg")
         .exists());
 }
+
+/// Turns the fixture into a run without a sweep (as a TUI session or a run of timed steps
+/// leaves): no [sweep] in scenario.toml, no param in the summary.
+fn unswept(run: &Path) {
+    let sc = std::fs::read_to_string(run.join("scenario.toml")).unwrap();
+    let (head, rest) = sc.split_once("[sweep]").unwrap();
+    let tail = rest.find("\n[").map(|i| &rest[i..]).unwrap_or("");
+    std::fs::write(run.join("scenario.toml"), format!("{head}{tail}")).unwrap();
+    for f in ["summary.csv", "summary.json"] {
+        let s = std::fs::read_to_string(run.join(f)).unwrap();
+        let s = s
+            .replace(",load.rate,", ",,")
+            .replace("\"param\": \"load.rate\"", "\"param\": \"\"")
+            .replace("\"param\":\"load.rate\"", "\"param\":\"\"");
+        std::fs::write(run.join(f), s).unwrap();
+    }
+}
+
+#[test]
+fn a_run_without_a_sweep_gets_its_time_series_and_no_empty_curves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "default-20261123-160000");
+    unswept(&run);
+    let md_path = synlab::report::write_report(&run).unwrap();
+    let mut plots: Vec<String> = std::fs::read_dir(run.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    plots.sort();
+    assert_eq!(plots, ["timeseries.png", "timeseries.svg"]);
+    let md = std::fs::read_to_string(md_path).unwrap();
+    assert!(
+        !md.contains(" vs \n"),
+        "a heading against no parameter:\n{md}"
+    );
+    let svg = svg_text(&run.join("plots/timeseries.svg"));
+    assert!(svg.contains("marked events"), "{svg}");
+
+    let other = fixture_run(tmp.path(), "overload-20261122-043749");
+    let e = synlab::report::write_comparison(&other, &run).unwrap_err();
+    assert!(
+        e.to_string().contains("has no sweep") && e.to_string().contains("default-"),
+        "{e}"
+    );
+}

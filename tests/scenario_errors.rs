@@ -35,6 +35,20 @@ broken! {
     probe_too_fast => "probe_too_fast.toml",
     rate_bad_suffix => "rate_bad_suffix.toml",
     unknown_top => "unknown_top.toml",
+    remote_address => "remote_address.toml",
+    address_with_builtin => "address_with_builtin.toml",
+    rate_too_high => "rate_too_high.toml",
+}
+
+#[test]
+fn address_or_command_alone_implies_the_kind() {
+    use synlab::scenario::model::TargetKind;
+    let s = synlab::scenario::parse("a.toml", "[target]\naddress = \"127.0.0.1:8080\"\n").unwrap();
+    assert_eq!(s.target.kind, TargetKind::Address);
+    let s = synlab::scenario::parse("c.toml", "[target]\ncommand = \"nginx\"\n").unwrap();
+    assert_eq!(s.target.kind, TargetKind::Command);
+    let s = synlab::scenario::parse("b.toml", "[target]\narch = \"prefork\"\n").unwrap();
+    assert_eq!(s.target.kind, TargetKind::Builtin);
 }
 
 #[test]

@@ -124,15 +124,16 @@ fn nan_or(v: Option<f64>) -> f64 {
 pub fn summary_row(
     ctrl: &Controller,
     point: usize,
-    (t0, t1, tot, server): (f64, f64, ClientTotals, Option<u64>),
+    (t0, t1, tot, server_rate): (f64, f64, ClientTotals, Option<f64>),
 ) -> SummaryRow {
-    let dt = (t1 - t0).max(1e-3);
+    // Client rates over the time the workers' reports cover (not the controller's wall
+    // window, whose edges fall between reports), as the time series does.
+    let dt = tot.covered_s().unwrap_or(t1 - t0).max(1e-3);
     let store = &ctrl.state.store;
     let mean = |c: &str| nan_or(store.mean_max(c, t0, t1).map(|m| m.0));
     let max = |c: &str| nan_or(store.mean_max(c, t0, t1).map(|m| m.1));
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
     let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
-    let server_rate = server.map(|s| s as f64 / dt);
     let cross = |a: f64, b: f64| {
         if a > 0.0 {
             (b - a) / a * 100.0

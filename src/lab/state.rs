@@ -107,6 +107,8 @@ pub enum Warning {
     PortsRunningOut,
     OutOfFds,
     ChildDied(String),
+    /// The delay router could not keep up: its receive rings overflowed (loss nobody asked for).
+    RouterBehind,
 }
 
 impl std::fmt::Display for Warning {
@@ -119,6 +121,7 @@ impl std::fmt::Display for Warning {
             Warning::PortsRunningOut => write!(f, "ephemeral ports exhausted"),
             Warning::OutOfFds => write!(f, "out of file descriptors"),
             Warning::ChildDied(who) => write!(f, "{who} exited"),
+            Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
         }
     }
 }

@@ -12,7 +12,7 @@ use std::io::BufRead;
 pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
     let cfg: WorkerConfig = serde_json::from_str(config_json)
         .context("worker config is not valid JSON for WorkerConfig")?;
-    validate::check_target(cfg.target, cfg.allow_remote)?;
+    validate::check_target(cfg.target)?;
     validate::check_config(&cfg)?;
     let mut notices = Vec::new();
     let want = rates::fds_needed(&cfg);
@@ -26,7 +26,7 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
             }
             if c.new_soft < want {
                 notices.push(format!(
-                    "RLIMIT_NOFILE is {} (hard limit {}) but this load may need up to {want} descriptors; a shortfall counts as out_of_fds",
+                    "RLIMIT_NOFILE is {} (hard limit {}, which this process may not raise) and this load could need up to {want} descriptors if every connection waited its full response timeout; if out_of_fds errors appear, raise the hard limit (`ulimit -Hn`, LimitNOFILE=) or lower load.sockets, the rate or load.response_timeout",
                     c.new_soft, c.hard
                 ));
             }

@@ -77,9 +77,6 @@ pub struct WorkerConfig {
     pub duration_s: f64,
     pub stats_interval_ms: u64,
     pub seed: u64,
-    /// Allow targets outside loopback and the lab's 198.18.0.0/15.
-    #[serde(default)]
-    pub allow_remote: bool,
     /// Start with load paused (the TUI can start paused).
     #[serde(default)]
     pub paused: bool,

@@ -1,15 +1,15 @@
 //! Checks on a worker configuration before any socket opens: where load may go (loopback and the
-//! lab's benchmarking range 198.18.0.0/15, RFC 2544, nothing else unless the user explicitly allows
-//! remote targets) and the ranges of its numbers. Pure, so the rules themselves are tested.
+//! lab's benchmarking range 198.18.0.0/15, RFC 2544, and nothing else: synlab is a lab for one
+//! host, not a tool for loading other people's servers) and the ranges of its numbers. Pure, so the rules themselves are tested.
 
 use super::protocol::{Mode, WorkerConfig};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("refusing to send load to {0}: only 127.0.0.0/8, ::1 and the lab's 198.18.0.0/15 are allowed; set allow_remote (scenario `allow_remote = true`) if you own that host")]
+#[error("refusing to send load to {0}: synlab loads only servers on this host, at 127.0.0.0/8, ::1 or the lab's 198.18.0.0/15; run the server here (target kind = \"command\" starts it for you)")]
 pub struct RemoteTarget(pub SocketAddr);
 
-/// True for addresses load may be sent to without `allow_remote`.
+/// True for the addresses load may be sent to.
 pub fn is_lab_address(ip: IpAddr) -> bool {
     let v4_ok =
         |a: Ipv4Addr| a.is_loopback() || (a.octets()[0] == 198 && a.octets()[1] & 0xfe == 18);
@@ -19,9 +19,9 @@ pub fn is_lab_address(ip: IpAddr) -> bool {
     }
 }
 
-/// Refuses a target outside the lab unless `allow_remote`.
-pub fn check_target(target: SocketAddr, allow_remote: bool) -> Result<(), RemoteTarget> {
-    if allow_remote || is_lab_address(target.ip()) {
+/// Refuses a target outside the lab.
+pub fn check_target(target: SocketAddr) -> Result<(), RemoteTarget> {
+    if is_lab_address(target.ip()) {
         Ok(())
     } else {
         Err(RemoteTarget(target))
@@ -118,7 +118,7 @@ mod tests {
     use super::*;
 
     fn ok(s: &str) -> bool {
-        check_target(s.parse().unwrap(), false).is_ok()
+        check_target(s.parse().unwrap()).is_ok()
     }
 
     #[test]
@@ -144,8 +144,7 @@ mod tests {
         ] {
             assert!(!ok(a), "{a} must be refused");
         }
-        let e = check_target("8.8.8.8:53".parse().unwrap(), false).unwrap_err();
-        assert!(e.to_string().contains("8.8.8.8:53") && e.to_string().contains("allow_remote"));
-        assert!(check_target("8.8.8.8:53".parse().unwrap(), true).is_ok());
+        let e = check_target("8.8.8.8:53".parse().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("8.8.8.8:53") && e.to_string().contains("this host"));
     }
 }

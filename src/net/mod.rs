@@ -1,4 +1,4 @@
-//! The network lab: topology plans (scenario -> operations), shaping models, the delay router.
+//! The network lab: topology plans (scenario -> operations), shaping models, the delay router and its timer lead.
 
 pub mod cli;
 pub mod lab;
@@ -6,3 +6,4 @@ pub mod plan;
 pub mod router;
 pub mod shaper;
 pub mod spec;
+pub mod wake;

@@ -12,7 +12,8 @@
 use crate::metrics::hist::{self, HistDelta};
 use crate::net::shaper::{DirParams, Shaper, Verdict};
 use crate::net::spec::{PathChange, PathSpec};
-use crate::sys::packet::{self, FrameBatch, PacketPort, Poller, Timer};
+use crate::net::wake::WakeLead;
+use crate::sys::packet::{self, PacketPort, Poller, Timer};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -85,17 +86,18 @@ pub struct RouterStats {
     /// Whether the router got SCHED_FIFO (timing holds on a busy host).
     #[serde(default)]
     pub realtime: bool,
+    /// Frames the kernel dropped because a port's receive ring was full (the router fell
+    /// behind), since start.
+    #[serde(default)]
+    pub ring_drops: u64,
 }
 
 /// Hard cap on frames held per direction (delay line included), so memory stays bounded
 /// whatever the configured delay and input rate.
 const MAX_HELD: u64 = 200_000;
-/// Arm the timer this long before a departure and poll the rest: timerfd wake-ups land
-/// tens of microseconds late; polling keeps departures within a few and frames flowing in.
-const EARLY_NS: u64 = 20_000;
-/// Frames per recvmmsg call, and calls per port per wake-up.
-const RX_BATCH: usize = 32;
-const RX_BATCHES_PER_WAKE: usize = 8;
+/// Frames taken from one port's receive ring per wake-up, so one busy port cannot starve
+/// departures or the other ports.
+const RX_PER_WAKE: usize = 256;
 const UP: usize = 0;
 const DOWN: usize = 1;
 
@@ -251,15 +253,16 @@ impl Relay {
             late_us: HistDelta::drain(&mut self.late),
             cpu_us: packet::cpu_us(),
             realtime: false,
+            ring_drops: 0,
         }
     }
 }
 
 /// Runs the router until stdin closes.
 pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
-    let server = PacketPort::open(&cfg.server_port)
+    let mut server = PacketPort::open(&cfg.server_port)
         .with_context(|| format!("opening server port {}", cfg.server_port))?;
-    let clients: Vec<PacketPort> = cfg
+    let mut clients: Vec<PacketPort> = cfg
         .ports
         .iter()
         .map(|p| PacketPort::open(&p.dev).with_context(|| format!("opening port {}", p.dev)))
@@ -287,29 +290,34 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
     let interval = cfg.stats_interval_ms.max(10) * 1_000_000;
     let mut next_stats = start + interval;
     let mut buf = vec![0u8; 4096];
-    let mut batch = FrameBatch::new(RX_BATCH, 65536);
+    let mut ring_drops = 0u64;
+    // Arm the timer this long before a departure and poll the rest, so frames keep flowing in
+    // while the router waits out the last microseconds (no dead spinning).
+    let mut lead = WakeLead::default();
     let mut line = Vec::<u8>::new();
     let mut ready = Vec::new();
     let mut due: Vec<Held> = Vec::new();
     let out = std::io::stdout();
     loop {
-        // Block until the next departure is near; when it is, only poll, so frames keep being
-        // read while the router waits out the last microseconds (no dead spinning).
+        // Block until the next departure is near; when it is, only poll.
         let now = packet::mono_ns();
+        let early = lead.lead_ns();
         match relay.next_departure() {
-            Some(d) if d <= now + EARLY_NS => poller.wait(0, &mut ready)?,
+            Some(d) if d <= now + early => poller.wait(0, &mut ready)?,
             next => {
-                let wake = next
-                    .map(|d| d - EARLY_NS)
-                    .unwrap_or(u64::MAX)
-                    .min(next_stats);
+                let wake = next.map(|d| d - early).unwrap_or(u64::MAX).min(next_stats);
                 timer.arm_at(Some(wake))?;
                 poller.wait(-1, &mut ready)?;
             }
         }
         for &tok in &ready {
             match tok {
-                TIMER => timer.clear(),
+                TIMER => {
+                    if let Some(armed) = timer.armed_at() {
+                        lead.record(armed, packet::mono_ns());
+                    }
+                    timer.clear();
+                }
                 STDIN => loop {
                     match packet::read_nonblocking(0, &mut buf)? {
                         None => break,
@@ -323,30 +331,13 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                         }
                     }
                 },
-                t if t < n || t == SERVER => {
-                    let port = if t == SERVER {
-                        &server
-                    } else {
-                        &clients[t as usize]
-                    };
-                    // A bounded number of batches per wake-up, so one busy port cannot
-                    // starve departures.
-                    for _ in 0..RX_BATCHES_PER_WAKE {
-                        if port.recv_batch(&mut batch)? == 0 {
-                            break;
-                        }
-                        let now = packet::mono_ns();
-                        for k in 0..batch.len() {
-                            if t == SERVER {
-                                relay.on_server_frame(now, batch.frame(k));
-                            } else {
-                                relay.on_client_frame(now, t as usize, batch.frame(k));
-                            }
-                        }
-                        if !batch.was_full() {
-                            break;
-                        }
-                    }
+                SERVER => {
+                    server.recv_each(RX_PER_WAKE, |f, at| relay.on_server_frame(at, f));
+                }
+                t if t < n => {
+                    let path = t as usize;
+                    clients[path]
+                        .recv_each(RX_PER_WAKE, |f, at| relay.on_client_frame(at, path, f));
                 }
                 _ => {}
             }
@@ -356,6 +347,9 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         if now >= next_stats {
             let mut s = relay.snapshot(now, (now - start) / 1_000_000);
             s.realtime = realtime;
+            ring_drops += server.take_drops();
+            ring_drops += clients.iter().map(|c| c.take_drops()).sum::<u64>();
+            s.ring_drops = ring_drops;
             let mut o = out.lock();
             serde_json::to_writer(&mut o, &s)?;
             o.write_all(b"\n")?;

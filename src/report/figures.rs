@@ -577,7 +577,11 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
         stem: "timeseries".into(),
         title: format!("The run over time: {}", run.name),
         subtitle: subtitle.into(),
-        x_label: "time since start (s); vertical lines: sweep points".into(),
+        x_label: if run.param().is_empty() {
+            "time since start (s); vertical lines: marked events".into()
+        } else {
+            "time since start (s); vertical lines: sweep points".into()
+        },
         x_axis: XAxis::Linear,
         panels: vec![
             Panel {

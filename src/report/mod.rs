@@ -43,7 +43,13 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
     );
     let runs = std::slice::from_ref(&run);
     let ctx = Ctx::new(runs, subtitle.clone());
-    let mut figs = figures::sweep_figures(&ctx);
+    // A run without a sweep (a TUI session, a run of timed steps) has one summary row: curves
+    // against a sweep parameter would be single dots, so it gets its time series only.
+    let mut figs = if run.param().is_empty() {
+        Vec::new()
+    } else {
+        figures::sweep_figures(&ctx)
+    };
     figs.extend(figures::timeseries_figure(&run, &subtitle));
     write_all(run_dir, runs, figs, &machine)
 }
@@ -52,6 +58,12 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
 pub fn write_comparison(a: &Path, b: &Path) -> anyhow::Result<PathBuf> {
     let runs = [read::read_run(a)?, read::read_run(b)?];
     let (pa, pb) = (runs[0].param(), runs[1].param());
+    if let Some(flat) = [(a, &pa), (b, &pb)].iter().find(|(_, p)| p.is_empty()) {
+        anyhow::bail!(
+            "{} has no sweep (a TUI session or a run of timed steps): `synlab report A B`              overlays the curves of two sweeps over the same parameter; run `synlab report`              on each folder instead",
+            flat.0.display()
+        );
+    }
     if pa != pb {
         anyhow::bail!(
             "cannot overlay {} (sweeps `{pa}`) and {} (sweeps `{pb}`): compare runs of the same \

@@ -56,12 +56,8 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
         Err(e) => {
             let key = display_path(e.path());
             let inner = e.into_inner();
-            // The path of a syntax error is meaningless (serde never got that far).
-            let key = if inner.message().contains("expected") && key == "." {
-                String::new()
-            } else {
-                key
-            };
+            // The root path (syntax errors: serde never got that far) names no key.
+            let key = if key == "." { String::new() } else { key };
             return Err(ScenarioError(vec![Diagnostic::new(
                 file,
                 src,
@@ -79,6 +75,7 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "scenario".into());
     }
+    infer_target_kind(&mut s, src);
     let problems = validate::validate(&s);
     if problems.is_empty() {
         return Ok(s);
@@ -93,6 +90,25 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             })
             .collect(),
     ))
+}
+
+/// `[target]` with an `address` or a `command` but no `kind` means that kind: a person who
+/// wrote `address = "127.0.0.1:8080"` wants that server measured, not the built-in one.
+fn infer_target_kind(s: &mut Scenario, src: &str) {
+    let kind_given = src
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get("target")?.as_table().map(|t| t.contains_key("kind")))
+        .unwrap_or(false);
+    if kind_given {
+        return;
+    }
+    let t = &mut s.target;
+    match (t.address.is_empty(), t.command.is_empty()) {
+        (false, true) => t.kind = model::TargetKind::Address,
+        (true, false) => t.kind = model::TargetKind::Command,
+        _ => {}
+    }
 }
 
 fn display_path(p: &serde_path_to_error::Path) -> String {
@@ -277,7 +293,8 @@ impl Scenario {
     }
 }
 
-/// `synlab check FILE...`: validates each file, prints every problem; exit 1 if any failed.
+/// `synlab check FILE...`: validates each file, prints every problem; exit 2 (bad input, as
+/// `synlab run` exits on the same file) if any failed.
 pub fn check_main(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     for f in files {
@@ -301,6 +318,6 @@ pub fn check_main(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         eprintln!("{failed} of {} scenario file(s) have errors", files.len());
-        ExitCode::from(1)
+        ExitCode::from(2)
     })
 }

@@ -57,6 +57,17 @@ pub enum TargetKind {
     Address,
 }
 
+impl TargetKind {
+    /// The name a scenario file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Builtin => "builtin",
+            TargetKind::Command => "command",
+            TargetKind::Address => "address",
+        }
+    }
+}
+
 /// How the built-in server's files are generated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -238,8 +249,6 @@ pub struct LoadSpec {
     pub mix: Vec<MixSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub burst: Option<BurstSpec>,
-    /// Allow targets outside loopback and 198.18.0.0/15 (off: refuse them).
-    pub allow_remote: bool,
     /// Pin workers to these CPUs (empty = no pinning).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
@@ -262,7 +271,6 @@ impl Default for LoadSpec {
             workload: Workload::Single,
             mix: Vec::new(),
             burst: None,
-            allow_remote: false,
             cpus: Vec::new(),
         }
     }

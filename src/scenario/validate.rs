@@ -44,11 +44,37 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             "target.command",
             "kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {port}".into(),
         ),
-        TargetKind::Address if t.address.parse::<std::net::SocketAddr>().is_err() => bad(
-            "target.address",
-            format!("`{}` is not an address:port, e.g. \"127.0.0.1:8080\"", t.address),
-        ),
+        TargetKind::Address => match t.address.parse::<std::net::SocketAddr>() {
+            Err(_) => bad(
+                "target.address",
+                format!("`{}` is not an address:port, e.g. \"127.0.0.1:8080\"", t.address),
+            ),
+            Ok(a) if !crate::load::validate::is_lab_address(a.ip()) => bad(
+                "target.address",
+                format!("`{a}` is not on this host: synlab loads only 127.0.0.0/8, ::1 and its lab's 198.18.0.0/15; run the server here, or let synlab start it with kind = \"command\""),
+            ),
+            Ok(_) => {}
+        },
         _ => {}
+    }
+    // A key of another kind would be silently ignored: say so instead.
+    if t.kind != TargetKind::Address && !t.address.is_empty() {
+        bad(
+            "target.address",
+            format!(
+                "is used only with kind = \"address\" (this target is kind = \"{}\")",
+                t.kind.name()
+            ),
+        );
+    }
+    if t.kind != TargetKind::Command && !t.command.is_empty() {
+        bad(
+            "target.command",
+            format!(
+                "is used only with kind = \"command\" (this target is kind = \"{}\")",
+                t.kind.name()
+            ),
+        );
     }
     if t.files == FilesPreset::Explicit && t.sizes.is_empty() {
         bad(
@@ -85,6 +111,15 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     if let Some(r) = l.rate {
         if r.0 <= 0.0 || !r.0.is_finite() {
             bad("load.rate", format!("must be > 0 attempts/s (got {})", r.0));
+        } else if r.0 > crate::lab::state::RATE_MAX {
+            bad(
+                "load.rate",
+                format!(
+                    "({}) is above synlab's limit of {} attempts/s",
+                    r.0,
+                    crate::lab::state::RATE_MAX
+                ),
+            );
         }
     } else if l.mode == Mode::Open {
         bad(
@@ -158,8 +193,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             );
         }
         if let Some(r) = st.rate {
-            if r.0 <= 0.0 {
-                bad(&format!("{k}.rate"), "must be > 0".into());
+            if r.0 <= 0.0 || r.0 > crate::lab::state::RATE_MAX {
+                bad(
+                    &format!("{k}.rate"),
+                    format!("must be > 0 and at most {}", crate::lab::state::RATE_MAX),
+                );
             }
         }
         if st.sockets == Some(0) {

@@ -1,5 +1,6 @@
 //! Frame I/O and timing primitives for the delay router: AF_PACKET sockets bound to one
-//! interface, an absolute-deadline timerfd, an epoll set, the monotonic clock, timer slack.
+//! interface with a memory-mapped receive ring, an absolute-deadline timerfd, an epoll set, the
+//! monotonic clock, timer slack.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -57,6 +58,7 @@ pub fn read_nonblocking(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> 
 /// out of it unchanged.
 pub struct PacketPort {
     fd: OwnedFd,
+    ring: RxRing,
     pub dev: String,
 }
 
@@ -81,6 +83,8 @@ impl PacketPort {
                 0,
             ))?;
             let fd = OwnedFd::from_raw_fd(raw);
+            // The ring before bind, so no frame is ever queued outside it.
+            let ring = RxRing::map(raw)?;
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
             sll.sll_family = libc::AF_PACKET as u16;
             sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
@@ -100,81 +104,66 @@ impl PacketPort {
                 4,
             ))?;
             let big: libc::c_int = 8 << 20;
-            for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
-                libc::setsockopt(
-                    raw,
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&big as *const libc::c_int).cast(),
-                    4,
-                );
-            }
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUFFORCE,
+                (&big as *const libc::c_int).cast(),
+                4,
+            );
             Ok(PacketPort {
                 fd,
+                ring,
                 dev: dev.to_string(),
             })
         }
     }
 
-    /// Receives up to `batch.capacity()` waiting frames in one recvmmsg call; returns how many
-    /// (0 when none is waiting). Frames larger than a buffer (offload super-frames) are left
-    /// out rather than relayed cut.
-    pub fn recv_batch(&self, batch: &mut FrameBatch) -> io::Result<usize> {
-        batch.len = 0;
-        let cap = batch.bufs.len();
-        batch.iov.clear();
-        batch.msgs.clear();
-        for b in batch.bufs.iter_mut() {
-            batch.iov.push(libc::iovec {
-                iov_base: b.as_mut_ptr().cast(),
-                iov_len: b.len(),
-            });
-        }
-        for (i, addr) in batch.addrs.iter_mut().enumerate() {
-            // SAFETY: zeroed msghdr is a valid empty header; pointers set below stay valid
-            // for the call (iov and addrs are not resized during it).
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            h.msg_name = (addr as *mut libc::sockaddr_ll).cast();
-            h.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-            h.msg_iov = &mut batch.iov[i];
-            h.msg_iovlen = 1;
-            batch.msgs.push(libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            });
-        }
-        let n = loop {
-            // SAFETY: msgs holds `cap` headers pointing into live buffers.
-            let n = unsafe {
-                libc::recvmmsg(
-                    self.fd.as_raw_fd(),
-                    batch.msgs.as_mut_ptr(),
-                    cap as u32,
-                    libc::MSG_TRUNC,
-                    std::ptr::null_mut(),
-                )
-            };
-            if n >= 0 {
-                break n as usize;
+    /// Calls `f(frame, arrival_ns)` for up to `max` frames waiting in the receive ring, in
+    /// arrival order, without a syscall; returns how many ring slots it consumed (0 = none
+    /// waiting). `arrival_ns` is the kernel's receive time on the mono_ns clock, so time a
+    /// frame spent waiting for the router counts towards its delay. Frames cut by the slot
+    /// size (offload super-frames) are left out rather than relayed cut.
+    pub fn recv_each(&mut self, max: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
+        let now = mono_ns();
+        let real_minus_mono = real_ns().wrapping_sub(now);
+        let mut n = 0;
+        while n < max {
+            let Some(slot) = self.ring.ready() else { break };
+            n += 1;
+            let h = slot.header();
+            let keep = h.tp_snaplen == h.tp_len && slot.pkttype() != libc::PACKET_OUTGOING;
+            if keep {
+                let stamp = h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64;
+                f(slot.frame(), arrival_mono(stamp, real_minus_mono, now));
             }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return Ok(0),
-                io::ErrorKind::Interrupted => continue,
-                _ => return Err(e),
-            }
+            self.ring.release(slot);
+        }
+        n
+    }
+
+    /// Frames the kernel dropped because the receive ring was full, since the last call.
+    pub fn take_drops(&self) -> u64 {
+        let mut st = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
         };
-        batch.got = n;
-        for i in 0..n {
-            let m = &batch.msgs[i];
-            let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-            if batch.addrs[i].sll_pkttype == libc::PACKET_OUTGOING || truncated {
-                continue;
-            }
-            batch.lens[batch.len] = (i, m.msg_len as usize);
-            batch.len += 1;
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: valid out-buffer and length; PACKET_STATISTICS resets the kernel's counters.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            u64::from(st.tp_drops)
+        } else {
+            0
         }
-        Ok(n)
     }
 
     /// Sends frames out of the interface in one sendmmsg call per 1024; returns how many the
@@ -244,55 +233,136 @@ pub fn mmsg_headers(
         .collect()
 }
 
-/// Receive buffers for [`PacketPort::recv_batch`]: frame `k` of the last call is
-/// `batch.frame(k)` for k < `batch.len()`.
-pub struct FrameBatch {
-    bufs: Vec<Vec<u8>>,
-    addrs: Vec<libc::sockaddr_ll>,
-    iov: Vec<libc::iovec>,
-    msgs: Vec<libc::mmsghdr>,
-    /// (buffer index, length) of each kept frame.
-    lens: Vec<(usize, usize)>,
-    len: usize,
-    got: usize,
+/// CLOCK_REALTIME in nanoseconds (the clock of the ring's software timestamps).
+fn real_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-impl FrameBatch {
-    /// `count` buffers of `size` bytes each.
-    pub fn new(count: usize, size: usize) -> Self {
-        FrameBatch {
-            bufs: (0..count).map(|_| vec![0u8; size]).collect(),
-            // SAFETY: sockaddr_ll is plain data; all-zero is valid.
-            addrs: vec![unsafe { std::mem::zeroed() }; count],
-            iov: Vec::with_capacity(count),
-            msgs: Vec::with_capacity(count),
-            lens: vec![(0, 0); count],
-            len: 0,
-            got: 0,
+/// A ring timestamp (CLOCK_REALTIME ns) on the mono_ns clock, given REALTIME - MONOTONIC and
+/// the mono time `now` it was read at. A stamp in the future or over a second old (a clock
+/// step, or a frame stamped on another clock) gives `now`.
+pub fn arrival_mono(stamp_real: u64, real_minus_mono: u64, now: u64) -> u64 {
+    let t = stamp_real.wrapping_sub(real_minus_mono);
+    if t <= now && now - t < 1_000_000_000 {
+        t
+    } else {
+        now
+    }
+}
+
+/// Slots of the receive ring: 2 KiB holds a 1,514-byte frame, its tpacket2 header and the
+/// link address. 4,096 slots (8 MiB) buffer ~16 ms at 250,000 frames/s.
+const RING_SLOT: usize = 2048;
+const RING_SLOTS: usize = 4096;
+const RING_BLOCK: usize = 64 << 10;
+
+/// A PACKET_RX_RING (TPACKET_V2) mapped into this process: the kernel writes each frame into
+/// the next free slot and flips its status to USER; we read it and flip it back to KERNEL.
+struct RxRing {
+    base: *mut u8,
+    next: usize,
+}
+
+/// A slot holding a frame for us.
+struct Slot(*mut u8);
+
+impl Slot {
+    fn header(&self) -> libc::tpacket2_hdr {
+        // SAFETY: the slot starts with a tpacket2_hdr the kernel filled before setting
+        // TP_STATUS_USER (read with acquire ordering in `ready`).
+        unsafe { std::ptr::read_volatile(self.0 as *const libc::tpacket2_hdr) }
+    }
+
+    fn pkttype(&self) -> u8 {
+        let off = (std::mem::size_of::<libc::tpacket2_hdr>() + 15) & !15;
+        // SAFETY: the kernel writes a sockaddr_ll right after the aligned header.
+        unsafe { (*(self.0.add(off) as *const libc::sockaddr_ll)).sll_pkttype }
+    }
+
+    fn frame(&self) -> &[u8] {
+        let h = self.header();
+        let len = (h.tp_snaplen as usize).min(RING_SLOT - h.tp_mac as usize);
+        // SAFETY: tp_mac and tp_snaplen describe bytes inside this slot (bounded above).
+        unsafe { std::slice::from_raw_parts(self.0.add(h.tp_mac as usize), len) }
+    }
+}
+
+impl RxRing {
+    /// Sets TPACKET_V2 and an RX ring on AF_PACKET socket `fd` and maps it.
+    fn map(fd: RawFd) -> io::Result<Self> {
+        let v2 = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+        let req = libc::tpacket_req {
+            tp_block_size: RING_BLOCK as u32,
+            tp_block_nr: (RING_SLOTS * RING_SLOT / RING_BLOCK) as u32,
+            tp_frame_size: RING_SLOT as u32,
+            tp_frame_nr: RING_SLOTS as u32,
+        };
+        // SAFETY: option buffers are valid for their lengths; the mapping is checked.
+        unsafe {
+            cvt(libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                libc::PACKET_VERSION,
+                (&v2 as *const libc::c_int).cast(),
+                4,
+            ))?;
+            cvt(libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                libc::PACKET_RX_RING,
+                (&req as *const libc::tpacket_req).cast(),
+                std::mem::size_of::<libc::tpacket_req>() as u32,
+            ))?;
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                RING_SLOTS * RING_SLOT,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(RxRing {
+                base: base.cast(),
+                next: 0,
+            })
         }
     }
 
-    pub fn capacity(&self) -> usize {
-        self.bufs.len()
+    /// The next slot, if the kernel has handed it to us.
+    fn ready(&self) -> Option<Slot> {
+        // SAFETY: `next` < RING_SLOTS, so the slot lies inside the mapping.
+        let p = unsafe { self.base.add(self.next * RING_SLOT) };
+        // SAFETY: tp_status is the slot's first field, shared with the kernel.
+        let status = unsafe { std::ptr::read_volatile(p as *const u32) };
+        if status & libc::TP_STATUS_USER == 0 {
+            return None;
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        Some(Slot(p))
     }
 
-    /// Frames kept by the last receive.
-    pub fn len(&self) -> usize {
-        self.len
+    /// Gives the slot back to the kernel and moves on.
+    fn release(&mut self, slot: Slot) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        // SAFETY: as in `ready`.
+        unsafe { std::ptr::write_volatile(slot.0 as *mut u32, libc::TP_STATUS_KERNEL) };
+        self.next = (self.next + 1) % RING_SLOTS;
     }
+}
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Whether the last receive filled every buffer (more may be waiting).
-    pub fn was_full(&self) -> bool {
-        self.got == self.bufs.len()
-    }
-
-    pub fn frame(&self, k: usize) -> &[u8] {
-        let (i, n) = self.lens[k];
-        &self.bufs[i][..n]
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `map`.
+        unsafe { libc::munmap(self.base.cast(), RING_SLOTS * RING_SLOT) };
     }
 }
 
@@ -346,6 +416,11 @@ impl Timer {
         })?;
         self.armed_at = deadline_ns;
         Ok(())
+    }
+
+    /// The deadline the timer is armed for.
+    pub fn armed_at(&self) -> Option<u64> {
+        self.armed_at
     }
 
     /// Consumes an expiry (after epoll reported the timer readable).
@@ -430,4 +505,34 @@ pub fn set_realtime(prio: i32) -> io::Result<()> {
     // SAFETY: valid sched_param; 0 = this thread.
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arrival_mono;
+
+    #[test]
+    fn ring_stamps_move_to_the_monotonic_clock() {
+        let offset = 1_700_000_000_000_000_000; // REALTIME - MONOTONIC
+        let now = 5_000_000_000;
+        // Stamped 300 us before now.
+        assert_eq!(
+            arrival_mono(offset + now - 300_000, offset, now),
+            now - 300_000
+        );
+    }
+
+    #[test]
+    fn implausible_stamps_fall_back_to_now() {
+        let offset = 1_700_000_000_000_000_000;
+        let now = 5_000_000_000;
+        assert_eq!(arrival_mono(offset + now + 10, offset, now), now, "future");
+        assert_eq!(
+            arrival_mono(offset + now - 2_000_000_000, offset, now),
+            now,
+            "two seconds old"
+        );
+        // A stamp on the monotonic clock read as realtime.
+        assert_eq!(arrival_mono(now - 1_000, offset, now), now);
+    }
 }

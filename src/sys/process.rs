@@ -178,3 +178,13 @@ impl Drop for ChildProc {
         }
     }
 }
+
+/// Lets a write to a closed pipe end this process quietly, as `head` expects of `cat`. Rust
+/// ignores SIGPIPE, so `synlab check ... | head -1` would otherwise panic in println!. Only for
+/// commands that hold nothing to clean up: a run must outlive its reader and tear down.
+pub fn die_quietly_on_broken_pipe() {
+    // SAFETY: restoring the default disposition of one signal; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

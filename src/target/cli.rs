@@ -175,12 +175,19 @@ pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
     }
     let server = super::Server::start(cfg.clone())?;
     eprintln!(
-        "synlab serve: listening on http://{} (arch {:?}, backlog {}, service {:?} {} us, keep-alive {}, pid {}); Ctrl-C stops",
+        "synlab serve: listening on http://{} (arch {}, backlog {}, service time {}, keep-alive {}, pid {}); Ctrl-C stops",
         server.local_addr(),
-        cfg.arch,
+        format!("{:?}", cfg.arch).to_lowercase(),
         cfg.backlog,
-        cfg.service,
-        cfg.service_time_us,
+        if cfg.service_time_us == 0 {
+            "none".to_string()
+        } else {
+            format!(
+                "{} us of {}",
+                cfg.service_time_us,
+                format!("{:?}", cfg.service).to_lowercase()
+            )
+        },
         if cfg.keepalive { "on" } else { "off" },
         std::process::id()
     );
