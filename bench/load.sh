@@ -67,6 +67,13 @@ run_ab() {
   local r; r=$(awk '/Requests per second/ {print $4}' "$WORK/o")
   echo "$r $(cpu_of "$WORK/t")"
 }
+OHA=$(command -v oha || ls "$HOME/.cargo/bin/oha" 2>/dev/null || true)
+run_oha() {
+  /usr/bin/time -f "%U %S" -o "$WORK/t" taskset -c 1 "$OHA" --no-tui -z ${SECS}s -c 64 --disable-keepalive "$URL" > "$WORK/o" 2>&1 || true
+  # Requests/sec counts failures too: scale by the success rate.
+  local r; r=$(awk '/Success rate/ {s = $3 + 0} /Requests\/sec/ {print $2 * s / 100}' "$WORK/o")
+  echo "${r:-0} $(cpu_of "$WORK/t")"
+}
 run_httperf() {
   # httperf needs a target rate; ask for more than it can do and read what it achieved.
   /usr/bin/time -f "%U %S" -o "$WORK/t" taskset -c 1 httperf --hog --server 127.0.0.1 --port $NGX_PORT \
@@ -109,9 +116,14 @@ for i in $(seq "$RUNS"); do
   read -r r c < <(run_wrk);      RATE[wrk]+="$r ";     CPU[wrk]+="$(python3 -c "print($c/($r*$SECS)*1e6)") "
   read -r r c < <(run_ab);       RATE[ab]+="$r ";      CPU[ab]+="$(python3 -c "print($c/($r*$SECS)*1e6)") "
   read -r r c < <(run_httperf);  RATE[httperf]+="$r "; CPU[httperf]+="$(python3 -c "print($c/(max($r,1)*$SECS)*1e6)") "
+  if [ -n "$OHA" ]; then
+    read -r r c < <(run_oha);    RATE[oha]+="$r ";     CPU[oha]+="$(python3 -c "print($c/(max($r,1)*$SECS)*1e6)") "
+  fi
 done
 printf "%-10s %12s %14s\n" tool "conn/s (med)" "CPU us/conn"
-for t in synlab wrk ab httperf; do
+MED_oha=0; CPUMED_oha=0
+TOOLS="synlab wrk ab httperf"; [ -n "$OHA" ] && TOOLS="$TOOLS oha"
+for t in $TOOLS; do
   m=$(echo "${RATE[$t]}" | tr ' ' '\n' | grep . | median)
   u=$(echo "${CPU[$t]}" | tr ' ' '\n' | grep . | median)
   printf "%-10s %12.0f %14.1f\n" "$t" "$m" "$u"
@@ -121,6 +133,8 @@ python3 - <<PY
 s,w,a,h=$MED_synlab,$MED_wrk,$MED_ab,$MED_httperf
 print(f"ratios: synlab/wrk {s/w:.2f}x (goal >= 1.0), synlab/httperf {s/max(h,1):.2f}x (goal >= 1.1), synlab/ab {s/a:.2f}x")
 print(f"CPU per connection: synlab/wrk {$CPUMED_synlab/$CPUMED_wrk:.2f}x (goal <= 1.0)")
+o=$MED_oha
+print(f"synlab/oha {s/o:.2f}x (goal >= 1.2)" if o > 0 else "oha: not installed (cargo install oha --locked), skipped")
 PY
 fi
 kill "${PIDS[0]}" 2>/dev/null || true

@@ -359,12 +359,16 @@ fn main() {
         "frame  rate/s     sent   delivered  loss%   p50 err us  p99 err us  router CPU %  ok"
     );
     for (size, rates) in steps() {
+        // The highest rate with every step up to it ok: one host stall (see the anchor) can
+        // fail a step below rates that pass, and such a step is reported, not skipped.
         let mut best = 0.0;
+        let mut all_ok = true;
         for r in rates {
             let s = run_rate(&lab, udp, size, r, secs);
             let loss = 100.0 * (1.0 - s.received as f64 / s.sent.max(1) as f64);
             let ok = loss < 0.1 && s.p99_err_us.abs() <= 500.0;
-            if ok {
+            all_ok &= ok;
+            if all_ok {
                 best = s.rate;
             }
             println!(
@@ -379,7 +383,7 @@ fn main() {
             );
         }
         println!(
-            "{size}-byte frames: highest rate within 0.5 ms and no loss: {best:.0} frames/s ({:.2} Gbit/s)",
+            "{size}-byte frames: highest rate with it and every lower step within 0.5 ms and no loss: {best:.0} frames/s ({:.2} Gbit/s)",
             best * size as f64 * 8.0 / 1e9
         );
     }

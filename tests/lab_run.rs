@@ -225,3 +225,36 @@ fn ctrl_c_stops_cleanly_and_leaves_valid_files() {
         "children left after Ctrl-C"
     );
 }
+
+/// A command target: the lab starts it, its output goes to target.log in the run folder (not
+/// the terminal), the resolved scenario.toml passes its own check, and responses that are not
+/// 2xx (here 404s for a path the server does not have) are counted apart from the throughput.
+#[test]
+fn command_target_logs_to_the_run_folder_and_404s_are_counted_apart() {
+    let exe = env!("CARGO_BIN_EXE_synlab");
+    let toml = format!(
+        "duration = \"3s\"\n[target]\ncommand = \"{exe} serve --listen 127.0.0.1:{{port}} --duration 30s\"\n\
+         [load]\nmode = \"open\"\nrate = 200\nworkload = \"custom\"\n[[load.mix]]\npath = \"/no-such-file\"\n"
+    );
+    let (dir, rows, _tmp) = run(&toml);
+    let r = &rows[0];
+    assert!(
+        r.throughput_per_s > 100.0,
+        "throughput {}",
+        r.throughput_per_s
+    );
+    assert!(
+        (r.non2xx_per_s - r.throughput_per_s).abs() < 1e-6,
+        "every response is a 404: non-2xx {} vs {}",
+        r.non2xx_per_s,
+        r.throughput_per_s
+    );
+    assert!(synlab::lab::run::non2xx_note(r).is_some_and(|n| n.contains("100 %")));
+    let log = std::fs::read_to_string(dir.join("target.log")).unwrap();
+    assert!(log.contains("synlab serve: listening"), "target.log: {log}");
+    let resolved = std::fs::read_to_string(dir.join("scenario.toml")).unwrap();
+    let again = synlab::scenario::parse("scenario.toml", &resolved)
+        .unwrap_or_else(|e| panic!("the resolved scenario fails its own check: {e}\n{resolved}"));
+    assert_eq!(again.target.kind, synlab::scenario::TargetKind::Command);
+    assert!(!resolved.contains("service_time"), "{resolved}");
+}

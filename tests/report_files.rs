@@ -187,7 +187,7 @@ fn interrupted_run_still_reports() {
     );
     assert!(md.contains("incomplete run folder: summary.json"));
     assert!(md.contains("incomplete run folder: events.csv"));
-    assert!(md.contains("not recorded (summary.json has no meta.check_responses)"));
+    assert!(md.contains("client count vs server count: not measured"));
     png_size(&run.join("plots/throughput.png"));
     png_size(&run.join("plots/timeseries.png"));
 

@@ -385,6 +385,7 @@ impl Controller {
                     args: vec!["-c".into(), format!("exec {cmdline}")],
                     cpus: t.cpus.clone(),
                     netns: server_netns.clone(),
+                    output: self.target_log(),
                 };
                 let child = ChildProc::spawn("target command", &spawn, |_| {})?;
                 self.server_pid = Some(child.pid());
@@ -410,6 +411,12 @@ impl Controller {
         Ok(())
     }
 
+    /// Where a target command's output goes: `target.log` in the run folder (None without
+    /// one: then it shares our terminal).
+    fn target_log(&self) -> Option<std::path::PathBuf> {
+        self.folder.as_ref().map(|f| f.dir.join("target.log"))
+    }
+
     /// Waits until the target accepts a connection; a clear error if it never does.
     fn wait_for_target(&mut self, limit: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + limit;
@@ -417,7 +424,11 @@ impl Controller {
             if let Some(s) = self.server.as_mut() {
                 if let Some(st) = s.try_wait() {
                     bail!(
-                        "the target server exited during start-up ({st}); see its messages above"
+                        "the target server exited during start-up ({st}); see its messages {}",
+                        match self.target_log() {
+                            Some(p) => format!("in {}", p.display()),
+                            None => "above".into(),
+                        }
                     );
                 }
             }
@@ -531,7 +542,12 @@ impl Controller {
                     .collect()
             }
             None => {
-                let bind_addrs = loopback_sources(self.target_addr.ip());
+                let l = &self.scenario.load;
+                let open_sockets = match l.mode {
+                    Mode::Closed => l.clients,
+                    _ => l.sockets,
+                };
+                let bind_addrs = loopback_sources(self.target_addr.ip(), open_sockets);
                 (0..self.n_workers)
                     .map(|_| WorkerSlot {
                         weight: 1.0 / self.n_workers.max(1) as f64,
@@ -1191,10 +1207,12 @@ impl Drop for Controller {
 /// namespace several addresses. connect() hands out only half the ephemeral range (even ports)
 /// before it searches the rest, and with one source address and thousands of sockets in
 /// SYN-SENT that search took ~70 % of the generator's core (perf: __inet_hash_connect,
-/// __inet_check_established); with four, each port serves four 4-tuples.
-fn loopback_sources(target: IpAddr) -> Vec<IpAddr> {
+/// __inet_check_established); with four, each port serves four 4-tuples. Binding costs two
+/// system calls per connection (~2 % of the core), so only loads that can hold more than
+/// 1,000 sockets open at once get it.
+fn loopback_sources(target: IpAddr, open_sockets: u32) -> Vec<IpAddr> {
     match target {
-        IpAddr::V4(a) if a.is_loopback() => (1..=4)
+        IpAddr::V4(a) if a.is_loopback() && open_sockets > 1000 => (1..=4)
             .map(|i| IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, i)))
             .collect(),
         _ => Vec::new(),
@@ -1203,6 +1221,18 @@ fn loopback_sources(target: IpAddr) -> Vec<IpAddr> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn loopback_loads_use_four_source_addresses_and_others_none() {
+        let v4 = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(
+            loopback_sources(v4("127.0.0.1"), 15_000),
+            ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"].map(v4)
+        );
+        assert!(loopback_sources(v4("127.0.0.1"), 64).is_empty());
+        assert!(loopback_sources(v4("198.18.0.1"), 15_000).is_empty());
+        assert!(loopback_sources(v4("::1"), 15_000).is_empty());
+    }
     use super::*;
 
     #[test]

@@ -150,6 +150,7 @@ pub fn summary_row(
         attempts_per_s: tot.attempts as f64 / dt,
         established_per_s: tot.established as f64 / dt,
         throughput_per_s: tot.responses as f64 / dt,
+        non2xx_per_s: tot.responses_non2xx as f64 / dt,
         server_responses_per_s: nan_or(server_rate),
         bytes_in_per_s: tot.bytes_in as f64 / dt,
         errors_per_s: tot.errors() as f64 / dt,
@@ -177,6 +178,9 @@ pub fn summary_row(
         cpu_irq_pct: mean("cpu_irq_pct"),
         cpu_softirq_pct: mean("cpu_softirq_pct"),
         cpu_idle_pct: mean("cpu_idle_pct"),
+        cpu_nice_pct: mean("cpu_nice_pct"),
+        cpu_iowait_pct: mean("cpu_iowait_pct"),
+        cpu_steal_pct: mean("cpu_steal_pct"),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
         check_syn_vs_attempts_pct: cross(tot.attempts as f64 / dt, mean("syn_in_per_s")),
         check_server_vs_client_pct: match server_rate {
@@ -337,6 +341,17 @@ fn fmt(v: f64, w: usize) -> String {
     }
 }
 
+/// A note when more than 1 % of a point's responses were not 2xx: the throughput then counts
+/// error pages (a wrong request path gives a server's fast 404s).
+pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
+    (r.throughput_per_s > 0.0 && r.non2xx_per_s > 0.01 * r.throughput_per_s).then(|| {
+        format!(
+            "NOT 2xx: {:.0} % of responses (check the request paths: load.mix / workload)",
+            100.0 * r.non2xx_per_s / r.throughput_per_s
+        )
+    })
+}
+
 /// The short table printed at the end of a run.
 pub fn summary_table(rows: &[SummaryRow]) -> String {
     let mut s = format!(
@@ -359,6 +374,9 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         }
         if r.client_bound {
             notes.push(format!("CLIENT-BOUND: {}", r.client_bound_reason));
+        }
+        if let Some(n) = non2xx_note(r) {
+            notes.push(n);
         }
         s.push_str(&format!(
             "{:>3} {:>8} {:>12} {} {} {} {} {} {} {}  {}\n",

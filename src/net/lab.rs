@@ -149,7 +149,7 @@ impl Lab {
                         serde_json::to_string(config)?,
                     ],
                     netns: Some(netns.clone()),
-                    cpus: vec![],
+                    ..Default::default()
                 },
                 move |line| {
                     if let Ok(s) = serde_json::from_str::<RouterStats>(line) {

@@ -97,9 +97,7 @@ fn resolve(args: &ProbeArgs) -> anyhow::Result<(u16, Option<u32>)> {
                 .filter(|(p, _)| *p == port)
                 .map(|(_, i)| i)
                 .collect();
-            if inodes.is_empty() {
-                eprintln!("synlab probe: nothing listens on port {port} yet; probing anyway");
-            }
+            // Nothing listening yet is fine (the sampler notes it once): probe anyway.
             Ok((port, procfs::pids_holding(&inodes).first().copied()))
         }
         (None, None) => bail!("give --port PORT or --pid PID"),

@@ -261,8 +261,31 @@ fn status(p: &Point) -> String {
             "⚠ **CLIENT-BOUND**: {}",
             esc(&p.text("client_bound_reason"))
         )
+    } else if p.num("non2xx_per_s") > 0.01 * p.num("throughput_per_s") {
+        format!(
+            "⚠ **NOT 2xx**: {:.0} % of responses",
+            100.0 * p.num("non2xx_per_s") / p.num("throughput_per_s")
+        )
     } else {
         "ok".into()
+    }
+}
+
+/// The column of the swept value: its parameter, or what a run without a sweep has instead.
+fn param_head(param: &str) -> String {
+    if param.is_empty() {
+        "window".into()
+    } else {
+        format!("`{}`", esc(param))
+    }
+}
+
+fn value_cell(p: &Point) -> String {
+    let v = p.text("value");
+    if v.is_empty() {
+        "whole run".into()
+    } else {
+        esc(&v)
     }
 }
 
@@ -276,7 +299,7 @@ fn summary_table(md: &mut String, r: &RunData) {
         .iter()
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
-    let mut head = vec!["#".to_string(), "mode".into(), format!("`{}`", esc(&param))];
+    let mut head = vec!["#".to_string(), "mode".into(), param_head(&param)];
     head.extend(cols.iter().map(|c| c.head.to_string()));
     head.push("status".into());
     let _ = writeln!(md, "| {} |", head.join(" | "));
@@ -297,7 +320,7 @@ fn summary_table(md: &mut String, r: &RunData) {
         let mut cells = vec![
             format!("{}{mark}", p.text("point")),
             esc(&p.mode()),
-            esc(&p.text("value")),
+            value_cell(p),
         ];
         cells.extend(cols.iter().map(|c| {
             let v = num(p.num(c.key));
@@ -340,7 +363,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
         None => {
             let _ = writeln!(
                 md,
-                "- Responses, client vs server: not recorded (summary.json has no meta.check_responses)."
+                "- Responses over the whole run, client count vs server count: not measured (the server's own count is known for the built-in server only)."
             );
         }
     }
@@ -364,21 +387,25 @@ fn cross_checks(md: &mut String, r: &RunData) {
         return;
     }
     for (k, what) in keys {
+        let measured = checked.iter().filter(|p| p.has(k)).count();
+        if measured == 0 {
+            let _ = writeln!(md, "- Per point, {what}: not measured");
+            continue;
+        }
         let bad = checked
             .iter()
             .filter(|p| p.num(k).abs() > CHECK_FLAG_PCT)
             .count();
         let _ = writeln!(
             md,
-            "- Per point, {what}: {bad} of {} points differ by more than {CHECK_FLAG_PCT} %{}",
-            checked.len(),
+            "- Per point, {what}: {bad} of {measured} points differ by more than {CHECK_FLAG_PCT} %{}",
             if bad > 0 { " ⚠" } else { "" }
         );
     }
     let _ = writeln!(
         md,
-        "\n| # | mode | `{}` | SYN vs attempts | server vs client |",
-        esc(&r.param())
+        "\n| # | mode | {} | SYN vs attempts | server vs client |",
+        param_head(&r.param())
     );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
     for p in checked {
@@ -387,7 +414,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
             "| {} | {} | {} | {} | {} |",
             p.text("point"),
             esc(&p.mode()),
-            esc(&p.text("value")),
+            value_cell(p),
             pct(p.num(keys[0].0)),
             pct(p.num(keys[1].0))
         );

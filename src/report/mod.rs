@@ -60,7 +60,9 @@ pub fn write_comparison(a: &Path, b: &Path) -> anyhow::Result<PathBuf> {
     let (pa, pb) = (runs[0].param(), runs[1].param());
     if let Some(flat) = [(a, &pa), (b, &pb)].iter().find(|(_, p)| p.is_empty()) {
         anyhow::bail!(
-            "{} has no sweep (a TUI session or a run of timed steps): `synlab report A B`              overlays the curves of two sweeps over the same parameter; run `synlab report`              on each folder instead",
+            "{} has no sweep (a TUI session or a run of timed steps): `synlab report A B` overlays \
+             the curves of two sweeps over the same parameter; run `synlab report` on each \
+             folder instead",
             flat.0.display()
         );
     }

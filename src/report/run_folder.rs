@@ -23,8 +23,11 @@ pub struct SummaryRow {
     pub offered_rate: f64,
     pub attempts_per_s: f64,
     pub established_per_s: f64,
-    /// Client-counted responses/s: the throughput.
+    /// Client-counted responses/s: the throughput (every complete response, whatever its status).
     pub throughput_per_s: f64,
+    /// Of those, responses whose status was not 2xx (a 404 from a wrong path, a 503 ...).
+    #[serde(default)]
+    pub non2xx_per_s: f64,
     pub server_responses_per_s: f64,
     pub bytes_in_per_s: f64,
     pub errors_per_s: f64,
@@ -59,6 +62,14 @@ pub struct SummaryRow {
     pub cpu_irq_pct: f64,
     pub cpu_softirq_pct: f64,
     pub cpu_idle_pct: f64,
+    /// The rest of the split, so the columns add up to 100 % (nice: other niced work on the
+    /// machine; steal: the hypervisor's).
+    #[serde(default)]
+    pub cpu_nice_pct: f64,
+    #[serde(default)]
+    pub cpu_iowait_pct: f64,
+    #[serde(default)]
+    pub cpu_steal_pct: f64,
     pub worker_cpu_pct: f64,
     /// Cross-checks in % difference (NaN when not measurable).
     pub check_syn_vs_attempts_pct: f64,

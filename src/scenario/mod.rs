@@ -76,7 +76,8 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             .unwrap_or_else(|| "scenario".into());
     }
     infer_target_kind(&mut s, src);
-    let problems = validate::validate(&s);
+    let mut problems = validate::validate(&s);
+    problems.extend(foreign_target_keys(s.target.kind, src));
     if problems.is_empty() {
         return Ok(s);
     }
@@ -109,6 +110,50 @@ fn infer_target_kind(s: &mut Scenario, src: &str) {
         (true, false) => t.kind = model::TargetKind::Command,
         _ => {}
     }
+}
+
+/// `[target]` keys that configure only the built-in server: with a command or an address they
+/// would be silently ignored.
+const BUILTIN_ONLY_KEYS: &[&str] = &[
+    "arch",
+    "workers",
+    "max_workers",
+    "backlog",
+    "service_time",
+    "service",
+    "files",
+    "sizes",
+    "pareto_alpha",
+    "pareto_min",
+    "pareto_count",
+    "keepalive",
+];
+
+/// Problems for built-in-server keys written under another kind of target.
+fn foreign_target_keys(kind: model::TargetKind, src: &str) -> Vec<validate::Problem> {
+    if kind == model::TargetKind::Builtin {
+        return Vec::new();
+    }
+    let Some(table) = src
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get("target")?.as_table().cloned())
+    else {
+        return Vec::new();
+    };
+    BUILTIN_ONLY_KEYS
+        .iter()
+        .filter(|k| table.contains_key(**k))
+        .map(|k| {
+            (
+                format!("target.{k}"),
+                format!(
+                    "configures the built-in server only; this target is kind = \"{}\", whose server is configured by its own command or files: remove the key",
+                    kind.name()
+                ),
+            )
+        })
+        .collect()
 }
 
 fn display_path(p: &serde_path_to_error::Path) -> String {
@@ -270,7 +315,22 @@ pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
 impl Scenario {
     /// The scenario as TOML (the run folder's resolved `scenario.toml`).
     pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
+        if self.target.kind == TargetKind::Builtin {
+            return toml::to_string_pretty(self)
+                .unwrap_or_else(|e| format!("# could not serialize: {e}\n"));
+        }
+        let mut v = match toml::Value::try_from(self) {
+            Ok(v) => v,
+            Err(e) => return format!("# could not serialize: {e}\n"),
+        };
+        // Only the built-in server reads these; written out for another kind, the resolved
+        // file would not pass its own check.
+        if let Some(t) = v.get_mut("target").and_then(|t| t.as_table_mut()) {
+            for k in BUILTIN_ONLY_KEYS {
+                t.remove(*k);
+            }
+        }
+        toml::to_string_pretty(&v).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
     }
 
     /// Scales durations by `f` (0 < f <= 1) for `--quick` runs: run length, steps, warm-up and

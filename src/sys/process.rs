@@ -26,6 +26,10 @@ pub struct Spawn {
     pub netns: Option<String>,
     /// Pin the child to these CPUs (empty = no pinning).
     pub cpus: Vec<usize>,
+    /// Send the child's stdout and stderr to this file (appended) instead of reading stdout
+    /// lines and sharing our stderr: for a target command's access log, which would flood the
+    /// terminal or draw over the TUI.
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// A running child whose stdout lines arrive through `on_line` on a reader thread.
@@ -50,10 +54,20 @@ impl ChildProc {
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(self_exe),
         );
-        cmd.args(&spawn.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        cmd.args(&spawn.args).stdin(Stdio::piped());
+        match &spawn.output {
+            Some(path) => {
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening {} for {name}'s output", path.display()))?;
+                cmd.stdout(f.try_clone()?).stderr(f);
+            }
+            None => {
+                cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+            }
+        }
         let netns = spawn.netns.clone();
         let cpus = spawn.cpus.clone();
         let parent = std::process::id();
@@ -86,26 +100,30 @@ impl ChildProc {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {name} ({})", self_exe().display()))?;
-        let stdout = child.stdout.take().expect("piped stdout");
         let stdin = child.stdin.take();
-        let reader = std::thread::Builder::new()
-            .name(format!("{name}-out"))
-            .spawn(move || {
-                let mut r = BufReader::new(stdout);
-                let mut line = String::new();
-                loop {
-                    line.clear();
-                    match r.read_line(&mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => on_line(line.trim_end()),
-                    }
-                }
-            })?;
+        let reader = match child.stdout.take() {
+            Some(stdout) => Some(
+                std::thread::Builder::new()
+                    .name(format!("{name}-out"))
+                    .spawn(move || {
+                        let mut r = BufReader::new(stdout);
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            match r.read_line(&mut line) {
+                                Ok(0) | Err(_) => break,
+                                Ok(_) => on_line(line.trim_end()),
+                            }
+                        }
+                    })?,
+            ),
+            None => None,
+        };
         Ok(ChildProc {
             name: name.to_string(),
             child,
             stdin,
-            reader: Some(reader),
+            reader,
         })
     }
 

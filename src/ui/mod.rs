@@ -51,6 +51,11 @@ pub fn tui_main(scenario: Option<&Path>, out: Option<&Path>) -> anyhow::Result<E
     );
     let result = run_tui(&mut ctrl, UiOptions::default());
     if let Some(dir) = ctrl.folder_dir() {
+        // The same report a headless run leaves (the time series; no sweep curves).
+        match crate::report::write_report(dir) {
+            Ok(md) => println!("report: {}", md.display()),
+            Err(e) => eprintln!("synlab: the report could not be written: {e:#}"),
+        }
         println!("results: {}", dir.display());
     }
     result.map(|_| ExitCode::SUCCESS)
