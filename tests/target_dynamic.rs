@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
 
 fn server(arch: Arch) -> Server {
-    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    // Once, before any server forks: a set_var in one test thread while another forks a
+    // prefork worker leaves the child with the environment lock held, and its first CGI
+    // spawn (which reads the environment) then hangs forever.
+    static SET_EXE: std::sync::Once = std::sync::Once::new();
+    SET_EXE.call_once(|| std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab")));
     Server::start(ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         arch,
