@@ -59,8 +59,8 @@ fn pin(pid: i32, cpu: usize) {
 /// CPU ticks (user + system, 1/100 s) of process `pid`.
 fn ticks(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    let st = synlab::probe::pidstat::PidStat::parse(&s).expect("/proc/<pid>/stat");
+    st.utime + st.stime
 }
 
 fn quantiles(mut v: Vec<u64>) -> (f64, f64, f64) {

@@ -1221,6 +1221,7 @@ fn loopback_sources(target: IpAddr, open_sockets: u32) -> Vec<IpAddr> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn loopback_loads_use_four_source_addresses_and_others_none() {
@@ -1233,7 +1234,6 @@ mod tests {
         assert!(loopback_sources(v4("198.18.0.1"), 15_000).is_empty());
         assert!(loopback_sources(v4("::1"), 15_000).is_empty());
     }
-    use super::*;
 
     #[test]
     fn lab_addresses_are_loopback_and_the_benchmark_range_only() {

@@ -341,14 +341,10 @@ fn fmt(v: f64, w: usize) -> String {
     }
 }
 
-/// A note when more than 1 % of a point's responses were not 2xx: the throughput then counts
-/// error pages (a wrong request path gives a server's fast 404s).
+/// The end-of-run table's note for a point whose responses were more than 1 % not 2xx.
 pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
-    (r.throughput_per_s > 0.0 && r.non2xx_per_s > 0.01 * r.throughput_per_s).then(|| {
-        format!(
-            "NOT 2xx: {:.0} % of responses (check the request paths: load.mix / workload)",
-            100.0 * r.non2xx_per_s / r.throughput_per_s
-        )
+    crate::report::run_folder::non2xx_flag_pct(r.non2xx_per_s, r.throughput_per_s).map(|pct| {
+        format!("NOT 2xx: {pct:.0} % of responses (check the request paths: load.mix / workload)")
     })
 }
 

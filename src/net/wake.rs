@@ -18,6 +18,8 @@ const REFRESH: usize = 32;
 #[derive(Debug, Clone)]
 pub struct WakeLead {
     late: Vec<u64>,
+    /// Reused for the percentile, so the router's loop allocates nothing.
+    scratch: Vec<u64>,
     next: usize,
     since_refresh: usize,
     lead: u64,
@@ -27,6 +29,7 @@ impl Default for WakeLead {
     fn default() -> Self {
         WakeLead {
             late: Vec::with_capacity(WINDOW),
+            scratch: Vec::with_capacity(WINDOW),
             next: 0,
             since_refresh: 0,
             lead: MIN_LEAD_NS,
@@ -47,9 +50,10 @@ impl WakeLead {
         self.since_refresh += 1;
         if self.since_refresh >= REFRESH {
             self.since_refresh = 0;
-            let mut v = self.late.clone();
-            v.sort_unstable();
-            let p99 = v[(v.len() - 1) * 99 / 100];
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&self.late);
+            let k = (self.scratch.len() - 1) * 99 / 100;
+            let p99 = *self.scratch.select_nth_unstable(k).1;
             // A little margin above the percentile: polling a few us is cheap, a late
             // departure is not.
             self.lead = (p99 + p99 / 4).clamp(MIN_LEAD_NS, MAX_LEAD_NS);

@@ -4,6 +4,7 @@
 
 use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
+use super::run_folder::non2xx_flag_pct;
 use std::fmt::Write;
 
 /// A cross-check disagreeing by more than this many percent is flagged.
@@ -261,11 +262,8 @@ fn status(p: &Point) -> String {
             "⚠ **CLIENT-BOUND**: {}",
             esc(&p.text("client_bound_reason"))
         )
-    } else if p.num("non2xx_per_s") > 0.01 * p.num("throughput_per_s") {
-        format!(
-            "⚠ **NOT 2xx**: {:.0} % of responses",
-            100.0 * p.num("non2xx_per_s") / p.num("throughput_per_s")
-        )
+    } else if let Some(pct) = non2xx_flag_pct(p.num("non2xx_per_s"), p.num("throughput_per_s")) {
+        format!("⚠ **NOT 2xx**: {pct:.0} % of responses")
     } else {
         "ok".into()
     }

@@ -75,9 +75,11 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "scenario".into());
     }
-    infer_target_kind(&mut s, src);
+    // The keys written under [target]: the struct cannot tell a default from a written value.
+    let target_keys = written_target_keys(src);
+    infer_target_kind(&mut s.target, &target_keys);
     let mut problems = validate::validate(&s);
-    problems.extend(foreign_target_keys(s.target.kind, src));
+    problems.extend(foreign_target_keys(s.target.kind, &target_keys));
     if problems.is_empty() {
         return Ok(s);
     }
@@ -93,18 +95,20 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
     ))
 }
 
+/// The keys written in the file's `[target]` table (none if it has none).
+fn written_target_keys(src: &str) -> Vec<String> {
+    src.parse::<toml::Table>()
+        .ok()
+        .and_then(|t| Some(t.get("target")?.as_table()?.keys().cloned().collect()))
+        .unwrap_or_default()
+}
+
 /// `[target]` with an `address` or a `command` but no `kind` means that kind: a person who
 /// wrote `address = "127.0.0.1:8080"` wants that server measured, not the built-in one.
-fn infer_target_kind(s: &mut Scenario, src: &str) {
-    let kind_given = src
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|t| t.get("target")?.as_table().map(|t| t.contains_key("kind")))
-        .unwrap_or(false);
-    if kind_given {
+fn infer_target_kind(t: &mut model::TargetSpec, written: &[String]) {
+    if written.iter().any(|k| k == "kind") {
         return;
     }
-    let t = &mut s.target;
     match (t.address.is_empty(), t.command.is_empty()) {
         (false, true) => t.kind = model::TargetKind::Address,
         (true, false) => t.kind = model::TargetKind::Command,
@@ -130,20 +134,13 @@ const BUILTIN_ONLY_KEYS: &[&str] = &[
 ];
 
 /// Problems for built-in-server keys written under another kind of target.
-fn foreign_target_keys(kind: model::TargetKind, src: &str) -> Vec<validate::Problem> {
+fn foreign_target_keys(kind: model::TargetKind, written: &[String]) -> Vec<validate::Problem> {
     if kind == model::TargetKind::Builtin {
         return Vec::new();
     }
-    let Some(table) = src
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|t| t.get("target")?.as_table().cloned())
-    else {
-        return Vec::new();
-    };
     BUILTIN_ONLY_KEYS
         .iter()
-        .filter(|k| table.contains_key(**k))
+        .filter(|k| written.iter().any(|w| w == *k))
         .map(|k| {
             (
                 format!("target.{k}"),
@@ -315,19 +312,17 @@ pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
 impl Scenario {
     /// The scenario as TOML (the run folder's resolved `scenario.toml`).
     pub fn to_toml(&self) -> String {
-        if self.target.kind == TargetKind::Builtin {
-            return toml::to_string_pretty(self)
-                .unwrap_or_else(|e| format!("# could not serialize: {e}\n"));
-        }
         let mut v = match toml::Value::try_from(self) {
             Ok(v) => v,
             Err(e) => return format!("# could not serialize: {e}\n"),
         };
         // Only the built-in server reads these; written out for another kind, the resolved
         // file would not pass its own check.
-        if let Some(t) = v.get_mut("target").and_then(|t| t.as_table_mut()) {
-            for k in BUILTIN_ONLY_KEYS {
-                t.remove(*k);
+        if self.target.kind != TargetKind::Builtin {
+            if let Some(t) = v.get_mut("target").and_then(|t| t.as_table_mut()) {
+                for k in BUILTIN_ONLY_KEYS {
+                    t.remove(*k);
+                }
             }
         }
         toml::to_string_pretty(&v).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))

@@ -2,6 +2,7 @@
 //! loader can point at the line.
 
 use super::model::*;
+use crate::lab::state::RATE_MAX;
 
 /// One problem: the key path and what is wrong (with what to do).
 pub type Problem = (String, String);
@@ -111,14 +112,10 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     if let Some(r) = l.rate {
         if r.0 <= 0.0 || !r.0.is_finite() {
             bad("load.rate", format!("must be > 0 attempts/s (got {})", r.0));
-        } else if r.0 > crate::lab::state::RATE_MAX {
+        } else if r.0 > RATE_MAX {
             bad(
                 "load.rate",
-                format!(
-                    "({}) is above synlab's limit of {} attempts/s",
-                    r.0,
-                    crate::lab::state::RATE_MAX
-                ),
+                format!("({}) is above synlab's limit of {RATE_MAX} attempts/s", r.0),
             );
         }
     } else if l.mode == Mode::Open {
@@ -193,10 +190,10 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             );
         }
         if let Some(r) = st.rate {
-            if r.0 <= 0.0 || r.0 > crate::lab::state::RATE_MAX {
+            if r.0 <= 0.0 || r.0 > RATE_MAX {
                 bad(
                     &format!("{k}.rate"),
-                    format!("must be > 0 and at most {}", crate::lab::state::RATE_MAX),
+                    format!("must be > 0 and at most {RATE_MAX}"),
                 );
             }
         }

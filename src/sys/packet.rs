@@ -135,7 +135,7 @@ impl PacketPort {
             let keep = h.tp_snaplen == h.tp_len && slot.pkttype() != libc::PACKET_OUTGOING;
             if keep {
                 let stamp = h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64;
-                f(slot.frame(), arrival_mono(stamp, real_minus_mono, now));
+                f(slot.frame(&h), arrival_mono(stamp, real_minus_mono, now));
             }
             self.ring.release(slot);
         }
@@ -285,8 +285,8 @@ impl Slot {
         unsafe { (*(self.0.add(off) as *const libc::sockaddr_ll)).sll_pkttype }
     }
 
-    fn frame(&self) -> &[u8] {
-        let h = self.header();
+    /// The frame bytes described by this slot's header `h` (read once by the caller).
+    fn frame(&self, h: &libc::tpacket2_hdr) -> &[u8] {
         let len = (h.tp_snaplen as usize).min(RING_SLOT - h.tp_mac as usize);
         // SAFETY: tp_mac and tp_snaplen describe bytes inside this slot (bounded above).
         unsafe { std::slice::from_raw_parts(self.0.add(h.tp_mac as usize), len) }
