@@ -278,3 +278,37 @@ fn a_run_without_a_sweep_gets_its_time_series_and_no_empty_curves() {
         "{e}"
     );
 }
+
+#[test]
+fn a_run_is_not_compared_with_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    let same = run.join("..").join(run.file_name().unwrap());
+    let e = synlab::report::write_comparison(&run, &same).unwrap_err();
+    assert!(e.to_string().contains("same run folder"), "{e}");
+    assert!(!run.join("compare-overload-20261122-043749").exists());
+}
+
+#[test]
+fn syn_checks_within_their_counting_noise_are_not_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    // The fixture predates the tolerance column: 2 % applies, and the footnote says only that.
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    assert!(md.contains("| +5.0 % ⚠ |"), "{md}");
+    assert!(!md.contains("counting noise"), "{md}");
+
+    // Point 1 differs by 5.0 % with a noise allowance of 6 %; point 3 by 7.6 % with 7 %.
+    let path = run.join("summary.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let points = v["points"].as_array_mut().unwrap();
+    points[0]["check_syn_tolerance_pct"] = 6.0.into();
+    points[2]["check_syn_tolerance_pct"] = 7.0.into();
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    assert!(md.contains("| +5.0 % |"), "{md}");
+    assert!(md.contains("| +7.6 % ⚠ |"), "{md}");
+    assert!(md.contains("whichever is larger"), "{md}");
+    assert!(md.contains("counting noise where that is larger"), "{md}");
+}

@@ -506,7 +506,7 @@ impl Controller {
             requests_per_conn: self.scenario.load.requests_per_conn,
             host_header: self.target_addr.to_string(),
             duration_s: self.max_run_secs(),
-            stats_interval_ms: 100,
+            stats_interval_ms: crate::load::protocol::REPORT_INTERVAL_MS,
             seed: 0x5eed + id as u64,
             paused: k.paused,
         }
@@ -842,12 +842,20 @@ impl Controller {
         self.check_children();
         self.play_steps();
         let now = Instant::now();
-        if now >= self.next_tick {
+        // The probes sample on their own grid of the same interval, with a phase of their own:
+        // a row waits (up to half an interval) for the sample of its interval, else rows whose
+        // tick lands just before a sample would alternate between none and two.
+        let probe_pending = self.probe_rx.is_some()
+            && self.probe_latest.is_none()
+            && now < self.next_tick + self.interval / 2;
+        if now >= self.next_tick && !probe_pending {
             let dt = now.duration_since(self.last_tick).as_secs_f64().max(1e-3);
             self.last_tick = now;
-            // Keep a fixed grid; after a stall skip ahead rather than emit a burst of rows.
+            // Keep a fixed grid; after a stall skip ahead rather than emit a burst of rows. A
+            // row may be up to half an interval late (waiting for its probe sample) plus one
+            // pump period: only more than a whole interval behind is a stall.
             self.next_tick += self.interval;
-            if self.next_tick < now {
+            if self.next_tick + self.interval < now {
                 self.next_tick = now + self.interval;
             }
             self.sample_row(dt)?;
@@ -986,7 +994,8 @@ impl Controller {
     }
 
     /// Every 5 s: pcap SYNs vs client attempts over the last 10 s (Webmonitor's validation); a
-    /// disagreement over 2 % is a warning on screen and in run.log.
+    /// disagreement over 2 % (more at low rates: `syn_check_tolerance_pct`) is a warning on
+    /// screen and in run.log.
     fn rolling_crosscheck(&mut self, t: f64) {
         const WINDOW: f64 = 10.0;
         let rows = (5.0 / self.interval.as_secs_f64()).round() as usize;
@@ -1014,7 +1023,12 @@ impl Controller {
         if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
             return;
         }
-        let check = crate::probe::crosscheck::compare("pcap SYNs", s, "client attempts", a, 2.0);
+        let tol = crate::report::run_folder::syn_check_tolerance_pct(
+            a,
+            WINDOW,
+            self.interval.as_secs_f64(),
+        );
+        let check = crate::probe::crosscheck::compare("pcap SYNs", s, "client attempts", a, tol);
         self.state
             .warnings
             .retain(|w| !matches!(w, Warning::CrossCheck(_)));

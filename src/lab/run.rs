@@ -183,6 +183,11 @@ pub fn summary_row(
         cpu_steal_pct: mean("cpu_steal_pct"),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
         check_syn_vs_attempts_pct: cross(tot.attempts as f64 / dt, mean("syn_in_per_s")),
+        check_syn_tolerance_pct: crate::report::run_folder::syn_check_tolerance_pct(
+            tot.attempts as f64 / dt,
+            dt,
+            ctrl.state.interval_s,
+        ),
         check_server_vs_client_pct: match server_rate {
             Some(s) => cross(tot.responses as f64 / dt, s),
             None => f64::NAN,

@@ -6,6 +6,9 @@ use crate::metrics::hist::HistDelta;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 
+/// The lab's workers report their counts every 100 ms.
+pub const REPORT_INTERVAL_MS: u64 = 100;
+
 /// How connection attempts are generated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,6 +78,7 @@ pub struct WorkerConfig {
     pub host_header: String,
     /// Hard bound on the worker's lifetime; it stops by itself after this.
     pub duration_s: f64,
+    /// How often the worker reports its counts (the lab uses `REPORT_INTERVAL_MS`).
     pub stats_interval_ms: u64,
     pub seed: u64,
     /// Start with load paused (the TUI can start paused).

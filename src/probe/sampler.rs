@@ -139,8 +139,8 @@ pub fn spawn_with(
                     .map_err(|e| format!("cannot enter the server's netns: {e}"))
                     .and_then(|_| crate::sys::pcap::open(&iface, port).map_err(|e| e.to_string()));
                 match opened {
-                    Ok(cap) => {
-                        let _ = ready_tx.send(Ok(()));
+                    Ok(mut cap) => {
+                        let _ = ready_tx.send(Ok(cap.note.take()));
                         cap.run(c, s);
                     }
                     Err(e) => _ = ready_tx.send(Err(e)),
@@ -148,7 +148,10 @@ pub fn spawn_with(
             })?;
         handle.threads.push(th);
         match ready_rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(Ok(())) => Some(counters),
+            Ok(Ok(note)) => {
+                notes.extend(note);
+                Some(counters)
+            }
             Ok(Err(e)) => {
                 notes.push(format!(
                     "no pcap on {} ({e}): SYN rate estimated from kernel counters",

@@ -56,6 +56,16 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// Overlays run `b` on run `a`: writes `A/compare-<B name>/plots/*` and `report.md` there.
 pub fn write_comparison(a: &Path, b: &Path) -> anyhow::Result<PathBuf> {
+    if let (Ok(ca), Ok(cb)) = (a.canonicalize(), b.canonicalize()) {
+        if ca == cb {
+            anyhow::bail!(
+                "{} and {} are the same run folder: an overlay of a run on itself shows \
+                 nothing; give two different runs, or one folder for its own report",
+                a.display(),
+                b.display()
+            );
+        }
+    }
     let runs = [read::read_run(a)?, read::read_run(b)?];
     let (pa, pb) = (runs[0].param(), runs[1].param());
     if let Some(flat) = [(a, &pa), (b, &pb)].iter().find(|(_, p)| p.is_empty()) {

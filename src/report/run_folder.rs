@@ -73,6 +73,10 @@ pub struct SummaryRow {
     pub worker_cpu_pct: f64,
     /// Cross-checks in % difference (NaN when not measurable).
     pub check_syn_vs_attempts_pct: f64,
+    /// The difference SYNs vs attempts may show from counting noise alone (see
+    /// `syn_check_tolerance_pct`); a larger one is flagged.
+    #[serde(default)]
+    pub check_syn_tolerance_pct: f64,
     pub check_server_vs_client_pct: f64,
     pub client_bound: bool,
     pub client_bound_reason: String,
@@ -84,6 +88,24 @@ pub struct SummaryRow {
 pub fn non2xx_flag_pct(non2xx_per_s: f64, throughput_per_s: f64) -> Option<f64> {
     (throughput_per_s > 0.0 && non2xx_per_s > 0.01 * throughput_per_s)
         .then(|| 100.0 * non2xx_per_s / throughput_per_s)
+}
+
+/// How far SYNs/s and attempts/s of one point may differ (%) before the difference means
+/// something. The probes' SYN rate is the mean of samples `interval_s` apart and the client's
+/// counts come in worker reports 100 ms apart, so the two windows' edges can be up to the
+/// longer of the two apart: the attempts in those edge slices (~2 x rate x that, Poisson)
+/// make a noise of sqrt(edge) attempts. Allowed: 3 of those standard deviations, and never
+/// less than the 2 % of every other check. Long holds get 2 %; a 1.2 s `--quick` hold at
+/// 500/s with 200 ms samples gets about 7 %.
+pub fn syn_check_tolerance_pct(attempts_per_s: f64, hold_s: f64, interval_s: f64) -> f64 {
+    let floor = crate::report::markdown::CHECK_FLAG_PCT;
+    let n = attempts_per_s * hold_s;
+    if n <= 0.0 || !n.is_finite() {
+        return floor;
+    }
+    let report_s = crate::load::protocol::REPORT_INTERVAL_MS as f64 / 1000.0;
+    let edge = 2.0 * attempts_per_s * interval_s.max(report_s);
+    (300.0 * edge.sqrt() / n).max(floor)
 }
 
 /// Writes the files of one run folder as the run goes.
@@ -233,6 +255,22 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syn_check_allows_counting_noise_of_short_holds_only() {
+        // A 1.2 s quick hold at 500/s, 200 ms samples: 600 attempts, 200 in the edge slices,
+        // sqrt(200) = 14.1, x3 = 42.4 attempts = 7.1 %.
+        let t = syn_check_tolerance_pct(500.0, 1.2, 0.2);
+        assert!((t - 7.07).abs() < 0.01, "{t}");
+        // The default 5 s hold at 5,000/s: noise 0.5 %, so the 2 % floor.
+        assert_eq!(syn_check_tolerance_pct(5000.0, 5.0, 0.2), 2.0);
+        assert_eq!(syn_check_tolerance_pct(0.0, 5.0, 0.2), 2.0);
+        // Probe samples faster than the workers' reports: the reports set the edges.
+        assert_eq!(
+            syn_check_tolerance_pct(500.0, 1.2, 0.02),
+            syn_check_tolerance_pct(500.0, 1.2, 0.1)
+        );
+    }
 
     #[test]
     fn files_are_valid_at_every_point() {

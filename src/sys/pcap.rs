@@ -42,6 +42,8 @@ pub struct CaptureCounters {
 pub struct Capture {
     cap: pcap::Capture<pcap::Active>,
     port: u16,
+    /// Something the person should know about this capture (its cost), said once.
+    pub note: Option<String>,
 }
 
 /// Opens `iface` in the calling thread's netns with the control-packet filter for `port`.
@@ -58,33 +60,36 @@ pub fn open(iface: &str, port: u16) -> Result<Capture, pcap::Error> {
         .open()?
         .setnonblock()?;
     cap.filter(&bpf_filter(port), true)?;
-    if is_loopback(cap.as_raw_fd(), iface) {
-        ignore_outgoing(cap.as_raw_fd());
-    }
-    Ok(Capture { cap, port })
+    let note =
+        (is_loopback(cap.as_raw_fd(), iface) && !ignore_outgoing(cap.as_raw_fd())).then(|| {
+            format!(
+                "pcap on {iface}: the kernel cannot skip the transmit side (PACKET_IGNORE_OUTGOING \
+                 needs Linux 4.20): every packet is filtered twice, at a cost to the sending CPU"
+            )
+        });
+    Ok(Capture { cap, port, note })
 }
-
-/// Linux 4.20+: the kernel skips this socket on transmit. Not yet in the libc crate.
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 
 /// On loopback every packet passes the interface twice, once sent and once received. libpcap
 /// drops the sent copy, but only after the kernel has cloned it and run the filter, which
 /// costs the sending CPU (the load generator's) about 6 % at 36,000 connections/s. Asking the
 /// kernel to skip the transmit side removes that; every packet is still seen on receive. On
 /// other interfaces the sent side is what carries the server's SYN-ACKs and RSTs, so it stays.
-fn ignore_outgoing(fd: i32) {
+/// False when the kernel does not have the option (before Linux 4.20): the capture still
+/// counts right, at the old cost.
+fn ignore_outgoing(fd: i32) -> bool {
     let one: libc::c_int = 1;
-    // SAFETY: a valid socket fd and a c_int option value of the right size. On older kernels
-    // the call fails with ENOPROTOOPT and the capture works as before, at the old cost.
-    unsafe {
+    // SAFETY: a valid socket fd and a c_int option value of the right size.
+    let rc = unsafe {
         libc::setsockopt(
             fd,
             libc::SOL_PACKET,
-            PACKET_IGNORE_OUTGOING,
+            libc::PACKET_IGNORE_OUTGOING,
             (&one as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
+    rc == 0
 }
 
 /// Whether `iface` (in the socket's netns) is a loopback interface.
@@ -98,7 +103,7 @@ fn is_loopback(fd: i32, iface: &str) -> bool {
         *d = s as libc::c_char;
     }
     // SAFETY: SIOCGIFFLAGS reads ifr_name and writes ifr_ifru.ifru_flags of a valid ifreq.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) };
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) };
     // SAFETY: on success the kernel filled the flags member of the union.
     rc == 0 && unsafe { req.ifr_ifru.ifru_flags } & libc::IFF_LOOPBACK as libc::c_short != 0
 }

@@ -192,7 +192,7 @@ pub fn header(series: &[Series], theme: &Theme, width: u16) -> Vec<Line<'static>
     pack(groups, "  ", width)
 }
 
-/// A line chart of `series` over the window, events as vertical lines, header of latest values
+/// A line chart of `series` over the window, events as dotted columns, header of latest values
 /// on top. Below 4 rows only the header is drawn (the panel folds to numbers).
 pub fn line_chart(
     area: Rect,
@@ -227,19 +227,23 @@ pub fn line_chart(
             .map(|p| p.1)
             .fold(0.0, f64::max),
     );
-    let events: Vec<[(f64, f64); 2]> = st
+    // Events are columns of dots, one per row, so they never read as a spike in a series
+    // (series are braille or block lines).
+    // The plot itself is the area less the x axis and its labels.
+    let rows = chart_area.height.saturating_sub(2).max(2);
+    let events: Vec<Vec<(f64, f64)>> = st
         .store
         .events
         .iter()
         .filter(|e| e.t_s >= w.since && e.t_s <= w.now)
-        .map(|e| [(e.t_s, 0.0), (e.t_s, ymax)])
+        .map(|e| event_dots(e.t_s, ymax, rows))
         .collect();
     let mut datasets: Vec<Dataset> = events
         .iter()
         .map(|ev| {
             Dataset::default()
-                .graph_type(GraphType::Line)
-                .marker(ratatui::symbols::Marker::Braille)
+                .graph_type(GraphType::Scatter)
+                .marker(ratatui::symbols::Marker::Dot)
                 .style(theme.event())
                 .data(ev)
         })
@@ -284,9 +288,34 @@ pub fn line_chart(
         .render(chart_area, buf);
 }
 
+/// Points of an event's dotted column at time `t`: one on each of `rows` (>= 2) plot rows.
+fn event_dots(t: f64, ymax: f64, rows: u16) -> Vec<(f64, f64)> {
+    // ratatui maps y to row (top - y) * (rows - 1) / (top - bottom), truncated: the bottom row
+    // holds only y = 0, each other row a band of 1 / (rows - 1); aim at the band's middle.
+    let last = f64::from(rows.max(2) - 1);
+    (0..rows.max(2))
+        .map(|r| (t, ymax * (f64::from(r) - 0.5).max(0.0) / last))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_columns_are_dotted() {
+        let d = event_dots(5.0, 100.0, 10);
+        assert_eq!(d.len(), 10);
+        assert!(d.iter().all(|p| p.0 == 5.0));
+        assert_eq!(d[0].1, 0.0);
+        // One point per plot row, as ratatui maps y to rows (truncating).
+        let mut row: Vec<usize> = d
+            .iter()
+            .map(|p| ((100.0 - p.1) * 9.0 / 100.0) as usize)
+            .collect();
+        row.dedup();
+        assert_eq!(row, (0..10).rev().collect::<Vec<_>>());
+    }
 
     #[test]
     fn numbers_read_at_a_glance() {

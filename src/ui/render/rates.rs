@@ -28,10 +28,10 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             w,
         ),
     ];
-    // What the latest vertical line on the charts is.
+    // What the latest dotted column on the charts is.
     if let Some(e) = st.store.events.iter().rev().find(|e| e.t_s >= w.since) {
         series.push(Series {
-            label: "┊".into(),
+            label: "•".into(),
             points: None,
             latest: Some(format!("{} @{:.0}s", e.text, e.t_s)),
         });
