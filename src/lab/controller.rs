@@ -470,6 +470,7 @@ impl Controller {
             netns: self.net.as_ref().map(|n| n.server_netns.clone()),
             iface,
             pcap: self.scenario.probe.pcap,
+            avoid_cpus: self.scenario.load.cpus.clone(),
         };
         let (tx, rx) = unbounded();
         match crate::probe::spawn(cfg, tx) {

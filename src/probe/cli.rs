@@ -170,6 +170,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
         netns: args.netns.clone(),
         iface: args.iface.clone(),
         pcap: !args.no_pcap,
+        avoid_cpus: Vec::new(),
     };
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;

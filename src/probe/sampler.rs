@@ -30,6 +30,10 @@ pub struct ProbeConfig {
     pub iface: String,
     /// Capture control packets with pcap (needs CAP_NET_RAW); false forces the kernel estimate.
     pub pcap: bool,
+    /// CPUs the probe threads keep off: the load workers' (`load.cpus`), so measuring does not
+    /// take time from the load. The capture thread alone took ~1 % of the generator's core at
+    /// 40,000 connections/s on loopback, ~9 % at 500,000 SYN/s.
+    pub avoid_cpus: Vec<usize>,
 }
 
 impl ProbeConfig {
@@ -42,6 +46,7 @@ impl ProbeConfig {
             netns: None,
             iface: "lo".into(),
             pcap: true,
+            avoid_cpus: Vec::new(),
         }
     }
 
@@ -123,16 +128,18 @@ pub fn spawn_with(
     } else {
         let counters = Arc::new(CaptureCounters::default());
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
-        let (c, s, t, iface, port) = (
+        let (c, s, t, iface, port, avoid) = (
             counters.clone(),
             stop.clone(),
             target.clone(),
             cfg.iface.clone(),
             cfg.port,
+            cfg.avoid_cpus.clone(),
         );
         let th = std::thread::Builder::new()
             .name("probe-pcap".into())
             .spawn(move || {
+                crate::sys::process::thread_avoid_cpus(&avoid);
                 let opened = t
                     .as_ref()
                     .map_or(Ok(()), procfs::enter_netns)
@@ -173,6 +180,7 @@ pub fn spawn_with(
     let th = std::thread::Builder::new()
         .name("probe-sampler".into())
         .spawn(move || {
+            crate::sys::process::thread_avoid_cpus(&cfg.avoid_cpus);
             let mut sampler = match Sampler::open(&cfg, target.as_ref(), capture) {
                 Ok((s, mut open_notes)) => {
                     notes.append(&mut open_notes);

@@ -222,6 +222,15 @@ impl Epoll {
         Ok(())
     }
 
+    pub fn modify(&self, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
+        let mut ev = Event { events, u64: data };
+        // SAFETY: valid epoll fd and event.
+        if unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_MOD, fd, &mut ev) } != 0 {
+            return Err(errno());
+        }
+        Ok(())
+    }
+
     /// Waits for events; `timeout` None blocks. Nanosecond resolution (epoll_pwait2).
     pub fn wait(&self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
         let ts = timeout.map(|d| libc::timespec {

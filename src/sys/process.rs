@@ -206,3 +206,78 @@ pub fn die_quietly_on_broken_pipe() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// The CPUs the calling thread may run on (empty if that cannot be read).
+pub fn thread_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; pid 0 is the calling thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c < CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Moves the calling thread off `cpus` (the load workers' CPUs), so the lab's own threads do
+/// not take time from the load they measure. Keeps the thread where it is when that would
+/// leave it no CPU. Returns the CPUs it now may run on (empty: unchanged or failed).
+pub fn thread_avoid_cpus(cpus: &[usize]) -> Vec<usize> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    let keep = cpus_left(thread_cpus().into_iter(), cpus);
+    if keep.is_empty() {
+        return Vec::new();
+    }
+    // SAFETY: cpu_set_t is plain data; every index is below CPU_SETSIZE; pid 0 is this thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in &keep {
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Vec::new();
+    }
+    keep
+}
+
+/// The CPUs of `allowed` that are not in `avoid`.
+fn cpus_left(allowed: impl Iterator<Item = usize>, avoid: &[usize]) -> Vec<usize> {
+    allowed.filter(|c| !avoid.contains(c)).collect()
+}
+
+#[cfg(test)]
+mod affinity_tests {
+    use super::*;
+
+    #[test]
+    fn the_workers_cpus_are_left_out_unless_nothing_remains() {
+        assert_eq!(cpus_left([0, 1, 2, 3].into_iter(), &[1]), vec![0, 2, 3]);
+        assert!(cpus_left([1].into_iter(), &[1]).is_empty());
+    }
+
+    #[test]
+    fn a_thread_moves_off_the_given_cpus() {
+        let (allowed, moved, after) = std::thread::spawn(|| {
+            let allowed = thread_cpus();
+            assert!(
+                thread_avoid_cpus(&[]).is_empty(),
+                "nothing to avoid: unchanged"
+            );
+            let moved = thread_avoid_cpus(&allowed[..1]);
+            (allowed, moved, thread_cpus())
+        })
+        .join()
+        .unwrap();
+        assert!(!allowed.is_empty());
+        if allowed.len() > 1 {
+            assert_eq!(moved, allowed[1..]);
+            assert_eq!(after, allowed[1..]);
+        } else {
+            assert!(moved.is_empty(), "one CPU: the thread stays where it is");
+            assert_eq!(after, allowed);
+        }
+    }
+}
