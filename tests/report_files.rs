@@ -191,16 +191,31 @@ fn interrupted_run_still_reports() {
     png_size(&run.join("plots/throughput.png"));
     png_size(&run.join("plots/timeseries.png"));
 
-    // A run folder with nothing measured yet: still a report, no plots.
+    // A run folder with nothing measured yet (as a run leaves it in its first moment): still a
+    // report, no plots.
     let empty = tmp.path().join("empty-run");
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::copy(run.join("scenario.toml"), empty.join("scenario.toml")).unwrap();
+    std::fs::write(empty.join("run.log"), "").unwrap();
     let md = std::fs::read_to_string(synlab::report::write_report(&empty).unwrap()).unwrap();
     assert!(md.contains("No sweep point finished"));
     assert!(md.contains("No plots"));
 
     let err = synlab::report::write_report(&tmp.path().join("nope")).unwrap_err();
     assert!(format!("{err:#}").contains("is not a run folder"));
+
+    // Any other directory is refused, and nothing is written into it.
+    let other = tmp.path().join("not-a-run");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let err = synlab::report::write_report(&other).unwrap_err();
+    assert!(format!("{err:#}").contains("is not a run folder"));
+    let left: Vec<_> = std::fs::read_dir(&other).unwrap().collect();
+    assert_eq!(
+        left.len(),
+        1,
+        "report wrote into a directory that is not a run folder"
+    );
 }
 
 #[test]

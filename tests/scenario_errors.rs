@@ -52,6 +52,25 @@ fn address_or_command_alone_implies_the_kind() {
 }
 
 #[test]
+fn a_mix_alone_is_the_whole_workload() {
+    use synlab::scenario::model::Workload;
+    let mix = "[[load.mix]]\npath = \"/index.html\"\n";
+    let s = synlab::scenario::parse("m.toml", mix).unwrap();
+    assert_eq!(s.load.workload, Workload::Custom);
+    assert_eq!(synlab::lab::controller::mix_of(&s).len(), 1);
+    // Written out, the resolved scenario says so and reads back the same.
+    let again = synlab::scenario::parse("resolved.toml", &s.to_toml()).unwrap();
+    assert_eq!(s, again);
+    // A workload written next to a mix keeps both (a preset plus extra requests).
+    let s = synlab::scenario::parse("w.toml", &format!("[load]\nworkload = \"single\"\n{mix}"))
+        .unwrap();
+    assert_eq!(s.load.workload, Workload::Single);
+    assert_eq!(synlab::lab::controller::mix_of(&s).len(), 2);
+    let s = synlab::scenario::parse("d.toml", "").unwrap();
+    assert_eq!(s.load.workload, Workload::Single);
+}
+
+#[test]
 fn every_shipped_scenario_passes_check() {
     let mut n = 0;
     for entry in std::fs::read_dir("scenarios").unwrap() {

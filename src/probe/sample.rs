@@ -198,12 +198,16 @@ pub fn build(
             m.accept_queue = f(d.accept_queue());
             m.accept_queue_limit = f(d.accept_queue_limit());
         }
-        m.syn_recv = f(d.syn_recv);
-        m.established = f(d.established);
-        m.fin_wait = f(d.fin_wait);
-        m.close_wait = f(d.close_wait);
-        m.last_ack = f(d.last_ack);
-        m.closing = f(d.closing);
+        // Only a sample that walked the states reports them: a repeated old count would pass
+        // for a new one in the time series and in the points' means.
+        if d.states_fresh {
+            m.syn_recv = f(d.syn_recv);
+            m.established = f(d.established);
+            m.fin_wait = f(d.fin_wait);
+            m.close_wait = f(d.close_wait);
+            m.last_ack = f(d.last_ack);
+            m.closing = f(d.closing);
+        }
     }
     if let Some(s) = &cur.sockstat {
         m.time_wait = f(s.tw);
@@ -381,6 +385,36 @@ mod tests {
         assert_eq!(s.m.passive_opens_per_s, None);
         assert_eq!(s.m.passive_opens_total, Some(0.0));
         assert_eq!(s.dt_s, None);
+    }
+
+    #[test]
+    fn state_counts_only_from_a_sample_that_walked_them() {
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        let walked = DiagSummary {
+            listeners: vec![ListenQueue {
+                local: "127.0.0.1".into(),
+                port: 80,
+                queued: 3,
+                limit: 128,
+            }],
+            established: 7,
+            syn_recv: 2,
+            states_fresh: true,
+            ..Default::default()
+        };
+        a.diag = Some(walked.clone());
+        let s = build(&a, None, &a, t0, 0, K);
+        assert_eq!((s.m.established, s.m.syn_recv), (Some(7.0), Some(2.0)));
+        // The next sample carries the same counts without a walk: the accept queue (queried
+        // every sample) is reported, the old state counts are not.
+        a.diag = Some(DiagSummary {
+            states_fresh: false,
+            ..walked
+        });
+        let s = build(&a, None, &a, t0, 1, K);
+        assert_eq!((s.m.established, s.m.syn_recv), (None, None));
+        assert_eq!(s.m.accept_queue, Some(3.0));
     }
 
     #[test]

@@ -338,7 +338,10 @@ impl Sampler {
             let t0 = Instant::now();
             match d.dump(mask, cfg.port) {
                 Ok(socks) => {
-                    let mut sum = DiagSummary::default();
+                    let mut sum = DiagSummary {
+                        states_fresh: walk_states,
+                        ..Default::default()
+                    };
                     sum.add(&socks);
                     if walk_states {
                         let gap = t0
@@ -353,6 +356,7 @@ impl Sampler {
                     } else if let Some(last) = &self.states {
                         sum = DiagSummary {
                             listeners: sum.listeners,
+                            states_fresh: false,
                             ..last.clone()
                         };
                     }

@@ -165,6 +165,9 @@ pub struct DiagSummary {
     pub closing: u64,
     /// Only filled when TIME_WAIT was asked for.
     pub time_wait: u64,
+    /// The state counts were walked for this sample. When not (with many sockets the walk runs
+    /// less often than the samples), they are the last walk's and are not reported again.
+    pub states_fresh: bool,
 }
 
 impl DiagSummary {

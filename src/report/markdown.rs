@@ -259,18 +259,28 @@ const COLS: &[Col] = &[
     },
 ];
 
+/// Every flag a point has (a client-bound point can also be counting error pages).
 fn status(p: &Point) -> String {
     if p.failed() {
-        format!("**FAILED**: {}", esc(&p.text("error")))
-    } else if p.client_bound() {
-        format!(
+        return format!("**FAILED**: {}", esc(&p.text("error")));
+    }
+    let mut flags = Vec::new();
+    if p.client_bound() {
+        flags.push(format!(
             "⚠ **CLIENT-BOUND**: {}",
             esc(&p.text("client_bound_reason"))
-        )
-    } else if let Some(pct) = non2xx_flag_pct(p.num("non2xx_per_s"), p.num("throughput_per_s")) {
-        format!("⚠ **NOT 2xx**: {pct:.0} % of responses")
-    } else {
+        ));
+    }
+    if let Some(pct) = non2xx_flag_pct(p.num("non2xx_per_s"), p.num("throughput_per_s")) {
+        flags.push(format!(
+            "⚠ **NOT 2xx**: {pct:.0} % of responses (check the request paths: `load.mix`, \
+             `workload`)"
+        ));
+    }
+    if flags.is_empty() {
         "ok".into()
+    } else {
+        flags.join("; ")
     }
 }
 
@@ -472,13 +482,20 @@ fn client_bound(md: &mut String, r: &RunData) {
         bound.len()
     );
     for p in bound {
+        let at = if p.text("param").is_empty() {
+            format!("{}, whole run", esc(&p.mode()))
+        } else {
+            format!(
+                "{} {} = {}",
+                esc(&p.mode()),
+                esc(&p.text("param")),
+                esc(&p.text("value"))
+            )
+        };
         let _ = writeln!(
             md,
-            "- point {} ({} {} = {}): {}",
+            "- point {} ({at}): {}",
             p.text("point"),
-            esc(&p.mode()),
-            esc(&p.text("param")),
-            esc(&p.text("value")),
             esc(&p.text("client_bound_reason"))
         );
     }

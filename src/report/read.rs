@@ -151,9 +151,13 @@ impl RunData {
     }
 }
 
-/// Reads a run folder. Fails only when `dir` is not a folder; every missing file is a warning.
+/// The files only a run folder has (`run.log` and the resolved scenario from its first moment).
+const RUN_FILES: [&str; 4] = ["summary.json", "summary.csv", "timeseries.csv", "run.log"];
+
+/// Reads a run folder. Fails when `dir` is not one (no folder, or none of a run's files in
+/// it: a report must not write into an arbitrary directory); a missing file is a warning.
 pub fn read_run(dir: &Path) -> anyhow::Result<RunData> {
-    if !dir.is_dir() {
+    if !dir.is_dir() || !RUN_FILES.iter().any(|f| dir.join(f).is_file()) {
         anyhow::bail!(
             "{} is not a run folder (a directory written by `synlab run`, with summary.json inside)",
             dir.display()

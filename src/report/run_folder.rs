@@ -149,14 +149,26 @@ impl RunFolder {
         let _ = self.log.flush();
     }
 
-    /// Appends one time-series row. The header is fixed by the first row written; columns that
-    /// appear later are appended to the file's header on `finish` (the CSV is rewritten then).
+    /// Appends one time-series row. The first row sets the header; a column that first appears
+    /// later (a rate needs two samples) is added to it then: the file is rewritten once, with
+    /// empty cells for the earlier rows.
     pub fn row(&mut self, t_s: f64, values: &[(&str, f64)]) -> anyhow::Result<()> {
         if self.ts.is_none() {
             let names: Vec<String> = values.iter().map(|v| v.0.to_string()).collect();
             let mut w = BufWriter::new(File::create(&self.ts_path)?);
             writeln!(w, "t_s,{}", names.join(","))?;
             self.ts = Some((w, names));
+        }
+        let late: Vec<String> = {
+            let names = &self.ts.as_ref().expect("header written").1;
+            values
+                .iter()
+                .filter(|(k, _)| !names.iter().any(|n| n == k))
+                .map(|(k, _)| k.to_string())
+                .collect()
+        };
+        if !late.is_empty() {
+            self.add_columns(late)?;
         }
         let (w, names) = self.ts.as_mut().expect("header written");
         let mut line = format!("{t_s:.3}");
@@ -170,6 +182,32 @@ impl RunFolder {
         }
         writeln!(w, "{line}")?;
         w.flush()?;
+        Ok(())
+    }
+
+    /// Adds columns to timeseries.csv: a new header, and an empty cell per new column on every
+    /// row written so far.
+    fn add_columns(&mut self, late: Vec<String>) -> anyhow::Result<()> {
+        let (mut w, mut names) = self.ts.take().expect("header written");
+        w.flush()?;
+        drop(w);
+        let old = std::fs::read_to_string(&self.ts_path)?;
+        names.extend(late.iter().cloned());
+        let pad = ",".repeat(late.len());
+        let mut out = format!("t_s,{}\n", names.join(","));
+        for line in old.lines().skip(1) {
+            out.push_str(line);
+            out.push_str(&pad);
+            out.push('\n');
+        }
+        // Write aside and rename, so an interruption leaves the old file or the new, whole.
+        let tmp = self.ts_path.with_extension("csv.tmp");
+        std::fs::write(&tmp, out)?;
+        std::fs::rename(&tmp, &self.ts_path)?;
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.ts_path)?;
+        self.ts = Some((BufWriter::new(f), names));
         Ok(())
     }
 
@@ -270,6 +308,17 @@ mod tests {
             syn_check_tolerance_pct(500.0, 1.2, 0.02),
             syn_check_tolerance_pct(500.0, 1.2, 0.1)
         );
+    }
+
+    #[test]
+    fn a_column_that_appears_later_gets_into_the_header() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rf = RunFolder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        rf.row(0.2, &[("a", 1.0)]).unwrap();
+        rf.row(0.4, &[("a", 2.0), ("rate", 7.0)]).unwrap();
+        rf.row(0.6, &[("rate", 8.0), ("a", 3.0)]).unwrap();
+        let ts = std::fs::read_to_string(rf.dir.join("timeseries.csv")).unwrap();
+        assert_eq!(ts, "t_s,a,rate\n0.200,1,\n0.400,2,7\n0.600,3,8\n");
     }
 
     #[test]

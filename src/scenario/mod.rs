@@ -75,9 +75,12 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "scenario".into());
     }
-    // The keys written under [target]: the struct cannot tell a default from a written value.
-    let target_keys = written_target_keys(src);
+    // The keys written under [target] and [load]: the struct cannot tell a default from a
+    // written value.
+    let raw = src.parse::<toml::Table>().ok();
+    let target_keys = written_keys(raw.as_ref(), "target");
     infer_target_kind(&mut s.target, &target_keys);
+    infer_workload(&mut s.load, &written_keys(raw.as_ref(), "load"));
     let mut problems = validate::validate(&s);
     problems.extend(foreign_target_keys(s.target.kind, &target_keys));
     if problems.is_empty() {
@@ -95,12 +98,18 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
     ))
 }
 
-/// The keys written in the file's `[target]` table (none if it has none).
-fn written_target_keys(src: &str) -> Vec<String> {
-    src.parse::<toml::Table>()
-        .ok()
-        .and_then(|t| Some(t.get("target")?.as_table()?.keys().cloned().collect()))
+/// The keys written in the file's table `name` (none if it has none).
+fn written_keys(raw: Option<&toml::Table>, name: &str) -> Vec<String> {
+    raw.and_then(|t| Some(t.get(name)?.as_table()?.keys().cloned().collect()))
         .unwrap_or_default()
+}
+
+/// `[[load.mix]]` entries without a `workload` mean those requests alone: the default workload
+/// (`single`, the built-in server's 1294-byte file) would add a path another server lacks.
+fn infer_workload(l: &mut model::LoadSpec, written: &[String]) {
+    if !l.mix.is_empty() && !written.iter().any(|k| k == "workload") {
+        l.workload = model::Workload::Custom;
+    }
 }
 
 /// `[target]` with an `address` or a `command` but no `kind` means that kind: a person who
