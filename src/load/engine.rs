@@ -48,14 +48,9 @@ enum Phase {
     Idle,
 }
 
-enum EarlyOutcome {
-    /// Established and the request sent (or on its way): registered for its response.
-    Sent,
-    /// The connection failed and is finished.
-    Failed,
-    /// Still connecting: wait for writability as usual.
-    NotYet,
-}
+/// Readiness a connection waits for once its request is out; `EV_OUT` is added while a request
+/// still has bytes to send.
+const EV_RESPONSE: u32 = io::EV_IN | io::EV_RDHUP | io::EV_ET;
 
 /// Whether to send the request right after connect(): kept up while it works (loopback), and
 /// on a path where handshakes take a round trip (the lab's), tried only every 64th attempt,
@@ -462,18 +457,14 @@ impl Engine {
         c.requests = 0;
         c.phase = Phase::Connecting;
         self.connecting += 1;
-        if started == ConnectStart::InProgress && self.early.try_now() {
-            match self.send_with_connect(idx, now) {
-                EarlyOutcome::Sent => return,
-                EarlyOutcome::Failed => return,
-                EarlyOutcome::NotYet => {}
-            }
+        if started == ConnectStart::InProgress
+            && self.early.try_now()
+            && self.send_with_connect(idx, now)
+        {
+            return;
         }
         // Edge-triggered and registered once: no epoll_ctl MOD between connect, send and receive.
-        if let Err(e) = self
-            .epoll
-            .add(fd, io::EV_IN | io::EV_OUT | io::EV_RDHUP | io::EV_ET, key)
-        {
+        if let Err(e) = self.epoll.add(fd, EV_RESPONSE | io::EV_OUT, key) {
             io::close(fd);
             self.connecting -= 1;
             self.slab[idx].phase = Phase::Free;
@@ -650,33 +641,35 @@ impl Engine {
     /// Where the handshake completes inside connect() (loopback: the SYN-ACK is processed
     /// before connect returns), sends the first request at once and registers the socket
     /// without EPOLLOUT: one readiness event and its wake-up less per connection. A socket
-    /// still in SYN_SENT answers EAGAIN and takes the usual path.
-    fn send_with_connect(&mut self, idx: usize, now: u64) -> EarlyOutcome {
+    /// still in SYN_SENT answers EAGAIN and takes the usual path (false); true when the
+    /// connection was dealt with here (its request sent, or it failed and is finished).
+    fn send_with_connect(&mut self, idx: usize, now: u64) -> bool {
         let req = self.pick_request();
         let fd = self.slab[idx].fd;
         let n = match io::send(fd, &self.requests[req]) {
             Ok(n) => n,
             Err(libc::EAGAIN) => {
                 self.early.missed();
-                return EarlyOutcome::NotYet;
+                return false;
             }
             Err(e) => {
                 // Refused or reset during the handshake: the same count as from an epoll error.
                 self.count_error(e);
                 self.finish(idx, now);
-                return EarlyOutcome::Failed;
+                return true;
             }
         };
         self.early.hit();
         let whole = n == self.requests[req].len();
-        let mut mask = io::EV_IN | io::EV_RDHUP | io::EV_ET;
-        if !whole {
-            mask |= io::EV_OUT;
-        }
+        let mask = if whole {
+            EV_RESPONSE
+        } else {
+            EV_RESPONSE | io::EV_OUT
+        };
         if let Err(e) = self.epoll.add(fd, mask, self.key(idx)) {
             self.count_error(e);
             self.finish(idx, now);
-            return EarlyOutcome::Failed;
+            return true;
         }
         self.slab[idx].out_armed = !whole;
         // Established when connect() returned, which is after `now` (taken before socket()).
@@ -684,7 +677,7 @@ impl Engine {
         self.count_established(idx, t);
         self.setup_request(idx, req, t);
         self.request_bytes_sent(idx, n);
-        EarlyOutcome::Sent
+        true
     }
 
     /// The next request of the mix.
@@ -724,16 +717,11 @@ impl Engine {
             let c = &self.slab[idx];
             (c.fd, c.req as usize, c.sent as usize)
         };
-        let bytes = &self.requests[req][sent..];
-        let result = match io::send(fd, bytes) {
+        let blocked = match io::send(fd, &self.requests[req][sent..]) {
             Ok(n) => {
                 self.request_bytes_sent(idx, n);
-                Ok(())
+                self.slab[idx].phase == Phase::Sending
             }
-            Err(e) => Err(e),
-        };
-        let blocked = match result {
-            Ok(()) => self.slab[idx].phase == Phase::Sending,
             Err(libc::EAGAIN) => true,
             Err(e) => {
                 self.count_error(e);
@@ -742,8 +730,10 @@ impl Engine {
         };
         // The rest goes out when the socket is writable: make sure that is reported.
         if blocked && !self.slab[idx].out_armed {
-            let mask = io::EV_IN | io::EV_OUT | io::EV_RDHUP | io::EV_ET;
-            if let Err(e) = self.epoll.modify(fd, mask, self.key(idx)) {
+            if let Err(e) = self
+                .epoll
+                .modify(fd, EV_RESPONSE | io::EV_OUT, self.key(idx))
+            {
                 self.count_error(e);
                 return self.finish(idx, now);
             }

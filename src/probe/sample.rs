@@ -406,8 +406,8 @@ mod tests {
         a.diag = Some(walked.clone());
         let s = build(&a, None, &a, t0, 0, K);
         assert_eq!((s.m.established, s.m.syn_recv), (Some(7.0), Some(2.0)));
-        // The next sample carries the same counts without a walk: the accept queue (queried
-        // every sample) is reported, the old state counts are not.
+        // A sample without a walk: the accept queue (queried every sample) is reported, state
+        // counts are not, whatever the summary holds.
         a.diag = Some(DiagSummary {
             states_fresh: false,
             ..walked

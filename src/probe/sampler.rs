@@ -213,8 +213,7 @@ struct Sampler {
     capture: Option<Arc<CaptureCounters>>,
     family: Vec<u32>,
     family_at: Option<Instant>,
-    /// Last state walk: counts and when the next one is due.
-    states: Option<DiagSummary>,
+    /// When the next walk of the socket states is due.
     states_due: Option<Instant>,
     warned: std::collections::HashSet<&'static str>,
     pending_notes: Vec<String>,
@@ -267,7 +266,6 @@ impl Sampler {
             capture,
             family: Vec::new(),
             family_at: None,
-            states: None,
             states_due: None,
             warned: Default::default(),
             pending_notes: Vec::new(),
@@ -338,6 +336,8 @@ impl Sampler {
             let t0 = Instant::now();
             match d.dump(mask, cfg.port) {
                 Ok(socks) => {
+                    // Without a walk only the listeners are in: the state counts stay
+                    // unreported (not the last walk's, repeated).
                     let mut sum = DiagSummary {
                         states_fresh: walk_states,
                         ..Default::default()
@@ -349,16 +349,6 @@ impl Sampler {
                             .div_f64(STATE_WALK_BUDGET)
                             .clamp(cfg.interval, STATE_WALK_MAX_GAP);
                         self.states_due = Some(t0 + gap - Duration::from_millis(1));
-                        self.states = Some(DiagSummary {
-                            listeners: Vec::new(),
-                            ..sum.clone()
-                        });
-                    } else if let Some(last) = &self.states {
-                        sum = DiagSummary {
-                            listeners: sum.listeners,
-                            states_fresh: false,
-                            ..last.clone()
-                        };
                     }
                     if sum.listeners.is_empty() {
                         self.warn_once("nolisten", || {

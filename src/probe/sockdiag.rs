@@ -166,7 +166,8 @@ pub struct DiagSummary {
     /// Only filled when TIME_WAIT was asked for.
     pub time_wait: u64,
     /// The state counts were walked for this sample. When not (with many sockets the walk runs
-    /// less often than the samples), they are the last walk's and are not reported again.
+    /// less often than the samples), only the listeners were asked for and the counts mean
+    /// nothing.
     pub states_fresh: bool,
 }
 

@@ -214,18 +214,17 @@ impl Epoll {
     }
 
     pub fn add(&self, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
-        let mut ev = Event { events, u64: data };
-        // SAFETY: valid epoll fd and event.
-        if unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
-            return Err(errno());
-        }
-        Ok(())
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events, data)
     }
 
     pub fn modify(&self, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events, data)
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
         let mut ev = Event { events, u64: data };
         // SAFETY: valid epoll fd and event.
-        if unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_MOD, fd, &mut ev) } != 0 {
+        if unsafe { libc::epoll_ctl(self.fd, op, fd, &mut ev) } != 0 {
             return Err(errno());
         }
         Ok(())

@@ -88,11 +88,7 @@ impl ChildProc {
                 // Own process group, so a command's children (nginx workers) go with it.
                 libc::setpgid(0, 0);
                 if !cpus.is_empty() {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    for &c in &cpus {
-                        libc::CPU_SET(c, &mut set);
-                    }
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    set_affinity(&cpus);
                 }
                 Ok(())
             });
@@ -232,15 +228,24 @@ pub fn thread_avoid_cpus(cpus: &[usize]) -> Vec<usize> {
     if keep.is_empty() {
         return Vec::new();
     }
-    // SAFETY: cpu_set_t is plain data; every index is below CPU_SETSIZE; pid 0 is this thread.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in &keep {
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+    if !set_affinity(&keep) {
         return Vec::new();
     }
     keep
+}
+
+/// Pins the calling thread (or a child between fork and exec: no allocation, only a system
+/// call) to `cpus`; false if the kernel refused.
+fn set_affinity(cpus: &[usize]) -> bool {
+    // SAFETY: cpu_set_t is plain data; indices are kept below CPU_SETSIZE (CPU_SET would
+    // panic past it); pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
 }
 
 /// The CPUs of `allowed` that are not in `avoid`.

@@ -231,23 +231,19 @@ pub fn line_chart(
     // (series are braille or block lines).
     // The plot itself is the area less the x axis and its labels.
     let rows = chart_area.height.saturating_sub(2).max(2);
-    let events: Vec<Vec<(f64, f64)>> = st
+    // All events in one scatter dataset: one canvas layer, one allocation per chart.
+    let events: Vec<(f64, f64)> = st
         .store
         .events
         .iter()
         .filter(|e| e.t_s >= w.since && e.t_s <= w.now)
-        .map(|e| event_dots(e.t_s, ymax, rows))
+        .flat_map(|e| event_dots(e.t_s, ymax, rows))
         .collect();
-    let mut datasets: Vec<Dataset> = events
-        .iter()
-        .map(|ev| {
-            Dataset::default()
-                .graph_type(GraphType::Scatter)
-                .marker(ratatui::symbols::Marker::Dot)
-                .style(theme.event())
-                .data(ev)
-        })
-        .collect();
+    let mut datasets = vec![Dataset::default()
+        .graph_type(GraphType::Scatter)
+        .marker(ratatui::symbols::Marker::Dot)
+        .style(theme.event())
+        .data(&events)];
     for (i, s) in series.iter().enumerate() {
         if let Some(p) = &s.points {
             let look = theme.series(i);
@@ -289,13 +285,11 @@ pub fn line_chart(
 }
 
 /// Points of an event's dotted column at time `t`: one on each of `rows` (>= 2) plot rows.
-fn event_dots(t: f64, ymax: f64, rows: u16) -> Vec<(f64, f64)> {
+fn event_dots(t: f64, ymax: f64, rows: u16) -> impl Iterator<Item = (f64, f64)> {
     // ratatui maps y to row (top - y) * (rows - 1) / (top - bottom), truncated: the bottom row
     // holds only y = 0, each other row a band of 1 / (rows - 1); aim at the band's middle.
     let last = f64::from(rows.max(2) - 1);
-    (0..rows.max(2))
-        .map(|r| (t, ymax * (f64::from(r) - 0.5).max(0.0) / last))
-        .collect()
+    (0..rows.max(2)).map(move |r| (t, ymax * (f64::from(r) - 0.5).max(0.0) / last))
 }
 
 #[cfg(test)]
@@ -304,7 +298,7 @@ mod tests {
 
     #[test]
     fn event_columns_are_dotted() {
-        let d = event_dots(5.0, 100.0, 10);
+        let d: Vec<_> = event_dots(5.0, 100.0, 10).collect();
         assert_eq!(d.len(), 10);
         assert!(d.iter().all(|p| p.0 == 5.0));
         assert_eq!(d[0].1, 0.0);
