@@ -169,6 +169,7 @@ impl Schedule {
         let mut sum = 0.0;
         while t < t1 {
             let (factor, end) = self.phase(t);
+            debug_assert!(end > t, "phase at {t} ends at {end}: no progress");
             let e = end.min(t1);
             sum += r * factor * (e - t);
             t = e;
@@ -182,13 +183,24 @@ impl Schedule {
             return (1.0, f64::INFINITY);
         };
         let since = (t - self.burst_epoch).max(0.0);
-        let k = (since / b.period_s).floor();
+        let mut k = (since / b.period_s).floor();
+        // `since / period` can round down at a boundary (t == epoch + (k+1) * period in exact
+        // arithmetic, one ulp short in floating point): the phase would then end at `t` itself
+        // and the callers' loops would stop advancing. Correct k until the period holds t.
+        while self.burst_epoch + (k + 1.0) * b.period_s <= t {
+            k += 1.0;
+        }
+        while k > 0.0 && self.burst_epoch + k * b.period_s > t {
+            k -= 1.0;
+        }
+        // Both ends from the same expressions the loops above tested, so t < period_end holds.
         let start = self.burst_epoch + k * b.period_s;
         let peak_end = start + b.peak_s;
+        let period_end = self.burst_epoch + (k + 1.0) * b.period_s;
         if t < peak_end {
             (b.peak_factor, peak_end)
         } else {
-            (b.offpeak_factor, start + b.period_s)
+            (b.offpeak_factor, period_end)
         }
     }
 
@@ -213,8 +225,8 @@ impl Schedule {
                 }
                 work -= lambda * (end - t);
             }
-            // Step just past the boundary so floating point never leaves us stuck on it.
-            t = end.max(t + 1e-12);
+            // `phase` guarantees end > t, so every turn moves into the next phase.
+            t = end;
         }
     }
 }
@@ -343,5 +355,51 @@ mod tests {
         assert_eq!(s.next_due(), None);
         assert_eq!(s.pop(), None);
         assert_eq!(s.rate_at(1.0), 0.0);
+    }
+
+    #[test]
+    fn every_phase_ends_after_its_start_even_at_rounded_boundaries() {
+        // Boundaries computed as epoch + k * period, as a worker's clock reaches them: with the
+        // old floor() alone some of these fell one period short and expected_arrivals spun forever.
+        let burst = Burst {
+            ratio: 6.0,
+            fraction: 0.1,
+            period_s: 0.3,
+        };
+        let mut stuck_before = 0;
+        for epoch in [0.0, 0.1, 1.7, 123.456, 4321.987] {
+            let s = Schedule::new(Some(800.0), Arrivals::Constant, Some(&burst), 1, epoch).unwrap();
+            let b = s.burst.unwrap();
+            for k in 0..20_000 {
+                for t in [
+                    epoch + k as f64 * b.period_s,
+                    epoch + k as f64 * b.period_s + b.peak_s,
+                ] {
+                    let (_, end) = s.phase(t);
+                    assert!(end > t, "epoch {epoch} k {k}: phase at {t} ends at {end}");
+                    if ((t - epoch) / b.period_s).floor() < k as f64 {
+                        stuck_before += 1;
+                    }
+                }
+                let t = epoch + k as f64 * b.period_s;
+                let n = s.expected_arrivals(t, t + b.period_s);
+                assert!((n - 800.0 * 0.3).abs() < 1e-6, "k {k}: {n}");
+            }
+        }
+        // The test exercises the rounding it guards against.
+        assert!(stuck_before > 0);
+    }
+
+    #[test]
+    fn bursty_schedule_keeps_producing_arrivals_for_a_long_run() {
+        let burst = Burst {
+            ratio: 6.0,
+            fraction: 0.1,
+            period_s: 10.0,
+        };
+        let mut s = Schedule::new(Some(800.0), Arrivals::Poisson, Some(&burst), 3, 0.37).unwrap();
+        let v = arrivals_until(&mut s, 600.37);
+        let n = v.len() as f64;
+        assert!((n - 800.0 * 600.0).abs() < 800.0 * 600.0 * 0.01, "n = {n}");
     }
 }
