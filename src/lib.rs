@@ -10,6 +10,7 @@ pub mod cli;
 pub mod lab;
 pub mod load;
 pub mod metrics;
+pub mod model;
 pub mod net;
 pub mod probe;
 pub mod report;

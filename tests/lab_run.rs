@@ -258,3 +258,49 @@ fn command_target_logs_to_the_run_folder_and_404s_are_counted_apart() {
     assert_eq!(again.target.kind, synlab::scenario::TargetKind::Command);
     assert!(!resolved.contains("service_time"), "{resolved}");
 }
+
+#[test]
+fn a_server_that_answers_garbage_shows_errors_not_responses() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    // Answers every request with bytes that are not HTTP, then closes; bounded by `stop`.
+    let garbage = std::thread::spawn(move || {
+        let mut served = 0u64;
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((mut s, _)) => {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+                    let mut buf = [0u8; 2048];
+                    let _ = s.read(&mut buf);
+                    let _ = s.write_all(b"THIS IS NOT HTTP\r\n\r\nat all\n");
+                    served += 1;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        served
+    });
+    let toml = format!(
+        "duration = \"3s\"\n[target]\nkind = \"address\"\naddress = \"127.0.0.1:{port}\"\n\n[load]\nmode = \"open\"\nrate = 100\narrivals = \"constant\"\ntimeout = \"500ms\"\n"
+    );
+    let (_, rows, _tmp) = run(&toml);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let served = garbage.join().unwrap();
+    let r = &rows[0];
+    assert!(served > 100, "the garbage server answered only {served}");
+    assert_eq!(
+        r.throughput_per_s, 0.0,
+        "garbage counted as responses: {r:?}"
+    );
+    assert!(
+        (r.errors_per_s - r.attempts_per_s).abs() / r.attempts_per_s < 0.1,
+        "every garbage answer must be an error: {:.1} errors/s of {:.1} attempts/s",
+        r.errors_per_s,
+        r.attempts_per_s
+    );
+}

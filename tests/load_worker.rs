@@ -185,7 +185,7 @@ fn open_rate_accuracy(rate: f64) {
     cfg.rate = Some(rate);
     cfg.duration_s = 10.0;
     let v = Worker::spawn(&cfg).collect();
-    let attempts = sum(&v, |d| d.attempts) as f64;
+    let attempts = sum(&v, |d| d.counts.attempts) as f64;
     let measured = attempts / elapsed(&v);
     println!(
         "open {rate}/s: measured {measured:.1}/s over {:.2} s",
@@ -197,8 +197,8 @@ fn open_rate_accuracy(rate: f64) {
         v.iter().map(|d| d.lag_us_max).max().unwrap_or(0),
         elapsed(&v)
     );
-    assert_eq!(sum(&v, |d| d.client_cap_drops), 0);
-    let responses = sum(&v, |d| d.responses) as f64;
+    assert_eq!(sum(&v, |d| d.counts.client_cap_drops), 0);
+    let responses = sum(&v, |d| d.counts.responses) as f64;
     assert!(
         responses > attempts * 0.98,
         "{responses} responses for {attempts} attempts"
@@ -230,20 +230,20 @@ fn load_sclient_flat_out_offers_d_over_t_to_a_full_backlog() {
     cfg.response_timeout_s = 1.0;
     cfg.duration_s = 3.0;
     let v = Worker::spawn(&cfg).collect();
-    let rate = sum(&v, |d| d.attempts) as f64 / elapsed(&v);
+    let rate = sum(&v, |d| d.counts.attempts) as f64 / elapsed(&v);
     let expected = 200.0 / 0.25;
     println!("sclient flat out: {rate:.0} attempts/s, D/T = {expected}");
     assert!(
         (rate / expected - 1.0).abs() < 0.10,
         "{rate}/s vs D/T = {expected}/s"
     );
-    let timeouts = sum(&v, |d| d.connect_timeouts);
+    let timeouts = sum(&v, |d| d.counts.connect_timeouts);
     assert!(
         timeouts as f64 > 0.9 * rate * 2.0,
         "only {timeouts} connect timeouts"
     );
     // Only the backlog's worth (plus SYN queue slack) ever connects.
-    assert!(sum(&v, |d| d.established) < 100);
+    assert!(sum(&v, |d| d.counts.established) < 100);
     assert!(v.iter().all(|d| d.connecting <= 200));
 }
 
@@ -254,8 +254,8 @@ fn load_closed_clients_follow_the_server() {
     cfg.clients = 8;
     cfg.duration_s = 3.0;
     let v = Worker::spawn(&cfg).collect();
-    let responses = sum(&v, |d| d.responses);
-    let attempts = sum(&v, |d| d.attempts);
+    let responses = sum(&v, |d| d.counts.responses);
+    let attempts = sum(&v, |d| d.counts.attempts);
     let rate = responses as f64 / elapsed(&v);
     println!("closed 8 clients x 10 ms: {rate:.0} responses/s, {attempts} attempts");
     assert!(
@@ -267,7 +267,7 @@ fn load_closed_clients_follow_the_server() {
         attempts.abs_diff(responses) <= 8,
         "{attempts} attempts vs {responses} responses"
     );
-    assert_eq!(sum(&v, |d| d.responses_2xx), responses);
+    assert_eq!(sum(&v, |d| d.counts.responses_2xx), responses);
 }
 
 #[test]
@@ -285,12 +285,12 @@ fn load_live_rate_change_has_no_catch_up_burst() {
     w.send(&Control::SetRate { rate: Some(3000.0) });
     let after = w.collect();
     for d in &after {
-        let r = d.attempts as f64 / d.interval_s;
+        let r = d.counts.attempts as f64 / d.interval_s;
         assert!(r <= 3000.0 * 1.2, "interval at {:.2} s ran {r:.0}/s", d.t_s);
     }
     // Well after the change the new rate holds.
     let late: Vec<_> = after.iter().filter(|d| d.t_s > 2.0 && !d.last).collect();
-    let n: u64 = late.iter().map(|d| d.attempts).sum();
+    let n: u64 = late.iter().map(|d| d.counts.attempts).sum();
     let secs: f64 = late.iter().map(|d| d.interval_s).sum();
     assert!(
         (n as f64 / secs / 3000.0 - 1.0).abs() < 0.05,
@@ -310,10 +310,10 @@ fn load_refused_port_counts_refused() {
     cfg.rate = Some(500.0);
     cfg.duration_s = 1.0;
     let v = Worker::spawn(&cfg).collect();
-    let attempts = sum(&v, |d| d.attempts);
+    let attempts = sum(&v, |d| d.counts.attempts);
     assert!(attempts > 400);
-    assert_eq!(sum(&v, |d| d.refused), attempts);
-    assert_eq!(sum(&v, |d| d.established), 0);
+    assert_eq!(sum(&v, |d| d.counts.refused), attempts);
+    assert_eq!(sum(&v, |d| d.counts.established), 0);
 }
 
 #[test]
@@ -430,9 +430,9 @@ fn load_keepalive_sends_requests_per_conn_on_each_connection() {
     cfg.duration_s = 1.0;
     let v = Worker::spawn(&cfg).collect();
     let (est, reqs, resps) = (
-        sum(&v, |d| d.established),
-        sum(&v, |d| d.requests),
-        sum(&v, |d| d.responses),
+        sum(&v, |d| d.counts.established),
+        sum(&v, |d| d.counts.requests),
+        sum(&v, |d| d.counts.responses),
     );
     assert!(resps > 100, "only {resps} responses");
     assert!(
@@ -440,7 +440,7 @@ fn load_keepalive_sends_requests_per_conn_on_each_connection() {
         "{reqs} requests on {est} connections"
     );
     assert!(reqs.abs_diff(resps) <= 4);
-    assert_eq!(sum(&v, |d| d.bad_responses), 0);
+    assert_eq!(sum(&v, |d| d.counts.bad_responses), 0);
 }
 
 #[test]
@@ -455,15 +455,15 @@ fn load_connections_are_spread_over_bind_addrs() {
         .iter()
         .map(|d| {
             (
-                d.attempts,
-                d.established,
-                d.other_errors,
-                d.addr_not_avail,
-                d.responses,
+                d.counts.attempts,
+                d.counts.established,
+                d.counts.other_errors,
+                d.counts.addr_not_avail,
+                d.counts.responses,
             )
         })
         .collect();
-    assert!(sum(&v, |d| d.responses) > 50, "{errs:?}");
+    assert!(sum(&v, |d| d.counts.responses) > 50, "{errs:?}");
     let peers = peers.lock().unwrap();
     let n2 = peers
         .iter()
@@ -497,9 +497,9 @@ fn load_burst_ratio_6_at_5_percent_end_to_end() {
     // Peaks are [0, 0.1), [2, 2.1), [4, 4.1): two 50 ms intervals each.
     let in_peak = |d: &&StatsDelta| (d.t_s - d.interval_s / 2.0).rem_euclid(2.0) < 0.1;
     let peak: Vec<&StatsDelta> = v.iter().filter(in_peak).collect();
-    let peak_rate = peak.iter().map(|d| d.attempts).sum::<u64>() as f64
+    let peak_rate = peak.iter().map(|d| d.counts.attempts).sum::<u64>() as f64
         / peak.iter().map(|d| d.interval_s).sum::<f64>();
-    let avg = sum(&v, |d| d.attempts) as f64 / elapsed(&v);
+    let avg = sum(&v, |d| d.counts.attempts) as f64 / elapsed(&v);
     println!("burst: peak {peak_rate:.0}/s, average {avg:.0}/s");
     assert!(
         ((peak_rate / avg) / 6.0 - 1.0).abs() < 0.05,
@@ -517,9 +517,9 @@ fn load_unconfigured_source_address_is_counted_and_explained() {
     cfg.duration_s = 0.5;
     cfg.bind_addrs = vec!["198.18.254.254".parse().unwrap()];
     let v = Worker::spawn(&cfg).collect();
-    let attempts = sum(&v, |d| d.attempts);
+    let attempts = sum(&v, |d| d.counts.attempts);
     assert!(attempts > 20);
-    assert_eq!(sum(&v, |d| d.other_errors), attempts);
+    assert_eq!(sum(&v, |d| d.counts.other_errors), attempts);
     let notices: Vec<&str> = v.iter().filter_map(|d| d.notice.as_deref()).collect();
     assert!(
         notices
@@ -538,7 +538,7 @@ fn load_pause_and_resume_without_catch_up() {
     cfg.duration_s = 2.0;
     let mut w = Worker::spawn(&cfg);
     let paused: Vec<StatsDelta> = (0..4).map(|_| w.next().unwrap()).collect();
-    assert_eq!(sum(&paused, |d| d.attempts), 0);
+    assert_eq!(sum(&paused, |d| d.counts.attempts), 0);
     assert!(paused.iter().all(|d| d.target_rate == 0.0));
     w.send(&Control::Resume);
     let mut resumed = Vec::new();
@@ -546,18 +546,18 @@ fn load_pause_and_resume_without_catch_up() {
         resumed.push(w.next().unwrap());
     }
     for d in &resumed {
-        let r = d.attempts as f64 / d.interval_s;
+        let r = d.counts.attempts as f64 / d.interval_s;
         assert!(
             r <= 500.0 * 1.2,
             "{r}/s after resume: caught up the paused time"
         );
     }
-    assert!(sum(&resumed, |d| d.attempts) > 150);
+    assert!(sum(&resumed, |d| d.counts.attempts) > 150);
     w.send(&Control::Pause);
     let v = w.collect();
     let tail: Vec<_> = v.iter().skip(2).collect();
     assert!(
-        tail.iter().all(|d| d.attempts == 0),
+        tail.iter().all(|d| d.counts.attempts == 0),
         "attempts while paused"
     );
 }

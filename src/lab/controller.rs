@@ -3,7 +3,7 @@
 //! control messages, and streams rows into the run folder. The headless runner and the TUI both
 //! drive it.
 
-use super::client_agg::ClientTotals;
+use super::client_agg::{ClientTotals, LoadShape};
 use super::state::{Command, Effect, Knobs, LabState, PathKnobs, Warning};
 use crate::load::protocol::{Burst, Control, MixEntry, Mode, StatsDelta, WorkerConfig};
 use crate::report::run_folder::RunFolder;
@@ -692,14 +692,14 @@ impl Controller {
                             self.log(&line);
                         }
                     }
-                    if d.addr_not_avail > 0 {
+                    if d.counts.addr_not_avail > 0 {
                         self.state.warn(Warning::PortsRunningOut);
                     }
-                    if d.out_of_fds > 0 {
+                    if d.counts.out_of_fds > 0 {
                         self.state.warn(Warning::OutOfFds);
                     }
-                    self.run_responses += d.responses;
-                    self.run_attempts += d.attempts;
+                    self.run_responses += d.counts.responses;
+                    self.run_attempts += d.counts.attempts;
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
@@ -979,7 +979,11 @@ impl Controller {
                 })
                 .collect();
         }
-        if let Some(why) = self.point.as_ref().and_then(|p| p.1.client_bound()) {
+        let load = LoadShape {
+            mode: self.state.knobs.mode,
+            timeout_s: self.state.knobs.timeout.as_secs_f64(),
+        };
+        if let Some(why) = self.point.as_ref().and_then(|p| p.1.client_bound(&load)) {
             self.state.warn(Warning::ClientBound(why));
         }
         self.state.store.push(t, &cols);

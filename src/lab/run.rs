@@ -1,7 +1,7 @@
 //! `synlab run`: a headless run of a scenario — its steps, or its sweep point by point with
 //! warm-up, hold and cool-down — with a progress bar, a run folder and a summary table.
 
-use super::client_agg::ClientTotals;
+use super::client_agg::{ClientTotals, LoadShape};
 use super::controller::{Controller, RunOptions};
 use super::state::Command;
 use crate::load::protocol::Mode;
@@ -141,21 +141,24 @@ pub fn summary_row(
             f64::NAN
         }
     };
-    let bound = tot.client_bound();
+    let bound = tot.client_bound(&LoadShape {
+        mode: ctrl.state.knobs.mode,
+        timeout_s: ctrl.state.knobs.timeout.as_secs_f64(),
+    });
     SummaryRow {
         point,
         mode: format!("{:?}", ctrl.state.knobs.mode).to_lowercase(),
         hold_s: dt,
         offered_rate: nan_or(ctrl.state.knobs.rate),
-        attempts_per_s: tot.attempts as f64 / dt,
-        established_per_s: tot.established as f64 / dt,
-        throughput_per_s: tot.responses as f64 / dt,
-        non2xx_per_s: tot.responses_non2xx as f64 / dt,
+        attempts_per_s: tot.counts.attempts as f64 / dt,
+        established_per_s: tot.counts.established as f64 / dt,
+        throughput_per_s: tot.counts.responses as f64 / dt,
+        non2xx_per_s: tot.counts.responses_non2xx as f64 / dt,
         server_responses_per_s: nan_or(server_rate),
-        bytes_in_per_s: tot.bytes_in as f64 / dt,
+        bytes_in_per_s: tot.counts.bytes_in as f64 / dt,
         errors_per_s: tot.errors() as f64 / dt,
-        connect_timeouts_per_s: tot.connect_timeouts as f64 / dt,
-        refused_per_s: tot.refused as f64 / dt,
+        connect_timeouts_per_s: tot.counts.connect_timeouts as f64 / dt,
+        refused_per_s: tot.counts.refused as f64 / dt,
         connect_p50_ms: q(&tot.connect, 0.5),
         connect_p99_ms: q(&tot.connect, 0.99),
         total_p50_ms: q(&tot.total, 0.5),
@@ -182,14 +185,14 @@ pub fn summary_row(
         cpu_iowait_pct: mean("cpu_iowait_pct"),
         cpu_steal_pct: mean("cpu_steal_pct"),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
-        check_syn_vs_attempts_pct: cross(tot.attempts as f64 / dt, mean("syn_in_per_s")),
+        check_syn_vs_attempts_pct: cross(tot.counts.attempts as f64 / dt, mean("syn_in_per_s")),
         check_syn_tolerance_pct: crate::report::run_folder::syn_check_tolerance_pct(
-            tot.attempts as f64 / dt,
+            tot.counts.attempts as f64 / dt,
             dt,
             ctrl.state.interval_s,
         ),
         check_server_vs_client_pct: match server_rate {
-            Some(s) => cross(tot.responses as f64 / dt, s),
+            Some(s) => cross(tot.counts.responses as f64 / dt, s),
             None => f64::NAN,
         },
         client_bound: bound.is_some(),

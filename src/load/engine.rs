@@ -386,7 +386,7 @@ impl Engine {
                     n += 1;
                     self.note_lag(now, due_ns);
                     if self.connecting >= d {
-                        self.stats.client_cap_drops += 1;
+                        self.stats.counts.client_cap_drops += 1;
                     } else {
                         self.start_attempt(due_ns, now, false);
                     }
@@ -408,14 +408,14 @@ impl Engine {
 
     fn note_lag(&mut self, now: u64, due: u64) {
         let lag_us = now.saturating_sub(due) / 1000;
-        self.stats.scheduled += 1;
-        self.stats.lag_us_sum += lag_us;
+        self.stats.counts.scheduled += 1;
+        self.stats.counts.lag_us_sum += lag_us;
         self.stats.lag_us_max = self.stats.lag_us_max.max(lag_us);
     }
 
     /// Opens a socket and starts a non-blocking connect whose scheduled start was `sched`.
     fn start_attempt(&mut self, sched: u64, now: u64, client: bool) {
-        self.stats.attempts += 1;
+        self.stats.counts.attempts += 1;
         let fd = match io::tcp_socket(self.target.family()) {
             Ok(fd) => fd,
             Err(e) => return self.attempt_failed(e, now, client),
@@ -427,7 +427,7 @@ impl Engine {
                 io::close(fd);
                 if e == libc::EADDRNOTAVAIL {
                     // Not a port shortage: the source address is not on this host.
-                    self.stats.other_errors += 1;
+                    self.stats.counts.other_errors += 1;
                     if !self.told_bind {
                         self.told_bind = true;
                         self.notices.push(format!(
@@ -506,7 +506,7 @@ impl Engine {
     }
 
     fn count_error(&mut self, e: io::Errno) {
-        let s = &mut self.stats;
+        let s = &mut self.stats.counts;
         match e {
             libc::ECONNREFUSED => s.refused += 1,
             libc::ECONNRESET | libc::EPIPE => s.resets += 1,
@@ -570,11 +570,11 @@ impl Engine {
             }
             match c.phase {
                 Phase::Connecting => {
-                    self.stats.connect_timeouts += 1;
+                    self.stats.counts.connect_timeouts += 1;
                     self.finish(idx, now);
                 }
                 Phase::Sending | Phase::Receiving => {
-                    self.stats.response_timeouts += 1;
+                    self.stats.counts.response_timeouts += 1;
                     self.finish(idx, now);
                 }
                 Phase::Draining => self.finish(idx, now),
@@ -633,7 +633,7 @@ impl Engine {
         self.connecting -= 1;
         self.slot_freed(idx, now);
         self.active += 1;
-        self.stats.established += 1;
+        self.stats.counts.established += 1;
         let sched = self.slab[idx].sched_ns;
         record(&mut self.hists.connect, now.saturating_sub(sched) / 1000);
     }
@@ -743,13 +743,13 @@ impl Engine {
 
     /// Accounts `n` more bytes of the current request as sent.
     fn request_bytes_sent(&mut self, idx: usize, n: usize) {
-        self.stats.bytes_out += n as u64;
+        self.stats.counts.bytes_out += n as u64;
         let c = &mut self.slab[idx];
         c.sent += n as u32;
         if c.sent as usize == self.requests[c.req as usize].len() {
             c.phase = Phase::Receiving;
             c.requests += 1;
-            self.stats.requests += 1;
+            self.stats.counts.requests += 1;
         }
     }
 
@@ -765,13 +765,13 @@ impl Engine {
                     return match self.slab[idx].parser.eof() {
                         Progress::Done(r) => self.response_done(idx, r, true, now),
                         _ => {
-                            self.stats.bad_responses += 1;
+                            self.stats.counts.bad_responses += 1;
                             self.finish(idx, now)
                         }
                     };
                 }
                 Ok(n) => {
-                    self.stats.bytes_in += n as u64;
+                    self.stats.counts.bytes_in += n as u64;
                     let c = &mut self.slab[idx];
                     if c.phase != Phase::Receiving {
                         continue; // unsolicited bytes after a response: drain them
@@ -792,7 +792,7 @@ impl Engine {
                             }
                         }
                         Progress::Invalid(_) => {
-                            self.stats.bad_responses += 1;
+                            self.stats.counts.bad_responses += 1;
                             return self.finish(idx, now);
                         }
                     }
@@ -807,11 +807,11 @@ impl Engine {
     }
 
     fn response_done(&mut self, idx: usize, r: http::Response, fin: bool, now: u64) {
-        self.stats.responses += 1;
+        self.stats.counts.responses += 1;
         if (200..300).contains(&r.status) {
-            self.stats.responses_2xx += 1;
+            self.stats.counts.responses_2xx += 1;
         } else {
-            self.stats.responses_non2xx += 1;
+            self.stats.counts.responses_non2xx += 1;
         }
         let c = &self.slab[idx];
         record(&mut self.hists.total, now.saturating_sub(c.sched_ns) / 1000);

@@ -3,6 +3,7 @@
 //! (JSON lines on its stdout, one per stats interval). Deltas, so nothing is lost or counted twice.
 
 use crate::metrics::hist::HistDelta;
+use crate::model::Counters;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 
@@ -127,36 +128,13 @@ pub struct StatsDelta {
     pub interval_s: f64,
     /// The rate the schedule aimed at during this interval (burst phase included), attempts/s.
     pub target_rate: f64,
-    pub attempts: u64,
-    pub established: u64,
-    pub connect_timeouts: u64,
-    /// ECONNREFUSED (an RST in answer to the SYN).
-    pub refused: u64,
-    /// ECONNRESET / EPIPE after establishment.
-    pub resets: u64,
-    /// EADDRNOTAVAIL: the client ran out of ephemeral ports.
-    pub addr_not_avail: u64,
-    /// EMFILE / ENFILE: out of descriptors.
-    pub out_of_fds: u64,
-    pub other_errors: u64,
-    /// Arrivals not started because the D cap was reached (open mode).
-    pub client_cap_drops: u64,
-    pub requests: u64,
-    pub responses: u64,
-    pub responses_2xx: u64,
-    pub responses_non2xx: u64,
-    pub response_timeouts: u64,
-    /// Responses that were not HTTP, or connections closed before the response was complete.
-    #[serde(default)]
-    pub bad_responses: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
+    /// Counter deltas over this interval (flattened: the wire format is unchanged).
+    #[serde(flatten)]
+    pub counts: Counters,
     /// Gauges.
     pub connecting: u64,
     pub active: u64,
-    /// Scheduled starts in this interval and how late they were (us).
-    pub scheduled: u64,
-    pub lag_us_sum: u64,
+    /// How late the latest scheduled start of this interval was, at most (us).
     pub lag_us_max: u64,
     /// The worker's own CPU time in this interval (s).
     pub cpu_user_s: f64,

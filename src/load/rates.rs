@@ -1,7 +1,7 @@
 //! Rate maths for the worker: what a configuration offers, how many descriptors it needs, and
 //! whether a stats interval says the client (not the server) was the limit (seed 000 §4.3).
 
-use super::protocol::{Mode, StatsDelta, WorkerConfig};
+use super::protocol::{Mode, WorkerConfig};
 
 /// The attempt rate a configuration aims at, attempts/s: the schedule's rate when set; D/T for an
 /// sclient flat out (each slot makes at least one attempt per T, seed 000 §4.2); for closed
@@ -37,87 +37,9 @@ pub fn fds_needed(cfg: &WorkerConfig) -> u64 {
     conns + SLACK
 }
 
-/// Limits past which a worker's interval measured the client rather than the server.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ClientBoundLimits {
-    /// Mean lateness of scheduled starts, microseconds.
-    pub mean_lag_us: f64,
-    /// The worker's CPU (user + system) as a share of one core.
-    pub cpu_share: f64,
-}
-
-impl Default for ClientBoundLimits {
-    fn default() -> Self {
-        ClientBoundLimits {
-            mean_lag_us: 2_000.0,
-            cpu_share: 0.9,
-        }
-    }
-}
-
-/// Why an interval is client-bound, if it is: attempts started late on average, or the worker
-/// used (nearly) a whole core, so the offered load was not what was asked for.
-pub fn client_bound(d: &StatsDelta, limits: &ClientBoundLimits) -> Option<String> {
-    if d.scheduled > 0 {
-        let mean = d.lag_us_sum as f64 / d.scheduled as f64;
-        if mean > limits.mean_lag_us {
-            return Some(format!(
-                "worker {} started attempts {:.1} ms late on average (max {:.1} ms)",
-                d.worker,
-                mean / 1000.0,
-                d.lag_us_max as f64 / 1000.0
-            ));
-        }
-    }
-    if d.interval_s > 0.0 {
-        let share = (d.cpu_user_s + d.cpu_sys_s) / d.interval_s;
-        if share > limits.cpu_share {
-            return Some(format!(
-                "worker {} used {:.0} % of a core",
-                d.worker,
-                share * 100.0
-            ));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn client_bound_by_lag_or_cpu() {
-        let lim = ClientBoundLimits::default();
-        let ok = StatsDelta {
-            worker: 2,
-            interval_s: 0.1,
-            scheduled: 100,
-            lag_us_sum: 100 * 50,
-            lag_us_max: 400,
-            cpu_sys_s: 0.05,
-            ..StatsDelta::default()
-        };
-        assert_eq!(client_bound(&ok, &lim), None);
-        let late = StatsDelta {
-            lag_us_sum: 100 * 5_000,
-            lag_us_max: 12_000,
-            ..ok.clone()
-        };
-        assert_eq!(
-            client_bound(&late, &lim).unwrap(),
-            "worker 2 started attempts 5.0 ms late on average (max 12.0 ms)"
-        );
-        let busy = StatsDelta {
-            cpu_user_s: 0.02,
-            cpu_sys_s: 0.075,
-            ..ok
-        };
-        assert_eq!(
-            client_bound(&busy, &lim).unwrap(),
-            "worker 2 used 95 % of a core"
-        );
-    }
 
     #[test]
     fn sclient_flat_out_offers_d_over_t() {

@@ -1,0 +1,142 @@
+//! The client's event counters: one type for a worker's per-interval deltas and for the sums
+//! the controller folds them into, with one `add` and one rule for what counts as an error.
+
+use serde::{Deserialize, Serialize};
+
+/// Counts of client events over some span of time (a report interval, a sample, a point, a run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub attempts: u64,
+    pub established: u64,
+    pub connect_timeouts: u64,
+    /// ECONNREFUSED (an RST in answer to the SYN).
+    pub refused: u64,
+    /// ECONNRESET / EPIPE after establishment.
+    pub resets: u64,
+    /// EADDRNOTAVAIL: the client ran out of ephemeral ports.
+    pub addr_not_avail: u64,
+    /// EMFILE / ENFILE: out of descriptors.
+    pub out_of_fds: u64,
+    pub other_errors: u64,
+    /// Arrivals not started because the D cap was reached (open mode).
+    pub client_cap_drops: u64,
+    pub requests: u64,
+    pub responses: u64,
+    pub responses_2xx: u64,
+    pub responses_non2xx: u64,
+    pub response_timeouts: u64,
+    /// Responses that were not HTTP, or connections closed before the response was complete.
+    #[serde(default)]
+    pub bad_responses: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Scheduled starts and how late they were in sum (us).
+    pub scheduled: u64,
+    pub lag_us_sum: u64,
+}
+
+impl Counters {
+    /// Adds another span's counts: the one place where counters are summed, so a counter added
+    /// to the struct cannot be dropped on its way from the worker to the results.
+    pub fn add(&mut self, o: &Counters) {
+        // Destructured so that a new field is a compile error here until it is summed.
+        let Counters {
+            attempts,
+            established,
+            connect_timeouts,
+            refused,
+            resets,
+            addr_not_avail,
+            out_of_fds,
+            other_errors,
+            client_cap_drops,
+            requests,
+            responses,
+            responses_2xx,
+            responses_non2xx,
+            response_timeouts,
+            bad_responses,
+            bytes_in,
+            bytes_out,
+            scheduled,
+            lag_us_sum,
+        } = *o;
+        self.attempts += attempts;
+        self.established += established;
+        self.connect_timeouts += connect_timeouts;
+        self.refused += refused;
+        self.resets += resets;
+        self.addr_not_avail += addr_not_avail;
+        self.out_of_fds += out_of_fds;
+        self.other_errors += other_errors;
+        self.client_cap_drops += client_cap_drops;
+        self.requests += requests;
+        self.responses += responses;
+        self.responses_2xx += responses_2xx;
+        self.responses_non2xx += responses_non2xx;
+        self.response_timeouts += response_timeouts;
+        self.bad_responses += bad_responses;
+        self.bytes_in += bytes_in;
+        self.bytes_out += bytes_out;
+        self.scheduled += scheduled;
+        self.lag_us_sum += lag_us_sum;
+    }
+
+    /// Every failed request a person would count: connections that never got a response.
+    /// Malformed or truncated responses are errors, not responses.
+    pub fn errors(&self) -> u64 {
+        self.connect_timeouts
+            + self.refused
+            + self.resets
+            + self.addr_not_avail
+            + self.out_of_fds
+            + self.other_errors
+            + self.response_timeouts
+            + self.bad_responses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_sums_every_counter_and_bad_responses_are_errors() {
+        let one = Counters {
+            attempts: 1,
+            established: 1,
+            connect_timeouts: 1,
+            refused: 1,
+            resets: 1,
+            addr_not_avail: 1,
+            out_of_fds: 1,
+            other_errors: 1,
+            client_cap_drops: 1,
+            requests: 1,
+            responses: 1,
+            responses_2xx: 1,
+            responses_non2xx: 1,
+            response_timeouts: 1,
+            bad_responses: 1,
+            bytes_in: 1,
+            bytes_out: 1,
+            scheduled: 1,
+            lag_us_sum: 1,
+        };
+        let mut sum = Counters::default();
+        sum.add(&one);
+        sum.add(&one);
+        // Every field doubled: serialise and check each value is 2.
+        let v = serde_json::to_value(sum).unwrap();
+        for (k, x) in v.as_object().unwrap() {
+            assert_eq!(x, 2, "{k} was not summed");
+        }
+        assert_eq!(sum.errors(), 16);
+        let garbage = Counters {
+            attempts: 5,
+            bad_responses: 5,
+            ..Default::default()
+        };
+        assert_eq!(garbage.errors(), 5);
+    }
+}

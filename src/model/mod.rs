@@ -1,0 +1,6 @@
+//! The shared vocabulary of the lab: types every layer speaks (the worker's counters, ...).
+//! A leaf: it imports nothing of synlab, so any module may depend on it.
+
+pub mod counters;
+
+pub use counters::Counters;
