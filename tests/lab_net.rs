@@ -84,10 +84,14 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     run_for(&mut c, 1.0);
     c.begin_point();
     run_for(&mut c, 3.0);
-    let (_, _, tot, _) = c.end_point().unwrap();
+    let tot = c.end_point().unwrap().client;
     // Half the connections cross 0 ms, half 80 ms: p25 near 0, p75 near 80 ms.
     let q = |x| tot.connect.value_at_quantile(x) as f64 / 1000.0;
-    assert!(tot.responses > 300, "responses {}", tot.responses);
+    assert!(
+        tot.counts.responses > 300,
+        "responses {}",
+        tot.counts.responses
+    );
     assert!(q(0.25) < 10.0, "near path connect p25 {} ms", q(0.25));
     assert!(
         (78.0..90.0).contains(&q(0.75)),
@@ -104,14 +108,17 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     run_for(&mut c, 1.0);
     c.begin_point();
     run_for(&mut c, 2.0);
-    let (_, _, tot, _) = c.end_point().unwrap();
+    let tot = c.end_point().unwrap().client;
     let q = |x| tot.connect.value_at_quantile(x) as f64 / 1000.0;
     assert!(
         (18.0..30.0).contains(&q(0.75)),
         "far path after change: p75 {} ms",
         q(0.75)
     );
-    assert_eq!(tot.resets, 0, "a live change must not reset connections");
+    assert_eq!(
+        tot.counts.resets, 0,
+        "a live change must not reset connections"
+    );
     let frames = c.state.store.last("router_frames_per_s").unwrap_or(0.0);
     assert!(frames > 100.0, "router relayed {frames} frames/s");
 

@@ -304,3 +304,48 @@ fn a_server_that_answers_garbage_shows_errors_not_responses() {
         r.attempts_per_s
     );
 }
+
+#[test]
+fn run_totals_account_for_every_attempt_and_match_the_servers_count() {
+    // Overloaded a little (capacity 500/s, 700/s offered), so the end of the run has
+    // connections queued, in flight and timing out.
+    let toml = format!(
+        "duration = \"3s\"\n{SERVER}\n[load]\nmode = \"open\"\nrate = 700\ntimeout = \"500ms\"\n"
+    );
+    let (dir, rows, _tmp) = run(&toml);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let t = &json["run_totals"];
+    let n = |k: &str| {
+        t[k].as_u64()
+            .unwrap_or_else(|| panic!("run_totals.{k}: {t}"))
+    };
+    let (attempts, responses, errors, left) = (
+        n("attempts"),
+        n("responses"),
+        n("errors"),
+        n("in_flight_at_end"),
+    );
+    assert!(attempts > 1_000, "{t}");
+    assert_eq!(
+        attempts,
+        responses + errors + left,
+        "every attempt ends as a response, an error or in flight: {t}"
+    );
+    let server = n("server_responses");
+    assert!(
+        server.abs_diff(responses) <= left,
+        "the server answered {server}, the client counted {responses} (in flight at end {left})"
+    );
+    let kinds = &t["errors_by_kind"];
+    let sum: u64 = kinds
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, errors, "errors by kind add up: {kinds}");
+    // The point's own counts are there too.
+    let p = rows[0].totals.as_ref().expect("point totals");
+    assert!(p.attempts > 0 && p.attempts <= attempts);
+}

@@ -69,7 +69,7 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         16.0
     );
     let syns = store.last("syn_in_total").expect("pcap SYN total");
-    let attempts = c.run_attempts as f64;
+    let attempts = c.run.attempts as f64;
     assert!(attempts > 4000.0, "only {attempts} attempts");
     let diff = (syns - attempts) / attempts * 100.0;
     assert!(

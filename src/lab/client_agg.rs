@@ -166,6 +166,38 @@ impl ClientTotals {
         None
     }
 
+    /// Why a measurement window of `window_s` seconds with `workers` load workers measured
+    /// nothing trustworthy: no attempt at all while load was asked for (a schedule that stopped
+    /// advancing, a worker stuck), or a worker that never reported or stopped reporting.
+    pub fn measured_nothing(&self, window_s: f64, workers: usize) -> Option<String> {
+        if self.counts.attempts == 0 && self.counts.client_cap_drops == 0 {
+            return Some(format!(
+                "no connection attempt in the {window_s:.1} s window although load was asked \
+                 for: the load generator measured nothing (see run.log)"
+            ));
+        }
+        let reported = self.span_by_worker.len();
+        if reported < workers {
+            return Some(format!(
+                "{} of {workers} load workers never reported in the {window_s:.1} s window",
+                workers - reported
+            ));
+        }
+        // Reports every 100 ms: a worker whose reports cover under half the window stopped.
+        if window_s >= 1.0 {
+            if let Some((w, span)) = self
+                .span_by_worker
+                .iter()
+                .find(|(_, &span)| span < 0.5 * window_s)
+            {
+                return Some(format!(
+                    "load worker {w} reported for only {span:.1} s of the {window_s:.1} s window"
+                ));
+            }
+        }
+        None
+    }
+
     /// Quantile in milliseconds, None when nothing was recorded.
     pub fn q_ms(h: &Histogram<u64>, q: f64) -> Option<f64> {
         (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
@@ -393,5 +425,27 @@ mod tests {
         let get = |n: &str| cols.iter().find(|c| c.0 == n).unwrap().1;
         assert_eq!(get("errors_per_s"), Some(100.0));
         assert_eq!(get("responses_per_s"), Some(0.0));
+    }
+
+    #[test]
+    fn a_window_without_attempts_or_with_a_silent_worker_measured_nothing() {
+        let t = ClientTotals::default();
+        assert!(t
+            .measured_nothing(5.0, 1)
+            .unwrap()
+            .contains("no connection attempt"));
+        let mut t = ClientTotals::default();
+        for _ in 0..50 {
+            let mut d = delta(100, 10, 0.01);
+            d.worker = 0;
+            t.add(&d);
+        }
+        assert_eq!(t.measured_nothing(5.0, 1), None);
+        assert!(t.measured_nothing(5.0, 2).unwrap().contains("1 of 2"));
+        let mut d = delta(100, 10, 0.01);
+        d.worker = 1;
+        t.add(&d);
+        let why = t.measured_nothing(5.0, 2).unwrap();
+        assert!(why.contains("worker 1 reported for only 0.1 s"), "{why}");
     }
 }

@@ -6,6 +6,7 @@
 use super::client_agg::{ClientTotals, LoadShape};
 use super::state::{Command, Effect, Knobs, LabState, PathKnobs, Warning};
 use crate::load::protocol::{Burst, Control, MixEntry, Mode, StatsDelta, WorkerConfig};
+use crate::model::{Counters, Totals};
 use crate::report::run_folder::RunFolder;
 use crate::scenario::{HttpVersion, Scenario, Step, TargetKind, Workload};
 use crate::sys::process::{ChildProc, Spawn};
@@ -62,6 +63,19 @@ pub struct RunOptions {
     pub network_fallback: bool,
 }
 
+/// A measurement window (a sweep point's hold, or a whole TUI session) once it has ended.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Start and end, seconds since the run started (controller clock).
+    pub t0: f64,
+    pub t1: f64,
+    /// The workers' reports that arrived in it.
+    pub client: ClientTotals,
+    /// The server's own responses/s and count in it (built-in server), when it reported.
+    pub server_rate: Option<f64>,
+    pub server_responses: Option<u64>,
+}
+
 pub struct Controller {
     pub scenario: Scenario,
     pub state: LabState,
@@ -98,14 +112,16 @@ pub struct Controller {
     opts: RunOptions,
     notices: Vec<String>,
     /// Client-counted responses over the whole run (for the final cross-check).
-    run_responses: u64,
-    /// Client-counted connection attempts over the whole run.
-    pub run_attempts: u64,
+    /// Every worker report's counts since the start, the final drain included.
+    pub run: Counters,
     /// (client responses, server responses, difference %) once the run has stopped.
     pub final_check: Option<(u64, u64, f64)>,
 }
 
 /// Picks a free TCP port on loopback (the server binds it right after; the race is benign).
+/// The longest the end of a run waits for connections in flight.
+const MAX_DRAIN_S: f64 = 10.0;
+
 fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr()?.port())
@@ -236,8 +252,7 @@ impl Controller {
             next_step: 0,
             opts,
             notices: Vec::new(),
-            run_responses: 0,
-            run_attempts: 0,
+            run: Counters::default(),
             final_check: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
@@ -698,8 +713,7 @@ impl Controller {
                     if d.counts.out_of_fds > 0 {
                         self.state.warn(Warning::OutOfFds);
                     }
-                    self.run_responses += d.counts.responses;
-                    self.run_attempts += d.counts.attempts;
+                    self.run.add(&d.counts);
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
@@ -1086,6 +1100,11 @@ impl Controller {
         }
     }
 
+    /// How many load workers run now.
+    pub fn worker_count(&self) -> usize {
+        self.workers.len()
+    }
+
     /// Starts counting a measurement window (a sweep point's hold).
     pub fn begin_point(&mut self) {
         self.pump_messages();
@@ -1096,24 +1115,57 @@ impl Controller {
         ));
     }
 
-    /// Ends the window and returns its start and end, the client totals, and the server's
-    /// responses/s in it: between its own reports (every 100 ms), over the time they say
-    /// passed, so the rate does not depend on where the window's edges fell between reports.
-    pub fn end_point(&mut self) -> Option<(f64, f64, ClientTotals, Option<f64>)> {
+    /// Ends the window and returns it: its start and end, the client totals, and the server's
+    /// responses in it. The server's rate is taken between its own reports (every 100 ms), over
+    /// the time they say passed, so it does not depend on where the window's edges fell.
+    pub fn end_point(&mut self) -> Option<Window> {
         self.pump_messages();
-        let (t0, totals, s0) = self.point.take()?;
+        let (t0, client, s0) = self.point.take()?;
         let t1 = self.elapsed();
-        let server = match (s0, &self.server_last) {
+        let (server_rate, server_responses) = match (s0, &self.server_last) {
             (Some(a), Some(b)) if b.t_s > a.t_s => {
-                Some(b.responses.saturating_sub(a.responses) as f64 / (b.t_s - a.t_s))
+                let n = b.responses.saturating_sub(a.responses);
+                (Some(n as f64 / (b.t_s - a.t_s)), Some(n))
             }
-            _ => None,
+            _ => (None, None),
         };
-        Some((t0, t1, totals, server))
+        Some(Window {
+            t0,
+            t1,
+            client,
+            server_rate,
+            server_responses,
+        })
+    }
+
+    /// The end of the run: the workers start nothing new and finish what is in flight, bounded
+    /// by the timeouts, so the run's totals hold every attempt's outcome (what is still open
+    /// at the bound is counted in `in_flight_at_end`).
+    fn drain_workers(&mut self) {
+        if self.workers.is_empty() {
+            return;
+        }
+        self.send_all(&Control::Drain);
+        let bound =
+            self.state.knobs.timeout.as_secs_f64() + self.scenario.load.response_timeout.secs();
+        let deadline = Instant::now() + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
+        while Instant::now() < deadline {
+            self.pump_messages();
+            if self.workers.iter_mut().all(|w| w.try_wait().is_some()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.pump_messages();
+        let in_flight = self.run.in_flight_at_end;
+        self.log(&format!(
+            "drained: the workers finished what was in flight ({in_flight} still open at the bound)"
+        ));
     }
 
     /// Stops the workers and the target, then writes the events file.
     pub fn shutdown(&mut self) {
+        self.drain_workers();
         self.probe.take();
         self.send_all(&Control::Stop);
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -1128,7 +1180,7 @@ impl Controller {
             self.pump_messages();
             // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
             if let Some(st) = &self.server_last {
-                let (c, sv) = (self.run_responses, st.responses);
+                let (c, sv) = (self.run.responses, st.responses);
                 let diff = if c > 0 {
                     (sv as f64 - c as f64) / c as f64 * 100.0
                 } else {
@@ -1155,6 +1207,11 @@ impl Controller {
         }
         let events = self.state.store.events.clone();
         let check = self.final_check;
+        let run = self.run;
+        let store = &self.state.store;
+        let syn_total = (store.last(super::columns::SYN_IN_ESTIMATED) == Some(0.0))
+            .then(|| store.last(super::columns::SYN_IN_TOTAL))
+            .flatten();
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
         let notices = self.notices.clone();
         if let Some(f) = &mut self.folder {
@@ -1172,6 +1229,10 @@ impl Controller {
                     serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": d.abs() <= 2.0}),
                 );
             }
+            let mut totals = Totals::of(&run, run.in_flight_at_end);
+            totals.server_responses = check.map(|(_, sv, _)| sv);
+            totals.syn_in = syn_total.map(|v| v as u64);
+            f.run_totals = Some(totals);
             let _ = f.write_summary();
             f.log("stopped; everything started by this run has exited");
         }

@@ -31,6 +31,8 @@ pub mod columns {
     pub const SERVER_RESPONSES: &str = "server_responses_per_s";
     /// Probe columns the TUI draws (names from `probe::ProbeSample::columns`).
     pub const SYN_IN: &str = "syn_in_per_s";
+    pub const SYN_IN_TOTAL: &str = "syn_in_total";
+    pub const SYN_IN_ESTIMATED: &str = "syn_in_estimated";
     pub const ACCEPT_QUEUE: &str = "accept_queue";
     pub const ACCEPT_QUEUE_LIMIT: &str = "accept_queue_limit";
     pub const SYN_RECV: &str = "syn_recv";

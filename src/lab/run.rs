@@ -2,9 +2,10 @@
 //! warm-up, hold and cool-down — with a progress bar, a run folder and a summary table.
 
 use super::client_agg::{ClientTotals, LoadShape};
-use super::controller::{Controller, RunOptions};
+use super::controller::{Controller, RunOptions, Window};
 use super::state::Command;
 use crate::load::protocol::Mode;
+use crate::model::Totals;
 use crate::report::run_folder::SummaryRow;
 use crate::scenario::{Scenario, SweepValue};
 use std::path::{Path, PathBuf};
@@ -121,11 +122,8 @@ fn nan_or(v: Option<f64>) -> f64 {
 }
 
 /// Builds a summary row from a measurement window.
-pub fn summary_row(
-    ctrl: &Controller,
-    point: usize,
-    (t0, t1, tot, server_rate): (f64, f64, ClientTotals, Option<f64>),
-) -> SummaryRow {
+pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
+    let (t0, t1, tot, server_rate) = (w.t0, w.t1, &w.client, w.server_rate);
     // Client rates over the time the workers' reports cover (not the controller's wall
     // window, whose edges fall between reports), as the time series does.
     let dt = tot.covered_s().unwrap_or(t1 - t0).max(1e-3);
@@ -198,8 +196,32 @@ pub fn summary_row(
         client_bound: bound.is_some(),
         client_bound_reason: bound.unwrap_or_default(),
         backend: ctrl.state.backend.clone(),
+        totals: Some(window_totals(ctrl, &w)),
         ..Default::default()
     }
+}
+
+/// A window's counts: the client's, the SYNs pcap saw between the samples at its edges, and
+/// the server's own count.
+fn window_totals(ctrl: &Controller, w: &Window) -> Totals {
+    let mut t = Totals::of(&w.client.counts, w.client.in_flight);
+    let store = &ctrl.state.store;
+    let pcap = store.last(crate::lab::columns::SYN_IN_ESTIMATED) == Some(0.0);
+    if pcap {
+        let series = store.series(crate::lab::columns::SYN_IN_TOTAL, 0.0);
+        let at = |edge: f64| {
+            series
+                .iter()
+                .take_while(|(x, _)| *x <= edge)
+                .last()
+                .map(|p| p.1)
+        };
+        if let (Some(a), Some(b)) = (at(w.t0), at(w.t1)) {
+            t.syn_in = Some((b - a).max(0.0) as u64);
+        }
+    }
+    t.server_responses = w.server_responses;
+    t
 }
 
 /// Pumps the controller for `secs`; false if interrupted or finished early.
@@ -299,6 +321,11 @@ pub fn run_scenario(
             interrupted = true;
         }
         let window = ctrl.end_point().expect("a point was begun");
+        if failed.is_none() && !interrupted {
+            failed = window
+                .client
+                .measured_nothing(window.t1 - window.t0, ctrl.worker_count());
+        }
         let mut row = summary_row(&ctrl, i + 1, window);
         row.param = param.clone();
         row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
@@ -432,8 +459,12 @@ pub fn run_main(
         eprintln!("synlab: interrupted; the run folder holds what was measured");
         return Ok(ExitCode::from(130));
     }
-    if !rows.is_empty() && rows.iter().all(|r| r.failed) {
-        eprintln!("synlab: every point failed; see run.log in the run folder");
+    let failed = rows.iter().filter(|r| r.failed).count();
+    if failed > 0 {
+        eprintln!(
+            "synlab: {failed} of {} points failed; see the table and run.log in the run folder",
+            rows.len()
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

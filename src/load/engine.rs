@@ -155,6 +155,8 @@ pub struct Engine {
     /// Closed clients alive (connected, connecting or thinking).
     clients_alive: u32,
     paused: bool,
+    /// Drain: no new attempts; the worker exits once nothing is in flight.
+    draining: bool,
     stop: bool,
     backoff_until_ns: u64,
     stats: StatsDelta,
@@ -234,6 +236,7 @@ impl Engine {
             active: 0,
             clients_alive: 0,
             paused: cfg.paused,
+            draining: false,
             stop: false,
             backoff_until_ns: 0,
             stats,
@@ -269,6 +272,9 @@ impl Engine {
             if self.stop || now >= self.end_ns {
                 break;
             }
+            if self.draining && self.connecting + self.active == 0 {
+                break;
+            }
             self.expire_timers(now);
             self.start_attempts(now);
             if now >= self.next_stats_ns && !self.emit_stats(now, false) {
@@ -289,6 +295,8 @@ impl Engine {
                 }
             }
         }
+        // Connections still open now never finish: counted apart, so the totals add up.
+        self.stats.counts.in_flight_at_end += self.connecting + self.active;
         self.close_all();
         let now = self.now_ns();
         self.emit_stats(now, true);
@@ -957,6 +965,12 @@ impl Engine {
                 // Continue from now: the paused time is not caught up.
                 self.schedule.restart(t);
                 self.spawn_clients(now);
+            }
+            Control::Drain => {
+                // As a pause that never resumes: in-flight attempts run to their end.
+                self.paused = true;
+                self.draining = true;
+                self.retire_idle_clients();
             }
             Control::Stop => self.stop = true,
         }

@@ -113,6 +113,8 @@ pub enum Control {
     },
     Pause,
     Resume,
+    /// Start nothing new; exit (after a final stats delta) once nothing is in flight.
+    Drain,
     /// Close everything and exit after sending a final stats delta.
     Stop,
 }

@@ -33,6 +33,10 @@ pub struct Counters {
     /// Scheduled starts and how late they were in sum (us).
     pub scheduled: u64,
     pub lag_us_sum: u64,
+    /// Connections still open when the worker stopped (not finished: neither responses nor
+    /// errors).
+    #[serde(default)]
+    pub in_flight_at_end: u64,
 }
 
 impl Counters {
@@ -60,6 +64,7 @@ impl Counters {
             bytes_out,
             scheduled,
             lag_us_sum,
+            in_flight_at_end,
         } = *o;
         self.attempts += attempts;
         self.established += established;
@@ -80,6 +85,7 @@ impl Counters {
         self.bytes_out += bytes_out;
         self.scheduled += scheduled;
         self.lag_us_sum += lag_us_sum;
+        self.in_flight_at_end += in_flight_at_end;
     }
 
     /// Every failed request a person would count: connections that never got a response.
@@ -93,6 +99,67 @@ impl Counters {
             + self.other_errors
             + self.response_timeouts
             + self.bad_responses
+    }
+}
+
+/// Counts of a point or a run as summary.json gives them, to hold against a server's log or
+/// a packet capture: every attempt ends as a response, an error, or in flight at the end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub attempts: u64,
+    pub established: u64,
+    /// Complete HTTP responses, any status.
+    pub responses: u64,
+    pub non2xx: u64,
+    pub errors: u64,
+    pub errors_by_kind: ErrorKinds,
+    /// Attempts neither answered nor failed when the window (or the run) ended.
+    pub in_flight_at_end: u64,
+    /// SYNs the server's interface saw (pcap), when captured, as of the probe sample nearest
+    /// before the end.
+    pub syn_in: Option<u64>,
+    /// The server's own count of responses (built-in server, or its access log), when known.
+    pub server_responses: Option<u64>,
+}
+
+/// [`Counters::errors`] split by cause.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorKinds {
+    pub connect_timeouts: u64,
+    pub refused: u64,
+    pub resets: u64,
+    pub bad_responses: u64,
+    pub response_timeouts: u64,
+    /// EADDRNOTAVAIL: ephemeral ports exhausted.
+    pub addr_not_avail: u64,
+    /// EMFILE / ENFILE: descriptors exhausted.
+    pub out_of_fds: u64,
+    pub other: u64,
+}
+
+impl Totals {
+    /// The counts of `c`; `in_flight_at_end` is what was still open when they were taken.
+    pub fn of(c: &Counters, in_flight_at_end: u64) -> Self {
+        Totals {
+            attempts: c.attempts,
+            established: c.established,
+            responses: c.responses,
+            non2xx: c.responses_non2xx,
+            errors: c.errors(),
+            errors_by_kind: ErrorKinds {
+                connect_timeouts: c.connect_timeouts,
+                refused: c.refused,
+                resets: c.resets,
+                bad_responses: c.bad_responses,
+                response_timeouts: c.response_timeouts,
+                addr_not_avail: c.addr_not_avail,
+                out_of_fds: c.out_of_fds,
+                other: c.other_errors,
+            },
+            in_flight_at_end,
+            syn_in: None,
+            server_responses: None,
+        }
     }
 }
 
@@ -122,6 +189,7 @@ mod tests {
             bytes_out: 1,
             scheduled: 1,
             lag_us_sum: 1,
+            in_flight_at_end: 1,
         };
         let mut sum = Counters::default();
         sum.add(&one);

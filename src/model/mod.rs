@@ -3,4 +3,4 @@
 
 pub mod counters;
 
-pub use counters::Counters;
+pub use counters::{Counters, ErrorKinds, Totals};

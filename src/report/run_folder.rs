@@ -81,6 +81,9 @@ pub struct SummaryRow {
     pub client_bound: bool,
     pub client_bound_reason: String,
     pub backend: String,
+    /// The point's counts (summary.json only: the CSV has the rates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<crate::model::Totals>,
 }
 
 /// The share of responses (%) that were not 2xx, when it is over 1 %: past that the throughput
@@ -117,6 +120,8 @@ pub struct RunFolder {
     pub summary: Vec<SummaryRow>,
     /// Extra facts for summary.json (backend, target, notices).
     pub meta: serde_json::Map<String, serde_json::Value>,
+    /// The whole run's counts, once it has ended (summary.json's `run_totals`).
+    pub run_totals: Option<crate::model::Totals>,
 }
 
 impl RunFolder {
@@ -140,6 +145,7 @@ impl RunFolder {
             ts: None,
             summary: Vec::new(),
             meta: Default::default(),
+            run_totals: None,
         })
     }
 
@@ -236,10 +242,13 @@ impl RunFolder {
             csv.push('\n');
         }
         atomic_write(&self.dir.join("summary.csv"), csv.as_bytes())?;
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "meta": self.meta,
             "points": self.summary,
         });
+        if let Some(t) = &self.run_totals {
+            json["run_totals"] = serde_json::to_value(t)?;
+        }
         atomic_write(
             &self.dir.join("summary.json"),
             serde_json::to_string_pretty(&json)?.as_bytes(),
