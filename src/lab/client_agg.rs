@@ -216,8 +216,10 @@ impl ClientTotals {
     /// or three 100 ms reports instead of two must not read as half or 1.5 times the rate.
     pub fn columns(&self, dt: f64) -> Vec<(&'static str, Option<f64>)> {
         use super::columns::*;
+        // A sample that folded no worker report has no client data: a gap, not a drop to zero.
+        let reported = self.covered_s().is_some();
         let dt = self.covered_s().unwrap_or(dt);
-        let rate = |n: u64| Some(n as f64 / dt);
+        let rate = |n: u64| reported.then(|| n as f64 / dt);
         vec![
             (ATTEMPTS, rate(self.counts.attempts)),
             (ESTABLISHED, rate(self.counts.established)),
@@ -233,9 +235,9 @@ impl ClientTotals {
             (TOTAL_P50, Self::q_ms(&self.total, 0.5)),
             (TOTAL_P90, Self::q_ms(&self.total, 0.9)),
             (TOTAL_P99, Self::q_ms(&self.total, 0.99)),
-            (IN_FLIGHT, Some(self.in_flight as f64)),
-            (LAG_MAX, Some(self.lag_us_max as f64 / 1000.0)),
-            (WORKER_CPU, Some(self.cpu_s / dt * 100.0)),
+            (IN_FLIGHT, reported.then_some(self.in_flight as f64)),
+            (LAG_MAX, reported.then(|| self.lag_us_max as f64 / 1000.0)),
+            (WORKER_CPU, reported.then(|| self.cpu_s / dt * 100.0)),
         ]
     }
 }
@@ -447,5 +449,13 @@ mod tests {
         t.add(&d);
         let why = t.measured_nothing(5.0, 2).unwrap();
         assert!(why.contains("worker 1 reported for only 0.1 s"), "{why}");
+    }
+
+    #[test]
+    fn a_sample_without_worker_reports_is_a_gap_not_a_zero() {
+        let cols = ClientTotals::default().columns(0.2);
+        for (name, v) in cols {
+            assert_eq!(v, None, "{name} should be empty without client data");
+        }
     }
 }

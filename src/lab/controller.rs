@@ -109,7 +109,7 @@ pub struct Controller {
     pub folder: Option<RunFolder>,
     steps: Vec<Step>,
     next_step: usize,
-    opts: RunOptions,
+    pub opts: RunOptions,
     notices: Vec<String>,
     /// Client-counted responses over the whole run (for the final cross-check).
     /// Every worker report's counts since the start, the final drain included.

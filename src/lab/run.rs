@@ -356,6 +356,13 @@ pub fn run_scenario(
     if let Some(pb) = &pb {
         pb.finish_and_clear();
     }
+    if interrupted || ctrl.opts.interrupted.load(Ordering::Relaxed) {
+        interrupted = true;
+        ctrl.log("interrupted: the run folder holds what was measured up to here");
+        if let Some(f) = &mut ctrl.folder {
+            f.meta.insert("interrupted".into(), true.into());
+        }
+    }
     ctrl.shutdown();
     let dir = ctrl.folder_dir().map(Path::to_path_buf);
     let rows = ctrl

@@ -121,6 +121,16 @@ pub fn report(
     let _ = writeln!(md, "- **Report written:** {written_at}\n");
 
     for r in runs {
+        if r.meta.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
+            let _ = writeln!(
+                md,
+                "> **Interrupted:** `{}` was stopped before its end; the tables hold what was \
+                 measured up to then.\n",
+                r.name
+            );
+        }
+    }
+    for r in runs {
         let _ = writeln!(
             md,
             "## Summary{}\n",
