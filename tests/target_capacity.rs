@@ -24,6 +24,8 @@ fn cfg(arch: Arch, workers: u32, st_us: u64) -> ServeConfig {
         keepalive: false,
         stats_interval_ms: 20,
         accept_batch: 1,
+        lingering_close: true,
+        linger_timeout_ms: 2000,
     }
 }
 
