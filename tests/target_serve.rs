@@ -338,3 +338,17 @@ fn event_server_at_overload_leaves_connections_in_the_accept_queue() {
 fn which_ss() -> bool {
     std::process::Command::new("ss").arg("-V").output().is_ok()
 }
+
+#[test]
+fn prefork_from_a_program_that_is_not_synlab_says_what_to_do() {
+    let mut c = cfg(Arch::Prefork);
+    c.workers = 1;
+    let e = Server::start_with_exe(c, std::path::Path::new("/bin/false"))
+        .err()
+        .expect("a prefork manager that is not synlab cannot start workers");
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("prefork manager") && msg.contains("SYNLAB_EXE"),
+        "{msg}"
+    );
+}
