@@ -173,3 +173,31 @@ fn a_client_that_keeps_sending_only_extends_the_linger_while_it_sends() {
     drop(a);
     srv.stop().unwrap();
 }
+
+#[test]
+fn a_worker_killed_while_holding_a_connection_frees_its_place_in_the_counts() {
+    let srv = start(Arch::Prefork, true, 30_000);
+    let addr = srv.local_addr();
+    let (a, raw) = request_and_read_to_fin(addr);
+    assert_ok(&raw);
+    let st = srv.stats();
+    assert_eq!((st.busy, st.open_conns), (1, 1), "{st:?}");
+    let pids = srv.worker_pids();
+    assert_eq!(pids.len(), 1);
+    // SAFETY: kill on the worker this test's server started.
+    unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+    // The manager reaps it, takes its connection off the counts and forks a replacement
+    // (the cap is 1, so the replacement is the only worker).
+    wait_for(
+        "a replacement worker and counts without the dead one's connection",
+        || {
+            let s = srv.stats();
+            let now = srv.worker_pids();
+            (s.workers, s.busy, s.open_conns) == (1, 0, 0) && now.len() == 1 && now[0] != pids[0]
+        },
+    );
+    let (b, raw) = request_and_read_to_fin(addr);
+    assert_ok(&raw);
+    drop((a, b));
+    srv.stop().unwrap();
+}

@@ -8,7 +8,7 @@ use super::http::{self, Method, Parse};
 use crate::sys::server_io;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// A keep-alive connection idle this long is closed (also bounds a silent client's hold on a
@@ -48,6 +48,9 @@ pub struct Shared {
     pub stop: AtomicU32,
     /// Pids of the live prefork workers (0: a free slot), written by the manager only.
     pub pids: [AtomicI32; MAX_WORKERS],
+    /// 1 while the worker in the same slot holds a connection: when a worker dies in the middle
+    /// of one, the manager takes it off `busy` and `open_conns`.
+    pub busy: [AtomicU8; MAX_WORKERS],
 }
 
 impl Shared {

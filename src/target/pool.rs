@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,14 +33,24 @@ const MANAGE_EVERY: Duration = Duration::from_millis(5);
 const MANAGER_STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// One worker's life: accept, serve, repeat, until `stop()` or the listener is shut down.
-fn worker_loop(listener: &TcpListener, ctx: &Ctx, counters: &Counters, stop: &dyn Fn() -> bool) {
+/// `flag` (prefork) is set while a connection is held, after the counts go up and before they
+/// go down, so a worker killed in between is never taken off twice.
+fn worker_loop(
+    listener: &TcpListener,
+    ctx: &Ctx,
+    counters: &Counters,
+    flag: Option<&AtomicU8>,
+    stop: &dyn Fn() -> bool,
+) {
     while !stop() {
         match listener.accept() {
             Ok((s, _)) => {
                 counters.accepted.fetch_add(1, Relaxed);
                 counters.open_conns.fetch_add(1, Relaxed);
                 counters.busy.fetch_add(1, Relaxed);
+                flag.inspect(|f| f.store(1, Relaxed));
                 core::serve_blocking(s, ctx, counters, stop);
+                flag.inspect(|f| f.store(0, Relaxed));
                 counters.busy.fetch_sub(1, Relaxed);
                 counters.open_conns.fetch_sub(1, Relaxed);
             }
@@ -199,20 +209,31 @@ fn run_manager(listener: &TcpListener, ctx: &Ctx, shared: &Shared, parent: i32) 
     let max = ctx.cfg.max_workers.max(ctx.cfg.workers).max(1) as u64;
     let mut pids: Vec<i32> = Vec::new();
     let spawn = |pids: &mut Vec<i32>| -> io::Result<()> {
+        let slot = shared
+            .pids
+            .iter()
+            .position(|p| p.load(Relaxed) == 0)
+            .ok_or_else(|| io::Error::other("no free slot in the worker table"))?;
+        let flag = &shared.busy[slot];
+        flag.store(0, Relaxed);
         // The child blocks in accept until killed (PDEATHSIG if the manager dies first).
         let pid = server_io::fork_worker(listener.as_raw_fd(), || {
-            worker_loop(listener, ctx, counters, &|| false)
+            worker_loop(listener, ctx, counters, Some(flag), &|| false)
         })?;
-        if let Some(slot) = shared.pids.iter().find(|p| p.load(Relaxed) == 0) {
-            slot.store(pid, Relaxed);
-        }
+        shared.pids[slot].store(pid, Relaxed);
         pids.push(pid);
         counters.workers.fetch_add(1, Relaxed);
         Ok(())
     };
+    // A worker gone: free its slot, and if it died holding a connection, that connection is
+    // neither open nor keeping anyone busy any more.
     let forget = |pid: i32| {
-        if let Some(slot) = shared.pids.iter().find(|p| p.load(Relaxed) == pid) {
-            slot.store(0, Relaxed);
+        if let Some(i) = shared.pids.iter().position(|p| p.load(Relaxed) == pid) {
+            if shared.busy[i].swap(0, Relaxed) == 1 {
+                counters.busy.fetch_sub(1, Relaxed);
+                counters.open_conns.fetch_sub(1, Relaxed);
+            }
+            shared.pids[i].store(0, Relaxed);
         }
     };
     let result = (|| {
@@ -221,7 +242,7 @@ fn run_manager(listener: &TcpListener, ctx: &Ctx, shared: &Shared, parent: i32) 
         }
         while shared.stop.load(Relaxed) == 0 && server_io::parent_pid() == parent {
             std::thread::sleep(MANAGE_EVERY);
-            // A dead child (crash, OOM kill) leaves the pool; its busy slot dies with it.
+            // A dead child (crash, OOM kill) leaves the pool.
             let before = pids.len();
             pids.retain(|&p| {
                 let dead = server_io::try_reap(p);
@@ -272,7 +293,7 @@ pub fn run_threaded(
         let h = std::thread::Builder::new()
             .name(format!("serve-{n}"))
             .spawn(move || {
-                worker_loop(&l, &ctx, &sh.counters, &|| done.load(Relaxed));
+                worker_loop(&l, &ctx, &sh.counters, None, &|| done.load(Relaxed));
                 sh.counters.workers.fetch_sub(1, Relaxed);
             });
         match h {
