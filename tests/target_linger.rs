@@ -201,3 +201,71 @@ fn a_worker_killed_while_holding_a_connection_frees_its_place_in_the_counts() {
     drop((a, b));
     srv.stop().unwrap();
 }
+
+#[test]
+fn scenario_keys_default_to_apache_and_bad_values_name_the_key() {
+    let s = synlab::scenario::parse("a.toml", "[target]\narch = \"prefork\"\n").unwrap();
+    assert_eq!(
+        (
+            s.target.max_workers,
+            s.target.lingering_close,
+            s.target.linger_timeout.0
+        ),
+        (150, true, Duration::from_secs(2)),
+        "Apache's MaxRequestWorkers as shipped, lingering close, SECONDS_TO_LINGER"
+    );
+    let s = synlab::scenario::parse(
+        "b.toml",
+        "[target]\narch = \"prefork\"\nmax_workers = 150\nlingering_close = false\n",
+    )
+    .unwrap();
+    assert!(!s.target.lingering_close);
+    let err = |toml: &str| format!("{:#}", synlab::scenario::parse("c.toml", toml).unwrap_err());
+    let e = err("[target]\nlinger_timeout = \"45s\"\n");
+    assert!(
+        e.contains("target.linger_timeout") && e.contains("30s"),
+        "{e}"
+    );
+    let e = err("[target]\nlinger_timeout = \"0s\"\n");
+    assert!(e.contains("target.linger_timeout"), "{e}");
+    let e = err("[target]\nmax_workers = 20000\n");
+    assert!(
+        e.contains("target.max_workers") && e.contains("10000"),
+        "{e}"
+    );
+    let e = err("[target]\nkind = \"command\"\ncommand = \"nginx\"\nlingering_close = false\n");
+    assert!(
+        e.contains("target.lingering_close") && e.contains("built-in"),
+        "{e}"
+    );
+}
+
+#[test]
+fn serve_flags_turn_lingering_off_and_refuse_a_bad_timeout() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_synlab"))
+            .arg("serve")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--arch", "prefork", "--linger-timeout", "45s"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("linger_timeout") && e.contains("30 s"), "{e}");
+    let o = run(&[
+        "--arch",
+        "prefork",
+        "--workers",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--lingering-close",
+        "false",
+        "--duration",
+        "100ms",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("lingering close off"), "{e}");
+}
