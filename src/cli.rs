@@ -68,6 +68,9 @@ pub enum Cmd {
         #[arg(long, default_value_t = 0)]
         work: u64,
     },
+    /// (internal) The built-in prefork server's manager, which forks its workers.
+    #[command(hide = true)]
+    PreforkManager(crate::target::pool::ManagerArgs),
     /// (internal) The delay router started by the controller.
     #[command(hide = true)]
     Router {
@@ -108,6 +111,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::CgiChild { work } => {
             crate::target::dynamic::cgi_child_main(work).map(|_| ExitCode::SUCCESS)
         }
+        Cmd::PreforkManager(a) => crate::target::pool::manager_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Router { config_json } => {
             crate::net::cli::router_main(&config_json).map(|_| ExitCode::SUCCESS)
         }

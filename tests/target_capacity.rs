@@ -24,6 +24,8 @@ fn cfg(arch: Arch, workers: u32, st_us: u64) -> ServeConfig {
         keepalive: false,
         stats_interval_ms: 20,
         accept_batch: 1,
+        lingering_close: true,
+        linger_timeout_ms: 2000,
     }
 }
 
@@ -68,11 +70,15 @@ impl Remote {
         self.latest.lock().unwrap().clone()
     }
 
-    /// CPU seconds used by the server and its worker processes so far (reaped children are
-    /// not counted, live ones are read one by one).
+    /// CPU seconds used by the server and its descendants so far (prefork: the manager and
+    /// its workers; reaped children are not counted, live ones are read one by one).
     fn cpu_s(&self) -> f64 {
         let mut pids = vec![self.child.id()];
-        pids.extend(children_of(self.child.id()));
+        let mut i = 0;
+        while i < pids.len() {
+            pids.extend(children_of(pids[i]));
+            i += 1;
+        }
         pids.into_iter().map(proc_cpu_s).sum()
     }
 

@@ -9,24 +9,26 @@ use std::time::{Duration, Instant};
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
 
 fn server(arch: Arch) -> Server {
-    // Once, before any server forks: a set_var in one test thread while another forks a
-    // prefork worker leaves the child with the environment lock held, and its first CGI
-    // spawn (which reads the environment) then hangs forever.
-    static SET_EXE: std::sync::Once = std::sync::Once::new();
-    SET_EXE.call_once(|| std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab")));
-    Server::start(ServeConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        arch,
-        workers: 2,
-        max_workers: 8,
-        backlog: 64,
-        service_time_us: 0,
-        service: ServiceKind::Cpu,
-        files: vec![FileSet::Specweb96],
-        keepalive: false,
-        stats_interval_ms: 0,
-        accept_batch: 1,
-    })
+    // The synlab binary runs the prefork manager and the CGI children (this test binary
+    // cannot); nothing in this process ever forks without exec.
+    Server::start_with_exe(
+        ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            arch,
+            workers: 2,
+            max_workers: 8,
+            backlog: 64,
+            service_time_us: 0,
+            service: ServiceKind::Cpu,
+            files: vec![FileSet::Specweb96],
+            keepalive: false,
+            stats_interval_ms: 0,
+            accept_batch: 1,
+            lingering_close: true,
+            linger_timeout_ms: 2000,
+        },
+        std::path::Path::new(env!("CARGO_BIN_EXE_synlab")),
+    )
     .expect("server starts")
 }
 

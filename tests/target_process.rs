@@ -20,6 +20,8 @@ fn cfg(arch: Arch, workers: u32) -> ServeConfig {
         keepalive: false,
         stats_interval_ms: 100,
         accept_batch: 1,
+        lingering_close: true,
+        linger_timeout_ms: 2000,
     }
 }
 
@@ -152,21 +154,42 @@ fn prefork_reports_its_workers_and_they_die_with_the_parent() {
     let pid = p.child.id();
     assert_eq!(first.pid, pid);
     assert_eq!(first.workers, 3, "workers reported at start");
-    let kids = children_of(pid);
-    assert_eq!(kids.len(), 3, "worker processes under {pid}: {kids:?}");
+    // The server's one child is the exec'd manager (single-threaded, so its forks are safe);
+    // the workers are the manager's children.
+    let managers = children_of(pid);
+    assert_eq!(
+        managers.len(),
+        1,
+        "one prefork manager under {pid}: {managers:?}"
+    );
+    let comm = std::fs::read_to_string(format!("/proc/{}/cmdline", managers[0])).unwrap();
+    assert!(comm.contains("prefork-manager"), "{comm:?}");
+    let kids = children_of(managers[0]);
+    assert_eq!(
+        kids.len(),
+        3,
+        "worker processes under {}: {kids:?}",
+        managers[0]
+    );
+    let status = std::fs::read_to_string(format!("/proc/{}/status", managers[0])).unwrap();
+    assert!(
+        status.contains("Threads:\t1\n"),
+        "the manager is single-threaded"
+    );
     // They serve.
     let addr: SocketAddr = first.listen.parse().unwrap();
     get10(addr, "/specweb96/class0_1");
     assert!(p.next_stats().is_some());
-    // SIGKILL the parent: nothing may outlive it (PR_SET_PDEATHSIG).
+    // SIGKILL the server: nothing may outlive it (PR_SET_PDEATHSIG, manager then workers).
     p.child.kill().unwrap();
     p.child.wait().unwrap();
+    let all: Vec<u32> = managers.iter().chain(&kids).copied().collect();
     let t0 = Instant::now();
-    while kids.iter().any(|&k| alive(k)) {
+    while all.iter().any(|&k| alive(k)) {
         assert!(
             t0.elapsed() < Duration::from_secs(3),
-            "workers outlived the killed server: {:?}",
-            kids.iter().filter(|&&k| alive(k)).collect::<Vec<_>>()
+            "processes outlived the killed server: {:?}",
+            all.iter().filter(|&&k| alive(k)).collect::<Vec<_>>()
         );
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -21,7 +21,16 @@ fn cfg(arch: Arch) -> ServeConfig {
         keepalive: true,
         stats_interval_ms: 100,
         accept_batch: 1,
+        lingering_close: true,
+        linger_timeout_ms: 2000,
     }
+}
+
+/// Starts a server whose prefork manager and CGI children run from the synlab binary (this
+/// test binary cannot run them).
+fn start(c: ServeConfig) -> Server {
+    Server::start_with_exe(c, std::path::Path::new(env!("CARGO_BIN_EXE_synlab")))
+        .expect("server starts")
 }
 
 const ARCHS: [Arch; 3] = [Arch::Event, Arch::Prefork, Arch::Threaded];
@@ -87,7 +96,7 @@ fn get10(addr: SocketAddr, path: &str) -> Resp {
 #[test]
 fn every_arch_serves_specweb96_with_the_right_sizes_and_body() {
     for arch in ARCHS {
-        let srv = Server::start(cfg(arch)).unwrap();
+        let srv = start(cfg(arch));
         let addr = srv.local_addr();
         let mut n = 0;
         for (_, path, size) in files::fileset_paths(&FileSet::Specweb96) {
@@ -116,7 +125,7 @@ fn every_arch_serves_specweb96_with_the_right_sizes_and_body() {
 #[test]
 fn keepalive_serves_several_requests_on_one_connection() {
     for arch in ARCHS {
-        let srv = Server::start(cfg(arch)).unwrap();
+        let srv = start(cfg(arch));
         let s = connect(srv.local_addr());
         let mut w = s.try_clone().unwrap();
         let mut r = BufReader::new(s);
@@ -147,7 +156,7 @@ fn keepalive_serves_several_requests_on_one_connection() {
 fn keepalive_off_closes_even_http11() {
     let mut c = cfg(Arch::Event);
     c.keepalive = false;
-    let srv = Server::start(c).unwrap();
+    let srv = start(c);
     let r = one_shot(
         srv.local_addr(),
         b"GET /file/1294 HTTP/1.1\r\nHost: t\r\n\r\n",
@@ -158,7 +167,7 @@ fn keepalive_off_closes_even_http11() {
 #[test]
 fn not_found_is_404_and_garbage_is_400_on_every_arch() {
     for arch in ARCHS {
-        let srv = Server::start(cfg(arch)).unwrap();
+        let srv = start(cfg(arch));
         let addr = srv.local_addr();
         assert_eq!(get10(addr, "/specweb96/class9_9").status, 404);
         assert_eq!(get10(addr, "/bytes/999999999999").status, 404);
@@ -187,7 +196,7 @@ fn not_found_is_404_and_garbage_is_400_on_every_arch() {
 fn listen_backlog_reaches_the_kernel() {
     let mut c = cfg(Arch::Event);
     c.backlog = 37;
-    let srv = Server::start(c).unwrap();
+    let srv = start(c);
     let port = srv.local_addr().port();
     let out = match std::process::Command::new("ss")
         .args(["-ltnH", &format!("sport = :{port}")])
@@ -212,7 +221,7 @@ fn pools_grow_while_all_workers_are_busy() {
         c.max_workers = 4;
         c.service = ServiceKind::Sleep;
         c.service_time_us = 300_000;
-        let srv = Server::start(c).unwrap();
+        let srv = start(c);
         assert_eq!(srv.stats().workers, 1, "{arch:?}");
         let addr = srv.local_addr();
         let clients: Vec<_> = (0..6)
@@ -239,7 +248,7 @@ fn sleep_service_does_not_block_the_event_loop() {
     let mut c = cfg(Arch::Event);
     c.service = ServiceKind::Sleep;
     c.service_time_us = 200_000;
-    let srv = Server::start(c).unwrap();
+    let srv = start(c);
     let addr = srv.local_addr();
     let t0 = Instant::now();
     let clients: Vec<_> = (0..20)
@@ -277,7 +286,7 @@ fn event_server_at_overload_leaves_connections_in_the_accept_queue() {
     let mut c = cfg(Arch::Event);
     c.service_time_us = 20_000;
     c.backlog = 4;
-    let srv = Server::start(c).unwrap();
+    let srv = start(c);
     let addr = srv.local_addr();
     let clients: Vec<_> = (0..20)
         .map(|_| {
@@ -328,4 +337,18 @@ fn event_server_at_overload_leaves_connections_in_the_accept_queue() {
 
 fn which_ss() -> bool {
     std::process::Command::new("ss").arg("-V").output().is_ok()
+}
+
+#[test]
+fn prefork_from_a_program_that_is_not_synlab_says_what_to_do() {
+    let mut c = cfg(Arch::Prefork);
+    c.workers = 1;
+    let e = Server::start_with_exe(c, std::path::Path::new("/bin/false"))
+        .err()
+        .expect("a prefork manager that is not synlab cannot start workers");
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("prefork manager") && msg.contains("SYNLAB_EXE"),
+        "{msg}"
+    );
 }

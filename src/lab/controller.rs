@@ -361,6 +361,8 @@ impl Controller {
                     keepalive: t.keepalive || self.scenario.load.http == HttpVersion::Http11,
                     stats_interval_ms: 100,
                     accept_batch: 1,
+                    lingering_close: t.lingering_close,
+                    linger_timeout_ms: t.linger_timeout.0.as_millis() as u64,
                 };
                 crate::target::validate(&cfg)?;
                 let tx = self.tx.clone();

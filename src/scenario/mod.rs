@@ -131,6 +131,8 @@ const BUILTIN_ONLY_KEYS: &[&str] = &[
     "arch",
     "workers",
     "max_workers",
+    "lingering_close",
+    "linger_timeout",
     "backlog",
     "service_time",
     "service",

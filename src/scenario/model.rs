@@ -88,7 +88,14 @@ pub struct TargetSpec {
     pub arch: Arch,
     /// Prefork processes / threads at start.
     pub workers: u32,
+    /// Hard cap on prefork processes / threads (Apache's MaxRequestWorkers, 150 as Apache
+    /// ships it): past it, connections wait in the accept queue.
     pub max_workers: u32,
+    /// Prefork/threaded: after the last response, shut down writing and read until the
+    /// client's FIN before freeing the worker (Apache's lingering close; on by default).
+    pub lingering_close: bool,
+    /// Longest silence waited for in a lingering close (Apache: 2s).
+    pub linger_timeout: Dur,
     /// listen() backlog (the kernel caps it at net.core.somaxconn).
     pub backlog: u32,
     /// Per-request service time; sets the capacity (event + cpu: 1 / service_time).
@@ -122,7 +129,9 @@ impl Default for TargetSpec {
             kind: TargetKind::Builtin,
             arch: Arch::Event,
             workers: 4,
-            max_workers: 64,
+            max_workers: crate::target::config::DEFAULT_MAX_WORKERS,
+            lingering_close: true,
+            linger_timeout: Dur(crate::target::linger::SECONDS_TO_LINGER),
             backlog: 128,
             service_time: Dur::from_secs(0.001),
             service: ServiceKind::Cpu,

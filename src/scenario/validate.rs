@@ -3,6 +3,7 @@
 
 use super::model::*;
 use crate::lab::state::RATE_MAX;
+use std::time::Duration;
 
 /// One problem: the key path and what is wrong (with what to do).
 pub type Problem = (String, String);
@@ -34,6 +35,28 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             format!(
                 "({}) must be >= target.workers ({})",
                 t.max_workers, t.workers
+            ),
+        );
+    }
+    if t.max_workers as usize > crate::target::core::MAX_WORKERS {
+        bad(
+            "target.max_workers",
+            format!(
+                "({}) must be at most {}",
+                t.max_workers,
+                crate::target::core::MAX_WORKERS
+            ),
+        );
+    }
+    let linger_max = crate::target::linger::MAX_SECS_TO_LINGER;
+    if t.lingering_close
+        && (t.linger_timeout.0 < Duration::from_millis(1) || t.linger_timeout.0 > linger_max)
+    {
+        bad(
+            "target.linger_timeout",
+            format!(
+                "({}) must be between 1ms and 30s (Apache waits 2s); or set lingering_close = false",
+                t.linger_timeout
             ),
         );
     }

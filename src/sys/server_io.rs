@@ -1,6 +1,7 @@
 //! Kernel calls of the built-in target server: a listener with an explicit backlog, epoll,
-//! fork with PR_SET_PDEATHSIG, process reaping, counters in a MAP_SHARED anonymous mapping
-//! (visible to forked workers) and the calling thread's CPU clock.
+//! fork with PR_SET_PDEATHSIG (single-threaded callers only), process reaping, counters in a
+//! MAP_SHARED memfd mapping (shared with the exec'd prefork manager and its forked workers),
+//! lingering close and the calling thread's CPU clock.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -161,29 +162,69 @@ impl Epoll {
     }
 }
 
-/// A `T` in a MAP_SHARED anonymous mapping: writes by forked children are seen by the parent.
-/// `T` must be valid when all-zero and safe to share (atomics only).
+/// A `T` in a MAP_SHARED mapping of a memfd: writes by other processes mapping the same memfd
+/// (the prefork manager, its forked workers) are seen here. `T` must be valid when all-zero and
+/// safe to share (atomics only).
 pub struct SharedMem<T> {
     ptr: *mut T,
 }
 
-// SAFETY: the mapping holds only atomics (see the constructor's contract).
+// SAFETY: the mapping holds only atomics (see the constructors' contract).
 unsafe impl<T: Sync> Send for SharedMem<T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Sync for SharedMem<T> {}
 
 impl<T: Sync> SharedMem<T> {
+    /// A new zeroed mapping and the memfd behind it (close-on-exec; hand it to a child with
+    /// [`inherit_fd`]).
+    ///
     /// # Safety
     /// The all-zero bit pattern must be a valid `T`, and `T` must hold no pointers (it is shared
     /// with other processes).
-    pub unsafe fn new_zeroed() -> io::Result<Self> {
-        let len = std::mem::size_of::<T>().max(1);
+    pub unsafe fn new_memfd() -> io::Result<(Self, OwnedFd)> {
+        let fd = cvt(libc::memfd_create(
+            c"synlab-counters".as_ptr(),
+            libc::MFD_CLOEXEC,
+        ))?;
+        let fd = OwnedFd::from_raw_fd(fd);
+        if libc::ftruncate(fd.as_raw_fd(), Self::len() as libc::off_t) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((Self::map(fd.as_raw_fd())?, fd))
+    }
+
+    /// Maps a memfd made by [`SharedMem::new_memfd`] in another process (the descriptor may be
+    /// closed afterwards; the mapping stays).
+    ///
+    /// # Safety
+    /// `fd` must be a memfd holding a `T` as made by `new_memfd::<T>`.
+    pub unsafe fn from_fd(fd: RawFd) -> io::Result<Self> {
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::fstat(fd, &mut st))?;
+        if (st.st_size as usize) < Self::len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "shared memory fd {fd} holds {} bytes, {} needed: not the server's counters",
+                    st.st_size,
+                    Self::len()
+                ),
+            ));
+        }
+        Self::map(fd)
+    }
+
+    fn len() -> usize {
+        std::mem::size_of::<T>().max(1)
+    }
+
+    unsafe fn map(fd: RawFd) -> io::Result<Self> {
         let p = libc::mmap(
             std::ptr::null_mut(),
-            len,
+            Self::len(),
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
+            libc::MAP_SHARED,
+            fd,
             0,
         );
         if p == libc::MAP_FAILED {
@@ -217,11 +258,19 @@ impl<T> Drop for SharedMem<T> {
 /// parent's code. The child gets PR_SET_PDEATHSIG(SIGKILL) so it cannot outlive the parent.
 /// The parent gets the child's pid.
 ///
-/// Only call from a process whose other threads hold no locks the child needs (the child uses
-/// the allocator and its own sockets only; glibc's fork keeps malloc consistent).
+/// Refuses to fork from a multithreaded process: another thread may hold a lock the child
+/// needs (SQLite's, the environment's, stdio's) and the child would deadlock on it. The
+/// prefork manager is exec'd for this reason and never starts a thread.
 /// All descriptors other than 0-2 and `keep_fd` are closed in the child, so it holds no dup of
 /// anything else the parent has open (other connections, pipes, a test harness's sockets).
 pub fn fork_worker(keep_fd: RawFd, body: impl FnOnce()) -> io::Result<i32> {
+    let threads = thread_count()?;
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "fork_worker called from a process with {threads} threads: a child forked while \
+             another thread holds a lock can deadlock; fork only from a single-threaded process"
+        )));
+    }
     let parent = std::process::id() as i32;
     // SAFETY: fork; the child runs `body` and exits without unwinding into the parent's stack.
     let pid = unsafe { libc::fork() };
@@ -251,6 +300,59 @@ pub fn fork_worker(keep_fd: RawFd, body: impl FnOnce()) -> io::Result<i32> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
     // SAFETY: leaving the child without running the parent's destructors or atexit handlers.
     unsafe { libc::_exit(if r.is_ok() { 0 } else { 101 }) }
+}
+
+/// Threads of this process (the `Threads:` line of /proc/self/status).
+pub fn thread_count() -> io::Result<usize> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no Threads: line in /proc/self/status"))
+}
+
+/// Lets `fd` survive exec (clears FD_CLOEXEC). Async-signal-safe: usable between fork and exec.
+pub fn inherit_fd(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller holds.
+    unsafe {
+        let flags = cvt(libc::fcntl(fd, libc::F_GETFD))?;
+        cvt(libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC))?;
+    }
+    Ok(())
+}
+
+/// Marks `fd` close-on-exec (what a descriptor inherited from our parent should become).
+pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller holds.
+    unsafe {
+        let flags = cvt(libc::fcntl(fd, libc::F_GETFD))?;
+        cvt(libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC))?;
+    }
+    Ok(())
+}
+
+/// Asks for SIGKILL when the thread that started us dies (async-signal-safe).
+pub fn die_with_parent() {
+    // SAFETY: prctl with plain integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+}
+
+/// Our parent's pid now (1 or a subreaper once the parent is gone).
+pub fn parent_pid() -> i32 {
+    // SAFETY: getppid cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// Ignores SIGINT in this process and the children it forks: a Ctrl-C at the terminal goes to
+/// the whole process group, and the prefork manager stops when its server tells it to.
+pub fn ignore_sigint() {
+    // SAFETY: installing SIG_IGN has no handler code to be unsafe in.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
 }
 
 /// Sends `sig` to one process we started.

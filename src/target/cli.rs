@@ -36,9 +36,17 @@ pub struct ServeArgs {
     /// Processes (prefork) or threads (threaded) at start.
     #[arg(long, default_value_t = 4)]
     pub workers: u32,
-    /// Prefork/threaded grow up to this many while all workers are busy.
-    #[arg(long, default_value_t = 64)]
+    /// Hard cap on prefork processes / threads (Apache's MaxRequestWorkers): the pool grows up
+    /// to it while all are busy; past it, connections wait in the accept queue.
+    #[arg(long, default_value_t = super::config::DEFAULT_MAX_WORKERS)]
     pub max_workers: u32,
+    /// Prefork/threaded: after the last response, shut down writing and read until the
+    /// client's FIN before freeing the worker (Apache's lingering close).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub lingering_close: bool,
+    /// Longest silence waited for in a lingering close (Apache: 2s; at most 30s).
+    #[arg(long, default_value = "2s", value_parser = parse_dur)]
+    pub linger_timeout: Duration,
     /// File sets, comma-separated: `specweb96`, `pareto[:ALPHA[:MIN_BYTES[:COUNT[:SEED]]]]`, `none`.
     #[arg(long, value_delimiter = ',', default_value = "specweb96")]
     pub files: Vec<String>,
@@ -127,6 +135,8 @@ impl ServeArgs {
             keepalive: self.keepalive,
             stats_interval_ms: self.stats_interval.as_millis() as u64,
             accept_batch: self.accept_batch,
+            lingering_close: self.lingering_close,
+            linger_timeout_ms: self.linger_timeout.as_millis() as u64,
         };
         super::validate(&cfg)?;
         Ok(cfg)
@@ -175,7 +185,7 @@ pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
     }
     let server = super::Server::start(cfg.clone())?;
     eprintln!(
-        "synlab serve: listening on http://{} (arch {}, backlog {}, service time {}, keep-alive {}, pid {}); Ctrl-C stops",
+        "synlab serve: listening on http://{} (arch {}, backlog {}, service time {}, keep-alive {}, lingering close {}, pid {}); Ctrl-C stops",
         server.local_addr(),
         format!("{:?}", cfg.arch).to_lowercase(),
         cfg.backlog,
@@ -189,6 +199,13 @@ pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
             )
         },
         if cfg.keepalive { "on" } else { "off" },
+        if cfg.arch == Arch::Event {
+            "n/a".to_string()
+        } else if cfg.lingering_close {
+            format!("up to {} ms of silence", cfg.linger_timeout_ms)
+        } else {
+            "off".to_string()
+        },
         std::process::id()
     );
     let start = Instant::now();

@@ -49,7 +49,8 @@ pub struct ServeConfig {
     pub arch: Arch,
     /// Processes (prefork) or threads (threaded) to start with; event: ignored (one loop).
     pub workers: u32,
-    /// Prefork/threaded may grow to this many while all are busy.
+    /// Prefork/threaded grow to this many while all are busy, and never beyond (Apache's
+    /// MaxRequestWorkers): past it, connections wait in the accept queue.
     pub max_workers: u32,
     pub backlog: i32,
     pub service_time_us: u64,
@@ -63,11 +64,30 @@ pub struct ServeConfig {
     /// so under overload the kernel's accept queue fills as with real servers; 0 = drain it).
     #[serde(default = "default_accept_batch")]
     pub accept_batch: u32,
+    /// Prefork/threaded: after a connection's last response, shut down writing and read until
+    /// the client's FIN before freeing the worker (Apache's lingering close).
+    #[serde(default = "default_true")]
+    pub lingering_close: bool,
+    /// Longest silence waited for during a lingering close (Apache: 2 s).
+    #[serde(default = "default_linger_timeout_ms")]
+    pub linger_timeout_ms: u64,
 }
 
 fn default_accept_batch() -> u32 {
     1
 }
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_linger_timeout_ms() -> u64 {
+    super::linger::SECONDS_TO_LINGER.as_millis() as u64
+}
+
+/// Apache 2.4 prefork's MaxRequestWorkers as shipped in its httpd-mpm.conf and Debian's
+/// mpm_prefork.conf (the compiled-in default is 256).
+pub const DEFAULT_MAX_WORKERS: u32 = 150;
 
 /// One line the server prints on stdout every stats interval: cumulative totals since start.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

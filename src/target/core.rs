@@ -7,8 +7,8 @@ use super::files::{Catalog, Resource, PATTERN_BUF_LEN};
 use super::http::{self, Method, Parse};
 use crate::sys::server_io;
 use std::io::{self, IoSlice, Read, Write};
-use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// A keep-alive connection idle this long is closed (also bounds a silent client's hold on a
@@ -34,6 +34,35 @@ pub struct Counters {
     pub dyn_inproc: AtomicU64,
     pub dyn_db: AtomicU64,
     pub dyn_errors: AtomicU64,
+}
+
+/// Most prefork / threaded workers a server may have (the pid table's size).
+pub const MAX_WORKERS: usize = 10_000;
+
+/// What the server shares with its prefork manager and workers: one memfd mapping, all-zero at
+/// start, no pointers.
+#[repr(C)]
+pub struct Shared {
+    pub counters: Counters,
+    /// Set to 1 by the server: the prefork manager kills its workers and exits.
+    pub stop: AtomicU32,
+    /// Pids of the live prefork workers (0: a free slot), written by the manager only.
+    pub pids: [AtomicI32; MAX_WORKERS],
+    /// 1 while the worker in the same slot holds a connection: when a worker dies in the middle
+    /// of one, the manager takes it off `busy` and `open_conns`.
+    pub busy: [AtomicU8; MAX_WORKERS],
+}
+
+impl Shared {
+    /// The live worker pids.
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.pids
+            .iter()
+            .map(|p| p.load(Relaxed))
+            .filter(|&p| p > 0)
+            .map(|p| p as u32)
+            .collect()
+    }
 }
 
 impl Counters {
@@ -205,12 +234,80 @@ pub struct Ctx {
     pub dynamic: super::dynamic::Dynamic,
 }
 
+/// How a connection's serving loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The last response went out (no keep-alive) or a kept-alive connection idled out: the
+    /// server closes, so it lingers.
+    ServerCloses,
+    /// The client closed first, an error, or the server is stopping: close at once.
+    Now,
+}
+
 /// Serves one accepted connection to the end on a blocking worker (prefork, threaded):
-/// read a request, spend the service time, write the response, repeat while kept alive.
+/// read a request, spend the service time, write the response, repeat while kept alive, then
+/// (when `lingering_close` is on) linger until the client's FIN. The worker is busy throughout.
 pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &dyn Fn() -> bool) {
+    let end = serve_requests(&mut s, ctx, counters, stop);
+    if end == End::ServerCloses && ctx.cfg.lingering_close {
+        linger(
+            &mut s,
+            Duration::from_millis(ctx.cfg.linger_timeout_ms),
+            stop,
+        );
+    }
+}
+
+/// The read timeout of a blocking worker: how often it looks at its stop flag.
+const WAKE_EVERY: Duration = Duration::from_millis(500);
+
+/// Lingering close (see [`super::linger`]): shut down writing, then read and drop whatever
+/// comes until the client's FIN or the linger's end.
+fn linger(s: &mut TcpStream, idle: Duration, stop: &dyn Fn() -> bool) {
+    use super::linger::{Linger, Next, ReadOutcome};
+    if s.shutdown(Shutdown::Write).is_err() {
+        return;
+    }
+    let mut l = Linger::start(idle, Instant::now());
+    let mut next = l.first();
+    let mut sink = [0u8; 512];
+    while let Next::Read(wait) = next {
+        if stop() {
+            return;
+        }
+        if s.set_read_timeout(Some(wait.clamp(Duration::from_millis(1), WAKE_EVERY)))
+            .is_err()
+        {
+            return;
+        }
+        let r = match s.read(&mut sink) {
+            Ok(0) => ReadOutcome::Eof,
+            Ok(_) => ReadOutcome::Data,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                ReadOutcome::Timeout
+            }
+            Err(_) => ReadOutcome::Error,
+        };
+        next = l.on_read(r, Instant::now());
+    }
+}
+
+fn serve_requests(
+    s: &mut TcpStream,
+    ctx: &Ctx,
+    counters: &Counters,
+    stop: &dyn Fn() -> bool,
+) -> End {
     let _ = s.set_nodelay(true);
     // Wake up now and then to notice a stop or an idle keep-alive connection.
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let _ = s.set_read_timeout(Some(WAKE_EVERY));
     let _ = s.set_write_timeout(Some(IDLE_TIMEOUT));
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
@@ -226,7 +323,7 @@ pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &d
                 break p;
             }
             match s.read(&mut chunk) {
-                Ok(0) => return,
+                Ok(0) => return End::Now,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 Err(e)
                     if matches!(
@@ -236,11 +333,14 @@ pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &d
                             | io::ErrorKind::Interrupted
                     ) =>
                 {
-                    if stop() || idle_since.elapsed() >= IDLE_TIMEOUT {
-                        return;
+                    if stop() {
+                        return End::Now;
+                    }
+                    if idle_since.elapsed() >= IDLE_TIMEOUT {
+                        return End::ServerCloses;
                     }
                 }
-                Err(_) => return,
+                Err(_) => return End::Now,
             }
         };
         count_request(&parse, counters);
@@ -257,12 +357,12 @@ pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &d
             None => respond(&ctx.catalog, &parse, ctx.cfg.keepalive),
         };
         let mut prog = WriteProgress::default();
-        match write_some(&mut s, &resp, &ctx.pattern, &mut prog, counters) {
+        match write_some(s, &resp, &ctx.pattern, &mut prog, counters) {
             Ok(true) => count_response(&resp, counters),
-            _ => return,
+            _ => return End::Now,
         }
         if !resp.keep {
-            return;
+            return End::ServerCloses;
         }
         idle_since = Instant::now();
     }

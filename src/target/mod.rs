@@ -1,8 +1,8 @@
 //! The built-in target server: event / prefork / threaded architectures, service time,
 //! generated file set, HTTP/1.0 and 1.1 keep-alive, its own request counters.
 //!
-//! Library use: [`Server::start`] binds and serves on a background thread (prefork forks its
-//! workers from there); [`serve`] runs a server until told to stop while printing one
+//! Library use: [`Server::start`] binds and serves on a background thread (prefork: that thread
+//! starts the exec'd manager process that forks the workers, see [`pool`]); [`serve`] runs a server until told to stop while printing one
 //! [`ServerStats`] JSON line per interval (what `synlab serve --config-json` does for the lab).
 
 pub mod cli;
@@ -12,6 +12,7 @@ pub mod dynamic;
 pub mod event;
 pub mod files;
 pub mod http;
+pub mod linger;
 pub mod pool;
 
 pub use config::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
@@ -21,12 +22,11 @@ use crate::sys::server_io::{self, SharedMem};
 use anyhow::Context;
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-type SharedCounters = SharedMem<core::Counters>;
 
 /// Checks a config before binding; messages name the field and what to change.
 pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
@@ -51,10 +51,20 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
                 cfg.workers
             );
         }
-        if cfg.max_workers > 10_000 {
+        if cfg.max_workers as usize > core::MAX_WORKERS {
             anyhow::bail!(
-                "max_workers {} is above 10000; pick a smaller pool",
-                cfg.max_workers
+                "max_workers {} is above {}; pick a smaller pool",
+                cfg.max_workers,
+                core::MAX_WORKERS
+            );
+        }
+        if cfg.lingering_close
+            && !(1..=linger::MAX_SECS_TO_LINGER.as_millis() as u64).contains(&cfg.linger_timeout_ms)
+        {
+            anyhow::bail!(
+                "linger_timeout {} ms is out of range: use 1 ms to 30 s (Apache waits 2 s), or turn \
+                 lingering_close off",
+                cfg.linger_timeout_ms
             );
         }
     }
@@ -73,18 +83,24 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
-    counters: Arc<SharedCounters>,
+    shared: Arc<SharedMem<core::Shared>>,
     stop: Arc<AtomicBool>,
-    pids: pool::Pids,
-    runner: Option<JoinHandle<std::io::Result<()>>>,
+    runner: Option<JoinHandle<anyhow::Result<()>>>,
     started: Instant,
     /// The /db endpoint's SQLite file, removed after the workers stop.
     _db: Option<dynamic::DbFile>,
 }
 
 impl Server {
-    /// Validates, binds (port 0 picks a free port) and starts serving in the background.
+    /// Validates, binds (port 0 picks a free port) and starts serving in the background. Prefork
+    /// runs its processes from our own executable, or `SYNLAB_EXE` (see [`Server::start_with_exe`]).
     pub fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
+        Server::start_with_exe(cfg, &crate::sys::process::self_exe())
+    }
+
+    /// As [`Server::start`], with `exe` the synlab binary that runs the prefork manager and the
+    /// CGI children (a program embedding the library, such as a test, passes the synlab binary).
+    pub fn start_with_exe(cfg: ServeConfig, exe: &Path) -> anyhow::Result<Server> {
         validate(&cfg)?;
         let listener = server_io::bind_listener(cfg.listen, cfg.backlog).with_context(|| {
             format!(
@@ -93,52 +109,38 @@ impl Server {
             )
         })?;
         let addr = listener.local_addr()?;
-        // SAFETY: Counters is atomics only, valid when zeroed.
-        let counters = Arc::new(unsafe { SharedCounters::new_zeroed() }.context("mmap counters")?);
+        // SAFETY: Shared is atomics only, valid when zeroed.
+        let (shared, shm_fd) =
+            unsafe { SharedMem::<core::Shared>::new_memfd() }.context("mapping the counters")?;
+        let shared = Arc::new(shared);
         let stop = Arc::new(AtomicBool::new(false));
-        let pids: pool::Pids = Default::default();
         // Without a database the server still serves; /db answers 500 with the reason.
         let db = dynamic::DbFile::create()
             .map_err(|e| eprintln!("synlab serve: {e:#}; /db/ requests will fail"))
             .ok();
-        let ctx = Arc::new(core::Ctx {
-            catalog: files::Catalog::new(&cfg.files),
-            pattern: files::pattern_buf(),
-            dynamic: dynamic::Dynamic {
-                exe: crate::sys::process::self_exe(),
-                db: db.as_ref().map(|d| d.path.clone()),
-            },
-            cfg,
-        });
-        let initial = match ctx.cfg.arch {
+        let initial = match cfg.arch {
             Arch::Event => 1,
-            _ => ctx.cfg.workers as u64,
+            _ => cfg.workers as u64,
         };
-        let (c2, s2, p2) = (counters.clone(), stop.clone(), pids.clone());
+        let dynamic = dynamic::Dynamic {
+            exe: exe.to_path_buf(),
+            db: db.as_ref().map(|d| d.path.clone()),
+        };
+        let (sh, s2) = (shared.clone(), stop.clone());
         let runner = std::thread::Builder::new()
             .name("serve-main".into())
-            .spawn(move || {
-                let stop = || s2.load(Relaxed);
-                let r = match ctx.cfg.arch {
-                    Arch::Event => event::run(&listener, &ctx, &c2, &stop),
-                    Arch::Prefork => pool::run_prefork(&listener, &ctx, &c2, &stop, &p2),
-                    Arch::Threaded => pool::run_threaded(&listener, &ctx, &c2, &stop),
-                };
-                c2.workers.store(0, Relaxed);
-                r
-            })?;
+            .spawn(move || run(cfg, listener, shm_fd, dynamic, &sh, &|| s2.load(Relaxed)))?;
         let mut s = Server {
             addr,
-            counters,
+            shared,
             stop,
-            pids,
             runner: Some(runner),
             started: Instant::now(),
             _db: db,
         };
         // Return once the initial workers run, so stats at start show them all.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while s.counters.workers.load(Relaxed) < initial {
+        while s.shared.counters.workers.load(Relaxed) < initial {
             if s.is_finished() || Instant::now() >= deadline {
                 s.shutdown()?;
                 anyhow::bail!("the server did not start its {initial} workers");
@@ -154,7 +156,10 @@ impl Server {
 
     /// Cumulative counts since start.
     pub fn stats(&self) -> ServerStats {
-        let mut s = self.counters.snapshot(self.started.elapsed().as_secs_f64());
+        let mut s = self
+            .shared
+            .counters
+            .snapshot(self.started.elapsed().as_secs_f64());
         s.listen = self.addr.to_string();
         s.pid = std::process::id();
         s
@@ -162,12 +167,7 @@ impl Server {
 
     /// Pids of the prefork worker processes (empty for other architectures).
     pub fn worker_pids(&self) -> Vec<u32> {
-        self.pids
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|&p| p as u32)
-            .collect()
+        self.shared.worker_pids()
     }
 
     /// Has the serving thread ended on its own (an error)?
@@ -185,7 +185,7 @@ impl Server {
         self.stop.store(true, Relaxed);
         if let Some(r) = self.runner.take() {
             match r.join() {
-                Ok(res) => res.context("the server loop failed")?,
+                Ok(res) => res.context("the server failed")?,
                 Err(_) => anyhow::bail!("the server thread panicked"),
             }
         }
@@ -197,6 +197,34 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+/// The serving thread: runs the architecture until `stop()`.
+fn run(
+    cfg: ServeConfig,
+    listener: std::net::TcpListener,
+    shm_fd: std::os::fd::OwnedFd,
+    dynamic: dynamic::Dynamic,
+    shared: &Arc<SharedMem<core::Shared>>,
+    stop: &dyn Fn() -> bool,
+) -> anyhow::Result<()> {
+    if cfg.arch == Arch::Prefork {
+        let (exe, db): (PathBuf, Option<PathBuf>) = (dynamic.exe, dynamic.db);
+        return pool::run_prefork(listener, shm_fd, &cfg, &exe, db.as_deref(), shared, stop);
+    }
+    drop(shm_fd);
+    let ctx = Arc::new(core::Ctx {
+        catalog: files::Catalog::new(&cfg.files),
+        pattern: files::pattern_buf(),
+        dynamic,
+        cfg,
+    });
+    let r = match ctx.cfg.arch {
+        Arch::Event => event::run(&listener, &ctx, &shared.counters, stop),
+        _ => pool::run_threaded(&listener, &ctx, shared, stop),
+    };
+    shared.counters.workers.store(0, Relaxed);
+    Ok(r?)
 }
 
 /// Runs a server until `stop()` returns true, writing one ServerStats JSON line to `out` right
