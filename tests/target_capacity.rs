@@ -245,12 +245,27 @@ fn prefork_cpu_capacity_is_at_most_workers_over_service_time() {
         per_cpu_s <= 550.0,
         "{per_cpu_s:.0} per CPU-second: service time not spent"
     );
-    // Loose: the clients and other work share the same cores.
+    // What a CPU-second buys does not depend on how much CPU the machine could spare: the
+    // service time, plus the kernel's share, so at least 0.8 x 500 per CPU-second.
     assert!(
-        m.rate >= 0.4 * 500.0,
-        "{:.0}/s: prefork barely serves",
-        m.rate
+        per_cpu_s >= 400.0,
+        "{per_cpu_s:.0} per CPU-second: prefork spends its CPU on something other than requests"
     );
+    // The rate itself only when the server had the CPU (the clients and any other work on
+    // this machine share the same cores).
+    if m.cpu_share >= 0.9 {
+        assert!(
+            m.rate >= 0.4 * 500.0,
+            "{:.0}/s with {:.2} cores: prefork barely serves",
+            m.rate,
+            m.cpu_share
+        );
+    } else {
+        eprintln!(
+            "note: the machine is busy: the server got {:.0} % of a core, so only the per-CPU-second bounds are asserted",
+            m.cpu_share * 100.0
+        );
+    }
     assert_eq!(
         last.responses, m.client_count,
         "server and client counts agree"
