@@ -326,7 +326,7 @@ fn run_totals_account_for_every_attempt_and_match_the_servers_count() {
         n("errors"),
         n("in_flight_at_end"),
     );
-    assert!(attempts > 1_000, "{t}");
+    assert!(attempts > 100, "too few attempts to check anything: {t}");
     assert_eq!(
         attempts,
         responses + errors + left,

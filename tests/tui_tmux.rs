@@ -40,14 +40,18 @@ impl Drop for Session {
 }
 
 /// The first number after `label ` on the screen (e.g. "attempts 4.1k" -> 4100).
+/// The first `label N` on the screen whose N is a figure (warnings may use the same word).
 fn figure(screen: &str, label: &str) -> Option<f64> {
-    let rest = &screen[screen.find(&format!("{label} "))? + label.len() + 1..];
-    let tok: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
-    let (num, mult) = match tok.strip_suffix('k') {
-        Some(n) => (n, 1e3),
-        None => (tok.as_str(), 1.0),
-    };
-    num.parse::<f64>().ok().map(|v| v * mult)
+    let pat = format!("{label} ");
+    screen.match_indices(&pat).find_map(|(i, _)| {
+        let rest = &screen[i + pat.len()..];
+        let tok: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+        let (num, mult) = match tok.strip_suffix('k') {
+            Some(n) => (n, 1e3),
+            None => (tok.as_str(), 1.0),
+        };
+        num.parse::<f64>().ok().map(|v| v * mult)
+    })
 }
 
 #[test]

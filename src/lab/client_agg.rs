@@ -12,8 +12,8 @@ const SHORTFALL_FLOOR: f64 = 0.02;
 /// A mean start lag over this share of T is material.
 const LAG_SHARE_OF_T: f64 = 0.1;
 /// Open arrivals: a mean lag over one inter-arrival gap is material, but never below this
-/// (timer and batching jitter at high rates).
-const LAG_FLOOR_S: f64 = 0.002;
+/// (timer and batching jitter at high rates; a busy machine's scheduling delays).
+const LAG_FLOOR_S: f64 = 0.005;
 /// A worker using more of a core than this cannot be trusted to keep its schedule.
 const WORKER_CPU_LIMIT: f64 = 0.9;
 
@@ -239,6 +239,28 @@ impl ClientTotals {
             (LAG_MAX, reported.then(|| self.lag_us_max as f64 / 1000.0)),
             (WORKER_CPU, reported.then(|| self.cpu_s / dt * 100.0)),
         ]
+    }
+}
+
+impl ClientTotals {
+    /// The columns a network path gets of its own (its rates and latencies).
+    pub fn path_columns(&self, dt: f64) -> Vec<(&'static str, Option<f64>)> {
+        use super::columns::*;
+        const PER_PATH: [&str; 9] = [
+            ATTEMPTS,
+            RESPONSES,
+            ERRORS,
+            CONNECT_P50,
+            CONNECT_P90,
+            CONNECT_P99,
+            TOTAL_P50,
+            TOTAL_P90,
+            TOTAL_P99,
+        ];
+        self.columns(dt)
+            .into_iter()
+            .filter(|(n, _)| PER_PATH.contains(n))
+            .collect()
     }
 }
 

@@ -30,6 +30,8 @@ pub enum Msg {
 /// Where a worker runs and which share of the total load it carries.
 #[derive(Debug, Clone)]
 struct WorkerSlot {
+    /// The `[[network.path]]` it loads (None: loopback).
+    path: Option<usize>,
     weight: f64,
     netns: Option<String>,
     bind_addrs: Vec<IpAddr>,
@@ -63,6 +65,31 @@ pub struct RunOptions {
     pub network_fallback: bool,
 }
 
+/// One network path's share of the client figures.
+struct PathTotals {
+    name: String,
+    /// `path_<name>_<column>`, made once per lab (the store keys columns by static names).
+    columns: Vec<&'static str>,
+    tick: ClientTotals,
+    window: ClientTotals,
+}
+
+impl PathTotals {
+    fn new(name: &str) -> Self {
+        let columns = ClientTotals::default()
+            .path_columns(1.0)
+            .into_iter()
+            .map(|(c, _)| &*Box::leak(format!("path_{name}_{c}").into_boxed_str()))
+            .collect();
+        PathTotals {
+            name: name.to_string(),
+            columns,
+            tick: ClientTotals::default(),
+            window: ClientTotals::default(),
+        }
+    }
+}
+
 /// A measurement window (a sweep point's hold, or a whole TUI session) once it has ended.
 #[derive(Debug, Clone)]
 pub struct Window {
@@ -71,6 +98,8 @@ pub struct Window {
     pub t1: f64,
     /// The workers' reports that arrived in it.
     pub client: ClientTotals,
+    /// The same, per `[[network.path]]` (name, totals); empty on loopback.
+    pub paths: Vec<(String, ClientTotals)>,
     /// The server's own responses/s and count in it (built-in server), when it reported.
     pub server_rate: Option<f64>,
     pub server_responses: Option<u64>,
@@ -87,6 +116,9 @@ pub struct Controller {
     workers: Vec<ChildProc>,
     /// Where each worker runs and its share of the load.
     slots: Vec<WorkerSlot>,
+    /// Per `[[network.path]]`: its column names, and its workers' reports in this sample and
+    /// in the open window.
+    paths: Vec<PathTotals>,
     n_workers: u32,
     /// The network lab, when the scenario has a [network] section.
     pub net: Option<crate::net::lab::LabNet>,
@@ -233,6 +265,7 @@ impl Controller {
             server_pid: None,
             workers: Vec::new(),
             slots: Vec::new(),
+            paths: Vec::new(),
             net: None,
             router_last: None,
             probe: None,
@@ -316,6 +349,7 @@ impl Controller {
             net.paths.len()
         );
         self.log(&line);
+        self.paths = net.paths.iter().map(|p| PathTotals::new(&p.name)).collect();
         self.net = Some(net);
         Ok(())
     }
@@ -551,6 +585,7 @@ impl Controller {
                     .flat_map(|(i, n)| {
                         let p = &net.paths[i];
                         let slot = WorkerSlot {
+                            path: Some(i),
                             weight: p.share / total / n as f64,
                             netns: Some(p.netns.clone()),
                             bind_addrs: p.addrs.iter().map(|a| IpAddr::V4(*a)).collect(),
@@ -568,6 +603,7 @@ impl Controller {
                 let bind_addrs = loopback_sources(self.target_addr.ip(), open_sockets);
                 (0..self.n_workers)
                     .map(|_| WorkerSlot {
+                        path: None,
                         weight: 1.0 / self.n_workers.max(1) as f64,
                         netns: None,
                         bind_addrs: bind_addrs.clone(),
@@ -719,6 +755,13 @@ impl Controller {
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
+                    }
+                    let path = self.slots.get(d.worker as usize).and_then(|s| s.path);
+                    if let Some(pt) = path.and_then(|i| self.paths.get_mut(i)) {
+                        pt.tick.add(&d);
+                        if self.point.is_some() {
+                            pt.window.add(&d);
+                        }
                     }
                 }
                 Msg::WorkerText(id, line) => self.log(&format!("worker {id}: {line}")),
@@ -978,6 +1021,15 @@ impl Controller {
             self.server_at_tick = self.server_last.clone();
         }
         cols.push((super::columns::SERVER_RESPONSES, server_rate));
+        for p in &mut self.paths {
+            let tot = std::mem::take(&mut p.tick);
+            cols.extend(
+                p.columns
+                    .iter()
+                    .zip(tot.path_columns(dt))
+                    .map(|(n, (_, v))| (*n, v)),
+            );
+        }
         self.router_columns(&mut cols);
         if let Some(p) = self.probe_latest.take() {
             cols.extend(p.columns());
@@ -1110,6 +1162,9 @@ impl Controller {
     /// Starts counting a measurement window (a sweep point's hold).
     pub fn begin_point(&mut self) {
         self.pump_messages();
+        for p in &mut self.paths {
+            p.window = ClientTotals::default();
+        }
         self.point = Some((
             self.elapsed(),
             ClientTotals::default(),
@@ -1131,10 +1186,16 @@ impl Controller {
             }
             _ => (None, None),
         };
+        let paths = self
+            .paths
+            .iter_mut()
+            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
+            .collect();
         Some(Window {
             t0,
             t1,
             client,
+            paths,
             server_rate,
             server_responses,
         })

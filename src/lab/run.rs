@@ -5,7 +5,7 @@ use super::client_agg::{ClientTotals, LoadShape};
 use super::controller::{Controller, RunOptions, Window};
 use super::state::Command;
 use crate::load::protocol::Mode;
-use crate::model::Totals;
+use crate::model::{PathSummary, Totals};
 use crate::report::run_folder::SummaryRow;
 use crate::scenario::{Scenario, SweepValue};
 use std::path::{Path, PathBuf};
@@ -197,7 +197,30 @@ pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
         client_bound_reason: bound.unwrap_or_default(),
         backend: ctrl.state.backend.clone(),
         totals: Some(window_totals(ctrl, &w)),
+        paths: w
+            .paths
+            .iter()
+            .map(|(name, p)| path_summary(name, p, dt))
+            .collect(),
         ..Default::default()
+    }
+}
+
+/// One network path's figures over a window of `dt` seconds (its workers' covered time).
+fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
+    let dt = p.covered_s().unwrap_or(dt).max(1e-3);
+    let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
+    PathSummary {
+        name: name.to_string(),
+        attempts_per_s: p.counts.attempts as f64 / dt,
+        throughput_per_s: p.counts.responses as f64 / dt,
+        errors_per_s: p.errors() as f64 / dt,
+        connect_timeouts: p.counts.connect_timeouts,
+        connect_p50_ms: q(&p.connect, 0.5),
+        connect_p99_ms: q(&p.connect, 0.99),
+        total_p50_ms: q(&p.total, 0.5),
+        total_p90_ms: q(&p.total, 0.9),
+        total_p99_ms: q(&p.total, 0.99),
     }
 }
 

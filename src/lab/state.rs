@@ -170,7 +170,19 @@ impl LabState {
         }
     }
 
+    /// Adds a warning once. A client-bound warning says why as of now: a newer reason replaces
+    /// the older one instead of piling up a line per changed figure.
     pub fn warn(&mut self, w: Warning) {
+        if let Warning::ClientBound(_) = w {
+            if let Some(old) = self
+                .warnings
+                .iter_mut()
+                .find(|o| matches!(o, Warning::ClientBound(_)))
+            {
+                *old = w;
+                return;
+            }
+        }
         if !self.warnings.contains(&w) {
             self.warnings.push(w);
         }

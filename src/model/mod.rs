@@ -2,5 +2,7 @@
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
 pub mod counters;
+pub mod summary;
 
 pub use counters::{Counters, ErrorKinds, Totals};
+pub use summary::PathSummary;

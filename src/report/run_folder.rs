@@ -84,6 +84,9 @@ pub struct SummaryRow {
     /// The point's counts (summary.json only: the CSV has the rates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub totals: Option<crate::model::Totals>,
+    /// Each network path's figures (summary.json only; timeseries.csv has `path_<name>_*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<crate::model::PathSummary>,
 }
 
 /// The share of responses (%) that were not 2xx, when it is over 1 %: past that the throughput
