@@ -140,7 +140,7 @@ impl Lab {
         {
             let v = lab.view.clone();
             let child = ChildProc::spawn(
-                "router",
+                "the delay router",
                 &Spawn {
                     program: router_program(),
                     args: vec![
@@ -256,6 +256,12 @@ impl LabNet {
     /// Router pid (for the controller's process table).
     pub fn router_pid(&self) -> Option<u32> {
         self.router.as_ref().map(|r| r.pid())
+    }
+
+    /// If the delay router has died: who and how ("the delay router (pid N) was killed by
+    /// signal 9 (SIGKILL)"). None while it runs, and for netem/none.
+    pub fn router_death(&mut self) -> Option<String> {
+        self.router.as_mut().and_then(|r| r.death())
     }
 
     /// Stops the router and deletes the namespaces, reporting errors.
