@@ -241,6 +241,10 @@ impl Controller {
             final_check: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
+        if let Some(line) = crate::sys::netns::others_running_notice() {
+            c.log(&line);
+            c.notices.push(line);
+        }
         c.start_network()?;
         c.start_target()?;
         c.start_probes();
@@ -294,6 +298,11 @@ impl Controller {
                 bandwidth_bps: p.spec.bandwidth.map(|b| b.0),
             })
             .collect();
+        for r in &net.leftovers_removed {
+            let line = format!("removed a leftover of a crashed earlier run: {r}");
+            self.log(&line);
+            self.notices.push(line);
+        }
         let line = format!(
             "network lab {run_id} up: backend {}, server netns {}, {} path(s)",
             self.state.backend,

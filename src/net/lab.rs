@@ -67,6 +67,8 @@ pub struct LabNet {
     pub server_addr: Ipv4Addr,
     pub router_netns: String,
     pub paths: Vec<LabPath>,
+    /// What was removed of crashed earlier runs before this lab was built.
+    pub leftovers_removed: Vec<String>,
     plan: Plan,
     // Field order matters: the router goes before its interfaces.
     router: Option<ChildProc>,
@@ -108,6 +110,7 @@ impl Lab {
             bail!("backend = \"netem\" but this kernel has no sch_netem (modprobe sch_netem, or use backend = \"router\" / \"auto\")");
         }
         let plan = plan::plan(spec, run_id, backend)?;
+        let leftovers_removed = netns::remove_dead_labs();
         let guard = netns::apply(&plan)?;
         let view = Arc::new(Mutex::new(RouterView::new(plan.paths.len())));
         let mut lab = LabNet {
@@ -127,6 +130,7 @@ impl Lab {
                     spec: p.spec.clone(),
                 })
                 .collect(),
+            leftovers_removed,
             plan,
             router: None,
             view,

@@ -123,14 +123,26 @@ impl RunFolder {
     /// Creates `<parent>/<name>-<timestamp>/` and writes the resolved scenario.
     pub fn create(parent: &Path, name: &str, scenario_toml: &str) -> anyhow::Result<Self> {
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-        let mut dir = parent.join(format!("{name}-{stamp}"));
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating the results folder {}", parent.display()))?;
+        // create_dir, not create_dir_all: it fails if the folder exists, so two runs started
+        // in the same second each get their own (the second takes the next suffix).
         let mut n = 1;
-        while dir.exists() {
-            n += 1;
-            dir = parent.join(format!("{name}-{stamp}-{n}"));
-        }
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating the run folder {}", dir.display()))?;
+        let dir = loop {
+            let dir = if n == 1 {
+                parent.join(format!("{name}-{stamp}"))
+            } else {
+                parent.join(format!("{name}-{stamp}-{n}"))
+            };
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("creating the run folder {}", dir.display()))
+                }
+            }
+        };
         std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
         let log = BufWriter::new(File::create(dir.join("run.log"))?);
         Ok(RunFolder {
@@ -293,6 +305,25 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_created_together_each_get_their_own_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parent = tmp.path().join("results");
+        let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| RunFolder::create(&parent, "same", "x = 1\n").unwrap().dir))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut uniq = dirs.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), 8, "{dirs:?}");
+        for d in &dirs {
+            assert!(d.join("scenario.toml").is_file() && d.join("run.log").is_file());
+        }
+    }
 
     #[test]
     fn syn_check_allows_counting_noise_of_short_holds_only() {
