@@ -21,6 +21,8 @@ pub struct ClientTotals {
     pub responses_2xx: u64,
     pub responses_non2xx: u64,
     pub response_timeouts: u64,
+    /// Answers that were not HTTP, or connections closed before the response was complete.
+    pub bad_responses: u64,
     pub bytes_in: u64,
     pub scheduled: u64,
     pub lag_us_sum: u64,
@@ -57,6 +59,7 @@ impl Default for ClientTotals {
             responses_2xx: 0,
             responses_non2xx: 0,
             response_timeouts: 0,
+            bad_responses: 0,
             bytes_in: 0,
             scheduled: 0,
             lag_us_sum: 0,
@@ -89,6 +92,7 @@ impl ClientTotals {
         self.responses_2xx += d.responses_2xx;
         self.responses_non2xx += d.responses_non2xx;
         self.response_timeouts += d.response_timeouts;
+        self.bad_responses += d.bad_responses;
         self.bytes_in += d.bytes_in;
         self.scheduled += d.scheduled;
         self.lag_us_sum += d.lag_us_sum;
@@ -122,6 +126,7 @@ impl ClientTotals {
             + self.out_of_fds
             + self.other_errors
             + self.response_timeouts
+            + self.bad_responses
     }
 
     /// Why the client, not the server, may have limited this measurement; None if it did not.
