@@ -522,3 +522,37 @@ fn a_target_that_resets_every_connection_counts_errors_not_responses() {
     assert_eq!(r["throughput_per_s"].as_f64(), Some(0.0), "{r}");
     assert!(r["errors_per_s"].as_f64().unwrap() > 10.0, "{r}");
 }
+
+/// What the TUI shows when a child dies: the state it draws from says who died and how, the
+/// load is stopped, and the run is marked finished.
+#[test]
+fn a_childs_death_is_in_the_state_the_tui_draws() {
+    use synlab::lab::controller::{Controller, RunOptions};
+    std::env::set_var("SYNLAB_EXE", BIN);
+    let sc = synlab::scenario::parse("fault.toml", &loopback("60s")).unwrap();
+    let opts = RunOptions {
+        out_parent: None,
+        interrupted: Arc::new(AtomicBool::new(false)),
+        network_fallback: false,
+    };
+    let mut c = Controller::start(sc, opts).unwrap();
+    c.tui_mode();
+    let server = c.server_pid.expect("the built-in server runs as a child");
+    // SAFETY: kill(2) on the server this controller started.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let end = Instant::now() + Duration::from_secs(30);
+    while c.child_died().is_none() && Instant::now() < end {
+        c.pump().unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let want = format!("the target server (pid {server}) was killed by signal 9 (SIGKILL)");
+    assert_eq!(c.child_died().as_deref(), Some(want.as_str()));
+    let caption = c.state.caption.clone().unwrap_or_default();
+    assert!(
+        caption.contains(&want) && caption.contains("run stopped"),
+        "{caption}"
+    );
+    assert!(c.state.finished && c.state.knobs.paused);
+    assert!(c.state.warnings.iter().any(|w| w.to_string() == want));
+    c.shutdown();
+}
