@@ -556,3 +556,36 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
     assert!(c.state.warnings.iter().any(|w| w.to_string() == want));
     c.shutdown();
 }
+
+/// A command target that exits at once: exit 2 (bad input), the reason on stderr and in
+/// run.log, a folder with its summary, nothing left running.
+#[test]
+fn a_command_target_that_exits_at_once_is_refused_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = "name = \"quits\"\nduration = \"3s\"\n\n[target]\nkind = \"command\"\ncommand = \"true {port}\"\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n";
+    let run = start_run(tmp.path(), "quits.toml", toml);
+    let end = finish(run, Duration::from_secs(60));
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(
+        end.stderr
+            .contains("the target server exited during start-up"),
+        "{}",
+        end.stderr
+    );
+    let results = tmp.path().join("results");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dirs[0].join("summary.json")).unwrap())
+            .unwrap();
+    assert!(rows(&summary).is_empty());
+    let log = std::fs::read_to_string(dirs[0].join("run.log")).unwrap();
+    assert!(
+        log.contains("could not start: the target server exited during start-up")
+            && log.contains("stopped; everything started by this run has exited"),
+        "{log}"
+    );
+}

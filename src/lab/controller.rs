@@ -245,10 +245,17 @@ impl Controller {
             c.log(&line);
             c.notices.push(line);
         }
-        c.start_network()?;
-        c.start_target()?;
-        c.start_probes();
-        c.start_workers()?;
+        let started = (|| {
+            c.start_network()?;
+            c.start_target()?;
+            c.start_probes();
+            c.start_workers()
+        })();
+        if let Err(e) = started {
+            // The folder keeps why (the error also goes to stderr); drop stops what started.
+            c.log(&format!("could not start: {e:#}"));
+            return Err(e);
+        }
         c.start = Instant::now();
         c.next_tick = c.start + c.interval;
         c.last_tick = c.start;
