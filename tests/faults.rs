@@ -589,3 +589,61 @@ fn a_command_target_that_exits_at_once_is_refused_with_exit_2() {
         "{log}"
     );
 }
+
+/// Unmounts a tmpfs on drop (also when the test fails).
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The run folder's disk fills up mid-run (a 16 KiB tmpfs): the run stops with exit 2 and an
+/// error naming the file and the cause, leaves no temporary file, and stops every child.
+#[test]
+fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
+    if !privileged("mounting a tiny tmpfs") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("tiny");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount -t tmpfs failed");
+    let _guard = Tmpfs(mnt.clone());
+    let sc = tmp.path().join("full.toml");
+    std::fs::write(&sc, loopback("60s")).unwrap();
+    let run = Command::new(BIN)
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(mnt.join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = run.id();
+    wait_child(pid, " worker ");
+    let kids: Vec<u32> = children_of(pid).into_iter().map(|c| c.0).collect();
+    let end = finish(run, Duration::from_secs(90));
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(
+        end.stderr.contains("No space left on device") && end.stderr.contains("results/fault-"),
+        "{}",
+        end.stderr
+    );
+    let left: Vec<u32> = kids.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "children left: {left:?}");
+    for e in std::fs::read_dir(mnt.join("results")).unwrap() {
+        for f in std::fs::read_dir(e.unwrap().path()).unwrap() {
+            let name = f.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
+        }
+    }
+}

@@ -192,8 +192,9 @@ impl RunFolder {
                 }
             }
         }
-        writeln!(w, "{line}")?;
-        w.flush()?;
+        writeln!(w, "{line}")
+            .and_then(|_| w.flush())
+            .with_context(|| format!("appending a row to {}", self.ts_path.display()))?;
         Ok(())
     }
 
@@ -289,7 +290,7 @@ fn csv_cell(s: &str) -> String {
 /// Write to a temp file and rename, so a reader (or a crash) never sees half a file.
 fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    {
+    let written = (|| {
         let mut f = OpenOptions::new()
             .create(true)
             .write(true)
@@ -297,8 +298,17 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.flush()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        let hint = if e.raw_os_error() == Some(libc::ENOSPC) {
+            " (the disk is full: free space or pass --out on another disk)"
+        } else {
+            ""
+        };
+        return Err(e).with_context(|| format!("writing {}{hint}", path.display()));
     }
-    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 
