@@ -647,3 +647,49 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
         }
     }
 }
+
+/// A run under a low RLIMIT_NOFILE (256, hard too): with CAP_SYS_RESOURCE the worker raises
+/// the hard limit itself and says so; without it (root in a container that drops it) the run
+/// notes the limit and names the missing capability. Either way the run completes (exit 0).
+#[test]
+fn a_low_descriptor_limit_is_raised_when_privileged_and_named_when_not() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("nofile.toml");
+    std::fs::write(&sc, loopback("3s")).unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(tmp.path().join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let rl = libc::rlimit {
+                rlim_cur: 256,
+                rlim_max: 256,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let end = finish(cmd.spawn().unwrap(), Duration::from_secs(60));
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    let folders = valid_folders(&tmp.path().join("results"));
+    let log = std::fs::read_to_string(folders[0].0.join("run.log")).unwrap();
+    if synlab::sys::privilege::Privileges::current().sys_resource {
+        assert!(
+            log.contains("raised RLIMIT_NOFILE from 256") && !log.contains("RLIMIT_NOFILE is"),
+            "{log}"
+        );
+    } else {
+        assert!(
+            log.contains("RLIMIT_NOFILE is 256 (hard limit 256, and raising it needs CAP_SYS_RESOURCE, which this process lacks"),
+            "{log}"
+        );
+    }
+}
