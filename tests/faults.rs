@@ -291,7 +291,9 @@ fn two_runs_started_together_get_their_own_valid_folders() {
         assert_eq!(rows(summary).len(), 1, "{}", dir.display());
         // The second run started after the first had become synlab (spawn returns after
         // exec), and the first lasts seconds more: the second names it.
-        if eb.stdout.contains(&dir.display().to_string()) {
+        // Exact line: one folder's name is a prefix of the other's (`-2` suffix).
+        let b_dir = format!("results: {}", dir.display());
+        if eb.stdout.lines().any(|l| l == b_dir) {
             let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
             assert!(
                 log.contains("another synlab is running") && log.contains(&format!("pid {pa} ")),
