@@ -348,6 +348,7 @@ fn dropping_the_lab_removes_everything() {
     if !privileged() {
         return;
     }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
     let mut spec = NetworkSpec {
         backend: BackendChoice::Router,
@@ -404,12 +405,8 @@ fn hold_lab_child() {
     std::thread::sleep(Duration::from_secs(20));
 }
 
-#[test]
-fn sigkill_then_net_down_removes_everything() {
-    if !privileged() {
-        return;
-    }
-    let id = run_id();
+/// Starts `hold_lab_child` building lab `id` in a child process; returns it and the router pid.
+fn hold_lab(id: &str) -> (std::process::Child, u32) {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -417,7 +414,7 @@ fn sigkill_then_net_down_removes_everything() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env("SYNLAB_TEST_HOLD_LAB", &id)
+        .env("SYNLAB_TEST_HOLD_LAB", id)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -441,6 +438,18 @@ fn sigkill_then_net_down_removes_everything() {
         .trim()
         .parse()
         .unwrap();
+    (child, router)
+}
+
+#[test]
+fn sigkill_then_net_down_removes_everything() {
+    if !privileged() {
+        return;
+    }
+    // Serial: another test's Lab::up would remove the killed lab first (its owner is dead).
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let id = run_id();
+    let (mut child, router) = hold_lab(&id);
     assert_eq!(leftovers(&id).len(), 3);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
@@ -459,5 +468,34 @@ fn sigkill_then_net_down_removes_everything() {
     assert!(
         gone_within(router, Duration::from_secs(3)),
         "router {router} survived"
+    );
+}
+
+#[test]
+fn the_next_lab_removes_a_crashed_labs_leftovers_and_says_so() {
+    if !privileged() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let id = run_id();
+    let (mut child, router) = hold_lab(&id);
+    child.kill().unwrap(); // SIGKILL: its lab stays, its owner is gone
+    child.wait().unwrap();
+    assert_eq!(leftovers(&id).len(), 3, "the crashed lab is still there");
+    let lab = up(vec![path("x", 0)]);
+    let srv = format!("netns synlab-{id}-srv");
+    assert!(
+        lab.leftovers_removed.contains(&srv),
+        "{:?}",
+        lab.leftovers_removed
+    );
+    assert!(leftovers(&id).is_empty(), "{:?}", leftovers(&id));
+    assert!(
+        gone_within(router, Duration::from_secs(3)),
+        "router {router} survived"
+    );
+    assert!(
+        leftovers(&lab.run_id).len() >= 3,
+        "the new lab itself is untouched"
     );
 }

@@ -289,10 +289,21 @@ impl Controller {
             final_check: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
-        c.start_network()?;
-        c.start_target()?;
-        c.start_probes();
-        c.start_workers()?;
+        if let Some(line) = crate::sys::netns::others_running_notice() {
+            c.log(&line);
+            c.notices.push(line);
+        }
+        let started = (|| {
+            c.start_network()?;
+            c.start_target()?;
+            c.start_probes();
+            c.start_workers()
+        })();
+        if let Err(e) = started {
+            // The folder keeps why (the error also goes to stderr); drop stops what started.
+            c.log(&format!("could not start: {e:#}"));
+            return Err(e);
+        }
         c.start = Instant::now();
         c.next_tick = c.start + c.interval;
         c.last_tick = c.start;
@@ -342,6 +353,11 @@ impl Controller {
                 bandwidth_bps: p.spec.bandwidth.map(|b| b.0),
             })
             .collect();
+        for r in &net.leftovers_removed {
+            let line = format!("removed a leftover of a crashed earlier run: {r}");
+            self.log(&line);
+            self.notices.push(line);
+        }
         let line = format!(
             "network lab {run_id} up: backend {}, server netns {}, {} path(s)",
             self.state.backend,
@@ -787,23 +803,43 @@ impl Controller {
         }
     }
 
+    /// Watches every child the run depends on (workers, target, delay router). A death stops
+    /// the load at once: the point fails, the TUI says who died and how.
     fn check_children(&mut self) {
         let mut died = Vec::new();
         for w in &mut self.workers {
-            if let Some(st) = w.try_wait() {
-                died.push(format!("{} ({st})", w.name));
+            if let Some(d) = w.death() {
+                died.push(format!("load {d}"));
             }
         }
         if let Some(s) = &mut self.server {
             if let Some(st) = s.try_wait() {
-                died.push(format!("the target server ({st})"));
+                let who = if s.name == "server" {
+                    "the target server"
+                } else {
+                    "the target command"
+                };
+                let how = crate::sys::process::describe_exit(&st);
+                died.push(format!("{who} (pid {}) {how}", s.pid()));
             }
+        }
+        if let Some(d) = self.net.as_mut().and_then(|n| n.router_death()) {
+            died.push(d);
         }
         for d in died {
             let w = Warning::ChildDied(d.clone());
             if !self.state.warnings.contains(&w) {
-                self.log(&format!("{d} exited"));
+                let t = self.elapsed();
+                self.log(&format!("[{t:.1}s] {d}: the run stops"));
+                if !self.notices.contains(&d) {
+                    self.notices.push(d.clone());
+                }
                 self.state.warn(w);
+                self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
+                if !self.state.finished {
+                    let _ = self.apply(Command::Pause(true));
+                    self.state.finished = true;
+                }
             }
         }
     }

@@ -247,12 +247,16 @@ fn window_totals(ctrl: &Controller, w: &Window) -> Totals {
     t
 }
 
-/// Pumps the controller for `secs`; false if interrupted or finished early.
+/// Pumps the controller for `secs`; false if interrupted or finished early. A child's death
+/// ends it at once (true: the caller fails the point and stops the run).
 fn run_for(ctrl: &mut Controller, secs: f64, tick: &dyn Fn(&Controller)) -> anyhow::Result<bool> {
     let end = Instant::now() + Duration::from_secs_f64(secs.max(0.0));
     while Instant::now() < end {
         ctrl.pump()?;
         tick(ctrl);
+        if ctrl.child_died().is_some() {
+            return Ok(true);
+        }
         if ctrl.state.finished {
             return Ok(false);
         }
@@ -267,6 +271,27 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
+    let o = run_scenario_outcome(sc, opts, progress)?;
+    Ok((o.dir, o.rows, o.cut))
+}
+
+/// How a headless run ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub dir: Option<PathBuf>,
+    pub rows: Vec<SummaryRow>,
+    /// Cut short by a signal.
+    pub cut: bool,
+    /// A child the run depended on died (who and how); the run stopped there.
+    pub child_died: Option<String>,
+}
+
+/// `run_scenario`, also saying whether a child died.
+pub fn run_scenario_outcome(
+    sc: Scenario,
+    opts: RunOptions,
+    progress: bool,
+) -> anyhow::Result<RunOutcome> {
     let points = plan_points(&sc);
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let param = sc
@@ -352,8 +377,9 @@ pub fn run_scenario(
         let mut row = summary_row(&ctrl, i + 1, window);
         row.param = param.clone();
         row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
-        if let Some(died) = ctrl.child_died() {
-            failed.get_or_insert(format!("{died} exited"));
+        let died = ctrl.child_died();
+        if let Some(d) = &died {
+            failed.get_or_insert(d.clone());
         }
         if let Some(e) = failed {
             row.failed = true;
@@ -364,7 +390,7 @@ pub fn run_scenario(
             f.summary.push(row);
             f.write_summary()?;
         }
-        if interrupted {
+        if interrupted || died.is_some() {
             break;
         }
         if p.cooldown > 0.0 {
@@ -393,7 +419,12 @@ pub fn run_scenario(
         .as_ref()
         .map(|f| f.summary.clone())
         .unwrap_or_default();
-    Ok((dir, rows, interrupted))
+    Ok(RunOutcome {
+        dir,
+        rows,
+        cut: interrupted,
+        child_died: ctrl.child_died(),
+    })
 }
 
 fn fmt(v: f64, w: usize) -> String {
@@ -476,7 +507,12 @@ pub fn run_main(
         network_fallback: scenario.as_os_str() == "default",
     };
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let (dir, rows, cut) = run_scenario(sc, opts, progress)?;
+    let RunOutcome {
+        dir,
+        rows,
+        cut,
+        child_died,
+    } = run_scenario_outcome(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
     if let Some(d) = &dir {
         match crate::report::write_report(d) {
@@ -488,6 +524,10 @@ pub fn run_main(
     if cut || interrupted.load(Ordering::Relaxed) {
         eprintln!("synlab: interrupted; the run folder holds what was measured");
         return Ok(ExitCode::from(130));
+    }
+    if let Some(d) = child_died {
+        eprintln!("synlab: {d}; the run stopped there and everything it started was removed (exit 1); the run folder holds what was measured");
+        return Ok(ExitCode::from(1));
     }
     let failed = rows.iter().filter(|r| r.failed).count();
     if failed > 0 {

@@ -106,6 +106,8 @@ pub enum Warning {
     NoRoot(String),
     PortsRunningOut,
     OutOfFds,
+    /// A child the run depends on died: who and how ("the delay router (pid 7) was killed by
+    /// signal 9 (SIGKILL)").
     ChildDied(String),
     /// The delay router could not keep up: its receive rings overflowed (loss nobody asked for).
     RouterBehind,
@@ -120,7 +122,7 @@ impl std::fmt::Display for Warning {
             Warning::NoRoot(what) => write!(f, "no root: {what}"),
             Warning::PortsRunningOut => write!(f, "ephemeral ports exhausted"),
             Warning::OutOfFds => write!(f, "out of file descriptors"),
-            Warning::ChildDied(who) => write!(f, "{who} exited"),
+            Warning::ChildDied(what) => write!(f, "{what}"),
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
         }
     }

@@ -25,9 +25,16 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
                 ));
             }
             if c.new_soft < want {
-                notices.push(format!(
-                    "RLIMIT_NOFILE is {} (hard limit {}, which this process may not raise) and this load could need up to {want} descriptors if every connection waited its full response timeout; if out_of_fds errors appear, raise the hard limit (`ulimit -Hn`, LimitNOFILE=) or lower load.sockets, the rate or load.response_timeout",
-                    c.new_soft, c.hard
+                let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(c.hard);
+                notices.push(crate::sys::privilege::nofile_note(
+                    &crate::sys::privilege::Privileges::current(),
+                    c.new_soft,
+                    c.hard,
+                    want,
+                    nr_open,
                 ));
             }
         }

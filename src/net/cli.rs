@@ -5,8 +5,10 @@ use crate::net::plan::{self, Op};
 use crate::net::router::RouterConfig;
 use crate::net::spec::{NetworkSpec, PathSpec};
 use crate::scenario::units::Dur;
+use crate::sys::netns;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Flags of `synlab net`.
 #[derive(Debug, clap::Args)]
@@ -28,13 +30,14 @@ pub enum NetCmd {
         #[arg(long)]
         run_id: Option<String>,
     },
-    /// Remove every synlab namespace and link on this machine (leftovers of crashed runs).
+    /// Remove every synlab namespace and link on this machine (leftovers of crashed runs), and
+    /// stop the synlab processes in them.
     Down {
         /// Only this run's namespaces and links.
         #[arg(long)]
         run_id: Option<String>,
     },
-    /// List synlab's namespaces and links on this machine.
+    /// List synlab's namespaces, links and processes on this machine.
     Status,
 }
 
@@ -138,14 +141,20 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
             Ok(())
         }
         NetCmd::Down { run_id } => {
-            let removed = match run_id {
+            let prefix = match run_id {
                 Some(id) => {
                     plan::check_run_id(&id)?;
-                    crate::sys::netns::cleanup_matching(&format!("{}{id}-", plan::PREFIX))?
+                    format!("{}{id}-", plan::PREFIX)
                 }
-                None => crate::sys::netns::cleanup_all()?,
+                None => plan::PREFIX.to_string(),
             };
-            if removed.is_empty() {
+            // Processes first: a process in a namespace keeps it alive after `ip netns del`.
+            let stopped = netns::stop_lab_processes(&prefix, Duration::from_secs(1));
+            for p in &stopped {
+                println!("stopped {p}");
+            }
+            let removed = netns::cleanup_matching(&prefix)?;
+            if removed.is_empty() && stopped.is_empty() {
                 println!("nothing of synlab's on this machine");
             }
             for r in removed {
@@ -154,15 +163,28 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
             Ok(())
         }
         NetCmd::Status => {
-            let (nss, links) = crate::sys::netns::list_leftovers();
-            if nss.is_empty() && links.is_empty() {
-                println!("no synlab namespaces or links on this machine");
+            let (nss, links) = netns::list_leftovers();
+            let procs = netns::synlab_processes();
+            if nss.is_empty() && links.is_empty() && procs.is_empty() {
+                println!("no synlab namespaces, links or processes on this machine");
             }
             for n in nss {
-                println!("netns {n}");
+                let owner = match netns::run_id_of(&n).and_then(netns::owner_gone) {
+                    Some(true) => "  (its run has exited: a leftover)",
+                    _ => "",
+                };
+                println!("netns {n}{owner}");
             }
             for l in links {
                 println!("link  {l}");
+            }
+            for p in procs {
+                let stray = if p.in_deleted_netns || (p.ppid == 1 && p.netns.is_none()) {
+                    "  (stray)"
+                } else {
+                    ""
+                };
+                println!("proc  {p}{stray}");
             }
             Ok(())
         }

@@ -67,6 +67,8 @@ pub struct LabNet {
     pub server_addr: Ipv4Addr,
     pub router_netns: String,
     pub paths: Vec<LabPath>,
+    /// What was removed of crashed earlier runs before this lab was built.
+    pub leftovers_removed: Vec<String>,
     plan: Plan,
     // Field order matters: the router goes before its interfaces.
     router: Option<ChildProc>,
@@ -108,6 +110,7 @@ impl Lab {
             bail!("backend = \"netem\" but this kernel has no sch_netem (modprobe sch_netem, or use backend = \"router\" / \"auto\")");
         }
         let plan = plan::plan(spec, run_id, backend)?;
+        let leftovers_removed = netns::remove_dead_labs();
         let guard = netns::apply(&plan)?;
         let view = Arc::new(Mutex::new(RouterView::new(plan.paths.len())));
         let mut lab = LabNet {
@@ -127,6 +130,7 @@ impl Lab {
                     spec: p.spec.clone(),
                 })
                 .collect(),
+            leftovers_removed,
             plan,
             router: None,
             view,
@@ -140,7 +144,7 @@ impl Lab {
         {
             let v = lab.view.clone();
             let child = ChildProc::spawn(
-                "router",
+                "the delay router",
                 &Spawn {
                     program: router_program(),
                     args: vec![
@@ -256,6 +260,12 @@ impl LabNet {
     /// Router pid (for the controller's process table).
     pub fn router_pid(&self) -> Option<u32> {
         self.router.as_ref().map(|r| r.pid())
+    }
+
+    /// If the delay router has died: who and how ("the delay router (pid N) was killed by
+    /// signal 9 (SIGKILL)"). None while it runs, and for netem/none.
+    pub fn router_death(&mut self) -> Option<String> {
+        self.router.as_mut().and_then(|r| r.death())
     }
 
     /// Stops the router and deletes the namespaces, reporting errors.

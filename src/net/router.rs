@@ -258,7 +258,7 @@ impl Relay {
     }
 }
 
-/// Runs the router until stdin closes.
+/// Runs the router until stdin closes or one of its interfaces disappears.
 pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
     let mut server = PacketPort::open(&cfg.server_port)
         .with_context(|| format!("opening server port {}", cfg.server_port))?;
@@ -332,12 +332,18 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                     }
                 },
                 SERVER => {
-                    server.recv_each(RX_PER_WAKE, |f, at| relay.on_server_frame(at, f));
+                    let got = server.recv_each(RX_PER_WAKE, |f, at| relay.on_server_frame(at, f));
+                    if got == 0 {
+                        stop_if_gone(&server)?;
+                    }
                 }
                 t if t < n => {
                     let path = t as usize;
-                    clients[path]
-                        .recv_each(RX_PER_WAKE, |f, at| relay.on_client_frame(at, path, f));
+                    let port = &mut clients[path];
+                    if port.recv_each(RX_PER_WAKE, |f, at| relay.on_client_frame(at, path, f)) == 0
+                    {
+                        stop_if_gone(port)?;
+                    }
                 }
                 _ => {}
             }
@@ -345,6 +351,12 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         depart(&mut relay, &server, &clients, &mut due);
         let now = packet::mono_ns();
         if now >= next_stats {
+            // The lab's interfaces went with its namespaces (`net down`, a crashed controller):
+            // nothing is left to relay, and a detached router has no stdin to end it.
+            stop_if_gone(&server)?;
+            for c in &clients {
+                stop_if_gone(c)?;
+            }
             let mut s = relay.snapshot(now, (now - start) / 1_000_000);
             s.realtime = realtime;
             ring_drops += server.take_drops();
@@ -358,6 +370,14 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                 next_stats += interval;
             }
         }
+    }
+}
+
+/// Ends the router with an error when a port's interface has disappeared.
+fn stop_if_gone(port: &PacketPort) -> anyhow::Result<()> {
+    match port.gone() {
+        Some(why) => anyhow::bail!("synlab router: {why}; stopping (the lab is gone)"),
+        None => Ok(()),
     }
 }
 

@@ -131,14 +131,26 @@ impl RunFolder {
     /// Creates `<parent>/<name>-<timestamp>/` and writes the resolved scenario.
     pub fn create(parent: &Path, name: &str, scenario_toml: &str) -> anyhow::Result<Self> {
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-        let mut dir = parent.join(format!("{name}-{stamp}"));
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating the results folder {}", parent.display()))?;
+        // create_dir, not create_dir_all: it fails if the folder exists, so two runs started
+        // in the same second each get their own (the second takes the next suffix).
         let mut n = 1;
-        while dir.exists() {
-            n += 1;
-            dir = parent.join(format!("{name}-{stamp}-{n}"));
-        }
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating the run folder {}", dir.display()))?;
+        let dir = loop {
+            let dir = if n == 1 {
+                parent.join(format!("{name}-{stamp}"))
+            } else {
+                parent.join(format!("{name}-{stamp}-{n}"))
+            };
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("creating the run folder {}", dir.display()))
+                }
+            }
+        };
         std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
         let log = BufWriter::new(File::create(dir.join("run.log"))?);
         Ok(RunFolder {
@@ -189,8 +201,9 @@ impl RunFolder {
                 }
             }
         }
-        writeln!(w, "{line}")?;
-        w.flush()?;
+        writeln!(w, "{line}")
+            .and_then(|_| w.flush())
+            .with_context(|| format!("appending a row to {}", self.ts_path.display()))?;
         Ok(())
     }
 
@@ -289,7 +302,7 @@ fn csv_cell(s: &str) -> String {
 /// Write to a temp file and rename, so a reader (or a crash) never sees half a file.
 fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    {
+    let written = (|| {
         let mut f = OpenOptions::new()
             .create(true)
             .write(true)
@@ -297,14 +310,42 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.flush()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        let hint = if e.raw_os_error() == Some(libc::ENOSPC) {
+            " (the disk is full: free space or pass --out on another disk)"
+        } else {
+            ""
+        };
+        return Err(e).with_context(|| format!("writing {}{hint}", path.display()));
     }
-    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_created_together_each_get_their_own_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parent = tmp.path().join("results");
+        let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| RunFolder::create(&parent, "same", "x = 1\n").unwrap().dir))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut uniq = dirs.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), 8, "{dirs:?}");
+        for d in &dirs {
+            assert!(d.join("scenario.toml").is_file() && d.join("run.log").is_file());
+        }
+    }
 
     #[test]
     fn syn_check_allows_counting_noise_of_short_holds_only() {

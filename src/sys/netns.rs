@@ -54,6 +54,8 @@ fn ip(args: &[&str]) -> anyhow::Result<()> {
 #[derive(Debug, Default)]
 pub struct TopologyGuard {
     namespaces: Vec<String>,
+    /// The lab's run id, whose owner record goes with the namespaces.
+    run_id: Option<String>,
 }
 
 impl TopologyGuard {
@@ -70,6 +72,9 @@ impl TopologyGuard {
             }
         }
         if errs.is_empty() {
+            if let Some(id) = self.run_id.take() {
+                remove_owner(&id);
+            }
             Ok(())
         } else {
             bail!("tearing the lab down: {}", errs.join("; "))
@@ -78,6 +83,9 @@ impl TopologyGuard {
 
     /// Keeps the lab up after the guard is gone (`synlab net up`).
     pub fn leak(mut self) -> Vec<String> {
+        if let Some(id) = self.run_id.take() {
+            write_owner(&id, true);
+        }
         std::mem::take(&mut self.namespaces)
     }
 }
@@ -148,7 +156,12 @@ fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
 
 /// Applies every operation of `plan` but StartRouter; on failure, deletes what was created.
 pub fn apply(plan: &Plan) -> anyhow::Result<TopologyGuard> {
-    let mut guard = TopologyGuard::default();
+    // The owner first, so no other run takes the half-built lab for a crashed run's.
+    write_owner(&plan.run_id, false);
+    let mut guard = TopologyGuard {
+        namespaces: Vec::new(),
+        run_id: Some(plan.run_id.clone()),
+    };
     let trace = std::env::var_os("SYNLAB_NET_TRACE").is_some();
     for op in &plan.ops {
         if trace {
@@ -204,7 +217,12 @@ pub fn cleanup_matching(prefix: &str) -> anyhow::Result<Vec<String>> {
     let mut errs = Vec::new();
     for ns in nss.into_iter().filter(|n| n.starts_with(prefix)) {
         match ip(&["netns", "del", &ns]) {
-            Ok(()) => removed.push(format!("netns {ns}")),
+            Ok(()) => {
+                if let Some(id) = run_id_of(&ns) {
+                    remove_owner(id);
+                }
+                removed.push(format!("netns {ns}"))
+            }
             Err(e) => errs.push(e.to_string()),
         }
     }
@@ -214,6 +232,19 @@ pub fn cleanup_matching(prefix: &str) -> anyhow::Result<Vec<String>> {
             match ip(&["link", "del", &l]) {
                 Ok(()) => removed.push(format!("link {l}")),
                 Err(e) => errs.push(e.to_string()),
+            }
+        }
+    }
+    // Owner records of labs that have no namespace left (removed by hand, or above).
+    let (left, _) = list_leftovers();
+    if let Ok(dir) = std::fs::read_dir(OWNERS) {
+        for e in dir.filter_map(|e| e.ok()) {
+            let id = e.file_name().to_string_lossy().into_owned();
+            let mine = format!("{PREFIX}{id}-");
+            if (mine.starts_with(prefix) || prefix.starts_with(&mine))
+                && !left.iter().any(|n| n.starts_with(&mine))
+            {
+                let _ = std::fs::remove_file(e.path());
             }
         }
     }
@@ -261,4 +292,319 @@ pub fn spawn_detached(netns: &str, args: &[String]) -> anyhow::Result<u32> {
     }
     let child = cmd.spawn().context("starting a detached process")?;
     Ok(child.id())
+}
+
+/// A synlab process found on this machine (other than the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SynlabProc {
+    pub pid: u32,
+    pub ppid: u32,
+    /// `synlab run x.toml`, `synlab router` (long JSON arguments left out).
+    pub command: String,
+    /// The synlab namespace it runs in; None in the caller's namespace.
+    pub netns: Option<String>,
+    /// Runs in a namespace other than the caller's that has no name under /run/netns any more
+    /// (deleted while the process held it).
+    pub in_deleted_netns: bool,
+    /// The whole command line (to tell which lab a router serves: its ports are named).
+    pub cmdline: String,
+}
+
+impl std::fmt::Display for SynlabProc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pid {} `{}`", self.pid, self.command)?;
+        match (&self.netns, self.in_deleted_netns) {
+            (Some(ns), _) => write!(f, " in netns {ns}"),
+            (None, true) => write!(f, " in a deleted netns"),
+            (None, false) => Ok(()),
+        }
+    }
+}
+
+/// (device, inode) of a namespace file: equal for two paths naming the same namespace.
+fn ns_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `synlab run x.toml` from a NUL-separated /proc cmdline: the program's file name and its
+/// arguments, JSON arguments (`--config-json {...}`) left out.
+pub fn short_command(cmdline: &str) -> String {
+    let mut words = cmdline.split('\0').filter(|w| !w.is_empty());
+    let prog = words
+        .next()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .unwrap_or_default();
+    let mut out = vec![prog];
+    let mut skip = false;
+    for w in words {
+        if skip || w.starts_with('{') {
+            skip = false;
+            continue;
+        }
+        if w == "--config-json" {
+            skip = true;
+            continue;
+        }
+        out.push(w.to_string());
+    }
+    out.join(" ")
+}
+
+/// Every synlab process on this machine but the caller: the binary named `synlab` (children
+/// are started from it, also by the test harness through SYNLAB_EXE), with the synlab
+/// namespace each runs in.
+pub fn synlab_processes() -> Vec<SynlabProc> {
+    let me = std::process::id();
+    let own_ns = ns_id(std::path::Path::new("/proc/self/ns/net"));
+    let (names, _) = list_leftovers();
+    let named: Vec<((u64, u64), String)> = names
+        .into_iter()
+        .filter_map(|n| ns_id(&std::path::Path::new("/run/netns").join(&n)).map(|id| (id, n)))
+        .collect();
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.filter_map(|e| e.ok()) {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let base = e.path();
+        let Ok(exe) = std::fs::read_link(base.join("exe")) else {
+            continue;
+        };
+        let name = exe
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name != "synlab" && name != "synlab (deleted)" {
+            continue;
+        }
+        let cmdline = std::fs::read_to_string(base.join("cmdline")).unwrap_or_default();
+        let ppid = std::fs::read_to_string(base.join("stat"))
+            .ok()
+            .and_then(|s| stat_field(&s, 4))
+            .unwrap_or(0) as u32;
+        let ns = ns_id(&base.join("ns/net"));
+        let netns = named
+            .iter()
+            .find(|(id, _)| Some(*id) == ns)
+            .map(|(_, n)| n.clone());
+        out.push(SynlabProc {
+            pid,
+            ppid,
+            command: short_command(&cmdline),
+            in_deleted_netns: netns.is_none() && ns.is_some() && ns != own_ns,
+            netns,
+            cmdline: cmdline.replace('\0', " "),
+        });
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Field `n` (1-based, as in proc(5)) of a /proc/PID/stat line; the command name may hold
+/// spaces and parentheses, so fields are counted after its closing parenthesis.
+pub fn stat_field(stat: &str, n: usize) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
+/// Stops the synlab processes of the labs whose names start with `prefix`: those running in
+/// their namespaces, and routers of those labs left in deleted namespaces (their command
+/// lines name the lab's ports). SIGTERM, then SIGKILL after `grace`. Returns what it stopped.
+pub fn stop_lab_processes(prefix: &str, grace: std::time::Duration) -> Vec<String> {
+    let victims: Vec<SynlabProc> = synlab_processes()
+        .into_iter()
+        .filter(|p| match &p.netns {
+            Some(ns) => ns.starts_with(prefix),
+            None => p.in_deleted_netns && p.cmdline.contains(prefix),
+        })
+        .collect();
+    for p in &victims {
+        // SAFETY: kill(2) on a pid just found running synlab in this lab.
+        unsafe {
+            libc::kill(p.pid as i32, libc::SIGTERM);
+        }
+    }
+    let deadline = std::time::Instant::now() + grace;
+    let alive =
+        |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid);
+    while victims.iter().any(|p| alive(p.pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for p in victims.iter().filter(|p| alive(p.pid)) {
+        // SAFETY: as above; it ignored SIGTERM.
+        unsafe {
+            libc::kill(p.pid as i32, libc::SIGKILL);
+        }
+    }
+    victims.iter().map(|p| p.to_string()).collect()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rfind(')')
+                .map(|i| s[i + 1..].trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// Where a lab's owner is recorded: `/run/synlab/<run id>` holds "<pid> <start time>" of the
+/// process that built it, or "kept" for a lab `synlab net up` left up on purpose.
+const OWNERS: &str = "/run/synlab";
+
+fn owner_path(run_id: &str) -> std::path::PathBuf {
+    std::path::Path::new(OWNERS).join(run_id)
+}
+
+/// Start time (clock ticks since boot) of a process, to tell it from a later one with its pid.
+fn start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_field(&s, 22)
+}
+
+/// Records this process as the owner of lab `run_id` (`kept`: left up by `net up`).
+pub fn write_owner(run_id: &str, kept: bool) {
+    let me = std::process::id();
+    let text = if kept {
+        "kept\n".to_string()
+    } else {
+        format!("{me} {}\n", start_time(me).unwrap_or(0))
+    };
+    let _ = std::fs::create_dir_all(OWNERS);
+    let _ = std::fs::write(owner_path(run_id), text);
+}
+
+fn remove_owner(run_id: &str) {
+    let _ = std::fs::remove_file(owner_path(run_id));
+}
+
+/// Whether the owner recorded for lab `run_id` is gone: Some(true) when its process has
+/// exited, Some(false) while it runs or for a kept lab, None when nothing was recorded.
+pub fn owner_gone(run_id: &str) -> Option<bool> {
+    let text = std::fs::read_to_string(owner_path(run_id)).ok()?;
+    let mut w = text.split_whitespace();
+    let first = w.next()?;
+    if first == "kept" {
+        return Some(false);
+    }
+    let pid: u32 = first.parse().ok()?;
+    let started: u64 = w.next()?.parse().ok()?;
+    Some(start_time(pid) != Some(started) || is_zombie(pid))
+}
+
+/// The run id of a synlab namespace or link name (`synlab-ab12-srv` -> `ab12`).
+pub fn run_id_of(name: &str) -> Option<&str> {
+    name.strip_prefix(PREFIX)?.split('-').next()
+}
+
+/// Removes the labs whose recorded owner has exited (crashed runs), with their processes.
+/// Labs with a live owner, kept by `net up`, or with no record (an older synlab's, or one
+/// being built by it) are left alone. Returns what it removed.
+pub fn remove_dead_labs() -> Vec<String> {
+    let (nss, _) = list_leftovers();
+    let mut ids: Vec<String> = nss
+        .iter()
+        .filter_map(|n| run_id_of(n).map(str::to_string))
+        .collect();
+    ids.dedup();
+    let mut removed = Vec::new();
+    for id in ids {
+        if owner_gone(&id) == Some(true) {
+            let prefix = format!("{PREFIX}{id}-");
+            removed.extend(stop_lab_processes(
+                &prefix,
+                std::time::Duration::from_millis(500),
+            ));
+            match cleanup_matching(&prefix) {
+                Ok(r) => removed.extend(r),
+                Err(e) => removed.push(format!("(lab {id} only in part: {e:#})")),
+            }
+        }
+    }
+    removed
+}
+
+/// A notice naming the other synlab runs on this machine (controllers and their children,
+/// servers, routers left up), or None: their traffic and CPU use show in the kernel counters
+/// and CPU figures this run reads.
+pub fn others_running_notice() -> Option<String> {
+    let all = synlab_processes();
+    // Name the top of each tree: a process whose parent is not a synlab process.
+    let tops: Vec<String> = all
+        .iter()
+        .filter(|p| !all.iter().any(|q| q.pid == p.ppid))
+        .map(|p| p.to_string())
+        .collect();
+    if tops.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "another synlab is running on this machine ({} process(es): {}): its load shares the CPUs and, on loopback, the kernel counters (SYN/s, listen overflows, TCP states) of this run",
+        all.len(),
+        tops.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_shortened_and_json_left_out() {
+        assert_eq!(
+            short_command("/x/target/debug/synlab\0router\0--config-json\0{\"a\":1}\0"),
+            "synlab router"
+        );
+        assert_eq!(
+            short_command("synlab\0run\0s.toml\0--quick\0"),
+            "synlab run s.toml --quick"
+        );
+    }
+
+    #[test]
+    fn stat_fields_count_after_the_command_name() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 777 0";
+        assert_eq!(stat_field(stat, 4), Some(1));
+        assert_eq!(stat_field(stat, 22), Some(777));
+    }
+
+    #[test]
+    fn run_ids_come_from_names() {
+        assert_eq!(run_id_of("synlab-ab12-srv"), Some("ab12"));
+        assert_eq!(run_id_of("synlab-ab12-c0-lan"), Some("ab12"));
+        assert_eq!(run_id_of("other-ab12"), None);
+    }
+
+    #[test]
+    fn a_lab_whose_owner_exited_is_gone_and_ours_is_not() {
+        let id = format!("u{}", std::process::id() % 10_000);
+        let writable = std::fs::create_dir_all(OWNERS)
+            .and_then(|_| std::fs::write(owner_path(&id), ""))
+            .is_ok();
+        if !writable {
+            assert!(
+                !crate::sys::privilege::require_privileged(),
+                "SYNLAB_REQUIRE_PRIVILEGED=1 but {OWNERS} is not writable (run as root)"
+            );
+            eprintln!("skipping: {OWNERS} is not writable (needs root)");
+            return;
+        }
+        write_owner(&id, false);
+        assert_eq!(owner_gone(&id), Some(false));
+        // A pid that cannot be running: above the kernel's pid_max limit.
+        std::fs::write(owner_path(&id), "4194305 1\n").unwrap();
+        assert_eq!(owner_gone(&id), Some(true));
+        write_owner(&id, true);
+        assert_eq!(owner_gone(&id), Some(false), "kept by net up");
+        remove_owner(&id);
+        assert_eq!(owner_gone(&id), None);
+    }
 }

@@ -60,6 +60,7 @@ pub struct PacketPort {
     fd: OwnedFd,
     ring: RxRing,
     pub dev: String,
+    ifindex: u32,
 }
 
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
@@ -115,6 +116,7 @@ impl PacketPort {
                 fd,
                 ring,
                 dev: dev.to_string(),
+                ifindex,
             })
         }
     }
@@ -205,6 +207,35 @@ impl PacketPort {
 
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// Why the interface is gone, if it is: a pending socket error (the kernel sets ENETDOWN
+    /// when a bound interface is unregistered, and epoll then reports the socket ready for
+    /// ever), or its name no longer naming the index it had. None while it is there.
+    pub fn gone(&self) -> Option<String> {
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: valid out-buffer and length.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && matches!(err, libc::ENETDOWN | libc::ENXIO | libc::ENODEV) {
+            return Some(format!(
+                "interface {} went away ({})",
+                self.dev,
+                io::Error::from_raw_os_error(err)
+            ));
+        }
+        let cname = std::ffi::CString::new(self.dev.as_str()).ok()?;
+        // SAFETY: NUL-terminated name.
+        let now = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        (now != self.ifindex).then(|| format!("interface {} no longer exists", self.dev))
     }
 }
 

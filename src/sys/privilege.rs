@@ -6,8 +6,11 @@ pub struct Privileges {
     pub net_admin: bool,
     pub net_raw: bool,
     pub sys_admin: bool,
+    /// May raise hard resource limits (RLIMIT_NOFILE past its hard limit).
+    pub sys_resource: bool,
 }
 
+const CAP_SYS_RESOURCE: u32 = 24;
 const CAP_NET_ADMIN: u32 = 12;
 const CAP_NET_RAW: u32 = 13;
 const CAP_SYS_ADMIN: u32 = 21;
@@ -31,6 +34,7 @@ impl Privileges {
             net_admin: has(CAP_NET_ADMIN),
             net_raw: has(CAP_NET_RAW),
             sys_admin: has(CAP_SYS_ADMIN),
+            sys_resource: has(CAP_SYS_RESOURCE),
         }
     }
 
@@ -59,6 +63,26 @@ impl Privileges {
     }
 }
 
+/// Why a load may run short of descriptors after the limit was raised as far as it goes:
+/// `soft` is what the process got, `hard` its hard limit, `want` what the load could need,
+/// `nr_open` the kernel's ceiling (fs.nr_open). Names the cause that applies: without
+/// CAP_SYS_RESOURCE (also root in a container that drops it) the hard limit stands; with it,
+/// only fs.nr_open bounds the limit.
+pub fn nofile_note(p: &Privileges, soft: u64, hard: u64, want: u64, nr_open: u64) -> String {
+    let why = if p.sys_resource && soft >= nr_open {
+        format!("the kernel's ceiling fs.nr_open is {nr_open} (sysctl fs.nr_open to raise it)")
+    } else if p.sys_resource {
+        format!("hard limit {hard}")
+    } else {
+        format!(
+            "hard limit {hard}, and raising it needs CAP_SYS_RESOURCE, which this process lacks (root in a container may lack it: `ulimit -Hn`, LimitNOFILE= or docker's --ulimit nofile= raise it from outside)"
+        )
+    };
+    format!(
+        "RLIMIT_NOFILE is {soft} ({why}) and this load could need up to {want} descriptors if every connection waited its full response timeout; if out_of_fds errors appear, raise the limit or lower load.sockets, the rate or load.response_timeout"
+    )
+}
+
 /// True when the tests must fail instead of skipping for a missing privilege.
 pub fn require_privileged() -> bool {
     std::env::var("SYNLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
@@ -84,6 +108,17 @@ mod tests {
             "{msg}"
         );
         assert!(msg.contains("sudo"));
+    }
+
+    #[test]
+    fn the_nofile_note_names_the_cause_that_applies() {
+        let root = Privileges::from_status("CapEff:\t000001ffffffffff\n");
+        let container_root = Privileges::from_status("CapEff:\t000001fffeffffff\n");
+        assert!(root.sys_resource && !container_root.sys_resource);
+        let n = nofile_note(&container_root, 20000, 20000, 40000, 1 << 20);
+        assert!(n.contains("lacks") && n.contains("CAP_SYS_RESOURCE"), "{n}");
+        let n = nofile_note(&root, 1 << 20, 1 << 20, 2 << 20, 1 << 20);
+        assert!(n.contains("fs.nr_open") && !n.contains("lacks"), "{n}");
     }
 
     #[test]

@@ -147,6 +147,18 @@ impl ChildProc {
         self.child.try_wait().ok().flatten()
     }
 
+    /// If the child has exited: "NAME (pid N) was killed by signal 9 (SIGKILL)" or
+    /// "NAME (pid N) exited with code 1", for the run's notices.
+    pub fn death(&mut self) -> Option<String> {
+        let st = self.try_wait()?;
+        Some(format!(
+            "{} (pid {}) {}",
+            self.name,
+            self.pid(),
+            describe_exit(&st)
+        ))
+    }
+
     /// Closes stdin (the child's cue to stop), waits up to `grace`, then SIGKILLs by pid.
     pub fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         self.stdin.take();
@@ -191,6 +203,36 @@ impl Drop for ChildProc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// How a process ended, as words: "exited with code 1", "was killed by signal 9 (SIGKILL)".
+pub fn describe_exit(st: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (None, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+        (None, None) => format!("ended ({st})"),
+    }
+}
+
+/// The name of a signal number (the common ones; others as `signal N`).
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
 }
 
 /// Lets a write to a closed pipe end this process quietly, as `head` expects of `cat`. Rust
@@ -256,6 +298,15 @@ fn cpus_left(allowed: impl Iterator<Item = usize>, avoid: &[usize]) -> Vec<usize
 #[cfg(test)]
 mod affinity_tests {
     use super::*;
+
+    #[test]
+    fn exits_are_described_by_code_or_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
+        assert_eq!(describe_exit(&killed), "was killed by signal 9 (SIGKILL)");
+        let code = std::process::ExitStatus::from_raw(3 << 8);
+        assert_eq!(describe_exit(&code), "exited with code 3");
+    }
 
     #[test]
     fn the_workers_cpus_are_left_out_unless_nothing_remains() {

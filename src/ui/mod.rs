@@ -58,7 +58,7 @@ pub fn tui_main(scenario: Option<&Path>, out: Option<&Path>) -> anyhow::Result<E
         }
         println!("results: {}", dir.display());
     }
-    result.map(|_| ExitCode::SUCCESS)
+    result.map(|_| ExitCode::from(u8::from(ctrl.child_died().is_some())))
 }
 
 /// After SIGHUP/SIGTERM the loop normally stops the lab within a frame. When the terminal is

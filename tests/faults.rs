@@ -1,0 +1,697 @@
+//! Faults injected into real runs of the synlab binary (`synlab run` as a child process): a
+//! child killed mid-run (router, server, worker), the controller interrupted by a signal,
+//! `net up` then `net down`, targets that never answer, answer garbage or reset, and two runs
+//! started together. Each checks the message, the exit code documented in the README, a valid
+//! run folder, and that nothing is left behind. Lab tests skip without root unless
+//! SYNLAB_REQUIRE_PRIVILEGED=1.
+
+mod probe_support;
+
+use probe_support::privileged;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_synlab");
+
+/// A short loopback scenario: 200 attempts/s against the built-in event server.
+fn loopback(duration: &str) -> String {
+    format!(
+        "name = \"fault\"\nduration = \"{duration}\"\n\n[target]\narch = \"event\"\nservice_time = \"1ms\"\n\n[load]\nmode = \"open\"\nrate = 200\nsockets = 2000\ntimeout = \"1s\"\n"
+    )
+}
+
+/// The same through the delay router (10 ms RTT).
+fn lab(duration: &str) -> String {
+    format!(
+        "{}\n[network]\nbackend = \"router\"\n\n[[network.path]]\nname = \"wan\"\nrtt = \"10ms\"\n",
+        loopback(duration)
+    )
+}
+
+/// Starts `synlab run` on `toml` with its results under `dir/results`.
+fn start_run(dir: &Path, file: &str, toml: &str) -> Child {
+    let sc = dir.join(file);
+    std::fs::write(&sc, toml).unwrap();
+    Command::new(BIN)
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(dir.join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start synlab run")
+}
+
+struct Ended {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Waits for the child (at most `limit`: then it is killed and the test fails).
+fn finish(child: Child, limit: Duration) -> Ended {
+    let pid = child.id();
+    let t0 = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => {
+            let out = out.unwrap();
+            Ended {
+                code: out.status.code(),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                took: t0.elapsed(),
+            }
+        }
+        Err(_) => {
+            // SAFETY: kill(2) on the child this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("synlab (pid {pid}) did not end within {limit:?}");
+        }
+    }
+}
+
+/// (pid, command line) of the processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        if synlab::sys::netns::stat_field(&stat, 4) == Some(parent as u64) {
+            let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+            out.push((pid, cmd.replace('\0', " ")));
+        }
+    }
+    out
+}
+
+/// Waits (bounded) for a child of `parent` whose command line has `needle`.
+fn wait_child(parent: u32, needle: &str) -> (u32, String) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        if let Some(c) = children_of(parent)
+            .into_iter()
+            .find(|(_, c)| c.contains(needle))
+        {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no child `{needle}` of pid {parent} within 30 s");
+}
+
+/// Whether `pid` is still a live process (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) until the run has written `rows` time-series rows: it is mid-run.
+fn wait_rows(results: &Path, rows: usize) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        let n = std::fs::read_dir(results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .and_then(|e| std::fs::read_to_string(e.path().join("timeseries.csv")).ok())
+            .map(|s| s.lines().count().saturating_sub(1))
+            .unwrap_or(0);
+        if n >= rows {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the run wrote fewer than {rows} rows within 30 s");
+}
+
+/// The run folders under `results`; each must be valid: summary.json parses and has its
+/// rows, timeseries.csv is rectangular with rising times, run.log ends with the shutdown line.
+fn valid_folders(results: &Path) -> Vec<(PathBuf, serde_json::Value)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(results).unwrap() {
+        let dir = e.unwrap().path();
+        let text = std::fs::read_to_string(dir.join("summary.json"))
+            .unwrap_or_else(|e| panic!("{}: summary.json: {e}", dir.display()));
+        let summary: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: summary.json: {e}", dir.display()));
+        let ts = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+        let mut lines = ts.lines();
+        let cols = lines.next().unwrap().split(',').count();
+        let mut last = f64::NEG_INFINITY;
+        for l in lines {
+            assert_eq!(l.split(',').count(), cols, "{}: row `{l}`", dir.display());
+            let t: f64 = l.split(',').next().unwrap().parse().unwrap();
+            assert!(t > last, "{}: times not rising at `{l}`", dir.display());
+            last = t;
+        }
+        let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
+        assert!(
+            log.contains("stopped; everything started by this run has exited"),
+            "{}: run.log:\n{log}",
+            dir.display()
+        );
+        out.push((dir, summary));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The summary rows of a summary.json.
+fn rows(summary: &serde_json::Value) -> Vec<serde_json::Value> {
+    summary["points"].as_array().cloned().unwrap_or_default()
+}
+
+/// Kills the first child of a run matching `needle` mid-run and checks the run stops at once
+/// with exit 1, the message, a valid folder, and nothing left. Returns the killed pid.
+fn kill_child_mid_run(toml: &str, needle: &str, expect: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = start_run(tmp.path(), "fault.toml", toml);
+    let run_pid = run.id();
+    let (victim, _) = wait_child(run_pid, needle);
+    wait_rows(&tmp.path().join("results"), 3);
+    let kids: Vec<u32> = children_of(run_pid).into_iter().map(|c| c.0).collect();
+    let router_cmd = children_of(run_pid)
+        .into_iter()
+        .find(|(_, c)| c.contains(" router "))
+        .map(|c| c.1);
+    // SAFETY: kill(2) on a child of the run this test started.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let killed_at = Instant::now();
+    // The scenario lasts 60 s: ending well before says the death stopped the run.
+    let end = finish(run, Duration::from_secs(45));
+    let msg = format!("{expect} (pid {victim}) was killed by signal 9 (SIGKILL)");
+    assert_eq!(end.code, Some(1), "exit code; stderr:\n{}", end.stderr);
+    assert!(
+        end.stderr.contains(&msg),
+        "want `{msg}` in:\n{}",
+        end.stderr
+    );
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(30),
+        "the run went on {:?} after the kill",
+        killed_at.elapsed()
+    );
+    assert!(end.stdout.contains("FAILED"), "{}", end.stdout);
+    let folders = valid_folders(&tmp.path().join("results"));
+    assert_eq!(folders.len(), 1);
+    let r = rows(&folders[0].1);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["failed"], true);
+    assert!(r[0]["error"].as_str().unwrap().contains(&msg), "{r:?}");
+    let left: Vec<u32> = kids.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "children left running: {left:?}");
+    if let Some(cmd) = router_cmd {
+        // The router's ports carry the lab's run id: `synlab-<id>-rs`.
+        let id = cmd
+            .split("synlab-")
+            .nth(1)
+            .unwrap()
+            .split('-')
+            .next()
+            .unwrap();
+        let (nss, links) = synlab::sys::netns::list_leftovers();
+        let prefix = format!("synlab-{id}-");
+        assert!(
+            !nss.iter().chain(&links).any(|n| n.starts_with(&prefix)),
+            "lab {id} left behind: {nss:?} {links:?}"
+        );
+    }
+}
+
+#[test]
+fn a_router_killed_mid_run_stops_the_run_with_exit_1() {
+    if !privileged("killing the delay router") {
+        return;
+    }
+    kill_child_mid_run(&lab("60s"), " router ", "the delay router");
+}
+
+#[test]
+fn a_server_killed_mid_run_stops_the_run_with_exit_1() {
+    kill_child_mid_run(&loopback("60s"), " serve ", "the target server");
+}
+
+#[test]
+fn a_worker_killed_mid_run_stops_the_run_with_exit_1() {
+    kill_child_mid_run(&loopback("60s"), " worker ", "load worker 0");
+}
+
+/// SIGINT, SIGTERM and SIGHUP to the controller: exit 130, a valid folder, no child left.
+#[test]
+fn a_signalled_controller_exits_130_and_leaves_nothing() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = start_run(tmp.path(), "fault.toml", &loopback("60s"));
+        let pid = run.id();
+        wait_child(pid, " worker ");
+        wait_rows(&tmp.path().join("results"), 3);
+        let kids: Vec<u32> = children_of(pid).into_iter().map(|c| c.0).collect();
+        // SAFETY: kill(2) on the run this test started.
+        unsafe { libc::kill(pid as i32, sig) };
+        let end = finish(run, Duration::from_secs(30));
+        assert_eq!(end.code, Some(130), "signal {sig}; stderr:\n{}", end.stderr);
+        assert!(end.stderr.contains("interrupted"), "{}", end.stderr);
+        let folders = valid_folders(&tmp.path().join("results"));
+        assert_eq!(folders.len(), 1);
+        let left: Vec<u32> = kids.into_iter().filter(|&p| alive(p)).collect();
+        assert!(left.is_empty(), "signal {sig}: children left: {left:?}");
+    }
+}
+
+/// Two runs of one scenario started together: two folders, each valid with its own rows,
+/// and each names the other in its notices.
+#[test]
+fn two_runs_started_together_get_their_own_valid_folders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = start_run(tmp.path(), "a.toml", &loopback("4s"));
+    let b = start_run(tmp.path(), "b.toml", &loopback("4s"));
+    let pa = a.id();
+    let ea = finish(a, Duration::from_secs(60));
+    let eb = finish(b, Duration::from_secs(60));
+    assert_eq!(ea.code, Some(0), "{}", ea.stderr);
+    assert_eq!(eb.code, Some(0), "{}", eb.stderr);
+    let folders = valid_folders(&tmp.path().join("results"));
+    assert_eq!(folders.len(), 2, "{folders:?}");
+    for (dir, summary) in &folders {
+        assert_eq!(rows(summary).len(), 1, "{}", dir.display());
+        // The second run started after the first had become synlab (spawn returns after
+        // exec), and the first lasts seconds more: the second names it.
+        // Exact line: one folder's name is a prefix of the other's (`-2` suffix).
+        let b_dir = format!("results: {}", dir.display());
+        if eb.stdout.lines().any(|l| l == b_dir) {
+            let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
+            assert!(
+                log.contains("another synlab is running") && log.contains(&format!("pid {pa} ")),
+                "{}: the first run (pid {pa}) is not named:\n{log}",
+                dir.display()
+            );
+        }
+    }
+}
+
+static IDS: AtomicU32 = AtomicU32::new(0);
+
+/// A run id for `net up` unique to this process and call (`f` + 3 base36 digits + counter).
+fn run_id() -> String {
+    let mut pid = std::process::id() % 46656;
+    let mut s = String::from("f");
+    for _ in 0..3 {
+        s.push(std::char::from_digit(pid % 36, 36).unwrap());
+        pid /= 36;
+    }
+    format!("{s}{}", IDS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `synlab net up` (returns the router's pid) for `id`.
+fn net_up(id: &str) -> u32 {
+    let out = Command::new(BIN)
+        .args(["net", "up", "--run-id", id])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.split("delay router: pid ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no router pid in:\n{text}"))
+}
+
+fn lab_left(id: &str) -> Vec<String> {
+    let prefix = format!("synlab-{id}-");
+    let (nss, links) = synlab::sys::netns::list_leftovers();
+    let mut left: Vec<String> = nss
+        .into_iter()
+        .chain(links)
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    left.extend(
+        synlab::sys::netns::synlab_processes()
+            .into_iter()
+            .filter(|p| p.cmdline.contains(&prefix))
+            .map(|p| p.to_string()),
+    );
+    left
+}
+
+#[test]
+fn net_up_then_net_down_leaves_no_process() {
+    if !privileged("net up / net down") {
+        return;
+    }
+    for _ in 0..4 {
+        let id = run_id();
+        let router = net_up(&id);
+        assert!(alive(router));
+        let status = Command::new(BIN).args(["net", "status"]).output().unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        assert!(
+            status.contains(&format!(
+                "proc  pid {router} `synlab router` in netns synlab-{id}-rtr"
+            )),
+            "{status}"
+        );
+        let down = Command::new(BIN)
+            .args(["net", "down", "--run-id", &id])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&down.stdout);
+        assert!(down.status.success(), "{text}");
+        assert!(text.contains(&format!("stopped pid {router} ")), "{text}");
+        assert!(!alive(router), "router {router} still runs after net down");
+        assert!(lab_left(&id).is_empty(), "{:?}", lab_left(&id));
+    }
+}
+
+/// A router left up by `net up` whose namespaces are deleted by hand (`ip netns del`) stops
+/// by itself: its interfaces are gone.
+#[test]
+fn a_detached_router_stops_when_its_interfaces_vanish() {
+    if !privileged("the router's own exit") {
+        return;
+    }
+    let id = run_id();
+    let router = net_up(&id);
+    let (nss, _) = synlab::sys::netns::list_leftovers();
+    for ns in nss
+        .iter()
+        .filter(|n| n.starts_with(&format!("synlab-{id}-")))
+    {
+        assert!(Command::new("ip")
+            .args(["netns", "del", ns])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let end = Instant::now() + Duration::from_secs(10);
+    while alive(router) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let still = alive(router);
+    if still {
+        // SAFETY: the router this test started through net up.
+        unsafe { libc::kill(router as i32, libc::SIGKILL) };
+    }
+    let _ = Command::new(BIN)
+        .args(["net", "down", "--run-id", &id])
+        .output();
+    assert!(
+        !still,
+        "router {router} still runs 10 s after its namespaces went"
+    );
+}
+
+/// What a fake target does with each connection.
+#[derive(Clone, Copy)]
+enum Fake {
+    /// Accepts and never answers (reads and holds the connection).
+    Silent,
+    /// Answers bytes that are not HTTP, then closes.
+    Garbage,
+    /// Resets every connection (SO_LINGER 0, close).
+    Reset,
+}
+
+/// A TCP server on 127.0.0.1 behaving as `kind` until `stop`; returns its port.
+fn fake_target(kind: Fake, stop: Arc<AtomicBool>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((mut s, _)) => match kind {
+                    Fake::Silent => held.push(s),
+                    Fake::Garbage => {
+                        let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
+                        let _ = s.read(&mut [0u8; 512]);
+                        let _ = s.write_all(b"\x00\x01garbage, not HTTP at all\r\n\r\n\xff");
+                    }
+                    Fake::Reset => {
+                        let _ = socket2_linger_zero(&s);
+                        drop(s);
+                    }
+                },
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+    });
+    port
+}
+
+/// SO_LINGER {on, 0}: close() sends a RST.
+fn socket2_linger_zero(s: &std::net::TcpStream) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let lg = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: valid linger struct and length on a socket we own.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lg as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as u32,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A run against a misbehaving target: it ends on time with exit 0, no response counted,
+/// errors counted, and a valid folder.
+fn against(kind: Fake) -> serde_json::Value {
+    let stop = Arc::new(AtomicBool::new(false));
+    let port = fake_target(kind, stop.clone());
+    let toml = format!(
+        "name = \"fake\"\nduration = \"3s\"\n\n[target]\nkind = \"address\"\naddress = \"127.0.0.1:{port}\"\n\n[load]\nmode = \"open\"\nrate = 100\nsockets = 1000\ntimeout = \"1s\"\nresponse_timeout = \"1s\"\n"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let run = start_run(tmp.path(), "fake.toml", &toml);
+    let end = finish(run, Duration::from_secs(60));
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(end.code, Some(0), "{}{}", end.stdout, end.stderr);
+    let folders = valid_folders(&tmp.path().join("results"));
+    assert_eq!(folders.len(), 1);
+    let r = rows(&folders[0].1);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(end.took < Duration::from_secs(30), "took {:?}", end.took);
+    r[0].clone()
+}
+
+#[test]
+fn a_target_that_never_answers_counts_timeouts_not_responses() {
+    let r = against(Fake::Silent);
+    assert_eq!(r["throughput_per_s"].as_f64(), Some(0.0), "{r}");
+    assert!(r["errors_per_s"].as_f64().unwrap() > 10.0, "{r}");
+}
+
+#[test]
+fn a_target_that_answers_garbage_counts_errors_not_responses() {
+    let r = against(Fake::Garbage);
+    assert_eq!(r["throughput_per_s"].as_f64(), Some(0.0), "{r}");
+    assert!(r["errors_per_s"].as_f64().unwrap() > 10.0, "{r}");
+}
+
+#[test]
+fn a_target_that_resets_every_connection_counts_errors_not_responses() {
+    let r = against(Fake::Reset);
+    assert_eq!(r["throughput_per_s"].as_f64(), Some(0.0), "{r}");
+    assert!(r["errors_per_s"].as_f64().unwrap() > 10.0, "{r}");
+}
+
+/// What the TUI shows when a child dies: the state it draws from says who died and how, the
+/// load is stopped, and the run is marked finished.
+#[test]
+fn a_childs_death_is_in_the_state_the_tui_draws() {
+    use synlab::lab::controller::{Controller, RunOptions};
+    std::env::set_var("SYNLAB_EXE", BIN);
+    let sc = synlab::scenario::parse("fault.toml", &loopback("60s")).unwrap();
+    let opts = RunOptions {
+        out_parent: None,
+        interrupted: Arc::new(AtomicBool::new(false)),
+        network_fallback: false,
+    };
+    let mut c = Controller::start(sc, opts).unwrap();
+    c.tui_mode();
+    let server = c.server_pid.expect("the built-in server runs as a child");
+    // SAFETY: kill(2) on the server this controller started.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let end = Instant::now() + Duration::from_secs(30);
+    while c.child_died().is_none() && Instant::now() < end {
+        c.pump().unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let want = format!("the target server (pid {server}) was killed by signal 9 (SIGKILL)");
+    assert_eq!(c.child_died().as_deref(), Some(want.as_str()));
+    let caption = c.state.caption.clone().unwrap_or_default();
+    assert!(
+        caption.contains(&want) && caption.contains("run stopped"),
+        "{caption}"
+    );
+    assert!(c.state.finished && c.state.knobs.paused);
+    assert!(c.state.warnings.iter().any(|w| w.to_string() == want));
+    c.shutdown();
+}
+
+/// A command target that exits at once: exit 2 (bad input), the reason on stderr and in
+/// run.log, a folder with its summary, nothing left running.
+#[test]
+fn a_command_target_that_exits_at_once_is_refused_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = "name = \"quits\"\nduration = \"3s\"\n\n[target]\nkind = \"command\"\ncommand = \"true {port}\"\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n";
+    let run = start_run(tmp.path(), "quits.toml", toml);
+    let end = finish(run, Duration::from_secs(60));
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(
+        end.stderr
+            .contains("the target server exited during start-up"),
+        "{}",
+        end.stderr
+    );
+    let results = tmp.path().join("results");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dirs[0].join("summary.json")).unwrap())
+            .unwrap();
+    assert!(rows(&summary).is_empty());
+    let log = std::fs::read_to_string(dirs[0].join("run.log")).unwrap();
+    assert!(
+        log.contains("could not start: the target server exited during start-up")
+            && log.contains("stopped; everything started by this run has exited"),
+        "{log}"
+    );
+}
+
+/// Unmounts a tmpfs on drop (also when the test fails).
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The run folder's disk fills up mid-run (a 16 KiB tmpfs): the run stops with exit 2 and an
+/// error naming the file and the cause, leaves no temporary file, and stops every child.
+#[test]
+fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
+    if !privileged("mounting a tiny tmpfs") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("tiny");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount -t tmpfs failed");
+    let _guard = Tmpfs(mnt.clone());
+    let sc = tmp.path().join("full.toml");
+    std::fs::write(&sc, loopback("60s")).unwrap();
+    let run = Command::new(BIN)
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(mnt.join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = run.id();
+    wait_child(pid, " worker ");
+    let kids: Vec<u32> = children_of(pid).into_iter().map(|c| c.0).collect();
+    let end = finish(run, Duration::from_secs(90));
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(
+        end.stderr.contains("No space left on device") && end.stderr.contains("results/fault-"),
+        "{}",
+        end.stderr
+    );
+    let left: Vec<u32> = kids.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "children left: {left:?}");
+    for e in std::fs::read_dir(mnt.join("results")).unwrap() {
+        for f in std::fs::read_dir(e.unwrap().path()).unwrap() {
+            let name = f.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
+        }
+    }
+}
+
+/// A run under a low RLIMIT_NOFILE (256, hard too): with CAP_SYS_RESOURCE the worker raises
+/// the hard limit itself and says so; without it (root in a container that drops it) the run
+/// notes the limit and names the missing capability. Either way the run completes (exit 0).
+#[test]
+fn a_low_descriptor_limit_is_raised_when_privileged_and_named_when_not() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("nofile.toml");
+    std::fs::write(&sc, loopback("3s")).unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(tmp.path().join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let rl = libc::rlimit {
+                rlim_cur: 256,
+                rlim_max: 256,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let end = finish(cmd.spawn().unwrap(), Duration::from_secs(60));
+    assert_eq!(end.code, Some(0), "{}", end.stderr);
+    let folders = valid_folders(&tmp.path().join("results"));
+    let log = std::fs::read_to_string(folders[0].0.join("run.log")).unwrap();
+    if synlab::sys::privilege::Privileges::current().sys_resource {
+        assert!(
+            log.contains("raised RLIMIT_NOFILE from 256") && !log.contains("RLIMIT_NOFILE is"),
+            "{log}"
+        );
+    } else {
+        assert!(
+            log.contains("RLIMIT_NOFILE is 256 (hard limit 256, and raising it needs CAP_SYS_RESOURCE, which this process lacks"),
+            "{log}"
+        );
+    }
+}
