@@ -369,6 +369,10 @@ pub fn run_scenario_outcome(
             interrupted = true;
         }
         let window = ctrl.end_point().expect("a point was begun");
+        let died = ctrl.child_died();
+        if let Some(d) = &died {
+            failed.get_or_insert(d.clone());
+        }
         if failed.is_none() && !interrupted {
             failed = window
                 .client
@@ -377,10 +381,6 @@ pub fn run_scenario_outcome(
         let mut row = summary_row(&ctrl, i + 1, window);
         row.param = param.clone();
         row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
-        let died = ctrl.child_died();
-        if let Some(d) = &died {
-            failed.get_or_insert(d.clone());
-        }
         if let Some(e) = failed {
             row.failed = true;
             row.error = e.clone();
