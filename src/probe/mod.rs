@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod counters;
 pub mod cpustat;
+pub mod accesslog;
 pub mod crosscheck;
 pub mod packets;
 pub mod pidstat;
