@@ -238,7 +238,8 @@ mod tests {
         r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "GET /a\"b HTTP/1.0" 301 - "-" "x""#;
     const NGINX_ESCAPED: &str =
         r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "GET /a\x22b HTTP/1.1" 503 0 "-" "-""#;
-    const NGINX_EMPTY_REQUEST: &str = r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "" 400 0 "-" "-""#;
+    const NGINX_EMPTY_REQUEST: &str =
+        r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "" 400 0 "-" "-""#;
 
     #[test]
     fn status_of_common_and_combined_lines() {
