@@ -41,23 +41,22 @@ fn run_for(c: &mut Controller, secs: f64) {
     }
 }
 
-/// Processes in the process group the lab gave the server (its pid): the server and every
-/// worker it forked.
+/// Field 5 of /proc/PID/stat: the process group.
+fn pgid_of(pid: u32) -> Option<u32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // pid (comm) state ppid pgrp ...: comm may hold spaces, so after the ')'.
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split(' ').nth(2)?.parse().ok()
+}
+
+/// Processes in the process group the lab gave the server: the server and every worker it
+/// forked.
 fn group_members(pgid: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    // pid (comm) state ppid pgrp ...: comm may hold spaces, so after the ')'.
-                    let rest = &s[s.rfind(')')? + 2..];
-                    rest.split(' ').nth(2)?.parse::<u32>().ok()
-                })
-                == Some(pgid)
-        })
+        .filter(|pid| pgid_of(*pid) == Some(pgid))
         .collect()
 }
 
@@ -69,11 +68,17 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     let sc = synlab::scenario::parse("real.toml", scenario).unwrap();
     let mut c = Controller::start(sc, opts(out)).unwrap();
     let pid = c.server_pid.expect("the lab started the server");
+    let pgid = pgid_of(pid).expect("the server runs");
+    let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        !cmdline.starts_with("unshare") && !cmdline.contains("/unshare"),
+        "server_pid is the server's own (what the probes watch): {cmdline}"
+    );
     run_for(&mut c, 1.0);
     assert!(
-        group_members(pid).len() >= 2,
+        group_members(pgid).len() >= 2,
         "the server runs with its workers: {:?}",
-        group_members(pid)
+        group_members(pgid)
     );
     c.begin_point();
     run_for(&mut c, hold_s);
@@ -99,7 +104,7 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
         diff.abs() <= 0.5,
         "client counted {client} responses, the server's access log {server} ({diff:+.2} %)"
     );
-    let left = group_members(pid);
+    let left = group_members(pgid);
     assert!(left.is_empty(), "server processes left: {left:?}");
     c
 }

@@ -450,6 +450,9 @@ impl Controller {
             bail!("{e:#}\n{}", real.where_to_look());
         }
         up?;
+        if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
+            self.server_pid = Some(real.main_pid(pid));
+        }
         let line = format!("target: {}", self.state.target);
         self.log(&line);
         if let Some(path) = self.access.path.clone() {
@@ -1190,7 +1193,7 @@ impl Controller {
         self.workers.clear();
         if let Some(mut s) = self.server.take() {
             if self.real.is_some() {
-                super::real_server::ask_to_stop(s.pid());
+                super::real_server::ask_to_stop(self.server_pid.unwrap_or(s.pid()));
             }
             s.stop(Duration::from_secs(2));
         }

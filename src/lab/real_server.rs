@@ -4,7 +4,9 @@
 //! the foreground as a child of its own (the server namespace's, in the lab). The config, the
 //! server's error and access logs stay in `<run folder>/<kind>/`; the document root is a
 //! world-readable temporary folder (a root server's workers run as another user), removed when
-//! the server is dropped.
+//! the server is dropped. With CAP_SYS_ADMIN the server runs as the first process of its own PID
+//! namespace (util-linux `unshare --pid --fork --kill-child`): if synlab is killed outright, the
+//! kernel kills every process of that namespace, so no nginx worker or Apache child outlives it.
 
 use crate::scenario::{ApacheMpm, Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
@@ -27,6 +29,8 @@ pub struct RealServer {
     /// The command line, for run.log.
     pub command: String,
     spawn: Spawn,
+    /// Started under `unshare` (the server is its child).
+    in_pid_ns: bool,
     /// Folders this run made for itself alone (removed on drop).
     owned: Vec<PathBuf>,
 }
@@ -57,32 +61,33 @@ fn binary_of(kind: TargetKind) -> (&'static [&'static str], &'static str) {
     }
 }
 
+/// An executable called `name` on PATH or in the usual bin and sbin folders.
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for d in [
+        "/usr/sbin",
+        "/usr/local/sbin",
+        "/sbin",
+        "/usr/bin",
+        "/bin",
+        "/usr/local/nginx/sbin",
+    ] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
 /// Finds the server's binary on PATH and in the sbin folders (not on a user's PATH); a clear
 /// error naming the package when it is not installed.
 pub fn find_binary(kind: TargetKind) -> anyhow::Result<PathBuf> {
     let (names, package) = binary_of(kind);
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    dirs.extend(
-        [
-            "/usr/sbin",
-            "/usr/local/sbin",
-            "/sbin",
-            "/usr/local/nginx/sbin",
-        ]
-        .iter()
-        .map(PathBuf::from),
-    );
-    for d in &dirs {
-        for n in names {
-            let p = d.join(n);
-            if p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            {
-                return Ok(p);
-            }
-        }
+    if let Some(p) = names.iter().find_map(|n| find_in_path(n)) {
+        return Ok(p);
     }
     bail!(
         "target.kind = \"{}\" needs {}, which is not installed (looked on PATH and in /usr/sbin, /usr/local/sbin): install the `{package}` package (apt-get install {package})",
@@ -385,6 +390,7 @@ impl RealServer {
             docroot,
             command: String::new(),
             spawn: Spawn::default(),
+            in_pid_ns: false,
             owned,
         };
         write_docroot(&server.docroot, &file_sets(sc), &bytes_sizes(sc))?;
@@ -441,9 +447,21 @@ impl RealServer {
             .create(true)
             .append(true)
             .open(&server.access_log)?;
-        server.command = format!("{} {}", bin.display(), args.join(" "));
+        let (program, args) = match find_in_path("unshare") {
+            Some(u) if crate::sys::privilege::Privileges::current().sys_admin => {
+                server.in_pid_ns = true;
+                let mut a: Vec<String> = ["--pid", "--fork", "--kill-child=SIGKILL"]
+                    .map(String::from)
+                    .to_vec();
+                a.push(bin.display().to_string());
+                a.extend(args);
+                (u, a)
+            }
+            _ => (bin, args),
+        };
+        server.command = format!("{} {}", program.display(), args.join(" "));
         server.spawn = Spawn {
-            program: Some(bin.display().to_string()),
+            program: Some(program.display().to_string()),
             args,
             output: Some(server.dir.join("output.log")),
             ..Default::default()
@@ -460,6 +478,26 @@ impl RealServer {
         };
         ChildProc::spawn(self.kind.name(), &spawn, |_| {})
             .with_context(|| format!("starting `{}`", self.command))
+    }
+
+    /// The server's own pid (nginx's master, Apache's parent) given the pid of what `start`
+    /// started: under `unshare`, its one child.
+    pub fn main_pid(&self, started: u32) -> u32 {
+        if !self.in_pid_ns {
+            return started;
+        }
+        let children = format!("/proc/{started}/task/{started}/children");
+        // unshare forks at once; the server is up by the time the caller asks.
+        for _ in 0..100 {
+            if let Some(pid) = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        started
     }
 
     /// Where to look when the server did not come up.
