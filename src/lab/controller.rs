@@ -25,6 +25,8 @@ pub enum Msg {
     /// A line from a worker that is not a stats delta (should not happen; logged).
     WorkerText(u32, String),
     Server(ServerStats),
+    /// The server's access log: cumulative counts since start, at this many seconds.
+    AccessLog(f64, crate::probe::accesslog::StatusCounts),
 }
 
 /// Where a worker runs and which share of the total load it carries.
@@ -148,6 +150,21 @@ pub struct Controller {
     pub run: Counters,
     /// (client responses, server responses, difference %) once the run has stopped.
     pub final_check: Option<(u64, u64, f64)>,
+    /// The access log's counts: follower, latest, at the point's start, over the last point.
+    access: AccessLogState,
+    /// kind = "nginx" / "apache": its config, logs and document root.
+    real: Option<super::real_server::RealServer>,
+}
+
+/// A server's access log followed for its own count of responses.
+#[derive(Default)]
+struct AccessLogState {
+    follower: Option<crate::probe::accesslog::Follower>,
+    path: Option<PathBuf>,
+    last: Option<crate::probe::accesslog::StatusCounts>,
+    at_point: Option<crate::probe::accesslog::StatusCounts>,
+    /// Over the last point that ended (end_point).
+    point: Option<crate::probe::accesslog::StatusCounts>,
 }
 
 /// Picks a free TCP port on loopback (the server binds it right after; the race is benign).
@@ -287,6 +304,8 @@ impl Controller {
             notices: Vec::new(),
             run: Counters::default(),
             final_check: None,
+            access: AccessLogState::default(),
+            real: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
         if let Some(line) = crate::sys::netns::others_running_notice() {
@@ -464,6 +483,27 @@ impl Controller {
                 self.target_addr = t.address.parse().context("target.address")?;
                 self.state.target = format!("server at {}", self.target_addr);
             }
+            kind => {
+                let port = match (t.port, &self.net) {
+                    (0, None) => free_port()?,
+                    (0, Some(_)) => 8080,
+                    (p, _) => p,
+                };
+                self.target_addr = SocketAddr::new(server_ip, port);
+                let dir = self.folder.as_ref().map(|f| f.dir.join(kind.name()));
+                let real =
+                    super::real_server::RealServer::prepare(&self.scenario, self.target_addr, dir)?;
+                let child = real.start(server_netns.clone(), t.cpus.clone())?;
+                self.log(&format!("{}: {}", kind.name(), real.command));
+                self.server_pid = Some(child.pid());
+                self.server = Some(child);
+                self.state.target = format!("{} on {}", kind.name(), self.target_addr);
+                self.access.path = Some(real.access_log.clone());
+                self.real = Some(real);
+            }
+        }
+        if !t.access_log.is_empty() {
+            self.access.path = Some(PathBuf::from(&t.access_log));
         }
         // Scenario validation refuses such an address already; this guards every other path.
         if !is_lab_address(self.target_addr.ip()) {
@@ -472,9 +512,27 @@ impl Controller {
                 self.target_addr
             );
         }
-        self.wait_for_target(Duration::from_secs(10))?;
+        let up = self.wait_for_target(Duration::from_secs(10));
+        if let (Err(e), Some(real)) = (&up, &self.real) {
+            bail!("{e:#}\n{}", real.where_to_look());
+        }
+        up?;
+        if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
+            self.server_pid = Some(real.main_pid(pid));
+        }
         let line = format!("target: {}", self.state.target);
         self.log(&line);
+        if let Some(path) = self.access.path.clone() {
+            let tx = self.tx.clone();
+            self.access.follower = Some(crate::probe::accesslog::Follower::spawn(
+                &path,
+                Duration::from_millis(100),
+                move |t, c| {
+                    let _ = tx.send(Msg::AccessLog(t, c));
+                },
+            )?);
+            self.log(&format!("counting the access log {}", path.display()));
+        }
         Ok(())
     }
 
@@ -782,6 +840,15 @@ impl Controller {
                 }
                 Msg::WorkerText(id, line) => self.log(&format!("worker {id}: {line}")),
                 Msg::Server(s) => self.server_last = Some(s),
+                // Its lines are the server's responses, for the same checks as the built-in's.
+                Msg::AccessLog(t_s, c) => {
+                    self.server_last = Some(ServerStats {
+                        t_s,
+                        responses: c.lines,
+                        ..Default::default()
+                    });
+                    self.access.last = Some(c);
+                }
             }
         }
         let samples: Vec<_> = match &self.probe_rx {
@@ -1201,6 +1268,7 @@ impl Controller {
         for p in &mut self.paths {
             p.window = ClientTotals::default();
         }
+        self.access.at_point = self.access.last;
         self.point = Some((
             self.elapsed(),
             ClientTotals::default(),
@@ -1215,6 +1283,10 @@ impl Controller {
         self.pump_messages();
         let (t0, client, s0) = self.point.take()?;
         let t1 = self.elapsed();
+        self.access.point = self
+            .access
+            .last
+            .map(|b| b.since(&self.access.at_point.unwrap_or_default()));
         let (server_rate, server_responses) = match (s0, &self.server_last) {
             (Some(a), Some(b)) if b.t_s > a.t_s => {
                 let n = b.responses.saturating_sub(a.responses);
@@ -1275,8 +1347,17 @@ impl Controller {
         self.pump_messages();
         self.workers.clear();
         if let Some(mut s) = self.server.take() {
+            if self.real.is_some() {
+                super::real_server::ask_to_stop(self.server_pid.unwrap_or(s.pid()));
+            }
             s.stop(Duration::from_secs(2));
-            self.pump_messages();
+        }
+        if let Some(mut f) = self.access.follower.take() {
+            f.stop();
+        }
+        self.pump_messages();
+        // Once per run (a second shutdown finds nothing new to count).
+        if self.final_check.is_none() {
             // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
             if let Some(st) = &self.server_last {
                 let (c, sv) = (self.run.responses, st.responses);
@@ -1313,7 +1394,11 @@ impl Controller {
             .flatten();
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
         let notices = self.notices.clone();
+        let access = self.access_summary();
         if let Some(f) = &mut self.folder {
+            if let Some(a) = access {
+                f.meta.insert("access_log".into(), a);
+            }
             let _ = f.write_events(&events);
             f.meta.insert("backend".into(), backend.into());
             f.meta.insert("target".into(), target.into());
@@ -1335,6 +1420,21 @@ impl Controller {
             let _ = f.write_summary();
             f.log("stopped; everything started by this run has exited");
         }
+    }
+
+    /// The access log's counts over the last point that ended (None: no access log).
+    pub fn point_access_counts(&self) -> Option<crate::probe::accesslog::StatusCounts> {
+        self.access.point
+    }
+
+    /// The access log's path and its counts over the run, for summary.json.
+    fn access_summary(&self) -> Option<serde_json::Value> {
+        let path = self.access.path.as_ref()?;
+        let mut v = serde_json::json!({ "path": path.display().to_string() });
+        if let Some(c) = self.access.last {
+            v["run"] = serde_json::to_value(c).unwrap_or_default();
+        }
+        Some(v)
     }
 
     pub fn folder_dir(&self) -> Option<&Path> {

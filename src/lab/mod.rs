@@ -3,6 +3,7 @@
 
 pub mod client_agg;
 pub mod controller;
+pub mod real_server;
 pub mod run;
 pub mod state;
 

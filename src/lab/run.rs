@@ -143,6 +143,7 @@ pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
         mode: ctrl.state.knobs.mode,
         timeout_s: ctrl.state.knobs.timeout.as_secs_f64(),
     });
+    let access = ctrl.point_access_counts();
     SummaryRow {
         point,
         mode: format!("{:?}", ctrl.state.knobs.mode).to_lowercase(),
@@ -153,6 +154,10 @@ pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
         throughput_per_s: tot.counts.responses as f64 / dt,
         non2xx_per_s: tot.counts.responses_non2xx as f64 / dt,
         server_responses_per_s: nan_or(server_rate),
+        server_2xx_per_s: nan_or(access.map(|c| c.s2xx as f64 / dt)),
+        server_3xx_per_s: nan_or(access.map(|c| c.s3xx as f64 / dt)),
+        server_4xx_per_s: nan_or(access.map(|c| c.s4xx as f64 / dt)),
+        server_5xx_per_s: nan_or(access.map(|c| c.s5xx as f64 / dt)),
         bytes_in_per_s: tot.counts.bytes_in as f64 / dt,
         errors_per_s: tot.errors() as f64 / dt,
         connect_timeouts_per_s: tot.counts.connect_timeouts as f64 / dt,

@@ -386,7 +386,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
         None => {
             let _ = writeln!(
                 md,
-                "- Responses over the whole run, client count vs server count: not measured (the server's own count is known for the built-in server only)."
+                "- Responses over the whole run, client count vs server count: not measured (the server's own count comes from the built-in server, kind = \"nginx\" / \"apache\", or a target's `access_log`)."
             );
         }
     }

@@ -29,6 +29,15 @@ pub struct SummaryRow {
     #[serde(default)]
     pub non2xx_per_s: f64,
     pub server_responses_per_s: f64,
+    /// The server's access log over the hold by status class, lines/s (NaN without one).
+    #[serde(default)]
+    pub server_2xx_per_s: f64,
+    #[serde(default)]
+    pub server_3xx_per_s: f64,
+    #[serde(default)]
+    pub server_4xx_per_s: f64,
+    #[serde(default)]
+    pub server_5xx_per_s: f64,
     pub bytes_in_per_s: f64,
     pub errors_per_s: f64,
     pub connect_timeouts_per_s: f64,

@@ -128,14 +128,15 @@ fn infer_target_kind(t: &mut model::TargetSpec, written: &[String]) {
 /// `[target]` keys that configure only the built-in server: with a command or an address they
 /// would be silently ignored.
 const BUILTIN_ONLY_KEYS: &[&str] = &[
+    // The first three: the built-in server's model alone (nginx and Apache read the rest).
     "arch",
+    "service_time",
+    "service",
     "workers",
     "max_workers",
     "lingering_close",
     "linger_timeout",
     "backlog",
-    "service_time",
-    "service",
     "files",
     "sizes",
     "pareto_alpha",
@@ -144,12 +145,19 @@ const BUILTIN_ONLY_KEYS: &[&str] = &[
     "keepalive",
 ];
 
+/// The built-in server's keys a target of `kind` does not read: for nginx and Apache, whose
+/// config the lab writes from the others, only the built-in server's own model.
+fn unread_target_keys(kind: model::TargetKind) -> &'static [&'static str] {
+    match kind {
+        model::TargetKind::Builtin => &[],
+        k if k.is_real_server() => &BUILTIN_ONLY_KEYS[..3],
+        _ => BUILTIN_ONLY_KEYS,
+    }
+}
+
 /// Problems for built-in-server keys written under another kind of target.
 fn foreign_target_keys(kind: model::TargetKind, written: &[String]) -> Vec<validate::Problem> {
-    if kind == model::TargetKind::Builtin {
-        return Vec::new();
-    }
-    BUILTIN_ONLY_KEYS
+    unread_target_keys(kind)
         .iter()
         .filter(|k| written.iter().any(|w| w == *k))
         .map(|k| {
@@ -331,7 +339,7 @@ impl Scenario {
         // file would not pass its own check.
         if self.target.kind != TargetKind::Builtin {
             if let Some(t) = v.get_mut("target").and_then(|t| t.as_table_mut()) {
-                for k in BUILTIN_ONLY_KEYS {
+                for k in unread_target_keys(self.target.kind) {
                     t.remove(*k);
                 }
             }

@@ -55,6 +55,10 @@ pub enum TargetKind {
     Command,
     /// A server that is already running at `address` (loopback or the lab's subnet).
     Address,
+    /// nginx, configured and started by the lab (config from the `[target]` keys).
+    Nginx,
+    /// Apache httpd 2.4 (`apache2`), configured and started by the lab.
+    Apache,
 }
 
 impl TargetKind {
@@ -64,8 +68,28 @@ impl TargetKind {
             TargetKind::Builtin => "builtin",
             TargetKind::Command => "command",
             TargetKind::Address => "address",
+            TargetKind::Nginx => "nginx",
+            TargetKind::Apache => "apache",
         }
     }
+
+    /// nginx or Apache: a real server whose config the lab writes.
+    pub fn is_real_server(self) -> bool {
+        matches!(self, TargetKind::Nginx | TargetKind::Apache)
+    }
+}
+
+/// Apache's multi-processing module (kind = "apache").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ApacheMpm {
+    /// A process per connection (MaxRequestWorkers processes): seed 000's Apache.
+    #[default]
+    Prefork,
+    /// Processes of 25 threads each.
+    Worker,
+    /// Threads, with keep-alive and lingering connections handed to a listener thread.
+    Event,
 }
 
 /// How the built-in server's files are generated.
@@ -121,6 +145,17 @@ pub struct TargetSpec {
     /// Pin the server to these CPUs (empty = no pinning).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
+    /// kind = "command" / "address": the server's access log (common or combined format);
+    /// its lines count as the server's responses for the server-vs-client check.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub access_log: String,
+    /// kind = "apache": the MPM (default prefork).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpm: Option<ApacheMpm>,
+    /// kind = "nginx" / "apache": lines added to the generated config (nginx: inside `http {}`;
+    /// Apache: at the end of the server config).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_config: Vec<String>,
 }
 
 impl Default for TargetSpec {
@@ -145,6 +180,9 @@ impl Default for TargetSpec {
             command: String::new(),
             address: String::new(),
             cpus: Vec::new(),
+            access_log: String::new(),
+            mpm: None,
+            extra_config: Vec::new(),
         }
     }
 }

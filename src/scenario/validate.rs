@@ -100,6 +100,43 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             ),
         );
     }
+    for (key, used_by) in [
+        ("access_log", !t.access_log.is_empty()),
+        ("mpm", t.mpm.is_some()),
+        ("extra_config", !t.extra_config.is_empty()),
+    ] {
+        let allowed = match key {
+            "access_log" => matches!(t.kind, TargetKind::Command | TargetKind::Address),
+            "mpm" => t.kind == TargetKind::Apache,
+            _ => t.kind.is_real_server(),
+        };
+        if used_by && !allowed {
+            let why = match (key, t.kind) {
+                ("access_log", TargetKind::Builtin) => "the built-in server reports its own count",
+                ("access_log", _) => "synlab writes and counts this server's access log itself",
+                ("mpm", _) => "is used only with kind = \"apache\"",
+                _ => "is used only with kind = \"nginx\" or \"apache\"",
+            };
+            bad(
+                &format!("target.{key}"),
+                format!(
+                    "{why} (this target is kind = \"{}\"): remove the key",
+                    t.kind.name()
+                ),
+            );
+        }
+    }
+    if t.kind.is_real_server() {
+        if let Some(path) = dynamic_paths(s).first() {
+            bad(
+                "load.workload",
+                format!(
+                    "requests {path}, a dynamic endpoint (/cgi, /inproc, /db) only the built-in server has; kind = \"{}\" serves the static files (/bytes/N, /specweb96/..., /pareto/..., /file/N): use a static workload (single, specweb96, static) or kind = \"builtin\"",
+                    t.kind.name()
+                ),
+            );
+        }
+    }
     if t.files == FilesPreset::Explicit && t.sizes.is_empty() {
         bad(
             "target.sizes",
@@ -270,6 +307,33 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
         }
     }
     p
+}
+
+/// Request paths of the scenario's workloads (swept ones too) that only the built-in server
+/// answers.
+pub fn dynamic_paths(s: &Scenario) -> Vec<String> {
+    let mut scenarios = vec![s.clone()];
+    if let Some(sw) = s.sweep.as_ref().filter(|sw| sw.param == "load.workload") {
+        for v in &sw.values {
+            if let Ok(w) = v.clone().try_into::<Workload>() {
+                let mut o = s.clone();
+                o.load.workload = w;
+                scenarios.push(o);
+            }
+        }
+    }
+    let mut out: Vec<String> = scenarios
+        .iter()
+        .flat_map(crate::lab::controller::mix_of)
+        .map(|m| m.path)
+        .filter(|p| {
+            ["/cgi/", "/inproc/", "/db/"]
+                .iter()
+                .any(|d| p.starts_with(d))
+        })
+        .collect();
+    out.dedup();
+    out
 }
 
 fn check_burst(ratio: f64, fraction: f64, key: &str, bad: &mut impl FnMut(&str, String)) {

@@ -1,0 +1,656 @@
+//! Real servers as targets (`kind = "nginx"`, `kind = "apache"`): the lab writes the server's
+//! config from the `[target]` keys, a document root holding the built-in server's file set (the
+//! same paths, so a static workload runs unchanged on every server), and starts the server in
+//! the foreground as a child of its own (the server namespace's, in the lab). The config, the
+//! server's error and access logs stay in `<run folder>/<kind>/`; the document root is a
+//! world-readable temporary folder (a root server's workers run as another user), removed when
+//! the server is dropped. With CAP_SYS_ADMIN the server runs as the first process of its own PID
+//! namespace (util-linux `unshare --pid --fork --kill-child`): if synlab is killed outright, the
+//! kernel kills every process of that namespace, so no nginx worker or Apache child outlives it.
+
+use crate::scenario::{ApacheMpm, Scenario, TargetKind};
+use crate::sys::process::{ChildProc, Spawn};
+use crate::target::config::FileSet;
+use anyhow::{bail, Context};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// A prepared (and then started) nginx or Apache.
+pub struct RealServer {
+    pub kind: TargetKind,
+    /// Config, logs and runtime files.
+    pub dir: PathBuf,
+    pub conf: PathBuf,
+    pub access_log: PathBuf,
+    pub error_log: PathBuf,
+    pub docroot: PathBuf,
+    /// The command line, for run.log.
+    pub command: String,
+    spawn: Spawn,
+    /// Started under `unshare` (the server is its child).
+    in_pid_ns: bool,
+    /// Folders this run made for itself alone (removed on drop).
+    owned: Vec<PathBuf>,
+}
+
+/// What the generated config says, from the scenario's `[target]` keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigParams {
+    pub listen: SocketAddr,
+    pub workers: u32,
+    pub max_workers: u32,
+    pub backlog: u32,
+    pub keepalive: bool,
+    pub dir: PathBuf,
+    pub docroot: PathBuf,
+    /// Worker user and group when the server starts as root (None: stays who started it).
+    pub user: Option<(String, String)>,
+    /// Descriptors per worker: the hard limit the server inherits (a worker that has left
+    /// root cannot raise it).
+    pub nofile: u64,
+    pub extra: Vec<String>,
+}
+
+/// The binary's names and the Debian package that installs it.
+fn binary_of(kind: TargetKind) -> (&'static [&'static str], &'static str) {
+    match kind {
+        TargetKind::Apache => (&["apache2", "httpd"], "apache2"),
+        _ => (&["nginx"], "nginx"),
+    }
+}
+
+/// An executable called `name` on PATH or in the usual bin and sbin folders.
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for d in [
+        "/usr/sbin",
+        "/usr/local/sbin",
+        "/sbin",
+        "/usr/bin",
+        "/bin",
+        "/usr/local/nginx/sbin",
+    ] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Finds the server's binary on PATH and in the sbin folders (not on a user's PATH); a clear
+/// error naming the package when it is not installed.
+pub fn find_binary(kind: TargetKind) -> anyhow::Result<PathBuf> {
+    let (names, package) = binary_of(kind);
+    if let Some(p) = names.iter().find_map(|n| find_in_path(n)) {
+        return Ok(p);
+    }
+    bail!(
+        "target.kind = \"{}\" needs {}, which is not installed (looked on PATH and in /usr/sbin, /usr/local/sbin): install the `{package}` package (apt-get install {package})",
+        kind.name(),
+        names.join(" or ")
+    )
+}
+
+/// Where Apache's loadable modules are (Debian, then Red Hat and source-build layouts).
+fn apache_modules_dir() -> anyhow::Result<PathBuf> {
+    for d in [
+        "/usr/lib/apache2/modules",
+        "/usr/lib64/httpd/modules",
+        "/usr/lib/httpd/modules",
+        "/usr/local/apache2/modules",
+    ] {
+        if Path::new(d).join("mod_mpm_prefork.so").exists() {
+            return Ok(PathBuf::from(d));
+        }
+    }
+    bail!("Apache's modules (mod_mpm_prefork.so) are not in /usr/lib/apache2/modules or the other usual folders: install the `apache2` package")
+}
+
+/// The user a root-started server's workers become: one that can read a world-readable
+/// document root (www-data where it exists, else nobody), with its primary group.
+fn worker_user() -> Option<(String, String)> {
+    if !nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    for name in ["www-data", "nobody"] {
+        if let Ok(Some(u)) = nix::unistd::User::from_name(name) {
+            let group = nix::unistd::Group::from_gid(u.gid)
+                .ok()
+                .flatten()
+                .map(|g| g.name)
+                .unwrap_or_else(|| name.to_string());
+            return Some((name.to_string(), group));
+        }
+    }
+    None
+}
+
+/// nginx's config: `worker_processes` = workers, the listen backlog, keep-alive on or off, the
+/// combined access log; `extra` lines go inside `http {}`.
+pub fn nginx_conf(p: &ConfigParams) -> String {
+    let d = p.dir.display();
+    let user = p
+        .user
+        .as_ref()
+        .map(|(u, g)| format!("user {u} {g};\n"))
+        .unwrap_or_default();
+    let extra: String = p.extra.iter().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "# Written by synlab from the scenario's [target] keys.\n\
+         {user}worker_processes {workers};\n\
+         worker_rlimit_nofile {nofile};\n\
+         pid {d}/nginx.pid;\n\
+         error_log {d}/error.log warn;\n\
+         events {{\n    worker_connections 16384;\n}}\n\
+         http {{\n\
+         \x20   access_log {d}/access.log combined;\n\
+         \x20   default_type application/octet-stream;\n\
+         \x20   sendfile on;\n\
+         \x20   keepalive_timeout {ka};\n\
+         \x20   client_body_temp_path {d}/tmp/body;\n\
+         \x20   proxy_temp_path {d}/tmp/proxy;\n\
+         \x20   fastcgi_temp_path {d}/tmp/fastcgi;\n\
+         \x20   uwsgi_temp_path {d}/tmp/uwsgi;\n\
+         \x20   scgi_temp_path {d}/tmp/scgi;\n\
+         \x20   server {{\n\
+         \x20       listen {listen} backlog={backlog};\n\
+         \x20       root {root};\n\
+         \x20       index index.html;\n\
+         \x20   }}\n\
+         {extra}}}\n",
+        workers = p.workers,
+        nofile = p.nofile,
+        ka = if p.keepalive { "65s" } else { "0" },
+        listen = p.listen,
+        backlog = p.backlog,
+        root = p.docroot.display(),
+    )
+}
+
+/// Apache's config: the MPM's process/thread limits from workers and max_workers
+/// (MaxRequestWorkers), ListenBacklog, KeepAlive, the combined access log; only the modules a
+/// static server needs; `extra` lines at the end.
+pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
+    let d = p.dir.display();
+    let m = modules.display();
+    let mpm_name = match mpm {
+        ApacheMpm::Prefork => "prefork",
+        ApacheMpm::Worker => "worker",
+        ApacheMpm::Event => "event",
+    };
+    let mut c = format!("# Written by synlab from the scenario's [target] keys.\nServerRoot \"{d}\"\nServerName synlab\n");
+    c.push_str(&format!(
+        "LoadModule mpm_{mpm_name}_module {m}/mod_mpm_{mpm_name}.so\n"
+    ));
+    for (name, file) in [
+        ("authz_core_module", "mod_authz_core.so"),
+        ("mime_module", "mod_mime.so"),
+        ("dir_module", "mod_dir.so"),
+        // Compiled in on Debian; loaded where they are modules.
+        ("log_config_module", "mod_log_config.so"),
+        ("unixd_module", "mod_unixd.so"),
+    ] {
+        if modules.join(file).exists() {
+            c.push_str(&format!(
+                "<IfModule !{name}>\n    LoadModule {name} {m}/{file}\n</IfModule>\n"
+            ));
+        }
+    }
+    if let Some((u, g)) = &p.user {
+        c.push_str(&format!("User {u}\nGroup {g}\n"));
+    }
+    c.push_str(&format!(
+        "DefaultRuntimeDir \"{d}/run\"\n\
+         PidFile \"{d}/apache2.pid\"\n\
+         Mutex file:{d}/run default\n\
+         ErrorLog \"{d}/error.log\"\n\
+         LogLevel warn\n\
+         Listen {listen}\n\
+         ListenBacklog {backlog}\n\
+         TypesConfig \"{d}/mime.types\"\n\
+         DocumentRoot \"{root}\"\n\
+         <Directory />\n    Options None\n    AllowOverride None\n    Require all denied\n</Directory>\n\
+         <Directory \"{root}\">\n    Options None\n    AllowOverride None\n    Require all granted\n</Directory>\n\
+         DirectoryIndex index.html\n\
+         EnableSendfile On\n\
+         KeepAlive {ka}\n\
+         LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\" combined\n\
+         CustomLog \"{d}/access.log\" combined\n",
+        listen = p.listen,
+        backlog = p.backlog,
+        root = p.docroot.display(),
+        ka = if p.keepalive { "On" } else { "Off" },
+    ));
+    let (w, max) = (p.workers.max(1), p.max_workers.max(p.workers).max(1));
+    match mpm {
+        ApacheMpm::Prefork => c.push_str(&format!(
+            // `workers` processes from the start and kept idle: prefork adds at most 32 a
+            // second, so a server that starts small refuses the first seconds of a load.
+            "StartServers {w}\nMinSpareServers {w}\nMaxSpareServers {max}\n\
+             ServerLimit {max}\nMaxRequestWorkers {max}\nMaxConnectionsPerChild 0\n",
+        )),
+        ApacheMpm::Worker | ApacheMpm::Event => {
+            // Threads come 25 to a process; MaxRequestWorkers is a whole number of processes.
+            let procs = max.div_ceil(25);
+            c.push_str(&format!(
+                "ThreadsPerChild 25\nStartServers {start}\nServerLimit {procs}\n\
+                 MaxRequestWorkers {threads}\nMinSpareThreads 25\nMaxSpareThreads {threads}\n\
+                 MaxConnectionsPerChild 0\n",
+                start = w.min(procs),
+                threads = procs * 25,
+            ))
+        }
+    }
+    for l in &p.extra {
+        c.push_str(l);
+        c.push('\n');
+    }
+    c
+}
+
+/// The `/bytes/N` sizes the scenario's workloads request (the built-in server makes any N on
+/// the fly; a real server needs each as a file).
+fn bytes_sizes(sc: &Scenario) -> Vec<u64> {
+    let mut scenarios = vec![sc.clone()];
+    if let Some(sw) = sc.sweep.as_ref().filter(|s| s.param == "load.workload") {
+        for v in &sw.values {
+            if let Ok(w) = v.clone().try_into() {
+                let mut o = sc.clone();
+                o.load.workload = w;
+                scenarios.push(o);
+            }
+        }
+    }
+    let mut sizes: Vec<u64> = scenarios
+        .iter()
+        .flat_map(super::controller::mix_of)
+        .filter_map(|m| m.path.strip_prefix("/bytes/")?.parse().ok())
+        .filter(|n| *n <= crate::target::files::MAX_BODY)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// The built-in server's file sets for the scenario's `files` keys.
+pub fn file_sets(sc: &Scenario) -> Vec<FileSet> {
+    let t = &sc.target;
+    let mut files = vec![FileSet::Specweb96];
+    match t.files {
+        crate::scenario::FilesPreset::Specweb96 => {}
+        crate::scenario::FilesPreset::Pareto => files.push(FileSet::Pareto {
+            alpha: t.pareto_alpha,
+            min_bytes: t.pareto_min.0,
+            count: t.pareto_count,
+            seed: 1,
+        }),
+        crate::scenario::FilesPreset::Explicit => files.push(FileSet::Explicit {
+            sizes: t.sizes.iter().map(|b| b.0).collect(),
+        }),
+    }
+    files
+}
+
+/// Writes the file set into `root`: every path of `sets`, `/bytes/N` for `bytes`, and the index
+/// page, bodies the built-in server's pattern; folders 0755 and files 0644.
+pub fn write_docroot(root: &Path, sets: &[FileSet], bytes: &[u64]) -> anyhow::Result<()> {
+    let pattern = crate::target::files::pattern_buf();
+    let mut paths: Vec<(String, u64)> = sets
+        .iter()
+        .flat_map(crate::target::fileset_paths)
+        .map(|(_, p, n)| (p, n))
+        .collect();
+    paths.extend(bytes.iter().map(|n| (format!("/bytes/{n}"), *n)));
+    for (path, size) in paths {
+        let file = root.join(path.trim_start_matches('/'));
+        if let Some(parent) = file.parent() {
+            make_dir(parent)?;
+        }
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(&file).with_context(|| format!("writing {}", file.display()))?,
+        );
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(pattern.len() as u64) as usize;
+            f.write_all(&pattern[..n])?;
+            left -= n as u64;
+        }
+        f.flush()?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+    }
+    let index = crate::target::files::Catalog::new(sets);
+    let file = root.join("index.html");
+    std::fs::write(&file, index.index())?;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}
+
+fn make_dir(d: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("making {} readable", d.display()))
+}
+
+/// A fresh folder under the temp dir, readable by everyone.
+fn temp_dir(what: &str) -> anyhow::Result<PathBuf> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "synlab-{what}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    if d.exists() {
+        std::fs::remove_dir_all(&d).with_context(|| format!("clearing {}", d.display()))?;
+    }
+    make_dir(&d)?;
+    Ok(d)
+}
+
+impl RealServer {
+    /// Writes the config and the document root for the scenario's nginx or Apache listening on
+    /// `listen`, into `dir` (None: a temporary folder). Fails, naming the package, when the
+    /// binary is missing.
+    pub fn prepare(
+        sc: &Scenario,
+        listen: SocketAddr,
+        dir: Option<PathBuf>,
+    ) -> anyhow::Result<Self> {
+        let kind = sc.target.kind;
+        let bin = find_binary(kind)?;
+        let modules = match kind {
+            TargetKind::Apache => Some(apache_modules_dir()?),
+            _ => None,
+        };
+        let mut owned = Vec::new();
+        let dir = match dir {
+            Some(d) => {
+                make_dir(&d)?;
+                d
+            }
+            None => {
+                let d = temp_dir(kind.name())?;
+                owned.push(d.clone());
+                d
+            }
+        };
+        let docroot = temp_dir("docroot")?;
+        owned.push(docroot.clone());
+        let mut server = RealServer {
+            kind,
+            conf: dir.join(format!("{}.conf", kind.name())),
+            access_log: dir.join("access.log"),
+            error_log: dir.join("error.log"),
+            dir,
+            docroot,
+            command: String::new(),
+            spawn: Spawn::default(),
+            in_pid_ns: false,
+            owned,
+        };
+        write_docroot(&server.docroot, &file_sets(sc), &bytes_sizes(sc))?;
+        let t = &sc.target;
+        let params = ConfigParams {
+            listen,
+            workers: t.workers,
+            max_workers: t.max_workers,
+            backlog: t.backlog,
+            keepalive: t.keepalive || sc.load.http == crate::scenario::HttpVersion::Http11,
+            dir: server.dir.clone(),
+            docroot: server.docroot.clone(),
+            user: worker_user(),
+            nofile: nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+                .map(|(_, hard)| hard.min(65536))
+                .unwrap_or(1024),
+            extra: t.extra_config.clone(),
+        };
+        let d = server.dir.display().to_string();
+        let conf = server.conf.display().to_string();
+        let (text, args) = match (kind, &modules) {
+            (TargetKind::Apache, Some(m)) => {
+                make_dir(&server.dir.join("run"))?;
+                std::fs::write(
+                    server.dir.join("mime.types"),
+                    "text/html html\ntext/plain txt\n",
+                )?;
+                (
+                    apache_conf(&params, t.mpm.unwrap_or_default(), m),
+                    vec!["-d".into(), d, "-f".into(), conf, "-DFOREGROUND".into()],
+                )
+            }
+            _ => {
+                make_dir(&server.dir.join("tmp"))?;
+                (
+                    nginx_conf(&params),
+                    vec![
+                        "-p".into(),
+                        format!("{d}/"),
+                        "-c".into(),
+                        conf,
+                        "-e".into(),
+                        server.error_log.display().to_string(),
+                        "-g".into(),
+                        "daemon off;".into(),
+                    ],
+                )
+            }
+        };
+        std::fs::write(&server.conf, text)
+            .with_context(|| format!("writing {}", server.conf.display()))?;
+        // The log exists before the server starts, so the follower can open it at once.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&server.access_log)?;
+        let (program, args) = match find_in_path("unshare") {
+            Some(u) if crate::sys::privilege::Privileges::current().sys_admin => {
+                server.in_pid_ns = true;
+                let mut a: Vec<String> = ["--pid", "--fork", "--kill-child=SIGKILL"]
+                    .map(String::from)
+                    .to_vec();
+                a.push(bin.display().to_string());
+                a.extend(args);
+                (u, a)
+            }
+            _ => (bin, args),
+        };
+        server.command = format!("{} {}", program.display(), args.join(" "));
+        server.spawn = Spawn {
+            program: Some(program.display().to_string()),
+            args,
+            output: Some(server.dir.join("output.log")),
+            ..Default::default()
+        };
+        Ok(server)
+    }
+
+    /// Starts the server in `netns` (None: here), pinned to `cpus`.
+    pub fn start(&self, netns: Option<String>, cpus: Vec<usize>) -> anyhow::Result<ChildProc> {
+        let spawn = Spawn {
+            netns,
+            cpus,
+            ..self.spawn.clone()
+        };
+        ChildProc::spawn(self.kind.name(), &spawn, |_| {})
+            .with_context(|| format!("starting `{}`", self.command))
+    }
+
+    /// The server's own pid (nginx's master, Apache's parent) given the pid of what `start`
+    /// started: under `unshare`, its one child.
+    pub fn main_pid(&self, started: u32) -> u32 {
+        if !self.in_pid_ns {
+            return started;
+        }
+        let children = format!("/proc/{started}/task/{started}/children");
+        // unshare forks at once; the server is up by the time the caller asks.
+        for _ in 0..100 {
+            if let Some(pid) = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        started
+    }
+
+    /// Where to look when the server did not come up.
+    pub fn where_to_look(&self) -> String {
+        format!(
+            "{} did not start; its config is {}, its messages are in {} and {}",
+            self.kind.name(),
+            self.conf.display(),
+            self.error_log.display(),
+            self.dir.join("output.log").display()
+        )
+    }
+}
+
+/// Asks a server we started (by its pid) to stop: nginx's fast shutdown and Apache's stop
+/// both answer SIGTERM, closing their workers and logs.
+pub fn ask_to_stop(pid: u32) {
+    // SAFETY: kill(2) on the pid of a child we started and have not yet reaped.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGTERM);
+    }
+}
+
+impl Drop for RealServer {
+    fn drop(&mut self) {
+        for d in &self.owned {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> ConfigParams {
+        ConfigParams {
+            listen: "198.18.0.1:8080".parse().unwrap(),
+            workers: 4,
+            max_workers: 150,
+            backlog: 511,
+            keepalive: false,
+            dir: "/run/x".into(),
+            docroot: "/tmp/root".into(),
+            user: Some(("www-data".into(), "www-data".into())),
+            nofile: 20000,
+            extra: vec!["# extra line".into()],
+        }
+    }
+
+    #[test]
+    fn nginx_config_carries_the_scenario_keys() {
+        let c = nginx_conf(&params());
+        for want in [
+            "user www-data www-data;",
+            "worker_processes 4;",
+            "worker_rlimit_nofile 20000;",
+            "listen 198.18.0.1:8080 backlog=511;",
+            "keepalive_timeout 0;",
+            "access_log /run/x/access.log combined;",
+            "root /tmp/root;",
+            "    # extra line\n}",
+        ] {
+            assert!(c.contains(want), "{want} missing in\n{c}");
+        }
+        let mut p = params();
+        p.keepalive = true;
+        p.user = None;
+        let c = nginx_conf(&p);
+        assert!(c.contains("keepalive_timeout 65s;") && !c.contains("user "));
+    }
+
+    #[test]
+    fn apache_prefork_caps_processes_at_max_workers() {
+        let c = apache_conf(
+            &params(),
+            ApacheMpm::Prefork,
+            Path::new("/usr/lib/apache2/modules"),
+        );
+        for want in [
+            "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so",
+            "Listen 198.18.0.1:8080",
+            "ListenBacklog 511",
+            "StartServers 4",
+            "MaxRequestWorkers 150",
+            "ServerLimit 150",
+            "KeepAlive Off",
+            "User www-data",
+            "CustomLog \"/run/x/access.log\" combined",
+            "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b",
+            "# extra line\n",
+        ] {
+            assert!(c.contains(want), "{want} missing in\n{c}");
+        }
+    }
+
+    #[test]
+    fn apache_threaded_mpms_round_to_whole_processes() {
+        let c = apache_conf(&params(), ApacheMpm::Event, Path::new("/m"));
+        assert!(c.contains("mod_mpm_event.so"));
+        assert!(c.contains("ServerLimit 6\n") && c.contains("MaxRequestWorkers 150\n"));
+        let mut p = params();
+        p.max_workers = 60;
+        let c = apache_conf(&p, ApacheMpm::Worker, Path::new("/m"));
+        assert!(c.contains("ServerLimit 3\n") && c.contains("MaxRequestWorkers 75\n"));
+    }
+
+    #[test]
+    fn docroot_holds_the_built_in_servers_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let sets = [FileSet::Specweb96, FileSet::Explicit { sizes: vec![10] }];
+        write_docroot(dir.path(), &sets, &[1294, 0]).unwrap();
+        let size = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().len();
+        assert_eq!(size("bytes/1294"), 1294);
+        assert_eq!(size("bytes/0"), 0);
+        assert_eq!(size("file/10"), 10);
+        assert_eq!(size("specweb96/class3_9"), 921_600);
+        let body = std::fs::read(dir.path().join("specweb96/class0_1")).unwrap();
+        assert_eq!(&body[..64], crate::target::files::PATTERN);
+        assert!(size("index.html") > 0);
+    }
+
+    #[test]
+    fn a_dynamic_workload_on_a_real_server_is_refused_by_check() {
+        let e = crate::scenario::parse(
+            "x.toml",
+            "[target]\nkind = \"nginx\"\n[load]\nworkload = \"heavy_cgi\"\n",
+        )
+        .unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("/cgi/") && msg.contains("built-in"), "{msg}");
+        crate::scenario::parse("x.toml", "[target]\nkind = \"apache\"\nmpm = \"event\"\nworkers = 2\nmax_workers = 150\n[load]\nworkload = \"specweb96\"\n").unwrap();
+        for (toml, key) in [
+            ("[target]\nkind = \"nginx\"\nmpm = \"prefork\"\n", "mpm"),
+            (
+                "[target]\nkind = \"nginx\"\naccess_log = \"/x\"\n",
+                "access_log",
+            ),
+            ("[target]\naccess_log = \"/x\"\n", "access_log"),
+            (
+                "[target]\nkind = \"apache\"\nservice_time = \"1ms\"\n",
+                "service_time",
+            ),
+            ("[target]\nextra_config = [\"x\"]\n", "extra_config"),
+        ] {
+            let msg = format!("{:#}", crate::scenario::parse("x.toml", toml).unwrap_err());
+            assert!(msg.contains(key), "{toml}: {msg}");
+        }
+    }
+
+    #[test]
+    fn default_workload_needs_bytes_1294() {
+        let sc = crate::scenario::default_scenario();
+        assert_eq!(bytes_sizes(&sc), vec![1294]);
+    }
+}

@@ -1,0 +1,368 @@
+//! A server's own count from its access log (common and combined formats, as nginx and Apache
+//! write them): the lines appended since the run started, by status class. Only the status field
+//! is parsed. `LogTail` follows the file like `tail -F` (a size drop is a truncation, a new inode
+//! a rotation); `Follower` polls it on a thread and hands out cumulative counts.
+
+use anyhow::Context;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Lines counted by status class; `lines` counts every complete line (the responses the server
+/// logged), `unparsed` those whose status field could not be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StatusCounts {
+    pub lines: u64,
+    pub s1xx: u64,
+    pub s2xx: u64,
+    pub s3xx: u64,
+    pub s4xx: u64,
+    pub s5xx: u64,
+    pub unparsed: u64,
+}
+
+impl StatusCounts {
+    /// Counts one log line (without its newline).
+    pub fn add_line(&mut self, line: &[u8]) {
+        self.lines += 1;
+        match parse_status(line).map(|s| s / 100) {
+            Some(1) => self.s1xx += 1,
+            Some(2) => self.s2xx += 1,
+            Some(3) => self.s3xx += 1,
+            Some(4) => self.s4xx += 1,
+            Some(5) => self.s5xx += 1,
+            _ => self.unparsed += 1,
+        }
+    }
+
+    /// The counts added since `earlier`.
+    pub fn since(&self, earlier: &StatusCounts) -> StatusCounts {
+        StatusCounts {
+            lines: self.lines.saturating_sub(earlier.lines),
+            s1xx: self.s1xx.saturating_sub(earlier.s1xx),
+            s2xx: self.s2xx.saturating_sub(earlier.s2xx),
+            s3xx: self.s3xx.saturating_sub(earlier.s3xx),
+            s4xx: self.s4xx.saturating_sub(earlier.s4xx),
+            s5xx: self.s5xx.saturating_sub(earlier.s5xx),
+            unparsed: self.unparsed.saturating_sub(earlier.unparsed),
+        }
+    }
+
+    /// Lines that were not a 2xx response (unparsed ones included).
+    pub fn non2xx(&self) -> u64 {
+        self.lines - self.s2xx
+    }
+}
+
+/// The status of a common/combined log line: the three digits after the quoted request
+/// (`host ident user [time] "GET / HTTP/1.1" 200 1294 ...`). A backslash escapes the next
+/// character inside the quotes (Apache writes `\"`; nginx `\x22`).
+pub fn parse_status(line: &[u8]) -> Option<u16> {
+    // The request is the first quoted field; the time in brackets has no quotes.
+    let open = memchr::memchr(b'"', line)?;
+    let mut i = open + 1;
+    loop {
+        match *line.get(i)? {
+            b'\\' => i += 2,
+            b'"' => break,
+            _ => i += 1,
+        }
+    }
+    let rest = line.get(i + 1..)?;
+    let start = rest.iter().position(|&c| c != b' ')?;
+    let digits = rest.get(start..start + 3)?;
+    let after = rest.get(start + 3).copied();
+    if !digits.iter().all(u8::is_ascii_digit) || after.is_some_and(|c| c != b' ') {
+        return None;
+    }
+    Some(digits.iter().fold(0u16, |a, &d| a * 10 + (d - b'0') as u16))
+}
+
+/// Reads what is appended to a log file, from where it stood when opened.
+pub struct LogTail {
+    path: PathBuf,
+    file: File,
+    offset: u64,
+    inode: (u64, u64),
+    /// The start of a line not yet ended by its newline.
+    carry: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl LogTail {
+    /// Opens `path` at its current end: only lines written from now on count. A missing or
+    /// unreadable file is an error that names it.
+    pub fn open_at_end(path: &Path) -> anyhow::Result<Self> {
+        let file = File::open(path).with_context(|| {
+            format!(
+                "cannot read the access log {}: point target.access_log at the server's access log (common or combined format), readable by this user",
+                path.display()
+            )
+        })?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            anyhow::bail!(
+                "the access log {} is not a regular file: point target.access_log at the server's access log",
+                path.display()
+            );
+        }
+        Ok(LogTail {
+            path: path.to_path_buf(),
+            file,
+            offset: meta.len(),
+            inode: (meta.dev(), meta.ino()),
+            carry: Vec::new(),
+            buf: vec![0; 64 * 1024],
+        })
+    }
+
+    /// Counts the complete lines appended since the last call. A file that shrank was
+    /// truncated (read again from its start); a new file at the path was rotated in (the old
+    /// one is read to its end first, then the new one from its start).
+    pub fn poll(&mut self, counts: &mut StatusCounts) -> std::io::Result<()> {
+        let len = self.file.metadata()?.len();
+        if len < self.offset {
+            self.offset = 0;
+            self.carry.clear();
+        }
+        self.read_to_end(counts)?;
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            if (meta.dev(), meta.ino()) != self.inode {
+                if let Ok(f) = File::open(&self.path) {
+                    self.file = f;
+                    self.inode = (meta.dev(), meta.ino());
+                    self.offset = 0;
+                    // A line cut at a rotation is the old file's last and ends there.
+                    if !self.carry.is_empty() {
+                        counts.add_line(&std::mem::take(&mut self.carry));
+                    }
+                    self.read_to_end(counts)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_to_end(&mut self, counts: &mut StatusCounts) -> std::io::Result<()> {
+        self.file.seek(SeekFrom::Start(self.offset))?;
+        loop {
+            let n = self.file.read(&mut self.buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.offset += n as u64;
+            let mut chunk = &self.buf[..n];
+            while let Some(nl) = memchr::memchr(b'\n', chunk) {
+                if self.carry.is_empty() {
+                    counts.add_line(&chunk[..nl]);
+                } else {
+                    self.carry.extend_from_slice(&chunk[..nl]);
+                    counts.add_line(&self.carry);
+                    self.carry.clear();
+                }
+                chunk = &chunk[nl + 1..];
+            }
+            self.carry.extend_from_slice(chunk);
+        }
+    }
+}
+
+/// Follows an access log on a thread: every `interval`, the cumulative counts since start go to
+/// `on_sample` with the seconds since the follower started.
+pub struct Follower {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Follower {
+    pub fn spawn(
+        path: &Path,
+        interval: Duration,
+        mut on_sample: impl FnMut(f64, StatusCounts) + Send + 'static,
+    ) -> anyhow::Result<Self> {
+        let mut tail = LogTail::open_at_end(path)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let start = Instant::now();
+        let thread = std::thread::Builder::new()
+            .name("access-log".into())
+            .spawn(move || {
+                let mut counts = StatusCounts::default();
+                loop {
+                    let last = flag.load(Ordering::Acquire);
+                    // A read error (the file vanished between rotations) is retried next time.
+                    let _ = tail.poll(&mut counts);
+                    on_sample(start.elapsed().as_secs_f64(), counts);
+                    if last {
+                        return;
+                    }
+                    std::thread::park_timeout(interval);
+                }
+            })?;
+        Ok(Follower {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Reads the log one last time (its final sample is sent) and stops.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    const NGINX_COMBINED: &str = r#"198.18.0.2 - - [23/Nov/2026:22:14:03 +0000] "GET /bytes/1294 HTTP/1.0" 200 1294 "-" "synlab""#;
+    const APACHE_COMBINED: &str = r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "GET /specweb96/class0_1 HTTP/1.0" 200 102 "-" "-""#;
+    const COMMON_404: &str =
+        r#"::1 - frank [10/Oct/2000:13:55:36 -0700] "GET /nope HTTP/1.0" 404 153"#;
+    const APACHE_ESCAPED: &str =
+        r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "GET /a\"b HTTP/1.0" 301 - "-" "x""#;
+    const NGINX_ESCAPED: &str =
+        r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "GET /a\x22b HTTP/1.1" 503 0 "-" "-""#;
+    const NGINX_EMPTY_REQUEST: &str =
+        r#"127.0.0.1 - - [23/Nov/2026:22:14:03 +0000] "" 400 0 "-" "-""#;
+
+    #[test]
+    fn status_of_common_and_combined_lines() {
+        assert_eq!(parse_status(NGINX_COMBINED.as_bytes()), Some(200));
+        assert_eq!(parse_status(APACHE_COMBINED.as_bytes()), Some(200));
+        assert_eq!(parse_status(COMMON_404.as_bytes()), Some(404));
+        assert_eq!(parse_status(APACHE_ESCAPED.as_bytes()), Some(301));
+        assert_eq!(parse_status(NGINX_ESCAPED.as_bytes()), Some(503));
+        assert_eq!(parse_status(NGINX_EMPTY_REQUEST.as_bytes()), Some(400));
+    }
+
+    #[test]
+    fn lines_without_a_status_are_unparsed_not_dropped() {
+        for bad in [
+            "",
+            "garbage",
+            r#"1.2.3.4 - - [x] "GET / HTTP/1.0"#,
+            r#"1.2.3.4 - - [x] "GET / HTTP/1.0" 20"#,
+            r#"1.2.3.4 - - [x] "GET / HTTP/1.0" 2000 5"#,
+            r#"1.2.3.4 - - [x] "GET / HTTP/1.0" abc 5"#,
+        ] {
+            assert_eq!(parse_status(bad.as_bytes()), None, "{bad}");
+        }
+        let mut c = StatusCounts::default();
+        c.add_line(b"garbage");
+        c.add_line(COMMON_404.as_bytes());
+        c.add_line(NGINX_COMBINED.as_bytes());
+        assert_eq!(
+            c,
+            StatusCounts {
+                lines: 3,
+                s2xx: 1,
+                s4xx: 1,
+                unparsed: 1,
+                ..Default::default()
+            }
+        );
+        assert_eq!(c.non2xx(), 2);
+        let mut later = c;
+        later.add_line(NGINX_ESCAPED.as_bytes());
+        assert_eq!(
+            later.since(&c),
+            StatusCounts {
+                lines: 1,
+                s5xx: 1,
+                ..Default::default()
+            }
+        );
+    }
+
+    fn append(path: &Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn tail_counts_only_appended_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        append(&p, &format!("{NGINX_COMBINED}\n{COMMON_404}\n"));
+        let mut t = LogTail::open_at_end(&p).unwrap();
+        let mut c = StatusCounts::default();
+        t.poll(&mut c).unwrap();
+        assert_eq!(c.lines, 0, "lines from before the start do not count");
+        // A line written in two pieces counts once, when its newline arrives.
+        let (a, b) = APACHE_COMBINED.split_at(40);
+        append(&p, a);
+        t.poll(&mut c).unwrap();
+        assert_eq!(c.lines, 0);
+        append(&p, &format!("{b}\n{COMMON_404}\n"));
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.s2xx, c.s4xx), (2, 1, 1));
+    }
+
+    #[test]
+    fn tail_follows_truncation_and_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        append(&p, &format!("{NGINX_COMBINED}\n{NGINX_COMBINED}\n"));
+        let mut t = LogTail::open_at_end(&p).unwrap();
+        let mut c = StatusCounts::default();
+        // Truncated (copytruncate), then one line: the size dropped, read from the start.
+        std::fs::write(&p, "").unwrap();
+        append(&p, &format!("{COMMON_404}\n"));
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.s4xx), (1, 1));
+        // Rotated (rename + new file): the old file's last line, then the new file's.
+        append(&p, &format!("{NGINX_COMBINED}\n"));
+        std::fs::rename(&p, dir.path().join("access.log.1")).unwrap();
+        append(&p, &format!("{NGINX_ESCAPED}\n"));
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.s2xx, c.s4xx, c.s5xx), (3, 1, 1, 1));
+    }
+
+    #[test]
+    fn a_missing_log_is_an_error_naming_it() {
+        let e = LogTail::open_at_end(Path::new("/nonexistent/synlab/access.log"))
+            .err()
+            .unwrap();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("/nonexistent/synlab/access.log") && msg.contains("target.access_log"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn follower_sends_cumulative_counts_and_a_final_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        append(&p, "");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut f = Follower::spawn(&p, Duration::from_secs(3600), move |t, c| {
+            let _ = tx.send((t, c));
+        })
+        .unwrap();
+        append(&p, &format!("{NGINX_COMBINED}\n{COMMON_404}\n"));
+        f.stop();
+        let last = rx.try_iter().last().unwrap();
+        assert_eq!(last.1.lines, 2, "the final read sees every line");
+    }
+}
