@@ -84,7 +84,11 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     run_for(&mut c, hold_s);
     let w = c.end_point().unwrap();
     let (tot, server_rate) = (w.client, w.server_rate);
-    assert!(tot.counts.responses > 200, "responses {}", tot.counts.responses);
+    assert!(
+        tot.counts.responses > 200,
+        "responses {}",
+        tot.counts.responses
+    );
     assert_eq!(tot.counts.responses_non2xx, 0, "every response 2xx");
     assert_eq!(tot.errors(), 0, "no connection errors");
     let classes = c.point_access_counts().expect("access log counted");
