@@ -10,7 +10,11 @@ use synlab::lab::controller::RunOptions;
 use synlab::lab::run::run_scenario;
 use synlab::report::run_folder::SummaryRow;
 
+/// Runs take turns: two load tests sharing two cores would measure each other.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(toml: &str) -> (std::path::PathBuf, Vec<SummaryRow>, tempfile::TempDir) {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
     let tmp = tempfile::tempdir().unwrap();
     let sc = synlab::scenario::parse("test.toml", toml).unwrap_or_else(|e| panic!("{e}"));

@@ -171,6 +171,13 @@ impl Drop for Worker {
     }
 }
 
+/// Tests that measure rates or timing take turns: run at once, they would share the two cores
+/// with each other's workers and servers and measure that instead.
+fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn sum(v: &[StatsDelta], f: impl Fn(&StatsDelta) -> u64) -> u64 {
     v.iter().map(f).sum()
 }
@@ -212,16 +219,19 @@ fn open_rate_accuracy(rate: f64) {
 
 #[test]
 fn load_open_1000_per_s_within_2_percent() {
+    let _turn = timing_lock();
     open_rate_accuracy(1000.0);
 }
 
 #[test]
 fn load_open_5000_per_s_within_2_percent() {
+    let _turn = timing_lock();
     open_rate_accuracy(5000.0);
 }
 
 #[test]
 fn load_sclient_flat_out_offers_d_over_t_to_a_full_backlog() {
+    let _turn = timing_lock();
     let l = NeverAccepts::new(16);
     let mut cfg = config(l.addr, Mode::Sclient);
     cfg.rate = None;
@@ -249,6 +259,7 @@ fn load_sclient_flat_out_offers_d_over_t_to_a_full_backlog() {
 
 #[test]
 fn load_closed_clients_follow_the_server() {
+    let _turn = timing_lock();
     let server = http_server(16, Duration::from_millis(10));
     let mut cfg = config(server, Mode::Closed);
     cfg.clients = 8;
@@ -272,6 +283,7 @@ fn load_closed_clients_follow_the_server() {
 
 #[test]
 fn load_live_rate_change_has_no_catch_up_burst() {
+    let _turn = timing_lock();
     let server = http_server(4, Duration::ZERO);
     let mut cfg = config(server, Mode::Open);
     cfg.rate = Some(1000.0);
@@ -483,6 +495,7 @@ fn load_connections_are_spread_over_bind_addrs() {
 
 #[test]
 fn load_burst_ratio_6_at_5_percent_end_to_end() {
+    let _turn = timing_lock();
     let server = http_server(4, Duration::ZERO);
     let mut cfg = config(server, Mode::Open);
     cfg.rate = Some(1000.0);
@@ -531,6 +544,7 @@ fn load_unconfigured_source_address_is_counted_and_explained() {
 
 #[test]
 fn load_pause_and_resume_without_catch_up() {
+    let _turn = timing_lock();
     let server = http_server(2, Duration::ZERO);
     let mut cfg = config(server, Mode::Open);
     cfg.rate = Some(500.0);

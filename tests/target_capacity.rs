@@ -188,8 +188,12 @@ fn measure(srv: &Remote, clients: usize, warmup: Duration, window: Duration) -> 
     }
 }
 
+/// The two measurements take turns: run at once, each would measure the other's load.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn event_cpu_capacity_is_one_over_service_time() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let srv = Remote::start(&cfg(Arch::Event, 1, 2000));
     let m = measure(&srv, 64, Duration::from_millis(500), Duration::from_secs(3));
     let last = srv.stop();
@@ -227,6 +231,7 @@ fn event_cpu_capacity_is_one_over_service_time() {
 
 #[test]
 fn prefork_cpu_capacity_is_at_most_workers_over_service_time() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
