@@ -39,6 +39,8 @@ pub enum Cmd {
         /// No progress bar (also off when stderr is not a terminal).
         #[arg(long)]
         no_progress: bool,
+        #[command(flatten)]
+        extras: crate::lab::ci::RunExtras,
     },
     /// Validate scenario files without running them.
     Check {
@@ -96,7 +98,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             quick,
             no_progress,
-        } => crate::lab::run_main(&scenario, out.as_deref(), quick, !no_progress),
+            extras,
+        } => crate::lab::run_main(&scenario, out.as_deref(), quick, !no_progress, &extras),
         Cmd::Check { files } => crate::scenario::check_main(&files),
         Cmd::Serve(a) => crate::target::cli::serve_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Probe(a) => crate::probe::cli::probe_main(a).map(|_| ExitCode::SUCCESS),

@@ -6,6 +6,7 @@ use super::controller::{Controller, RunOptions};
 use super::state::Command;
 use crate::load::protocol::Mode;
 use crate::report::run_folder::SummaryRow;
+use crate::report::thresholds::{Gate, Verdict};
 use crate::scenario::{Scenario, SweepValue};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -219,6 +220,25 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
+    run_gated(sc, opts, progress).map(|o| (o.dir, o.rows, o.interrupted))
+}
+
+/// What a headless run ends with.
+pub struct Outcome {
+    pub dir: Option<PathBuf>,
+    pub rows: Vec<SummaryRow>,
+    pub interrupted: bool,
+    /// The verdicts of the scenario's thresholds and gate, in the order judged.
+    pub verdicts: Vec<Verdict>,
+    /// A failing threshold with `abort_on_fail` stopped the run.
+    pub aborted: bool,
+}
+
+/// Runs a scenario headless, judging its thresholds point by point.
+pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
+    let gate = Gate::of(&sc);
+    let mut verdicts = Vec::new();
+    let mut aborted = false;
     let points = plan_points(&sc);
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let param = sc
@@ -307,11 +327,21 @@ pub fn run_scenario(
             row.error = e.clone();
             ctrl.log(&format!("{label}: FAILED: {e}"));
         }
+        let judged = gate.judge_point(&row);
+        aborted = gate.aborts(&judged);
+        for v in judged.iter().filter(|v| !v.passed) {
+            ctrl.log(&format!("FAIL {}", v.message));
+        }
+        verdicts.extend(judged);
         if let Some(f) = &mut ctrl.folder {
             f.summary.push(row);
+            f.thresholds.clone_from(&verdicts);
             f.write_summary()?;
         }
-        if interrupted {
+        if interrupted || aborted {
+            if aborted {
+                ctrl.log("a threshold with abort_on_fail failed: run stopped");
+            }
             break;
         }
         if p.cooldown > 0.0 {
@@ -326,6 +356,11 @@ pub fn run_scenario(
     if let Some(pb) = &pb {
         pb.finish_and_clear();
     }
+    if let Some(f) = &mut ctrl.folder {
+        verdicts.extend(gate.judge_run(&f.summary));
+        f.thresholds.clone_from(&verdicts);
+        f.write_summary()?;
+    }
     ctrl.shutdown();
     let dir = ctrl.folder_dir().map(Path::to_path_buf);
     let rows = ctrl
@@ -333,7 +368,13 @@ pub fn run_scenario(
         .as_ref()
         .map(|f| f.summary.clone())
         .unwrap_or_default();
-    Ok((dir, rows, interrupted))
+    Ok(Outcome {
+        dir,
+        rows,
+        interrupted,
+        verdicts,
+        aborted,
+    })
 }
 
 fn fmt(v: f64, w: usize) -> String {
@@ -403,8 +444,10 @@ pub fn run_main(
     out: Option<&Path>,
     quick: bool,
     progress: bool,
+    extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
     let mut sc = crate::scenario::load(scenario)?;
+    let name = sc.name.clone();
     if quick {
         sc = sc.scaled(QUICK_FACTOR);
     }
@@ -416,8 +459,19 @@ pub fn run_main(
         network_fallback: scenario.as_os_str() == "default",
     };
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let (dir, rows, cut) = run_scenario(sc, opts, progress)?;
+    let Outcome {
+        dir,
+        rows,
+        interrupted: cut,
+        verdicts,
+        aborted,
+    } = run_gated(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
+    print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
+    if let Some(path) = &extras.junit {
+        crate::report::junit::write(path, &name, &verdicts)?;
+        println!("junit: {}", path.display());
+    }
     if let Some(d) = &dir {
         match crate::report::write_report(d) {
             Ok(md) => println!("report: {}", md.display()),
@@ -432,6 +486,9 @@ pub fn run_main(
     if !rows.is_empty() && rows.iter().all(|r| r.failed) {
         eprintln!("synlab: every point failed; see run.log in the run folder");
         return Ok(ExitCode::from(1));
+    }
+    if let Some(code) = crate::report::thresholds::exit_code(&verdicts, aborted) {
+        return Ok(code);
     }
     Ok(ExitCode::SUCCESS)
 }

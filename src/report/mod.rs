@@ -2,10 +2,12 @@
 //! report.md from a run folder, or two run folders overlaid.
 
 pub mod figures;
+pub mod junit;
 pub mod markdown;
 pub mod plots;
 pub mod read;
 pub mod run_folder;
+pub mod thresholds;
 
 use crate::sys::machine::Machine;
 use anyhow::Context;

@@ -117,6 +117,8 @@ pub struct RunFolder {
     pub summary: Vec<SummaryRow>,
     /// Extra facts for summary.json (backend, target, notices).
     pub meta: serde_json::Map<String, serde_json::Value>,
+    /// Verdicts of the scenario's thresholds and gate (summary.json `thresholds`).
+    pub thresholds: Vec<super::thresholds::Verdict>,
 }
 
 impl RunFolder {
@@ -140,6 +142,7 @@ impl RunFolder {
             ts: None,
             summary: Vec::new(),
             meta: Default::default(),
+            thresholds: Vec::new(),
         })
     }
 
@@ -239,6 +242,7 @@ impl RunFolder {
         let json = serde_json::json!({
             "meta": self.meta,
             "points": self.summary,
+            "thresholds": self.thresholds,
         });
         atomic_write(
             &self.dir.join("summary.json"),
