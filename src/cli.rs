@@ -58,6 +58,24 @@ pub enum Cmd {
         #[arg(required = true, num_args = 1..=2)]
         runs: Vec<PathBuf>,
     },
+    /// Compare a run with a baseline run point by point; exit 3 on a regression past the limit.
+    Compare {
+        /// The baseline run folder.
+        baseline: PathBuf,
+        /// The run folder to judge.
+        run: PathBuf,
+        /// The largest regression allowed, in % of the baseline (error share: in points).
+        #[arg(long, default_value = "5%")]
+        max_regression: String,
+        /// The metrics judged (comma-separated): throughput_per_s, total_p50_ms, total_p99_ms,
+        /// error_share_pct (errors in % of attempts).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct"
+        )]
+        on: Vec<String>,
+    },
     /// (internal) A load worker started by the controller.
     #[command(hide = true)]
     Worker {
@@ -81,7 +99,7 @@ pub enum Cmd {
 /// Runs one command; Ok carries the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let holds_nothing = match &cli.cmd {
-        Some(Cmd::Check { .. } | Cmd::Probe(_) | Cmd::Report { .. }) => true,
+        Some(Cmd::Check { .. } | Cmd::Probe(_) | Cmd::Report { .. } | Cmd::Compare { .. }) => true,
         Some(Cmd::Net(n)) => matches!(n.cmd, crate::net::cli::NetCmd::Status),
         _ => false,
     };
@@ -105,6 +123,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Probe(a) => crate::probe::cli::probe_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Net(a) => crate::net::cli::net_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Report { runs } => crate::report::report_main(&runs).map(|_| ExitCode::SUCCESS),
+        Cmd::Compare {
+            baseline,
+            run,
+            max_regression,
+            on,
+        } => crate::report::compare::compare_main(&baseline, &run, &max_regression, &on),
         Cmd::Worker { config_json } => {
             crate::load::cli::worker_main(&config_json).map(|_| ExitCode::SUCCESS)
         }

@@ -1,6 +1,7 @@
 //! Results: the run folder's CSV/JSON writers, and `synlab report`: plots (SVG + PNG) and
 //! report.md from a run folder, or two run folders overlaid.
 
+pub mod compare;
 pub mod figures;
 pub mod junit;
 pub mod markdown;
