@@ -93,8 +93,53 @@ fn junit_counts(path: &Path) -> (usize, usize, usize, usize) {
     )
 }
 
+fn schema() -> serde_json::Value {
+    let src = std::fs::read_to_string("docs/summary.schema.json").unwrap();
+    serde_json::from_str(&src).unwrap()
+}
+
+/// summary.json of a run folder, checked against the committed schema.
 fn summary(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "summary.json breaks docs/summary.schema.json: {errors:#?}"
+    );
+    v
+}
+
+#[test]
+fn the_schema_describes_every_summary_column_and_is_valid() {
+    let s = schema();
+    assert!(jsonschema::meta::is_valid(&s));
+    let row = serde_json::to_value(synlab::report::run_folder::SummaryRow::default()).unwrap();
+    let columns: Vec<&String> = row.as_object().unwrap().keys().collect();
+    let described: Vec<&String> = s["$defs"]["point"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        columns, described,
+        "summary.json's columns changed: describe them in docs/summary.schema.json"
+    );
+    // A row with an unmeasured value (null) and a verdict over the whole run are valid.
+    let mut point = row.clone();
+    point["offered_rate"] = serde_json::Value::Null;
+    point["point"] = 1.into();
+    let doc = serde_json::json!({"meta": {}, "points": [point], "thresholds": [{
+        "check": "errors_per_s <= 10", "source": "threshold[0]", "point": null, "value": "",
+        "measured": 0.5, "limit": 10.0, "passed": true, "message": "m"}]});
+    assert!(jsonschema::is_valid(&s, &doc));
+    let mut bad = doc.clone();
+    bad["points"][0]["throughput_per_s"] = "fast".into();
+    assert!(!jsonschema::is_valid(&s, &bad));
 }
 
 #[test]
@@ -121,6 +166,39 @@ fn thresholds_that_hold_exit_0_and_list_as_passing_tests() {
     assert_eq!(junit_counts(&junit), (2, 0, 2, 0));
     let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
     assert!(md.contains("### Thresholds: pass"), "{md}");
+    hlogs_match_the_summary(&r.run_dir, &s);
+}
+
+/// connect.hlog and total.hlog, read back with the hdrhistogram crate's log reader, give the
+/// percentiles summary.json holds, point by point.
+fn hlogs_match_the_summary(dir: &Path, s: &serde_json::Value) {
+    let points = s["points"].as_array().unwrap();
+    for (file, cols) in [
+        (
+            "connect.hlog",
+            &[(0.5, "connect_p50_ms"), (0.99, "connect_p99_ms")][..],
+        ),
+        (
+            "total.hlog",
+            &[
+                (0.5, "total_p50_ms"),
+                (0.9, "total_p90_ms"),
+                (0.98, "total_p98_ms"),
+                (0.99, "total_p99_ms"),
+            ][..],
+        ),
+    ] {
+        let logs = synlab::report::hlog::read(&dir.join(file)).unwrap();
+        assert_eq!(logs.len(), points.len(), "{file}: one interval per point");
+        for ((tag, h), p) in logs.iter().zip(points) {
+            assert_eq!(tag, &format!("point-{}", p["point"]));
+            assert!(!h.is_empty(), "{file} {tag}: empty");
+            for (q, col) in cols {
+                let from_log = h.value_at_quantile(*q) as f64 / 1000.0;
+                assert_eq!(Some(from_log), p[col].as_f64(), "{file} {tag} {col}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -246,7 +246,10 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
         .as_ref()
         .map(|s| s.param.clone())
         .unwrap_or_default();
+    let name = sc.name.clone();
     let mut ctrl = Controller::start(sc, opts)?;
+    let t0 = std::time::SystemTime::now() - Duration::from_secs_f64(ctrl.elapsed());
+    let mut hlog = crate::report::hlog::Recorder::new(&name, t0);
     let pb = if progress {
         let pb = indicatif::ProgressBar::new(total.ceil() as u64);
         pb.set_style(
@@ -316,6 +319,8 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
             interrupted = true;
         }
         let window = ctrl.end_point().expect("a point was begun");
+        let (from, to, tot) = (window.0, window.1, &window.2);
+        hlog.push(i + 1, from, to - from, &tot.connect, &tot.total);
         let mut row = summary_row(&ctrl, i + 1, window);
         row.param = param.clone();
         row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
@@ -337,6 +342,7 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
             f.summary.push(row);
             f.thresholds.clone_from(&verdicts);
             f.write_summary()?;
+            hlog.write(&f.dir)?;
         }
         if interrupted || aborted {
             if aborted {

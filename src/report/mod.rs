@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod figures;
+pub mod hlog;
 pub mod junit;
 pub mod markdown;
 pub mod plots;
