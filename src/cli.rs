@@ -25,6 +25,10 @@ pub enum Cmd {
         /// Where to write the run folder (default: the scenario's [output] dir, else ./results).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Serve the live time series as OpenMetrics at http://ADDR/metrics (a bare port binds
+        /// 127.0.0.1).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// Run a scenario headless and write a run folder of results.
     Run {
@@ -109,8 +113,13 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.cmd.unwrap_or(Cmd::Tui {
         scenario: None,
         out: None,
+        metrics: None,
     }) {
-        Cmd::Tui { scenario, out } => crate::ui::tui_main(scenario.as_deref(), out.as_deref()),
+        Cmd::Tui {
+            scenario,
+            out,
+            metrics,
+        } => crate::ui::tui_main(scenario.as_deref(), out.as_deref(), metrics.as_deref()),
         Cmd::Run {
             scenario,
             out,

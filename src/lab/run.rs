@@ -220,7 +220,7 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
-    run_gated(sc, opts, progress).map(|o| (o.dir, o.rows, o.interrupted))
+    run_gated(sc, opts, progress, None).map(|o| (o.dir, o.rows, o.interrupted))
 }
 
 /// What a headless run ends with.
@@ -234,8 +234,14 @@ pub struct Outcome {
     pub aborted: bool,
 }
 
-/// Runs a scenario headless, judging its thresholds point by point.
-pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
+/// Runs a scenario headless, judging its thresholds point by point (and publishing the time
+/// series to `metrics` when given).
+pub fn run_gated(
+    sc: Scenario,
+    opts: RunOptions,
+    progress: bool,
+    metrics: Option<&crate::metrics::openmetrics::Exporter>,
+) -> anyhow::Result<Outcome> {
     let gate = Gate::of(&sc);
     let mut verdicts = Vec::new();
     let mut aborted = false;
@@ -263,7 +269,15 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
         None
     };
     let began = Instant::now();
+    let published = std::cell::Cell::new(began);
     let tick = |c: &Controller| {
+        if let Some(m) = metrics {
+            // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
+            if published.get().elapsed() >= Duration::from_millis(500) {
+                m.publish(&super::ci::latest(&c.state.store));
+                published.set(Instant::now());
+            }
+        }
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
             let r = c.state.store.last(super::columns::RESPONSES).unwrap_or(0.0);
@@ -458,6 +472,7 @@ pub fn run_main(
         sc = sc.scaled(QUICK_FACTOR);
     }
     let parent = out_parent(&sc, out);
+    let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
     let interrupted = interrupt_flag();
     let opts = RunOptions {
         out_parent: Some(parent),
@@ -471,7 +486,7 @@ pub fn run_main(
         interrupted: cut,
         verdicts,
         aborted,
-    } = run_gated(sc, opts, progress)?;
+    } = run_gated(sc, opts, progress, exporter.as_ref())?;
     print!("{}", summary_table(&rows));
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     if let Some(path) = &extras.junit {
