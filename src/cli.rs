@@ -25,6 +25,10 @@ pub enum Cmd {
         /// Where to write the run folder (default: the scenario's [output] dir, else ./results).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Serve the live time series as OpenMetrics at http://ADDR/metrics (a bare port binds
+        /// 127.0.0.1).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// Run a scenario headless and write a run folder of results.
     Run {
@@ -39,6 +43,8 @@ pub enum Cmd {
         /// No progress bar (also off when stderr is not a terminal).
         #[arg(long)]
         no_progress: bool,
+        #[command(flatten)]
+        extras: crate::lab::ci::RunExtras,
     },
     /// Validate scenario files without running them.
     Check {
@@ -55,6 +61,24 @@ pub enum Cmd {
     Report {
         #[arg(required = true, num_args = 1..=2)]
         runs: Vec<PathBuf>,
+    },
+    /// Compare a run with a baseline run point by point; exit 3 on a regression past the limit.
+    Compare {
+        /// The baseline run folder.
+        baseline: PathBuf,
+        /// The run folder to judge.
+        run: PathBuf,
+        /// The largest regression allowed, in % of the baseline (error share: in points).
+        #[arg(long, default_value = "5%")]
+        max_regression: String,
+        /// The metrics judged (comma-separated): throughput_per_s, total_p50_ms, total_p99_ms,
+        /// error_share_pct (errors in % of attempts).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct"
+        )]
+        on: Vec<String>,
     },
     /// (internal) A load worker started by the controller.
     #[command(hide = true)]
@@ -82,7 +106,7 @@ pub enum Cmd {
 /// Runs one command; Ok carries the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let holds_nothing = match &cli.cmd {
-        Some(Cmd::Check { .. } | Cmd::Probe(_) | Cmd::Report { .. }) => true,
+        Some(Cmd::Check { .. } | Cmd::Probe(_) | Cmd::Report { .. } | Cmd::Compare { .. }) => true,
         Some(Cmd::Net(n)) => matches!(n.cmd, crate::net::cli::NetCmd::Status),
         _ => false,
     };
@@ -92,19 +116,31 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.cmd.unwrap_or(Cmd::Tui {
         scenario: None,
         out: None,
+        metrics: None,
     }) {
-        Cmd::Tui { scenario, out } => crate::ui::tui_main(scenario.as_deref(), out.as_deref()),
+        Cmd::Tui {
+            scenario,
+            out,
+            metrics,
+        } => crate::ui::tui_main(scenario.as_deref(), out.as_deref(), metrics.as_deref()),
         Cmd::Run {
             scenario,
             out,
             quick,
             no_progress,
-        } => crate::lab::run_main(&scenario, out.as_deref(), quick, !no_progress),
+            extras,
+        } => crate::lab::run_main(&scenario, out.as_deref(), quick, !no_progress, &extras),
         Cmd::Check { files } => crate::scenario::check_main(&files),
         Cmd::Serve(a) => crate::target::cli::serve_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Probe(a) => crate::probe::cli::probe_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Net(a) => crate::net::cli::net_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Report { runs } => crate::report::report_main(&runs).map(|_| ExitCode::SUCCESS),
+        Cmd::Compare {
+            baseline,
+            run,
+            max_regression,
+            on,
+        } => crate::report::compare::compare_main(&baseline, &run, &max_regression, &on),
         Cmd::Worker { config_json } => {
             crate::load::cli::worker_main(&config_json).map(|_| ExitCode::SUCCESS)
         }

@@ -38,6 +38,7 @@ broken! {
     remote_address => "remote_address.toml",
     address_with_builtin => "address_with_builtin.toml",
     rate_too_high => "rate_too_high.toml",
+    threshold_typo => "threshold_typo.toml",
 }
 
 #[test]

@@ -1078,8 +1078,11 @@ impl Controller {
     pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
         if let Some(window) = self.end_point() {
             let row = super::run::summary_row(self, 1, window);
+            let gate = crate::report::thresholds::Gate::of(&self.scenario);
             if let Some(f) = &mut self.folder {
+                f.thresholds = gate.judge_point(&row);
                 f.summary.push(row);
+                f.thresholds.extend(gate.judge_run(&f.summary));
                 f.write_summary()?;
             }
         }

@@ -1,6 +1,7 @@
 //! The controller: sets the lab up from a scenario, starts the server and workers, folds their
 //! stats and the probes' samples into one state (one owner), and plays steps and sweeps.
 
+pub mod ci;
 pub mod client_agg;
 pub mod controller;
 pub mod real_server;

@@ -7,6 +7,7 @@ use super::state::Command;
 use crate::load::protocol::Mode;
 use crate::model::{PathSummary, Totals};
 use crate::report::run_folder::SummaryRow;
+use crate::report::thresholds::{Gate, Verdict};
 use crate::scenario::{Scenario, SweepValue};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -276,27 +277,44 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
-    let o = run_scenario_outcome(sc, opts, progress)?;
-    Ok((o.dir, o.rows, o.cut))
+    run_gated(sc, opts, progress, None).map(|o| (o.dir, o.rows, o.interrupted))
 }
 
-/// How a headless run ended.
+/// What a headless run ends with.
 #[derive(Debug, Clone)]
-pub struct RunOutcome {
+pub struct Outcome {
     pub dir: Option<PathBuf>,
     pub rows: Vec<SummaryRow>,
     /// Cut short by a signal.
-    pub cut: bool,
+    pub interrupted: bool,
     /// A child the run depended on died (who and how); the run stopped there.
     pub child_died: Option<String>,
+    /// The verdicts of the scenario's thresholds and gate, in the order judged.
+    pub verdicts: Vec<Verdict>,
+    /// A failing threshold with `abort_on_fail` stopped the run.
+    pub aborted: bool,
 }
 
-/// `run_scenario`, also saying whether a child died.
+/// `run_scenario`, with everything the run ended with.
 pub fn run_scenario_outcome(
     sc: Scenario,
     opts: RunOptions,
     progress: bool,
-) -> anyhow::Result<RunOutcome> {
+) -> anyhow::Result<Outcome> {
+    run_gated(sc, opts, progress, None)
+}
+
+/// Runs a scenario headless, judging its thresholds point by point (and publishing the time
+/// series to `metrics` when given).
+pub fn run_gated(
+    sc: Scenario,
+    opts: RunOptions,
+    progress: bool,
+    metrics: Option<&crate::metrics::openmetrics::Exporter>,
+) -> anyhow::Result<Outcome> {
+    let gate = Gate::of(&sc);
+    let mut verdicts = Vec::new();
+    let mut aborted = false;
     let points = plan_points(&sc);
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let param = sc
@@ -304,7 +322,10 @@ pub fn run_scenario_outcome(
         .as_ref()
         .map(|s| s.param.clone())
         .unwrap_or_default();
+    let name = sc.name.clone();
     let mut ctrl = Controller::start(sc, opts)?;
+    let t0 = std::time::SystemTime::now() - Duration::from_secs_f64(ctrl.elapsed());
+    let mut hlog = crate::report::hlog::Recorder::new(&name, t0);
     let pb = if progress {
         let pb = indicatif::ProgressBar::new(total.ceil() as u64);
         pb.set_style(
@@ -318,7 +339,15 @@ pub fn run_scenario_outcome(
         None
     };
     let began = Instant::now();
+    let published = std::cell::Cell::new(began);
     let tick = |c: &Controller| {
+        if let Some(m) = metrics {
+            // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
+            if published.get().elapsed() >= Duration::from_millis(500) {
+                m.publish(&super::ci::latest(&c.state.store));
+                published.set(Instant::now());
+            }
+        }
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
             let r = c.state.store.last(super::columns::RESPONSES).unwrap_or(0.0);
@@ -383,6 +412,13 @@ pub fn run_scenario_outcome(
                 .client
                 .measured_nothing(window.t1 - window.t0, ctrl.worker_count());
         }
+        hlog.push(
+            i + 1,
+            window.t0,
+            window.t1 - window.t0,
+            &window.client.connect,
+            &window.client.total,
+        );
         let mut row = summary_row(&ctrl, i + 1, window);
         row.param = param.clone();
         row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
@@ -391,11 +427,22 @@ pub fn run_scenario_outcome(
             row.error = e.clone();
             ctrl.log(&format!("{label}: FAILED: {e}"));
         }
+        let judged = gate.judge_point(&row);
+        aborted = gate.aborts(&judged);
+        for v in judged.iter().filter(|v| !v.passed) {
+            ctrl.log(&format!("FAIL {}", v.message));
+        }
+        verdicts.extend(judged);
         if let Some(f) = &mut ctrl.folder {
             f.summary.push(row);
+            f.thresholds.clone_from(&verdicts);
             f.write_summary()?;
+            hlog.write(&f.dir)?;
         }
-        if interrupted || died.is_some() {
+        if interrupted || aborted || died.is_some() {
+            if aborted {
+                ctrl.log("a threshold with abort_on_fail failed: run stopped");
+            }
             break;
         }
         if p.cooldown > 0.0 {
@@ -417,6 +464,11 @@ pub fn run_scenario_outcome(
             f.meta.insert("interrupted".into(), true.into());
         }
     }
+    if let Some(f) = &mut ctrl.folder {
+        verdicts.extend(gate.judge_run(&f.summary));
+        f.thresholds.clone_from(&verdicts);
+        f.write_summary()?;
+    }
     ctrl.shutdown();
     let dir = ctrl.folder_dir().map(Path::to_path_buf);
     let rows = ctrl
@@ -424,11 +476,13 @@ pub fn run_scenario_outcome(
         .as_ref()
         .map(|f| f.summary.clone())
         .unwrap_or_default();
-    Ok(RunOutcome {
+    Ok(Outcome {
         dir,
         rows,
-        cut: interrupted,
+        interrupted,
         child_died: ctrl.child_died(),
+        verdicts,
+        aborted,
     })
 }
 
@@ -499,12 +553,15 @@ pub fn run_main(
     out: Option<&Path>,
     quick: bool,
     progress: bool,
+    extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
     let mut sc = crate::scenario::load(scenario)?;
+    let name = sc.name.clone();
     if quick {
         sc = sc.scaled(QUICK_FACTOR);
     }
     let parent = out_parent(&sc, out);
+    let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
     let interrupted = interrupt_flag();
     let opts = RunOptions {
         out_parent: Some(parent),
@@ -512,13 +569,20 @@ pub fn run_main(
         network_fallback: scenario.as_os_str() == "default",
     };
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let RunOutcome {
+    let Outcome {
         dir,
         rows,
-        cut,
+        interrupted: cut,
         child_died,
-    } = run_scenario_outcome(sc, opts, progress)?;
+        verdicts,
+        aborted,
+    } = run_gated(sc, opts, progress, exporter.as_ref())?;
     print!("{}", summary_table(&rows));
+    print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
+    if let Some(path) = &extras.junit {
+        crate::report::junit::write(path, &name, &verdicts)?;
+        println!("junit: {}", path.display());
+    }
     if let Some(d) = &dir {
         match crate::report::write_report(d) {
             Ok(md) => println!("report: {}", md.display()),
@@ -541,6 +605,9 @@ pub fn run_main(
             rows.len()
         );
         return Ok(ExitCode::from(1));
+    }
+    if let Some(code) = crate::report::thresholds::exit_code(&verdicts, aborted) {
+        return Ok(code);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -40,6 +40,11 @@ pub struct ProbeArgs {
     /// Do not capture: estimate the SYN rate from kernel counters.
     #[arg(long)]
     pub no_pcap: bool,
+    /// Serve the samples as OpenMetrics at http://ADDR/metrics for an existing Prometheus (a
+    /// bare port binds 127.0.0.1): an exporter of the server's accept queue, SYN rate,
+    /// overflows and TIME_WAIT.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
@@ -176,6 +181,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, interrupted.clone())?;
     let (tx, rx) = crossbeam_channel::bounded(64);
+    let exporter = crate::lab::ci::start_metrics(args.metrics.as_deref())?;
     let handle = spawn(cfg, tx)?;
     if !args.json {
         let who = server_pid.map_or(String::new(), |p| format!(" pid {p}"));
@@ -190,6 +196,14 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
         };
         for n in &sample.notes {
             eprintln!("synlab probe: note: {n}");
+        }
+        if let Some(e) = &exporter {
+            let series: Vec<(String, f64)> = sample
+                .columns()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.unwrap_or(f64::NAN)))
+                .collect();
+            e.publish(&series);
         }
         let res = if args.json {
             writeln!(out, "{}", serde_json::to_string(&sample)?)

@@ -141,6 +141,7 @@ pub fn report(
             }
         );
         summary_table(&mut md, r);
+        super::thresholds::markdown(&mut md, r);
     }
 
     let _ = writeln!(md, "## Plots\n");

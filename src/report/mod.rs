@@ -1,11 +1,15 @@
 //! Results: the run folder's CSV/JSON writers, and `synlab report`: plots (SVG + PNG) and
 //! report.md from a run folder, or two run folders overlaid.
 
+pub mod compare;
 pub mod figures;
+pub mod hlog;
+pub mod junit;
 pub mod markdown;
 pub mod plots;
 pub mod read;
 pub mod run_folder;
+pub mod thresholds;
 
 use crate::sys::machine::Machine;
 use anyhow::Context;

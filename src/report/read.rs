@@ -100,6 +100,8 @@ pub struct RunData {
     pub events: Vec<EventRow>,
     /// Files that were missing or unreadable (an interrupted run), said in report.md.
     pub warnings: Vec<String>,
+    /// summary.json's threshold verdicts (empty when the scenario had none).
+    pub thresholds: Vec<super::thresholds::Verdict>,
 }
 
 impl RunData {
@@ -194,7 +196,12 @@ pub fn read_run(dir: &Path) -> anyhow::Result<RunData> {
             Vec::new()
         }
     };
+    let thresholds = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|s| super::thresholds::read_verdicts(&s))
+        .unwrap_or_default();
     Ok(RunData {
+        thresholds,
         dir: dir.to_path_buf(),
         name,
         scenario,

@@ -134,6 +134,8 @@ pub struct RunFolder {
     pub meta: serde_json::Map<String, serde_json::Value>,
     /// The whole run's counts, once it has ended (summary.json's `run_totals`).
     pub run_totals: Option<crate::model::Totals>,
+    /// Verdicts of the scenario's thresholds and gate (summary.json `thresholds`).
+    pub thresholds: Vec<super::thresholds::Verdict>,
 }
 
 impl RunFolder {
@@ -170,6 +172,7 @@ impl RunFolder {
             summary: Vec::new(),
             meta: Default::default(),
             run_totals: None,
+            thresholds: Vec::new(),
         })
     }
 
@@ -270,6 +273,7 @@ impl RunFolder {
         let mut json = serde_json::json!({
             "meta": self.meta,
             "points": self.summary,
+            "thresholds": self.thresholds,
         });
         if let Some(t) = &self.run_totals {
             json["run_totals"] = serde_json::to_value(t)?;

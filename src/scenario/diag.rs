@@ -70,6 +70,9 @@ pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
 /// Turns serde's "unknown field `x`, expected one of `a`, `b`" (and variants) into a short
 /// message plus a "did you mean" help naming the nearest valid choice.
 fn split_help(message: &str) -> (String, Option<String>) {
+    if let Some((m, h)) = message.split_once("\nhelp: ") {
+        return (m.trim().to_string(), Some(h.trim().to_string()));
+    }
     let msg = message.trim().replace('\n', "; ");
     for (kind, what) in [("unknown field", "key"), ("unknown variant", "value")] {
         if let Some(rest) = msg.strip_prefix(kind) {
@@ -114,7 +117,14 @@ pub fn nearest<'a>(bad: &str, candidates: &'a [String]) -> Option<&'a str> {
             let d = strsim::damerau_levenshtein(bad, c);
             (if prefix { d.min(1) } else { d }, c)
         })
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        // Two edits turn any short name into another (`wat` into `gate`): one for those.
+        .filter(|(d, c)| {
+            *d <= if c.len().min(bad.len()) <= 4 {
+                1
+            } else {
+                2.max(c.len() / 3)
+            }
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.as_str())
 }

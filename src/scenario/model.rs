@@ -38,6 +38,12 @@ pub struct Scenario {
     pub sweep: Option<Sweep>,
     #[serde(default)]
     pub output: OutputSpec,
+    /// `[[threshold]]`: bounds on summary metrics that fail a headless run (exit 3).
+    #[serde(default, rename = "threshold", skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<super::gate::ThresholdSpec>,
+    /// `[gate]`: run-wide fail conditions (client-bound points, cross-checks).
+    #[serde(default, skip_serializing_if = "super::gate::GateSpec::is_empty")]
+    pub gate: super::gate::GateSpec,
 }
 
 fn default_duration() -> Dur {

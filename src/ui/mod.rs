@@ -22,7 +22,12 @@ use std::time::{Duration, Instant};
 use theme::Theme;
 
 /// `synlab` / `synlab tui`: the live TUI on a scenario (the embedded default without one).
-pub fn tui_main(scenario: Option<&Path>, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn tui_main(
+    scenario: Option<&Path>,
+    out: Option<&Path>,
+    metrics: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let exporter = crate::lab::ci::start_metrics(metrics)?;
     use std::io::IsTerminal;
     let sc = match scenario {
         Some(p) => crate::scenario::load(p)?,
@@ -49,7 +54,13 @@ pub fn tui_main(scenario: Option<&Path>, out: Option<&Path>) -> anyhow::Result<E
         &interrupted,
         ctrl.net.as_ref().map(|n| format!("synlab-{}-", n.run_id)),
     );
-    let result = run_tui(&mut ctrl, UiOptions::default());
+    let result = match exporter {
+        Some(e) => run_tui(
+            &mut crate::lab::ci::Published::new(&mut ctrl, e),
+            UiOptions::default(),
+        ),
+        None => run_tui(&mut ctrl, UiOptions::default()),
+    };
     if let Some(dir) = ctrl.folder_dir() {
         // The same report a headless run leaves (the time series; no sweep curves).
         match crate::report::write_report(dir) {

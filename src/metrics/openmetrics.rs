@@ -1,0 +1,249 @@
+//! `--metrics ADDR`: the lab's time series as OpenMetrics text at `http://ADDR/metrics`, for an
+//! existing Prometheus. Each series of the store is a gauge of its latest sample (rates, queue
+//! lengths, latency percentiles, CPU), encoded by prometheus-client; a tiny std HTTP responder
+//! thread serves the latest exposition. A bare port binds loopback: another interface only when
+//! the user names it.
+
+use anyhow::Context;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+/// The OpenMetrics content type Prometheus negotiates.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The Prometheus text format, for clients that do not ask for OpenMetrics (curl, promtool).
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The OpenMetrics exposition in the Prometheus text format 0.0.4: the same samples, with a
+/// counter's HELP and TYPE naming its `_total` sample (OpenMetrics names the family without
+/// it) and no `# EOF`.
+pub fn to_classic(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        match meta {
+            Some((p, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let name = if counters.contains(&name) {
+                    format!("{name}_total")
+                } else {
+                    name.to_string()
+                };
+                out.push_str(&format!("{p}{name} {tail}\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// `9464` means 127.0.0.1:9464; `ADDR:PORT` is taken as written.
+pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "--metrics `{s}` is not a port or an address:port, e.g. 9464 or 127.0.0.1:9464"
+        )
+    })
+}
+
+/// A store column as Prometheus names it: base units spelled out (`_ms` -> `_seconds`, `_pct` ->
+/// `_ratio`, `_mb` -> `_bytes`, `_per_s` -> `_per_second`), the value scaled to match, and
+/// whether it is a counter (`*_total`: cumulative kernel counts; the encoder adds `_total`).
+pub fn prom_series(column: &str, v: f64) -> (String, f64, bool) {
+    let clean: String = column
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if let Some(base) = clean.strip_suffix("_total") {
+        return (base.to_string(), v, true);
+    }
+    let mut words: Vec<&str> = clean.split('_').filter(|w| !w.is_empty()).collect();
+    let (unit, scale) = if words.ends_with(&["per", "s"]) {
+        words.truncate(words.len() - 1);
+        ("second", 1.0)
+    } else if let Some(i) = words.iter().position(|w| *w == "ms") {
+        words.remove(i);
+        ("seconds", 1e-3)
+    } else if let Some(i) = words.iter().position(|w| *w == "pct") {
+        words.remove(i);
+        ("ratio", 1e-2)
+    } else if let Some(i) = words.iter().position(|w| *w == "mb") {
+        words.remove(i);
+        ("bytes", 1048576.0)
+    } else {
+        ("", 1.0)
+    };
+    if !unit.is_empty() {
+        words.push(unit);
+    }
+    (words.join("_"), v * scale, false)
+}
+
+/// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
+/// series are left out: not measured).
+pub fn encode(series: &[(String, f64)]) -> String {
+    use prometheus_client::metrics::counter::Counter;
+    let mut reg = Registry::with_prefix("synlab");
+    for (column, v) in series {
+        if !v.is_finite() {
+            continue;
+        }
+        let (name, v, counter) = prom_series(column, *v);
+        let help = format!("synlab's {column}, latest sample");
+        if counter {
+            let c = Counter::<f64, AtomicU64>::default();
+            c.inc_by(v.max(0.0));
+            reg.register(name, help, c);
+        } else {
+            let g = Gauge::<f64, AtomicU64>::default();
+            g.set(v);
+            reg.register(name, help, g);
+        }
+    }
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+    out
+}
+
+/// A running /metrics endpoint; `publish` replaces what it serves.
+#[derive(Clone)]
+pub struct Exporter {
+    body: Arc<Mutex<String>>,
+    pub addr: SocketAddr,
+}
+
+impl Exporter {
+    /// Binds `addr` and serves from a background thread (for the life of the process).
+    pub fn start(addr: SocketAddr) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(addr).with_context(|| {
+            format!("--metrics: cannot listen on {addr} (in use? pick another port)")
+        })?;
+        let addr = listener.local_addr()?;
+        let body = Arc::new(Mutex::new(encode(&[])));
+        let served = Arc::clone(&body);
+        std::thread::Builder::new()
+            .name("metrics-http".into())
+            .spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                    let mut line = String::new();
+                    let mut reader = BufReader::new(&conn);
+                    if reader.read_line(&mut line).is_err() {
+                        continue;
+                    }
+                    // Read the headers (some clients wait for that), noting what they accept.
+                    let mut h = String::new();
+                    let mut openmetrics = false;
+                    while reader.read_line(&mut h).is_ok_and(|n| n > 2) {
+                        let lower = h.to_ascii_lowercase();
+                        openmetrics |= lower.starts_with("accept:")
+                            && lower.contains("application/openmetrics-text");
+                        h.clear();
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("");
+                    let (status, ctype, text) = if path == "/metrics" || path.starts_with("/metrics?") {
+                        let b = served.lock().map(|b| b.clone()).unwrap_or_default();
+                        if openmetrics {
+                            ("200 OK", CONTENT_TYPE, b)
+                        } else {
+                            ("200 OK", CLASSIC_CONTENT_TYPE, to_classic(&b))
+                        }
+                    } else {
+                        ("404 Not Found", "text/plain", "synlab serves /metrics only\n".into())
+                    };
+                    let mut w = &conn;
+                    let _ = write!(
+                        w,
+                        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                        text.len()
+                    );
+                }
+            })?;
+        Ok(Exporter { body, addr })
+    }
+
+    /// Replaces the exposition with these series' latest values.
+    pub fn publish(&self, series: &[(String, f64)]) {
+        let text = encode(series);
+        if let Ok(mut b) = self.body.lock() {
+            *b = text;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_become_prefixed_gauges_and_nan_is_left_out() {
+        let t = encode(&[
+            ("responses_per_s".into(), 412.5),
+            ("accept_queue".into(), 3.0),
+            ("offered".into(), f64::NAN),
+        ]);
+        assert!(
+            t.contains("# TYPE synlab_responses_per_second gauge\n"),
+            "{t}"
+        );
+        assert!(t.contains("synlab_responses_per_second 412.5\n"), "{t}");
+        assert_eq!(
+            prom_series("lag_ms_max", 20.0),
+            ("lag_max_seconds".into(), 0.02, false)
+        );
+        assert_eq!(
+            prom_series("cpu_idle_pct", 50.0),
+            ("cpu_idle_ratio".into(), 0.5, false)
+        );
+        assert_eq!(
+            prom_series("syn_in_total", 7.0),
+            ("syn_in".into(), 7.0, true)
+        );
+        assert_eq!(
+            prom_series("server_rss_mb", 2.0),
+            ("server_rss_bytes".into(), 2097152.0, false)
+        );
+        let c = encode(&[("syn_in_total".into(), 7.0)]);
+        assert!(
+            c.contains("# TYPE synlab_syn_in counter\nsynlab_syn_in_total 7.0\n"),
+            "{c}"
+        );
+        let classic = to_classic(&c);
+        assert!(
+            classic.contains("# TYPE synlab_syn_in_total counter\nsynlab_syn_in_total 7.0\n"),
+            "{classic}"
+        );
+        assert!(
+            classic.starts_with("# HELP synlab_syn_in_total "),
+            "{classic}"
+        );
+        assert!(!classic.contains("# EOF"));
+        assert!(t.contains("synlab_accept_queue 3.0\n"), "{t}");
+        assert!(!t.contains("offered"), "{t}");
+        assert!(t.ends_with("# EOF\n"), "{t}");
+        assert_eq!(parse_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
+        assert_eq!(parse_addr("0.0.0.0:1").unwrap().to_string(), "0.0.0.0:1");
+        assert!(parse_addr("localhost").is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! `synlab compare BASELINE RUN [--max-regression 5%]`: two run folders point by point — a table
+//! of throughput, latency, errors, accept queue and CPU, the overlay plots `synlab report A B`
+//! draws — and exit 3 when a judged metric regressed past the limit.
+
+use super::read::{Point, RunData};
+use std::fmt::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// How a metric is judged.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Better {
+    Higher,
+    Lower,
+    /// Shown, not judged: the accept queue and the machine's CPU depend on where the load runs
+    /// as much as on the server.
+    Shown,
+}
+
+/// The columns compared: (summary column, heading, which way is better).
+const METRICS: [(&str, &str, Better); 6] = [
+    ("throughput_per_s", "responses/s", Better::Higher),
+    ("total_p50_ms", "p50 ms", Better::Lower),
+    ("total_p99_ms", "p99 ms", Better::Lower),
+    ("error_share_pct", "errors %", Better::Lower),
+    ("accept_queue_mean", "acceptq", Better::Shown),
+    ("cpu_busy_pct", "cpu %", Better::Shown),
+];
+
+/// One metric of one point in both runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    pub point: String,
+    pub metric: &'static str,
+    pub base: f64,
+    pub run: f64,
+    /// How much worse the run is, in % of the baseline (percentage points for the error share);
+    /// negative when better; None when not judged or not measured.
+    pub regression_pct: Option<f64>,
+}
+
+fn value(p: &Point, key: &str) -> f64 {
+    match key {
+        "error_share_pct" => {
+            let a = p.num("attempts_per_s");
+            if a > 0.0 {
+                100.0 * p.num("errors_per_s") / a
+            } else {
+                f64::NAN
+            }
+        }
+        "cpu_busy_pct" => 100.0 - p.num("cpu_idle_pct"),
+        k => p.num(k),
+    }
+}
+
+/// `mode value` of a point, the key points are matched by.
+fn key(p: &Point) -> String {
+    format!("{} {}", p.mode(), p.text("value"))
+        .trim()
+        .to_string()
+}
+
+/// The deltas of every metric at every point the two runs share (matched by mode and sweep
+/// value; by position when neither run has a sweep).
+pub fn deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
+    let mut out = Vec::new();
+    for (i, b) in base.points.iter().enumerate() {
+        let r = run.points.iter().find(|r| key(r) == key(b)).or_else(|| {
+            (base.param().is_empty())
+                .then(|| run.points.get(i))
+                .flatten()
+        });
+        let Some(r) = r else { continue };
+        let label = if b.text("value").is_empty() {
+            b.text("point")
+        } else {
+            key(b)
+        };
+        for (m, _, better) in METRICS {
+            let (x, y) = (value(b, m), value(r, m));
+            let measured = x.is_finite() && y.is_finite() && !b.failed() && !r.failed();
+            let regression_pct = match better {
+                _ if !measured => None,
+                Better::Shown => None,
+                // The error share is a percentage already: its rise in points.
+                Better::Lower if m == "error_share_pct" => Some(y - x),
+                Better::Higher if x > 0.0 => Some((x - y) / x * 100.0),
+                Better::Lower if x > 0.0 => Some((y - x) / x * 100.0),
+                _ => None,
+            };
+            out.push(Delta {
+                point: label.clone(),
+                metric: m,
+                base: x,
+                run: y,
+                regression_pct,
+            });
+        }
+    }
+    out
+}
+
+/// The table printed by `synlab compare`: per point, baseline -> run and the change per metric.
+pub fn table(d: &[Delta], limit_pct: f64) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "{:<18}", "point");
+    for (_, head, _) in METRICS {
+        let _ = write!(s, " {head:>22}");
+    }
+    s.push('\n');
+    let mut points: Vec<&str> = Vec::new();
+    for x in d {
+        if !points.contains(&x.point.as_str()) {
+            points.push(&x.point);
+        }
+    }
+    for p in points {
+        let _ = write!(s, "{p:<18}");
+        for (m, _, _) in METRICS {
+            let cell = d
+                .iter()
+                .find(|x| x.point == p && x.metric == m)
+                .map(|x| {
+                    // The change of the value itself; `!` marks a regression past the limit.
+                    let change = match x.regression_pct {
+                        Some(_) if x.metric == "error_share_pct" => String::new(),
+                        Some(r) if x.base != 0.0 => format!(
+                            " {:+.0}%{}",
+                            (x.run - x.base) / x.base * 100.0,
+                            if r > limit_pct { "!" } else { "" }
+                        ),
+                        Some(r) if r > limit_pct => " !".into(),
+                        _ => String::new(),
+                    };
+                    format!("{}->{}{change}", short(x.base), short(x.run))
+                })
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(s, " {cell:>22}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn short(v: f64) -> String {
+    super::markdown::num(v)
+}
+
+/// Parses `5%` or `5` (percent) for --max-regression.
+pub fn parse_limit(s: &str) -> anyhow::Result<f64> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => anyhow::bail!("--max-regression `{s}` is not a percentage: write e.g. 5%"),
+    }
+}
+
+/// The metrics judged unless `--on` names others.
+pub const JUDGED: [&str; 4] = [
+    "throughput_per_s",
+    "total_p50_ms",
+    "total_p99_ms",
+    "error_share_pct",
+];
+
+/// `synlab compare BASELINE RUN --max-regression LIMIT [--on METRIC,...]`.
+pub fn compare_main(
+    base: &Path,
+    run: &Path,
+    limit: &str,
+    on: &[String],
+) -> anyhow::Result<ExitCode> {
+    let limit = parse_limit(limit)?;
+    for m in on {
+        if !JUDGED.contains(&m.as_str()) {
+            anyhow::bail!(
+                "--on `{m}`: compare judges {} (accept queue and CPU are shown, not judged)",
+                JUDGED.join(", ")
+            );
+        }
+    }
+    let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
+    let d = deltas(&b, &r);
+    if d.is_empty() {
+        anyhow::bail!(
+            "{} and {} share no point (points are matched by mode and sweep value): compare runs \
+             of the same scenario",
+            base.display(),
+            run.display()
+        );
+    }
+    println!("baseline: {}\nrun:      {}", b.name, r.name);
+    print!("{}", table(&d, limit));
+    if !b.param().is_empty() && b.param() == r.param() {
+        match super::write_comparison(base, run) {
+            Ok(md) => println!("overlay: {}", md.display()),
+            Err(e) => eprintln!("synlab: the overlay plots could not be written: {e:#}"),
+        }
+    } else {
+        println!("overlay: none (the overlay plots need two sweeps of the same parameter)");
+    }
+    let worse: Vec<&Delta> = d
+        .iter()
+        .filter(|x| on.iter().any(|m| m == x.metric))
+        .filter(|x| x.regression_pct.is_some_and(|r| r > limit))
+        .collect();
+    for x in &worse {
+        eprintln!(
+            "REGRESSION {} at {}: {} -> {} ({:.1} {} worse, limit {limit} %)",
+            x.metric,
+            x.point,
+            short(x.base),
+            short(x.run),
+            x.regression_pct.unwrap_or_default(),
+            if x.metric == "error_share_pct" {
+                "points"
+            } else {
+                "%"
+            }
+        );
+    }
+    if worse.is_empty() {
+        println!("no regression past {limit} % in {}", on.join(", "));
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("synlab: {} regression(s) past {limit} %", worse.len());
+        Ok(ExitCode::from(3))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(rows: &[(&str, f64, f64)]) -> RunData {
+        let json = serde_json::json!({
+            "meta": {},
+            "points": rows.iter().enumerate().map(|(i, (v, thr, p99))| serde_json::json!({
+                "point": i + 1, "mode": "closed", "param": "load.clients", "value": v,
+                "failed": false, "throughput_per_s": thr, "total_p50_ms": 10.0,
+                "total_p99_ms": p99, "attempts_per_s": thr, "errors_per_s": 0.0,
+                "accept_queue_mean": 3.0, "cpu_idle_pct": 50.0,
+            })).collect::<Vec<_>>(),
+        });
+        let (meta, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
+        RunData {
+            dir: "x".into(),
+            name: "x".into(),
+            scenario: None,
+            meta,
+            points,
+            timeseries: Default::default(),
+            events: Vec::new(),
+            warnings: Vec::new(),
+            thresholds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn regressions_are_measured_the_way_that_is_worse() {
+        let base = run(&[("8", 400.0, 50.0), ("16", 400.0, 80.0)]);
+        let new = run(&[("16", 200.0, 160.0), ("8", 410.0, 45.0)]);
+        let d = deltas(&base, &new);
+        let r = |p: &str, m: &str| {
+            d.iter()
+                .find(|x| x.point == p && x.metric == m)
+                .unwrap()
+                .regression_pct
+        };
+        assert_eq!(r("closed 16", "throughput_per_s"), Some(50.0));
+        assert_eq!(r("closed 16", "total_p99_ms"), Some(100.0));
+        assert_eq!(r("closed 8", "throughput_per_s"), Some(-2.5));
+        assert_eq!(r("closed 8", "total_p99_ms"), Some(-10.0));
+        assert_eq!(r("closed 8", "error_share_pct"), Some(0.0));
+        assert_eq!(r("closed 8", "cpu_busy_pct"), None);
+        assert_eq!(parse_limit("5%").unwrap(), 5.0);
+        assert!(parse_limit("five").is_err());
+        let t = table(&d, 5.0);
+        assert!(t.contains("400->200 -50%!"), "{t}");
+        assert!(t.contains("80.0->160 +100%!"), "{t}");
+        assert!(t.contains("50.0->45.0 -10%"), "{t}");
+    }
+}

@@ -1,0 +1,491 @@
+//! Verdicts of a scenario's `[[threshold]]`s and `[gate]` on summary rows: per point as the run
+//! goes (so `abort_on_fail` can stop it), and over the whole run at its end. They go in the run
+//! table, summary.json (`thresholds`), report.md, JUnit XML and the exit code (3 on a failure).
+
+use super::run_folder::SummaryRow;
+use crate::scenario::gate::{
+    parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, ThresholdSpec,
+};
+use crate::scenario::Scenario;
+use serde::{Deserialize, Serialize};
+
+/// One judged condition at one point (or over the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// What was checked, e.g. `total_p99_ms <= 50` or `gate: not client-bound`.
+    pub check: String,
+    /// `threshold[i]`, or `gate` for `[gate]` conditions: which part of the scenario asked.
+    pub source: String,
+    /// The 1-based point; None for a threshold over the whole run.
+    pub point: Option<usize>,
+    /// The point's sweep value ("" without a sweep or over the run).
+    pub value: String,
+    /// The measured value (None when it was not measured).
+    pub measured: Option<f64>,
+    /// The bound it was held to (None for yes/no gate conditions).
+    pub limit: Option<f64>,
+    pub passed: bool,
+    /// One line a person reads: threshold, point and measured value.
+    pub message: String,
+}
+
+/// What a scenario asks of its results.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    pub thresholds: Vec<ThresholdSpec>,
+    pub gate: GateSpec,
+}
+
+impl Gate {
+    pub fn of(sc: &Scenario) -> Self {
+        Gate {
+            thresholds: sc.thresholds.clone(),
+            gate: sc.gate.clone(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.thresholds.is_empty() && self.gate.is_empty()
+    }
+
+    /// The verdicts for one finished point (thresholds over points, and `[gate]` conditions).
+    pub fn judge_point(&self, row: &SummaryRow) -> Vec<Verdict> {
+        let cols = columns(row);
+        let mut out = Vec::new();
+        for (i, t) in self.thresholds.iter().enumerate() {
+            if t.over != Over::Points || !selects(t, row) {
+                continue;
+            }
+            for (op, raw) in [(Op::Max, &t.max), (Op::Min, &t.min)] {
+                let Some(raw) = raw else { continue };
+                let Ok(bound) = parse_bound(raw, &t.metric, &names()) else {
+                    continue;
+                };
+                let measured = get(&cols, &t.metric);
+                let limit = match &bound {
+                    Bound::Abs(v) => Some(*v),
+                    Bound::Rel { factor, metric } => get(&cols, metric).map(|v| v * factor),
+                };
+                let why_not = row
+                    .failed
+                    .then(|| format!("the point failed: {}", row.error));
+                out.push(verdict(
+                    i,
+                    &t.metric,
+                    (op, raw),
+                    &bound,
+                    Some(row),
+                    measured,
+                    limit,
+                    why_not,
+                ));
+            }
+        }
+        if self.gate.fail_on_client_bound {
+            out.push(Verdict {
+                check: "gate: not client-bound".into(),
+                source: "gate".into(),
+                point: Some(row.point),
+                value: row.value.clone(),
+                measured: Some(if row.client_bound { 1.0 } else { 0.0 }),
+                limit: None,
+                passed: !row.client_bound,
+                message: if row.client_bound {
+                    format!(
+                        "point {} was CLIENT-BOUND ({}): the load generator set its numbers",
+                        point_label(row),
+                        row.client_bound_reason
+                    )
+                } else {
+                    format!("point {}: not client-bound", point_label(row))
+                },
+            });
+        }
+        if self.gate.fail_on_crosscheck {
+            let syn_tol = row
+                .check_syn_tolerance_pct
+                .max(super::markdown::CHECK_FLAG_PCT);
+            for (key, what, tol) in [
+                (
+                    "check_syn_vs_attempts_pct",
+                    "SYNs at the server vs client attempts",
+                    syn_tol,
+                ),
+                (
+                    "check_server_vs_client_pct",
+                    "server vs client responses",
+                    super::markdown::CHECK_FLAG_PCT,
+                ),
+            ] {
+                let d = get(&cols, key);
+                let passed = d.is_none_or(|d| d.abs() <= tol);
+                out.push(Verdict {
+                    check: format!("gate: cross-check {what} within {tol:.1} %"),
+                    source: "gate".into(),
+                    point: Some(row.point),
+                    value: row.value.clone(),
+                    measured: d,
+                    limit: Some(tol),
+                    passed,
+                    message: match d {
+                        None => format!("point {}: {what}: not measured", point_label(row)),
+                        Some(d) => format!(
+                            "point {}: {what} differ by {d:+.1} % ({} {tol:.1} %)",
+                            point_label(row),
+                            if passed { "within" } else { "more than" }
+                        ),
+                    },
+                });
+            }
+        }
+        out
+    }
+
+    /// The verdicts of thresholds over the whole run (`over = "run"`).
+    pub fn judge_run(&self, rows: &[SummaryRow]) -> Vec<Verdict> {
+        let all: Vec<_> = rows.iter().filter(|r| !r.failed).map(columns).collect();
+        let mut out = Vec::new();
+        for (i, t) in self.thresholds.iter().enumerate() {
+            if t.over != Over::Run {
+                continue;
+            }
+            let agg = |m: &str| {
+                let vals: Vec<f64> = all.iter().filter_map(|c| get(c, m)).collect();
+                if vals.is_empty() {
+                    return None;
+                }
+                Some(match t.aggregate {
+                    Aggregate::Mean => vals.iter().sum::<f64>() / vals.len() as f64,
+                    Aggregate::Max => vals.iter().copied().fold(f64::MIN, f64::max),
+                    Aggregate::Min => vals.iter().copied().fold(f64::MAX, f64::min),
+                })
+            };
+            for (op, raw) in [(Op::Max, &t.max), (Op::Min, &t.min)] {
+                let Some(raw) = raw else { continue };
+                let Ok(bound) = parse_bound(raw, &t.metric, &names()) else {
+                    continue;
+                };
+                let limit = match &bound {
+                    Bound::Abs(v) => Some(*v),
+                    Bound::Rel { factor, metric } => agg(metric).map(|v| v * factor),
+                };
+                let why_not = all
+                    .is_empty()
+                    .then(|| "no point of the run was measured".to_string());
+                out.push(verdict(
+                    i,
+                    &t.metric,
+                    (op, raw),
+                    &bound,
+                    None,
+                    agg(&t.metric),
+                    limit,
+                    why_not,
+                ));
+            }
+        }
+        out
+    }
+
+    /// Whether a failing verdict among `v` asks the run to stop.
+    pub fn aborts(&self, v: &[Verdict]) -> bool {
+        v.iter().filter(|v| !v.passed).any(|v| {
+            self.gate.abort_on_fail
+                || v.source
+                    .strip_prefix("threshold[")
+                    .and_then(|s| s.trim_end_matches(']').parse::<usize>().ok())
+                    .and_then(|i| self.thresholds.get(i))
+                    .is_some_and(|t| t.abort_on_fail)
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Max,
+    Min,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn verdict(
+    i: usize,
+    metric: &str,
+    (op, raw): (Op, &RawBound),
+    bound: &Bound,
+    row: Option<&SummaryRow>,
+    measured: Option<f64>,
+    limit: Option<f64>,
+    why_not: Option<String>,
+) -> Verdict {
+    let sym = match op {
+        Op::Max => "<=",
+        Op::Min => ">=",
+    };
+    // As written: `50ms`, `0.95 x offered_rate`.
+    let check = format!("{metric} {sym} {raw}");
+    let at = match row {
+        Some(r) => format!("point {}", point_label(r)),
+        None => "the run".to_string(),
+    };
+    let (passed, message) = match (why_not, measured, limit) {
+        (Some(w), _, _) => (false, format!("threshold `{check}` at {at}: {w}")),
+        (None, None, _) => (
+            false,
+            format!("threshold `{check}` at {at}: {metric} was not measured"),
+        ),
+        (None, Some(m), None) => (
+            false,
+            format!("threshold `{check}` at {at}: {metric} = {m:.4}, but the bound's metric was not measured"),
+        ),
+        (None, Some(m), Some(l)) => {
+            let ok = match op {
+                Op::Max => m <= l,
+                Op::Min => m >= l,
+            };
+            let rel = match bound {
+                Bound::Rel { .. } => format!(" ({bound} = {})", short(l)),
+                Bound::Abs(_) => String::new(),
+            };
+            (
+                ok,
+                format!(
+                    "threshold `{check}` at {at}: {metric} = {}{rel}: {}",
+                    short(m),
+                    if ok { "pass" } else { "FAIL" }
+                ),
+            )
+        }
+    };
+    Verdict {
+        check,
+        source: format!("threshold[{i}]"),
+        point: row.map(|r| r.point),
+        value: row.map(|r| r.value.clone()).unwrap_or_default(),
+        measured,
+        limit,
+        passed,
+        message,
+    }
+}
+
+fn short(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `3 (load.rate = 2000)`, or `1` without a sweep.
+pub fn point_label(r: &SummaryRow) -> String {
+    if r.value.is_empty() {
+        r.point.to_string()
+    } else {
+        format!("{} ({} = {})", r.point, r.param, r.value)
+    }
+}
+
+fn names() -> Vec<String> {
+    crate::scenario::gate::metric_names()
+}
+
+fn columns(row: &SummaryRow) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::to_value(row) {
+        Ok(serde_json::Value::Object(o)) => o,
+        _ => Default::default(),
+    }
+}
+
+/// A column's value; NaN (written as null) is None.
+fn get(cols: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<f64> {
+    match cols.get(key)? {
+        serde_json::Value::Number(n) => n.as_f64().filter(|v| v.is_finite()),
+        serde_json::Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+fn selects(t: &ThresholdSpec, row: &SummaryRow) -> bool {
+    if t.points.is_empty() && t.values.is_empty() {
+        return true;
+    }
+    t.points.contains(&row.point)
+        || t.values.iter().any(|v| {
+            crate::scenario::sweep_value(&row.param, v).is_ok_and(|v| v.to_string() == row.value)
+        })
+}
+
+/// Lines for the end of the run table: every failure, then a count.
+pub fn verdict_lines(v: &[Verdict]) -> String {
+    if v.is_empty() {
+        return String::new();
+    }
+    let failed: Vec<&Verdict> = v.iter().filter(|v| !v.passed).collect();
+    let mut s = String::new();
+    for f in &failed {
+        s.push_str(&format!("FAIL {}\n", f.message));
+    }
+    s.push_str(&format!(
+        "thresholds: {} of {} checks passed{}\n",
+        v.len() - failed.len(),
+        v.len(),
+        if failed.is_empty() { "" } else { " (exit 3)" }
+    ));
+    s
+}
+
+/// summary.json's `thresholds` (None when it has none or they do not parse).
+pub fn read_verdicts(summary_json: &str) -> Option<Vec<Verdict>> {
+    let v: serde_json::Value = serde_json::from_str(summary_json).ok()?;
+    serde_json::from_value(v.get("thresholds")?.clone()).ok()
+}
+
+/// report.md's threshold section (nothing when the scenario had no thresholds or gate).
+pub fn markdown(md: &mut String, r: &super::read::RunData) {
+    use std::fmt::Write;
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let failed = r.thresholds.iter().filter(|v| !v.passed).count();
+    let _ = writeln!(
+        md,
+        "### Thresholds: {}\n\n{} of {} checks passed.\n\n| check | point | measured | limit | verdict |\n|---|---|---:|---:|---|",
+        if failed == 0 { "pass" } else { "**FAIL**" },
+        r.thresholds.len() - failed,
+        r.thresholds.len()
+    );
+    let n = |v: Option<f64>| v.map(super::markdown::num).unwrap_or_else(|| "–".into());
+    for v in &r.thresholds {
+        let point = match (v.point, v.value.is_empty()) {
+            (None, _) => "run".to_string(),
+            (Some(p), true) => p.to_string(),
+            (Some(p), false) => format!("{p} ({})", v.value),
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {point} | {} | {} | {} |",
+            v.check.replace('|', "\\|"),
+            n(v.measured),
+            n(v.limit),
+            if v.passed { "pass" } else { "**FAIL**" }
+        );
+    }
+    md.push('\n');
+}
+
+/// Exit code 3 when a verdict failed, after saying which on stderr.
+pub fn exit_code(v: &[Verdict], aborted: bool) -> Option<std::process::ExitCode> {
+    let failed = v.iter().filter(|v| !v.passed).count();
+    if failed == 0 {
+        return None;
+    }
+    eprintln!(
+        "synlab: {failed} threshold check(s) failed{}; first: {}",
+        if aborted {
+            " (abort_on_fail stopped the run)"
+        } else {
+            ""
+        },
+        v.iter()
+            .find(|v| !v.passed)
+            .map(|v| v.message.as_str())
+            .unwrap_or("")
+    );
+    Some(std::process::ExitCode::from(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(toml_src: &str) -> Gate {
+        let sc = crate::scenario::parse("t.toml", toml_src).unwrap();
+        Gate::of(&sc)
+    }
+
+    fn row(point: usize, value: &str) -> SummaryRow {
+        SummaryRow {
+            point,
+            param: "load.rate".into(),
+            value: value.into(),
+            offered_rate: 1000.0,
+            throughput_per_s: 900.0,
+            total_p99_ms: 40.0,
+            check_server_vs_client_pct: f64::NAN,
+            ..Default::default()
+        }
+    }
+
+    const SWEEP: &str = "[sweep]\nparam = \"load.rate\"\nvalues = [1000, 2000]\n";
+
+    #[test]
+    fn absolute_and_relative_bounds_judge_each_point() {
+        let g = gate(&format!(
+            "{SWEEP}[[threshold]]\nmetric = \"total_p99_ms\"\nmax = \"50ms\"\n\
+             [[threshold]]\nmetric = \"throughput_per_s\"\nmin = \"0.95 x offered_rate\"\n"
+        ));
+        let v = g.judge_point(&row(1, "1000"));
+        assert_eq!(v.len(), 2);
+        assert!(v[0].passed, "{:?}", v[0]);
+        assert!(!v[1].passed);
+        assert_eq!(v[1].limit, Some(950.0));
+        assert_eq!(
+            v[1].message,
+            "threshold `throughput_per_s >= 0.95 x offered_rate` at point 1 (load.rate = 1000): \
+             throughput_per_s = 900 (0.95 x offered_rate = 950): FAIL"
+        );
+        assert!(!g.aborts(&v));
+    }
+
+    #[test]
+    fn points_and_values_choose_points_and_run_aggregates() {
+        let g = gate(&format!(
+            "{SWEEP}[[threshold]]\nmetric = \"total_p99_ms\"\nmax = 30\nvalues = [2000]\nabort_on_fail = true\n\
+             [[threshold]]\nmetric = \"total_p99_ms\"\nmax = 30\npoints = [1]\n\
+             [[threshold]]\nmetric = \"total_p99_ms\"\nmax = 45\nover = \"run\"\naggregate = \"max\"\n"
+        ));
+        let a = g.judge_point(&row(1, "1000"));
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].source, "threshold[1]");
+        assert!(!g.aborts(&a));
+        let b = g.judge_point(&row(2, "2000"));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].source, "threshold[0]");
+        assert!(g.aborts(&b));
+        let mut r2 = row(2, "2000");
+        r2.total_p99_ms = 50.0;
+        let run = g.judge_run(&[row(1, "1000"), r2]);
+        assert_eq!(run.len(), 1);
+        assert_eq!((run[0].measured, run[0].passed), (Some(50.0), false));
+        assert_eq!(run[0].point, None);
+    }
+
+    #[test]
+    fn gate_flags_client_bound_and_crosschecks_and_unmeasured_fails() {
+        let g = gate(
+            "[gate]\nfail_on_client_bound = true\nfail_on_crosscheck = true\n\
+             [[threshold]]\nmetric = \"offered_rate\"\nmin = 1\n",
+        );
+        let mut r = row(1, "");
+        r.offered_rate = f64::NAN;
+        r.client_bound = true;
+        r.client_bound_reason = "workers at 100 % CPU".into();
+        r.check_syn_vs_attempts_pct = 5.0;
+        let v = g.judge_point(&r);
+        let failed: Vec<&str> = v
+            .iter()
+            .filter(|v| !v.passed)
+            .map(|v| v.check.as_str())
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                "offered_rate >= 1",
+                "gate: not client-bound",
+                "gate: cross-check SYNs at the server vs client attempts within 2.0 %"
+            ]
+        );
+        // The server-vs-client check was not measured: not a failure.
+        assert!(v.last().unwrap().passed);
+    }
+}

@@ -1,0 +1,333 @@
+//! `[[threshold]]` and `[gate]`: what makes a headless run fail for CI. The model, the parsing
+//! of bounds (with the metric's unit, or relative to another metric of the same point) and their
+//! validation against summary.json's columns. Evaluation lives in `report::thresholds`.
+
+use serde::{Deserialize, Serialize};
+
+/// One `[[threshold]]`: a bound on a summary.json column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdSpec {
+    /// A numeric column of summary.json, e.g. `total_p99_ms`.
+    pub metric: String,
+    /// Upper bound: a number in the metric's unit, a string with a unit (`"50ms"`, `"5k"`,
+    /// `"2%"`), or relative to another metric of the same point (`"1.1 x offered_rate"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<RawBound>,
+    /// Lower bound, written as `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<RawBound>,
+    /// Only these points (1-based numbers, as in the run table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<usize>,
+    /// Only the points at these sweep values (as written in `[sweep] values`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<toml::Value>,
+    /// `points` (default): judge each point; `run`: judge the metric aggregated over the run.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub over: Over,
+    /// How `over = "run"` aggregates the points: `mean` (default), `max` or `min`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub aggregate: Aggregate,
+    /// Stop the run at the first point that fails this threshold.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub abort_on_fail: bool,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// A bound as written: a number or a string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RawBound {
+    Num(f64),
+    Text(String),
+}
+
+impl std::fmt::Display for RawBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RawBound::Num(v) => write!(f, "{v}"),
+            RawBound::Text(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Over {
+    #[default]
+    Points,
+    Run,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregate {
+    #[default]
+    Mean,
+    Max,
+    Min,
+}
+
+/// `[gate]`: run-wide conditions that fail the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GateSpec {
+    /// Fail when any point is CLIENT-BOUND (the load generator, not the server, set its numbers).
+    #[serde(skip_serializing_if = "is_default")]
+    pub fail_on_client_bound: bool,
+    /// Fail when a point's cross-check disagrees (SYNs vs attempts past their tolerance, server
+    /// vs client responses past 2 %).
+    #[serde(skip_serializing_if = "is_default")]
+    pub fail_on_crosscheck: bool,
+    /// Stop the run at the first point that fails any threshold or gate condition.
+    #[serde(skip_serializing_if = "is_default")]
+    pub abort_on_fail: bool,
+}
+
+impl GateSpec {
+    pub fn is_empty(&self) -> bool {
+        *self == GateSpec::default()
+    }
+}
+
+/// A parsed bound: `factor x metric` of the same point, or an absolute value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bound {
+    Abs(f64),
+    Rel { factor: f64, metric: String },
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Abs(v) => write!(f, "{v}"),
+            Bound::Rel { factor, metric } => write!(f, "{factor} x {metric}"),
+        }
+    }
+}
+
+/// The numeric columns of summary.json (booleans count as 0/1), in the file's order.
+pub fn metric_names() -> Vec<String> {
+    let row = serde_json::to_value(crate::report::run_folder::SummaryRow::default())
+        .expect("a summary row serializes");
+    row.as_object()
+        .expect("a summary row is an object")
+        .iter()
+        .filter(|(_, v)| v.is_number() || v.is_boolean())
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// Checks a metric name; the error names the nearest column.
+pub fn check_metric(name: &str, names: &[String]) -> Result<(), String> {
+    if names.iter().any(|n| n == name) {
+        return Ok(());
+    }
+    let text_cols = [
+        "mode",
+        "param",
+        "value",
+        "error",
+        "client_bound_reason",
+        "backend",
+    ];
+    if text_cols.contains(&name) {
+        return Err(format!(
+            "`{name}` is a text column of summary.json; a threshold needs a number\nhelp: numeric columns: {}",
+            names.join(", ")
+        ));
+    }
+    Err(match super::diag::nearest(name, names) {
+        Some(n) => format!(
+            "unknown metric `{name}`\nhelp: did you mean `{n}`? (any numeric column of summary.json)"
+        ),
+        None => format!(
+            "unknown metric `{name}`\nhelp: use a numeric column of summary.json: {}",
+            names.join(", ")
+        ),
+    })
+}
+
+/// Parses a bound for `metric`: numbers are in the metric's unit (ms for `_ms`, /s for `_per_s`,
+/// % for `_pct`, s for `_s`); strings may carry a unit, or be `F x METRIC`.
+pub fn parse_bound(raw: &RawBound, metric: &str, names: &[String]) -> Result<Bound, String> {
+    let s = match raw {
+        RawBound::Num(v) => return Ok(Bound::Abs(*v)),
+        RawBound::Text(s) => s.trim(),
+    };
+    let rel = s
+        .split_once(" x ")
+        .or_else(|| s.split_once('*'))
+        .or_else(|| s.split_once('×'));
+    if let Some((f, m)) = rel {
+        let factor: f64 = super::units::Num::parse(f.trim())
+            .map_err(|e| format!("in `{s}`: the factor {e}; write e.g. \"0.95 x offered_rate\""))?
+            .0;
+        let m = m.trim();
+        check_metric(m, names).map_err(|e| format!("in `{s}`: {e}"))?;
+        return Ok(Bound::Rel {
+            factor,
+            metric: m.to_string(),
+        });
+    }
+    if names.iter().any(|n| n == s) {
+        return Ok(Bound::Rel {
+            factor: 1.0,
+            metric: s.to_string(),
+        });
+    }
+    parse_abs(s, metric).map(Bound::Abs)
+}
+
+/// An absolute value in `metric`'s unit.
+fn parse_abs(s: &str, metric: &str) -> Result<f64, String> {
+    use super::units::{Dur, Num};
+    let plain = s.parse::<f64>().ok().filter(|v| v.is_finite());
+    if let Some(v) = plain {
+        return Ok(v);
+    }
+    if metric.ends_with("_ms") {
+        Dur::parse(s).map(|d| d.secs() * 1e3)
+    } else if metric.ends_with("_s") && !metric.ends_with("_per_s") {
+        Dur::parse(s).map(|d| d.secs())
+    } else if metric.ends_with("_pct") {
+        s.strip_suffix('%')
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("`{s}` is not a percentage; write e.g. \"2%\""))
+    } else {
+        Num::parse(s).map(|n| n.0)
+    }
+    .map_err(|e| {
+        format!("{e}\nhelp: a bound is a number in {metric}'s unit, a value with a unit, or \"F x METRIC\"")
+    })
+}
+
+/// Problems in `[[threshold]]` and `[gate]`, keyed `threshold[i].key`.
+pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
+    let names = metric_names();
+    let mut p = Vec::new();
+    let n_points = crate::lab::run::plan_points(s).len();
+    for (i, t) in s.thresholds.iter().enumerate() {
+        let k = |key: &str| format!("threshold[{i}].{key}");
+        if let Err(e) = check_metric(&t.metric, &names) {
+            p.push((k("metric"), e));
+        }
+        if t.max.is_none() && t.min.is_none() {
+            p.push((
+                k("metric"),
+                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".into(),
+            ));
+        }
+        for (key, b) in [("max", &t.max), ("min", &t.min)] {
+            if let Some(b) = b {
+                if let Err(e) = parse_bound(b, &t.metric, &names) {
+                    p.push((k(key), e));
+                }
+            }
+        }
+        if t.over == Over::Run && !(t.points.is_empty() && t.values.is_empty()) {
+            p.push((
+                k("over"),
+                "over = \"run\" judges the whole run: remove `points` / `values`, or judge \
+                 points one by one (over = \"points\")"
+                    .into(),
+            ));
+        }
+        if t.over == Over::Points && t.aggregate != Aggregate::default() {
+            p.push((
+                k("aggregate"),
+                "aggregate applies only with over = \"run\"".into(),
+            ));
+        }
+        for (j, n) in t.points.iter().enumerate() {
+            if *n == 0 || *n > n_points {
+                p.push((
+                    format!("threshold[{i}].points[{j}]"),
+                    format!("point {n} does not exist: this scenario runs points 1 to {n_points}"),
+                ));
+            }
+        }
+        match &s.sweep {
+            None if !t.values.is_empty() => p.push((
+                k("values"),
+                "this scenario has no [sweep]: choose points by number (`points = [1]`)".into(),
+            )),
+            Some(sw) => {
+                let swept: Vec<String> = sw
+                    .values
+                    .iter()
+                    .filter_map(|v| super::sweep_value(&sw.param, v).ok())
+                    .map(|v| v.to_string())
+                    .collect();
+                for (j, v) in t.values.iter().enumerate() {
+                    let key = format!("threshold[{i}].values[{j}]");
+                    match super::sweep_value(&sw.param, v) {
+                        Err(e) => p.push((key, e)),
+                        Ok(v) if !swept.contains(&v.to_string()) => p.push((
+                            key,
+                            format!(
+                                "{v} is not one of the sweep's values ({})",
+                                swept.join(", ")
+                            ),
+                        )),
+                        Ok(_) => {}
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_take_the_metrics_unit_or_another_metric() {
+        let names = metric_names();
+        let b = |s: &str, m: &str| parse_bound(&RawBound::Text(s.into()), m, &names);
+        assert_eq!(b("50ms", "total_p99_ms"), Ok(Bound::Abs(50.0)));
+        assert_eq!(b("1.5s", "total_p99_ms"), Ok(Bound::Abs(1500.0)));
+        assert_eq!(b("5k", "throughput_per_s"), Ok(Bound::Abs(5000.0)));
+        assert_eq!(b("-3%", "check_server_vs_client_pct"), Ok(Bound::Abs(-3.0)));
+        assert_eq!(b("12", "accept_queue_max"), Ok(Bound::Abs(12.0)));
+        assert_eq!(
+            b("0.95 x offered_rate", "throughput_per_s"),
+            Ok(Bound::Rel {
+                factor: 0.95,
+                metric: "offered_rate".into()
+            })
+        );
+        assert_eq!(
+            b("attempts_per_s", "throughput_per_s"),
+            Ok(Bound::Rel {
+                factor: 1.0,
+                metric: "attempts_per_s".into()
+            })
+        );
+        let e = b("0.95 x offered_rat", "throughput_per_s").unwrap_err();
+        assert!(e.contains("did you mean `offered_rate`"), "{e}");
+        assert!(b("50", "total_p99_ms").is_ok());
+        assert!(b("fast", "total_p99_ms").is_err());
+    }
+
+    #[test]
+    fn metrics_are_the_numeric_columns() {
+        let names = metric_names();
+        assert!(names.contains(&"total_p99_ms".to_string()));
+        assert!(names.contains(&"client_bound".to_string()));
+        assert!(!names.contains(&"backend".to_string()));
+        let e = check_metric("throughput_per_sec", &names).unwrap_err();
+        assert!(e.contains("did you mean `throughput_per_s`"), "{e}");
+        assert!(check_metric("backend", &names)
+            .unwrap_err()
+            .contains("text column"));
+    }
+}

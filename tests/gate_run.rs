@@ -1,0 +1,248 @@
+//! Headless runs CI can gate on: `synlab run` exits 0 when every threshold holds and 3 when one
+//! fails (naming threshold, point and measured value), `abort_on_fail` stops the run, and
+//! `--junit` writes JUnit XML whose counts match the verdicts. Real server, real workers, loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Built-in server with a capacity of 500/s (2 ms of CPU per request, one event loop), offered
+/// 100 and 200/s: far under capacity, so throughput >= half the offered rate holds even on a
+/// loaded machine, and no response can take less than the 2 ms of service.
+const BASE: &str = r#"
+name = "gate"
+[target]
+arch = "event"
+service_time = "2ms"
+service = "cpu"
+
+[load]
+mode = "open"
+rate = 100
+timeout = "500ms"
+
+[sweep]
+param = "load.rate"
+values = [100, 200]
+warmup = "500ms"
+hold = "1s"
+
+[[threshold]]
+metric = "throughput_per_s"
+min = "0.5 x offered_rate"
+"#;
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    run_dir: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+fn run(extra: &str) -> Ran {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("gate.toml");
+    std::fs::write(&sc, format!("{BASE}{extra}")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", "--no-progress", "--out"])
+        .arg(tmp.path().join("results"))
+        .arg("--junit")
+        .arg(tmp.path().join("junit.xml"))
+        .arg(&sc)
+        .output()
+        .unwrap();
+    let run_dir = std::fs::read_dir(tmp.path().join("results"))
+        .unwrap()
+        .next()
+        .expect("a run folder")
+        .unwrap()
+        .path();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        run_dir,
+        _tmp: tmp,
+    }
+}
+
+/// (tests, failures) of a JUnit file, from the root and summed over the test cases.
+fn junit_counts(path: &Path) -> (usize, usize, usize, usize) {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let attr = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<usize>().unwrap();
+    let cases: Vec<_> = root
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let failed = cases
+        .iter()
+        .filter(|c| c.children().any(|x| x.has_tag_name("failure")))
+        .count();
+    for s in root.children().filter(|n| n.has_tag_name("testsuite")) {
+        assert_eq!(attr(s, "tests"), cases.len());
+        assert_eq!(attr(s, "failures"), failed);
+    }
+    (
+        attr(root, "tests"),
+        attr(root, "failures"),
+        cases.len(),
+        failed,
+    )
+}
+
+fn schema() -> serde_json::Value {
+    let src = std::fs::read_to_string("docs/summary.schema.json").unwrap();
+    serde_json::from_str(&src).unwrap()
+}
+
+/// summary.json of a run folder, checked against the committed schema.
+fn summary(dir: &Path) -> serde_json::Value {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "summary.json breaks docs/summary.schema.json: {errors:#?}"
+    );
+    v
+}
+
+#[test]
+fn the_schema_describes_every_summary_column_and_is_valid() {
+    let s = schema();
+    assert!(jsonschema::meta::is_valid(&s));
+    let row = serde_json::to_value(synlab::report::run_folder::SummaryRow::default()).unwrap();
+    let columns: Vec<&String> = row.as_object().unwrap().keys().collect();
+    let described: Vec<&String> = s["$defs"]["point"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        columns, described,
+        "summary.json's columns changed: describe them in docs/summary.schema.json"
+    );
+    // A row with an unmeasured value (null) and a verdict over the whole run are valid.
+    let mut point = row.clone();
+    point["offered_rate"] = serde_json::Value::Null;
+    point["point"] = 1.into();
+    let doc = serde_json::json!({"meta": {}, "points": [point], "thresholds": [{
+        "check": "errors_per_s <= 10", "source": "threshold[0]", "point": null, "value": "",
+        "measured": 0.5, "limit": 10.0, "passed": true, "message": "m"}]});
+    assert!(jsonschema::is_valid(&s, &doc));
+    let mut bad = doc.clone();
+    bad["points"][0]["throughput_per_s"] = "fast".into();
+    assert!(!jsonschema::is_valid(&s, &bad));
+}
+
+#[test]
+fn thresholds_that_hold_exit_0_and_list_as_passing_tests() {
+    let r = run("");
+    assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("thresholds: 2 of 2 checks passed"),
+        "{}",
+        r.stdout
+    );
+    let s = summary(&r.run_dir);
+    let v = s["thresholds"].as_array().unwrap();
+    assert_eq!(v.len(), 2);
+    assert!(v.iter().all(|v| v["passed"] == true));
+    assert_eq!(v[1]["point"], 2);
+    let junit = r
+        .run_dir
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("junit.xml");
+    assert_eq!(junit_counts(&junit), (2, 0, 2, 0));
+    let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
+    assert!(md.contains("### Thresholds: pass"), "{md}");
+    hlogs_match_the_summary(&r.run_dir, &s);
+}
+
+/// connect.hlog and total.hlog, read back with the hdrhistogram crate's log reader, give the
+/// percentiles summary.json holds, point by point.
+fn hlogs_match_the_summary(dir: &Path, s: &serde_json::Value) {
+    let points = s["points"].as_array().unwrap();
+    for (file, cols) in [
+        (
+            "connect.hlog",
+            &[(0.5, "connect_p50_ms"), (0.99, "connect_p99_ms")][..],
+        ),
+        (
+            "total.hlog",
+            &[
+                (0.5, "total_p50_ms"),
+                (0.9, "total_p90_ms"),
+                (0.98, "total_p98_ms"),
+                (0.99, "total_p99_ms"),
+            ][..],
+        ),
+    ] {
+        let logs = synlab::report::hlog::read(&dir.join(file)).unwrap();
+        assert_eq!(logs.len(), points.len(), "{file}: one interval per point");
+        for ((tag, h), p) in logs.iter().zip(points) {
+            assert_eq!(tag, &format!("point-{}", p["point"]));
+            assert!(!h.is_empty(), "{file} {tag}: empty");
+            for (q, col) in cols {
+                let from_log = h.value_at_quantile(*q) as f64 / 1000.0;
+                assert_eq!(Some(from_log), p[col].as_f64(), "{file} {tag} {col}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failing_threshold_exits_3_names_it_and_abort_on_fail_stops_the_run() {
+    let r = run(
+        "\n[[threshold]]\nmetric = \"total_p50_ms\"\nmax = \"1ms\"\npoints = [1]\nabort_on_fail = true\n",
+    );
+    assert_eq!(r.code, 3, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    // Threshold, point and measured value, on stderr.
+    assert!(
+        r.stderr.contains(
+            "threshold `total_p50_ms <= 1ms` at point 1 (load.rate = 100): total_p50_ms = "
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("abort_on_fail stopped the run"),
+        "{}",
+        r.stderr
+    );
+    let s = summary(&r.run_dir);
+    assert_eq!(s["points"].as_array().unwrap().len(), 1, "the run went on");
+    let failed: Vec<&serde_json::Value> = s["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["passed"] == false)
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert!(
+        failed[0]["measured"].as_f64().unwrap() >= 2.0,
+        "{:?}",
+        failed[0]
+    );
+    assert_eq!(failed[0]["limit"].as_f64(), Some(1.0));
+    let junit = r
+        .run_dir
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("junit.xml");
+    assert_eq!(junit_counts(&junit), (2, 1, 2, 1));
+    let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
+    assert!(md.contains("### Thresholds: **FAIL**"), "{md}");
+}
