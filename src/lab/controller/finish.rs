@@ -1,0 +1,137 @@
+//! The end of a run: snapshots, the TUI's summary row, stopping everything and the run folder's last files.
+
+use super::*;
+
+impl Controller {
+    /// Writes the store so far and a text screenshot into the run folder.
+    pub fn write_snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
+        let dir = self
+            .folder
+            .as_ref()
+            .map(|f| f.dir.clone())
+            .unwrap_or_else(std::env::temp_dir);
+        let t = self.elapsed();
+        let base = dir.join(format!("snapshot-{t:07.1}s"));
+        std::fs::write(base.with_extension("txt"), screen)?;
+        let store = &self.state.store;
+        let mut csv = format!("t_s,{}\n", store.names().join(","));
+        for (i, t) in store.times().iter().enumerate() {
+            csv.push_str(&format!("{t:.3}"));
+            for n in store.names() {
+                let v = store.col(n).map(|c| c[i]).unwrap_or(f64::NAN);
+                csv.push(',');
+                if !v.is_nan() {
+                    csv.push_str(&format!("{v}"));
+                }
+            }
+            csv.push('\n');
+        }
+        std::fs::write(base.with_extension("csv"), csv)?;
+        self.mark("snapshot");
+        Ok(base.with_extension("txt"))
+    }
+
+    /// Ends the TUI's run: the whole run as one summary row, then shutdown.
+    pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
+        if let Some(window) = self.end_point() {
+            let row = crate::lab::run::summary_row(self, 1, window);
+            let gate = crate::report::thresholds::Gate::of(&self.scenario);
+            if let Some(f) = &mut self.folder {
+                f.thresholds = gate.judge_point(&row);
+                f.summary.push(row);
+                f.thresholds.extend(gate.judge_run(&f.summary));
+                f.write_summary()?;
+            }
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    /// Stops the workers and the target, then writes the events file.
+    pub fn shutdown(&mut self) {
+        self.drain_workers();
+        self.probe.take();
+        self.send_all(&Control::Stop);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        for w in &mut self.workers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            w.stop(left);
+        }
+        self.pump_messages();
+        self.workers.clear();
+        if let Some(mut s) = self.server.take() {
+            if self.real.is_some() {
+                crate::lab::real_server::ask_to_stop(self.server_pid.unwrap_or(s.pid()));
+            }
+            s.stop(Duration::from_secs(2));
+        }
+        if let Some(mut f) = self.access.follower.take() {
+            f.stop();
+        }
+        self.pump_messages();
+        // Once per run (a second shutdown finds nothing new to count).
+        if self.final_check.is_none() {
+            // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
+            if let Some(st) = &self.server_last {
+                let (c, sv) = (self.run.responses, st.responses);
+                let diff = if c > 0 {
+                    (sv as f64 - c as f64) / c as f64 * 100.0
+                } else {
+                    0.0
+                };
+                self.final_check = Some((c, sv, diff));
+                let line = format!(
+                    "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
+                    if diff.abs() > 2.0 {
+                        " DISAGREE (> 2%)"
+                    } else {
+                        ""
+                    }
+                );
+                self.log(&line);
+            }
+        }
+        if let Some(net) = self.net.take() {
+            let line = match net.down() {
+                Ok(()) => "network lab removed".to_string(),
+                Err(e) => format!("network lab teardown: {e:#} (run `synlab net down`)"),
+            };
+            self.log(&line);
+        }
+        let events = self.state.store.events.clone();
+        let check = self.final_check;
+        let run = self.run;
+        let store = &self.state.store;
+        let syn_total = (store.last(crate::lab::columns::SYN_IN_ESTIMATED) == Some(0.0))
+            .then(|| store.last(crate::lab::columns::SYN_IN_TOTAL))
+            .flatten();
+        let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
+        let notices = self.notices.clone();
+        let access = self.access_summary();
+        if let Some(f) = &mut self.folder {
+            if let Some(a) = access {
+                f.meta.insert("access_log".into(), a);
+            }
+            let _ = f.write_events(&events);
+            f.meta.insert("backend".into(), backend.into());
+            f.meta.insert("target".into(), target.into());
+            f.meta.insert("notices".into(), notices.into());
+            f.meta.insert(
+                "machine".into(),
+                crate::sys::machine::Machine::read().to_json(),
+            );
+            if let Some((c, sv, d)) = check {
+                f.meta.insert(
+                    "check_responses".into(),
+                    serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": d.abs() <= 2.0}),
+                );
+            }
+            let mut totals = Totals::of(&run, run.in_flight_at_end);
+            totals.server_responses = check.map(|(_, sv, _)| sv);
+            totals.syn_in = syn_total.map(|v| v as u64);
+            f.run_totals = Some(totals);
+            let _ = f.write_summary();
+            f.log("stopped; everything started by this run has exited");
+        }
+    }
+}

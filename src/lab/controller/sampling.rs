@@ -1,0 +1,261 @@
+//! Folding the workers' reports and the probes' samples into rows, per-path figures, the rolling cross-check and measurement windows.
+
+use super::*;
+
+impl Controller {
+    pub(super) fn pump_messages(&mut self) {
+        while let Ok(m) = self.rx.try_recv() {
+            match m {
+                Msg::Worker(_, d) => {
+                    if let Some(n) = &d.notice {
+                        if !self.notices.contains(n) {
+                            self.notices.push(n.clone());
+                            let line = format!("worker {}: {n}", d.worker);
+                            self.log(&line);
+                        }
+                    }
+                    if d.counts.addr_not_avail > 0 {
+                        self.state.warn(Warning::PortsRunningOut);
+                    }
+                    if d.counts.out_of_fds > 0 {
+                        self.state.warn(Warning::OutOfFds);
+                    }
+                    self.run.add(&d.counts);
+                    self.tick.add(&d);
+                    if let Some((_, p, _)) = &mut self.point {
+                        p.add(&d);
+                    }
+                    let path = self.slots.get(d.worker as usize).and_then(|s| s.path);
+                    if let Some(pt) = path.and_then(|i| self.paths.get_mut(i)) {
+                        pt.tick.add(&d);
+                        if self.point.is_some() {
+                            pt.window.add(&d);
+                        }
+                    }
+                }
+                Msg::WorkerText(id, line) => self.log(&format!("worker {id}: {line}")),
+                Msg::Server(s) => self.server_last = Some(s),
+                // Its lines are the server's responses, for the same checks as the built-in's.
+                Msg::AccessLog(t_s, c) => {
+                    self.server_last = Some(ServerStats {
+                        t_s,
+                        responses: c.lines,
+                        ..Default::default()
+                    });
+                    self.access.last = Some(c);
+                }
+            }
+        }
+        let samples: Vec<_> = match &self.probe_rx {
+            Some(rx) => rx.try_iter().collect(),
+            None => Vec::new(),
+        };
+        for p in samples {
+            for n in &p.notes {
+                if !self.notices.contains(n) {
+                    self.notices.push(n.clone());
+                    let line = format!("probe: {n}");
+                    self.log(&line);
+                }
+            }
+            if p.syn_source == crate::probe::SynSource::Estimated {
+                self.state.warn(Warning::NoPcap);
+            }
+            self.probe_latest = Some(p);
+        }
+    }
+
+    pub(super) fn sample_row(&mut self, dt: f64) -> anyhow::Result<()> {
+        let t = self.elapsed();
+        self.state.elapsed_s = t;
+        let mut cols = std::mem::take(&mut self.tick).columns(dt);
+        let server_rate = match (&self.server_at_tick, &self.server_last) {
+            (Some(a), Some(b)) if b.t_s > a.t_s => {
+                Some((b.responses - a.responses) as f64 / (b.t_s - a.t_s))
+            }
+            _ => None,
+        };
+        if self.server_last.is_some() {
+            self.server_at_tick = self.server_last.clone();
+        }
+        cols.push((crate::lab::columns::SERVER_RESPONSES, server_rate));
+        for p in &mut self.paths {
+            let tot = std::mem::take(&mut p.tick);
+            cols.extend(
+                p.columns
+                    .iter()
+                    .zip(tot.path_columns(dt))
+                    .map(|(n, (_, v))| (*n, v)),
+            );
+        }
+        self.router_columns(&mut cols);
+        if let Some(p) = self.probe_latest.take() {
+            cols.extend(p.columns());
+            self.state.cpu_cores = p
+                .per_cpu
+                .iter()
+                .flatten()
+                .map(|c| {
+                    [
+                        c.user + c.nice,
+                        c.system,
+                        c.irq + c.softirq,
+                        c.idle + c.iowait,
+                    ]
+                })
+                .collect();
+        }
+        let load = LoadShape {
+            mode: self.state.knobs.mode,
+            timeout_s: self.state.knobs.timeout.as_secs_f64(),
+        };
+        if let Some(why) = self.point.as_ref().and_then(|p| p.1.client_bound(&load)) {
+            self.state.warn(Warning::ClientBound(why));
+        }
+        self.state.store.push(t, &cols);
+        self.rolling_crosscheck(t);
+        if let Some(f) = &mut self.folder {
+            let vals: Vec<(&str, f64)> = cols
+                .iter()
+                .map(|(n, v)| (*n, v.unwrap_or(f64::NAN)))
+                .collect();
+            f.row(t, &vals)?;
+        }
+        Ok(())
+    }
+
+    /// Every 5 s: pcap SYNs vs client attempts over the last 10 s (Webmonitor's validation); a
+    /// disagreement over 2 % (more at low rates: `syn_check_tolerance_pct`) is a warning on
+    /// screen and in run.log.
+    pub(super) fn rolling_crosscheck(&mut self, t: f64) {
+        const WINDOW: f64 = 10.0;
+        let rows = (5.0 / self.interval.as_secs_f64()).round() as usize;
+        if !self.state.store.len().is_multiple_of(rows.max(1)) || t < WINDOW + 1.0 {
+            return;
+        }
+        // A knob change inside the window makes the two sources' timing differences count.
+        let from = t - WINDOW;
+        if self
+            .state
+            .store
+            .events
+            .iter()
+            .any(|e| e.kind == "change" && e.t_s >= from - 1.0)
+        {
+            return;
+        }
+        let store = &self.state.store;
+        let (Some((a, _)), Some((s, _))) = (
+            store.mean_max(crate::lab::columns::ATTEMPTS, from, t + 1e-9),
+            store.mean_max(crate::lab::columns::SYN_IN, from, t + 1e-9),
+        ) else {
+            return;
+        };
+        if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
+            return;
+        }
+        let tol = crate::report::run_folder::syn_check_tolerance_pct(
+            a,
+            WINDOW,
+            self.interval.as_secs_f64(),
+        );
+        let check = crate::probe::crosscheck::compare("pcap SYNs", s, "client attempts", a, tol);
+        self.state
+            .warnings
+            .retain(|w| !matches!(w, Warning::CrossCheck(_)));
+        if check.disagrees {
+            let line = format!(
+                "SYN/s {s:.0} vs attempts/s {a:.0} ({:+.1}%)",
+                check.diff_pct
+            );
+            self.log(&format!("[{t:.1}s] cross-check disagrees: {line}"));
+            self.state.warn(Warning::CrossCheck(line));
+        }
+    }
+
+    /// The delay router's figures as rates over the last sample (cumulative counters diffed).
+    pub(super) fn router_columns(&mut self, cols: &mut Vec<(&'static str, Option<f64>)>) {
+        let Some(now) = self.net.as_ref().and_then(|n| n.router_stats()) else {
+            return;
+        };
+        let sum = |s: &crate::net::router::RouterStats,
+                   f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
+            s.paths.iter().map(|p| f(&p.up) + f(&p.down)).sum::<u64>()
+        };
+        let mut behind = 0;
+        if let Some((_, prev)) = &self.router_last {
+            let dt = (now.t_ms.saturating_sub(prev.t_ms)) as f64 / 1000.0;
+            if dt > 0.0 {
+                let rate = |f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
+                    Some(sum(&now, f).saturating_sub(sum(prev, f)) as f64 / dt)
+                };
+                cols.push(("router_frames_per_s", rate(&|d| d.relayed)));
+                cols.push(("router_lost_per_s", rate(&|d| d.lost)));
+                cols.push(("router_queue_drops_per_s", rate(&|d| d.queue_drops)));
+                behind = now.ring_drops.saturating_sub(prev.ring_drops);
+                cols.push(("router_ring_drops_per_s", Some(behind as f64 / dt)));
+                cols.push((
+                    "router_cpu_pct",
+                    Some(now.cpu_us.saturating_sub(prev.cpu_us) as f64 / 1e4 / dt),
+                ));
+            }
+        }
+        cols.push(("router_queue", Some(sum(&now, &|d| d.queue) as f64)));
+        self.router_last = Some((Instant::now(), now));
+        if behind > 0 && !self.state.warnings.contains(&Warning::RouterBehind) {
+            self.log(&format!(
+                "[{:.1}s] the delay router fell behind: {behind} frames dropped at its ports \
+                 (router CPU-bound; this loss is not the path's). Lower the rate or give the router a core.",
+                self.elapsed()
+            ));
+            self.state.warn(Warning::RouterBehind);
+        }
+    }
+
+    /// Starts counting a measurement window (a sweep point's hold).
+    pub fn begin_point(&mut self) {
+        self.pump_messages();
+        for p in &mut self.paths {
+            p.window = ClientTotals::default();
+        }
+        self.access.at_point = self.access.last;
+        self.point = Some((
+            self.elapsed(),
+            ClientTotals::default(),
+            self.server_last.clone(),
+        ));
+    }
+
+    /// Ends the window and returns it: its start and end, the client totals, and the server's
+    /// responses in it. The server's rate is taken between its own reports (every 100 ms), over
+    /// the time they say passed, so it does not depend on where the window's edges fell.
+    pub fn end_point(&mut self) -> Option<Window> {
+        self.pump_messages();
+        let (t0, client, s0) = self.point.take()?;
+        let t1 = self.elapsed();
+        self.access.point = self
+            .access
+            .last
+            .map(|b| b.since(&self.access.at_point.unwrap_or_default()));
+        let (server_rate, server_responses) = match (s0, &self.server_last) {
+            (Some(a), Some(b)) if b.t_s > a.t_s => {
+                let n = b.responses.saturating_sub(a.responses);
+                (Some(n as f64 / (b.t_s - a.t_s)), Some(n))
+            }
+            _ => (None, None),
+        };
+        let paths = self
+            .paths
+            .iter_mut()
+            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
+            .collect();
+        Some(Window {
+            t0,
+            t1,
+            client,
+            paths,
+            server_rate,
+            server_responses,
+        })
+    }
+}

@@ -1,0 +1,54 @@
+//! Watching the children the run depends on: a death fails the run with who died and how.
+
+use super::*;
+
+impl Controller {
+    /// Watches every child the run depends on (workers, target, delay router). A death stops
+    /// the load at once: the point fails, the TUI says who died and how.
+    pub(super) fn check_children(&mut self) {
+        let mut died = Vec::new();
+        for w in &mut self.workers {
+            if let Some(d) = w.death() {
+                died.push(format!("load {d}"));
+            }
+        }
+        if let Some(s) = &mut self.server {
+            if let Some(st) = s.try_wait() {
+                let who = if s.name == "server" {
+                    "the target server"
+                } else {
+                    "the target command"
+                };
+                let how = crate::sys::process::describe_exit(&st);
+                died.push(format!("{who} (pid {}) {how}", s.pid()));
+            }
+        }
+        if let Some(d) = self.net.as_mut().and_then(|n| n.router_death()) {
+            died.push(d);
+        }
+        for d in died {
+            let w = Warning::ChildDied(d.clone());
+            if !self.state.warnings.contains(&w) {
+                let t = self.elapsed();
+                self.log(&format!("[{t:.1}s] {d}: the run stops"));
+                if !self.notices.contains(&d) {
+                    self.notices.push(d.clone());
+                }
+                self.state.warn(w);
+                self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
+                if !self.state.finished {
+                    let _ = self.apply(Command::Pause(true));
+                    self.state.finished = true;
+                }
+            }
+        }
+    }
+
+    /// True when a child the run depends on has exited.
+    pub fn child_died(&self) -> Option<String> {
+        self.state.warnings.iter().find_map(|w| match w {
+            Warning::ChildDied(d) => Some(d.clone()),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,217 @@
+//! Starting the target server (built-in, command, nginx/Apache) and following its access log.
+
+use super::*;
+
+impl Controller {
+    pub(super) fn start_target(&mut self) -> anyhow::Result<()> {
+        let t = self.scenario.target.clone();
+        let server_netns = self.net.as_ref().map(|n| n.server_netns.clone());
+        let server_ip: IpAddr = match &self.net {
+            Some(n) => IpAddr::V4(n.server_addr),
+            None => IpAddr::from([127, 0, 0, 1]),
+        };
+        match t.kind {
+            TargetKind::Builtin => {
+                let port = match (t.port, &self.net) {
+                    (0, None) => free_port()?,
+                    // A fresh namespace has every port free.
+                    (0, Some(_)) => 8080,
+                    (p, _) => p,
+                };
+                let listen = SocketAddr::new(server_ip, port);
+                let mut files = vec![FileSet::Specweb96];
+                match t.files {
+                    crate::scenario::FilesPreset::Specweb96 => {}
+                    crate::scenario::FilesPreset::Pareto => files.push(FileSet::Pareto {
+                        alpha: t.pareto_alpha,
+                        min_bytes: t.pareto_min.0,
+                        count: t.pareto_count,
+                        seed: 1,
+                    }),
+                    crate::scenario::FilesPreset::Explicit => files.push(FileSet::Explicit {
+                        sizes: t.sizes.iter().map(|b| b.0).collect(),
+                    }),
+                }
+                let cfg = ServeConfig {
+                    listen,
+                    arch: t.arch,
+                    workers: t.workers,
+                    max_workers: t.max_workers,
+                    backlog: t.backlog as i32,
+                    service_time_us: t.service_time.0.as_micros() as u64,
+                    service: t.service,
+                    files,
+                    keepalive: t.keepalive || self.scenario.load.http == HttpVersion::Http11,
+                    stats_interval_ms: 100,
+                    accept_batch: 1,
+                    lingering_close: t.lingering_close,
+                    linger_timeout_ms: t.linger_timeout.0.as_millis() as u64,
+                };
+                crate::target::validate(&cfg)?;
+                let tx = self.tx.clone();
+                let spawn = Spawn {
+                    args: vec![
+                        "serve".into(),
+                        "--config-json".into(),
+                        serde_json::to_string(&cfg)?,
+                    ],
+                    cpus: t.cpus.clone(),
+                    netns: server_netns.clone(),
+                    ..Default::default()
+                };
+                let child = ChildProc::spawn("server", &spawn, move |line| {
+                    if let Ok(s) = serde_json::from_str::<ServerStats>(line) {
+                        let _ = tx.send(Msg::Server(s));
+                    }
+                })?;
+                self.server_pid = Some(child.pid());
+                self.server = Some(child);
+                self.target_addr = listen;
+                self.state.target = format!(
+                    "built-in {:?} server on {listen} ({} of {:?} per request, backlog {})",
+                    t.arch, t.service_time, t.service, t.backlog
+                )
+                .to_lowercase();
+            }
+            TargetKind::Command => {
+                let port = match (t.port, &self.net) {
+                    (0, None) => free_port()?,
+                    (0, Some(_)) => 8080,
+                    (p, _) => p,
+                };
+                let cmdline = t.command.replace("{port}", &port.to_string());
+                let spawn = Spawn {
+                    program: Some("/bin/sh".into()),
+                    args: vec!["-c".into(), format!("exec {cmdline}")],
+                    cpus: t.cpus.clone(),
+                    netns: server_netns.clone(),
+                    output: self.target_log(),
+                };
+                let child = ChildProc::spawn("target command", &spawn, |_| {})?;
+                self.server_pid = Some(child.pid());
+                self.server = Some(child);
+                self.target_addr = SocketAddr::new(server_ip, port);
+                self.state.target = format!("`{cmdline}` on {}", self.target_addr);
+            }
+            TargetKind::Address => {
+                self.target_addr = t.address.parse().context("target.address")?;
+                self.state.target = format!("server at {}", self.target_addr);
+            }
+            kind => {
+                let port = match (t.port, &self.net) {
+                    (0, None) => free_port()?,
+                    (0, Some(_)) => 8080,
+                    (p, _) => p,
+                };
+                self.target_addr = SocketAddr::new(server_ip, port);
+                let dir = self.folder.as_ref().map(|f| f.dir.join(kind.name()));
+                let real = crate::lab::real_server::RealServer::prepare(
+                    &self.scenario,
+                    self.target_addr,
+                    dir,
+                )?;
+                let child = real.start(server_netns.clone(), t.cpus.clone())?;
+                self.log(&format!("{}: {}", kind.name(), real.command));
+                self.server_pid = Some(child.pid());
+                self.server = Some(child);
+                self.state.target = format!("{} on {}", kind.name(), self.target_addr);
+                self.access.path = Some(real.access_log.clone());
+                self.real = Some(real);
+            }
+        }
+        if !t.access_log.is_empty() {
+            self.access.path = Some(PathBuf::from(&t.access_log));
+        }
+        // Scenario validation refuses such an address already; this guards every other path.
+        if !is_lab_address(self.target_addr.ip()) {
+            bail!(
+                "target {} is outside loopback and the lab's 198.18.0.0/15; synlab loads only its own host",
+                self.target_addr
+            );
+        }
+        let up = self.wait_for_target(Duration::from_secs(10));
+        if let (Err(e), Some(real)) = (&up, &self.real) {
+            bail!("{e:#}\n{}", real.where_to_look());
+        }
+        up?;
+        if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
+            self.server_pid = Some(real.main_pid(pid));
+        }
+        let line = format!("target: {}", self.state.target);
+        self.log(&line);
+        if let Some(path) = self.access.path.clone() {
+            let tx = self.tx.clone();
+            self.access.follower = Some(crate::probe::accesslog::Follower::spawn(
+                &path,
+                Duration::from_millis(100),
+                move |t, c| {
+                    let _ = tx.send(Msg::AccessLog(t, c));
+                },
+            )?);
+            self.log(&format!("counting the access log {}", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Where a target command's output goes: `target.log` in the run folder (None without
+    /// one: then it shares our terminal).
+    pub(super) fn target_log(&self) -> Option<std::path::PathBuf> {
+        self.folder.as_ref().map(|f| f.dir.join("target.log"))
+    }
+
+    /// Waits until the target accepts a connection; a clear error if it never does.
+    pub(super) fn wait_for_target(&mut self, limit: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.server.as_mut() {
+                if let Some(st) = s.try_wait() {
+                    bail!(
+                        "the target server exited during start-up ({st}); see its messages {}",
+                        match self.target_log() {
+                            Some(p) => format!("in {}", p.display()),
+                            None => "above".into(),
+                        }
+                    );
+                }
+            }
+            let addr = self.target_addr;
+            let connect =
+                move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
+            let up = match self.net.as_ref().and_then(|n| n.paths.first()) {
+                Some(p) => crate::sys::netns::in_netns(&p.netns, connect).unwrap_or(false),
+                None => connect(),
+            };
+            if up {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the target at {} does not accept connections after {}s; is it running and listening there?",
+                    self.target_addr,
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The access log's counts over the last point that ended (None: no access log).
+    pub fn point_access_counts(&self) -> Option<crate::probe::accesslog::StatusCounts> {
+        self.access.point
+    }
+
+    /// The access log's path and its counts over the run, for summary.json.
+    pub(super) fn access_summary(&self) -> Option<serde_json::Value> {
+        let path = self.access.path.as_ref()?;
+        let mut v = serde_json::json!({ "path": path.display().to_string() });
+        if let Some(c) = self.access.last {
+            v["run"] = serde_json::to_value(c).unwrap_or_default();
+        }
+        Some(v)
+    }
+}
+
+pub(super) fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr()?.port())
+}

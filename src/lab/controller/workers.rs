@@ -1,0 +1,330 @@
+//! The load workers: where each runs and what share it carries, their configs, starting, knob changes, and the drain at the end.
+
+use super::*;
+
+impl Controller {
+    pub(super) fn worker_config(&self, id: u32) -> WorkerConfig {
+        let k = &self.state.knobs;
+        let slot = &self.slots[id as usize];
+        WorkerConfig {
+            id,
+            target: self.target_addr,
+            bind_addrs: slot.bind_addrs.clone(),
+            mode: k.mode,
+            rate: k.rate.map(|r| r * slot.weight),
+            arrivals: self.scenario.load.arrivals,
+            sockets: share_count(k.sockets, slot.weight),
+            clients: share_count(k.clients, slot.weight),
+            think_s: self.scenario.load.think.secs(),
+            timeout_s: k.timeout.as_secs_f64(),
+            response_timeout_s: self.scenario.load.response_timeout.secs(),
+            burst: k.burst_on.then_some(k.burst),
+            mix: mix_of(&self.scenario),
+            keepalive: self.scenario.load.http == HttpVersion::Http11,
+            requests_per_conn: self.scenario.load.requests_per_conn,
+            host_header: self.target_addr.to_string(),
+            duration_s: self.max_run_secs(),
+            stats_interval_ms: crate::load::protocol::REPORT_INTERVAL_MS,
+            seed: 0x5eed + id as u64,
+            paused: k.paused,
+        }
+    }
+
+    /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own
+    /// runs are bounded by the scenario's duration too).
+    pub(super) fn max_run_secs(&self) -> f64 {
+        let sweep = self.scenario.sweep.as_ref().map(|s| {
+            let modes = s.modes.len().max(1) as f64;
+            modes * s.values.len() as f64 * (s.warmup.secs() + s.hold.secs() + s.cooldown.secs())
+        });
+        sweep.unwrap_or(0.0).max(self.scenario.duration.secs()) + 60.0
+    }
+
+    /// Decides where each worker runs: spread over the lab's paths by share, or on loopback.
+    pub(super) fn plan_slots(&mut self) {
+        self.slots = match &self.net {
+            Some(net) => {
+                let shares: Vec<f64> = net.paths.iter().map(|p| p.share).collect();
+                let total: f64 = shares.iter().sum::<f64>().max(1e-9);
+                split_workers(self.n_workers, &shares)
+                    .into_iter()
+                    .flat_map(|(i, n)| {
+                        let p = &net.paths[i];
+                        let slot = WorkerSlot {
+                            path: Some(i),
+                            weight: p.share / total / n as f64,
+                            netns: Some(p.netns.clone()),
+                            bind_addrs: p.addrs.iter().map(|a| IpAddr::V4(*a)).collect(),
+                        };
+                        std::iter::repeat_n(slot, n as usize)
+                    })
+                    .collect()
+            }
+            None => {
+                let l = &self.scenario.load;
+                let open_sockets = match l.mode {
+                    Mode::Closed => l.clients,
+                    _ => l.sockets,
+                };
+                let bind_addrs = loopback_sources(self.target_addr.ip(), open_sockets);
+                (0..self.n_workers)
+                    .map(|_| WorkerSlot {
+                        path: None,
+                        weight: 1.0 / self.n_workers.max(1) as f64,
+                        netns: None,
+                        bind_addrs: bind_addrs.clone(),
+                    })
+                    .collect()
+            }
+        };
+    }
+
+    pub(super) fn start_workers(&mut self) -> anyhow::Result<()> {
+        self.plan_slots();
+        for id in 0..self.slots.len() as u32 {
+            let cfg = self.worker_config(id);
+            let tx = self.tx.clone();
+            let spawn = Spawn {
+                args: vec![
+                    "worker".into(),
+                    "--config-json".into(),
+                    serde_json::to_string(&cfg)?,
+                ],
+                cpus: self.scenario.load.cpus.clone(),
+                netns: self.slots[id as usize].netns.clone(),
+                ..Default::default()
+            };
+            let child = ChildProc::spawn(&format!("worker {id}"), &spawn, move |line| {
+                match serde_json::from_str::<StatsDelta>(line) {
+                    Ok(d) => {
+                        let _ = tx.send(Msg::Worker(id, Box::new(d)));
+                    }
+                    Err(_) => {
+                        let _ = tx.send(Msg::WorkerText(id, line.to_string()));
+                    }
+                }
+            })?;
+            self.workers.push(child);
+        }
+        let n = self.slots.len();
+        self.log(&format!("started {n} worker(s)"));
+        Ok(())
+    }
+
+    /// Stops and restarts the workers (after a change of worker count).
+    pub fn restart_workers(&mut self, n: u32) -> anyhow::Result<()> {
+        for mut w in self.workers.drain(..) {
+            w.stop(Duration::from_secs(2));
+        }
+        self.pump_messages();
+        self.n_workers = n.max(1);
+        self.start_workers()
+    }
+
+    pub(super) fn send_all(&mut self, msg: &Control) {
+        let line = serde_json::to_string(msg).expect("control messages serialize");
+        for w in &mut self.workers {
+            let _ = w.send_line(&line);
+        }
+    }
+
+    /// Sends the load knobs to every worker.
+    pub(super) fn push_load_knobs(&mut self) {
+        let k = self.state.knobs.clone();
+        let lines: Vec<Vec<Control>> = self
+            .slots
+            .iter()
+            .map(|slot| {
+                vec![
+                    Control::SetMode { mode: k.mode },
+                    Control::SetSockets {
+                        sockets: share_count(k.sockets, slot.weight),
+                    },
+                    Control::SetClients {
+                        clients: share_count(k.clients, slot.weight),
+                    },
+                    Control::SetRate {
+                        rate: k.rate.map(|r| r * slot.weight),
+                    },
+                    Control::SetBurst {
+                        burst: k.burst_on.then_some(k.burst),
+                    },
+                    if k.paused {
+                        Control::Pause
+                    } else {
+                        Control::Resume
+                    },
+                ]
+            })
+            .collect();
+        for (w, msgs) in self.workers.iter_mut().zip(lines) {
+            for m in msgs {
+                let _ = w.send_line(&serde_json::to_string(&m).expect("serializes"));
+            }
+        }
+    }
+
+    /// Sends path `i`'s knobs (usize::MAX: every path) to the shaping backend.
+    pub(super) fn push_path_knobs(&mut self, i: usize) -> Result<(), String> {
+        let Some(net) = self.net.as_mut() else {
+            return Err("no network lab in this run (add a [network] section)".into());
+        };
+        let paths = self.state.knobs.paths.clone();
+        for (j, p) in paths.iter().enumerate() {
+            if i != usize::MAX && i != j {
+                continue;
+            }
+            let change = crate::net::spec::PathChange {
+                rtt: Some(crate::scenario::units::Dur::from_secs(p.rtt_ms / 1000.0)),
+                loss: Some(crate::scenario::units::Percent(p.loss_pct)),
+                bandwidth: p.bandwidth_bps.map(crate::scenario::units::Bandwidth),
+                unlimited: p.bandwidth_bps.is_none(),
+                ..Default::default()
+            };
+            net.set_path(&p.name, &change)
+                .map_err(|e| format!("{e:#}"))?;
+        }
+        Ok(())
+    }
+
+    /// The end of the run: the workers start nothing new and finish what is in flight, bounded
+    /// by the timeouts, so the run's totals hold every attempt's outcome (what is still open
+    /// at the bound is counted in `in_flight_at_end`).
+    pub(super) fn drain_workers(&mut self) {
+        if self.workers.is_empty() {
+            return;
+        }
+        self.send_all(&Control::Drain);
+        let bound =
+            self.state.knobs.timeout.as_secs_f64() + self.scenario.load.response_timeout.secs();
+        let deadline = Instant::now() + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
+        while Instant::now() < deadline {
+            self.pump_messages();
+            if self.workers.iter_mut().all(|w| w.try_wait().is_some()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.pump_messages();
+        let in_flight = self.run.in_flight_at_end;
+        self.log(&format!(
+            "drained: the workers finished what was in flight ({in_flight} still open at the bound)"
+        ));
+    }
+
+    /// How many load workers run now.
+    pub fn worker_count(&self) -> usize {
+        self.workers.len()
+    }
+}
+
+/// Splits `n` workers over paths by share (each path with a share gets at least one).
+pub(super) fn split_workers(n: u32, shares: &[f64]) -> Vec<(usize, u32)> {
+    let total: f64 = shares.iter().sum::<f64>().max(1e-9);
+    shares
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(i, s)| (i, ((n as f64 * s / total).round() as u32).max(1)))
+        .collect()
+}
+
+/// A total (rate, D, N) scaled to one worker's weight; counts round up so none gets 0.
+pub(super) fn share_count(total: u32, weight: f64) -> u32 {
+    ((total as f64 * weight).ceil() as u32).max(1)
+}
+
+/// Source addresses for a load on IPv4 loopback: 127.0.0.1-4, as the lab gives each client
+/// namespace several addresses. connect() hands out only half the ephemeral range (even ports)
+/// before it searches the rest, and with one source address and thousands of sockets in
+/// SYN-SENT that search took ~70 % of the generator's core (perf: __inet_hash_connect,
+/// __inet_check_established); with four, each port serves four 4-tuples. Binding costs two
+/// system calls per connection (~2 % of the core), so only loads that can hold more than
+/// 1,000 sockets open at once get it.
+pub(super) fn loopback_sources(target: IpAddr, open_sockets: u32) -> Vec<IpAddr> {
+    match target {
+        IpAddr::V4(a) if a.is_loopback() && open_sockets > 1000 => (1..=4)
+            .map(|i| IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, i)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The request mix for a scenario.
+pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
+    let mut mix: Vec<MixEntry> = match sc.load.workload {
+        Workload::Single => vec![MixEntry {
+            class: "single".into(),
+            path: "/bytes/1294".into(),
+            weight: 1.0,
+        }],
+        Workload::Specweb96
+        | Workload::Specweb96Class0
+        | Workload::Specweb96Class1
+        | Workload::Specweb96Class2
+        | Workload::Specweb96Class3 => crate::target::fileset_paths(&FileSet::Specweb96)
+            .into_iter()
+            .filter(|(class, _, _)| {
+                sc.load
+                    .workload
+                    .specweb96_class()
+                    .is_none_or(|keep| keep == class)
+            })
+            .map(|(class, path, _)| {
+                let w = crate::target::SPECWEB96_CLASS_WEIGHTS
+                    .iter()
+                    .find(|(c, _)| *c == class)
+                    .map(|(_, w)| *w)
+                    .unwrap_or(0.0);
+                MixEntry {
+                    class,
+                    path,
+                    weight: w / 9.0,
+                }
+            })
+            .collect(),
+        Workload::Custom => Vec::new(),
+        w => crate::scenario::workloads::preset(w)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| MixEntry {
+                class: m.class,
+                path: m.path,
+                weight: m.weight,
+            })
+            .collect(),
+    };
+    for m in &sc.load.mix {
+        mix.push(MixEntry {
+            class: if m.class.is_empty() {
+                m.path.clone()
+            } else {
+                m.class.clone()
+            },
+            path: m.path.clone(),
+            weight: m.weight,
+        });
+    }
+    mix
+}
+
+/// Initial knobs from a scenario.
+pub fn knobs_of(sc: &Scenario) -> Knobs {
+    let b = sc.load.burst;
+    Knobs {
+        mode: sc.load.mode,
+        rate: sc.load.rate.map(|r| r.0),
+        sockets: sc.load.sockets,
+        clients: sc.load.clients,
+        timeout: sc.load.timeout.0,
+        burst: Burst {
+            ratio: b.map(|b| b.ratio).unwrap_or(4.0),
+            fraction: b.map(|b| b.fraction.fraction()).unwrap_or(0.1),
+            period_s: b.map(|b| b.period.secs()).unwrap_or(10.0),
+        },
+        burst_on: b.is_some_and(|b| b.enabled),
+        paused: false,
+        paths: Vec::<PathKnobs>::new(),
+        selected_path: 0,
+    }
+}
