@@ -283,20 +283,19 @@ fn linger(s: &mut TcpStream, idle: Duration, stop: &dyn Fn() -> bool) {
         let r = match s.read(&mut sink) {
             Ok(0) => ReadOutcome::Eof,
             Ok(_) => ReadOutcome::Data,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                ReadOutcome::Timeout
-            }
+            Err(e) if is_read_timeout(&e) => ReadOutcome::Timeout,
             Err(_) => ReadOutcome::Error,
         };
         next = l.on_read(r, Instant::now());
     }
+}
+
+/// A blocking read with a timeout that ended without data (or was interrupted): try again.
+fn is_read_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 fn serve_requests(
@@ -325,14 +324,7 @@ fn serve_requests(
             match s.read(&mut chunk) {
                 Ok(0) => return End::Now,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
+                Err(e) if is_read_timeout(&e) => {
                     if stop() {
                         return End::Now;
                     }

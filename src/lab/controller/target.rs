@@ -19,19 +19,7 @@ impl Controller {
                     (p, _) => p,
                 };
                 let listen = SocketAddr::new(server_ip, port);
-                let mut files = vec![FileSet::Specweb96];
-                match t.files {
-                    crate::scenario::FilesPreset::Specweb96 => {}
-                    crate::scenario::FilesPreset::Pareto => files.push(FileSet::Pareto {
-                        alpha: t.pareto_alpha,
-                        min_bytes: t.pareto_min.0,
-                        count: t.pareto_count,
-                        seed: 1,
-                    }),
-                    crate::scenario::FilesPreset::Explicit => files.push(FileSet::Explicit {
-                        sizes: t.sizes.iter().map(|b| b.0).collect(),
-                    }),
-                }
+                let files = crate::lab::real_server::file_sets(&self.scenario);
                 let cfg = ServeConfig {
                     listen,
                     arch: t.arch,
