@@ -636,7 +636,7 @@ mod tests {
     #[test]
     fn a_plain_run_is_one_point_after_a_short_warmup() {
         let mut sc = crate::scenario::default_scenario();
-        sc.duration = crate::scenario::units::Dur::from_secs(30.0);
+        sc.duration = crate::model::units::Dur::from_secs(30.0);
         let pts = plan_points(&sc);
         assert_eq!(pts.len(), 1);
         assert_eq!((pts[0].warmup, pts[0].hold), (2.0, 28.0));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Limits enforced on live changes (a visible message, never a panic).
 pub const RATE_MIN: f64 = 1.0;
-pub const RATE_MAX: f64 = 1_000_000.0;
+pub use crate::model::limits::RATE_MAX;
 pub const SOCKETS_MAX: u32 = 200_000;
 pub const CLIENTS_MAX: u32 = 20_000;
 pub const BURST_RATIO_MAX: f64 = 20.0;
@@ -447,7 +447,7 @@ pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Result<(Effect, String), Stri
                 k.paths[i].bandwidth_bps = bps;
             }
             let shown = match bps {
-                Some(b) => crate::scenario::units::Bandwidth(b).to_string(),
+                Some(b) => crate::model::units::Bandwidth(b).to_string(),
                 None => "unlimited".into(),
             };
             Ok((

@@ -2,7 +2,9 @@
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
 pub mod counters;
+pub mod limits;
 pub mod summary;
+pub mod units;
 
 pub use counters::{Counters, ErrorKinds, Totals};
 pub use summary::PathSummary;

@@ -1,10 +1,10 @@
 //! `synlab net up|down|status` and the hidden `synlab router`.
 
+use crate::model::units::Dur;
 use crate::net::lab::Lab;
 use crate::net::plan::{self, Op};
 use crate::net::router::RouterConfig;
 use crate::net::spec::{NetworkSpec, PathSpec};
-use crate::scenario::units::Dur;
 use crate::sys::netns;
 use anyhow::Context;
 use std::path::{Path, PathBuf};

@@ -404,7 +404,7 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::units::{Bandwidth, Dur, Percent};
+    use crate::model::units::{Bandwidth, Dur, Percent};
     use std::time::Duration;
 
     fn two_paths() -> NetworkSpec {

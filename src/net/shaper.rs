@@ -225,7 +225,7 @@ impl Shaper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::units::{Dur, Percent};
+    use crate::model::units::{Dur, Percent};
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
@@ -460,7 +460,7 @@ mod tests {
         s.change(
             0,
             &PathChange {
-                bandwidth: Some(crate::scenario::units::Bandwidth(80_000_000)),
+                bandwidth: Some(crate::model::units::Bandwidth(80_000_000)),
                 loss: Some(Percent(0.0)),
                 ..Default::default()
             },

@@ -2,7 +2,7 @@
 //! `[[network.path]]` profiles (rtt, jitter, loss model, bandwidth, queue), with validation
 //! errors that name the key path (`network.path[1].loss`).
 
-use crate::scenario::units::{Bandwidth, Dur, Percent};
+use crate::model::units::{Bandwidth, Dur, Percent};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 

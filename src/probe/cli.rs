@@ -4,7 +4,7 @@
 use super::sample::{ProbeSample, SynSource};
 use super::sampler::{spawn, ProbeConfig};
 use super::sockdiag::{state, states_mask};
-use crate::scenario::units::Dur;
+use crate::model::units::Dur;
 use crate::sys::procfs::{self, NetnsTarget};
 use crate::sys::sockdiag::SockDiag;
 use anyhow::{bail, Context};

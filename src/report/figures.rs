@@ -4,7 +4,7 @@
 
 use super::plots::{Figure, LineKind, Panel, Series, XAxis, XY};
 use super::read::{Point, RunData};
-use crate::scenario::units::{Bandwidth, Dur, Num, Percent};
+use crate::model::units::{Bandwidth, Dur, Num, Percent};
 
 /// Seed 004's example capacity criterion: 98 % of requests served in under 0.1 s.
 pub const P98_TARGET_MS: f64 = 100.0;

@@ -4,7 +4,7 @@
 pub mod diag;
 pub mod gate;
 pub mod model;
-pub mod units;
+pub use crate::model::units;
 pub mod validate;
 pub mod workloads;
 

@@ -2,7 +2,7 @@
 //! loader can point at the line.
 
 use super::model::*;
-use crate::lab::state::RATE_MAX;
+use crate::model::limits::RATE_MAX;
 use std::time::Duration;
 
 /// One problem: the key path and what is wrong (with what to do).
@@ -324,7 +324,7 @@ pub fn dynamic_paths(s: &Scenario) -> Vec<String> {
     }
     let mut out: Vec<String> = scenarios
         .iter()
-        .flat_map(crate::lab::controller::mix_of)
+        .flat_map(super::workloads::mix_of)
         .map(|m| m.path)
         .filter(|p| {
             ["/cgi/", "/inproc/", "/db/"]

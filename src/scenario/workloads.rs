@@ -3,6 +3,8 @@
 //! built-in server's dynamic endpoints (`/cgi/{us}`, `/inproc/{us}`, `/db/{rows}`).
 
 use super::model::{MixSpec, Workload};
+use super::Scenario;
+use crate::load::protocol::MixEntry;
 use crate::target::{fileset_paths, FileSet, SPECWEB96_CLASS_WEIGHTS};
 
 /// CPU work of one "simple" CGI program or servlet (seed 003: counters, redirections, page
@@ -58,6 +60,64 @@ pub fn preset(w: Workload) -> Option<Vec<MixSpec>> {
         add("db", format!("/db/{rows}"), db / DB_QUERY_ROWS.len() as f64);
     }
     Some(mix)
+}
+
+/// The request mix for a scenario.
+pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
+    let mut mix: Vec<MixEntry> = match sc.load.workload {
+        Workload::Single => vec![MixEntry {
+            class: "single".into(),
+            path: "/bytes/1294".into(),
+            weight: 1.0,
+        }],
+        Workload::Specweb96
+        | Workload::Specweb96Class0
+        | Workload::Specweb96Class1
+        | Workload::Specweb96Class2
+        | Workload::Specweb96Class3 => fileset_paths(&FileSet::Specweb96)
+            .into_iter()
+            .filter(|(class, _, _)| {
+                sc.load
+                    .workload
+                    .specweb96_class()
+                    .is_none_or(|keep| keep == class)
+            })
+            .map(|(class, path, _)| {
+                let w = SPECWEB96_CLASS_WEIGHTS
+                    .iter()
+                    .find(|(c, _)| *c == class)
+                    .map(|(_, w)| *w)
+                    .unwrap_or(0.0);
+                MixEntry {
+                    class,
+                    path,
+                    weight: w / 9.0,
+                }
+            })
+            .collect(),
+        Workload::Custom => Vec::new(),
+        w => preset(w)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| MixEntry {
+                class: m.class,
+                path: m.path,
+                weight: m.weight,
+            })
+            .collect(),
+    };
+    for m in &sc.load.mix {
+        mix.push(MixEntry {
+            class: if m.class.is_empty() {
+                m.path.clone()
+            } else {
+                m.class.clone()
+            },
+            path: m.path.clone(),
+            weight: m.weight,
+        });
+    }
+    mix
 }
 
 #[cfg(test)]

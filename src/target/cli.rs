@@ -3,7 +3,7 @@
 //! (JSON stats lines on stdout, stops when stdin reaches EOF).
 
 use super::config::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
-use crate::scenario::units::{Bytes, Dur};
+use crate::model::units::{Bytes, Dur};
 use anyhow::Context;
 use std::io::Read;
 use std::net::SocketAddr;

@@ -5,12 +5,12 @@
 
 use super::client_agg::{ClientTotals, LoadShape};
 use super::state::{Command, Effect, Knobs, LabState, PathKnobs, Warning};
-use crate::load::protocol::{Burst, Control, MixEntry, Mode, StatsDelta, WorkerConfig};
+use crate::load::protocol::{Burst, Control, Mode, StatsDelta, WorkerConfig};
 use crate::model::{Counters, Totals};
 use crate::report::run_folder::RunFolder;
-use crate::scenario::{HttpVersion, Scenario, Step, TargetKind, Workload};
+use crate::scenario::{HttpVersion, Scenario, Step, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
-use crate::target::config::{FileSet, ServeConfig, ServerStats};
+use crate::target::config::{ServeConfig, ServerStats};
 use anyhow::{bail, Context};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use std::net::{IpAddr, SocketAddr, TcpStream};
@@ -26,9 +26,10 @@ mod supervise;
 mod target;
 mod workers;
 
+pub use crate::scenario::workloads::mix_of;
+pub use workers::knobs_of;
 #[cfg(test)]
 use workers::loopback_sources;
-pub use workers::{knobs_of, mix_of};
 
 /// Messages from the lab's producers to its one owner.
 pub enum Msg {
@@ -479,7 +480,7 @@ mod tests {
     #[test]
     fn specweb96_mix_weights_follow_seed_001() {
         let mut sc = crate::scenario::default_scenario();
-        sc.load.workload = Workload::Specweb96;
+        sc.load.workload = crate::scenario::Workload::Specweb96;
         let mix = mix_of(&sc);
         assert_eq!(mix.len(), 36);
         let class0: f64 = mix

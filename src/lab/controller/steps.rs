@@ -87,7 +87,7 @@ impl Controller {
         let shift = self.steps[i].at.secs() - self.elapsed();
         if shift > 0.0 {
             for st in &mut self.steps[i..] {
-                st.at = crate::scenario::units::Dur::from_secs(st.at.secs() - shift);
+                st.at = crate::model::units::Dur::from_secs(st.at.secs() - shift);
             }
         }
         self.run_step(i);

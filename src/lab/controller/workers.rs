@@ -175,9 +175,9 @@ impl Controller {
                 continue;
             }
             let change = crate::net::spec::PathChange {
-                rtt: Some(crate::scenario::units::Dur::from_secs(p.rtt_ms / 1000.0)),
-                loss: Some(crate::scenario::units::Percent(p.loss_pct)),
-                bandwidth: p.bandwidth_bps.map(crate::scenario::units::Bandwidth),
+                rtt: Some(crate::model::units::Dur::from_secs(p.rtt_ms / 1000.0)),
+                loss: Some(crate::model::units::Percent(p.loss_pct)),
+                bandwidth: p.bandwidth_bps.map(crate::model::units::Bandwidth),
                 unlimited: p.bandwidth_bps.is_none(),
                 ..Default::default()
             };
@@ -248,64 +248,6 @@ pub(super) fn loopback_sources(target: IpAddr, open_sockets: u32) -> Vec<IpAddr>
             .collect(),
         _ => Vec::new(),
     }
-}
-
-/// The request mix for a scenario.
-pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
-    let mut mix: Vec<MixEntry> = match sc.load.workload {
-        Workload::Single => vec![MixEntry {
-            class: "single".into(),
-            path: "/bytes/1294".into(),
-            weight: 1.0,
-        }],
-        Workload::Specweb96
-        | Workload::Specweb96Class0
-        | Workload::Specweb96Class1
-        | Workload::Specweb96Class2
-        | Workload::Specweb96Class3 => crate::target::fileset_paths(&FileSet::Specweb96)
-            .into_iter()
-            .filter(|(class, _, _)| {
-                sc.load
-                    .workload
-                    .specweb96_class()
-                    .is_none_or(|keep| keep == class)
-            })
-            .map(|(class, path, _)| {
-                let w = crate::target::SPECWEB96_CLASS_WEIGHTS
-                    .iter()
-                    .find(|(c, _)| *c == class)
-                    .map(|(_, w)| *w)
-                    .unwrap_or(0.0);
-                MixEntry {
-                    class,
-                    path,
-                    weight: w / 9.0,
-                }
-            })
-            .collect(),
-        Workload::Custom => Vec::new(),
-        w => crate::scenario::workloads::preset(w)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|m| MixEntry {
-                class: m.class,
-                path: m.path,
-                weight: m.weight,
-            })
-            .collect(),
-    };
-    for m in &sc.load.mix {
-        mix.push(MixEntry {
-            class: if m.class.is_empty() {
-                m.path.clone()
-            } else {
-                m.class.clone()
-            },
-            path: m.path.clone(),
-            weight: m.weight,
-        });
-    }
-    mix
 }
 
 /// Initial knobs from a scenario.

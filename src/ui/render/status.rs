@@ -4,7 +4,7 @@
 use super::common::pack;
 use crate::lab::state::{LabState, Warning};
 use crate::load::protocol::Mode;
-use crate::scenario::units::Bandwidth;
+use crate::model::units::Bandwidth;
 use crate::ui::app::App;
 use ratatui::text::{Line, Span};
 
