@@ -98,6 +98,16 @@ fn schema() -> serde_json::Value {
     serde_json::from_str(&src).unwrap()
 }
 
+/// Where the runs of these tests write --junit: beside the results folder.
+fn junit_path(run_dir: &Path) -> std::path::PathBuf {
+    run_dir
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("junit.xml")
+}
+
 /// summary.json of a run folder, checked against the committed schema.
 fn summary(dir: &Path) -> serde_json::Value {
     let v: serde_json::Value =
@@ -162,13 +172,7 @@ fn thresholds_that_hold_exit_0_and_list_as_passing_tests() {
     assert_eq!(v.len(), 2);
     assert!(v.iter().all(|v| v["passed"] == true));
     assert_eq!(v[1]["point"], 2);
-    let junit = r
-        .run_dir
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("junit.xml");
+    let junit = junit_path(&r.run_dir);
     assert_eq!(junit_counts(&junit), (2, 0, 2, 0));
     let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
     assert!(md.contains("### Thresholds: pass"), "{md}");
@@ -241,13 +245,7 @@ fn a_failing_threshold_exits_3_names_it_and_abort_on_fail_stops_the_run() {
         failed[0]
     );
     assert_eq!(failed[0]["limit"].as_f64(), Some(1.0));
-    let junit = r
-        .run_dir
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("junit.xml");
+    let junit = junit_path(&r.run_dir);
     assert_eq!(junit_counts(&junit), (2, 1, 2, 1));
     let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
     assert!(md.contains("### Thresholds: **FAIL**"), "{md}");

@@ -25,6 +25,22 @@ pub struct LoadShape {
     pub timeout_s: f64,
 }
 
+/// The columns a network path gets of its own (its rates and latencies).
+pub const PATH_COLUMNS: [&str; 9] = {
+    use super::columns::*;
+    [
+        ATTEMPTS,
+        RESPONSES,
+        ERRORS,
+        CONNECT_P50,
+        CONNECT_P90,
+        CONNECT_P99,
+        TOTAL_P50,
+        TOTAL_P90,
+        TOTAL_P99,
+    ]
+};
+
 /// Counter sums over some span of time, with merged latency histograms.
 #[derive(Debug, Clone)]
 pub struct ClientTotals {
@@ -244,23 +260,12 @@ impl ClientTotals {
 }
 
 impl ClientTotals {
-    /// The columns a network path gets of its own (its rates and latencies).
+    /// A network path's own columns, in [`PATH_COLUMNS`] order.
     pub fn path_columns(&self, dt: f64) -> Vec<(&'static str, Option<f64>)> {
-        use super::columns::*;
-        const PER_PATH: [&str; 9] = [
-            ATTEMPTS,
-            RESPONSES,
-            ERRORS,
-            CONNECT_P50,
-            CONNECT_P90,
-            CONNECT_P99,
-            TOTAL_P50,
-            TOTAL_P90,
-            TOTAL_P99,
-        ];
-        self.columns(dt)
-            .into_iter()
-            .filter(|(n, _)| PER_PATH.contains(n))
+        let all = self.columns(dt);
+        PATH_COLUMNS
+            .iter()
+            .map(|n| (*n, all.iter().find(|c| c.0 == *n).and_then(|c| c.1)))
             .collect()
     }
 }

@@ -74,10 +74,9 @@ struct PathTotals {
 
 impl PathTotals {
     fn new(name: &str) -> Self {
-        let columns = ClientTotals::default()
-            .path_columns(1.0)
-            .into_iter()
-            .map(|(c, _)| &*Box::leak(format!("path_{name}_{c}").into_boxed_str()))
+        let columns = crate::lab::client_agg::PATH_COLUMNS
+            .iter()
+            .map(|c| &*Box::leak(format!("path_{name}_{c}").into_boxed_str()))
             .collect();
         PathTotals {
             name: name.to_string(),
