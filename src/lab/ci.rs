@@ -13,6 +13,10 @@ pub struct RunExtras {
     /// 127.0.0.1; another interface only when named, e.g. 0.0.0.0:9464).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Build the network lab in a user namespace even as root (the lab a user who is not
+    /// root gets; without root that is the default).
+    #[arg(long)]
+    pub userns: bool,
 }
 
 /// The latest sample of every series of the store, for `--metrics`.

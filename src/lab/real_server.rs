@@ -363,6 +363,15 @@ impl RealServer {
     ) -> anyhow::Result<Self> {
         let kind = sc.target.kind;
         let bin = find_binary(kind)?;
+        if let Some(crate::sys::userns::LabMode::Rootless { wide: false }) =
+            crate::sys::userns::mode()
+        {
+            bail!(
+                "{} cannot run in this rootless lab: {}",
+                kind.name(),
+                crate::sys::userns::wide_mapping_missing()
+            );
+        }
         let modules = match kind {
             TargetKind::Apache => Some(apache_modules_dir()?),
             _ => None,

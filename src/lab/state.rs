@@ -111,6 +111,8 @@ pub enum Warning {
     ChildDied(String),
     /// The delay router could not keep up: its receive rings overflowed (loss nobody asked for).
     RouterBehind,
+    /// The router's departures were late past its goal (p99, microseconds).
+    RouterLate(u64),
 }
 
 impl std::fmt::Display for Warning {
@@ -124,6 +126,11 @@ impl std::fmt::Display for Warning {
             Warning::OutOfFds => write!(f, "out of file descriptors"),
             Warning::ChildDied(what) => write!(f, "{what}"),
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
+            Warning::RouterLate(p99) => write!(
+                f,
+                "delay router late: p99 {p99} us (goal < {} us)",
+                crate::net::router::LATE_GOAL_US
+            ),
         }
     }
 }
@@ -136,6 +143,8 @@ pub struct LabState {
     pub target: String,
     /// "loopback (no shaping)", "router", "netem"...
     pub backend: String,
+    /// Where the network lab runs ("root", "rootless (user namespace)"); empty without one.
+    pub lab: String,
     pub knobs: Knobs,
     pub store: Store,
     /// Seconds since the run started (of the latest sample).
@@ -159,6 +168,7 @@ impl LabState {
             scenario_name: scenario_name.to_string(),
             target: String::new(),
             backend: "loopback (no shaping)".into(),
+            lab: String::new(),
             knobs,
             store: Store::new(200_000),
             elapsed_s: 0.0,

@@ -175,6 +175,7 @@ fn base(name: &str) -> LabState {
     let mut st = LabState::new(name, knobs(), 0.2);
     st.target = "built-in event server 198.18.1.2:80".into();
     st.backend = "router (user space)".into();
+    st.lab = "rootless (user namespace)".into();
     st
 }
 

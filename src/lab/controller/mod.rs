@@ -255,7 +255,11 @@ impl Controller {
         let Some(spec) = self.scenario.network.clone() else {
             return Ok(());
         };
-        if let Some(missing) = crate::sys::privilege::Privileges::current().lab_missing() {
+        let blocker = match crate::sys::userns::mode() {
+            Some(crate::sys::userns::LabMode::Refused(why)) => Some(why.clone()),
+            _ => crate::sys::privilege::Privileges::current().lab_missing(),
+        };
+        if let Some(missing) = blocker {
             if self.opts.network_fallback {
                 let line = format!("network lab off, running on loopback: {missing}");
                 self.log(&line);
@@ -288,8 +292,10 @@ impl Controller {
             self.log(&line);
             self.notices.push(line);
         }
+        self.state.lab = lab_label();
         let line = format!(
-            "network lab {run_id} up: backend {}, server netns {}, {} path(s)",
+            "network lab {run_id} up: lab: {}, backend {}, server netns {}, {} path(s)",
+            self.state.lab,
             self.state.backend,
             net.server_netns,
             net.paths.len()
@@ -435,6 +441,15 @@ impl Drop for Controller {
         if !self.workers.is_empty() || self.server.is_some() || self.net.is_some() {
             self.shutdown();
         }
+    }
+}
+
+/// Where the lab runs, for the status line and run.log: "root" or "rootless (user namespace)".
+fn lab_label() -> String {
+    match crate::sys::userns::mode() {
+        Some(m) => m.label().to_string(),
+        None if crate::sys::userns::host_root() => "root".into(),
+        None => "rootless (user namespace)".into(),
     }
 }
 

@@ -201,6 +201,7 @@ impl Controller {
             }
         }
         cols.push(("router_queue", Some(sum(&now, &|d| d.queue) as f64)));
+        self.router_late_columns(&now, cols);
         self.router_last = Some((Instant::now(), now));
         if behind > 0 && !self.state.warnings.contains(&Warning::RouterBehind) {
             self.log(&format!(
@@ -209,6 +210,45 @@ impl Controller {
                 self.elapsed()
             ));
             self.state.warn(Warning::RouterBehind);
+        }
+    }
+
+    /// The router's departure error (send time minus scheduled departure) over its latest
+    /// stats line; warns once when its p99 passes the goal (rootless routers run without
+    /// SCHED_FIFO, and a busy machine wakes them late).
+    fn router_late_columns(
+        &mut self,
+        now: &crate::net::router::RouterStats,
+        cols: &mut Vec<(&'static str, Option<f64>)>,
+    ) {
+        if now.late_us.is_empty() {
+            return;
+        }
+        let mut h = crate::metrics::hist::new_hist();
+        now.late_us.merge_into(&mut h);
+        cols.push(("router_late_p50_us", Some(h.value_at_quantile(0.5) as f64)));
+        cols.push(("router_late_p99_us", Some(h.value_at_quantile(0.99) as f64)));
+        let goal = crate::net::router::LATE_GOAL_US;
+        let warned = self
+            .state
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::RouterLate(_)));
+        // The verdict is over the lab's life and a thousand departures at least, so a slow
+        // start-up second is not one.
+        let Some(life) = self.net.as_ref().map(|n| n.router_view().late_us) else {
+            return;
+        };
+        let p99 = life.value_at_quantile(0.99);
+        if life.len() >= 1000 && p99 > goal && !warned {
+            let line = format!(
+                "[{:.1}s] the delay router's departures are late by up to {p99} us (p99; goal < {goal} us){}: delays are shaped less exactly than configured",
+                self.elapsed(),
+                if now.realtime { "" } else { ", it runs without SCHED_FIFO (rootless, or the priority was refused)" }
+            );
+            self.log(&line);
+            self.notices.push(line);
+            self.state.warn(Warning::RouterLate(p99));
         }
     }
 

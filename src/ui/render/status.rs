@@ -43,8 +43,11 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
             },
         ),
         kv(app, "net", st.backend.clone()),
-        kv(app, "t", elapsed(st.elapsed_s)),
     ];
+    if !st.lab.is_empty() {
+        head.push(kv(app, "lab", st.lab.clone()));
+    }
+    head.push(kv(app, "t", elapsed(st.elapsed_s)));
     if let Some((i, n)) = st.step {
         head.push(kv(app, "step", format!("{i}/{n}")));
     }
