@@ -43,6 +43,9 @@ pub struct Knobs {
     pub paused: bool,
     pub paths: Vec<PathKnobs>,
     pub selected_path: usize,
+    /// Why a scenario's [network] section has no paths in this run (the lab could not be
+    /// built); None when the scenario has none.
+    pub lab_off: Option<String>,
 }
 
 /// A change asked for by a key, a scenario step or a sweep.
@@ -103,7 +106,8 @@ pub enum Warning {
     ClientBound(String),
     CrossCheck(String),
     NoPcap,
-    NoRoot(String),
+    /// The scenario's network lab could not be built (why, in short).
+    NoLab(String),
     PortsRunningOut,
     OutOfFds,
     /// A child the run depends on died: who and how ("the delay router (pid 7) was killed by
@@ -121,7 +125,7 @@ impl std::fmt::Display for Warning {
             Warning::ClientBound(why) => write!(f, "CLIENT-BOUND: {why}"),
             Warning::CrossCheck(what) => write!(f, "cross-check: {what}"),
             Warning::NoPcap => write!(f, "no pcap: SYN/s estimated"),
-            Warning::NoRoot(what) => write!(f, "no root: {what}"),
+            Warning::NoLab(what) => write!(f, "network lab off: {what}"),
             Warning::PortsRunningOut => write!(f, "ephemeral ports exhausted"),
             Warning::OutOfFds => write!(f, "out of file descriptors"),
             Warning::ChildDied(what) => write!(f, "{what}"),
@@ -222,14 +226,20 @@ fn fmt_rate(r: Option<f64>) -> String {
     }
 }
 
+/// Why a path key does nothing in this run.
+fn no_paths(k: &Knobs) -> String {
+    match &k.lab_off {
+        Some(why) => format!("no network paths: the network lab is off ({why})"),
+        None => "no network paths: this run is on loopback (add a [network] section)".into(),
+    }
+}
+
 /// Pure knob arithmetic with limits.
 pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Result<(Effect, String), String> {
     use Command::*;
     let path_index = |k: &Knobs, p: &Option<String>| -> Result<Vec<usize>, String> {
         if k.paths.is_empty() {
-            return Err(
-                "no network paths: this run is on loopback (add a [network] section)".into(),
-            );
+            return Err(no_paths(k));
         }
         match p {
             None => Ok((0..k.paths.len()).collect()),
@@ -467,7 +477,7 @@ pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Result<(Effect, String), Stri
         }
         SelectNextPath => {
             if k.paths.is_empty() {
-                return Err("no network paths: this run is on loopback".into());
+                return Err(no_paths(k));
             }
             k.selected_path = (k.selected_path + 1) % k.paths.len();
             Ok((
@@ -542,6 +552,21 @@ mod tests {
         assert_eq!(k.burst.ratio, 10.0);
         apply_knobs(&mut k, Command::BurstOn(true)).unwrap();
         assert!(k.burst_on);
+    }
+
+    #[test]
+    fn a_path_key_without_paths_says_why_there_are_none() {
+        let mut k = test_knobs();
+        k.paths.clear();
+        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
+        assert!(e.contains("add a [network] section"), "{e}");
+        k.lab_off = Some("user namespaces are switched off".into());
+        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
+        assert!(
+            e.contains("the network lab is off (user namespaces are switched off)")
+                && !e.contains("add a [network]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -264,8 +264,10 @@ impl Controller {
                 let line = format!("network lab off, running on loopback: {missing}");
                 self.log(&line);
                 self.notices.push(line);
-                self.state
-                    .warn(Warning::NoRoot("loopback only, no WAN shaping".into()));
+                self.state.knobs.lab_off = Some(missing.clone());
+                self.state.warn(Warning::NoLab(
+                    "loopback only, no WAN shaping (run.log says why)".into(),
+                ));
                 return Ok(());
             }
             bail!("{missing}");
