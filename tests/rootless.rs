@@ -34,14 +34,19 @@ fn skip_or_fail(why: &str) -> Option<Plain> {
 }
 
 fn plain_user() -> Option<Plain> {
+    let name = std::env::var("SYNLAB_TEST_USER").unwrap_or_else(|_| "nobody".into());
+    plain_user_named(&name)
+}
+
+/// As root: `name`; as anyone else: this user.
+fn plain_user_named(name: &str) -> Option<Plain> {
     let dir = tempfile::Builder::new()
         .prefix("synlab-rootless-")
         .tempdir_in("/tmp")
         .unwrap();
     let mut prefix = Vec::new();
     if nix::unistd::geteuid().is_root() {
-        let name = std::env::var("SYNLAB_TEST_USER").unwrap_or_else(|_| "nobody".into());
-        let Ok(Some(u)) = nix::unistd::User::from_name(&name) else {
+        let Ok(Some(u)) = nix::unistd::User::from_name(name) else {
             return skip_or_fail(&format!(
                 "the rootless tests run synlab as user {name}, who does not exist (useradd {name}, or set SYNLAB_TEST_USER)"
             ));
@@ -384,4 +389,119 @@ fn a_refused_user_namespace_names_the_sysctl_that_lifts_it() {
             && err.contains("sudo sysctl -w user.max_user_namespaces="),
         "{err}"
     );
+}
+
+const NGINX: &str = r#"
+name = "rootless-nginx"
+duration = "3s"
+
+[target]
+kind = "nginx"
+workers = 1
+backlog = 511
+keepalive = false
+
+[load]
+mode = "open"
+rate = 200
+timeout = "1s"
+
+[network]
+backend = "auto"
+
+[[network.path]]
+name = "wan"
+rtt = "20ms"
+"#;
+
+fn installed(path: &str) -> bool {
+    Path::new(path).exists()
+}
+
+/// nginx switches its workers to another user, which needs the user's subordinate uid range
+/// mapped (newuidmap): then it serves in the rootless lab and its own log counts what the
+/// clients counted.
+#[test]
+fn nginx_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !installed("/usr/sbin/nginx") || !installed("/usr/bin/newuidmap") {
+        skip_or_fail("nginx in the rootless lab needs the nginx and uidmap packages");
+        return;
+    }
+    let Some(p) = plain_user() else { return };
+    let sc = p.write("nginx.toml", NGINX);
+    let out = p
+        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("maps only your own uid") {
+        skip_or_fail(&format!(
+            "the test user has no subordinate uid range in /etc/subuid ({err})"
+        ));
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let dir = run_folder(&p.dir.path().join("out"));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["meta"]["lab"], "rootless (user namespace)");
+    let logged = std::fs::read_to_string(dir.join("nginx/access.log"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    let t = &s["run_totals"];
+    let responses = t["responses"].as_u64().unwrap();
+    assert!(responses > 100, "{t}");
+    assert_eq!(
+        responses, logged,
+        "the clients' responses against nginx's access log: {t}"
+    );
+    let left = p.wait_none_left(5);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
+}
+
+/// Without a subordinate range the rootless lab says what nginx needs instead of starting a
+/// server whose workers cannot switch users.
+#[test]
+fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !installed("/usr/sbin/nginx") {
+        skip_or_fail("needs the nginx package");
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "skipped: needs root, to run synlab as `nobody`, a user with no subordinate uid range"
+        );
+        return;
+    }
+    let has_range = |f: &str| {
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with("nobody:") || l.starts_with("65534:"))
+    };
+    if has_range("/etc/subuid") {
+        eprintln!("skipped: nobody has a subordinate uid range here");
+        return;
+    }
+    let Some(p) = plain_user_named("nobody") else {
+        return;
+    };
+    let sc = p.write("nginx.toml", NGINX);
+    let out = p
+        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("nginx cannot run in this rootless lab")
+            && err.contains("apt install uidmap")
+            && err.contains("usermod --add-subuids"),
+        "{err}"
+    );
+    let left = p.wait_none_left(5);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
 }

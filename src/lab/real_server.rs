@@ -378,9 +378,11 @@ impl RealServer {
         };
         let mut owned = Vec::new();
         let dir = match dir {
+            // Absolute: the server resolves relative paths against its own prefix (-p, -d).
             Some(d) => {
                 make_dir(&d)?;
-                d
+                d.canonicalize()
+                    .with_context(|| format!("resolving {}", d.display()))?
             }
             None => {
                 let d = temp_dir(kind.name())?;

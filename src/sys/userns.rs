@@ -262,10 +262,18 @@ fn enter() -> Result<bool, String> {
         nix::unistd::getgid().as_raw(),
     );
     let _ = HOST_UID.set(uid);
-    let wide = wide_mapping(uid, gid);
-    let trial = fork_child(None, || setup(uid, gid, wide.as_ref(), true))
-        .map_err(|e| diagnose(Step::Unshare, e, &KernelView::read()))?;
-    if let Err((step, errno)) = trial.wait() {
+    let trial = |wide: Option<&Wide>| {
+        fork_child(None, || setup(uid, gid, wide, true))
+            .map_err(|e| (Step::Unshare, e))?
+            .wait()
+    };
+    let mut wide = wide_mapping(uid, gid);
+    // A subordinate range that newuidmap refuses (a stale /etc/subuid, a newuidmap without
+    // its setuid bit) still leaves the one-id lab, which most targets need.
+    if wide.is_some() && trial(wide.as_ref()).is_err() {
+        wide = None;
+    }
+    if let Err((step, errno)) = trial(wide.as_ref()) {
         return Err(diagnose(step, errno, &KernelView::read()));
     }
     setup(uid, gid, wide.as_ref(), false)
