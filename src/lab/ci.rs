@@ -28,6 +28,11 @@ pub fn latest(store: &crate::metrics::store::Store) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// Publishes a lab's latest samples and latency distributions to its `--metrics` endpoint.
+pub fn publish(e: &crate::metrics::openmetrics::Exporter, st: &super::state::LabState) {
+    e.publish(&latest(&st.store), &st.latency);
+}
+
 /// A lab whose time series are published to a `--metrics` endpoint as it is pumped (the TUI
 /// drives it like the lab itself).
 pub struct Published<'a> {
@@ -60,7 +65,7 @@ impl super::LabControl for Published<'_> {
             .last
             .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(500))
         {
-            self.exporter.publish(&latest(&self.lab.state().store));
+            publish(&self.exporter, self.lab.state());
             self.last = Some(std::time::Instant::now());
         }
         Ok(())

@@ -344,7 +344,7 @@ pub fn run_gated(
         if let Some(m) = metrics {
             // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
             if published.get().elapsed() >= Duration::from_millis(500) {
-                m.publish(&super::ci::latest(&c.state.store));
+                super::ci::publish(m, &c.state);
                 published.set(Instant::now());
             }
         }

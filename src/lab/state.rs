@@ -151,6 +151,8 @@ pub struct LabState {
     pub lab: String,
     pub knobs: Knobs,
     pub store: Store,
+    /// Connect and total latency since the start, in fixed buckets (for `--metrics`).
+    pub latency: Vec<(&'static str, crate::metrics::hist::Buckets)>,
     /// Seconds since the run started (of the latest sample).
     pub elapsed_s: f64,
     pub interval_s: f64,
@@ -175,6 +177,7 @@ impl LabState {
             lab: String::new(),
             knobs,
             store: Store::new(200_000),
+            latency: Vec::new(),
             elapsed_s: 0.0,
             interval_s,
             warnings: Vec::new(),

@@ -211,7 +211,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.unwrap_or(f64::NAN)))
                 .collect();
-            e.publish(&series);
+            e.publish(&series, &[]);
         }
         let res = if args.json {
             writeln!(out, "{}", serde_json::to_string(&sample)?)

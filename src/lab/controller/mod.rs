@@ -143,6 +143,8 @@ pub struct Controller {
     /// Client-counted responses over the whole run (for the final cross-check).
     /// Every worker report's counts since the start, the final drain included.
     pub run: Counters,
+    /// Connect and total latency since the start (for the OpenMetrics histograms).
+    run_latency: [hdrhistogram::Histogram<u64>; 2],
     /// (client responses, server responses, difference %) once the run has stopped.
     pub final_check: Option<(u64, u64, f64)>,
     /// The access log's counts: follower, latest, at the point's start, over the last point.
@@ -214,6 +216,10 @@ impl Controller {
             opts,
             notices: Vec::new(),
             run: Counters::default(),
+            run_latency: [
+                crate::metrics::hist::new_hist(),
+                crate::metrics::hist::new_hist(),
+            ],
             final_check: None,
             access: AccessLogState::default(),
             real: None,

@@ -1,6 +1,7 @@
 //! Folding the workers' reports and the probes' samples into rows, per-path figures, the rolling cross-check and measurement windows.
 
 use super::*;
+use crate::metrics::hist::Buckets;
 
 impl Controller {
     pub(super) fn pump_messages(&mut self) {
@@ -21,6 +22,8 @@ impl Controller {
                         self.state.warn(Warning::OutOfFds);
                     }
                     self.run.add(&d.counts);
+                    d.connect_us.merge_into(&mut self.run_latency[0]);
+                    d.total_us.merge_into(&mut self.run_latency[1]);
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
@@ -113,6 +116,10 @@ impl Controller {
             self.state.warn(Warning::ClientBound(why));
         }
         self.state.store.push(t, &cols);
+        self.state.latency = vec![
+            ("connect_latency", Buckets::of(&self.run_latency[0])),
+            ("total_latency", Buckets::of(&self.run_latency[1])),
+        ];
         self.rolling_crosscheck(t);
         if let Some(f) = &mut self.folder {
             let vals: Vec<(&str, f64)> = cols
