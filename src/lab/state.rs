@@ -151,6 +151,8 @@ pub struct LabState {
     pub lab: String,
     pub knobs: Knobs,
     pub store: Store,
+    /// The scenario's thresholds judged on the session so far (TUI; empty without any).
+    pub verdicts: Vec<crate::report::thresholds::Verdict>,
     /// Connect and total latency since the start, in fixed buckets (for `--metrics`).
     pub latency: Vec<(&'static str, crate::metrics::hist::Buckets)>,
     /// Seconds since the run started (of the latest sample).
@@ -178,6 +180,7 @@ impl LabState {
             knobs,
             store: Store::new(200_000),
             latency: Vec::new(),
+            verdicts: Vec::new(),
             elapsed_s: 0.0,
             interval_s,
             warnings: Vec::new(),

@@ -143,6 +143,8 @@ pub struct Controller {
     /// Client-counted responses over the whole run (for the final cross-check).
     /// Every worker report's counts since the start, the final drain included.
     pub run: Counters,
+    /// When the TUI next judges the thresholds live.
+    next_verdicts: Option<Instant>,
     /// Connect and total latency since the start (for the OpenMetrics histograms).
     run_latency: [hdrhistogram::Histogram<u64>; 2],
     /// (client responses, server responses, difference %) once the run has stopped.
@@ -216,6 +218,7 @@ impl Controller {
             opts,
             notices: Vec::new(),
             run: Counters::default(),
+            next_verdicts: None,
             run_latency: [
                 crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
@@ -422,6 +425,9 @@ impl super::LabControl for Controller {
     }
     fn pump(&mut self) -> anyhow::Result<()> {
         Controller::pump(self)?;
+        if self.deadline.is_some() {
+            self.live_verdicts();
+        }
         if self.opts.interrupted.load(Ordering::Relaxed) {
             bail!("interrupted by a signal");
         }

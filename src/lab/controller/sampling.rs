@@ -279,11 +279,37 @@ impl Controller {
     pub fn end_point(&mut self) -> Option<Window> {
         self.pump_messages();
         let (t0, client, s0) = self.point.take()?;
-        let t1 = self.elapsed();
         self.access.point = self
             .access
             .last
             .map(|b| b.since(&self.access.at_point.unwrap_or_default()));
+        let paths = self
+            .paths
+            .iter_mut()
+            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
+            .collect();
+        Some(self.window(t0, client, s0, paths))
+    }
+
+    /// The open window as it stands now, left open (the TUI's live threshold verdicts).
+    pub fn peek_point(&self) -> Option<Window> {
+        let (t0, client, s0) = self.point.clone()?;
+        let paths = self
+            .paths
+            .iter()
+            .map(|p| (p.name.clone(), p.window.clone()))
+            .collect();
+        Some(self.window(t0, client, s0, paths))
+    }
+
+    fn window(
+        &self,
+        t0: f64,
+        client: ClientTotals,
+        s0: Option<ServerStats>,
+        paths: Vec<(String, ClientTotals)>,
+    ) -> Window {
+        let t1 = self.elapsed();
         let (server_rate, server_responses) = match (s0, &self.server_last) {
             (Some(a), Some(b)) if b.t_s > a.t_s => {
                 let n = b.responses.saturating_sub(a.responses);
@@ -291,18 +317,29 @@ impl Controller {
             }
             _ => (None, None),
         };
-        let paths = self
-            .paths
-            .iter_mut()
-            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
-            .collect();
-        Some(Window {
+        Window {
             t0,
             t1,
             client,
             paths,
             server_rate,
             server_responses,
-        })
+        }
+    }
+
+    /// Every 2 s in the TUI: the scenario's thresholds judged on the session so far, for the
+    /// status line (the final verdicts are taken when the session ends).
+    pub(super) fn live_verdicts(&mut self) {
+        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        if gate.is_empty() || self.next_verdicts.is_some_and(|t| t > Instant::now()) {
+            return;
+        }
+        self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
+        if let Some(w) = self.peek_point() {
+            let row = crate::lab::run::summary_row(self, 1, w);
+            let mut v = gate.judge_point(&row);
+            v.extend(gate.judge_run(std::slice::from_ref(&row)));
+            self.state.verdicts = v;
+        }
     }
 }
