@@ -405,3 +405,48 @@ fn report_md_has_a_per_path_table_and_says_what_latencies_cover() {
         "{md}"
     );
 }
+
+#[test]
+fn curves_with_missing_points_are_gaps_and_report_md_lists_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    // Point 6 (the last, client-bound but not failed) has no ESTABLISHED count, point 2 no
+    // TIME_WAIT count; point 5 failed (said as FAILED, not listed here).
+    let path = run.join("summary.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let points = v["points"].as_array_mut().unwrap();
+    points[5]["established_mean"] = serde_json::Value::Null;
+    points[1]["time_wait_mean"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+
+    let data = synlab::report::read::read_run(&run).unwrap();
+    let runs = std::slice::from_ref(&data);
+    let ctx = synlab::report::figures::Ctx::new(runs, String::new());
+    let figs = synlab::report::figures::sweep_figures(&ctx);
+    let conn = figs.iter().find(|f| f.stem == "connections").unwrap();
+    let estab = conn.panels[0]
+        .series
+        .iter()
+        .find(|s| s.name == "ESTABLISHED (mean)")
+        .unwrap();
+    let ys: Vec<bool> = estab.points.iter().map(|p| p.y.is_some()).collect();
+    // Sorted by offered rate: 250 .. 1500; point 5 (failed) and point 6 are gaps.
+    assert_eq!(ys, [true, true, true, true, false, false], "{estab:?}");
+    assert_eq!(
+        ctx.missing(),
+        [
+            "point 2: no TIME_WAIT (mean)",
+            "point 6: no ESTABLISHED (mean)"
+        ]
+    );
+
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    assert!(
+        md.contains(
+            "Values missing from the curves (each is a gap: the curve breaks, or ends early, there):\n\n\
+             - point 2: no TIME_WAIT (mean)\n- point 6: no ESTABLISHED (mean)\n"
+        ),
+        "{md}"
+    );
+}

@@ -62,6 +62,7 @@ pub fn report(
     runs: &[RunData],
     plots: &[PlotRef],
     plot_errors: &[String],
+    missing: &[String],
     machine: &MachineLine,
     written_at: &str,
 ) -> String {
@@ -155,6 +156,17 @@ pub fn report(
     }
     for e in plot_errors {
         let _ = writeln!(md, "- ⚠ {}", esc(e));
+    }
+    if !missing.is_empty() {
+        let _ = writeln!(
+            md,
+            "Values missing from the curves (each is a gap: the curve breaks, or ends early, \
+             there):\n"
+        );
+        for m in missing {
+            let _ = writeln!(md, "- {}", esc(m));
+        }
+        let _ = writeln!(md);
     }
 
     for r in runs {
