@@ -271,3 +271,138 @@ fn a_missing_access_log_is_refused_at_start_naming_it() {
         "{msg}"
     );
 }
+
+/// issue 14's truth test: nginx in the lab behind two paths (0 ms, and 100 ms RTT with 1 %
+/// loss each way), a few seconds at 200/s. The run's counts are held against nginx's own log,
+/// the SYNs pcap saw against the clients' kernels' count of connects, and each path's connect
+/// p50 against its RTT.
+#[test]
+fn nginx_two_paths_run_totals_agree_with_its_log_pcap_and_the_clients_kernels() {
+    if !probe_support::privileged("nginx truth test") || !installed(TargetKind::Nginx) {
+        return;
+    }
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    // A 3 s connect timeout leaves room for one SYN retransmission (1 s RTO) plus the RTT,
+    // so a lost SYN costs a retry, not an error.
+    let sc = r#"
+name = "truth-nginx"
+duration = "6s"
+[target]
+kind = "nginx"
+workers = 2
+keepalive = false
+[load]
+mode = "open"
+rate = 200
+timeout = "3s"
+[network]
+backend = "router"
+[[network.path]]
+name = "lan"
+rtt = "0ms"
+[[network.path]]
+name = "wan"
+rtt = "100ms"
+loss = "1%"
+"#;
+    let sc = synlab::scenario::parse("truth.toml", sc).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (dir, rows, cut) =
+        synlab::lab::run::run_scenario(sc, opts(Some(out.path())), false).unwrap();
+    assert!(!cut, "not interrupted");
+    assert!(rows.iter().all(|r| !r.failed), "{rows:?}");
+    let dir = dir.expect("a run folder");
+    let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let t = &v["run_totals"];
+    let n = |k: &str| {
+        t[k].as_u64()
+            .unwrap_or_else(|| panic!("run_totals.{k} missing: {t}"))
+    };
+    let e = |k: &str| t["errors_by_kind"][k].as_u64().unwrap();
+
+    // 1. Responses against nginx's access log (a fresh file in the run folder: every line was
+    // written during the run). Each response the clients counted was answered, so logged:
+    // responses <= lines. A logged request without a counted response is one whose client
+    // gave up or failed after sending it (response timeout, reset, bad response) or that was
+    // still open at the drain's bound (in_flight_at_end), so
+    // lines <= responses + in_flight_at_end + response_timeouts + resets + bad_responses.
+    let log = std::fs::read_to_string(dir.join("nginx/access.log")).unwrap();
+    let lines = log.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+    let responses = n("responses");
+    let after_request =
+        n("in_flight_at_end") + e("response_timeouts") + e("resets") + e("bad_responses");
+    eprintln!(
+        "responses {responses}, access log lines {lines}, in flight at end {}, failed after the request {}",
+        n("in_flight_at_end"),
+        after_request - n("in_flight_at_end")
+    );
+    assert!(responses > 500, "{t}");
+    assert!(
+        responses <= lines && lines <= responses + after_request,
+        "responses {responses}, access log lines {lines}, in flight at end / failed after the request {after_request}: {t}"
+    );
+    assert_eq!(
+        n("server_responses"),
+        lines,
+        "run_totals.server_responses is the log's count"
+    );
+    assert!(
+        v["meta"]["check_responses"]["diff_pct"]
+            .as_f64()
+            .unwrap()
+            .abs()
+            <= 0.5
+    );
+
+    // 2. SYNs: counted by pcap (never estimated), against the clients' TcpActiveOpens. A
+    // connect counts once in ActiveOpens however often its SYN is sent; pcap counts every SYN
+    // that reaches the server, and marks a SYN seen again (same 4-tuple and ISN) as a retry.
+    // So syn_in - syn_retrans is the connects with a SYN through: all of them but those whose
+    // every SYN was lost, which ended as connect timeouts or were open at the end.
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let mut csv_lines = csv.lines();
+    let head: Vec<&str> = csv_lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (est, drops) = (col("syn_in_estimated"), col("pcap_drops"));
+    for row in csv_lines {
+        let f: Vec<&str> = row.split(',').collect();
+        assert!(
+            f[est].is_empty() || f[est] == "0",
+            "syn_in_estimated 0 (pcap): {row}"
+        );
+        assert!(
+            f[drops].is_empty() || f[drops] == "0",
+            "pcap dropped nothing: {row}"
+        );
+    }
+    let (syn, retrans, opens) = (n("syn_in"), n("syn_retrans"), n("client_active_opens"));
+    let never_through = e("connect_timeouts") + n("in_flight_at_end");
+    eprintln!(
+        "pcap SYNs {syn} ({retrans} retries), clients' TcpActiveOpens {opens}, connect timeouts {}",
+        e("connect_timeouts")
+    );
+    assert!(
+        syn - retrans <= opens && opens <= syn - retrans + never_through,
+        "pcap SYNs {syn} less retries {retrans} against ActiveOpens {opens} (connect timeouts + in flight {never_through}): {t}"
+    );
+    // An attempt refused a socket or a port (EMFILE, EADDRNOTAVAIL) never reached connect().
+    assert_eq!(
+        n("attempts") - e("out_of_fds") - e("addr_not_avail"),
+        opens,
+        "every attempt with a socket and a port is one connect in the clients' kernels: {t}"
+    );
+
+    // 3. Per path: connect p50 within 2 ms of the path's RTT.
+    let paths = v["points"][0]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    for (p, rtt) in paths.iter().zip([0.0, 100.0]) {
+        let p50 = p["connect_p50_ms"].as_f64().unwrap();
+        eprintln!("path {}: connect p50 {p50:.2} ms, RTT {rtt} ms", p["name"]);
+        assert!(
+            (p50 - rtt).abs() <= 2.0,
+            "path {}: connect p50 {p50} ms, RTT {rtt} ms",
+            p["name"]
+        );
+    }
+}

@@ -327,3 +327,126 @@ fn syn_checks_within_their_counting_noise_are_not_flagged() {
     assert!(md.contains("whichever is larger"), "{md}");
     assert!(md.contains("counting noise where that is larger"), "{md}");
 }
+
+/// A point's `paths` and `totals` in summary.json.
+fn with_paths_and_totals(run: &Path) {
+    let path = run.join("summary.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let points = v["points"].as_array_mut().unwrap();
+    points[3]["paths"] = serde_json::json!([
+        {"name": "lan", "attempts_per_s": 500.2, "throughput_per_s": 498.7, "errors_per_s": 0.0,
+         "connect_timeouts": 0, "connect_p50_ms": 0.291, "connect_p99_ms": 1.234,
+         "total_p50_ms": 1.05, "total_p90_ms": 2.0, "total_p99_ms": 4.44},
+        // Nothing completed on this path: its percentiles are null.
+        {"name": "wan|lossy", "attempts_per_s": 499.9, "throughput_per_s": 0.0, "errors_per_s": 120.5,
+         "connect_timeouts": 1205, "connect_p50_ms": 100.22, "connect_p99_ms": 1101.0,
+         "total_p50_ms": null, "total_p90_ms": null, "total_p99_ms": null}
+    ]);
+    let totals = |responses: u64, ct: u64, rt: u64, refused: u64| {
+        serde_json::json!({
+            "attempts": responses + ct + rt + refused, "established": responses + rt,
+            "responses": responses, "non2xx": 0, "errors": ct + rt + refused,
+            "errors_by_kind": {"connect_timeouts": ct, "refused": refused, "resets": 0,
+                "bad_responses": 0, "response_timeouts": rt, "addr_not_avail": 0,
+                "out_of_fds": 0, "other": 0},
+            "in_flight_at_end": 0, "syn_in": null, "server_responses": null
+        })
+    };
+    points[3]["totals"] = totals(8521, 0, 0, 0);
+    points[4]["totals"] = totals(6374, 6096, 12, 3);
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn report_md_has_a_per_path_table_and_says_what_latencies_cover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    with_paths_and_totals(&run);
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    // Only point 4 has paths: one table, its rows in order.
+    assert_eq!(md.matches("per path**").count(), 1, "{md}");
+    let table = md
+        .split("**Point 4 per path** (`load.rate` = 1000):\n\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-path table for point 4:\n{md}"));
+    let rows: Vec<&str> = table.lines().take_while(|l| l.starts_with('|')).collect();
+    assert_eq!(
+        rows,
+        [
+            "| path | attempts/s | responses/s | errors/s | connect p50 ms | connect p99 ms | total p50 ms | total p99 ms | connect timeouts |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| lan | 500 | 499 | 0 | 0.29 | 1.23 | 1.05 | 4.44 | 0 |",
+            "| wan\\|lossy | 500 | 0 | 120 | 100 | 1101 | – | – | 1205 |",
+        ],
+        "{md}"
+    );
+    // The summary table says what the percentiles cover where the point has counts.
+    assert!(md.contains("| latencies over | status |"), "{md}");
+    let row = |n: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {n} |")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        row("4").contains("| 8521 completed, 0 timed out |"),
+        "{}",
+        row("4")
+    );
+    assert!(
+        row("5").contains("| 6374 completed, 6108 timed out, 3 failed otherwise |"),
+        "{}",
+        row("5")
+    );
+    assert!(row("1").contains("| – |"), "{}", row("1"));
+    assert!(
+        md.contains("Latency percentiles cover completed requests only"),
+        "{md}"
+    );
+}
+
+#[test]
+fn curves_with_missing_points_are_gaps_and_report_md_lists_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    // Point 6 (the last, client-bound but not failed) has no ESTABLISHED count, point 2 no
+    // TIME_WAIT count; point 5 failed (said as FAILED, not listed here).
+    let path = run.join("summary.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let points = v["points"].as_array_mut().unwrap();
+    points[5]["established_mean"] = serde_json::Value::Null;
+    points[1]["time_wait_mean"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+
+    let data = synlab::report::read::read_run(&run).unwrap();
+    let runs = std::slice::from_ref(&data);
+    let ctx = synlab::report::figures::Ctx::new(runs, String::new());
+    let figs = synlab::report::figures::sweep_figures(&ctx);
+    let conn = figs.iter().find(|f| f.stem == "connections").unwrap();
+    let estab = conn.panels[0]
+        .series
+        .iter()
+        .find(|s| s.name == "ESTABLISHED (mean)")
+        .unwrap();
+    let ys: Vec<bool> = estab.points.iter().map(|p| p.y.is_some()).collect();
+    // Sorted by offered rate: 250 .. 1500; point 5 (failed) and point 6 are gaps.
+    assert_eq!(ys, [true, true, true, true, false, false], "{estab:?}");
+    assert_eq!(
+        ctx.missing(),
+        [
+            "point 2: no TIME_WAIT (mean)",
+            "point 6: no ESTABLISHED (mean)"
+        ]
+    );
+
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    assert!(
+        md.contains(
+            "Values missing from the curves (each is a gap: the curve breaks, or ends early, there):\n\n\
+             - point 2: no TIME_WAIT (mean)\n- point 6: no ESTABLISHED (mean)\n"
+        ),
+        "{md}"
+    );
+}

@@ -529,6 +529,13 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         if let Some(n) = non2xx_note(r) {
             notes.push(n);
         }
+        // Timed-out attempts have no latency: say what the percentiles leave out.
+        if let Some(t) = &r.totals {
+            notes.push(format!(
+                "p50/p99 over {}",
+                crate::report::markdown::latency_cover(t)
+            ));
+        }
         s.push_str(&format!(
             "{:>3} {:>8} {:>12} {} {} {} {} {} {} {}  {}\n",
             r.point,
@@ -640,6 +647,34 @@ mod tests {
         assert_eq!(
             commands_for("load.concurrency", pts[3].value.unwrap(), Mode::Sclient),
             vec![Command::SetSockets(8)]
+        );
+    }
+
+    #[test]
+    fn the_run_table_says_what_the_latency_percentiles_cover() {
+        let c = crate::model::Counters {
+            attempts: 1000,
+            responses: 900,
+            connect_timeouts: 80,
+            response_timeouts: 15,
+            refused: 5,
+            ..Default::default()
+        };
+        let row = SummaryRow {
+            point: 1,
+            total_p99_ms: 140.0,
+            totals: Some(Totals::of(&c, 0)),
+            ..Default::default()
+        };
+        let table = summary_table(&[row, SummaryRow::default()]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[1].ends_with("p50/p99 over 900 completed, 95 timed out, 5 failed otherwise"),
+            "{table}"
+        );
+        assert!(
+            !lines[2].contains("p50/p99 over"),
+            "no counts, no note: {table}"
         );
     }
 

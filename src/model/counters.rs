@@ -118,6 +118,14 @@ pub struct Totals {
     /// SYNs the server's interface saw (pcap), when captured, as of the probe sample nearest
     /// before the end.
     pub syn_in: Option<u64>,
+    /// Of `syn_in`, SYNs seen again with the same 4-tuple and ISN (the clients' retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syn_retrans: Option<u64>,
+    /// The clients' kernels' own count of connects: TcpActiveOpens summed over the client
+    /// namespaces from the load's start (network lab only). Once per connect, retries or not:
+    /// `syn_in - syn_retrans` is this less the connects none of whose SYNs reached the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_active_opens: Option<u64>,
     /// The server's own count of responses (built-in server, or its access log), when known.
     pub server_responses: Option<u64>,
 }
@@ -158,6 +166,8 @@ impl Totals {
             },
             in_flight_at_end,
             syn_in: None,
+            syn_retrans: None,
+            client_active_opens: None,
             server_responses: None,
         }
     }

@@ -85,6 +85,9 @@ pub struct Ctx<'a> {
     pub param: String,
     pub x_axis: XAxis,
     pub subtitle: String,
+    /// Points a curve has no value at (drawn as gaps), as report.md lists them: "point 5: no
+    /// ESTABLISHED (mean)". Failed points are said elsewhere and not listed.
+    missing: std::cell::RefCell<Vec<(usize, f64, String)>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -125,6 +128,27 @@ impl<'a> Ctx<'a> {
             param,
             x_axis,
             subtitle,
+            missing: Default::default(),
+        }
+    }
+
+    /// The points missing from the curves drawn so far, once each, by run and point.
+    pub fn missing(&self) -> Vec<String> {
+        let mut m = self.missing.borrow().clone();
+        m.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        m.into_iter().map(|(_, _, line)| line).collect()
+    }
+
+    fn note_missing(&self, ri: usize, p: &Point, label: &str) {
+        let run = if self.runs.len() > 1 {
+            format!("`{}` ", self.runs[ri].name)
+        } else {
+            String::new()
+        };
+        let line = format!("{run}point {}: no {label}", p.text("point"));
+        let mut m = self.missing.borrow_mut();
+        if !m.iter().any(|(_, _, l)| *l == line) {
+            m.push((ri, p.num("point"), line));
         }
     }
 
@@ -171,7 +195,7 @@ impl<'a> Ctx<'a> {
     /// One series per (run, mode, metric); colors unique, line kind per metric.
     pub fn series(&self, metrics: &[(&str, &str, LineKind)]) -> Vec<Series> {
         let mut out = Vec::new();
-        for (gi, (_, run, mode, pts)) in self.groups().into_iter().enumerate() {
+        for (gi, (ri, run, mode, pts)) in self.groups().into_iter().enumerate() {
             for (mi, (key, label, line)) in metrics.iter().enumerate() {
                 if !pts.iter().any(|p| p.has(key)) {
                     continue;
@@ -181,6 +205,9 @@ impl<'a> Ctx<'a> {
                     .filter_map(|p| {
                         let x = self.x(p)?;
                         let y = Some(p.num(key)).filter(|y| y.is_finite() && !p.failed());
+                        if y.is_none() && !p.failed() {
+                            self.note_missing(ri, p, label);
+                        }
                         Some(XY {
                             x,
                             y,

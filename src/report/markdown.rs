@@ -62,6 +62,7 @@ pub fn report(
     runs: &[RunData],
     plots: &[PlotRef],
     plot_errors: &[String],
+    missing: &[String],
     machine: &MachineLine,
     written_at: &str,
 ) -> String {
@@ -155,6 +156,17 @@ pub fn report(
     }
     for e in plot_errors {
         let _ = writeln!(md, "- ⚠ {}", esc(e));
+    }
+    if !missing.is_empty() {
+        let _ = writeln!(
+            md,
+            "Values missing from the curves (each is a gap: the curve breaks, or ends early, \
+             there):\n"
+        );
+        for m in missing {
+            let _ = writeln!(md, "- {}", esc(m));
+        }
+        let _ = writeln!(md);
     }
 
     for r in runs {
@@ -323,8 +335,12 @@ fn summary_table(md: &mut String, r: &RunData) {
         .iter()
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
+    let covered = r.points.iter().any(|p| point_totals(p).is_some());
     let mut head = vec!["#".to_string(), "mode".into(), param_head(&param)];
     head.extend(cols.iter().map(|c| c.head.to_string()));
+    if covered {
+        head.push("latencies over".into());
+    }
     head.push("status".into());
     let _ = writeln!(md, "| {} |", head.join(" | "));
     let _ = writeln!(
@@ -354,6 +370,9 @@ fn summary_table(md: &mut String, r: &RunData) {
                 v
             }
         }));
+        if covered {
+            cells.push(point_totals(p).map_or("–".into(), |t| latency_cover(&t)));
+        }
         cells.push(status(p));
         let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
@@ -361,8 +380,79 @@ fn summary_table(md: &mut String, r: &RunData) {
         md,
         "\nValues are means over each point's hold. A point marked ⚠ (values in italics) was \
          client-bound: the load generator, not the server, set its numbers, so it is not a \
-         server measurement. Failed points are gaps in the plots.\n"
+         server measurement. Failed points are gaps in the plots.{}\n",
+        if covered {
+            " Latency percentiles cover completed requests only: \"latencies over\" says how \
+             many, and how many attempts timed out (or failed otherwise) and are not in them."
+        } else {
+            ""
+        }
     );
+    path_tables(md, r);
+}
+
+/// A point's counts (summary.json `points[i].totals`), when the run recorded them.
+fn point_totals(p: &Point) -> Option<crate::model::Totals> {
+    serde_json::from_str(&p.text("totals")).ok()
+}
+
+/// What a point's latency percentiles cover: "N completed, M timed out", and the attempts
+/// that failed otherwise (refused, reset, ...) when there were any. Timed-out attempts have no
+/// latency, so at overload the percentiles alone look better than the service was.
+pub fn latency_cover(t: &crate::model::Totals) -> String {
+    let k = &t.errors_by_kind;
+    let timed_out = k.connect_timeouts + k.response_timeouts;
+    let other = t.errors.saturating_sub(timed_out);
+    let mut s = format!("{} completed, {timed_out} timed out", t.responses);
+    if other > 0 {
+        let _ = write!(s, ", {other} failed otherwise");
+    }
+    s
+}
+
+/// One table per point that has per-path figures (`points[i].paths`, a network lab's paths).
+fn path_tables(md: &mut String, r: &RunData) {
+    let param = r.param();
+    for p in &r.points {
+        // Percentiles of a path with nothing completed are null: read by name, not as
+        // PathSummary (whose f64s do not take null).
+        let Ok(serde_json::Value::Array(paths)) = serde_json::from_str(&p.text("paths")) else {
+            continue;
+        };
+        if paths.is_empty() {
+            continue;
+        }
+        let at = if param.is_empty() {
+            "whole run".to_string()
+        } else {
+            format!("{} = {}", param_head(&param), value_cell(p))
+        };
+        let _ = writeln!(md, "**Point {} per path** ({at}):\n", p.text("point"));
+        let _ = writeln!(
+            md,
+            "| path | attempts/s | responses/s | errors/s | connect p50 ms | connect p99 ms | \
+             total p50 ms | total p99 ms | connect timeouts |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for x in &paths {
+            let f = |k: &str| num(x[k].as_f64().unwrap_or(f64::NAN));
+            let name = x["name"].as_str().unwrap_or("?");
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                esc(name),
+                f("attempts_per_s"),
+                f("throughput_per_s"),
+                f("errors_per_s"),
+                f("connect_p50_ms"),
+                f("connect_p99_ms"),
+                f("total_p50_ms"),
+                f("total_p99_ms"),
+                f("connect_timeouts")
+            );
+        }
+        let _ = writeln!(md);
+    }
 }
 
 fn cross_checks(md: &mut String, r: &RunData) {

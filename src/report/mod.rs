@@ -55,7 +55,7 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
         figures::sweep_figures(&ctx)
     };
     figs.extend(figures::timeseries_figure(&run, &subtitle));
-    write_all(run_dir, runs, figs, &machine)
+    write_all(run_dir, runs, figs, &ctx.missing(), &machine)
 }
 
 /// Overlays run `b` on run `a`: writes `A/compare-<B name>/plots/*` and `report.md` there.
@@ -100,13 +100,14 @@ pub fn write_comparison(a: &Path, b: &Path) -> anyhow::Result<PathBuf> {
     let ctx = Ctx::new(&runs, subtitle);
     let figs = figures::sweep_figures(&ctx);
     let out = a.join(format!("compare-{}", runs[1].name));
-    write_all(&out, &runs, figs, &machine)
+    write_all(&out, &runs, figs, &ctx.missing(), &machine)
 }
 
 fn write_all(
     out: &Path,
     runs: &[RunData],
     figs: Vec<plots::Figure>,
+    missing: &[String],
     machine: &MachineLine,
 ) -> anyhow::Result<PathBuf> {
     let plot_dir = out.join("plots");
@@ -125,7 +126,7 @@ fn write_all(
         }
     }
     let written_at = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
-    let md = markdown::report(runs, &refs, &errors, machine, &written_at);
+    let md = markdown::report(runs, &refs, &errors, missing, machine, &written_at);
     let path = out.join("report.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)

@@ -50,6 +50,9 @@ impl Controller {
     /// Stops the workers and the target, then writes the events file.
     pub fn shutdown(&mut self) {
         self.drain_workers();
+        // Read once nothing connects any more, before the lab (and its namespaces) goes.
+        let opens_end = self.client_active_opens();
+        let last_probe = self.probe_after_drain();
         self.probe.take();
         self.send_all(&Control::Stop);
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -118,9 +121,21 @@ impl Controller {
         let check = self.final_check;
         let run = self.run;
         let store = &self.state.store;
-        let syn_total = (store.last(crate::lab::columns::SYN_IN_ESTIMATED) == Some(0.0))
-            .then(|| store.last(crate::lab::columns::SYN_IN_TOTAL))
-            .flatten();
+        let (syn_total, syn_retrans) = match last_probe {
+            Some(p) if p.syn_source != crate::probe::SynSource::Estimated => {
+                (p.m.syn_in_total, p.m.syn_retrans_total)
+            }
+            Some(_) => (None, None),
+            None => (
+                (store.last(crate::lab::columns::SYN_IN_ESTIMATED) == Some(0.0))
+                    .then(|| store.last(crate::lab::columns::SYN_IN_TOTAL))
+                    .flatten(),
+                None,
+            ),
+        };
+        let client_opens = opens_end
+            .zip(self.state.client_opens_at_load_start)
+            .map(|(end, start)| end.saturating_sub(start));
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
         let notices = self.notices.clone();
         let access = self.access_summary();
@@ -150,9 +165,26 @@ impl Controller {
             let mut totals = Totals::of(&run, run.in_flight_at_end);
             totals.server_responses = check.map(|(_, sv, _)| sv);
             totals.syn_in = syn_total.map(|v| v as u64);
+            totals.syn_retrans = syn_retrans.map(|v| v as u64);
+            totals.client_active_opens = client_opens;
             f.run_totals = Some(totals);
             let _ = f.write_summary();
             f.log("stopped; everything started by this run has exited");
         }
+    }
+
+    /// A probe sample taken after the drain, so the run's SYN totals include the last
+    /// connections' (pcap's counts lag by up to 50 ms). None without probes or if none comes
+    /// within two intervals.
+    fn probe_after_drain(&mut self) -> Option<crate::probe::ProbeSample> {
+        let rx = self.probe_rx.as_ref()?;
+        let after = Instant::now() + Duration::from_millis(60);
+        let deadline = after + self.interval * 2 + Duration::from_millis(200);
+        while let Ok(p) = rx.recv_deadline(deadline) {
+            if p.at >= after {
+                return Some(p);
+            }
+        }
+        None
     }
 }

@@ -259,6 +259,39 @@ impl Controller {
         }
     }
 
+    /// The clients' kernels' count of connects: `Tcp: ActiveOpens` of /proc/net/snmp summed
+    /// over the lab's client namespaces (read from a thread inside each). None without a lab
+    /// or when one cannot be read (said in run.log).
+    pub(super) fn client_active_opens(&mut self) -> Option<u64> {
+        let netns: Vec<String> = self
+            .net
+            .as_ref()?
+            .paths
+            .iter()
+            .map(|p| p.netns.clone())
+            .collect();
+        let mut sum = 0;
+        for ns in netns {
+            let read = crate::sys::netns::in_netns(&ns, || {
+                let text = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+                let mut c = crate::probe::procnet::NetCounters::default();
+                c.parse_into("/proc/net/snmp", &text)?;
+                c.counter("Tcp.ActiveOpens")
+                    .ok_or_else(|| anyhow::anyhow!("no Tcp ActiveOpens"))
+            });
+            match read.and_then(|r| r) {
+                Ok(n) => sum += n,
+                Err(e) => {
+                    self.log(&format!(
+                        "client TcpActiveOpens in netns {ns} unreadable: {e:#}"
+                    ));
+                    return None;
+                }
+            }
+        }
+        Some(sum)
+    }
+
     /// Starts counting a measurement window (a sweep point's hold).
     pub fn begin_point(&mut self) {
         self.pump_messages();
