@@ -168,10 +168,6 @@ pub struct LabState {
     /// Per-core CPU of the latest sample: (user, system, irq+softirq, idle) %.
     pub cpu_cores: Vec<[f64; 4]>,
     pub finished: bool,
-    /// The clients' TcpActiveOpens (summed over the lab's client namespaces) when the load
-    /// started: the run's count of connects starts here (the target's readiness probes came
-    /// before it).
-    pub client_opens_at_load_start: Option<u64>,
 }
 
 impl LabState {
@@ -193,7 +189,6 @@ impl LabState {
             step: None,
             cpu_cores: Vec::new(),
             finished: false,
-            client_opens_at_load_start: None,
         }
     }
 

@@ -134,7 +134,7 @@ impl Controller {
             ),
         };
         let client_opens = opens_end
-            .zip(self.state.client_opens_at_load_start)
+            .zip(self.client_opens_at_load_start)
             .map(|(end, start)| end.saturating_sub(start));
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
         let notices = self.notices.clone();

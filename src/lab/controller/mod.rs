@@ -143,6 +143,9 @@ pub struct Controller {
     /// Client-counted responses over the whole run (for the final cross-check).
     /// Every worker report's counts since the start, the final drain included.
     pub run: Counters,
+    /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
+    /// connects came before), for the run's count of connects.
+    client_opens_at_load_start: Option<u64>,
     /// When the TUI next judges the thresholds live.
     next_verdicts: Option<Instant>,
     /// Connect and total latency since the start (for the OpenMetrics histograms).
@@ -219,6 +222,7 @@ impl Controller {
             notices: Vec::new(),
             run: Counters::default(),
             next_verdicts: None,
+            client_opens_at_load_start: None,
             run_latency: [
                 crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),

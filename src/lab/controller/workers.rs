@@ -81,8 +81,8 @@ impl Controller {
 
     pub(super) fn start_workers(&mut self) -> anyhow::Result<()> {
         self.plan_slots();
-        if self.state.client_opens_at_load_start.is_none() {
-            self.state.client_opens_at_load_start = self.client_active_opens();
+        if self.client_opens_at_load_start.is_none() {
+            self.client_opens_at_load_start = self.client_active_opens();
         }
         for id in 0..self.slots.len() as u32 {
             let cfg = self.worker_config(id);
