@@ -61,9 +61,9 @@ pub enum Cmd {
     Probe(crate::probe::cli::ProbeArgs),
     /// Bring the network lab up or down by hand, or list its leftovers.
     Net(crate::net::cli::NetArgs),
-    /// Make plots and report.md for a run folder (two folders: overlay them).
+    /// Make plots and report.md for a run folder (several folders of one sweep: overlay them).
     Report {
-        #[arg(required = true, num_args = 1..=2)]
+        #[arg(required = true, num_args = 1..)]
         runs: Vec<PathBuf>,
     },
     /// Compare a run with a baseline run point by point; exit 3 on a regression past the limit.

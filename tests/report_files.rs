@@ -249,6 +249,32 @@ fn two_runs_overlay_with_their_names() {
         .exists());
 }
 
+/// Three runs of one sweep overlay into the first one's folder: every run's curve is drawn
+/// and summarised.
+#[test]
+fn three_runs_overlay_into_one_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = ["builtin", "nginx", "apache"]
+        .iter()
+        .map(|n| fixture_run(tmp.path(), n))
+        .collect();
+    let md_path = synlab::report::write_overlay(&dirs).unwrap();
+    assert_eq!(md_path, dirs[0].join("compare-nginx-apache/report.md"));
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(
+        md.contains("# synlab comparison: `builtin` vs `nginx` vs `apache`"),
+        "{md}"
+    );
+    let t = svg_text(&dirs[0].join("compare-nginx-apache/plots/throughput.svg"));
+    for n in ["builtin", "nginx", "apache"] {
+        assert!(md.contains(&format!("## Summary: `{n}`")), "{md}");
+        assert!(t.contains(n), "{n} missing from the plot: {t}");
+    }
+    let e = synlab::report::write_overlay(&[dirs[0].clone(), dirs[1].clone(), dirs[0].clone()])
+        .unwrap_err();
+    assert!(e.to_string().contains("are the same run folder"), "{e}");
+}
+
 /// Turns the fixture into a run without a sweep (as a TUI session or a run of timed steps
 /// leaves): no [sweep] in scenario.toml, no param in the summary.
 fn unswept(run: &Path) {

@@ -21,13 +21,9 @@ use std::path::{Path, PathBuf};
 /// `synlab report RUN [RUN2]`.
 pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<()> {
     let md = match runs {
+        [] => anyhow::bail!("synlab report takes at least one run folder"),
         [one] => write_report(one)?,
-        [a, b] => write_comparison(a, b)?,
-        _ => anyhow::bail!(
-            "synlab report takes one run folder (plots and report.md) or two (an overlay of \
-             the second on the first); got {}",
-            runs.len()
-        ),
+        several => write_overlay(several)?,
     };
     println!("report: {}", md.display());
     println!("plots:  {}", md.with_file_name("plots").display());
@@ -60,46 +56,56 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// Overlays run `b` on run `a`: writes `A/compare-<B name>/plots/*` and `report.md` there.
 pub fn write_comparison(a: &Path, b: &Path) -> anyhow::Result<PathBuf> {
-    if let (Ok(ca), Ok(cb)) = (a.canonicalize(), b.canonicalize()) {
-        if ca == cb {
+    write_overlay(&[a.to_path_buf(), b.to_path_buf()])
+}
+
+/// Overlays the sweep curves of two or more runs of the same sweep parameter (e.g. one
+/// scenario against built-in, nginx and Apache targets) into the first run's folder, under
+/// `compare-<the others' names>`; returns that report.md's path.
+pub fn write_overlay(dirs: &[PathBuf]) -> anyhow::Result<PathBuf> {
+    let canon: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
+    for (i, c) in canon.iter().enumerate() {
+        if let Some(j) = canon[..i].iter().position(|o| o.is_some() && o == c) {
             anyhow::bail!(
                 "{} and {} are the same run folder: an overlay of a run on itself shows \
-                 nothing; give two different runs, or one folder for its own report",
-                a.display(),
-                b.display()
+                 nothing; give different runs, or one folder for its own report",
+                dirs[j].display(),
+                dirs[i].display()
             );
         }
     }
-    let runs = [read::read_run(a)?, read::read_run(b)?];
-    let (pa, pb) = (runs[0].param(), runs[1].param());
-    if let Some(flat) = [(a, &pa), (b, &pb)].iter().find(|(_, p)| p.is_empty()) {
+    let runs = dirs
+        .iter()
+        .map(|d| read::read_run(d))
+        .collect::<anyhow::Result<Vec<RunData>>>()?;
+    if let Some(i) = runs.iter().position(|r| r.param().is_empty()) {
         anyhow::bail!(
-            "{} has no sweep (a TUI session or a run of timed steps): `synlab report A B` overlays \
-             the curves of two sweeps over the same parameter; run `synlab report` on each \
+            "{} has no sweep (a TUI session or a run of timed steps): `synlab report A B ...` \
+             overlays the curves of sweeps over the same parameter; run `synlab report` on each \
              folder instead",
-            flat.0.display()
+            dirs[i].display()
         );
     }
-    if pa != pb {
+    let p0 = runs[0].param();
+    if let Some(i) = runs.iter().position(|r| r.param() != p0) {
         anyhow::bail!(
-            "cannot overlay {} (sweeps `{pa}`) and {} (sweeps `{pb}`): compare runs of the same \
+            "cannot overlay {} (sweeps `{p0}`) and {} (sweeps `{}`): compare runs of the same \
              sweep parameter",
-            a.display(),
-            b.display()
+            dirs[0].display(),
+            dirs[i].display(),
+            runs[i].param()
         );
     }
     let machine = machine_line(&runs[0]);
-    let subtitle = format!(
-        "{}: {} · {}: {}\nmachine: {}",
-        runs[0].name,
-        runs[0].backend(),
-        runs[1].name,
-        runs[1].backend(),
-        machine.text
-    );
+    let names: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{}: {}", r.name, r.backend()))
+        .collect();
+    let subtitle = format!("{}\nmachine: {}", names.join(" · "), machine.text);
     let ctx = Ctx::new(&runs, subtitle);
     let figs = figures::sweep_figures(&ctx);
-    let out = a.join(format!("compare-{}", runs[1].name));
+    let others: Vec<&str> = runs[1..].iter().map(|r| r.name.as_str()).collect();
+    let out = dirs[0].join(format!("compare-{}", others.join("-")));
     write_all(&out, &runs, figs, &ctx.missing(), &machine)
 }
 
