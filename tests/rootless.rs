@@ -115,6 +115,11 @@ impl Plain {
             .collect()
     }
 
+    fn assert_none_left(&self) {
+        let left = self.wait_none_left(5);
+        assert!(left.is_empty(), "synlab processes left: {left:?}");
+    }
+
     fn wait_none_left(&self, secs: u64) -> Vec<u32> {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
@@ -240,8 +245,7 @@ fn two_paths_rootless_connect_matches_rtt_syns_by_pcap_queue_fills_nothing_left(
         num(over, "accept_queue_max") >= 16.0 && num(over, "listen_overflows_per_s") > 0.0,
         "the accept queue did not reach its limit (16) under overload: {over}"
     );
-    let left = p.wait_none_left(5);
-    assert!(left.is_empty(), "synlab processes left: {left:?}");
+    p.assert_none_left();
 }
 
 #[test]
@@ -304,7 +308,6 @@ fn tui_opens_rootless_and_the_rtt_key_changes_the_path() {
         "name = \"rootless-tui\"\nduration = \"5m\"\n[load]\nmode = \"open\"\nrate = 200\n\
          [network]\nbackend = \"auto\"\n[[network.path]]\nname = \"wan\"\nrtt = \"20ms\"\n",
     );
-    let session = Session(format!("synlab-rootless-{}", std::process::id()));
     let mut words: Vec<String> = p.prefix.clone();
     words.extend([
         p.exe.display().to_string(),
@@ -319,17 +322,7 @@ fn tui_opens_rootless_and_the_rtt_key_changes_the_path() {
         p.dir.path().display(),
         words.join(" ")
     );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session.0,
-        "-x",
-        "160",
-        "-y",
-        "48",
-        &cmd,
-    ]);
+    let session = Session::start(&format!("synlab-rootless-{}", std::process::id()), &cmd);
     let screen = wait_for(
         &session.0,
         &|s| s.contains("lab rootless") && s.contains("rtt 20ms"),
@@ -348,8 +341,7 @@ fn tui_opens_rootless_and_the_rtt_key_changes_the_path() {
     tmux(&["send-keys", "-t", &session.0, "q"]);
     let screen = wait_for(&session.0, &|s| s.contains("SYNLAB-EXIT="), 20);
     assert!(screen.contains("SYNLAB-EXIT=0"), "{screen}");
-    let left = p.wait_none_left(5);
-    assert!(left.is_empty(), "synlab processes left: {left:?}");
+    p.assert_none_left();
 }
 
 /// The kernel's refusal is explained, naming the setting and the command that lifts it:
@@ -457,8 +449,7 @@ fn nginx_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
         responses, logged,
         "the clients' responses against nginx's access log: {t}"
     );
-    let left = p.wait_none_left(5);
-    assert!(left.is_empty(), "synlab processes left: {left:?}");
+    p.assert_none_left();
 }
 
 /// Without a subordinate range the rootless lab says what nginx needs instead of starting a
@@ -502,6 +493,5 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
             && err.contains("usermod --add-subuids"),
         "{err}"
     );
-    let left = p.wait_none_left(5);
-    assert!(left.is_empty(), "synlab processes left: {left:?}");
+    p.assert_none_left();
 }

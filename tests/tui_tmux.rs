@@ -31,23 +31,12 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
             .is_ok_and(|s| s.success());
     let before = namespaces();
     let tmp = tempfile::tempdir().unwrap();
-    let session = Session(format!("synlab-tui-{}", std::process::id()));
     let cmd = format!(
         "{} tui --out {}; echo SYNLAB-EXIT=$?; sleep 60",
         env!("CARGO_BIN_EXE_synlab"),
         tmp.path().display()
     );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session.0,
-        "-x",
-        "160",
-        "-y",
-        "48",
-        &cmd,
-    ]);
+    let session = Session::start(&format!("synlab-tui-{}", std::process::id()), &cmd);
 
     let screen = wait_for(
         &session.0,

@@ -32,7 +32,26 @@ pub fn wait_for(session: &str, what: &dyn Fn(&str) -> bool, secs: u64) -> String
     }
 }
 
+/// A detached tmux session of 160x48 running `cmd`; killed on drop.
 pub struct Session(pub String);
+
+impl Session {
+    pub fn start(name: &str, cmd: &str) -> Session {
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "160",
+            "-y",
+            "48",
+            cmd,
+        ]);
+        Session(name.to_string())
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
