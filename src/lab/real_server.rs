@@ -257,7 +257,11 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
 /// the fly; a real server needs each as a file).
 fn bytes_sizes(sc: &Scenario) -> Vec<u64> {
     let mut scenarios = vec![sc.clone()];
-    if let Some(sw) = sc.sweep.as_ref().filter(|s| s.param == "load.workload") {
+    if let Some(sw) = sc
+        .sweep
+        .as_ref()
+        .filter(|s| s.kind() == Some(crate::scenario::SweepParam::Workload))
+    {
         for v in &sw.values {
             if let Ok(w) = v.clone().try_into() {
                 let mut o = sc.clone();

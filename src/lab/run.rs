@@ -8,7 +8,7 @@ use crate::load::protocol::Mode;
 use crate::model::{PathSummary, Totals};
 use crate::report::run_folder::SummaryRow;
 use crate::report::thresholds::{Gate, Verdict};
-use crate::scenario::{Scenario, SweepValue};
+use crate::scenario::{Scenario, SweepParam, SweepValue};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,7 +63,9 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
                 .flat_map(|m| {
                     sw.values.iter().map(move |v| Point {
                         mode: m,
-                        value: crate::scenario::sweep_value(&sw.param, v).ok(),
+                        value: sw
+                            .kind()
+                            .and_then(|k| crate::scenario::sweep_value(k, v).ok()),
                         warmup: sw.warmup.secs(),
                         hold: sw.hold.secs(),
                         cooldown: sw.cooldown.secs(),
@@ -85,36 +87,40 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
     }
 }
 
-/// The knob changes that set a sweep value.
-pub fn commands_for(param: &str, v: SweepValue, mode: Mode) -> Vec<Command> {
+/// The knob changes that set a sweep value (every parameter named: a new one is a compile
+/// error here, not a sweep that silently changes nothing).
+pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command> {
     match (param, v) {
-        ("load.rate", SweepValue::Rate(r)) => vec![Command::SetRate(Some(r))],
-        ("load.sockets", SweepValue::Count(n)) => vec![Command::SetSockets(n)],
-        ("load.clients", SweepValue::Count(n)) => vec![Command::SetClients(n)],
-        ("load.concurrency", SweepValue::Count(n)) => {
+        (SweepParam::Rate, SweepValue::Rate(r)) => vec![Command::SetRate(Some(r))],
+        (SweepParam::Sockets, SweepValue::Count(n)) => vec![Command::SetSockets(n)],
+        (SweepParam::Clients, SweepValue::Count(n)) => vec![Command::SetClients(n)],
+        (SweepParam::Concurrency, SweepValue::Count(n)) => {
             if mode == Mode::Closed {
                 vec![Command::SetClients(n)]
             } else {
                 vec![Command::SetSockets(n)]
             }
         }
-        ("load.burst", SweepValue::Burst { ratio, fraction }) => vec![
+        (SweepParam::Burst, SweepValue::Burst { ratio, fraction }) => vec![
             Command::SetBurst { ratio, fraction },
             Command::BurstOn(ratio > 1.0),
         ],
-        ("network.rtt", SweepValue::Rtt(d)) => vec![Command::SetRtt {
+        (SweepParam::Rtt, SweepValue::Rtt(d)) => vec![Command::SetRtt {
             path: None,
             rtt_ms: d.secs() * 1000.0,
         }],
-        ("network.loss", SweepValue::Loss(p)) => vec![Command::SetLoss {
+        (SweepParam::Loss, SweepValue::Loss(p)) => vec![Command::SetLoss {
             path: None,
             loss_pct: p.0,
         }],
-        ("network.bandwidth", SweepValue::Bandwidth(b)) => vec![Command::SetBandwidth {
+        (SweepParam::Bandwidth, SweepValue::Bandwidth(b)) => vec![Command::SetBandwidth {
             path: None,
             bps: Some(b.0),
         }],
-        _ => Vec::new(),
+        // No knob: the sweep restarts the workers with the new count or request mix.
+        (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
+        // sweep_value gives each parameter its own kind of value.
+        (p, v) => unreachable!("{} cannot take the value {v}", p.name()),
     }
 }
 
@@ -322,6 +328,7 @@ pub fn run_gated(
         .as_ref()
         .map(|s| s.param.clone())
         .unwrap_or_default();
+    let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let name = sc.name.clone();
     let mut ctrl = Controller::start(sc, opts)?;
     let t0 = std::time::SystemTime::now() - Duration::from_secs_f64(ctrl.elapsed());
@@ -376,7 +383,7 @@ pub fn run_gated(
             }
         }
         if let Some(v) = p.value {
-            if let ("load.workers", crate::scenario::SweepValue::Count(n)) = (param.as_str(), v) {
+            if let (Some(SweepParam::Workers), SweepValue::Count(n)) = (kind, v) {
                 if let Err(e) = ctrl.restart_workers(n) {
                     failed = Some(format!("{e:#}"));
                 }
@@ -389,7 +396,7 @@ pub fn run_gated(
                     failed = Some(format!("{e:#}"));
                 }
             }
-            for c in commands_for(&param, v, ctrl.mode()) {
+            for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
                 if let Err(e) = ctrl.apply(c) {
                     failed = Some(e);
                 }
@@ -641,11 +648,15 @@ mod tests {
         assert_eq!(pts[0].mode, Some(Mode::Closed));
         assert_eq!(pts[10].mode, Some(Mode::Sclient));
         assert_eq!(
-            commands_for("load.concurrency", pts[3].value.unwrap(), Mode::Closed),
+            commands_for(SweepParam::Concurrency, pts[3].value.unwrap(), Mode::Closed),
             vec![Command::SetClients(8)]
         );
         assert_eq!(
-            commands_for("load.concurrency", pts[3].value.unwrap(), Mode::Sclient),
+            commands_for(
+                SweepParam::Concurrency,
+                pts[3].value.unwrap(),
+                Mode::Sclient
+            ),
             vec![Command::SetSockets(8)]
         );
     }

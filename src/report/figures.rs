@@ -21,33 +21,35 @@ pub enum ParamKind {
 }
 
 pub fn param_kind(param: &str) -> ParamKind {
-    match param {
-        "load.rate" => ParamKind::Rate,
-        "load.concurrency" | "load.sockets" | "load.clients" | "load.workers" => ParamKind::Count,
-        "network.rtt" => ParamKind::Rtt,
-        "network.loss" => ParamKind::Loss,
-        "load.burst" => ParamKind::Burst,
-        _ => ParamKind::Other,
+    use crate::scenario::SweepParam as P;
+    match P::from_name(param) {
+        Some(P::Rate) => ParamKind::Rate,
+        Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
+        Some(P::Rtt) => ParamKind::Rtt,
+        Some(P::Loss) => ParamKind::Loss,
+        Some(P::Burst) => ParamKind::Burst,
+        Some(P::Workload | P::Bandwidth) | None => ParamKind::Other,
     }
 }
 
 /// The x axis label, with units, for a sweep parameter.
 pub fn x_label(param: &str) -> String {
-    match param {
-        "load.rate" => "offered rate (connection attempts/s)".into(),
-        "load.concurrency" => {
+    use crate::scenario::SweepParam as P;
+    match P::from_name(param) {
+        Some(P::Rate) => "offered rate (connection attempts/s)".into(),
+        Some(P::Concurrency) => {
             "concurrency: clients (closed loop) or descriptors D (S-Client)".into()
         }
-        "load.sockets" => "descriptors per S-Client (D)".into(),
-        "load.clients" => "clients (closed-loop processes)".into(),
-        "load.workers" => "load-generator workers".into(),
-        "load.workload" => "workload (request mix)".into(),
-        "network.rtt" => "round-trip time (ms)".into(),
-        "network.loss" => "packet loss (%)".into(),
-        "network.bandwidth" => "bandwidth (Mbit/s)".into(),
-        "load.burst" => "burst (peak/average ratio, % of time at peak)".into(),
-        "" => "sweep point".into(),
-        p => p.to_string(),
+        Some(P::Sockets) => "descriptors per S-Client (D)".into(),
+        Some(P::Clients) => "clients (closed-loop processes)".into(),
+        Some(P::Workers) => "load-generator workers".into(),
+        Some(P::Workload) => "workload (request mix)".into(),
+        Some(P::Rtt) => "round-trip time (ms)".into(),
+        Some(P::Loss) => "packet loss (%)".into(),
+        Some(P::Bandwidth) => "bandwidth (Mbit/s)".into(),
+        Some(P::Burst) => "burst (peak/average ratio, % of time at peak)".into(),
+        None if param.is_empty() => "sweep point".into(),
+        None => param.to_string(),
     }
 }
 

@@ -311,7 +311,9 @@ fn selects(t: &ThresholdSpec, row: &SummaryRow) -> bool {
     }
     t.points.contains(&row.point)
         || t.values.iter().any(|v| {
-            crate::scenario::sweep_value(&row.param, v).is_ok_and(|v| v.to_string() == row.value)
+            crate::scenario::SweepParam::from_name(&row.param)
+                .and_then(|k| crate::scenario::sweep_value(k, v).ok())
+                .is_some_and(|v| v.to_string() == row.value)
         })
 }
 

@@ -257,16 +257,18 @@ pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
                 k("values"),
                 "this scenario has no [sweep]: choose points by number (`points = [1]`)".into(),
             )),
-            Some(sw) => {
+            // An unknown sweep parameter is reported by the sweep's own validation.
+            Some(sw) if sw.kind().is_some() => {
+                let kind = sw.kind().expect("checked");
                 let swept: Vec<String> = sw
                     .values
                     .iter()
-                    .filter_map(|v| super::sweep_value(&sw.param, v).ok())
+                    .filter_map(|v| super::sweep_value(kind, v).ok())
                     .map(|v| v.to_string())
                     .collect();
                 for (j, v) in t.values.iter().enumerate() {
                     let key = format!("threshold[{i}].values[{j}]");
-                    match super::sweep_value(&sw.param, v) {
+                    match super::sweep_value(kind, v) {
                         Err(e) => p.push((key, e)),
                         Ok(v) if !swept.contains(&v.to_string()) => p.push((
                             key,
@@ -279,7 +281,7 @@ pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
                     }
                 }
             }
-            None => {}
+            _ => {}
         }
     }
     p

@@ -273,29 +273,33 @@ impl std::fmt::Display for SweepValue {
 }
 
 /// Converts one `[sweep] values` entry for `param`.
-pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
+pub fn sweep_value(kind: SweepParam, v: &toml::Value) -> Result<SweepValue, String> {
+    let param = kind.name();
     let text = |v: &toml::Value| match v {
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
         other => Err(format!("`{other}` is not a {param} value")),
     };
-    match param {
-        "load.rate" => {
+    match kind {
+        SweepParam::Rate => {
             let n = Num::parse(&text(v)?)?.0;
             if n <= 0.0 {
                 return Err("a rate must be > 0".into());
             }
             Ok(SweepValue::Rate(n))
         }
-        "load.sockets" | "load.clients" | "load.concurrency" | "load.workers" => {
+        SweepParam::Sockets
+        | SweepParam::Clients
+        | SweepParam::Concurrency
+        | SweepParam::Workers => {
             let n = Num::parse(&text(v)?)?.0;
             if n < 1.0 || n.fract() != 0.0 || n > 1e6 {
                 return Err(format!("{param} takes whole numbers >= 1 (got {n})"));
             }
             Ok(SweepValue::Count(n as u32))
         }
-        "load.burst" => {
+        SweepParam::Burst => {
             let arr = v
                 .as_array()
                 .filter(|a| a.len() == 2)
@@ -313,10 +317,10 @@ pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
             }
             Ok(SweepValue::Burst { ratio, fraction })
         }
-        "network.rtt" => Ok(SweepValue::Rtt(Dur::parse(&text(v)?)?)),
-        "network.loss" => Ok(SweepValue::Loss(Percent::parse(&text(v)?)?)),
-        "network.bandwidth" => Ok(SweepValue::Bandwidth(Bandwidth::parse(&text(v)?)?)),
-        "load.workload" => v
+        SweepParam::Rtt => Ok(SweepValue::Rtt(Dur::parse(&text(v)?)?)),
+        SweepParam::Loss => Ok(SweepValue::Loss(Percent::parse(&text(v)?)?)),
+        SweepParam::Bandwidth => Ok(SweepValue::Bandwidth(Bandwidth::parse(&text(v)?)?)),
+        SweepParam::Workload => v
             .clone()
             .try_into::<Workload>()
             .map(SweepValue::Workload)
@@ -326,7 +330,6 @@ pub fn sweep_value(param: &str, v: &toml::Value) -> Result<SweepValue, String> {
                     Workload::ALL.map(|w| w.name()).join(", ")
                 )
             }),
-        _ => Err(format!("unknown sweep parameter `{param}`")),
     }
 }
 

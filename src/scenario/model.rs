@@ -424,19 +424,70 @@ pub struct Step {
     pub mark: Option<String>,
 }
 
-/// The parameters a sweep can vary.
-pub const SWEEP_PARAMS: &[&str] = &[
-    "load.rate",
-    "load.sockets",
-    "load.clients",
-    "load.concurrency",
-    "load.workers",
-    "load.burst",
-    "load.workload",
-    "network.rtt",
-    "network.loss",
-    "network.bandwidth",
-];
+/// The parameters a sweep can vary (`[sweep] param`), one name each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepParam {
+    Rate,
+    Sockets,
+    Clients,
+    Concurrency,
+    Workers,
+    Burst,
+    Workload,
+    Rtt,
+    Loss,
+    Bandwidth,
+}
+
+impl SweepParam {
+    pub const ALL: [SweepParam; 10] = [
+        SweepParam::Rate,
+        SweepParam::Sockets,
+        SweepParam::Clients,
+        SweepParam::Concurrency,
+        SweepParam::Workers,
+        SweepParam::Burst,
+        SweepParam::Workload,
+        SweepParam::Rtt,
+        SweepParam::Loss,
+        SweepParam::Bandwidth,
+    ];
+
+    /// Its name in scenario files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepParam::Rate => "load.rate",
+            SweepParam::Sockets => "load.sockets",
+            SweepParam::Clients => "load.clients",
+            SweepParam::Concurrency => "load.concurrency",
+            SweepParam::Workers => "load.workers",
+            SweepParam::Burst => "load.burst",
+            SweepParam::Workload => "load.workload",
+            SweepParam::Rtt => "network.rtt",
+            SweepParam::Loss => "network.loss",
+            SweepParam::Bandwidth => "network.bandwidth",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// A path's property: the scenario needs a [network] section.
+    pub fn needs_network(self) -> bool {
+        matches!(
+            self,
+            SweepParam::Rtt | SweepParam::Loss | SweepParam::Bandwidth
+        )
+    }
+}
+
+impl Sweep {
+    /// The swept parameter; None only in a scenario that failed validation.
+    pub fn kind(&self) -> Option<SweepParam> {
+        SweepParam::from_name(&self.param)
+    }
+}
 
 /// One parameter over a list of values, each point run for warmup + hold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -273,31 +273,36 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     }
 
     if let Some(sw) = &s.sweep {
-        if !SWEEP_PARAMS.contains(&sw.param.as_str()) {
-            let names: Vec<String> = SWEEP_PARAMS.iter().map(|s| s.to_string()).collect();
-            let hint = super::diag::nearest(&sw.param, &names)
-                .map(|n| format!("; did you mean `{n}`?"))
-                .unwrap_or_default();
-            bad(
-                "sweep.param",
-                format!(
-                    "unknown parameter `{}`{hint} (valid: {})",
-                    sw.param,
-                    SWEEP_PARAMS.join(", ")
-                ),
-            );
-        } else if sw.param.starts_with("network.") && s.network.is_none() {
-            bad(
+        let names: Vec<String> = SweepParam::ALL
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
+        match sw.kind() {
+            None => {
+                let hint = super::diag::nearest(&sw.param, &names)
+                    .map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_default();
+                bad(
+                    "sweep.param",
+                    format!(
+                        "unknown parameter `{}`{hint} (valid: {})",
+                        sw.param,
+                        names.join(", ")
+                    ),
+                );
+            }
+            Some(k) if k.needs_network() && s.network.is_none() => bad(
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
-            );
+            ),
+            Some(_) => {}
         }
         if sw.values.is_empty() {
             bad("sweep.values", "needs at least one value".into());
         }
-        if SWEEP_PARAMS.contains(&sw.param.as_str()) {
+        if let Some(k) = sw.kind() {
             for (i, v) in sw.values.iter().enumerate() {
-                if let Err(e) = super::sweep_value(&sw.param, v) {
+                if let Err(e) = super::sweep_value(k, v) {
                     bad(&format!("sweep.values[{i}]"), e);
                 }
             }
@@ -313,7 +318,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
 /// answers.
 pub fn dynamic_paths(s: &Scenario) -> Vec<String> {
     let mut scenarios = vec![s.clone()];
-    if let Some(sw) = s.sweep.as_ref().filter(|sw| sw.param == "load.workload") {
+    if let Some(sw) = s
+        .sweep
+        .as_ref()
+        .filter(|sw| sw.kind() == Some(SweepParam::Workload))
+    {
         for v in &sw.values {
             if let Ok(w) = v.clone().try_into::<Workload>() {
                 let mut o = s.clone();
