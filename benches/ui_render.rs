@@ -65,8 +65,11 @@ fn main() {
     let mut st = fixture::overloaded();
     st.store = synlab::metrics::store::Store::new(200_000);
     for i in 0..10 {
-        st.store
-            .event(35.0 + i as f64 * 5.0, "mark", format!("mark {i}"));
+        st.store.event(
+            35.0 + i as f64 * 5.0,
+            synlab::metrics::store::EventKind::Mark,
+            format!("mark {i}"),
+        );
     }
     fixture::fill(
         &mut st,

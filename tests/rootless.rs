@@ -265,20 +265,21 @@ fn sigkill_of_a_rootless_run_leaves_nothing_behind() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // setpriv execs synlab: the child's pid is the controller's.
+    // setpriv execs synlab: the child's pid is the controller's. The lab is up before the
+    // server and the workers start: wait for them too (controller, router, server, 2 workers).
     let deadline = Instant::now() + Duration::from_secs(30);
-    let up = loop {
+    let (up, running) = loop {
         let log = std::fs::read_dir(p.dir.path().join("out"))
             .ok()
             .and_then(|mut d| d.next())
             .and_then(|e| std::fs::read_to_string(e.ok()?.path().join("run.log")).ok())
             .unwrap_or_default();
-        if log.contains("network lab") || Instant::now() > deadline {
-            break log;
+        let running = p.processes();
+        if (log.contains("network lab") && running.len() >= 5) || Instant::now() > deadline {
+            break (log, running);
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let running = p.processes();
     let _ = child.kill();
     let _ = child.wait();
     assert!(
@@ -286,8 +287,8 @@ fn sigkill_of_a_rootless_run_leaves_nothing_behind() {
         "the lab did not come up: {up}"
     );
     assert!(
-        running.len() >= 4,
-        "expected controller, router, server and workers: {running:?}"
+        running.len() >= 5,
+        "expected controller, router, server and two workers: {running:?}\n{up}"
     );
     let left = p.wait_none_left(10);
     assert!(

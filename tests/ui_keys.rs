@@ -65,7 +65,7 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
         Action::Mark => {
             assert_eq!(lab.marks, vec!["mark 1".to_string()]);
             let e = lab.state.store.events.last().unwrap();
-            assert_eq!((e.kind.as_str(), e.text.as_str()), ("mark", "mark 1"));
+            assert_eq!((e.kind.name(), e.text.as_str()), ("mark", "mark 1"));
         }
         Action::Snapshot => {
             assert_eq!(lab.snapshots.len(), 1);
@@ -84,7 +84,7 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
     // Knob changes are recorded as events with their time (they go in the results).
     if !lab.commands.is_empty() {
         let e = lab.state.store.events.last().unwrap();
-        assert_eq!(e.kind, "change", "{action:?}");
+        assert_eq!(e.kind.name(), "change", "{action:?}");
         assert_eq!(message(app, lab), e.text, "{action:?}");
     }
 }

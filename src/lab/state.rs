@@ -4,6 +4,7 @@
 //! so every knob and its limits are tested without processes.
 
 use crate::load::protocol::{Burst, Mode};
+use crate::metrics::store::EventKind;
 use crate::metrics::store::Store;
 use std::time::Duration;
 
@@ -217,7 +218,7 @@ impl LabState {
             Ok((_, text)) => {
                 self.last_action = Some(text.clone());
                 let t = self.elapsed_s;
-                self.store.event(t, "change", text.clone());
+                self.store.event(t, EventKind::Change, text.clone());
             }
             Err(e) => self.last_action = Some(format!("refused: {e}")),
         }

@@ -5,12 +5,40 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
+/// What a timed event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// A mark put by the person or a step (`m`, `mark =`).
+    Mark,
+    /// A knob changed (key, step or sweep).
+    Change,
+    /// A step's caption.
+    Caption,
+}
+
+impl EventKind {
+    /// Its word in events.csv.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Mark => "mark",
+            EventKind::Change => "change",
+            EventKind::Caption => "caption",
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A timed event shown on the charts and written to the results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub t_s: f64,
-    /// "mark", "change", "caption", "step", "warning".
-    pub kind: String,
+    pub kind: EventKind,
     pub text: String,
 }
 
@@ -67,10 +95,10 @@ impl Store {
         }
     }
 
-    pub fn event(&mut self, t_s: f64, kind: &str, text: impl Into<String>) {
+    pub fn event(&mut self, t_s: f64, kind: EventKind, text: impl Into<String>) {
         self.events.push(Event {
             t_s,
-            kind: kind.to_string(),
+            kind,
             text: text.into(),
         });
     }

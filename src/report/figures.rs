@@ -599,7 +599,7 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
     let marks = run
         .events
         .iter()
-        .filter(|e| e.kind == "mark")
+        .filter(|e| e.kind == crate::metrics::store::EventKind::Mark.name())
         .map(|e| (e.t_s, mark_label(&e.text)))
         .collect();
     let fig = Figure {

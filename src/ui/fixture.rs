@@ -6,6 +6,7 @@ use crate::lab::columns as c;
 use crate::lab::state::{Command, Knobs, LabState, PathKnobs, Warning};
 use crate::lab::LabControl;
 use crate::load::protocol::{Burst, Mode};
+use crate::metrics::store::EventKind;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -212,7 +213,8 @@ pub fn under_load() -> LabState {
             ..Synth::default()
         },
     );
-    st.store.event(30.0, "change", "rate 1000/s -> 2000/s");
+    st.store
+        .event(30.0, EventKind::Change, "rate 1000/s -> 2000/s");
     st.last_action = Some("rate 1000/s -> 2000/s".into());
     st
 }
@@ -230,8 +232,8 @@ pub fn overloaded() -> LabState {
             ..Synth::default()
         },
     );
-    st.store.event(50.0, "step", "step 3: 12000/s");
-    st.store.event(70.0, "mark", "mark 1");
+    st.store.event(50.0, EventKind::Change, "step 3: 12000/s");
+    st.store.event(70.0, EventKind::Mark, "mark 1");
     st.step = Some((3, 5));
     st.caption = Some("the accept queue is full: SYNs are now dropped".into());
     st.last_action = Some("rate 3000/s -> 12000/s".into());
@@ -317,7 +319,7 @@ impl LabControl for FakeLab {
     fn mark(&mut self, label: &str) {
         self.marks.push(label.to_string());
         let t = self.state.elapsed_s;
-        self.state.store.event(t, "mark", label);
+        self.state.store.event(t, EventKind::Mark, label);
     }
     fn next_step(&mut self) -> Option<String> {
         let caption = self.steps.pop_front()?;

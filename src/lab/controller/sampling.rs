@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::metrics::hist::Buckets;
+use crate::metrics::store::EventKind;
 
 impl Controller {
     pub(super) fn pump_messages(&mut self) {
@@ -147,7 +148,7 @@ impl Controller {
             .store
             .events
             .iter()
-            .any(|e| e.kind == "change" && e.t_s >= from - 1.0)
+            .any(|e| e.kind == EventKind::Change && e.t_s >= from - 1.0)
         {
             return;
         }

@@ -1,6 +1,7 @@
 //! Scenario steps at their times, marks, and the TUI's jump to the next step.
 
 use super::*;
+use crate::metrics::store::EventKind;
 
 impl Controller {
     pub(super) fn play_steps(&mut self) {
@@ -17,7 +18,7 @@ impl Controller {
         let t = self.elapsed();
         if let Some(c) = &st.caption {
             self.state.caption = Some(c.clone());
-            self.state.store.event(t, "caption", c.clone());
+            self.state.store.event(t, EventKind::Caption, c.clone());
             self.log(&format!("[{t:.1}s] caption: {c}"));
         }
         if let Some(m) = &st.mark {
@@ -102,7 +103,7 @@ impl Controller {
 
     pub fn mark(&mut self, label: &str) {
         let t = self.elapsed();
-        self.state.store.event(t, "mark", label);
+        self.state.store.event(t, EventKind::Mark, label);
         self.log(&format!("[{t:.1}s] mark: {label}"));
     }
 }
