@@ -29,6 +29,10 @@ pub enum Cmd {
         /// 127.0.0.1).
         #[arg(long, value_name = "ADDR")]
         metrics: Option<String>,
+        /// Build the network lab in a user namespace even as root (the lab a user who is not
+        /// root gets; without root that is the default).
+        #[arg(long)]
+        userns: bool,
     },
     /// Run a scenario headless and write a run folder of results.
     Run {
@@ -117,12 +121,19 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         scenario: None,
         out: None,
         metrics: None,
+        userns: false,
     }) {
         Cmd::Tui {
             scenario,
             out,
             metrics,
-        } => crate::ui::tui_main(scenario.as_deref(), out.as_deref(), metrics.as_deref()),
+            userns,
+        } => crate::ui::tui_main(
+            scenario.as_deref(),
+            out.as_deref(),
+            metrics.as_deref(),
+            userns,
+        ),
         Cmd::Run {
             scenario,
             out,

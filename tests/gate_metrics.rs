@@ -93,6 +93,11 @@ fn prometheus_scrapes_a_run_and_promtool_accepts_the_exposition() {
     })
     .1;
     assert_eq!(get(port, "/nope").unwrap().0, "HTTP/1.1 404 Not Found");
+    assert!(
+        body.contains("# TYPE synlab_total_latency_seconds histogram\n")
+            && body.contains("synlab_connect_latency_seconds_bucket{le=\"+Inf\"}"),
+        "latency is not published as histograms:\n{body}"
+    );
 
     let mut check = Command::new("/usr/bin/promtool")
         .args(["check", "metrics"])
@@ -157,5 +162,24 @@ fn prometheus_scrapes_a_run_and_promtool_accepts_the_exposition() {
     assert!(
         rate > 0.0,
         "a run at 100/s scraped at {rate} responses/s: {answer}"
+    );
+    // The distribution is usable as Prometheus users use one: a quantile from the buckets.
+    let answer = wait_for(20, "Prometheus to return a latency quantile", || {
+        get(
+            prom_port,
+            "/api/v1/query?query=histogram_quantile(0.5%2Csynlab_total_latency_seconds_bucket)",
+        )
+        .map(|(_, b)| b)
+        .filter(|b| b.contains("\"job\":\"synlab\""))
+    });
+    let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    let p50: f64 = v["data"]["result"][0]["value"][1]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        p50 > 0.0 && p50 < 1.0,
+        "median total latency on loopback at 100/s: {p50} s: {answer}"
     );
 }

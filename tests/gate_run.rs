@@ -250,3 +250,47 @@ fn a_failing_threshold_exits_3_names_it_and_abort_on_fail_stops_the_run() {
     let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
     assert!(md.contains("### Thresholds: **FAIL**"), "{md}");
 }
+
+/// The TUI judges the thresholds on the session so far, every 2 s, for its status line: one
+/// that holds and one that does not (2 ms of service cannot give a 1 ms median).
+#[test]
+fn a_tui_session_judges_its_thresholds_live() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    use synlab::lab::controller::{Controller, RunOptions};
+    use synlab::lab::LabControl;
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    let toml = BASE
+        .replace(
+            "[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\nwarmup = \"500ms\"\nhold = \"1s\"\n",
+            "",
+        )
+        .replace("name = \"gate\"", "name = \"gate\"\nduration = \"60s\"")
+        + "\n[[threshold]]\nmetric = \"total_p50_ms\"\nmax = \"1ms\"\n";
+    let sc = synlab::scenario::parse("live.toml", &toml).unwrap();
+    let opts = RunOptions {
+        out_parent: None,
+        interrupted: Arc::new(AtomicBool::new(false)),
+        network_fallback: false,
+    };
+    let mut c = Controller::start(sc, opts).unwrap();
+    c.tui_mode();
+    let end = Instant::now() + Duration::from_secs(20);
+    // Until both are judged on some responses (the first judgement may precede any).
+    while Instant::now() < end
+        && !(c.state.verdicts.len() == 2 && c.state.verdicts.iter().any(|v| v.passed))
+    {
+        LabControl::pump(&mut c).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let v = c.state.verdicts.clone();
+    c.shutdown();
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(
+        v[0].passed && v[0].check.contains("throughput_per_s"),
+        "{v:?}"
+    );
+    assert!(!v[1].passed && v[1].check.contains("total_p50_ms"), "{v:?}");
+    assert!(v[1].measured.is_some_and(|m| m > 1.0), "{v:?}");
+}

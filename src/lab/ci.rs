@@ -13,6 +13,10 @@ pub struct RunExtras {
     /// 127.0.0.1; another interface only when named, e.g. 0.0.0.0:9464).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Build the network lab in a user namespace even as root (the lab a user who is not
+    /// root gets; without root that is the default).
+    #[arg(long)]
+    pub userns: bool,
 }
 
 /// The latest sample of every series of the store, for `--metrics`.
@@ -22,6 +26,11 @@ pub fn latest(store: &crate::metrics::store::Store) -> Vec<(String, f64)> {
         .iter()
         .map(|n| (n.clone(), store.last(n).unwrap_or(f64::NAN)))
         .collect()
+}
+
+/// Publishes a lab's latest samples and latency distributions to its `--metrics` endpoint.
+pub fn publish(e: &crate::metrics::openmetrics::Exporter, st: &super::state::LabState) {
+    e.publish(&latest(&st.store), &st.latency);
 }
 
 /// A lab whose time series are published to a `--metrics` endpoint as it is pumped (the TUI
@@ -56,7 +65,7 @@ impl super::LabControl for Published<'_> {
             .last
             .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(500))
         {
-            self.exporter.publish(&latest(&self.lab.state().store));
+            publish(&self.exporter, self.lab.state());
             self.last = Some(std::time::Instant::now());
         }
         Ok(())

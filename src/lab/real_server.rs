@@ -363,15 +363,26 @@ impl RealServer {
     ) -> anyhow::Result<Self> {
         let kind = sc.target.kind;
         let bin = find_binary(kind)?;
+        if let Some(crate::sys::userns::LabMode::Rootless { wide: false }) =
+            crate::sys::userns::mode()
+        {
+            bail!(
+                "{} cannot run in this rootless lab: {}",
+                kind.name(),
+                crate::sys::userns::wide_mapping_missing()
+            );
+        }
         let modules = match kind {
             TargetKind::Apache => Some(apache_modules_dir()?),
             _ => None,
         };
         let mut owned = Vec::new();
         let dir = match dir {
+            // Absolute: the server resolves relative paths against its own prefix (-p, -d).
             Some(d) => {
                 make_dir(&d)?;
-                d
+                d.canonicalize()
+                    .with_context(|| format!("resolving {}", d.display()))?
             }
             None => {
                 let d = temp_dir(kind.name())?;

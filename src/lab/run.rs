@@ -344,7 +344,7 @@ pub fn run_gated(
         if let Some(m) = metrics {
             // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
             if published.get().elapsed() >= Duration::from_millis(500) {
-                m.publish(&super::ci::latest(&c.state.store));
+                super::ci::publish(m, &c.state);
                 published.set(Instant::now());
             }
         }
@@ -548,6 +548,15 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
 }
 
 /// `synlab run SCENARIO [--out DIR] [--quick]`.
+/// Decides, before any thread starts, where a scenario's network lab is built: as root on
+/// the host, or in synlab's own user namespace (not root, or `force`). Scenarios without a
+/// [network] section stay as they are: their command targets keep the user's own identity.
+pub fn settle_lab_mode(sc: &Scenario, force: bool) {
+    if sc.network.is_some() || force {
+        crate::sys::userns::prepare(force);
+    }
+}
+
 pub fn run_main(
     scenario: &Path,
     out: Option<&Path>,
@@ -561,6 +570,7 @@ pub fn run_main(
         sc = sc.scaled(QUICK_FACTOR);
     }
     let parent = out_parent(&sc, out);
+    settle_lab_mode(&sc, extras.userns);
     let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
     let interrupted = interrupt_flag();
     let opts = RunOptions {

@@ -43,6 +43,9 @@ pub struct Knobs {
     pub paused: bool,
     pub paths: Vec<PathKnobs>,
     pub selected_path: usize,
+    /// Why a scenario's [network] section has no paths in this run (the lab could not be
+    /// built); None when the scenario has none.
+    pub lab_off: Option<String>,
 }
 
 /// A change asked for by a key, a scenario step or a sweep.
@@ -103,7 +106,8 @@ pub enum Warning {
     ClientBound(String),
     CrossCheck(String),
     NoPcap,
-    NoRoot(String),
+    /// The scenario's network lab could not be built (why, in short).
+    NoLab(String),
     PortsRunningOut,
     OutOfFds,
     /// A child the run depends on died: who and how ("the delay router (pid 7) was killed by
@@ -111,6 +115,8 @@ pub enum Warning {
     ChildDied(String),
     /// The delay router could not keep up: its receive rings overflowed (loss nobody asked for).
     RouterBehind,
+    /// The router's departures were late past its goal (p99, microseconds).
+    RouterLate(u64),
 }
 
 impl std::fmt::Display for Warning {
@@ -119,11 +125,16 @@ impl std::fmt::Display for Warning {
             Warning::ClientBound(why) => write!(f, "CLIENT-BOUND: {why}"),
             Warning::CrossCheck(what) => write!(f, "cross-check: {what}"),
             Warning::NoPcap => write!(f, "no pcap: SYN/s estimated"),
-            Warning::NoRoot(what) => write!(f, "no root: {what}"),
+            Warning::NoLab(what) => write!(f, "network lab off: {what}"),
             Warning::PortsRunningOut => write!(f, "ephemeral ports exhausted"),
             Warning::OutOfFds => write!(f, "out of file descriptors"),
             Warning::ChildDied(what) => write!(f, "{what}"),
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
+            Warning::RouterLate(p99) => write!(
+                f,
+                "delay router late: p99 {p99} us (goal < {} us)",
+                crate::net::router::LATE_GOAL_US
+            ),
         }
     }
 }
@@ -136,8 +147,14 @@ pub struct LabState {
     pub target: String,
     /// "loopback (no shaping)", "router", "netem"...
     pub backend: String,
+    /// Where the network lab runs ("root", "rootless (user namespace)"); empty without one.
+    pub lab: String,
     pub knobs: Knobs,
     pub store: Store,
+    /// The scenario's thresholds judged on the session so far (TUI; empty without any).
+    pub verdicts: Vec<crate::report::thresholds::Verdict>,
+    /// Connect and total latency since the start, in fixed buckets (for `--metrics`).
+    pub latency: Vec<(&'static str, crate::metrics::hist::Buckets)>,
     /// Seconds since the run started (of the latest sample).
     pub elapsed_s: f64,
     pub interval_s: f64,
@@ -159,8 +176,11 @@ impl LabState {
             scenario_name: scenario_name.to_string(),
             target: String::new(),
             backend: "loopback (no shaping)".into(),
+            lab: String::new(),
             knobs,
             store: Store::new(200_000),
+            latency: Vec::new(),
+            verdicts: Vec::new(),
             elapsed_s: 0.0,
             interval_s,
             warnings: Vec::new(),
@@ -212,14 +232,20 @@ fn fmt_rate(r: Option<f64>) -> String {
     }
 }
 
+/// Why a path key does nothing in this run.
+fn no_paths(k: &Knobs) -> String {
+    match &k.lab_off {
+        Some(why) => format!("no network paths: the network lab is off ({why})"),
+        None => "no network paths: this run is on loopback (add a [network] section)".into(),
+    }
+}
+
 /// Pure knob arithmetic with limits.
 pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Result<(Effect, String), String> {
     use Command::*;
     let path_index = |k: &Knobs, p: &Option<String>| -> Result<Vec<usize>, String> {
         if k.paths.is_empty() {
-            return Err(
-                "no network paths: this run is on loopback (add a [network] section)".into(),
-            );
+            return Err(no_paths(k));
         }
         match p {
             None => Ok((0..k.paths.len()).collect()),
@@ -457,7 +483,7 @@ pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Result<(Effect, String), Stri
         }
         SelectNextPath => {
             if k.paths.is_empty() {
-                return Err("no network paths: this run is on loopback".into());
+                return Err(no_paths(k));
             }
             k.selected_path = (k.selected_path + 1) % k.paths.len();
             Ok((
@@ -532,6 +558,21 @@ mod tests {
         assert_eq!(k.burst.ratio, 10.0);
         apply_knobs(&mut k, Command::BurstOn(true)).unwrap();
         assert!(k.burst_on);
+    }
+
+    #[test]
+    fn a_path_key_without_paths_says_why_there_are_none() {
+        let mut k = test_knobs();
+        k.paths.clear();
+        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
+        assert!(e.contains("add a [network] section"), "{e}");
+        k.lab_off = Some("user namespaces are switched off".into());
+        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
+        assert!(
+            e.contains("the network lab is off (user namespaces are switched off)")
+                && !e.contains("add a [network]"),
+            "{e}"
+        );
     }
 
     #[test]

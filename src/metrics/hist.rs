@@ -48,9 +48,63 @@ impl HistDelta {
     }
 }
 
+/// Upper bounds (seconds) of the latency buckets published as OpenMetrics histograms: the
+/// range from a LAN connect to a retransmitted SYN, about 2.5x apart.
+pub const BUCKET_BOUNDS_S: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// A latency histogram in fixed buckets: counts per bucket of `BUCKET_BOUNDS_S` (not
+/// cumulative), the last one past every bound; sum of the values in seconds; count.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Buckets {
+    pub counts: Vec<u64>,
+    pub sum_s: f64,
+    pub count: u64,
+}
+
+impl Buckets {
+    /// Bins every recorded value of `h` (microseconds) once.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        let mut counts = vec![0u64; BUCKET_BOUNDS_S.len() + 1];
+        let mut sum_s = 0.0;
+        for v in h.iter_recorded() {
+            let (us, n) = (v.value_iterated_to(), v.count_at_value());
+            let s = us as f64 / 1e6;
+            let i = BUCKET_BOUNDS_S
+                .iter()
+                .position(|b| s <= *b)
+                .unwrap_or(BUCKET_BOUNDS_S.len());
+            counts[i] += n;
+            sum_s += s * n as f64;
+        }
+        Buckets {
+            counts,
+            sum_s,
+            count: h.len(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buckets_hold_every_value_once_in_the_first_bound_above_it() {
+        let mut h = new_hist();
+        record(&mut h, 300); // 0.3 ms: first bucket
+        record(&mut h, 20_000); // 20 ms: <= 25 ms
+        record(&mut h, 20_000);
+        record(&mut h, 30_000_000); // 30 s: past every bound
+        let b = Buckets::of(&h);
+        assert_eq!(b.count, 4);
+        assert_eq!(b.counts.iter().sum::<u64>(), 4);
+        assert_eq!(b.counts[0], 1);
+        assert_eq!(b.counts[5], 2);
+        assert_eq!(*b.counts.last().unwrap(), 1);
+        assert!((b.sum_s - 30.0403).abs() < 0.05, "{}", b.sum_s);
+    }
 
     #[test]
     fn delta_round_trip_preserves_counts_and_quantiles() {

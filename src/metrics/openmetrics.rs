@@ -4,6 +4,7 @@
 //! thread serves the latest exposition. A bare port binds loopback: another interface only when
 //! the user names it.
 
+use crate::metrics::hist::{Buckets, BUCKET_BOUNDS_S};
 use anyhow::Context;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -99,9 +100,34 @@ pub fn prom_series(column: &str, v: f64) -> (String, f64, bool) {
     (words.join("_"), v * scale, false)
 }
 
+/// A latency distribution since the run began, in fixed buckets, as an OpenMetrics histogram.
+#[derive(Debug)]
+struct FixedHistogram(Buckets);
+
+impl prometheus_client::encoding::EncodeMetric for FixedHistogram {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        let bounds = BUCKET_BOUNDS_S.iter().copied().chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(self.0.counts.iter().copied()).collect();
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            self.0.sum_s,
+            self.0.count,
+            &buckets,
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
+    }
+}
+
 /// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
-/// series are left out: not measured).
-pub fn encode(series: &[(String, f64)]) -> String {
+/// series are left out: not measured), and latency distributions `(name, buckets)` as
+/// histograms (`synlab_<name>_seconds`).
+pub fn encode(series: &[(String, f64)], hists: &[(&str, Buckets)]) -> String {
     use prometheus_client::metrics::counter::Counter;
     let mut reg = Registry::with_prefix("synlab");
     for (column, v) in series {
@@ -119,6 +145,13 @@ pub fn encode(series: &[(String, f64)]) -> String {
             g.set(v);
             reg.register(name, help, g);
         }
+    }
+    for (name, b) in hists {
+        reg.register(
+            format!("{name}_seconds"),
+            format!("synlab's {name} latency since the run began"),
+            FixedHistogram(b.clone()),
+        );
     }
     let mut out = String::new();
     // Writing into a String cannot fail.
@@ -140,7 +173,7 @@ impl Exporter {
             format!("--metrics: cannot listen on {addr} (in use? pick another port)")
         })?;
         let addr = listener.local_addr()?;
-        let body = Arc::new(Mutex::new(encode(&[])));
+        let body = Arc::new(Mutex::new(encode(&[], &[])));
         let served = Arc::clone(&body);
         std::thread::Builder::new()
             .name("metrics-http".into())
@@ -183,9 +216,9 @@ impl Exporter {
         Ok(Exporter { body, addr })
     }
 
-    /// Replaces the exposition with these series' latest values.
-    pub fn publish(&self, series: &[(String, f64)]) {
-        let text = encode(series);
+    /// Replaces the exposition with these series' latest values and distributions.
+    pub fn publish(&self, series: &[(String, f64)], hists: &[(&str, Buckets)]) {
+        let text = encode(series, hists);
         if let Ok(mut b) = self.body.lock() {
             *b = text;
         }
@@ -198,11 +231,14 @@ mod tests {
 
     #[test]
     fn series_become_prefixed_gauges_and_nan_is_left_out() {
-        let t = encode(&[
-            ("responses_per_s".into(), 412.5),
-            ("accept_queue".into(), 3.0),
-            ("offered".into(), f64::NAN),
-        ]);
+        let t = encode(
+            &[
+                ("responses_per_s".into(), 412.5),
+                ("accept_queue".into(), 3.0),
+                ("offered".into(), f64::NAN),
+            ],
+            &[],
+        );
         assert!(
             t.contains("# TYPE synlab_responses_per_second gauge\n"),
             "{t}"
@@ -224,7 +260,7 @@ mod tests {
             prom_series("server_rss_mb", 2.0),
             ("server_rss_bytes".into(), 2097152.0, false)
         );
-        let c = encode(&[("syn_in_total".into(), 7.0)]);
+        let c = encode(&[("syn_in_total".into(), 7.0)], &[]);
         assert!(
             c.contains("# TYPE synlab_syn_in counter\nsynlab_syn_in_total 7.0\n"),
             "{c}"
@@ -245,5 +281,35 @@ mod tests {
         assert_eq!(parse_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
         assert_eq!(parse_addr("0.0.0.0:1").unwrap().to_string(), "0.0.0.0:1");
         assert!(parse_addr("localhost").is_err());
+    }
+
+    #[test]
+    fn latency_is_a_cumulative_histogram_in_seconds() {
+        let mut h = crate::metrics::hist::new_hist();
+        for us in [300, 20_000, 20_000, 30_000_000] {
+            crate::metrics::hist::record(&mut h, us);
+        }
+        let t = encode(&[], &[("connect", Buckets::of(&h))]);
+        assert!(
+            t.contains("# TYPE synlab_connect_seconds histogram\n"),
+            "{t}"
+        );
+        assert!(t.contains("synlab_connect_seconds_count 4\n"), "{t}");
+        assert!(
+            t.contains("synlab_connect_seconds_bucket{le=\"0.0005\"} 1\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("synlab_connect_seconds_bucket{le=\"0.025\"} 3\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("synlab_connect_seconds_bucket{le=\"10.0\"} 3\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("synlab_connect_seconds_bucket{le=\"+Inf\"} 4\n"),
+            "{t}"
+        );
     }
 }

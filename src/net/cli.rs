@@ -94,6 +94,13 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
                 Some(p) => load_network(p)?,
                 None => example_spec(rtt),
             };
+            if !crate::sys::userns::host_root() {
+                anyhow::bail!(
+                    "`synlab net up` leaves a lab standing after it exits, which needs root (sudo synlab net up). \
+                     Without root, `synlab tui` and `synlab run` build the same lab in their own user namespace, \
+                     for as long as they run"
+                );
+            }
             let run_id = run_id.unwrap_or_else(plan::new_run_id);
             let lab = Lab::up(&spec, &run_id)?;
             let backend = lab.backend;
@@ -177,6 +184,17 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
             }
             for l in links {
                 println!("link  {l}");
+            }
+            let (rootless, procs): (Vec<_>, Vec<_>) = procs.into_iter().partition(|p| p.rootless);
+            for top in rootless
+                .iter()
+                .filter(|p| !rootless.iter().any(|q| q.pid == p.ppid))
+            {
+                let n = rootless.iter().filter(|q| q.ppid == top.pid).count();
+                println!(
+                    "rootless lab of pid {} `{}` (+{n} child process(es), in its own user namespace: its namespaces vanish with its processes, nothing to clean up)",
+                    top.pid, top.command
+                );
             }
             for p in procs {
                 let stray = if p.in_deleted_netns || (p.ppid == 1 && p.netns.is_none()) {

@@ -91,6 +91,10 @@ pub struct RouterStats {
     pub ring_drops: u64,
 }
 
+/// The departure error (send time minus scheduled departure, p99) the router aims to stay
+/// under; past it, the run says its delays are shaped less exactly than configured.
+pub const LATE_GOAL_US: u64 = 200;
+
 /// Hard cap on frames held per direction (delay line included), so memory stays bounded
 /// whatever the configured delay and input rate.
 const MAX_HELD: u64 = 200_000;

@@ -166,6 +166,11 @@ pub fn format_line(s: &ProbeSample) -> String {
     )
 }
 
+/// What a probe without CAP_NET_RAW gives and what it does not.
+pub const UNPRIVILEGED_FIGURES: &str = "not root: given are the accept queue and SYN-RCVD (sock_diag), listen overflows and drops, TCP states, TIME_WAIT, the CPU split and the server's processes; \
+not given are SYN/s counted from packets (estimated from kernel counters instead, marked *) and SYN-ACK, RST and retransmitted-SYN counts, which need a packet capture: \
+run the probe as root, or probe the server inside `synlab tui`/`synlab run`, whose rootless lab captures without root";
+
 pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     let (port, server_pid) = resolve(&args)?;
     let cfg = ProbeConfig {
@@ -186,6 +191,9 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     if !args.json {
         let who = server_pid.map_or(String::new(), |p| format!(" pid {p}"));
         eprintln!("synlab probe: port {port}{who}, every {:?} (rates per second; * = estimated from kernel counters)", args.interval);
+        if !crate::sys::privilege::Privileges::current().net_raw {
+            eprintln!("synlab probe: {}", UNPRIVILEGED_FIGURES);
+        }
     }
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -203,7 +211,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.unwrap_or(f64::NAN)))
                 .collect();
-            e.publish(&series);
+            e.publish(&series, &[]);
         }
         let res = if args.json {
             writeln!(out, "{}", serde_json::to_string(&sample)?)

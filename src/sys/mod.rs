@@ -44,3 +44,4 @@ pub mod machine;
 pub mod pcap;
 pub mod procfs;
 pub mod sockdiag;
+pub mod userns;

@@ -105,20 +105,52 @@ fn delete_netns(ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Creates the named netns under /run/netns. Root uses `ip netns add`; in synlab's user
+/// namespace `ip` cannot return to the host's namespace afterwards, so a scratch thread makes
+/// the namespace and bind-mounts it in place (the mount lives in synlab's mount namespace).
+fn add_netns(name: &str) -> anyhow::Result<()> {
+    if !crate::sys::userns::rootless() {
+        return ip(&["netns", "add", name]);
+    }
+    let path = std::path::Path::new("/run/netns").join(name);
+    std::fs::File::create_new(&path).with_context(|| format!("creating {}", path.display()))?;
+    let made = std::thread::scope(|s| {
+        s.spawn(|| -> anyhow::Result<()> {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
+            nix::mount::mount(
+                Some("/proc/thread-self/ns/net"),
+                &path,
+                None::<&str>,
+                nix::mount::MsFlags::MS_BIND,
+                None::<&str>,
+            )?;
+            Ok(())
+        })
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the thread making netns {name} panicked")))
+    });
+    if made.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+    made.with_context(|| format!("creating netns {name} in synlab's user namespace"))
+}
+
 /// Applies one operation (StartRouter is the caller's: it needs a child process).
 fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
     match op {
         Op::AddNetns { name } => {
-            ip(&["netns", "add", name])?;
+            add_netns(name)?;
             guard.namespaces.push(name.clone());
         }
+        // Made inside the first namespace, not here: a rootless lab may not add links to
+        // the host's namespace.
         Op::AddVethPair {
             a,
             a_netns,
             b,
             b_netns,
         } => ip(&[
-            "link", "add", a, "netns", a_netns, "type", "veth", "peer", "name", b, "netns", b_netns,
+            "-n", a_netns, "link", "add", a, "type", "veth", "peer", "name", b, "netns", b_netns,
         ])?,
         Op::AddBridge { netns, name } => ip(&["-n", netns, "link", "add", name, "type", "bridge"])?,
         Op::SetMaster { netns, dev, master } => {
@@ -258,7 +290,7 @@ pub fn cleanup_matching(prefix: &str) -> anyhow::Result<Vec<String>> {
 /// Whether the kernel can run netem: tries a netem qdisc on the loopback of a scratch netns.
 pub fn netem_available() -> bool {
     let ns = format!("{PREFIX}probe-{}", std::process::id());
-    if ip(&["netns", "add", &ns]).is_err() {
+    if add_netns(&ns).is_err() {
         return false;
     }
     let ok = run_tool(
@@ -308,6 +340,8 @@ pub struct SynlabProc {
     pub in_deleted_netns: bool,
     /// The whole command line (to tell which lab a router serves: its ports are named).
     pub cmdline: String,
+    /// Runs in a user namespace other than the caller's: a rootless lab's process.
+    pub rootless: bool,
 }
 
 impl std::fmt::Display for SynlabProc {
@@ -357,6 +391,7 @@ pub fn short_command(cmdline: &str) -> String {
 pub fn synlab_processes() -> Vec<SynlabProc> {
     let me = std::process::id();
     let own_ns = ns_id(std::path::Path::new("/proc/self/ns/net"));
+    let own_userns = ns_id(std::path::Path::new("/proc/self/ns/user"));
     let (names, _) = list_leftovers();
     let named: Vec<((u64, u64), String)> = names
         .into_iter()
@@ -401,6 +436,7 @@ pub fn synlab_processes() -> Vec<SynlabProc> {
             in_deleted_netns: netns.is_none() && ns.is_some() && ns != own_ns,
             netns,
             cmdline: cmdline.replace('\0', " "),
+            rootless: ns_id(&base.join("ns/user")) != own_userns,
         });
     }
     out.sort_by_key(|p| p.pid);
@@ -420,6 +456,8 @@ pub fn stat_field(stat: &str, n: usize) -> Option<u64> {
 pub fn stop_lab_processes(prefix: &str, grace: std::time::Duration) -> Vec<String> {
     let victims: Vec<SynlabProc> = synlab_processes()
         .into_iter()
+        // A rootless lab's names live in its own namespace: a same-named lab there is not ours.
+        .filter(|p| !p.rootless)
         .filter(|p| match &p.netns {
             Some(ns) => ns.starts_with(prefix),
             None => p.in_deleted_netns && p.cmdline.contains(prefix),

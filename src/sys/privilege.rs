@@ -17,9 +17,13 @@ const CAP_SYS_ADMIN: u32 = 21;
 
 impl Privileges {
     /// Reads the effective capability set of this process.
+    /// Capabilities in a user namespace other than the host's act only on what that namespace
+    /// owns; raising a hard resource limit is not among those.
     pub fn current() -> Self {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        Self::from_status(&status)
+        let mut p = Self::from_status(&status);
+        p.sys_resource &= crate::sys::userns::initial_userns();
+        p
     }
 
     /// Parses the `CapEff:` line of a /proc/<pid>/status text.

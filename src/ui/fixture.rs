@@ -40,6 +40,7 @@ pub fn knobs() -> Knobs {
             },
         ],
         selected_path: 0,
+        lab_off: None,
     }
 }
 
@@ -175,6 +176,7 @@ fn base(name: &str) -> LabState {
     let mut st = LabState::new(name, knobs(), 0.2);
     st.target = "built-in event server 198.18.1.2:80".into();
     st.backend = "router (user space)".into();
+    st.lab = "rootless (user namespace)".into();
     st
 }
 
@@ -233,6 +235,20 @@ pub fn overloaded() -> LabState {
     st.step = Some((3, 5));
     st.caption = Some("the accept queue is full: SYNs are now dropped".into());
     st.last_action = Some("rate 3000/s -> 12000/s".into());
+    let verdict = |check: &str, measured: f64, limit: f64| crate::report::thresholds::Verdict {
+        check: check.into(),
+        source: "threshold[0]".into(),
+        point: Some(1),
+        value: String::new(),
+        measured: Some(measured),
+        limit: Some(limit),
+        passed: measured <= limit,
+        message: String::new(),
+    };
+    st.verdicts = vec![
+        verdict("errors_per_s <= 100", 0.0, 100.0),
+        verdict("total_p99_ms <= 50", 180.0, 50.0),
+    ];
     st
 }
 

@@ -26,13 +26,15 @@ pub fn tui_main(
     scenario: Option<&Path>,
     out: Option<&Path>,
     metrics: Option<&str>,
+    userns: bool,
 ) -> anyhow::Result<ExitCode> {
-    let exporter = crate::lab::ci::start_metrics(metrics)?;
     use std::io::IsTerminal;
     let sc = match scenario {
         Some(p) => crate::scenario::load(p)?,
         None => crate::scenario::default_scenario(),
     };
+    crate::lab::run::settle_lab_mode(&sc, userns);
+    let exporter = crate::lab::ci::start_metrics(metrics)?;
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; for a headless run use `synlab run {}`",

@@ -91,6 +91,22 @@ impl Controller {
                 self.log(&line);
             }
         }
+        if let (Some(net), Some(f)) = (&self.net, &mut self.folder) {
+            let v = net.router_view();
+            if let Some(s) = v.latest {
+                // The router's departure error over the lab's life, next to its goal.
+                f.meta.insert(
+                    "router_timing".into(),
+                    serde_json::json!({
+                        "late_p50_us": v.late_us.value_at_quantile(0.5),
+                        "late_p99_us": v.late_us.value_at_quantile(0.99),
+                        "departures": v.late_us.len(),
+                        "realtime": s.realtime,
+                        "goal_p99_us": crate::net::router::LATE_GOAL_US,
+                    }),
+                );
+            }
+        }
         if let Some(net) = self.net.take() {
             let line = match net.down() {
                 Ok(()) => "network lab removed".to_string(),
@@ -108,6 +124,7 @@ impl Controller {
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
         let notices = self.notices.clone();
         let access = self.access_summary();
+        let lab = self.state.lab.clone();
         if let Some(f) = &mut self.folder {
             if let Some(a) = access {
                 f.meta.insert("access_log".into(), a);
@@ -116,6 +133,10 @@ impl Controller {
             f.meta.insert("backend".into(), backend.into());
             f.meta.insert("target".into(), target.into());
             f.meta.insert("notices".into(), notices.into());
+            if !lab.is_empty() {
+                f.meta.insert("lab".into(), lab.into());
+            }
+
             f.meta.insert(
                 "machine".into(),
                 crate::sys::machine::Machine::read().to_json(),

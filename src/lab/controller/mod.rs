@@ -143,6 +143,10 @@ pub struct Controller {
     /// Client-counted responses over the whole run (for the final cross-check).
     /// Every worker report's counts since the start, the final drain included.
     pub run: Counters,
+    /// When the TUI next judges the thresholds live.
+    next_verdicts: Option<Instant>,
+    /// Connect and total latency since the start (for the OpenMetrics histograms).
+    run_latency: [hdrhistogram::Histogram<u64>; 2],
     /// (client responses, server responses, difference %) once the run has stopped.
     pub final_check: Option<(u64, u64, f64)>,
     /// The access log's counts: follower, latest, at the point's start, over the last point.
@@ -214,6 +218,11 @@ impl Controller {
             opts,
             notices: Vec::new(),
             run: Counters::default(),
+            next_verdicts: None,
+            run_latency: [
+                crate::metrics::hist::new_hist(),
+                crate::metrics::hist::new_hist(),
+            ],
             final_check: None,
             access: AccessLogState::default(),
             real: None,
@@ -255,13 +264,19 @@ impl Controller {
         let Some(spec) = self.scenario.network.clone() else {
             return Ok(());
         };
-        if let Some(missing) = crate::sys::privilege::Privileges::current().lab_missing() {
+        let blocker = match crate::sys::userns::mode() {
+            Some(crate::sys::userns::LabMode::Refused(why)) => Some(why.clone()),
+            _ => crate::sys::privilege::Privileges::current().lab_missing(),
+        };
+        if let Some(missing) = blocker {
             if self.opts.network_fallback {
                 let line = format!("network lab off, running on loopback: {missing}");
                 self.log(&line);
                 self.notices.push(line);
-                self.state
-                    .warn(Warning::NoRoot("loopback only, no WAN shaping".into()));
+                self.state.knobs.lab_off = Some(missing.clone());
+                self.state.warn(Warning::NoLab(
+                    "loopback only, no WAN shaping (run.log says why)".into(),
+                ));
                 return Ok(());
             }
             bail!("{missing}");
@@ -288,8 +303,10 @@ impl Controller {
             self.log(&line);
             self.notices.push(line);
         }
+        self.state.lab = lab_label();
         let line = format!(
-            "network lab {run_id} up: backend {}, server netns {}, {} path(s)",
+            "network lab {run_id} up: lab: {}, backend {}, server netns {}, {} path(s)",
+            self.state.lab,
             self.state.backend,
             net.server_netns,
             net.paths.len()
@@ -408,6 +425,9 @@ impl super::LabControl for Controller {
     }
     fn pump(&mut self) -> anyhow::Result<()> {
         Controller::pump(self)?;
+        if self.deadline.is_some() {
+            self.live_verdicts();
+        }
         if self.opts.interrupted.load(Ordering::Relaxed) {
             bail!("interrupted by a signal");
         }
@@ -435,6 +455,15 @@ impl Drop for Controller {
         if !self.workers.is_empty() || self.server.is_some() || self.net.is_some() {
             self.shutdown();
         }
+    }
+}
+
+/// Where the lab runs, for the status line and run.log: "root" or "rootless (user namespace)".
+fn lab_label() -> String {
+    match crate::sys::userns::mode() {
+        Some(m) => m.label().to_string(),
+        None if crate::sys::userns::host_root() => "root".into(),
+        None => "rootless (user namespace)".into(),
     }
 }
 

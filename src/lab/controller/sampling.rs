@@ -1,6 +1,7 @@
 //! Folding the workers' reports and the probes' samples into rows, per-path figures, the rolling cross-check and measurement windows.
 
 use super::*;
+use crate::metrics::hist::Buckets;
 
 impl Controller {
     pub(super) fn pump_messages(&mut self) {
@@ -21,6 +22,8 @@ impl Controller {
                         self.state.warn(Warning::OutOfFds);
                     }
                     self.run.add(&d.counts);
+                    d.connect_us.merge_into(&mut self.run_latency[0]);
+                    d.total_us.merge_into(&mut self.run_latency[1]);
                     self.tick.add(&d);
                     if let Some((_, p, _)) = &mut self.point {
                         p.add(&d);
@@ -113,6 +116,10 @@ impl Controller {
             self.state.warn(Warning::ClientBound(why));
         }
         self.state.store.push(t, &cols);
+        self.state.latency = vec![
+            ("connect_latency", Buckets::of(&self.run_latency[0])),
+            ("total_latency", Buckets::of(&self.run_latency[1])),
+        ];
         self.rolling_crosscheck(t);
         if let Some(f) = &mut self.folder {
             let vals: Vec<(&str, f64)> = cols
@@ -201,6 +208,7 @@ impl Controller {
             }
         }
         cols.push(("router_queue", Some(sum(&now, &|d| d.queue) as f64)));
+        self.router_late_columns(&now, cols);
         self.router_last = Some((Instant::now(), now));
         if behind > 0 && !self.state.warnings.contains(&Warning::RouterBehind) {
             self.log(&format!(
@@ -209,6 +217,45 @@ impl Controller {
                 self.elapsed()
             ));
             self.state.warn(Warning::RouterBehind);
+        }
+    }
+
+    /// The router's departure error (send time minus scheduled departure) over its latest
+    /// stats line; warns once when its p99 passes the goal (rootless routers run without
+    /// SCHED_FIFO, and a busy machine wakes them late).
+    fn router_late_columns(
+        &mut self,
+        now: &crate::net::router::RouterStats,
+        cols: &mut Vec<(&'static str, Option<f64>)>,
+    ) {
+        if now.late_us.is_empty() {
+            return;
+        }
+        let mut h = crate::metrics::hist::new_hist();
+        now.late_us.merge_into(&mut h);
+        cols.push(("router_late_p50_us", Some(h.value_at_quantile(0.5) as f64)));
+        cols.push(("router_late_p99_us", Some(h.value_at_quantile(0.99) as f64)));
+        let goal = crate::net::router::LATE_GOAL_US;
+        let warned = self
+            .state
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::RouterLate(_)));
+        // The verdict is over the lab's life and a thousand departures at least, so a slow
+        // start-up second is not one.
+        let Some(life) = self.net.as_ref().map(|n| n.router_view().late_us) else {
+            return;
+        };
+        let p99 = life.value_at_quantile(0.99);
+        if life.len() >= 1000 && p99 > goal && !warned {
+            let line = format!(
+                "[{:.1}s] the delay router's departures are late by up to {p99} us (p99; goal < {goal} us){}: delays are shaped less exactly than configured",
+                self.elapsed(),
+                if now.realtime { "" } else { ", it runs without SCHED_FIFO (rootless, or the priority was refused)" }
+            );
+            self.log(&line);
+            self.notices.push(line);
+            self.state.warn(Warning::RouterLate(p99));
         }
     }
 
@@ -232,11 +279,37 @@ impl Controller {
     pub fn end_point(&mut self) -> Option<Window> {
         self.pump_messages();
         let (t0, client, s0) = self.point.take()?;
-        let t1 = self.elapsed();
         self.access.point = self
             .access
             .last
             .map(|b| b.since(&self.access.at_point.unwrap_or_default()));
+        let paths = self
+            .paths
+            .iter_mut()
+            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
+            .collect();
+        Some(self.window(t0, client, s0, paths))
+    }
+
+    /// The open window as it stands now, left open (the TUI's live threshold verdicts).
+    pub fn peek_point(&self) -> Option<Window> {
+        let (t0, client, s0) = self.point.clone()?;
+        let paths = self
+            .paths
+            .iter()
+            .map(|p| (p.name.clone(), p.window.clone()))
+            .collect();
+        Some(self.window(t0, client, s0, paths))
+    }
+
+    fn window(
+        &self,
+        t0: f64,
+        client: ClientTotals,
+        s0: Option<ServerStats>,
+        paths: Vec<(String, ClientTotals)>,
+    ) -> Window {
+        let t1 = self.elapsed();
         let (server_rate, server_responses) = match (s0, &self.server_last) {
             (Some(a), Some(b)) if b.t_s > a.t_s => {
                 let n = b.responses.saturating_sub(a.responses);
@@ -244,18 +317,29 @@ impl Controller {
             }
             _ => (None, None),
         };
-        let paths = self
-            .paths
-            .iter_mut()
-            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
-            .collect();
-        Some(Window {
+        Window {
             t0,
             t1,
             client,
             paths,
             server_rate,
             server_responses,
-        })
+        }
+    }
+
+    /// Every 2 s in the TUI: the scenario's thresholds judged on the session so far, for the
+    /// status line (the final verdicts are taken when the session ends).
+    pub(super) fn live_verdicts(&mut self) {
+        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        if gate.is_empty() || self.next_verdicts.is_some_and(|t| t > Instant::now()) {
+            return;
+        }
+        self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
+        if let Some(w) = self.peek_point() {
+            let row = crate::lab::run::summary_row(self, 1, w);
+            let mut v = gate.judge_point(&row);
+            v.extend(gate.judge_run(std::slice::from_ref(&row)));
+            self.state.verdicts = v;
+        }
     }
 }

@@ -268,5 +268,6 @@ pub fn knobs_of(sc: &Scenario) -> Knobs {
         paused: false,
         paths: Vec::<PathKnobs>::new(),
         selected_path: 0,
+        lab_off: None,
     }
 }

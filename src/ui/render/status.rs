@@ -25,6 +25,21 @@ fn kv(app: &App, k: &str, v: String) -> Vec<Span<'static>> {
     ]
 }
 
+/// The thresholds so far: how many hold, and the first that does not.
+fn gate(app: &App, v: &[crate::report::thresholds::Verdict]) -> Vec<Span<'static>> {
+    let held = v.iter().filter(|x| x.passed).count();
+    match v.iter().find(|x| !x.passed) {
+        None => kv(app, "gate", format!("{held}/{} hold", v.len())),
+        Some(f) => vec![
+            Span::styled("gate ".to_string(), app.theme.dim()),
+            Span::styled(
+                format!("FAIL {}/{} hold: {}", held, v.len(), f.check),
+                app.theme.warn(),
+            ),
+        ],
+    }
+}
+
 pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     let t = &app.theme;
     let k = &st.knobs;
@@ -43,8 +58,11 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
             },
         ),
         kv(app, "net", st.backend.clone()),
-        kv(app, "t", elapsed(st.elapsed_s)),
     ];
+    if !st.lab.is_empty() {
+        head.push(kv(app, "lab", st.lab.clone()));
+    }
+    head.push(kv(app, "t", elapsed(st.elapsed_s)));
     if let Some((i, n)) = st.step {
         head.push(kv(app, "step", format!("{i}/{n}")));
     }
@@ -99,6 +117,9 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
         )]);
     }
 
+    if !st.verdicts.is_empty() {
+        head.push(gate(app, &st.verdicts));
+    }
     let mut out = pack(head, " │ ", width);
     out.extend(pack(knobs, "  ", width));
     // Client-bound first: a result that measured the client must never look valid.

@@ -1,0 +1,507 @@
+//! The rootless lab, run as a user who is not root: a two-path WAN (0 and 100 ms RTT) whose
+//! connect p50s match the RTTs, SYNs counted by pcap, an accept queue that fills under
+//! overload, nothing left afterwards (also after SIGKILL), the TUI reacting to the RTT key,
+//! and the kernel's refusal explained.
+//!
+//! As root, each test runs synlab as the plain user SYNLAB_TEST_USER (`.ci/run` creates one;
+//! `nobody` otherwise) through setpriv; as anyone else, as that user. Each test runs its own
+//! copy of the binary, so "nothing left" looks only at its own processes.
+
+mod tmux_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tmux_support::{have_tmux, tmux, wait_for, Session};
+
+/// The lab tests measure latency to 2 ms: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A plain user to run synlab as, a folder it owns, and its own copy of the binary.
+struct Plain {
+    prefix: Vec<String>,
+    exe: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+fn skip_or_fail(why: &str) -> Option<Plain> {
+    if synlab::sys::privilege::require_privileged() {
+        panic!("{why}");
+    }
+    eprintln!("skipped: {why}");
+    None
+}
+
+fn plain_user() -> Option<Plain> {
+    let name = std::env::var("SYNLAB_TEST_USER").unwrap_or_else(|_| "nobody".into());
+    plain_user_named(&name)
+}
+
+/// As root: `name`; as anyone else: this user.
+fn plain_user_named(name: &str) -> Option<Plain> {
+    let dir = tempfile::Builder::new()
+        .prefix("synlab-rootless-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let mut prefix = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        let Ok(Some(u)) = nix::unistd::User::from_name(name) else {
+            return skip_or_fail(&format!(
+                "the rootless tests run synlab as user {name}, who does not exist (useradd {name}, or set SYNLAB_TEST_USER)"
+            ));
+        };
+        nix::unistd::chown(dir.path(), Some(u.uid), Some(u.gid)).unwrap();
+        prefix = vec![
+            "setpriv".into(),
+            format!("--reuid={}", u.uid),
+            format!("--regid={}", u.gid),
+            "--clear-groups".into(),
+        ];
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.path().join("synlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_synlab"), &exe).unwrap();
+    let p = Plain { prefix, exe, dir };
+    let userns = p
+        .cmd("unshare", &["-r", "-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !userns {
+        return skip_or_fail(
+            "this kernel refuses user namespaces to a plain user (`unshare -r -n true` failed), so there is no rootless lab to test",
+        );
+    }
+    Some(p)
+}
+
+impl Plain {
+    /// `program args` as the plain user, in its folder.
+    fn cmd(&self, program: &str, args: &[&str]) -> Command {
+        let mut c = match self.prefix.split_first() {
+            Some((p, rest)) => {
+                let mut c = Command::new(p);
+                c.args(rest).arg(program);
+                c
+            }
+            None => Command::new(program),
+        };
+        c.args(args)
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path());
+        c
+    }
+
+    fn synlab(&self, args: &[&str]) -> Command {
+        self.cmd(self.exe.to_str().unwrap(), args)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// Live processes running this test's copy of synlab.
+    fn processes(&self) -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|x| x == self.exe)
+            })
+            .collect()
+    }
+
+    fn wait_none_left(&self, secs: u64) -> Vec<u32> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = self.processes();
+            if left.is_empty() || Instant::now() > deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+const TWO_PATHS: &str = r#"
+name = "rootless-two-paths"
+
+[target]
+arch = "prefork"
+workers = 8
+max_workers = 8
+service = "sleep"
+service_time = "10ms"
+lingering_close = false
+backlog = 16
+
+[load]
+mode = "open"
+rate = 300
+arrivals = "poisson"
+sockets = 20000
+timeout = "1s"
+
+[probe]
+interval = "200ms"
+
+[network]
+backend = "auto"
+
+[[network.path]]
+name = "lan"
+rtt = "0ms"
+share = 0.5
+
+[[network.path]]
+name = "wan"
+rtt = "100ms"
+share = 0.5
+"#;
+
+fn run_folder(out: &Path) -> PathBuf {
+    std::fs::read_dir(out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no run folder in {}", out.display()))
+}
+
+fn num(v: &serde_json::Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+#[test]
+fn two_paths_rootless_connect_matches_rtt_syns_by_pcap_queue_fills_nothing_left() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = plain_user() else { return };
+    // Below capacity (8 workers x 10 ms = 800/s) for the RTTs and the SYN count, then far
+    // past it for the accept queue.
+    let sc = p.write(
+        "two.toml",
+        &format!(
+            "{TWO_PATHS}\n[sweep]\nparam = \"load.rate\"\nvalues = [300, 3000]\nwarmup = \"1s\"\nhold = \"4s\"\ncooldown = \"1s\"\n"
+        ),
+    );
+    let out = p
+        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "rootless run failed: {err}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let dir = run_folder(&p.dir.path().join("out"));
+    let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["meta"]["lab"], "rootless (user namespace)", "{log}");
+
+    let below = &s["points"][0];
+    for (path, rtt) in [("lan", 0.0), ("wan", 100.0)] {
+        let ps = below["paths"].as_array().unwrap();
+        let f = ps.iter().find(|x| x["name"] == path).unwrap();
+        let p50 = num(f, "connect_p50_ms");
+        assert!(
+            (p50 - rtt).abs() <= 2.0,
+            "path {path}: connect p50 {p50} ms, RTT {rtt} ms\n{log}"
+        );
+    }
+    // Counted by pcap in the server's namespace, not estimated from kernel counters.
+    let ts = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let mut rows = ts.lines();
+    let head: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let est = head.iter().position(|c| *c == "syn_in_estimated").unwrap();
+    let estimated: Vec<&str> = rows
+        .filter_map(|r| r.split(',').nth(est))
+        .filter(|v| !v.is_empty() && *v != "0")
+        .collect();
+    assert!(
+        estimated.is_empty(),
+        "SYN rate estimated, not captured: {estimated:?}\n{log}"
+    );
+    let (syn, attempts) = (num(below, "syn_in_per_s"), num(below, "attempts_per_s"));
+    assert!(
+        (syn - attempts).abs() <= attempts * 0.02,
+        "SYNs {syn}/s against attempts {attempts}/s\n{log}"
+    );
+
+    let over = &s["points"][1];
+    assert!(
+        num(over, "accept_queue_max") >= 16.0 && num(over, "listen_overflows_per_s") > 0.0,
+        "the accept queue did not reach its limit (16) under overload: {over}"
+    );
+    let left = p.wait_none_left(5);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
+}
+
+#[test]
+fn sigkill_of_a_rootless_run_leaves_nothing_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = plain_user() else { return };
+    let sc = p.write(
+        "long.toml",
+        &TWO_PATHS.replace("rate = 300", "rate = 50").replace(
+            "name = \"rootless-two-paths\"",
+            "name = \"rootless-two-paths\"\nduration = \"60s\"",
+        ),
+    );
+    let mut child = p
+        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // setpriv execs synlab: the child's pid is the controller's.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let up = loop {
+        let log = std::fs::read_dir(p.dir.path().join("out"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| std::fs::read_to_string(e.ok()?.path().join("run.log")).ok())
+            .unwrap_or_default();
+        if log.contains("network lab") || Instant::now() > deadline {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let running = p.processes();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        up.contains("lab: rootless"),
+        "the lab did not come up: {up}"
+    );
+    assert!(
+        running.len() >= 4,
+        "expected controller, router, server and workers: {running:?}"
+    );
+    let left = p.wait_none_left(10);
+    assert!(
+        left.is_empty(),
+        "after SIGKILL of the controller these synlab processes live on (and hold the lab's namespaces): {left:?}"
+    );
+}
+
+#[test]
+fn tui_opens_rootless_and_the_rtt_key_changes_the_path() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !have_tmux() {
+        return;
+    }
+    let Some(p) = plain_user() else { return };
+    let sc = p.write(
+        "tui.toml",
+        "name = \"rootless-tui\"\nduration = \"5m\"\n[load]\nmode = \"open\"\nrate = 200\n\
+         [network]\nbackend = \"auto\"\n[[network.path]]\nname = \"wan\"\nrtt = \"20ms\"\n",
+    );
+    let session = Session(format!("synlab-rootless-{}", std::process::id()));
+    let mut words: Vec<String> = p.prefix.clone();
+    words.extend([
+        p.exe.display().to_string(),
+        "tui".into(),
+        sc.display().to_string(),
+        "--out".into(),
+        p.dir.path().join("out").display().to_string(),
+    ]);
+    let cmd = format!(
+        "cd {} && HOME={} {}; echo SYNLAB-EXIT=$?; sleep 60",
+        p.dir.path().display(),
+        p.dir.path().display(),
+        words.join(" ")
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session.0,
+        "-x",
+        "160",
+        "-y",
+        "48",
+        &cmd,
+    ]);
+    let screen = wait_for(
+        &session.0,
+        &|s| s.contains("lab rootless") && s.contains("rtt 20ms"),
+        30,
+    );
+    assert!(
+        screen.contains("lab rootless") && screen.contains("rtt 20ms"),
+        "the TUI did not come up with its rootless lab:\n{screen}"
+    );
+    tmux(&["send-keys", "-t", &session.0, "R"]);
+    let screen = wait_for(&session.0, &|s| s.contains("rtt 30ms"), 15);
+    assert!(
+        screen.contains("rtt 30ms"),
+        "RTT key had no effect:\n{screen}"
+    );
+    tmux(&["send-keys", "-t", &session.0, "q"]);
+    let screen = wait_for(&session.0, &|s| s.contains("SYNLAB-EXIT="), 20);
+    assert!(screen.contains("SYNLAB-EXIT=0"), "{screen}");
+    let left = p.wait_none_left(5);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
+}
+
+/// The kernel's refusal is explained, naming the setting and the command that lifts it:
+/// user.max_user_namespaces = 0 in a throwaway user namespace (the machine's own setting is
+/// untouched), then synlab asked for a lab in it.
+#[test]
+fn a_refused_user_namespace_names_the_sysctl_that_lifts_it() {
+    let allowed = Command::new("unshare")
+        .args(["-r", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !allowed {
+        skip_or_fail("`unshare -r` is refused here, so the refusal cannot be staged in a throwaway namespace");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("lab.toml");
+    std::fs::write(
+        &sc,
+        "name = \"refused\"\nduration = \"2s\"\n[network]\n[[network.path]]\nname = \"wan\"\nrtt = \"20ms\"\n",
+    )
+    .unwrap();
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec {} run {} --out {} --no-progress",
+        env!("CARGO_BIN_EXE_synlab"),
+        sc.display(),
+        dir.path().join("out").display()
+    );
+    let out = Command::new("unshare")
+        .args(["-r", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("user.max_user_namespaces = 0")
+            && err.contains("sudo sysctl -w user.max_user_namespaces="),
+        "{err}"
+    );
+}
+
+const NGINX: &str = r#"
+name = "rootless-nginx"
+duration = "3s"
+
+[target]
+kind = "nginx"
+workers = 1
+backlog = 511
+keepalive = false
+
+[load]
+mode = "open"
+rate = 200
+timeout = "1s"
+
+[network]
+backend = "auto"
+
+[[network.path]]
+name = "wan"
+rtt = "20ms"
+"#;
+
+fn installed(path: &str) -> bool {
+    Path::new(path).exists()
+}
+
+/// nginx switches its workers to another user, which needs the user's subordinate uid range
+/// mapped (newuidmap): then it serves in the rootless lab and its own log counts what the
+/// clients counted.
+#[test]
+fn nginx_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !installed("/usr/sbin/nginx") || !installed("/usr/bin/newuidmap") {
+        skip_or_fail("nginx in the rootless lab needs the nginx and uidmap packages");
+        return;
+    }
+    let Some(p) = plain_user() else { return };
+    let sc = p.write("nginx.toml", NGINX);
+    let out = p
+        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("maps only your own uid") {
+        skip_or_fail(&format!(
+            "the test user has no subordinate uid range in /etc/subuid ({err})"
+        ));
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let dir = run_folder(&p.dir.path().join("out"));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["meta"]["lab"], "rootless (user namespace)");
+    let logged = std::fs::read_to_string(dir.join("nginx/access.log"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    let t = &s["run_totals"];
+    let responses = t["responses"].as_u64().unwrap();
+    assert!(responses > 100, "{t}");
+    assert_eq!(
+        responses, logged,
+        "the clients' responses against nginx's access log: {t}"
+    );
+    let left = p.wait_none_left(5);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
+}
+
+/// Without a subordinate range the rootless lab says what nginx needs instead of starting a
+/// server whose workers cannot switch users.
+#[test]
+fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !installed("/usr/sbin/nginx") {
+        skip_or_fail("needs the nginx package");
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "skipped: needs root, to run synlab as `nobody`, a user with no subordinate uid range"
+        );
+        return;
+    }
+    let has_range = |f: &str| {
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with("nobody:") || l.starts_with("65534:"))
+    };
+    if has_range("/etc/subuid") {
+        eprintln!("skipped: nobody has a subordinate uid range here");
+        return;
+    }
+    let Some(p) = plain_user_named("nobody") else {
+        return;
+    };
+    let sc = p.write("nginx.toml", NGINX);
+    let out = p
+        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("nginx cannot run in this rootless lab")
+            && err.contains("apt install uidmap")
+            && err.contains("usermod --add-subuids"),
+        "{err}"
+    );
+    let left = p.wait_none_left(5);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
+}
