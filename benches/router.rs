@@ -356,10 +356,51 @@ fn idle_pct(pid: u32, secs: u64) -> f64 {
     (ticks(pid) - a) as f64 / secs as f64
 }
 
-/// The router at 10,000 frames/s (64 B), with SCHED_FIFO and at normal priority (as a user
-/// who is not root runs it: `SYNLAB_ROUTER_NO_RT=1`), each in a fresh lab; with
-/// `SYNLAB_BENCH_BASELINE_EXE=<older synlab binary>` that router too, in the same run (it
-/// is moved to normal priority with sched_setscheduler, as it may not know the variable).
+/// Set in the child that measures the rootless router (see `rootless_10k`).
+const ROOTLESS_CHILD: &str = "SYNLAB_BENCH_ROOTLESS_CHILD";
+
+/// One 10,000 frames/s step (64 B) in a fresh lab, the router with SCHED_FIFO or at normal
+/// priority (`SYNLAB_ROUTER_NO_RT=1`, and sched_setscheduler for a router binary that may not
+/// know the variable), then its idle CPU. Returns the scheduling it ran with.
+fn measure_10k(udp: bool, secs: f64, rt: bool) -> (&'static str, Step, f64) {
+    if rt {
+        std::env::remove_var("SYNLAB_ROUTER_NO_RT");
+    } else {
+        std::env::set_var("SYNLAB_ROUTER_NO_RT", "1");
+    }
+    let lab = Lab::up(&spec(), &synlab::net::plan::new_run_id()).expect("lab up");
+    let pid = lab.router_pid().expect("router pid");
+    pin(pid as i32, ROUTER_CPU);
+    if !rt {
+        let p = libc::sched_param { sched_priority: 0 };
+        // SAFETY: valid sched_param for a pid we started.
+        unsafe { libc::sched_setscheduler(pid as i32, libc::SCHED_OTHER, &p) };
+    }
+    // SAFETY: plain query of a pid we started.
+    let policy = unsafe { libc::sched_getscheduler(pid as i32) };
+    let s = run_rate(&lab, udp, 64, 10_000.0, secs);
+    let idle = idle_pct(pid, 3);
+    lab.down().expect("lab down");
+    std::env::remove_var("SYNLAB_ROUTER_NO_RT");
+    let sched = if policy == libc::SCHED_FIFO {
+        "SCHED_FIFO"
+    } else {
+        "normal"
+    };
+    (sched, s, idle)
+}
+
+fn row_10k(name: &str, sched: &str, s: &Step, idle: f64) {
+    println!(
+        "{name:<9} {sched:<11} {:>5.1} {:>11.0} {:>11.0} {:>13.0} {:>11.2}",
+        s.router_cpu_pct, s.p50_err_us, s.p99_err_us, s.p99_abs_err_us, idle
+    );
+}
+
+/// The router at 10,000 frames/s (64 B) with SCHED_FIFO, at normal priority (as a user who
+/// is not root runs it), and rootless (the lab in a user namespace, built by a copy of this
+/// bench run as SYNLAB_TEST_USER, else `nobody`), each in a fresh lab; with
+/// `SYNLAB_BENCH_BASELINE_EXE=<older synlab binary>` that router too, in the same run.
 fn at_10k(udp: bool, secs: f64) {
     let this = std::env::var("SYNLAB_EXE").expect("set in main");
     let mut exes = vec![("this", this.clone())];
@@ -369,46 +410,83 @@ fn at_10k(udp: bool, secs: f64) {
     println!("router at 10,000 frames/s (64 B), goal <= 10 % of a core with p99 error <= 100 us:");
     println!("router    scheduling  CPU %  p50 err us  p99 err us  p99 |err| us  idle CPU %");
     for (name, exe) in &exes {
+        std::env::set_var("SYNLAB_EXE", exe);
         for rt in [true, false] {
-            std::env::set_var("SYNLAB_EXE", exe);
-            if rt {
-                std::env::remove_var("SYNLAB_ROUTER_NO_RT");
-            } else {
-                std::env::set_var("SYNLAB_ROUTER_NO_RT", "1");
-            }
-            let lab = Lab::up(&spec(), &synlab::net::plan::new_run_id()).expect("lab up");
-            let pid = lab.router_pid().expect("router pid");
-            pin(pid as i32, ROUTER_CPU);
-            if !rt {
-                let p = libc::sched_param { sched_priority: 0 };
-                // SAFETY: valid sched_param for a pid we started.
-                unsafe { libc::sched_setscheduler(pid as i32, libc::SCHED_OTHER, &p) };
-            }
-            // SAFETY: plain query of a pid we started.
-            let policy = unsafe { libc::sched_getscheduler(pid as i32) };
-            let s = run_rate(&lab, udp, 64, 10_000.0, secs);
-            let idle = idle_pct(pid, 3);
-            println!(
-                "{name:<9} {:<11} {:>5.1} {:>11.0} {:>11.0} {:>13.0} {:>11.2}",
-                if policy == libc::SCHED_FIFO {
-                    "SCHED_FIFO"
-                } else {
-                    "normal"
-                },
-                s.router_cpu_pct,
-                s.p50_err_us,
-                s.p99_err_us,
-                s.p99_abs_err_us,
-                idle
-            );
-            lab.down().expect("lab down");
+            let (sched, s, idle) = measure_10k(udp, secs, rt);
+            row_10k(name, sched, &s, idle);
         }
     }
-    std::env::set_var("SYNLAB_EXE", this);
-    std::env::remove_var("SYNLAB_ROUTER_NO_RT");
+    std::env::set_var("SYNLAB_EXE", &this);
+    match rootless_10k(&this) {
+        Ok(line) => println!("{line}"),
+        Err(why) => println!("rootless    not measured: {why}"),
+    }
+}
+
+/// Runs a copy of this bench as a plain user in child mode; returns its table row.
+fn rootless_10k(exe: &str) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let name = std::env::var("SYNLAB_TEST_USER").unwrap_or_else(|_| "nobody".into());
+    let u = nix::unistd::User::from_name(&name)
+        .ok()
+        .flatten()
+        .ok_or(format!("no user {name} (set SYNLAB_TEST_USER)"))?;
+    let dir = tempfile::Builder::new()
+        .prefix("synlab-router-bench-")
+        .tempdir_in("/tmp")
+        .map_err(|e| e.to_string())?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+        .map_err(|e| e.to_string())?;
+    let (bench, synlab) = (dir.path().join("router-bench"), dir.path().join("synlab"));
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    std::fs::copy(me, &bench).map_err(|e| format!("copying the bench: {e}"))?;
+    std::fs::copy(exe, &synlab).map_err(|e| format!("copying {exe}: {e}"))?;
+    let out = std::process::Command::new("setpriv")
+        .arg(format!("--reuid={}", u.uid))
+        .arg(format!("--regid={}", u.gid))
+        .arg("--clear-groups")
+        .arg(&bench)
+        .arg("--bench")
+        .env(ROOTLESS_CHILD, "1")
+        .env("SYNLAB_EXE", &synlab)
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .map_err(|e| format!("setpriv: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| l.starts_with("rootless"))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "the child as {name} printed no row ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })
+}
+
+/// Child mode: enter synlab's user namespace (before any thread), measure, print one row.
+fn rootless_child(udp: bool, secs: f64) {
+    match synlab::sys::userns::prepare(true) {
+        synlab::sys::userns::LabMode::Rootless { .. } => {
+            let (sched, s, idle) = measure_10k(udp, secs, false);
+            row_10k("rootless", sched, &s, idle);
+        }
+        other => println!("rootless    not measured: {}", other.label()),
+    }
 }
 
 fn main() {
+    let secs: f64 = std::env::var("SYNLAB_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0);
+    let udp = std::env::var("SYNLAB_BENCH_ENDPOINT").is_ok_and(|e| e == "udp");
+    if std::env::var_os(ROOTLESS_CHILD).is_some() {
+        rootless_child(udp, secs);
+        return;
+    }
     if !synlab::sys::privilege::Privileges::current().can_build_lab() {
         eprintln!("router bench skipped: needs root (namespaces)");
         return;
@@ -417,11 +495,6 @@ fn main() {
         "SYNLAB_EXE",
         std::env::var("SYNLAB_EXE").unwrap_or_else(|_| "target/release/synlab".into()),
     );
-    let secs: f64 = std::env::var("SYNLAB_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
-    let udp = std::env::var("SYNLAB_BENCH_ENDPOINT").is_ok_and(|e| e == "udp");
     timer_anchor(secs);
     at_10k(udp, secs);
     let lab = Lab::up(&spec(), &synlab::net::plan::new_run_id()).expect("lab up");

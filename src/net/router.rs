@@ -78,7 +78,8 @@ pub struct RouterStats {
     /// Milliseconds since the router started.
     pub t_ms: u64,
     pub paths: Vec<PathStats>,
-    /// Send time minus scheduled departure (timer error), since the previous line.
+    /// How far each send time was from its scheduled departure, late or early (frames of one
+    /// wake-up's window leave up to half the window ahead), since the previous line.
     pub late_us: HistDelta,
     /// Router CPU time (user + system) since start, in microseconds.
     pub cpu_us: u64,
@@ -226,13 +227,15 @@ impl Relay {
         self.held.first_key_value().map(|(&(d, _), _)| d)
     }
 
-    /// The last departure at or before `until` among the first `MAX_BATCH`.
-    fn last_departure_by(&self, until: u64) -> Option<u64> {
-        self.held
-            .range(..=(until, u64::MAX))
-            .take(MAX_BATCH)
-            .last()
-            .map(|(&(d, _), _)| d)
+    /// The last departure at or before `until` among the first `MAX_BATCH` (held frames
+    /// must not be empty), and how many that is.
+    fn last_departure_by(&self, until: u64) -> (u64, usize) {
+        let mut n = 0;
+        let mut last = 0;
+        for (&(d, _), _) in self.held.range(..=(until, u64::MAX)).take(MAX_BATCH) {
+            (last, n) = (d, n + 1);
+        }
+        (last, n)
     }
 
     fn snapshot(&mut self, now: u64, t_ms: u64) -> RouterStats {
@@ -315,14 +318,22 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
     loop {
         let now = packet::mono_ns();
         let half = wakes.half_window_ns();
+        // A full window is a dense stream: wake a p99 lateness before its first frame and
+        // poll, rather than have all of its frames wait for a late wake-up.
+        let mut comp = wakes.comp_ns();
         let window = relay.next_departure().map(|first| {
-            let last = relay.last_departure_by(first + 2 * half).unwrap_or(first);
-            (first, last)
+            let (last, n) = relay.last_departure_by(first + 2 * half);
+            if n >= MAX_BATCH {
+                comp = wakes.dense_lead_ns();
+                (first, first)
+            } else {
+                (first, last)
+            }
         });
         // Frames go ahead of their time only on the wake-up planned for their window; an
         // awake router sends each on its time.
         let mut ahead = 0;
-        match next_step(now, window, wakes.comp_ns()) {
+        match next_step(now, window, comp) {
             _ if rx_more => poller.wait(0, &mut ready)?,
             Next::Send | Next::Poll => poller.wait(0, &mut ready)?,
             Next::Sleep(t) => {
@@ -457,7 +468,7 @@ fn depart(
                 st.relayed += 1;
                 st.bytes += h.frame.len() as u64;
                 hist::record(&mut relay.delay[h.path][h.dir], (done - h.arrived) / 1000);
-                hist::record(&mut relay.late, done.saturating_sub(h.depart) / 1000);
+                hist::record(&mut relay.late, done.abs_diff(h.depart) / 1000);
             } else {
                 st.send_errors += 1;
             }

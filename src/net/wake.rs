@@ -8,7 +8,9 @@
 //!   leaves after the timer's own spread (p99 minus p50 lateness), so the delay error stays
 //!   within the goal while the wake-ups per second fall.
 //! - The timer is armed early by the typical (p50) lateness instead of polling through it; a
-//!   wake-up that comes earlier than that polls the few remaining microseconds.
+//!   wake-up that comes earlier than that polls the few remaining microseconds. A full window
+//!   (a dense stream, where a late wake-up would make every frame of it late) is woken for a
+//!   p99 lateness ahead of its first frame instead, and the router polls from there.
 //! - While the next departure is near, the router leaves new frames in the receive rings
 //!   (their kernel timestamps keep their delays exact) and reads them on that departure's
 //!   wake-up, as far as the shortest path delay allows.
@@ -25,6 +27,10 @@ pub const MAX_HALF_WINDOW_NS: u64 = 80_000;
 /// frames go out one after the other (1-2 us each), so a long one would make its last frames
 /// late; at rates where windows hold more, the router is awake between frames anyway.
 pub const MAX_BATCH: usize = 16;
+/// Bounds of the lead before a full window (see `WakeStats::dense_lead_ns`): the cap keeps
+/// polling well under the kernel's limit for a SCHED_FIFO task (95 % of each second).
+pub const MIN_DENSE_LEAD_NS: u64 = 20_000;
+pub const MAX_DENSE_LEAD_NS: u64 = 50_000;
 /// Shorter sleeps are polled instead: a wake-up costs about as much CPU as polling this
 /// long, and every sleep risks the host taking the CPU for longer (on a virtual machine),
 /// so a router whose departures come this close together stays awake and sends each on time.
@@ -90,6 +96,13 @@ impl WakeStats {
     /// How early to arm the timer: the typical lateness.
     pub fn comp_ns(&self) -> u64 {
         self.p50.min(MAX_COMP_NS)
+    }
+
+    /// How early to arm the timer for a full window (a dense stream, where every frame of
+    /// the window would wait for a late wake-up): the p99 lateness with a quarter's margin,
+    /// within [`MIN_DENSE_LEAD_NS`, `MAX_DENSE_LEAD_NS`]; the router polls the rest.
+    pub fn dense_lead_ns(&self) -> u64 {
+        (self.p99 + self.p99 / 4).clamp(MIN_DENSE_LEAD_NS, MAX_DENSE_LEAD_NS)
     }
 
     /// Half the window of departures sent together: the error goal (with a tenth kept as
@@ -182,6 +195,18 @@ mod tests {
         let w = fed(|i| if i % 10 == 0 { 900_000 } else { 30_000 });
         assert_eq!(w.half_window_ns(), 0);
         assert_eq!(w.comp_ns(), 30_000);
+    }
+
+    #[test]
+    fn a_dense_window_is_woken_for_a_p99_lateness_ahead_within_bounds() {
+        let w = fed(|i| if i % 20 == 0 { 36_000 } else { 20_000 });
+        assert_eq!(w.dense_lead_ns(), 45_000);
+        assert_eq!(fed(|_| 1_000).dense_lead_ns(), MIN_DENSE_LEAD_NS);
+        assert_eq!(
+            fed(|_| 900_000).dense_lead_ns(),
+            MAX_DENSE_LEAD_NS,
+            "a busy host: polling stays bounded"
+        );
     }
 
     #[test]
