@@ -321,10 +321,11 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         // A full window is a dense stream: wake a p99 lateness before its first frame and
         // poll, rather than have all of its frames wait for a late wake-up.
         let mut comp = wakes.comp_ns();
+        let mut dense = false;
         let window = relay.next_departure().map(|first| {
             let (last, n) = relay.last_departure_by(first + 2 * half);
             if n >= MAX_BATCH {
-                comp = wakes.dense_lead_ns();
+                (comp, dense) = (wakes.dense_lead_ns(), true);
                 (first, first)
             } else {
                 (first, last)
@@ -344,7 +345,7 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                 } else {
                     poller.wait(-1, &mut ready)?;
                 }
-                if wake == t && ready.contains(&TIMER) {
+                if wake == t && ready.contains(&TIMER) && !dense {
                     ahead = half;
                 }
             }
