@@ -66,7 +66,12 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         network_fallback: false,
     };
     let mut c = Controller::start(sc, opts).unwrap();
-    let ours: Vec<String> = lab_namespaces();
+    // This run's namespaces only: another lab (a concurrent run) may be up too.
+    let prefix = format!("synlab-{}-", c.net.as_ref().expect("lab up").run_id);
+    let ours: Vec<String> = lab_namespaces()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
     assert!(
         ours.len() >= 4,
         "server, router and two client namespaces: {ours:?}"

@@ -12,12 +12,11 @@
 use crate::metrics::hist::{self, HistDelta};
 use crate::net::shaper::{DirParams, Shaper, Verdict};
 use crate::net::spec::{PathChange, PathSpec};
-use crate::net::wake::WakeLead;
+use crate::net::wake::{may_defer_rx, next_step, Next, WakeStats, MAX_BATCH};
 use crate::sys::packet::{self, PacketPort, Poller, Timer};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 /// A client-side port and its path profile.
@@ -79,7 +78,8 @@ pub struct RouterStats {
     /// Milliseconds since the router started.
     pub t_ms: u64,
     pub paths: Vec<PathStats>,
-    /// Send time minus scheduled departure (timer error), since the previous line.
+    /// How far each send time was from its scheduled departure, late or early (frames of one
+    /// wake-up's window leave up to half the window ahead), since the previous line.
     pub late_us: HistDelta,
     /// Router CPU time (user + system) since start, in microseconds.
     pub cpu_us: u64,
@@ -107,35 +107,18 @@ const DOWN: usize = 1;
 
 struct Held {
     depart: u64,
-    seq: u64,
     arrived: u64,
     path: usize,
     dir: usize,
     frame: Vec<u8>,
 }
 
-impl PartialEq for Held {
-    fn eq(&self, o: &Self) -> bool {
-        (self.depart, self.seq) == (o.depart, o.seq)
-    }
-}
-impl Eq for Held {}
-impl PartialOrd for Held {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Held {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.depart, self.seq).cmp(&(o.depart, o.seq))
-    }
-}
-
 /// The relay's state apart from sockets: shapers, held frames, MAC table, counters.
 struct Relay {
     names: Vec<String>,
     shapers: Vec<[Shaper; 2]>,
-    held: BinaryHeap<Reverse<Held>>,
+    /// By (departure, arrival order).
+    held: BTreeMap<(u64, u64), Held>,
     seq: u64,
     mac_path: HashMap<[u8; 6], usize>,
     stats: Vec<[DirStats; 2]>,
@@ -159,7 +142,7 @@ impl Relay {
                     [Shaper::new(d, s), Shaper::new(d, s + 1)]
                 })
                 .collect(),
-            held: BinaryHeap::new(),
+            held: BTreeMap::new(),
             seq: 0,
             mac_path: HashMap::new(),
             stats: vec![Default::default(); n],
@@ -186,14 +169,16 @@ impl Relay {
                 buf.clear();
                 buf.extend_from_slice(frame);
                 self.seq += 1;
-                self.held.push(Reverse(Held {
-                    depart: depart_ns,
-                    seq: self.seq,
-                    arrived: now,
-                    path,
-                    dir,
-                    frame: buf,
-                }));
+                self.held.insert(
+                    (depart_ns, self.seq),
+                    Held {
+                        depart: depart_ns,
+                        arrived: now,
+                        path,
+                        dir,
+                        frame: buf,
+                    },
+                );
             }
         }
     }
@@ -227,8 +212,30 @@ impl Relay {
         }
     }
 
+    /// The shortest delay a frame arriving at `now` can get on any path (latency less
+    /// jitter; queueing only adds).
+    fn min_latency_ns(&self, now: u64) -> u64 {
+        self.shapers
+            .iter()
+            .flatten()
+            .map(|s| s.latency_at(now).saturating_sub(s.params().jitter_ns))
+            .min()
+            .unwrap_or(0)
+    }
+
     fn next_departure(&self) -> Option<u64> {
-        self.held.peek().map(|Reverse(h)| h.depart)
+        self.held.first_key_value().map(|(&(d, _), _)| d)
+    }
+
+    /// The last departure at or before `until` among the first `MAX_BATCH` (held frames
+    /// must not be empty), and how many that is.
+    fn last_departure_by(&self, until: u64) -> (u64, usize) {
+        let mut n = 0;
+        let mut last = 0;
+        for (&(d, _), _) in self.held.range(..=(until, u64::MAX)).take(MAX_BATCH) {
+            (last, n) = (d, n + 1);
+        }
+        (last, n)
     }
 
     fn snapshot(&mut self, now: u64, t_ms: u64) -> RouterStats {
@@ -272,11 +279,13 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         .map(|p| PacketPort::open(&p.dev).with_context(|| format!("opening port {}", p.dev)))
         .collect::<anyhow::Result<_>>()?;
     packet::set_timer_slack_ns(1);
-    let realtime = packet::set_realtime(10).is_ok();
+    let realtime = !no_realtime_asked() && packet::set_realtime(10).is_ok();
     let mut relay = Relay::new(cfg, packet::mono_ns());
     let mut timer = Timer::new()?;
+    // Two interest sets: `poller` wakes on arrivals too; `quiet` (stdin and the timer only) is
+    // for sleeping while arrivals wait in the rings (see `wake::may_defer_rx`).
     let mut poller = Poller::new()?;
-    let n = clients.len() as u64;
+    let mut quiet = Poller::new()?;
     const SERVER: u64 = 1000;
     const STDIN: u64 = 1001;
     const TIMER: u64 = 1002;
@@ -284,41 +293,68 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         poller.add(c.raw_fd(), i as u64)?;
     }
     poller.add(server.raw_fd(), SERVER)?;
+    for p in [&poller, &quiet] {
+        if !cfg.detached {
+            p.add(0, STDIN)?;
+        }
+        p.add(timer.raw_fd(), TIMER)?;
+    }
     if !cfg.detached {
-        poller.add(0, STDIN)?;
         packet::set_nonblocking(0)?;
     }
-    poller.add(timer.raw_fd(), TIMER)?;
 
     let start = packet::mono_ns();
     let interval = cfg.stats_interval_ms.max(10) * 1_000_000;
     let mut next_stats = start + interval;
     let mut buf = vec![0u8; 4096];
     let mut ring_drops = 0u64;
-    // Arm the timer this long before a departure and poll the rest, so frames keep flowing in
-    // while the router waits out the last microseconds (no dead spinning).
-    let mut lead = WakeLead::default();
+    let mut wakes = WakeStats::default();
     let mut line = Vec::<u8>::new();
     let mut ready = Vec::new();
     let mut due: Vec<Held> = Vec::new();
+    // Whether a ring may hold more than the last pass took.
+    let mut rx_more = false;
     let out = std::io::stdout();
     loop {
-        // Block until the next departure is near; when it is, only poll.
         let now = packet::mono_ns();
-        let early = lead.lead_ns();
-        match relay.next_departure() {
-            Some(d) if d <= now + early => poller.wait(0, &mut ready)?,
-            next => {
-                let wake = next.map(|d| d - early).unwrap_or(u64::MAX).min(next_stats);
+        let half = wakes.half_window_ns();
+        // A full window is a dense stream: wake a p99 lateness before its first frame and
+        // poll, rather than have all of its frames wait for a late wake-up.
+        let mut comp = wakes.comp_ns();
+        let mut dense = false;
+        let window = relay.next_departure().map(|first| {
+            let (last, n) = relay.last_departure_by(first + 2 * half);
+            if n >= MAX_BATCH {
+                (comp, dense) = (wakes.dense_lead_ns(), true);
+                (first, first)
+            } else {
+                (first, last)
+            }
+        });
+        // Frames go ahead of their time only on the wake-up planned for their window; an
+        // awake router sends each on its time.
+        let mut ahead = 0;
+        match next_step(now, window, comp) {
+            _ if rx_more => poller.wait(0, &mut ready)?,
+            Next::Send | Next::Poll => poller.wait(0, &mut ready)?,
+            Next::Sleep(t) => {
+                let wake = t.min(next_stats);
                 timer.arm_at(Some(wake))?;
-                poller.wait(-1, &mut ready)?;
+                if may_defer_rx(relay.min_latency_ns(now), wake.saturating_sub(now)) {
+                    quiet.wait(-1, &mut ready)?;
+                } else {
+                    poller.wait(-1, &mut ready)?;
+                }
+                if wake == t && ready.contains(&TIMER) && !dense {
+                    ahead = half;
+                }
             }
         }
         for &tok in &ready {
             match tok {
                 TIMER => {
                     if let Some(armed) = timer.armed_at() {
-                        lead.record(armed, packet::mono_ns());
+                        wakes.record(armed, packet::mono_ns());
                     }
                     timer.clear();
                 }
@@ -335,24 +371,26 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                         }
                     }
                 },
-                SERVER => {
-                    let got = server.recv_each(RX_PER_WAKE, |f, at| relay.on_server_frame(at, f));
-                    if got == 0 {
-                        stop_if_gone(&server)?;
-                    }
-                }
-                t if t < n => {
-                    let path = t as usize;
-                    let port = &mut clients[path];
-                    if port.recv_each(RX_PER_WAKE, |f, at| relay.on_client_frame(at, path, f)) == 0
-                    {
-                        stop_if_gone(port)?;
-                    }
-                }
                 _ => {}
             }
         }
-        depart(&mut relay, &server, &clients, &mut due);
+        // Every ring is read on every pass (a ring with nothing waiting costs one load), so
+        // frames left there while the router slept are taken now.
+        rx_more = false;
+        let got = server.recv_each(RX_PER_WAKE, |f, at| relay.on_server_frame(at, f));
+        if got == 0 && ready.contains(&SERVER) {
+            // Readable with nothing in the ring: an error is pending.
+            stop_if_gone(&server)?;
+        }
+        rx_more |= got == RX_PER_WAKE;
+        for (path, port) in clients.iter_mut().enumerate() {
+            let got = port.recv_each(RX_PER_WAKE, |f, at| relay.on_client_frame(at, path, f));
+            if got == 0 && ready.contains(&(path as u64)) {
+                stop_if_gone(port)?;
+            }
+            rx_more |= got == RX_PER_WAKE;
+        }
+        depart(&mut relay, &server, &clients, &mut due, ahead);
         let now = packet::mono_ns();
         if now >= next_stats {
             // The lab's interfaces went with its namespaces (`net down`, a crashed controller):
@@ -377,6 +415,12 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
     }
 }
 
+/// `SYNLAB_ROUTER_NO_RT=1`: run at normal priority even where SCHED_FIFO is allowed (to
+/// measure the rootless case as root).
+fn no_realtime_asked() -> bool {
+    std::env::var("SYNLAB_ROUTER_NO_RT").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Ends the router with an error when a port's interface has disappeared.
 fn stop_if_gone(port: &PacketPort) -> anyhow::Result<()> {
     match port.gone() {
@@ -385,12 +429,22 @@ fn stop_if_gone(port: &PacketPort) -> anyhow::Result<()> {
     }
 }
 
-/// Sends every frame whose departure time has come, one sendmmsg per port, in departure
-/// order within each port; records the realised delays.
-fn depart(relay: &mut Relay, server: &PacketPort, clients: &[PacketPort], due: &mut Vec<Held>) {
+/// Sends every frame whose departure time has come, and up to `MAX_BATCH` in all of those
+/// due within `half` of now, one sendmmsg per port, in departure order within each port;
+/// records the realised delays.
+fn depart(
+    relay: &mut Relay,
+    server: &PacketPort,
+    clients: &[PacketPort],
+    due: &mut Vec<Held>,
+    half: u64,
+) {
     let now = packet::mono_ns();
-    while relay.next_departure().is_some_and(|d| d <= now) {
-        let Reverse(h) = relay.held.pop().expect("peeked");
+    while relay
+        .next_departure()
+        .is_some_and(|d| d <= now || (d <= now + half && due.len() < MAX_BATCH))
+    {
+        let (_, h) = relay.held.pop_first().expect("peeked");
         due.push(h);
     }
     if due.is_empty() {
@@ -415,7 +469,7 @@ fn depart(relay: &mut Relay, server: &PacketPort, clients: &[PacketPort], due: &
                 st.relayed += 1;
                 st.bytes += h.frame.len() as u64;
                 hist::record(&mut relay.delay[h.path][h.dir], (done - h.arrived) / 1000);
-                hist::record(&mut relay.late, done.saturating_sub(h.depart) / 1000);
+                hist::record(&mut relay.late, done.abs_diff(h.depart) / 1000);
             } else {
                 st.send_errors += 1;
             }
@@ -484,7 +538,7 @@ mod tests {
         r.on_client_frame(0, 1, &frame(srv, b));
         r.on_server_frame(0, &frame(b, srv));
         r.on_server_frame(0, &frame([0xff; 6], srv));
-        let held: Vec<(usize, usize)> = r.held.iter().map(|Reverse(h)| (h.path, h.dir)).collect();
+        let held: Vec<(usize, usize)> = r.held.values().map(|h| (h.path, h.dir)).collect();
         let down_a = held.iter().filter(|&&x| x == (0, DOWN)).count();
         let down_b = held.iter().filter(|&&x| x == (1, DOWN)).count();
         assert_eq!((down_a, down_b), (1, 2));
