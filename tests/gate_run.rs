@@ -294,3 +294,55 @@ fn a_tui_session_judges_its_thresholds_live() {
     assert!(!v[1].passed && v[1].check.contains("total_p50_ms"), "{v:?}");
     assert!(v[1].measured.is_some_and(|m| m > 1.0), "{v:?}");
 }
+
+/// A TUI session is summarised per stretch of settings: a rate change after 3.5 s gives two
+/// rows, each with the rate it ran at, not one row with the last rate.
+#[test]
+fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    use synlab::lab::controller::{Controller, RunOptions};
+    use synlab::lab::state::Command;
+    use synlab::lab::LabControl;
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = BASE
+        .replace(
+            "[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\nwarmup = \"500ms\"\nhold = \"1s\"\n",
+            "",
+        )
+        .replace("name = \"gate\"", "name = \"stretches\"\nduration = \"60s\"");
+    let sc = synlab::scenario::parse("stretches.toml", &toml).unwrap();
+    let opts = RunOptions {
+        out_parent: Some(tmp.path().to_path_buf()),
+        interrupted: Arc::new(AtomicBool::new(false)),
+        network_fallback: false,
+    };
+    let mut c = Controller::start(sc, opts).unwrap();
+    c.tui_mode();
+    let run_for = |c: &mut Controller, secs: f64| {
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < end {
+            LabControl::pump(c).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    run_for(&mut c, 3.5);
+    c.apply(Command::SetRate(Some(200.0))).unwrap();
+    run_for(&mut c, 3.5);
+    c.finish_interactive().unwrap();
+    let dir = c.folder_dir().unwrap().to_path_buf();
+    let s = summary(&dir);
+    let rows = s["points"].as_array().unwrap();
+    let rates: Vec<f64> = rows
+        .iter()
+        .map(|r| r["offered_rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, vec![100.0, 200.0], "{s}");
+    assert!(
+        rows[1]["attempts_per_s"].as_f64().unwrap() > 150.0,
+        "the second stretch ran at 200/s: {}",
+        rows[1]
+    );
+}

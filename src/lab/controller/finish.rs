@@ -1,6 +1,10 @@
-//! The end of a run: snapshots, the TUI's summary row, stopping everything and the run folder's last files.
+//! The end of a run: snapshots, the TUI's summary rows (one per stretch of settings),
+//! stopping everything and the run folder's last files.
 
 use super::*;
+
+/// The shortest stretch of one setting a TUI session summarises.
+pub const MIN_STRETCH_S: f64 = 3.0;
 
 impl Controller {
     /// Writes the store so far and a text screenshot into the run folder.
@@ -33,18 +37,45 @@ impl Controller {
 
     /// Ends the TUI's run: the whole run as one summary row, then shutdown.
     pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
-        if let Some(window) = self.end_point() {
-            let row = crate::lab::run::summary_row(self, 1, window);
-            let gate = crate::report::thresholds::Gate::of(&self.scenario);
-            if let Some(f) = &mut self.folder {
-                f.thresholds = gate.judge_point(&row);
-                f.summary.push(row);
-                f.thresholds.extend(gate.judge_run(&f.summary));
-                f.write_summary()?;
-            }
+        self.end_stretch_now();
+        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        if let Some(f) = &mut self.folder {
+            f.thresholds = f.summary.iter().flat_map(|r| gate.judge_point(r)).collect();
+            f.thresholds.extend(gate.judge_run(&f.summary));
+            f.write_summary()?;
         }
         self.shutdown();
         Ok(())
+    }
+
+    /// Closes the TUI's current stretch of settings into a summary row and opens the next; a
+    /// stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short to summarise
+    /// and is only logged.
+    pub(super) fn end_stretch(&mut self) {
+        let Some(t0) = self.point.as_ref().map(|p| p.0) else {
+            return;
+        };
+        let len = self.elapsed() - t0;
+        if len < MIN_STRETCH_S {
+            let _ = self.end_point();
+            self.log(&format!(
+                "[{:.1}s] a stretch of {len:.1} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv",
+                self.elapsed()
+            ));
+        } else {
+            self.end_stretch_now();
+        }
+        self.begin_point();
+    }
+
+    fn end_stretch_now(&mut self) {
+        if let Some(window) = self.end_point() {
+            let n = self.folder.as_ref().map_or(0, |f| f.summary.len()) + 1;
+            let row = crate::lab::run::summary_row(self, n, window);
+            if let Some(f) = &mut self.folder {
+                f.summary.push(row);
+            }
+        }
     }
 
     /// Stops the workers and the target, then writes the events file.

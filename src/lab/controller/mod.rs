@@ -356,6 +356,13 @@ impl Controller {
 
     /// Applies a knob change and carries out its effect.
     pub fn apply(&mut self, cmd: Command) -> Result<String, String> {
+        // A TUI session is summarised per stretch of settings: the stretch that a change of the
+        // load or of a path ends is closed first, under the settings it ran with.
+        let changes = crate::lab::state::apply_knobs(&mut self.state.knobs.clone(), cmd.clone())
+            .is_ok_and(|(e, _)| e != Effect::None);
+        if changes && self.deadline.is_some() && !self.state.finished {
+            self.end_stretch();
+        }
         let (effect, text) = self.state.apply(cmd)?;
         match effect {
             Effect::Load => self.push_load_knobs(),

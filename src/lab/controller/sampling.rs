@@ -370,9 +370,16 @@ impl Controller {
         }
         self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
         if let Some(w) = self.peek_point() {
-            let row = crate::lab::run::summary_row(self, 1, w);
+            // This stretch of settings as a point, the session's earlier stretches with it for
+            // the thresholds over the whole run.
+            let mut rows = self
+                .folder
+                .as_ref()
+                .map_or_else(Vec::new, |f| f.summary.clone());
+            let row = crate::lab::run::summary_row(self, rows.len() + 1, w);
             let mut v = gate.judge_point(&row);
-            v.extend(gate.judge_run(std::slice::from_ref(&row)));
+            rows.push(row);
+            v.extend(gate.judge_run(&rows));
             self.state.verdicts = v;
         }
     }
