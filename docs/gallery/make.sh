@@ -45,4 +45,16 @@ for s in "${ORDER[@]}"; do
   done
   cp "$dir/summary.csv" "$OUT/$s.summary.csv"
 done
+# Figs. 9 and 10: the built-in prefork, Apache, the event server and nginx on one plot (Apache
+# and nginx when installed), overlaid by `synlab report`.
+if [[ " ${ORDER[*]} " == *" wan-delay "* ]]; then
+  runs=("$(ls -td "$WORK/wan-delay"/*/ | head -1)")
+  for s in wan-delay-apache wan-delay-event wan-delay-nginx; do
+    [ -d "$WORK/$s" ] || "$SYN" run "scenarios/$s.toml" --no-progress --out "$WORK/$s" | tail -n 10 || continue
+    runs+=("$(ls -td "$WORK/$s"/*/ | head -1)")
+  done
+  md=$("$SYN" report "${runs[@]}" | sed -n 's/^report: //p')
+  cp "$(dirname "$md")/plots/throughput.png" "$OUT/wan-delay-throughput.png"
+  cp "$(dirname "$md")/plots/connections.png" "$OUT/wan-delay-connections.png"
+fi
 echo "gallery updated in $OUT"
