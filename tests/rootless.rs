@@ -411,18 +411,33 @@ fn installed(path: &str) -> bool {
     Path::new(path).exists()
 }
 
-/// nginx switches its workers to another user, which needs the user's subordinate uid range
-/// mapped (newuidmap): then it serves in the rootless lab and its own log counts what the
-/// clients counted.
+/// nginx and Apache switch their workers to another user, which needs the user's subordinate
+/// uid range mapped (newuidmap): then they serve in the rootless lab and their own logs count
+/// what the clients counted.
 #[test]
 fn nginx_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
+    real_server_rootless("nginx", "/usr/sbin/nginx", NGINX);
+}
+
+#[test]
+fn apache_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
+    let apache = NGINX
+        .replace("kind = \"nginx\"", "kind = \"apache\"\nmpm = \"prefork\"")
+        .replace("workers = 1", "workers = 8\nmax_workers = 8")
+        .replace("rootless-nginx", "rootless-apache");
+    real_server_rootless("apache", "/usr/sbin/apache2", &apache);
+}
+
+fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !installed("/usr/sbin/nginx") || !installed("/usr/bin/newuidmap") {
-        skip_or_fail("nginx in the rootless lab needs the nginx and uidmap packages");
+    if !installed(bin) || !installed("/usr/bin/newuidmap") {
+        skip_or_fail(&format!(
+            "{kind} in the rootless lab needs {bin} and newuidmap (the uidmap package)"
+        ));
         return;
     }
     let Some(p) = plain_user() else { return };
-    let sc = p.write("nginx.toml", NGINX);
+    let sc = p.write(&format!("{kind}.toml"), scenario);
     let out = p
         .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
         .output()
@@ -439,7 +454,7 @@ fn nginx_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["meta"]["lab"], "rootless (user namespace)");
-    let logged = std::fs::read_to_string(dir.join("nginx/access.log"))
+    let logged = std::fs::read_to_string(dir.join(format!("{kind}/access.log")))
         .unwrap()
         .lines()
         .count() as u64;
@@ -448,7 +463,7 @@ fn nginx_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
     assert!(responses > 100, "{t}");
     assert_eq!(
         responses, logged,
-        "the clients' responses against nginx's access log: {t}"
+        "the clients' responses against {kind}'s access log: {t}"
     );
     p.assert_none_left();
 }
