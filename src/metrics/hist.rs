@@ -39,6 +39,23 @@ impl HistDelta {
         }
     }
 
+    /// The value at quantile `q` (0-1) of the delta, from its pairs (no histogram built):
+    /// the smallest recorded value with at least q of the count at or below it.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let mut pairs = self.0.clone();
+        pairs.sort_unstable_by_key(|p| p.0);
+        let want = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        pairs.into_iter().find_map(|(v, c)| {
+            seen += c;
+            (seen >= want).then_some(v)
+        })
+    }
+
     pub fn count(&self) -> u64 {
         self.0.iter().map(|p| p.1).sum()
     }
@@ -89,6 +106,19 @@ impl Buckets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delta_quantiles_match_the_histogram_they_came_from() {
+        let mut h = new_hist();
+        for v in 1..=1000u64 {
+            record(&mut h, v * 10);
+        }
+        let (p50, p99) = (h.value_at_quantile(0.5), h.value_at_quantile(0.99));
+        let d = HistDelta::drain(&mut h);
+        assert_eq!(d.quantile(0.5), Some(p50));
+        assert_eq!(d.quantile(0.99), Some(p99));
+        assert_eq!(HistDelta::default().quantile(0.5), None);
+    }
 
     #[test]
     fn buckets_hold_every_value_once_in_the_first_bound_above_it() {

@@ -243,6 +243,13 @@ impl LabNet {
         self.view.lock().unwrap().latest.clone()
     }
 
+    /// The router's departure error over the lab's life: (p99 in us, departures), read in
+    /// place (no copy of the delay histograms).
+    pub fn router_late_life(&self) -> (u64, u64) {
+        let v = self.view.lock().unwrap();
+        (v.late_us.value_at_quantile(0.99), v.late_us.len())
+    }
+
     /// Latest stats plus realised delay histograms merged since the lab came up.
     pub fn router_view(&self) -> RouterView {
         self.view.lock().unwrap().clone()

@@ -232,10 +232,9 @@ impl Controller {
         if now.late_us.is_empty() {
             return;
         }
-        let mut h = crate::metrics::hist::new_hist();
-        now.late_us.merge_into(&mut h);
-        cols.push(("router_late_p50_us", Some(h.value_at_quantile(0.5) as f64)));
-        cols.push(("router_late_p99_us", Some(h.value_at_quantile(0.99) as f64)));
+        let q = |x| now.late_us.quantile(x).map(|v| v as f64);
+        cols.push(("router_late_p50_us", q(0.5)));
+        cols.push(("router_late_p99_us", q(0.99)));
         let goal = crate::net::router::LATE_GOAL_US;
         let warned = self
             .state
@@ -244,11 +243,10 @@ impl Controller {
             .any(|w| matches!(w, Warning::RouterLate(_)));
         // The verdict is over the lab's life and a thousand departures at least, so a slow
         // start-up second is not one.
-        let Some(life) = self.net.as_ref().map(|n| n.router_view().late_us) else {
+        let Some((p99, departures)) = self.net.as_ref().map(|n| n.router_late_life()) else {
             return;
         };
-        let p99 = life.value_at_quantile(0.99);
-        if life.len() >= 1000 && p99 > goal && !warned {
+        if departures >= 1000 && p99 > goal && !warned {
             let line = format!(
                 "[{:.1}s] the delay router's departures are late by up to {p99} us (p99; goal < {goal} us){}: delays are shaped less exactly than configured",
                 self.elapsed(),
@@ -364,11 +362,14 @@ impl Controller {
     /// Every 2 s in the TUI: the scenario's thresholds judged on the session so far, for the
     /// status line (the final verdicts are taken when the session ends).
     pub(super) fn live_verdicts(&mut self) {
-        let gate = crate::report::thresholds::Gate::of(&self.scenario);
-        if gate.is_empty() || self.next_verdicts.is_some_and(|t| t > Instant::now()) {
+        if self.next_verdicts.is_some_and(|t| t > Instant::now()) {
             return;
         }
         self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
+        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        if gate.is_empty() {
+            return;
+        }
         if let Some(w) = self.peek_point() {
             // This stretch of settings as a point, the session's earlier stretches with it for
             // the thresholds over the whole run.
