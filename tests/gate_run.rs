@@ -251,31 +251,40 @@ fn a_failing_threshold_exits_3_names_it_and_abort_on_fail_stops_the_run() {
     assert!(md.contains("### Thresholds: **FAIL**"), "{md}");
 }
 
-/// The TUI judges the thresholds on the session so far, every 2 s, for its status line: one
-/// that holds and one that does not (2 ms of service cannot give a 1 ms median).
-#[test]
-fn a_tui_session_judges_its_thresholds_live() {
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-    use std::time::{Duration, Instant};
+/// A TUI session (the controller in TUI mode, loopback) on BASE without its sweep, renamed
+/// `name` and with `extra` appended; its run folder goes under `out` when given.
+fn tui_session(name: &str, extra: &str, out: Option<&Path>) -> synlab::lab::controller::Controller {
     use synlab::lab::controller::{Controller, RunOptions};
-    use synlab::lab::LabControl;
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
     let toml = BASE
         .replace(
             "[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\nwarmup = \"500ms\"\nhold = \"1s\"\n",
             "",
         )
-        .replace("name = \"gate\"", "name = \"gate\"\nduration = \"60s\"")
-        + "\n[[threshold]]\nmetric = \"total_p50_ms\"\nmax = \"1ms\"\n";
-    let sc = synlab::scenario::parse("live.toml", &toml).unwrap();
+        .replace("name = \"gate\"", &format!("name = \"{name}\"\nduration = \"60s\""))
+        + extra;
+    let sc = synlab::scenario::parse(&format!("{name}.toml"), &toml).unwrap();
     let opts = RunOptions {
-        out_parent: None,
-        interrupted: Arc::new(AtomicBool::new(false)),
+        out_parent: out.map(Path::to_path_buf),
+        interrupted: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         network_fallback: false,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     c.tui_mode();
+    c
+}
+
+/// The TUI judges the thresholds on the session so far, every 2 s, for its status line: one
+/// that holds and one that does not (2 ms of service cannot give a 1 ms median).
+#[test]
+fn a_tui_session_judges_its_thresholds_live() {
+    use std::time::{Duration, Instant};
+    use synlab::lab::LabControl;
+    let mut c = tui_session(
+        "gate",
+        "\n[[threshold]]\nmetric = \"total_p50_ms\"\nmax = \"1ms\"\n",
+        None,
+    );
     let end = Instant::now() + Duration::from_secs(20);
     // Until both are judged on some responses (the first judgement may precede any).
     while Instant::now() < end
@@ -299,28 +308,12 @@ fn a_tui_session_judges_its_thresholds_live() {
 /// rows, each with the rate it ran at, not one row with the last rate.
 #[test]
 fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
-    use synlab::lab::controller::{Controller, RunOptions};
+    use synlab::lab::controller::Controller;
     use synlab::lab::state::Command;
     use synlab::lab::LabControl;
-    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
     let tmp = tempfile::tempdir().unwrap();
-    let toml = BASE
-        .replace(
-            "[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\nwarmup = \"500ms\"\nhold = \"1s\"\n",
-            "",
-        )
-        .replace("name = \"gate\"", "name = \"stretches\"\nduration = \"60s\"");
-    let sc = synlab::scenario::parse("stretches.toml", &toml).unwrap();
-    let opts = RunOptions {
-        out_parent: Some(tmp.path().to_path_buf()),
-        interrupted: Arc::new(AtomicBool::new(false)),
-        network_fallback: false,
-    };
-    let mut c = Controller::start(sc, opts).unwrap();
-    c.tui_mode();
+    let mut c = tui_session("stretches", "", Some(tmp.path()));
     let run_for = |c: &mut Controller, secs: f64| {
         let end = Instant::now() + Duration::from_secs_f64(secs);
         while Instant::now() < end {

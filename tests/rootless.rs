@@ -97,6 +97,20 @@ impl Plain {
         self.cmd(self.exe.to_str().unwrap(), args)
     }
 
+    /// `synlab run SCENARIO --out out` as the plain user, to its end.
+    fn run(&self, sc: &Path) -> std::process::Output {
+        self.synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
+            .output()
+            .unwrap()
+    }
+
+    /// The run folder this user's only run left, and its summary.json.
+    fn summary(&self) -> (PathBuf, serde_json::Value) {
+        let dir = run_folder(&self.dir.path().join("out"));
+        let s = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        (dir, serde_json::from_str(&s).unwrap())
+    }
+
     fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);
         std::fs::write(&p, text).unwrap();
@@ -195,20 +209,15 @@ fn two_paths_rootless_connect_matches_rtt_syns_by_pcap_queue_fills_nothing_left(
             "{TWO_PATHS}\n[sweep]\nparam = \"load.rate\"\nvalues = [300, 3000]\nwarmup = \"1s\"\nhold = \"4s\"\ncooldown = \"1s\"\n"
         ),
     );
-    let out = p
-        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
-        .output()
-        .unwrap();
+    let out = p.run(&sc);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
         "rootless run failed: {err}\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let dir = run_folder(&p.dir.path().join("out"));
+    let (dir, s) = p.summary();
     let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["meta"]["lab"], "rootless (user namespace)", "{log}");
 
     let below = &s["points"][0];
@@ -438,10 +447,7 @@ fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
     }
     let Some(p) = plain_user() else { return };
     let sc = p.write(&format!("{kind}.toml"), scenario);
-    let out = p
-        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
-        .output()
-        .unwrap();
+    let out = p.run(&sc);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("maps only your own uid") {
         skip_or_fail(&format!(
@@ -450,9 +456,8 @@ fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
         return;
     }
     assert!(out.status.success(), "{err}");
-    let dir = run_folder(&p.dir.path().join("out"));
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let (dir, s) = p.summary();
+
     assert_eq!(s["meta"]["lab"], "rootless (user namespace)");
     let logged = std::fs::read_to_string(dir.join(format!("{kind}/access.log")))
         .unwrap()
@@ -497,10 +502,7 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
         return;
     };
     let sc = p.write("nginx.toml", NGINX);
-    let out = p
-        .synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
-        .output()
-        .unwrap();
+    let out = p.run(&sc);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
