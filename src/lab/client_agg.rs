@@ -123,11 +123,26 @@ impl ClientTotals {
     /// the gap between arrivals; D exhausted; a worker on a whole core; ports or descriptors out.
     pub fn client_bound(&self, load: &LoadShape) -> Option<String> {
         let c = &self.counts;
+        // Every reason that holds, the client's own limits first: they are causes, where a
+        // shortfall or a late start may be their effect (or the machine's load).
+        let mut why = Vec::new();
+        if c.addr_not_avail > 0 {
+            why.push("client ran out of ephemeral ports".to_string());
+        }
+        if c.out_of_fds > 0 {
+            why.push("client ran out of file descriptors".to_string());
+        }
+        if c.client_cap_drops > 0 {
+            why.push(format!(
+                "{} arrivals found all D sockets busy (raise load.sockets)",
+                c.client_cap_drops
+            ));
+        }
         if load.mode != Mode::Closed && self.intended >= 1.0 {
             let started = (c.attempts + c.client_cap_drops) as f64;
             let noise = (3.0 * self.intended.sqrt()).max(SHORTFALL_FLOOR * self.intended);
             if started < self.intended - noise {
-                return Some(format!(
+                why.push(format!(
                     "{:.0} % fewer attempts than the schedule intended ({} of {:.0})",
                     (1.0 - started / self.intended) * 100.0,
                     c.attempts,
@@ -138,49 +153,34 @@ impl ClientTotals {
         if c.scheduled > 0 {
             let lag_s = c.lag_us_sum as f64 / c.scheduled as f64 / 1e6;
             let of_t = lag_s / load.timeout_s.max(1e-6);
-            if of_t > LAG_SHARE_OF_T {
-                return Some(format!(
-                    "attempts started {:.1} ms late on average, {:.0} % of the timeout T",
-                    lag_s * 1000.0,
-                    of_t * 100.0
-                ));
-            }
             let gap_s = match (load.mode, self.target_rate()) {
                 (Mode::Open, Some(r)) if r > 0.0 => {
                     Some(self.target_by_worker.len().max(1) as f64 / r)
                 }
                 _ => None,
             };
-            if let Some(gap_s) = gap_s {
-                if lag_s > gap_s.max(LAG_FLOOR_S) {
-                    return Some(format!(
-                        "attempts started {:.1} ms late on average, more than the {:.2} ms between a \
-                         worker's arrivals",
-                        lag_s * 1000.0,
-                        gap_s * 1000.0
-                    ));
-                }
+            if of_t > LAG_SHARE_OF_T {
+                why.push(format!(
+                    "attempts started {:.1} ms late on average, {:.0} % of the timeout T",
+                    lag_s * 1000.0,
+                    of_t * 100.0
+                ));
+            } else if let Some(gap_s) = gap_s.filter(|g| lag_s > g.max(LAG_FLOOR_S)) {
+                why.push(format!(
+                    "attempts started {:.1} ms late on average, more than the {:.2} ms between a \
+                     worker's arrivals",
+                    lag_s * 1000.0,
+                    gap_s * 1000.0
+                ));
             }
         }
         if self.worker_cpu_max > WORKER_CPU_LIMIT {
-            return Some(format!(
+            why.push(format!(
                 "a worker used {:.0}% of a core",
                 self.worker_cpu_max * 100.0
             ));
         }
-        if c.client_cap_drops > 0 {
-            return Some(format!(
-                "{} arrivals found all D sockets busy (raise load.sockets)",
-                c.client_cap_drops
-            ));
-        }
-        if c.addr_not_avail > 0 {
-            return Some("client ran out of ephemeral ports".into());
-        }
-        if c.out_of_fds > 0 {
-            return Some("client ran out of file descriptors".into());
-        }
-        None
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// Why a measurement window of `window_s` seconds with `workers` load workers measured
@@ -347,6 +347,18 @@ mod tests {
         let mut t = ClientTotals::default();
         t.add(&delta(100, 10, 0.095));
         assert!(t.client_bound(&OPEN).unwrap().contains("core"));
+    }
+
+    #[test]
+    fn every_reason_is_given_and_the_clients_own_limits_come_first() {
+        // Ports ran out on a busy machine: starts were late too, but the ports are the cause.
+        let mut d = delta(100, 150_000, 0.01);
+        d.counts.addr_not_avail = 40;
+        let mut t = ClientTotals::default();
+        t.add(&d);
+        let why = t.client_bound(&OPEN).unwrap();
+        assert!(why.starts_with("client ran out of ephemeral ports; "), "{why}");
+        assert!(why.contains("of the timeout T"), "{why}");
     }
 
     #[test]
