@@ -357,7 +357,10 @@ mod tests {
         let mut t = ClientTotals::default();
         t.add(&d);
         let why = t.client_bound(&OPEN).unwrap();
-        assert!(why.starts_with("client ran out of ephemeral ports; "), "{why}");
+        assert!(
+            why.starts_with("client ran out of ephemeral ports; "),
+            "{why}"
+        );
         assert!(why.contains("of the timeout T"), "{why}");
     }
 
