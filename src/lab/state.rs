@@ -97,8 +97,42 @@ pub enum Effect {
     Load,
     /// Reconfigure network path `index`.
     Path(usize),
+    /// Reconfigure every network path.
+    AllPaths,
     /// Nothing to send (e.g. a path selection).
     None,
+}
+
+/// What became of a knob command, as the front ends show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Applied: what changed ("rate 1000/s -> 2000/s").
+    Applied(String),
+    /// Refused, knobs unchanged: why.
+    Refused(String),
+}
+
+impl Reply {
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Reply::Refused(_))
+    }
+
+    /// The line to show: the change, or "refused: " and the reason.
+    pub fn line(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Reply::Applied(text) => text.into(),
+            Reply::Refused(why) => format!("refused: {why}").into(),
+        }
+    }
+}
+
+impl From<Result<String, String>> for Reply {
+    fn from(r: Result<String, String>) -> Self {
+        match r {
+            Ok(text) => Reply::Applied(text),
+            Err(why) => Reply::Refused(why),
+        }
+    }
 }
 
 /// A warning shown in the status line and recorded in the results.
@@ -162,8 +196,8 @@ pub struct LabState {
     pub warnings: Vec<Warning>,
     /// The scenario's current caption (lessons).
     pub caption: Option<String>,
-    /// The last change made, for the caption bar ("rate 1000 -> 1100/s").
-    pub last_action: Option<String>,
+    /// The last change made or refused, for the caption bar ("rate 1000 -> 1100/s").
+    pub last_action: Option<Reply>,
     /// Step i of n, if the scenario has steps.
     pub step: Option<(usize, usize)>,
     /// Per-core CPU of the latest sample: (user, system, irq+softirq, idle) %.
@@ -216,11 +250,11 @@ impl LabState {
         let r = apply_knobs(&mut self.knobs, cmd);
         match &r {
             Ok((_, text)) => {
-                self.last_action = Some(text.clone());
+                self.last_action = Some(Reply::Applied(text.clone()));
                 let t = self.elapsed_s;
                 self.store.event(t, EventKind::Change, text.clone());
             }
-            Err(e) => self.last_action = Some(format!("refused: {e}")),
+            Err(e) => self.last_action = Some(Reply::Refused(e.clone())),
         }
         r
     }
@@ -514,8 +548,8 @@ fn effect_of(idx: &[usize]) -> Effect {
     if idx.len() == 1 {
         Effect::Path(idx[0])
     } else {
-        // Several paths: the controller re-sends every path (cheap) on Effect::Path(usize::MAX).
-        Effect::Path(usize::MAX)
+        // Several paths: the controller re-sends every path (cheap).
+        Effect::AllPaths
     }
 }
 
@@ -594,7 +628,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(e, Effect::Path(usize::MAX));
+        assert_eq!(e, Effect::AllPaths);
     }
 
     #[test]
