@@ -4,6 +4,7 @@
 pub mod ci;
 pub mod client_agg;
 pub mod controller;
+pub mod knobs;
 pub mod real_server;
 pub mod run;
 pub mod state;

@@ -344,10 +344,10 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
                 });
             }
         }
-        Backend::Router => {}
-        Backend::None => {}
+        Backend::Router | Backend::None => {}
     }
     let mut ops: Vec<Step> = ops.into_iter().map(Step::Kernel).collect();
+    // The router starts last, once every port it relays between exists.
     if backend == Backend::Router {
         ops.push(Step::StartRouter(StartRouter {
             netns: router.clone(),
