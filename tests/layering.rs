@@ -16,22 +16,6 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
 ];
 
-/// Imports that break the order today, each with why it is still there. Remove a line once its
-/// import is gone (the test fails on a stale entry too, so the list only shrinks).
-const KNOWN: &[(&str, &str)] = &[
-    // The capture loop classifies frames with probe's pure parsers; to invert (a frame callback).
-    ("src/sys/pcap.rs", "probe"),
-    // The sock_diag requests and replies are built and parsed by probe; to invert likewise.
-    ("src/sys/sockdiag.rs", "probe"),
-    // The topology executor applies net's plan operations; `Op` should live in sys.
-    ("src/sys/netns.rs", "net"),
-    // The gate checks threshold metrics against the summary row's columns, which report
-    // defines; the row should live in model.
-    ("src/scenario/gate.rs", "report"),
-    // The gate counts a scenario's points with the run's planner; it should live in scenario.
-    ("src/scenario/gate.rs", "lab"),
-];
-
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
@@ -91,7 +75,6 @@ fn lower_layers_import_nothing_from_higher_ones() {
     let mut files = Vec::new();
     rs_files(&root.join("src"), &mut files);
     let mut bad = Vec::new();
-    let mut seen_known = Vec::new();
     for f in &files {
         let rel = f
             .strip_prefix(root)
@@ -124,15 +107,11 @@ fn lower_layers_import_nothing_from_higher_ones() {
                     continue;
                 };
                 if theirs > own {
-                    if KNOWN.contains(&(rel.as_str(), used.as_str())) {
-                        seen_known.push((rel.clone(), used.clone()));
-                    } else {
-                        bad.push(format!(
-                            "{rel}:{}: `{module}` imports `{used}`, a higher layer: {}",
-                            n + 1,
-                            line.trim()
-                        ));
-                    }
+                    bad.push(format!(
+                        "{rel}:{}: `{module}` imports `{used}`, a higher layer: {}",
+                        n + 1,
+                        line.trim()
+                    ));
                 }
             }
         }
@@ -142,12 +121,6 @@ fn lower_layers_import_nothing_from_higher_ones() {
         "dependencies must point down:\n{}",
         bad.join("\n")
     );
-    for (f, m) in KNOWN {
-        assert!(
-            seen_known.iter().any(|(a, b)| a == f && b == m),
-            "{f} no longer imports `{m}`: remove it from KNOWN"
-        );
-    }
 }
 
 #[test]
@@ -166,4 +139,54 @@ fn the_model_is_a_leaf() {
             f.display()
         );
     }
+}
+
+/// The TUI's fake lab and synthetic states (`ui::fixture`) are for tests and benches only: the
+/// module is declared behind `cfg(test)` or the `test-support` feature (which only the
+/// dev-dependency on this crate turns on), and no code outside tests names it.
+#[test]
+fn test_fakes_stay_out_of_the_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ui = std::fs::read_to_string(root.join("src/ui/mod.rs")).unwrap();
+    let lines: Vec<&str> = ui.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == "pub mod fixture;")
+        .expect("src/ui/mod.rs declares `pub mod fixture;`");
+    assert_eq!(
+        lines[at - 1].trim(),
+        r#"#[cfg(any(test, feature = "test-support"))]"#,
+        "src/ui/mod.rs:{}: `pub mod fixture` must be behind cfg(test) or the test-support feature",
+        at + 1
+    );
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let features: toml::Table = manifest.parse::<toml::Table>().unwrap()["features"]
+        .as_table()
+        .expect("Cargo.toml has a [features] table")
+        .clone();
+    let default = features.get("default").and_then(|d| d.as_array());
+    assert!(
+        default.is_none_or(|d| !d.iter().any(|f| f.as_str() == Some("test-support"))),
+        "Cargo.toml: `test-support` must not be a default feature"
+    );
+    let mut files = Vec::new();
+    rs_files(&root.join("src"), &mut files);
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().to_string();
+        if rel.ends_with("ui/fixture.rs") {
+            continue;
+        }
+        let src = without_tests(&std::fs::read_to_string(f).unwrap());
+        for (n, line) in src.lines().enumerate() {
+            if line.contains("fixture::") {
+                bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "non-test code uses the test fixture:\n{}",
+        bad.join("\n")
+    );
 }

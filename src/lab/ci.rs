@@ -70,7 +70,7 @@ impl super::LabControl for Published<'_> {
         }
         Ok(())
     }
-    fn command(&mut self, cmd: super::state::Command) -> Result<String, String> {
+    fn command(&mut self, cmd: super::state::Command) -> super::state::Reply {
         self.lab.command(cmd)
     }
     fn mark(&mut self, label: &str) {

@@ -4,6 +4,7 @@
 pub mod ci;
 pub mod client_agg;
 pub mod controller;
+pub mod knobs;
 pub mod real_server;
 pub mod run;
 pub mod state;
@@ -62,8 +63,8 @@ pub trait LabControl {
     /// Folds pending events (worker stats, probe samples, steps) into the state; never blocks
     /// for long.
     fn pump(&mut self) -> anyhow::Result<()>;
-    /// A knob change; Ok(description) or Err(why refused).
-    fn command(&mut self, cmd: state::Command) -> Result<String, String>;
+    /// A knob change: applied (what changed) or refused (why).
+    fn command(&mut self, cmd: state::Command) -> state::Reply;
     /// Puts a mark on the charts and in the results.
     fn mark(&mut self, label: &str);
     /// Jumps to the scenario's next step; returns its caption/description, None if none left.

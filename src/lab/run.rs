@@ -39,53 +39,7 @@ pub fn out_parent(sc: &Scenario, out: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("results"))
 }
 
-/// One planned measurement: a mode and a sweep value (None: the run as a whole).
-#[derive(Debug, Clone)]
-pub struct Point {
-    pub mode: Option<Mode>,
-    pub value: Option<SweepValue>,
-    pub warmup: f64,
-    pub hold: f64,
-    pub cooldown: f64,
-}
-
-/// The points a scenario runs, in order.
-pub fn plan_points(sc: &Scenario) -> Vec<Point> {
-    match &sc.sweep {
-        Some(sw) => {
-            let modes: Vec<Option<Mode>> = if sw.modes.is_empty() {
-                vec![None]
-            } else {
-                sw.modes.iter().copied().map(Some).collect()
-            };
-            modes
-                .into_iter()
-                .flat_map(|m| {
-                    sw.values.iter().map(move |v| Point {
-                        mode: m,
-                        value: sw
-                            .kind()
-                            .and_then(|k| crate::scenario::sweep_value(k, v).ok()),
-                        warmup: sw.warmup.secs(),
-                        hold: sw.hold.secs(),
-                        cooldown: sw.cooldown.secs(),
-                    })
-                })
-                .collect()
-        }
-        None => {
-            let d = sc.duration.secs();
-            let warmup = (d * 0.1).min(2.0);
-            vec![Point {
-                mode: None,
-                value: None,
-                warmup,
-                hold: d - warmup,
-                cooldown: 0.0,
-            }]
-        }
-    }
-}
+pub use crate::scenario::points::{plan_points, Point};
 
 /// The knob changes that set a sweep value (every parameter named: a new one is a compile
 /// error here, not a sweep that silently changes nothing).
@@ -687,14 +641,5 @@ mod tests {
             !lines[2].contains("p50/p99 over"),
             "no counts, no note: {table}"
         );
-    }
-
-    #[test]
-    fn a_plain_run_is_one_point_after_a_short_warmup() {
-        let mut sc = crate::scenario::default_scenario();
-        sc.duration = crate::model::units::Dur::from_secs(30.0);
-        let pts = plan_points(&sc);
-        assert_eq!(pts.len(), 1);
-        assert_eq!((pts[0].warmup, pts[0].hold), (2.0, 28.0));
     }
 }

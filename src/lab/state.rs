@@ -1,23 +1,14 @@
 //! The lab's state, owned by one place (the controller loop) and read by the TUI and the
 //! headless writers: knob values, the time-series store, warnings, captions. Commands change
-//! knobs here, purely, and return the effects (control messages) the controller must carry out,
-//! so every knob and its limits are tested without processes.
+//! the knobs purely (`lab::knobs`) and return the effects (control messages) the controller
+//! must carry out, so every knob and its limits are tested without processes.
 
 use crate::load::protocol::{Burst, Mode};
 use crate::metrics::store::EventKind;
 use crate::metrics::store::Store;
 use std::time::Duration;
 
-/// Limits enforced on live changes (a visible message, never a panic).
-pub const RATE_MIN: f64 = 1.0;
-pub use crate::model::limits::RATE_MAX;
-pub const SOCKETS_MAX: u32 = 200_000;
-pub const CLIENTS_MAX: u32 = 20_000;
-pub const BURST_RATIO_MAX: f64 = 20.0;
-pub const RTT_MAX_MS: f64 = 2_000.0;
-pub const LOSS_MAX_PCT: f64 = 50.0;
-pub const BW_MIN_BPS: u64 = 64_000;
-pub const BW_MAX_BPS: u64 = 100_000_000_000;
+pub use super::knobs::apply_knobs;
 
 /// A network path's live knobs.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,8 +88,42 @@ pub enum Effect {
     Load,
     /// Reconfigure network path `index`.
     Path(usize),
+    /// Reconfigure every network path.
+    AllPaths,
     /// Nothing to send (e.g. a path selection).
     None,
+}
+
+/// What became of a knob command, as the front ends show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Applied: what changed ("rate 1000/s -> 2000/s").
+    Applied(String),
+    /// Refused, knobs unchanged: why.
+    Refused(String),
+}
+
+impl Reply {
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Reply::Refused(_))
+    }
+
+    /// The line to show: the change, or "refused: " and the reason.
+    pub fn line(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Reply::Applied(text) => text.into(),
+            Reply::Refused(why) => format!("refused: {why}").into(),
+        }
+    }
+}
+
+impl From<Result<String, String>> for Reply {
+    fn from(r: Result<String, String>) -> Self {
+        match r {
+            Ok(text) => Reply::Applied(text),
+            Err(why) => Reply::Refused(why),
+        }
+    }
 }
 
 /// A warning shown in the status line and recorded in the results.
@@ -162,8 +187,8 @@ pub struct LabState {
     pub warnings: Vec<Warning>,
     /// The scenario's current caption (lessons).
     pub caption: Option<String>,
-    /// The last change made, for the caption bar ("rate 1000 -> 1100/s").
-    pub last_action: Option<String>,
+    /// The last change made or refused, for the caption bar ("rate 1000 -> 1100/s").
+    pub last_action: Option<Reply>,
     /// Step i of n, if the scenario has steps.
     pub step: Option<(usize, usize)>,
     /// Per-core CPU of the latest sample: (user, system, irq+softirq, idle) %.
@@ -216,404 +241,12 @@ impl LabState {
         let r = apply_knobs(&mut self.knobs, cmd);
         match &r {
             Ok((_, text)) => {
-                self.last_action = Some(text.clone());
+                self.last_action = Some(Reply::Applied(text.clone()));
                 let t = self.elapsed_s;
                 self.store.event(t, EventKind::Change, text.clone());
             }
-            Err(e) => self.last_action = Some(format!("refused: {e}")),
+            Err(e) => self.last_action = Some(Reply::Refused(e.clone())),
         }
         r
-    }
-}
-
-fn fmt_rate(r: Option<f64>) -> String {
-    match r {
-        Some(r) => format!("{r:.0}/s"),
-        None => "flat out".into(),
-    }
-}
-
-/// Why a path key does nothing in this run.
-fn no_paths(k: &Knobs) -> String {
-    match &k.lab_off {
-        Some(why) => format!("no network paths: the network lab is off ({why})"),
-        None => "no network paths: this run is on loopback (add a [network] section)".into(),
-    }
-}
-
-/// Pure knob arithmetic with limits.
-pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Result<(Effect, String), String> {
-    use Command::*;
-    let path_index = |k: &Knobs, p: &Option<String>| -> Result<Vec<usize>, String> {
-        if k.paths.is_empty() {
-            return Err(no_paths(k));
-        }
-        match p {
-            None => Ok((0..k.paths.len()).collect()),
-            Some(name) => k
-                .paths
-                .iter()
-                .position(|x| &x.name == name)
-                .map(|i| vec![i])
-                .ok_or_else(|| format!("no network path named `{name}`")),
-        }
-    };
-    match cmd {
-        ScaleRate(f) => {
-            let old = k.rate;
-            let base = match old {
-                Some(r) => r,
-                None => {
-                    return Err("the S-Client runs flat out (no rate set): change D with the socket keys or set a rate in the scenario".into())
-                }
-            };
-            let new = (base * f).round();
-            if !(RATE_MIN..=RATE_MAX).contains(&new) {
-                return Err(format!(
-                    "rate limit reached ({} to {} /s)",
-                    RATE_MIN, RATE_MAX
-                ));
-            }
-            k.rate = Some(new);
-            Ok((
-                Effect::Load,
-                format!("rate {} -> {}", fmt_rate(old), fmt_rate(k.rate)),
-            ))
-        }
-        SetRate(r) => {
-            if let Some(v) = r {
-                if !(RATE_MIN..=RATE_MAX).contains(&v) {
-                    return Err(format!("rate {v} is outside {RATE_MIN}..{RATE_MAX} /s"));
-                }
-            }
-            let old = k.rate;
-            k.rate = r;
-            Ok((
-                Effect::Load,
-                format!("rate {} -> {}", fmt_rate(old), fmt_rate(r)),
-            ))
-        }
-        SetMode(m) => {
-            if m == Mode::Open && k.rate.is_none() {
-                return Err("open mode needs a rate; set one first".into());
-            }
-            k.mode = m;
-            Ok((Effect::Load, format!("mode {m:?}").to_lowercase()))
-        }
-        CycleMode => {
-            let next = match k.mode {
-                Mode::Sclient if k.rate.is_some() => Mode::Open,
-                Mode::Sclient | Mode::Open => Mode::Closed,
-                Mode::Closed => Mode::Sclient,
-            };
-            apply_knobs(k, SetMode(next))
-        }
-        SetSockets(n) => {
-            if n == 0 || n > SOCKETS_MAX {
-                return Err(format!("D must be 1..{SOCKETS_MAX}"));
-            }
-            k.sockets = n;
-            Ok((Effect::Load, format!("D = {n}")))
-        }
-        SetClients(n) => {
-            if n == 0 || n > CLIENTS_MAX {
-                return Err(format!("clients must be 1..{CLIENTS_MAX}"));
-            }
-            k.clients = n;
-            Ok((Effect::Load, format!("clients = {n}")))
-        }
-        BurstRatioBy(d) => {
-            let (r, f) = (k.burst.ratio + d, k.burst.fraction);
-            apply_knobs(
-                k,
-                SetBurst {
-                    ratio: r,
-                    fraction: f,
-                },
-            )
-        }
-        BurstFractionBy(d) => {
-            let (r, f) = (k.burst.ratio, k.burst.fraction + d / 100.0);
-            apply_knobs(
-                k,
-                SetBurst {
-                    ratio: r,
-                    fraction: f,
-                },
-            )
-        }
-        SetBurst { ratio, fraction } => {
-            if !(1.0..=BURST_RATIO_MAX).contains(&ratio) {
-                return Err(format!("burst ratio must be 1..{BURST_RATIO_MAX}"));
-            }
-            if !(0.009..=1.0).contains(&fraction) {
-                return Err("time at peak must be 1%..100%".into());
-            }
-            if ratio * fraction > 1.0 + 1e-9 {
-                return Err(format!(
-                    "ratio {ratio:.1} x {:.0}% at peak > 100%: lower one of them",
-                    fraction * 100.0
-                ));
-            }
-            k.burst.ratio = (ratio * 10.0).round() / 10.0;
-            k.burst.fraction = (fraction * 1000.0).round() / 1000.0;
-            Ok((
-                if k.burst_on {
-                    Effect::Load
-                } else {
-                    Effect::None
-                },
-                format!(
-                    "burst {:.1}x at {:.0}% of {}s{}",
-                    k.burst.ratio,
-                    k.burst.fraction * 100.0,
-                    k.burst.period_s,
-                    if k.burst_on { "" } else { " (off)" }
-                ),
-            ))
-        }
-        BurstOn(on) => {
-            if on && k.rate.is_none() {
-                return Err("bursts modulate a rate; set a rate first".into());
-            }
-            k.burst_on = on;
-            Ok((
-                Effect::Load,
-                format!("bursts {}", if on { "on" } else { "off" }),
-            ))
-        }
-        ToggleBurst => {
-            let on = !k.burst_on;
-            apply_knobs(k, BurstOn(on))
-        }
-        RttBy(d) => {
-            let i = *path_index(k, &None)?.get(k.selected_path).unwrap_or(&0);
-            let name = k.paths[i].name.clone();
-            let v = k.paths[i].rtt_ms + d;
-            apply_knobs(
-                k,
-                SetRtt {
-                    path: Some(name),
-                    rtt_ms: v,
-                },
-            )
-        }
-        SetRtt { path, rtt_ms } => {
-            let idx = path_index(k, &path)?;
-            if !(0.0..=RTT_MAX_MS).contains(&rtt_ms) {
-                return Err(format!("RTT must be 0..{RTT_MAX_MS} ms"));
-            }
-            for &i in &idx {
-                k.paths[i].rtt_ms = rtt_ms;
-            }
-            Ok((
-                effect_of(&idx),
-                format!("{} rtt = {rtt_ms:.0} ms", path_label(k, &idx)),
-            ))
-        }
-        LossBy(d) => {
-            let i = *path_index(k, &None)?.get(k.selected_path).unwrap_or(&0);
-            let name = k.paths[i].name.clone();
-            let v = ((k.paths[i].loss_pct + d) * 10.0).round() / 10.0;
-            apply_knobs(
-                k,
-                SetLoss {
-                    path: Some(name),
-                    loss_pct: v,
-                },
-            )
-        }
-        SetLoss { path, loss_pct } => {
-            let idx = path_index(k, &path)?;
-            if !(0.0..=LOSS_MAX_PCT).contains(&loss_pct) {
-                return Err(format!("loss must be 0..{LOSS_MAX_PCT}%"));
-            }
-            for &i in &idx {
-                k.paths[i].loss_pct = loss_pct;
-            }
-            Ok((
-                effect_of(&idx),
-                format!("{} loss = {loss_pct:.1}%", path_label(k, &idx)),
-            ))
-        }
-        ScaleBandwidth(f) => {
-            let i = *path_index(k, &None)?.get(k.selected_path).unwrap_or(&0);
-            let name = k.paths[i].name.clone();
-            let new = match k.paths[i].bandwidth_bps {
-                None if f < 1.0 => Some(100_000_000),
-                None => return Err("bandwidth is already unlimited".into()),
-                Some(b) => {
-                    let v = (b as f64 * f).round() as u64;
-                    if v > 10_000_000_000 {
-                        None
-                    } else {
-                        Some(v)
-                    }
-                }
-            };
-            apply_knobs(
-                k,
-                SetBandwidth {
-                    path: Some(name),
-                    bps: new,
-                },
-            )
-        }
-        SetBandwidth { path, bps } => {
-            let idx = path_index(k, &path)?;
-            if let Some(b) = bps {
-                if !(BW_MIN_BPS..=BW_MAX_BPS).contains(&b) {
-                    return Err(format!(
-                        "bandwidth must be {}kbit..{}gbit",
-                        BW_MIN_BPS / 1000,
-                        BW_MAX_BPS / 1_000_000_000
-                    ));
-                }
-            }
-            for &i in &idx {
-                k.paths[i].bandwidth_bps = bps;
-            }
-            let shown = match bps {
-                Some(b) => crate::model::units::Bandwidth(b).to_string(),
-                None => "unlimited".into(),
-            };
-            Ok((
-                effect_of(&idx),
-                format!("{} bandwidth = {shown}", path_label(k, &idx)),
-            ))
-        }
-        SelectNextPath => {
-            if k.paths.is_empty() {
-                return Err(no_paths(k));
-            }
-            k.selected_path = (k.selected_path + 1) % k.paths.len();
-            Ok((
-                Effect::None,
-                format!("path {} selected", k.paths[k.selected_path].name),
-            ))
-        }
-        Pause(p) => {
-            k.paused = p;
-            Ok((
-                Effect::Load,
-                if p {
-                    "load paused".into()
-                } else {
-                    "load resumed".into()
-                },
-            ))
-        }
-        TogglePause => {
-            let p = !k.paused;
-            apply_knobs(k, Pause(p))
-        }
-    }
-}
-
-fn effect_of(idx: &[usize]) -> Effect {
-    if idx.len() == 1 {
-        Effect::Path(idx[0])
-    } else {
-        // Several paths: the controller re-sends every path (cheap) on Effect::Path(usize::MAX).
-        Effect::Path(usize::MAX)
-    }
-}
-
-fn path_label(k: &Knobs, idx: &[usize]) -> String {
-    if idx.len() == 1 {
-        format!("path {}:", k.paths[idx[0]].name)
-    } else {
-        "all paths:".into()
-    }
-}
-
-#[cfg(test)]
-pub(crate) fn test_knobs() -> Knobs {
-    crate::ui::fixture::knobs()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rate_scales_and_stops_at_limits() {
-        let mut k = test_knobs();
-        let (e, t) = apply_knobs(&mut k, Command::ScaleRate(2.0)).unwrap();
-        assert_eq!((e, k.rate), (Effect::Load, Some(2000.0)));
-        assert!(t.contains("1000/s -> 2000/s"), "{t}");
-        k.rate = Some(RATE_MAX);
-        assert!(apply_knobs(&mut k, Command::ScaleRate(2.0)).is_err());
-        assert_eq!(k.rate, Some(RATE_MAX));
-        k.rate = Some(1.0);
-        assert!(apply_knobs(&mut k, Command::ScaleRate(0.4)).is_err());
-    }
-
-    #[test]
-    fn burst_shape_is_kept_within_ratio_times_fraction_le_one() {
-        let mut k = test_knobs();
-        apply_knobs(&mut k, Command::BurstRatioBy(6.0)).unwrap(); // 10 x 10% = 1.0 ok
-        assert_eq!(k.burst.ratio, 10.0);
-        let e = apply_knobs(&mut k, Command::BurstRatioBy(1.0)).unwrap_err();
-        assert!(e.contains("> 100%"), "{e}");
-        assert_eq!(k.burst.ratio, 10.0);
-        apply_knobs(&mut k, Command::BurstOn(true)).unwrap();
-        assert!(k.burst_on);
-    }
-
-    #[test]
-    fn a_path_key_without_paths_says_why_there_are_none() {
-        let mut k = test_knobs();
-        k.paths.clear();
-        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
-        assert!(e.contains("add a [network] section"), "{e}");
-        k.lab_off = Some("user namespaces are switched off".into());
-        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
-        assert!(
-            e.contains("the network lab is off (user namespaces are switched off)")
-                && !e.contains("add a [network]"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn path_knobs_apply_to_the_selected_path() {
-        let mut k = test_knobs();
-        apply_knobs(&mut k, Command::SelectNextPath).unwrap();
-        let (e, _) = apply_knobs(&mut k, Command::RttBy(10.0)).unwrap();
-        assert_eq!(e, Effect::Path(1));
-        assert_eq!(k.paths[1].rtt_ms, 110.0);
-        apply_knobs(&mut k, Command::ScaleBandwidth(0.5)).unwrap();
-        assert_eq!(k.paths[1].bandwidth_bps, Some(5_000_000));
-        assert!(apply_knobs(&mut k, Command::LossBy(-1.0)).is_err());
-        let (e, _) = apply_knobs(
-            &mut k,
-            Command::SetLoss {
-                path: None,
-                loss_pct: 2.0,
-            },
-        )
-        .unwrap();
-        assert_eq!(e, Effect::Path(usize::MAX));
-    }
-
-    #[test]
-    fn network_keys_on_loopback_explain_themselves() {
-        let mut k = test_knobs();
-        k.paths.clear();
-        let e = apply_knobs(&mut k, Command::RttBy(10.0)).unwrap_err();
-        assert!(e.contains("loopback"), "{e}");
-    }
-
-    #[test]
-    fn mode_cycles_through_all_three() {
-        let mut k = test_knobs();
-        k.mode = Mode::Sclient;
-        apply_knobs(&mut k, Command::CycleMode).unwrap();
-        assert_eq!(k.mode, Mode::Open);
-        apply_knobs(&mut k, Command::CycleMode).unwrap();
-        assert_eq!(k.mode, Mode::Closed);
-        apply_knobs(&mut k, Command::CycleMode).unwrap();
-        assert_eq!(k.mode, Mode::Sclient);
     }
 }

@@ -7,4 +7,4 @@ pub mod summary;
 pub mod units;
 
 pub use counters::{Counters, ErrorKinds, Totals};
-pub use summary::PathSummary;
+pub use summary::{PathSummary, SummaryRow};

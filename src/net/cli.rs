@@ -2,7 +2,7 @@
 
 use crate::model::units::Dur;
 use crate::net::lab::Lab;
-use crate::net::plan::{self, Op};
+use crate::net::plan;
 use crate::net::router::RouterConfig;
 use crate::net::spec::{NetworkSpec, PathSpec};
 use crate::sys::netns;
@@ -104,10 +104,10 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
             let run_id = run_id.unwrap_or_else(plan::new_run_id);
             let lab = Lab::up(&spec, &run_id)?;
             let backend = lab.backend;
-            let router = lab.plan().ops.iter().find_map(|o| match o {
-                Op::StartRouter { netns, config } => Some((netns.clone(), config.clone())),
-                _ => None,
-            });
+            let router = lab
+                .plan()
+                .router()
+                .map(|r| (r.netns.clone(), r.config.clone()));
             let server = (lab.server_netns.clone(), lab.server_addr);
             let paths = lab.paths.clone();
             lab.leak();

@@ -3,7 +3,7 @@
 //! changes paths live, keeps the router's latest stats, and tears everything down on drop.
 
 use crate::metrics::hist::{self, HistDelta};
-use crate::net::plan::{self, Backend, Op, Plan};
+use crate::net::plan::{self, Backend, Plan};
 use crate::net::router::{ControlMsg, RouterStats};
 use crate::net::spec::{BackendChoice, NetworkSpec, PathChange, PathSpec};
 use crate::sys::netns::{self, TopologyGuard};
@@ -111,7 +111,7 @@ impl Lab {
         }
         let plan = plan::plan(spec, run_id, backend)?;
         let leftovers_removed = netns::remove_dead_labs();
-        let guard = netns::apply(&plan)?;
+        let guard = netns::apply(&plan.run_id, plan.kernel_ops())?;
         let view = Arc::new(Mutex::new(RouterView::new(plan.paths.len())));
         let mut lab = LabNet {
             run_id: run_id.to_string(),
@@ -136,12 +136,7 @@ impl Lab {
             view,
             guard,
         };
-        if let Some(Op::StartRouter { netns, config }) = lab
-            .plan
-            .ops
-            .iter()
-            .find(|o| matches!(o, Op::StartRouter { .. }))
-        {
+        if let Some(plan::StartRouter { netns, config }) = lab.plan.router() {
             let v = lab.view.clone();
             let child = ChildProc::spawn(
                 "the delay router",

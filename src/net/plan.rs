@@ -15,8 +15,7 @@ use crate::net::spec::{LossModel, NetworkSpec, PathSpec};
 use serde::Serialize;
 use std::net::Ipv4Addr;
 
-/// Every name the lab creates starts with this (leftovers are found by it).
-pub const PREFIX: &str = "synlab-";
+pub use crate::sys::netns::{Op, PREFIX};
 /// Longest run id: `synlab-` + id + `-r9` must fit the kernel's 15-char link names.
 pub const MAX_RUN_ID: usize = 5;
 
@@ -39,66 +38,21 @@ impl std::fmt::Display for Backend {
     }
 }
 
-/// One step of building the lab. Undo is by namespace: deleting a netns deletes its links.
+/// One step of the plan: a kernel operation (`sys::netns` applies it) or the start of the delay
+/// router (a child process, started by `net::lab`). Serialized as the op it holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Step {
+    Kernel(Op),
+    StartRouter(StartRouter),
+}
+
+/// The delay router to start in `netns` once the links exist.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op")]
-pub enum Op {
-    AddNetns {
-        name: String,
-    },
-    /// A veth pair created with each end directly in its netns (nothing appears in the root netns).
-    AddVethPair {
-        a: String,
-        a_netns: String,
-        b: String,
-        b_netns: String,
-    },
-    AddBridge {
-        netns: String,
-        name: String,
-    },
-    SetMaster {
-        netns: String,
-        dev: String,
-        master: String,
-    },
-    AddAddr {
-        netns: String,
-        dev: String,
-        cidr: String,
-    },
-    LinkUp {
-        netns: String,
-        dev: String,
-    },
-    /// An on-link route (no gateway).
-    Route {
-        netns: String,
-        dst: String,
-        dev: String,
-    },
-    /// GSO/TSO/GRO, scatter-gather and tx checksum offload off, so frames seen by AF_PACKET
-    /// are wire-sized with finished checksums.
-    OffloadsOff {
-        netns: String,
-        dev: String,
-    },
-    /// Writes /proc/sys/<key> inside the netns.
-    Sysctl {
-        netns: String,
-        key: String,
-        value: String,
-    },
-    /// `tc qdisc replace dev DEV root netem ARGS...` in the netns.
-    Netem {
-        netns: String,
-        dev: String,
-        args: Vec<String>,
-    },
-    StartRouter {
-        netns: String,
-        config: RouterConfig,
-    },
+pub struct StartRouter {
+    pub netns: String,
+    pub config: RouterConfig,
 }
 
 /// The server's place in the lab.
@@ -131,7 +85,25 @@ pub struct Plan {
     pub router_netns: String,
     pub server: HostPlan,
     pub paths: Vec<PathPlan>,
-    pub ops: Vec<Op>,
+    pub ops: Vec<Step>,
+}
+
+impl Plan {
+    /// The kernel operations, in order (what `sys::netns::apply` carries out).
+    pub fn kernel_ops(&self) -> impl Iterator<Item = &Op> {
+        self.ops.iter().filter_map(|s| match s {
+            Step::Kernel(op) => Some(op),
+            Step::StartRouter(_) => None,
+        })
+    }
+
+    /// The delay router to start, with the router backend.
+    pub fn router(&self) -> Option<&StartRouter> {
+        self.ops.iter().find_map(|s| match s {
+            Step::StartRouter(r) => Some(r),
+            Step::Kernel(_) => None,
+        })
+    }
 }
 
 /// Why a plan cannot be made.
@@ -372,7 +344,12 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
                 });
             }
         }
-        Backend::Router => ops.push(Op::StartRouter {
+        Backend::Router | Backend::None => {}
+    }
+    let mut ops: Vec<Step> = ops.into_iter().map(Step::Kernel).collect();
+    // The router starts last, once every port it relays between exists.
+    if backend == Backend::Router {
+        ops.push(Step::StartRouter(StartRouter {
             netns: router.clone(),
             config: RouterConfig {
                 server_port: router_server_port.clone(),
@@ -386,8 +363,7 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
                 stats_interval_ms: 500,
                 detached: false,
             },
-        }),
-        Backend::None => {}
+        }));
     }
 
     Ok(Plan {
@@ -476,7 +452,7 @@ mod tests {
             });
         }
         let p = plan(&spec, "zzzzz", Backend::Netem).unwrap();
-        for op in &p.ops {
+        for op in p.kernel_ops() {
             if let Op::AddVethPair { a, b, .. } = op {
                 assert!(a.len() <= 15 && b.len() <= 15, "{a} {b}");
             }

@@ -112,7 +112,7 @@ impl std::fmt::Display for Bound {
 
 /// The numeric columns of summary.json (booleans count as 0/1), in the file's order.
 pub fn metric_names() -> Vec<String> {
-    let row = serde_json::to_value(crate::report::run_folder::SummaryRow::default())
+    let row = serde_json::to_value(crate::model::SummaryRow::default())
         .expect("a summary row serializes");
     row.as_object()
         .expect("a summary row is an object")
@@ -211,7 +211,7 @@ fn parse_abs(s: &str, metric: &str) -> Result<f64, String> {
 pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
     let names = metric_names();
     let mut p = Vec::new();
-    let n_points = crate::lab::run::plan_points(s).len();
+    let n_points = super::points::plan_points(s).len();
     for (i, t) in s.thresholds.iter().enumerate() {
         let k = |key: &str| format!("threshold[{i}].{key}");
         if let Err(e) = check_metric(&t.metric, &names) {

@@ -4,6 +4,7 @@
 pub mod diag;
 pub mod gate;
 pub mod model;
+pub mod points;
 pub use crate::model::units;
 pub mod validate;
 pub mod workloads;

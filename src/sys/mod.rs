@@ -3,6 +3,7 @@
 //! (scheduling, router timing, parsing, UI) is tested without root.
 
 pub mod client_io;
+pub mod control_packets;
 pub mod ethtool;
 pub mod netns;
 pub mod packet;

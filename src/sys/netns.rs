@@ -3,9 +3,71 @@
 //! veths and qdiscs go with them). A plan that fails half-way is rolled back before the error
 //! is returned. Also finds and removes leftovers of crashed runs by the `synlab-` prefix.
 
-use crate::net::plan::{Op, Plan, PREFIX};
 use anyhow::{bail, Context};
+use serde::Serialize;
 use std::process::Command;
+
+/// Every name the lab creates starts with this (leftovers are found by it).
+pub const PREFIX: &str = "synlab-";
+
+/// One kernel operation of building the lab (`net::plan` lists them). Undo is by namespace:
+/// deleting a netns deletes its links.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op")]
+pub enum Op {
+    AddNetns {
+        name: String,
+    },
+    /// A veth pair created with each end directly in its netns (nothing appears in the root netns).
+    AddVethPair {
+        a: String,
+        a_netns: String,
+        b: String,
+        b_netns: String,
+    },
+    AddBridge {
+        netns: String,
+        name: String,
+    },
+    SetMaster {
+        netns: String,
+        dev: String,
+        master: String,
+    },
+    AddAddr {
+        netns: String,
+        dev: String,
+        cidr: String,
+    },
+    LinkUp {
+        netns: String,
+        dev: String,
+    },
+    /// An on-link route (no gateway).
+    Route {
+        netns: String,
+        dst: String,
+        dev: String,
+    },
+    /// GSO/TSO/GRO, scatter-gather and tx checksum offload off, so frames seen by AF_PACKET
+    /// are wire-sized with finished checksums.
+    OffloadsOff {
+        netns: String,
+        dev: String,
+    },
+    /// Writes /proc/sys/<key> inside the netns.
+    Sysctl {
+        netns: String,
+        key: String,
+        value: String,
+    },
+    /// `tc qdisc replace dev DEV root netem ARGS...` in the netns.
+    Netem {
+        netns: String,
+        dev: String,
+        args: Vec<String>,
+    },
+}
 
 /// Runs `f` on a thread that has entered the named netns (setns affects only that thread).
 pub fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
@@ -135,7 +197,7 @@ fn add_netns(name: &str) -> anyhow::Result<()> {
     made.with_context(|| format!("creating netns {name} in synlab's user namespace"))
 }
 
-/// Applies one operation (StartRouter is the caller's: it needs a child process).
+/// Applies one operation.
 fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
     match op {
         Op::AddNetns { name } => {
@@ -181,27 +243,29 @@ fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
             a.extend(args.iter().map(String::as_str));
             run_tool("tc", &a)?
         }
-        Op::StartRouter { .. } => {}
     }
     Ok(())
 }
 
-/// Applies every operation of `plan` but StartRouter; on failure, deletes what was created.
-pub fn apply(plan: &Plan) -> anyhow::Result<TopologyGuard> {
+/// Applies the operations of lab `run_id` in order; on failure, deletes what was created.
+pub fn apply<'a>(
+    run_id: &str,
+    ops: impl IntoIterator<Item = &'a Op>,
+) -> anyhow::Result<TopologyGuard> {
     // The owner first, so no other run takes the half-built lab for a crashed run's.
-    write_owner(&plan.run_id, false);
+    write_owner(run_id, false);
     let mut guard = TopologyGuard {
         namespaces: Vec::new(),
-        run_id: Some(plan.run_id.clone()),
+        run_id: Some(run_id.to_string()),
     };
     let trace = std::env::var_os("SYNLAB_NET_TRACE").is_some();
-    for op in &plan.ops {
+    for op in ops {
         if trace {
             eprintln!("synlab net: {op:?}");
         }
         if let Err(e) = apply_op(op, &mut guard) {
             let rollback = guard.teardown();
-            let e = e.context(format!("building lab {}", plan.run_id));
+            let e = e.context(format!("building lab {run_id}"));
             return Err(match rollback {
                 Ok(()) => e,
                 Err(r) => e.context(format!("and the rollback failed too: {r:#}")),

@@ -2,7 +2,7 @@
 //! port, a small snaplen, block-wise delivery; counts kept in atomics that the sampler reads,
 //! together with libpcap's own statistics (packets the kernel dropped are reported, not hidden).
 
-use crate::probe::packets::{bpf_filter, classify, parse_frame, Control, SynTracker};
+use super::control_packets::{bpf_filter, classify, parse_frame, Control, SynTracker};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

@@ -3,9 +3,10 @@
 
 use super::keymap::Action;
 use super::theme::Theme;
-use crate::lab::state::Command;
+use crate::lab::state::{Command, Reply};
 use crate::lab::LabControl;
 use crate::load::protocol::Mode;
+use std::borrow::Cow;
 
 /// Chart window limits, seconds.
 pub const WINDOW_MIN_S: f64 = 10.0;
@@ -18,7 +19,7 @@ pub struct Message {
     pub refused: bool,
     /// The lab's `last_action` when this message was made: a later lab change (a scenario
     /// step) replaces the message in the caption bar.
-    seen_last_action: Option<String>,
+    seen_last_action: Option<Reply>,
 }
 
 #[derive(Debug, Clone)]
@@ -45,15 +46,15 @@ impl App {
     }
 
     /// The caption-bar message: ours, unless the lab has made a newer change since.
-    pub fn message_for<'a>(&'a self, last_action: Option<&'a String>) -> Option<(&'a str, bool)> {
+    pub fn message_for<'a>(
+        &'a self,
+        last_action: Option<&'a Reply>,
+    ) -> Option<(Cow<'a, str>, bool)> {
         match &self.message {
             Some(m) if m.seen_last_action.as_ref() == last_action => {
-                Some((m.text.as_str(), m.refused))
+                Some((Cow::Borrowed(m.text.as_str()), m.refused))
             }
-            _ => last_action.map(|s| {
-                let refused = s.starts_with("refused");
-                (s.as_str(), refused)
-            }),
+            _ => last_action.map(|r| (r.line(), r.is_refused())),
         }
     }
 
@@ -71,7 +72,10 @@ impl App {
     }
 
     fn command(&mut self, lab: &mut dyn LabControl, cmd: Command) {
-        let r = lab.command(cmd).map_err(|e| format!("refused: {e}"));
+        let r = match lab.command(cmd) {
+            r @ Reply::Applied(_) => Ok(r.line().into_owned()),
+            r @ Reply::Refused(_) => Err(r.line().into_owned()),
+        };
         self.say(lab, r);
     }
 

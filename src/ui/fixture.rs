@@ -3,7 +3,7 @@
 //! and a lab whose commands go through `LabState::apply` like the controller's.
 
 use crate::lab::columns as c;
-use crate::lab::state::{Command, Knobs, LabState, PathKnobs, Warning};
+use crate::lab::state::{Command, Knobs, LabState, PathKnobs, Reply, Warning};
 use crate::lab::LabControl;
 use crate::load::protocol::{Burst, Mode};
 use crate::metrics::store::EventKind;
@@ -197,7 +197,7 @@ pub fn idle() -> LabState {
         },
     );
     st.warn(Warning::NoPcap);
-    st.last_action = Some("load paused".into());
+    st.last_action = Some(Reply::Applied("load paused".into()));
     st
 }
 
@@ -215,7 +215,7 @@ pub fn under_load() -> LabState {
     );
     st.store
         .event(30.0, EventKind::Change, "rate 1000/s -> 2000/s");
-    st.last_action = Some("rate 1000/s -> 2000/s".into());
+    st.last_action = Some(Reply::Applied("rate 1000/s -> 2000/s".into()));
     st
 }
 
@@ -236,7 +236,7 @@ pub fn overloaded() -> LabState {
     st.store.event(70.0, EventKind::Mark, "mark 1");
     st.step = Some((3, 5));
     st.caption = Some("the accept queue is full: SYNs are now dropped".into());
-    st.last_action = Some("rate 3000/s -> 12000/s".into());
+    st.last_action = Some(Reply::Applied("rate 3000/s -> 12000/s".into()));
     let verdict = |check: &str, measured: f64, limit: f64| crate::report::thresholds::Verdict {
         check: check.into(),
         source: "threshold[0]".into(),
@@ -312,9 +312,9 @@ impl LabControl for FakeLab {
         self.pumps += 1;
         Ok(())
     }
-    fn command(&mut self, cmd: Command) -> Result<String, String> {
+    fn command(&mut self, cmd: Command) -> Reply {
         self.commands.push(cmd.clone());
-        self.state.apply(cmd).map(|(_, text)| text)
+        self.state.apply(cmd).map(|(_, text)| text).into()
     }
     fn mark(&mut self, label: &str) {
         self.marks.push(label.to_string());

@@ -4,6 +4,7 @@
 //! sampling interval), pumps the lab between frames and turns keys into actions.
 
 pub mod app;
+#[cfg(any(test, feature = "test-support"))]
 pub mod fixture;
 pub mod keymap;
 pub mod render;

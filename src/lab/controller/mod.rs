@@ -366,7 +366,8 @@ impl Controller {
         let (effect, text) = self.state.apply(cmd)?;
         match effect {
             Effect::Load => self.push_load_knobs(),
-            Effect::Path(i) => self.push_path_knobs(i)?,
+            Effect::Path(i) => self.push_path_knobs(Some(i))?,
+            Effect::AllPaths => self.push_path_knobs(None)?,
             Effect::None => {}
         }
         let t = self.elapsed();
@@ -444,8 +445,8 @@ impl super::LabControl for Controller {
         }
         Ok(())
     }
-    fn command(&mut self, cmd: Command) -> Result<String, String> {
-        self.apply(cmd)
+    fn command(&mut self, cmd: Command) -> crate::lab::state::Reply {
+        self.apply(cmd).into()
     }
     fn mark(&mut self, label: &str) {
         Controller::mark(self, label)

@@ -167,14 +167,14 @@ impl Controller {
         }
     }
 
-    /// Sends path `i`'s knobs (usize::MAX: every path) to the shaping backend.
-    pub(super) fn push_path_knobs(&mut self, i: usize) -> Result<(), String> {
+    /// Sends path `only`'s knobs (None: every path's) to the shaping backend.
+    pub(super) fn push_path_knobs(&mut self, only: Option<usize>) -> Result<(), String> {
         let Some(net) = self.net.as_mut() else {
             return Err("no network lab in this run (add a [network] section)".into());
         };
         let paths = self.state.knobs.paths.clone();
         for (j, p) in paths.iter().enumerate() {
-            if i != usize::MAX && i != j {
+            if only.is_some_and(|i| i != j) {
                 continue;
             }
             let change = crate::net::spec::PathChange {

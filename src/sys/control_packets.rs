@@ -1,6 +1,7 @@
-//! TCP control packets as captured on the server's interface: header parsing (link, IPv4/IPv6,
-//! TCP flags), classification relative to the server's port (SYN in, SYN-ACK out, RST in/out),
-//! and retransmitted-SYN detection (the same 4-tuple and initial sequence number seen again).
+//! TCP control packets as the capture (`sys::pcap`) sees them on the server's interface: the
+//! BPF filter, header parsing (link, IPv4/IPv6, TCP flags), classification relative to the
+//! server's port (SYN in, SYN-ACK out, RST in/out), and retransmitted-SYN detection (the same
+//! 4-tuple and initial sequence number seen again). Pure, tested on byte frames.
 
 use std::collections::HashMap;
 use std::net::IpAddr;

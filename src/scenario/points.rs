@@ -1,0 +1,65 @@
+//! The points a scenario runs: one per mode and sweep value, or the run as a whole, each with
+//! its warmup, hold and cooldown.
+
+use super::{Scenario, SweepValue};
+use crate::load::protocol::Mode;
+
+/// One planned measurement: a mode and a sweep value (None: the run as a whole).
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub mode: Option<Mode>,
+    pub value: Option<SweepValue>,
+    pub warmup: f64,
+    pub hold: f64,
+    pub cooldown: f64,
+}
+
+/// The points a scenario runs, in order.
+pub fn plan_points(sc: &Scenario) -> Vec<Point> {
+    match &sc.sweep {
+        Some(sw) => {
+            let modes: Vec<Option<Mode>> = if sw.modes.is_empty() {
+                vec![None]
+            } else {
+                sw.modes.iter().copied().map(Some).collect()
+            };
+            modes
+                .into_iter()
+                .flat_map(|m| {
+                    sw.values.iter().map(move |v| Point {
+                        mode: m,
+                        value: sw.kind().and_then(|k| super::sweep_value(k, v).ok()),
+                        warmup: sw.warmup.secs(),
+                        hold: sw.hold.secs(),
+                        cooldown: sw.cooldown.secs(),
+                    })
+                })
+                .collect()
+        }
+        None => {
+            let d = sc.duration.secs();
+            let warmup = (d * 0.1).min(2.0);
+            vec![Point {
+                mode: None,
+                value: None,
+                warmup,
+                hold: d - warmup,
+                cooldown: 0.0,
+            }]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_run_is_one_point_after_a_short_warmup() {
+        let mut sc = crate::scenario::default_scenario();
+        sc.duration = crate::model::units::Dur::from_secs(30.0);
+        let pts = plan_points(&sc);
+        assert_eq!(pts.len(), 1);
+        assert_eq!((pts[0].warmup, pts[0].hold), (2.0, 28.0));
+    }
+}
