@@ -48,13 +48,7 @@ fn cpu_s(pid: u32) -> Option<f64> {
 }
 
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec for the calling thread's clock.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    Duration::from_nanos(synlab::sys::server_io::thread_cpu_ns())
 }
 
 fn main() {

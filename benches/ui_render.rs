@@ -25,13 +25,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 /// CPU time of this thread (user + system).
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer for clock_gettime.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    Duration::from_nanos(synlab::sys::server_io::thread_cpu_ns())
 }
 
 /// Adds the next 200 ms row, continuing the overload model (every column, 8 cores).

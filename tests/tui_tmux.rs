@@ -17,18 +17,22 @@ fn namespaces() -> Vec<String> {
         .collect()
 }
 
+/// Whether this user gets the network lab: root builds it on the host, anyone else in a user
+/// namespace where the kernel allows one (tests/rootless.rs covers that lab as a plain user).
+fn lab_possible() -> bool {
+    synlab::sys::userns::host_root()
+        || Command::new("unshare")
+            .args(["-r", "-n", "true"])
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
 #[test]
 fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
     if !have_tmux() {
         return;
     }
-    // Root builds the lab on the host; anyone else in a user namespace, where the kernel
-    // allows one (tests/rootless.rs covers that lab as a plain user).
-    let lab = synlab::sys::userns::host_root()
-        || Command::new("unshare")
-            .args(["-r", "-n", "true"])
-            .status()
-            .is_ok_and(|s| s.success());
+    let lab = lab_possible();
     let before = namespaces();
     let tmp = tempfile::tempdir().unwrap();
     let cmd = format!(
@@ -121,12 +125,7 @@ fn tmux_two_paths_show_each_paths_latency() {
     if !have_tmux() {
         return;
     }
-    let lab = synlab::sys::userns::host_root()
-        || Command::new("unshare")
-            .args(["-r", "-n", "true"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if !lab {
+    if !lab_possible() {
         if synlab::sys::privilege::require_privileged() {
             panic!("neither root nor a user namespace: no network lab for two paths");
         }

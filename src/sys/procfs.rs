@@ -86,18 +86,9 @@ pub fn enter_netns(target: &NetnsTarget) -> std::io::Result<()> {
     Ok(())
 }
 
-/// CPU time of the calling thread, in microseconds. CLOCK_THREAD_CPUTIME_ID rather than
-/// getrusage(RUSAGE_THREAD): the latter is tick-sampled here and reads 0 for sub-ms work.
+/// CPU time of the calling thread, in microseconds (see `server_io::thread_cpu_ns`).
 pub fn thread_cpu_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+    super::server_io::thread_cpu_ns() / 1000
 }
 
 /// Clock ticks per second (USER_HZ) for /proc/<pid>/stat times.

@@ -89,14 +89,18 @@ pub fn raise_nofile() -> io::Result<(u64, u64)> {
     Ok((soft, hard.max(soft)))
 }
 
-/// CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.
+/// CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), in nanoseconds; 0 if
+/// the clock cannot be read. Not getrusage(RUSAGE_THREAD): that is tick-sampled here and
+/// reads 0 for sub-ms work.
 pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
