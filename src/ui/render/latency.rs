@@ -2,8 +2,8 @@
 //! scheduled start. A table of the latest values; a chart of p50 and p99 below when there is room.
 
 use super::common::{line_chart, ms, panel, Series, Window};
-use crate::lab::columns as c;
 use crate::lab::state::LabState;
+use crate::model::{col as c, Col};
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -14,7 +14,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let theme = &app.theme;
     let inner = panel(area, buf, "latency (ms)", theme);
-    let cell = |col: &str| format!("{:>8}", ms(st.store.last(col)));
+    let cell = |col: Col| format!("{:>8}", ms(st.store.last(col)));
     let mut lines = vec![Line::from(Span::styled(
         format!("{:<8}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),
         theme.dim(),
@@ -25,7 +25,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ] {
         lines.push(Line::from(vec![
             Span::styled(format!("{name:<8}"), theme.label()),
-            Span::raw(cols.iter().map(|k| cell(k)).collect::<String>()),
+            Span::raw(cols.iter().map(|k| cell(*k)).collect::<String>()),
         ]));
     }
     let table_h = (lines.len() as u16).min(inner.height);
