@@ -49,7 +49,7 @@ fn main() {
             c.pump().unwrap();
             let store = &c.state.store;
             if store.len() > rows_before {
-                let v = store.last("attempts_per_s").unwrap_or(0.0);
+                let v = store.last(synlab::model::col::ATTEMPTS).unwrap_or(0.0);
                 if (v - target).abs() / target < 0.15 {
                     break;
                 }

@@ -41,7 +41,7 @@ fn advance(st: &mut LabState, model: &Synth) {
     );
     let t = st.elapsed_s + 0.2;
     if let Some((_, row)) = next.store.last_row() {
-        let row: Vec<(&str, Option<f64>)> = row.into_iter().map(|(n, v)| (n, Some(v))).collect();
+        let row: Vec<_> = row.into_iter().map(|(n, v)| (n, Some(v))).collect();
         st.store.push(t, &row);
     }
     st.elapsed_s = t;

@@ -124,7 +124,11 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         tot.counts.resets, 0,
         "a live change must not reset connections"
     );
-    let frames = c.state.store.last("router_frames_per_s").unwrap_or(0.0);
+    let frames = c
+        .state
+        .store
+        .last(synlab::model::col::ROUTER_FRAMES_PER_S)
+        .unwrap_or(0.0);
     assert!(frames > 100.0, "router relayed {frames} frames/s");
 
     c.shutdown();

@@ -56,19 +56,26 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
     pump_for(&mut c, 1.5);
     let store = &c.state.store;
     let (_, q_max) = store
-        .mean_max("accept_queue", 0.0, 1e9)
+        .mean_max(synlab::model::col::ACCEPT_QUEUE, 0.0, 1e9)
         .expect("accept queue sampled");
     assert!(
         q_max >= 16.0,
         "accept queue peaked at {q_max}, want the backlog (16) or 17"
     );
-    let (_, ovf_max) = store.mean_max("listen_overflows_per_s", 0.0, 1e9).unwrap();
+    let (_, ovf_max) = store
+        .mean_max(synlab::model::col::LISTEN_OVERFLOWS, 0.0, 1e9)
+        .unwrap();
     assert!(ovf_max > 0.0, "no listen overflows at 10x capacity");
     assert_eq!(
-        store.mean_max("accept_queue_limit", 0.0, 1e9).unwrap().1,
+        store
+            .mean_max(synlab::model::col::ACCEPT_QUEUE_LIMIT, 0.0, 1e9)
+            .unwrap()
+            .1,
         16.0
     );
-    let syns = store.last("syn_in_total").expect("pcap SYN total");
+    let syns = store
+        .last(synlab::model::col::SYN_IN_TOTAL)
+        .expect("pcap SYN total");
     let attempts = c.run.attempts as f64;
     assert!(attempts > 4000.0, "only {attempts} attempts");
     let diff = (syns - attempts) / attempts * 100.0;

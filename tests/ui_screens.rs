@@ -63,7 +63,7 @@ fn overloaded_queue_full_and_overflows() {
 /// percentiles under the totals (100 ms more on the far path), at both sizes.
 #[test]
 fn per_path_latency() {
-    use synlab::lab::columns as c;
+    use synlab::model::{col as c, PathName};
     let mut st = fixture::under_load();
     let t = st.store.times().last().copied().unwrap_or(0.0) + 0.5;
     let mut row = Vec::new();
@@ -76,11 +76,14 @@ fn per_path_latency() {
             (c::TOTAL_P90, 3.0),
             (c::TOTAL_P99, 9.0),
         ] {
-            let extra = if col.starts_with("total") { 2.0 } else { 1.0 };
-            row.push((c::path(path, col), Some(v + added * extra)));
+            let extra = if col.name().starts_with("total") {
+                2.0
+            } else {
+                1.0
+            };
+            row.push((col.of_path(PathName::new(path)), Some(v + added * extra)));
         }
     }
-    let row: Vec<(&str, Option<f64>)> = row.iter().map(|(n, v)| (n.as_str(), *v)).collect();
     st.store.push(t, &row);
     let small = render::screen_text(&colour_app(), &st, 80, 24);
     assert!(small.contains("+2 path(s) (enlarge to see)"), "{small}");

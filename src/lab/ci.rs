@@ -22,9 +22,9 @@ pub struct RunExtras {
 /// The latest sample of every series of the store, for `--metrics`.
 pub fn latest(store: &crate::metrics::store::Store) -> Vec<(String, f64)> {
     store
-        .names()
+        .columns()
         .iter()
-        .map(|n| (n.clone(), store.last(n).unwrap_or(f64::NAN)))
+        .map(|&c| (c.name().into_owned(), store.last(c).unwrap_or(f64::NAN)))
         .collect()
 }
 

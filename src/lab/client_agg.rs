@@ -3,7 +3,7 @@
 
 use crate::load::protocol::{Mode, StatsDelta};
 use crate::metrics::hist::{new_hist, HistDelta};
-use crate::model::Counters;
+use crate::model::{Col, Counters, PathName, PATH_FIGURES};
 use hdrhistogram::Histogram;
 
 /// Attempts short of the schedule by more than this share (or 3 sd of a Poisson count) mean
@@ -24,22 +24,6 @@ pub struct LoadShape {
     pub mode: Mode,
     pub timeout_s: f64,
 }
-
-/// The columns a network path gets of its own (its rates and latencies).
-pub const PATH_COLUMNS: [&str; 9] = {
-    use super::columns::*;
-    [
-        ATTEMPTS,
-        RESPONSES,
-        ERRORS,
-        CONNECT_P50,
-        CONNECT_P90,
-        CONNECT_P99,
-        TOTAL_P50,
-        TOTAL_P90,
-        TOTAL_P99,
-    ]
-};
 
 /// Counter sums over some span of time, with merged latency histograms.
 #[derive(Debug, Clone)]
@@ -231,8 +215,8 @@ impl ClientTotals {
     /// The store columns for a sample of `dt` seconds of the controller's clock. Rates divide
     /// by the time the workers' reports cover, not by `dt`: a sample that happens to fold one
     /// or three 100 ms reports instead of two must not read as half or 1.5 times the rate.
-    pub fn columns(&self, dt: f64) -> Vec<(&'static str, Option<f64>)> {
-        use super::columns::*;
+    pub fn columns(&self, dt: f64) -> Vec<(Col, Option<f64>)> {
+        use crate::model::col::*;
         // A sample that folded no worker report has no client data: a gap, not a drop to zero.
         let reported = self.covered_s().is_some();
         let dt = self.covered_s().unwrap_or(dt);
@@ -260,12 +244,17 @@ impl ClientTotals {
 }
 
 impl ClientTotals {
-    /// A network path's own columns, in [`PATH_COLUMNS`] order.
-    pub fn path_columns(&self, dt: f64) -> Vec<(&'static str, Option<f64>)> {
+    /// A network path's own columns, in [`PATH_FIGURES`] order.
+    pub fn path_columns(&self, dt: f64, path: PathName) -> Vec<(Col, Option<f64>)> {
         let all = self.columns(dt);
-        PATH_COLUMNS
+        PATH_FIGURES
             .iter()
-            .map(|n| (*n, all.iter().find(|c| c.0 == *n).and_then(|c| c.1)))
+            .map(|f| {
+                (
+                    f.of_path(path),
+                    all.iter().find(|c| c.0 == *f).and_then(|c| c.1),
+                )
+            })
             .collect()
     }
 }
@@ -309,7 +298,7 @@ mod tests {
         t.add(&delta(100, 10, 0.01));
         t.add(&delta(100, 10, 0.01));
         let cols = t.columns(0.2);
-        let get = |n: &str| cols.iter().find(|c| c.0 == n).unwrap().1;
+        let get = |n: &str| cols.iter().find(|c| c.0.name() == n).unwrap().1;
         assert_eq!(get("attempts_per_s"), Some(1000.0));
         assert_eq!(get("responses_per_s"), Some(500.0));
         assert_eq!(get("errors_per_s"), Some(30.0));
@@ -329,7 +318,7 @@ mod tests {
             t.add(&d);
         }
         let cols = t.columns(0.2);
-        let get = |n: &str| cols.iter().find(|c| c.0 == n).unwrap().1.unwrap();
+        let get = |n: &str| cols.iter().find(|c| c.0.name() == n).unwrap().1.unwrap();
         // 400 attempts over (0.3 s + 0.1 s) / 2 workers = 0.2 s of each worker's time.
         assert_eq!(get("attempts_per_s"), 2000.0);
         assert_eq!(
@@ -467,7 +456,7 @@ mod tests {
             ..Default::default()
         });
         let cols = t.columns(0.1);
-        let get = |n: &str| cols.iter().find(|c| c.0 == n).unwrap().1;
+        let get = |n: &str| cols.iter().find(|c| c.0.name() == n).unwrap().1;
         assert_eq!(get("errors_per_s"), Some(100.0));
         assert_eq!(get("responses_per_s"), Some(0.0));
     }

@@ -5,7 +5,7 @@ use super::client_agg::{ClientTotals, LoadShape};
 use super::controller::{Controller, RunOptions, Window};
 use super::state::Command;
 use crate::load::protocol::Mode;
-use crate::model::{PathSummary, Totals};
+use crate::model::{col, Col, PathSummary, Totals};
 use crate::report::run_folder::SummaryRow;
 use crate::report::thresholds::{Gate, Verdict};
 use crate::scenario::{Scenario, SweepParam, SweepValue};
@@ -88,9 +88,9 @@ pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
     // Client rates over the time the workers' reports cover (not the controller's wall
     // window, whose edges fall between reports), as the time series does.
     let dt = tot.covered_s().unwrap_or(t1 - t0).max(1e-3);
-    let store = &ctrl.state.store;
-    let mean = |c: &str| nan_or(store.mean_max(c, t0, t1).map(|m| m.0));
-    let max = |c: &str| nan_or(store.mean_max(c, t0, t1).map(|m| m.1));
+    // The sample rows' figures come from the window's running sums (the store keeps minutes).
+    let mean = |c: Col| nan_or(w.rows.mean(c));
+    let max = |c: Col| nan_or(w.rows.max(c));
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
     let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
     let cross = |a: f64, b: f64| {
@@ -130,26 +130,26 @@ pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
         total_p98_ms: q(&tot.total, 0.98),
         total_p99_ms: q(&tot.total, 0.99),
         little_load_factor: little,
-        syn_in_per_s: mean("syn_in_per_s"),
-        accept_queue_mean: mean("accept_queue"),
-        accept_queue_max: max("accept_queue"),
-        listen_overflows_per_s: mean("listen_overflows_per_s"),
-        established_mean: mean("established"),
-        server_sockets_mean: mean("tcp_inuse"),
-        client_open_mean: mean("in_flight"),
-        time_wait_mean: mean("time_wait"),
-        time_wait_max: max("time_wait"),
-        server_procs_mean: mean("server_procs"),
-        cpu_user_pct: mean("cpu_user_pct"),
-        cpu_system_pct: mean("cpu_system_pct"),
-        cpu_irq_pct: mean("cpu_irq_pct"),
-        cpu_softirq_pct: mean("cpu_softirq_pct"),
-        cpu_idle_pct: mean("cpu_idle_pct"),
-        cpu_nice_pct: mean("cpu_nice_pct"),
-        cpu_iowait_pct: mean("cpu_iowait_pct"),
-        cpu_steal_pct: mean("cpu_steal_pct"),
+        syn_in_per_s: mean(col::SYN_IN),
+        accept_queue_mean: mean(col::ACCEPT_QUEUE),
+        accept_queue_max: max(col::ACCEPT_QUEUE),
+        listen_overflows_per_s: mean(col::LISTEN_OVERFLOWS),
+        established_mean: mean(col::ESTABLISHED_SOCKS),
+        server_sockets_mean: mean(col::TCP_INUSE),
+        client_open_mean: mean(col::IN_FLIGHT),
+        time_wait_mean: mean(col::TIME_WAIT),
+        time_wait_max: max(col::TIME_WAIT),
+        server_procs_mean: mean(col::SERVER_PROCS),
+        cpu_user_pct: mean(col::CPU_USER),
+        cpu_system_pct: mean(col::CPU_SYSTEM),
+        cpu_irq_pct: mean(col::CPU_IRQ),
+        cpu_softirq_pct: mean(col::CPU_SOFTIRQ),
+        cpu_idle_pct: mean(col::CPU_IDLE),
+        cpu_nice_pct: mean(col::CPU_NICE_PCT),
+        cpu_iowait_pct: mean(col::CPU_IOWAIT_PCT),
+        cpu_steal_pct: mean(col::CPU_STEAL_PCT),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
-        check_syn_vs_attempts_pct: cross(tot.counts.attempts as f64 / dt, mean("syn_in_per_s")),
+        check_syn_vs_attempts_pct: cross(tot.counts.attempts as f64 / dt, mean(col::SYN_IN)),
         check_syn_tolerance_pct: crate::report::run_folder::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,
             dt,
@@ -194,18 +194,14 @@ fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
 /// the server's own count.
 fn window_totals(ctrl: &Controller, w: &Window) -> Totals {
     let mut t = Totals::of(&w.client.counts, w.client.in_flight);
-    let store = &ctrl.state.store;
-    let pcap = store.last(crate::lab::columns::SYN_IN_ESTIMATED) == Some(0.0);
+    let pcap = ctrl.state.store.last(col::SYN_IN_ESTIMATED) == Some(0.0);
     if pcap {
-        let series = store.series(crate::lab::columns::SYN_IN_TOTAL, 0.0);
-        let at = |edge: f64| {
-            series
-                .iter()
-                .take_while(|(x, _)| *x <= edge)
-                .last()
-                .map(|p| p.1)
-        };
-        if let (Some(a), Some(b)) = (at(w.t0), at(w.t1)) {
+        // The pcap total of the last sample at or before each edge.
+        let (a, b) = (
+            w.rows.at_open(col::SYN_IN_TOTAL),
+            w.rows.latest(col::SYN_IN_TOTAL),
+        );
+        if let (Some(a), Some(b)) = (a, b) {
             t.syn_in = Some((b - a).max(0.0) as u64);
         }
     }
@@ -311,8 +307,8 @@ pub fn run_gated(
         }
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
-            let r = c.state.store.last(super::columns::RESPONSES).unwrap_or(0.0);
-            let a = c.state.store.last(super::columns::ATTEMPTS).unwrap_or(0.0);
+            let r = c.state.store.last(col::RESPONSES).unwrap_or(0.0);
+            let a = c.state.store.last(col::ATTEMPTS).unwrap_or(0.0);
             pb.set_message(format!("attempts {a:.0}/s, responses {r:.0}/s"));
         }
     };

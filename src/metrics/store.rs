@@ -1,7 +1,8 @@
-//! The time-series store: one row per sample interval with named columns (NaN = not measured),
+//! The time-series store: one row per sample interval with typed columns (NaN = not measured),
 //! plus timed events (marks, knob changes, captions). Fed by the lab's one owner of state; read
 //! by the TUI panels and the headless writers.
 
+use crate::model::Col;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -42,10 +43,18 @@ pub struct Event {
     pub text: String,
 }
 
+/// The longest span a reader needs in memory: the TUI's widest chart (`ui::app::WINDOW_MAX_S`
+/// is this). The run folder's timeseries.csv has every row; window figures are running sums
+/// (`metrics::window`); the rolling cross-check reads 10 s.
+pub const KEEP_S: f64 = 600.0;
+
+/// Rows past `KEEP_S` are dropped this many at a time, so a push does not move every column.
+const DROP_BATCH: usize = 64;
+
 #[derive(Debug, Clone, Default)]
 pub struct Store {
-    names: Vec<String>,
-    index: HashMap<String, usize>,
+    ids: Vec<Col>,
+    index: HashMap<Col, usize>,
     /// Sample times, seconds since the run started.
     times: Vec<f64>,
     /// Column-major values; every column has `times.len()` entries.
@@ -57,7 +66,7 @@ pub struct Store {
 }
 
 impl Store {
-    /// A store keeping at most `max_rows` rows in memory (the CSV writer keeps them all).
+    /// A store keeping the last `KEEP_S` seconds, at most `max_rows` rows, in memory.
     pub fn new(max_rows: usize) -> Self {
         Store {
             max_rows: max_rows.max(2),
@@ -67,26 +76,28 @@ impl Store {
 
     /// Appends a row at `t_s`; columns not given are NaN in this row, new columns are NaN in
     /// earlier rows.
-    pub fn push(&mut self, t_s: f64, values: &[(&str, Option<f64>)]) {
+    pub fn push(&mut self, t_s: f64, values: &[(Col, Option<f64>)]) {
         let n = self.times.len();
         self.times.push(t_s);
         for c in &mut self.cols {
             c.push(f64::NAN);
         }
-        for (name, v) in values {
-            let i = match self.index.get(*name) {
+        for (id, v) in values {
+            let i = match self.index.get(id) {
                 Some(&i) => i,
                 None => {
-                    self.names.push(name.to_string());
-                    self.index.insert(name.to_string(), self.cols.len());
+                    self.ids.push(*id);
+                    self.index.insert(*id, self.cols.len());
                     self.cols.push(vec![f64::NAN; n + 1]);
                     self.cols.len() - 1
                 }
             };
             self.cols[i][n] = v.unwrap_or(f64::NAN);
         }
-        if self.times.len() > self.max_rows {
-            let cut = self.times.len() - self.max_rows;
+        let old = self.times.partition_point(|&t| t < t_s - KEEP_S);
+        let over = self.times.len().saturating_sub(self.max_rows);
+        if over > 0 || old >= DROP_BATCH {
+            let cut = old.max(over);
             self.times.drain(..cut);
             for c in &mut self.cols {
                 c.drain(..cut);
@@ -103,8 +114,9 @@ impl Store {
         });
     }
 
-    pub fn names(&self) -> &[String] {
-        &self.names
+    /// The columns recorded so far, in the order they first appeared.
+    pub fn columns(&self) -> &[Col] {
+        &self.ids
     }
     pub fn len(&self) -> usize {
         self.times.len()
@@ -115,20 +127,24 @@ impl Store {
     pub fn times(&self) -> &[f64] {
         &self.times
     }
+    /// Rows dropped from memory so far (they are in timeseries.csv).
+    pub fn dropped(&self) -> usize {
+        self.dropped
+    }
 
     /// A column's values (aligned with `times()`), or None if never recorded.
-    pub fn col(&self, name: &str) -> Option<&[f64]> {
-        self.index.get(name).map(|&i| self.cols[i].as_slice())
+    pub fn col(&self, id: Col) -> Option<&[f64]> {
+        self.index.get(&id).map(|&i| self.cols[i].as_slice())
     }
 
     /// The latest value of a column that is not NaN.
-    pub fn last(&self, name: &str) -> Option<f64> {
-        self.col(name)?.iter().rev().find(|v| !v.is_nan()).copied()
+    pub fn last(&self, id: Col) -> Option<f64> {
+        self.col(id)?.iter().rev().find(|v| !v.is_nan()).copied()
     }
 
     /// (t, v) points of a column with t >= since, NaN skipped: what a chart draws.
-    pub fn series(&self, name: &str, since: f64) -> Vec<(f64, f64)> {
-        let Some(c) = self.col(name) else {
+    pub fn series(&self, id: Col, since: f64) -> Vec<(f64, f64)> {
+        let Some(c) = self.col(id) else {
             return Vec::new();
         };
         let start = self.times.partition_point(|&t| t < since);
@@ -141,8 +157,8 @@ impl Store {
     }
 
     /// Mean and max of a column over rows with from <= t < to (NaN skipped).
-    pub fn mean_max(&self, name: &str, from: f64, to: f64) -> Option<(f64, f64)> {
-        let c = self.col(name)?;
+    pub fn mean_max(&self, id: Col, from: f64, to: f64) -> Option<(f64, f64)> {
+        let c = self.col(id)?;
         let (mut sum, mut n, mut max) = (0.0, 0usize, f64::NEG_INFINITY);
         for (t, v) in self.times.iter().zip(c) {
             if *t >= from && *t < to && !v.is_nan() {
@@ -154,15 +170,15 @@ impl Store {
         (n > 0).then(|| (sum / n as f64, max))
     }
 
-    /// The values of the last row, by name (for writers that stream rows).
-    pub fn last_row(&self) -> Option<(f64, Vec<(&str, f64)>)> {
+    /// The values of the last row (for writers that stream rows).
+    pub fn last_row(&self) -> Option<(f64, Vec<(Col, f64)>)> {
         let i = self.times.len().checked_sub(1)?;
         Some((
             self.times[i],
-            self.names
+            self.ids
                 .iter()
                 .zip(&self.cols)
-                .map(|(n, c)| (n.as_str(), c[i]))
+                .map(|(id, c)| (*id, c[i]))
                 .collect(),
         ))
     }
@@ -171,30 +187,60 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::col;
+
+    const A: Col = col::ATTEMPTS;
+    const B: Col = col::RESPONSES;
 
     #[test]
     fn columns_appear_late_and_stay_aligned() {
         let mut s = Store::new(100);
-        s.push(0.2, &[("a", Some(1.0))]);
-        s.push(0.4, &[("a", Some(2.0)), ("b", Some(5.0))]);
-        s.push(0.6, &[("b", None)]);
+        s.push(0.2, &[(A, Some(1.0))]);
+        s.push(0.4, &[(A, Some(2.0)), (B, Some(5.0))]);
+        s.push(0.6, &[(B, None)]);
         assert_eq!(s.len(), 3);
-        assert!(s.col("b").unwrap()[0].is_nan());
-        assert!(s.col("a").unwrap()[2].is_nan());
-        assert_eq!(s.last("a"), Some(2.0));
-        assert_eq!(s.last("b"), Some(5.0));
-        assert_eq!(s.series("a", 0.3), vec![(0.4, 2.0)]);
-        assert_eq!(s.mean_max("a", 0.0, 1.0), Some((1.5, 2.0)));
+        assert!(s.col(B).unwrap()[0].is_nan());
+        assert!(s.col(A).unwrap()[2].is_nan());
+        assert_eq!(s.last(A), Some(2.0));
+        assert_eq!(s.last(B), Some(5.0));
+        assert_eq!(s.series(A, 0.3), vec![(0.4, 2.0)]);
+        assert_eq!(s.mean_max(A, 0.0, 1.0), Some((1.5, 2.0)));
+        assert_eq!(s.columns(), &[A, B]);
     }
 
     #[test]
     fn memory_is_bounded_keeping_the_latest_rows() {
         let mut s = Store::new(10);
         for i in 0..25 {
-            s.push(i as f64, &[("x", Some(i as f64))]);
+            s.push(i as f64, &[(A, Some(i as f64))]);
         }
         assert_eq!(s.len(), 10);
         assert_eq!(s.times()[0], 15.0);
-        assert_eq!(s.col("x").unwrap()[0], 15.0);
+        assert_eq!(s.col(A).unwrap()[0], 15.0);
+    }
+
+    #[test]
+    fn a_long_run_keeps_the_charts_span_only() {
+        // Two samples a second for two hours, as a soak runs: the store keeps the widest
+        // chart's span and a batch, however long the run.
+        let mut s = Store::new(200_000);
+        let interval = 0.5;
+        let bound = (KEEP_S / interval) as usize + DROP_BATCH;
+        for i in 0..14_400 {
+            let t = i as f64 * interval;
+            s.push(t, &[(A, Some(t)), (B, Some(1.0))]);
+            assert!(s.len() <= bound + 1, "{} rows at {t} s", s.len());
+        }
+        let now = *s.times().last().unwrap();
+        assert!(
+            s.times()[0] <= now - KEEP_S,
+            "the widest chart is still covered"
+        );
+        assert_eq!(
+            s.series(A, now - KEEP_S).first().map(|p| p.0),
+            Some(now - KEEP_S)
+        );
+        assert_eq!(s.dropped() + s.len(), 14_400);
+        assert!(s.cols.iter().all(|c| c.capacity() <= 2 * (bound + 1)));
     }
 }

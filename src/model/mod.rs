@@ -1,10 +1,12 @@
-//! The shared vocabulary of the lab: types every layer speaks (the worker's counters, ...).
+//! The shared vocabulary of the lab: types every layer speaks (the time series' columns, the worker's counters, ...).
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
+pub mod column;
 pub mod counters;
 pub mod limits;
 pub mod summary;
 pub mod units;
 
+pub use column::{col, Col, Kind, PathName, Unit, PATH_FIGURES};
 pub use counters::{Counters, ErrorKinds, Totals};
 pub use summary::{PathSummary, SummaryRow};

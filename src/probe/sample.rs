@@ -7,6 +7,7 @@ use super::cpustat::{CpuPct, ProcStat, SoftIrqs};
 use super::pidstat::PidStat;
 use super::procnet::{NetCounters, SockStat};
 use super::sockdiag::{DiagSummary, ListenQueue};
+use crate::model::{col, Col};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -73,7 +74,7 @@ pub enum SynSource {
 }
 
 macro_rules! metrics {
-    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+    ($($(#[$doc:meta])* $name:ident => $col:ident),* $(,)?) => {
         /// Every scalar of a sample; None where the source is missing or no rate exists yet.
         /// Rates are per second, CPU in percent, `*_total` counted since the first sample.
         #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -82,11 +83,13 @@ macro_rules! metrics {
         }
 
         impl Metrics {
-            /// Column names in a stable order.
-            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+            /// Each field's time-series column, in a stable order.
+            pub const COLUMNS: &'static [Col] = &[$(col::$col),*];
+            /// The field names (each its column's name: a test holds them equal).
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($name)),*];
 
-            pub fn columns(&self) -> Vec<(&'static str, Option<f64>)> {
-                vec![$((stringify!($name), self.$name)),*]
+            pub fn columns(&self) -> Vec<(Col, Option<f64>)> {
+                vec![$((col::$col, self.$name)),*]
             }
         }
     };
@@ -94,27 +97,43 @@ macro_rules! metrics {
 
 metrics! {
     /// All SYNs in (pcap), or PassiveOpens/s + ListenDrops/s when `syn_in_estimated` is 1.
-    syn_in_per_s, syn_in_estimated, synack_out_per_s, rst_in_per_s, rst_out_per_s,
+    syn_in_per_s => SYN_IN, syn_in_estimated => SYN_IN_ESTIMATED,
+    synack_out_per_s => SYNACK_OUT_PER_S, rst_in_per_s => RST_IN_PER_S,
+    rst_out_per_s => RST_OUT_PER_S,
     /// SYNs seen again with the same 4-tuple and ISN (client retries).
-    syn_retrans_per_s,
+    syn_retrans_per_s => SYN_RETRANS_PER_S,
     /// Packets the kernel dropped before libpcap saw them, since the capture started.
-    pcap_drops, pcap_if_drops,
+    pcap_drops => PCAP_DROPS, pcap_if_drops => PCAP_IF_DROPS,
     /// Accept-queue length and limit summed over the port's listening sockets.
-    accept_queue, accept_queue_limit, syn_recv, established, fin_wait, close_wait, last_ack, closing,
+    accept_queue => ACCEPT_QUEUE, accept_queue_limit => ACCEPT_QUEUE_LIMIT, syn_recv => SYN_RECV,
+    established => ESTABLISHED_SOCKS, fin_wait => FIN_WAIT, close_wait => CLOSE_WAIT,
+    last_ack => LAST_ACK, closing => CLOSING,
     /// Whole namespace (all ports): /proc/net/sockstat `tw`.
-    time_wait, tcp_inuse, tcp_orphan, tcp_mem_pages,
-    listen_overflows_per_s, listen_drops_per_s, passive_opens_per_s, active_opens_per_s,
-    attempt_fails_per_s, estab_resets_per_s, retrans_segs_per_s, out_rsts_per_s, tcp_timeouts_per_s,
-    syncookies_sent_per_s, reqq_full_drops_per_s,
-    cpu_user_pct, cpu_nice_pct, cpu_system_pct, cpu_irq_pct, cpu_softirq_pct, cpu_iowait_pct,
-    cpu_idle_pct, cpu_steal_pct, ctxt_per_s, intr_per_s, net_rx_softirq_per_s, net_tx_softirq_per_s,
-    procs_running, procs_blocked,
+    time_wait => TIME_WAIT, tcp_inuse => TCP_INUSE, tcp_orphan => TCP_ORPHAN,
+    tcp_mem_pages => TCP_MEM_PAGES,
+    listen_overflows_per_s => LISTEN_OVERFLOWS, listen_drops_per_s => LISTEN_DROPS_PER_S,
+    passive_opens_per_s => PASSIVE_OPENS_PER_S, active_opens_per_s => ACTIVE_OPENS_PER_S,
+    attempt_fails_per_s => ATTEMPT_FAILS_PER_S, estab_resets_per_s => ESTAB_RESETS_PER_S,
+    retrans_segs_per_s => RETRANS_SEGS_PER_S, out_rsts_per_s => OUT_RSTS_PER_S,
+    tcp_timeouts_per_s => TCP_TIMEOUTS_PER_S,
+    syncookies_sent_per_s => SYNCOOKIES_SENT_PER_S, reqq_full_drops_per_s => REQQ_FULL_DROPS_PER_S,
+    cpu_user_pct => CPU_USER, cpu_nice_pct => CPU_NICE_PCT, cpu_system_pct => CPU_SYSTEM,
+    cpu_irq_pct => CPU_IRQ, cpu_softirq_pct => CPU_SOFTIRQ, cpu_iowait_pct => CPU_IOWAIT_PCT,
+    cpu_idle_pct => CPU_IDLE, cpu_steal_pct => CPU_STEAL_PCT, ctxt_per_s => CTXT_PER_S,
+    intr_per_s => INTR_PER_S, net_rx_softirq_per_s => NET_RX_SOFTIRQ_PER_S,
+    net_tx_softirq_per_s => NET_TX_SOFTIRQ_PER_S,
+    procs_running => PROCS_RUNNING, procs_blocked => PROCS_BLOCKED,
     /// The server process and its descendants; CPU in % of one core.
-    server_procs, server_threads, server_cpu_user_pct, server_cpu_sys_pct, server_rss_mb,
+    server_procs => SERVER_PROCS, server_threads => SERVER_THREADS,
+    server_cpu_user_pct => SERVER_CPU_USER_PCT, server_cpu_sys_pct => SERVER_CPU_SYS_PCT,
+    server_rss_mb => SERVER_RSS_MB,
     /// All probe threads together, % of one core.
-    probe_cpu_pct,
-    syn_in_total, syn_retrans_total, synack_out_total, rst_in_total, rst_out_total,
-    passive_opens_total, listen_drops_total, listen_overflows_total, active_opens_total,
+    probe_cpu_pct => PROBE_CPU,
+    syn_in_total => SYN_IN_TOTAL, syn_retrans_total => SYN_RETRANS_TOTAL,
+    synack_out_total => SYNACK_OUT_TOTAL, rst_in_total => RST_IN_TOTAL,
+    rst_out_total => RST_OUT_TOTAL,
+    passive_opens_total => PASSIVE_OPENS_TOTAL, listen_drops_total => LISTEN_DROPS_TOTAL,
+    listen_overflows_total => LISTEN_OVERFLOWS_TOTAL, active_opens_total => ACTIVE_OPENS_TOTAL,
 }
 
 /// What the probes send each interval.
@@ -139,7 +158,7 @@ pub struct ProbeSample {
 
 impl ProbeSample {
     /// Stable snake_case column names with their values.
-    pub fn columns(&self) -> Vec<(&'static str, Option<f64>)> {
+    pub fn columns(&self) -> Vec<(Col, Option<f64>)> {
         self.m.columns()
     }
 }
@@ -518,7 +537,9 @@ mod tests {
 
     #[test]
     fn column_names_are_unique_snake_case() {
-        let names = Metrics::NAMES;
+        let names: Vec<String> = Metrics::COLUMNS.iter().map(|c| c.name().into()).collect();
+        assert_eq!(names, Metrics::FIELDS, "each field is named as its column");
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let set: std::collections::HashSet<_> = names.iter().collect();
         assert_eq!(set.len(), names.len());
         assert!(names.iter().all(|n| n

@@ -97,9 +97,9 @@ impl RunFolder {
     /// Appends one time-series row. The first row sets the header; a column that first appears
     /// later (a rate needs two samples) is added to it then: the file is rewritten once, with
     /// empty cells for the earlier rows.
-    pub fn row(&mut self, t_s: f64, values: &[(&str, f64)]) -> anyhow::Result<()> {
+    pub fn row<N: AsRef<str>>(&mut self, t_s: f64, values: &[(N, f64)]) -> anyhow::Result<()> {
         if self.ts.is_none() {
-            let names: Vec<String> = values.iter().map(|v| v.0.to_string()).collect();
+            let names: Vec<String> = values.iter().map(|v| v.0.as_ref().to_string()).collect();
             let mut w = BufWriter::new(File::create(&self.ts_path)?);
             writeln!(w, "t_s,{}", names.join(","))?;
             self.ts = Some((w, names));
@@ -108,8 +108,8 @@ impl RunFolder {
             let names = &self.ts.as_ref().expect("header written").1;
             values
                 .iter()
-                .filter(|(k, _)| !names.iter().any(|n| n == k))
-                .map(|(k, _)| k.to_string())
+                .filter(|(k, _)| !names.iter().any(|n| n == k.as_ref()))
+                .map(|(k, _)| k.as_ref().to_string())
                 .collect()
         };
         if !late.is_empty() {
@@ -119,7 +119,7 @@ impl RunFolder {
         let mut line = format!("{t_s:.3}");
         for n in names.iter() {
             line.push(',');
-            if let Some((_, v)) = values.iter().find(|(k, _)| k == n) {
+            if let Some((_, v)) = values.iter().find(|(k, _)| k.as_ref() == n) {
                 if !v.is_nan() {
                     line.push_str(&fmt_num(*v));
                 }

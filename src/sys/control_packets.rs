@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 /// pcap link types we can decode.
 pub const DLT_EN10MB: i32 = 1;
@@ -126,33 +127,81 @@ pub fn bpf_filter(port: u16) -> String {
     )
 }
 
+/// How long a SYN is remembered at least: Linux's six default retries come 1, 3, 7, 15, 31 and
+/// 63 s after the first SYN.
+pub const SYN_MEMORY: Duration = Duration::from_secs(64);
+
+/// The clock is read once per this many new SYNs (the capture thread's per-packet cost).
+const AGE_CHECK_EVERY: usize = 256;
+
 /// Remembers initial SYNs to tell retransmissions (same 4-tuple, same ISN) from new attempts.
-/// Two generations rotated every `generation` SYNs bound the memory: a SYN is remembered for at
-/// least one generation, which at the default covers the 1-3-7 s retries at up to ~100k SYN/s.
+/// Two generations, rotated every `generation` SYNs or every `SYN_MEMORY`, whichever comes
+/// first, bound the memory: a SYN is remembered for at least one generation. The count covers
+/// high rates (the default, the 1-3-7 s retries at up to ~100k SYN/s); the age keeps a long run
+/// at a low rate from holding a million SYNs it no longer needs (#15's soak: the controller's
+/// RSS grew with this table for half an hour).
 #[derive(Debug)]
 pub struct SynTracker {
     cur: HashMap<(IpAddr, u16, IpAddr, u16), u32>,
     old: HashMap<(IpAddr, u16, IpAddr, u16), u32>,
     generation: usize,
+    max_age: Duration,
+    /// When the current generation began (None: at its first SYN).
+    began: Option<Instant>,
 }
 
 impl SynTracker {
     pub fn new(generation: usize) -> Self {
+        Self::with_age(generation, SYN_MEMORY)
+    }
+
+    pub fn with_age(generation: usize, max_age: Duration) -> Self {
         SynTracker {
             cur: HashMap::new(),
             old: HashMap::new(),
             generation: generation.max(1),
+            max_age,
+            began: None,
         }
     }
 
     /// Records an incoming SYN; true if it is a retransmission of one already seen.
     pub fn is_retransmission(&mut self, h: &TcpHead) -> bool {
+        self.seen(h, Instant::now)
+    }
+
+    /// The same, at `now` (tests).
+    pub fn is_retransmission_at(&mut self, h: &TcpHead, now: Instant) -> bool {
+        self.seen(h, || now)
+    }
+
+    /// SYNs remembered in both generations.
+    pub fn len(&self) -> usize {
+        self.cur.len() + self.old.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn seen(&mut self, h: &TcpHead, now: impl Fn() -> Instant) -> bool {
         let key = (h.src, h.sport, h.dst, h.dport);
         if self.cur.get(&key) == Some(&h.seq) || self.old.get(&key) == Some(&h.seq) {
             return true;
         }
-        if self.cur.len() >= self.generation {
+        let n = self.cur.len();
+        let rotate = n >= self.generation
+            || (n.is_multiple_of(AGE_CHECK_EVERY)
+                && match self.began {
+                    Some(b) => now().saturating_duration_since(b) >= self.max_age,
+                    None => {
+                        self.began = Some(now());
+                        false
+                    }
+                });
+        if rotate {
             self.old = std::mem::take(&mut self.cur);
+            self.began = Some(now());
         }
         self.cur.insert(key, h.seq);
         false
@@ -243,6 +292,45 @@ mod tests {
         assert!(!t.is_retransmission(&b));
         assert!(!t.is_retransmission(&c)); // rotates: a, b move to the old generation
         assert!(t.is_retransmission(&b));
+    }
+
+    #[test]
+    fn a_syn_is_remembered_for_its_retries_and_a_slow_run_holds_a_minute_of_syns() {
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let mut t = SynTracker::default();
+        let syn = |i: u32| TcpHead {
+            src: "198.18.0.2".parse().unwrap(),
+            sport: (i % 60000) as u16,
+            dst: "198.18.1.1".parse().unwrap(),
+            dport: 80,
+            seq: i,
+            flags: SYN,
+        };
+        // From another client address: the others' ports wrap around and reuse tuples.
+        let first = TcpHead {
+            src: "198.18.0.3".parse().unwrap(),
+            ..syn(7)
+        };
+        assert!(!t.is_retransmission_at(&first, at(0.0)));
+        // 500 new SYNs a second for ten minutes, the first one's retries among them.
+        let mut most = 0;
+        for i in 0..300_000u32 {
+            let s = i as f64 / 500.0;
+            assert!(!t.is_retransmission_at(&syn(i), at(s)));
+            for retry in [1.0, 3.0, 7.0, 15.0, 31.0, 63.0] {
+                if s == retry {
+                    assert!(t.is_retransmission_at(&first, at(s)), "retry at {s} s");
+                }
+            }
+            most = most.max(t.len());
+        }
+        let bound = 2 * (SYN_MEMORY.as_secs() as usize * 500 + AGE_CHECK_EVERY);
+        assert!(most <= bound, "{most} SYNs held, bound {bound}");
+        assert!(
+            !t.is_retransmission_at(&first, at(600.0)),
+            "ten minutes later the same tuple and ISN is a new attempt"
+        );
     }
 
     #[test]

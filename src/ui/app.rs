@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 /// Chart window limits, seconds.
 pub const WINDOW_MIN_S: f64 = 10.0;
-pub const WINDOW_MAX_S: f64 = 600.0;
+/// The widest chart: what the store keeps in memory.
+pub const WINDOW_MAX_S: f64 = crate::metrics::store::KEEP_S;
 
 /// The message shown in the caption bar after an action.
 #[derive(Debug, Clone, PartialEq)]

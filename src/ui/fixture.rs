@@ -2,11 +2,11 @@
 //! a store filled with rows from a simple saturating-server model (deterministic, no clock),
 //! and a lab whose commands go through `LabState::apply` like the controller's.
 
-use crate::lab::columns as c;
 use crate::lab::state::{Command, Knobs, LabState, PathKnobs, Reply, Warning};
 use crate::lab::LabControl;
 use crate::load::protocol::{Burst, Mode};
 use crate::metrics::store::EventKind;
+use crate::model::col as c;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -104,7 +104,7 @@ pub fn fill(st: &mut LabState, m: &Synth) {
         let system = 3.0 + 22.0 * load;
         let (irq, softirq) = (0.5 + load, 2.0 + 12.0 * load);
         let idle = (100.0 - user - system - irq - softirq).max(0.0);
-        let row: Vec<(&str, Option<f64>)> = vec![
+        let row = vec![
             (c::TARGET_RATE, Some((m.target)(t))),
             (
                 c::SYN_IN,

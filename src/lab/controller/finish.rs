@@ -7,7 +7,8 @@ use super::*;
 pub const MIN_STRETCH_S: f64 = 3.0;
 
 impl Controller {
-    /// Writes the store so far and a text screenshot into the run folder.
+    /// Writes the time series in memory (the last `store::KEEP_S` seconds; timeseries.csv has
+    /// every row) and a text screenshot into the run folder.
     pub fn write_snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
         let dir = self
             .folder
@@ -18,11 +19,12 @@ impl Controller {
         let base = dir.join(format!("snapshot-{t:07.1}s"));
         std::fs::write(base.with_extension("txt"), screen)?;
         let store = &self.state.store;
-        let mut csv = format!("t_s,{}\n", store.names().join(","));
+        let names: Vec<_> = store.columns().iter().map(|c| c.name()).collect();
+        let mut csv = format!("t_s,{}\n", names.join(","));
         for (i, t) in store.times().iter().enumerate() {
             csv.push_str(&format!("{t:.3}"));
-            for n in store.names() {
-                let v = store.col(n).map(|c| c[i]).unwrap_or(f64::NAN);
+            for c in store.columns() {
+                let v = store.col(*c).map(|c| c[i]).unwrap_or(f64::NAN);
                 csv.push(',');
                 if !v.is_nan() {
                     csv.push_str(&format!("{v}"));
@@ -158,8 +160,8 @@ impl Controller {
             }
             Some(_) => (None, None),
             None => (
-                (store.last(crate::lab::columns::SYN_IN_ESTIMATED) == Some(0.0))
-                    .then(|| store.last(crate::lab::columns::SYN_IN_TOTAL))
+                (store.last(crate::model::col::SYN_IN_ESTIMATED) == Some(0.0))
+                    .then(|| store.last(crate::model::col::SYN_IN_TOTAL))
                     .flatten(),
                 None,
             ),

@@ -6,6 +6,7 @@
 use super::client_agg::{ClientTotals, LoadShape};
 use super::state::{Command, Effect, Knobs, LabState, PathKnobs, Warning};
 use crate::load::protocol::{Burst, Control, Mode, StatsDelta, WorkerConfig};
+use crate::metrics::window::SampleWindow;
 use crate::model::{Counters, Totals};
 use crate::report::run_folder::RunFolder;
 use crate::scenario::{HttpVersion, Scenario, Step, TargetKind};
@@ -66,21 +67,17 @@ pub struct RunOptions {
 /// One network path's share of the client figures.
 struct PathTotals {
     name: String,
-    /// `path_<name>_<column>`, made once per lab (the store keys columns by static names).
-    columns: Vec<&'static str>,
+    /// Its columns are `path_<name>_<figure>`.
+    id: crate::model::PathName,
     tick: ClientTotals,
     window: ClientTotals,
 }
 
 impl PathTotals {
     fn new(name: &str) -> Self {
-        let columns = crate::lab::client_agg::PATH_COLUMNS
-            .iter()
-            .map(|c| &*Box::leak(crate::lab::columns::path(name, c).into_boxed_str()))
-            .collect();
         PathTotals {
             name: name.to_string(),
-            columns,
+            id: crate::model::PathName::new(name),
             tick: ClientTotals::default(),
             window: ClientTotals::default(),
         }
@@ -100,6 +97,8 @@ pub struct Window {
     /// The server's own responses/s and count in it (built-in server), when it reported.
     pub server_rate: Option<f64>,
     pub server_responses: Option<u64>,
+    /// The sample rows in it: their means and maxima, and the values at its opening edge.
+    pub rows: SampleWindow,
 }
 
 pub struct Controller {
@@ -131,8 +130,9 @@ pub struct Controller {
     next_tick: Instant,
     last_tick: Instant,
     tick: ClientTotals,
-    /// Totals since `begin_point` (a sweep point's hold, or the whole run).
-    point: Option<(f64, ClientTotals, Option<ServerStats>)>,
+    /// Totals since `begin_point` (a sweep point's hold, or the whole run): its start, the
+    /// workers' reports, the server's stats at the start and the sample rows.
+    point: Option<(f64, ClientTotals, Option<ServerStats>, SampleWindow)>,
     server_last: Option<ServerStats>,
     server_at_tick: Option<ServerStats>,
     pub folder: Option<RunFolder>,

@@ -3,6 +3,7 @@
 use super::*;
 use crate::metrics::hist::Buckets;
 use crate::metrics::store::EventKind;
+use crate::model::{col, Col};
 
 impl Controller {
     pub(super) fn pump_messages(&mut self) {
@@ -26,7 +27,7 @@ impl Controller {
                     d.connect_us.merge_into(&mut self.run_latency[0]);
                     d.total_us.merge_into(&mut self.run_latency[1]);
                     self.tick.add(&d);
-                    if let Some((_, p, _)) = &mut self.point {
+                    if let Some((_, p, _, _)) = &mut self.point {
                         p.add(&d);
                     }
                     let path = self.slots.get(d.worker as usize).and_then(|s| s.path);
@@ -82,15 +83,10 @@ impl Controller {
         if self.server_last.is_some() {
             self.server_at_tick = self.server_last.clone();
         }
-        cols.push((crate::lab::columns::SERVER_RESPONSES, server_rate));
+        cols.push((col::SERVER_RESPONSES, server_rate));
         for p in &mut self.paths {
             let tot = std::mem::take(&mut p.tick);
-            cols.extend(
-                p.columns
-                    .iter()
-                    .zip(tot.path_columns(dt))
-                    .map(|(n, (_, v))| (*n, v)),
-            );
+            cols.extend(tot.path_columns(dt, p.id));
         }
         self.router_columns(&mut cols);
         if let Some(p) = self.probe_latest.take() {
@@ -117,15 +113,18 @@ impl Controller {
             self.state.warn(Warning::ClientBound(why));
         }
         self.state.store.push(t, &cols);
+        if let Some((_, _, _, rows)) = &mut self.point {
+            rows.feed(t, &cols);
+        }
         self.state.latency = vec![
             ("connect_latency", Buckets::of(&self.run_latency[0])),
             ("total_latency", Buckets::of(&self.run_latency[1])),
         ];
         self.rolling_crosscheck(t);
         if let Some(f) = &mut self.folder {
-            let vals: Vec<(&str, f64)> = cols
+            let vals: Vec<(std::borrow::Cow<'static, str>, f64)> = cols
                 .iter()
-                .map(|(n, v)| (*n, v.unwrap_or(f64::NAN)))
+                .map(|(c, v)| (c.name(), v.unwrap_or(f64::NAN)))
                 .collect();
             f.row(t, &vals)?;
         }
@@ -154,8 +153,8 @@ impl Controller {
         }
         let store = &self.state.store;
         let (Some((a, _)), Some((s, _))) = (
-            store.mean_max(crate::lab::columns::ATTEMPTS, from, t + 1e-9),
-            store.mean_max(crate::lab::columns::SYN_IN, from, t + 1e-9),
+            store.mean_max(col::ATTEMPTS, from, t + 1e-9),
+            store.mean_max(col::SYN_IN, from, t + 1e-9),
         ) else {
             return;
         };
@@ -182,7 +181,7 @@ impl Controller {
     }
 
     /// The delay router's figures as rates over the last sample (cumulative counters diffed).
-    pub(super) fn router_columns(&mut self, cols: &mut Vec<(&'static str, Option<f64>)>) {
+    pub(super) fn router_columns(&mut self, cols: &mut Vec<(Col, Option<f64>)>) {
         let Some(now) = self.net.as_ref().and_then(|n| n.router_stats()) else {
             return;
         };
@@ -197,18 +196,18 @@ impl Controller {
                 let rate = |f: &dyn Fn(&crate::net::router::DirStats) -> u64| {
                     Some(sum(&now, f).saturating_sub(sum(prev, f)) as f64 / dt)
                 };
-                cols.push(("router_frames_per_s", rate(&|d| d.relayed)));
-                cols.push(("router_lost_per_s", rate(&|d| d.lost)));
-                cols.push(("router_queue_drops_per_s", rate(&|d| d.queue_drops)));
+                cols.push((col::ROUTER_FRAMES_PER_S, rate(&|d| d.relayed)));
+                cols.push((col::ROUTER_LOST_PER_S, rate(&|d| d.lost)));
+                cols.push((col::ROUTER_QUEUE_DROPS_PER_S, rate(&|d| d.queue_drops)));
                 behind = now.ring_drops.saturating_sub(prev.ring_drops);
-                cols.push(("router_ring_drops_per_s", Some(behind as f64 / dt)));
+                cols.push((col::ROUTER_RING_DROPS_PER_S, Some(behind as f64 / dt)));
                 cols.push((
-                    "router_cpu_pct",
+                    col::ROUTER_CPU_PCT,
                     Some(now.cpu_us.saturating_sub(prev.cpu_us) as f64 / 1e4 / dt),
                 ));
             }
         }
-        cols.push(("router_queue", Some(sum(&now, &|d| d.queue) as f64)));
+        cols.push((col::ROUTER_QUEUE, Some(sum(&now, &|d| d.queue) as f64)));
         self.router_late_columns(&now, cols);
         self.router_last = Some((Instant::now(), now));
         if behind > 0 && !self.state.warnings.contains(&Warning::RouterBehind) {
@@ -227,14 +226,14 @@ impl Controller {
     fn router_late_columns(
         &mut self,
         now: &crate::net::router::RouterStats,
-        cols: &mut Vec<(&'static str, Option<f64>)>,
+        cols: &mut Vec<(Col, Option<f64>)>,
     ) {
         if now.late_us.is_empty() {
             return;
         }
         let q = |x| now.late_us.quantile(x).map(|v| v as f64);
-        cols.push(("router_late_p50_us", q(0.5)));
-        cols.push(("router_late_p99_us", q(0.99)));
+        cols.push((col::ROUTER_LATE_P50_US, q(0.5)));
+        cols.push((col::ROUTER_LATE_P99_US, q(0.99)));
         let goal = crate::net::router::LATE_GOAL_US;
         let warned = self
             .state
@@ -298,10 +297,12 @@ impl Controller {
             p.window = ClientTotals::default();
         }
         self.access.at_point = self.access.last;
+        let t0 = self.elapsed();
         self.point = Some((
-            self.elapsed(),
+            t0,
             ClientTotals::default(),
             self.server_last.clone(),
+            SampleWindow::open(t0, &self.state.store),
         ));
     }
 
@@ -310,7 +311,7 @@ impl Controller {
     /// the time they say passed, so it does not depend on where the window's edges fell.
     pub fn end_point(&mut self) -> Option<Window> {
         self.pump_messages();
-        let (t0, client, s0) = self.point.take()?;
+        let (t0, client, s0, rows) = self.point.take()?;
         self.access.point = self
             .access
             .last
@@ -320,18 +321,18 @@ impl Controller {
             .iter_mut()
             .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
             .collect();
-        Some(self.window(t0, client, s0, paths))
+        Some(self.window(t0, client, s0, paths, rows))
     }
 
     /// The open window as it stands now, left open (the TUI's live threshold verdicts).
     pub fn peek_point(&self) -> Option<Window> {
-        let (t0, client, s0) = self.point.clone()?;
+        let (t0, client, s0, rows) = self.point.clone()?;
         let paths = self
             .paths
             .iter()
             .map(|p| (p.name.clone(), p.window.clone()))
             .collect();
-        Some(self.window(t0, client, s0, paths))
+        Some(self.window(t0, client, s0, paths, rows))
     }
 
     fn window(
@@ -340,6 +341,7 @@ impl Controller {
         client: ClientTotals,
         s0: Option<ServerStats>,
         paths: Vec<(String, ClientTotals)>,
+        rows: SampleWindow,
     ) -> Window {
         let t1 = self.elapsed();
         let (server_rate, server_responses) = match (s0, &self.server_last) {
@@ -356,6 +358,7 @@ impl Controller {
             paths,
             server_rate,
             server_responses,
+            rows,
         }
     }
 

@@ -2,6 +2,7 @@
 //! time-series panel uses (a one-line header of latest values, then the chart with event lines).
 
 use crate::lab::state::LabState;
+use crate::model::Col;
 use crate::ui::app::App;
 use crate::ui::theme::Theme;
 use ratatui::buffer::Buffer;
@@ -98,7 +99,7 @@ pub struct Series {
 }
 
 impl Series {
-    pub fn column(st: &LabState, label: &str, col: &str, w: Window) -> Self {
+    pub fn column(st: &LabState, label: &str, col: Col, w: Window) -> Self {
         let points = st.store.col(col).map(|_| st.store.series(col, w.since));
         Series {
             label: label.to_string(),
@@ -108,7 +109,7 @@ impl Series {
     }
 
     /// The sum of two columns row by row (a row counts if either is measured).
-    pub fn sum(st: &LabState, label: &str, a: &str, b: &str, w: Window) -> Self {
+    pub fn sum(st: &LabState, label: &str, a: Col, b: Col, w: Window) -> Self {
         let (ca, cb) = (st.store.col(a), st.store.col(b));
         if ca.is_none() && cb.is_none() {
             return Series {

@@ -2,8 +2,8 @@
 //! per core (user, system, irq+softirq), and the probes' and client workers' own CPU.
 
 use super::common::{line_chart, num_or_na, panel, Series, Window};
-use crate::lab::columns as c;
 use crate::lab::state::LabState;
+use crate::model::{col as c, Col};
 use crate::ui::app::App;
 use crate::ui::theme::{Theme, CPU_GLYPHS};
 use ratatui::buffer::Buffer;
@@ -39,7 +39,7 @@ fn bar(parts: &[f64], glyph_of: &[usize], width: usize, theme: &Theme) -> Vec<Sp
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let theme = &app.theme;
     let inner = panel(area, buf, "CPU %", theme);
-    let last = |k: &str| st.store.last(k);
+    let last = |k: Col| st.store.last(k);
     let label_w = 6usize;
     let bar_w = (inner.width as usize).saturating_sub(label_w + 6).max(4);
     let mut lines = Vec::new();

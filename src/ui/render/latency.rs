@@ -3,8 +3,8 @@
 //! several); a chart of p50 and p99 below when there is room.
 
 use super::common::{line_chart, ms, panel, Series, Window};
-use crate::lab::columns as c;
 use crate::lab::state::LabState;
+use crate::model::{col as c, Col, PathName};
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -15,28 +15,27 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let theme = &app.theme;
     let inner = panel(area, buf, "latency (ms)", theme);
-    let cell = |col: &str| format!("{:>8}", ms(st.store.last(col)));
-    let mut rows: Vec<(String, [String; 3])> = [
+    let cell = |col: Col| format!("{:>8}", ms(st.store.last(col)));
+    let mut rows: Vec<(String, [Col; 3])> = [
         ("connect", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
         ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
     ]
-    .map(|(name, cols)| (name.to_string(), cols.map(String::from)))
-    .to_vec();
+    .into_iter()
+    .map(|(name, cols)| (name.to_string(), cols))
+    .collect();
     // With several paths, each path's own percentiles follow (one path's would repeat the
     // totals); only for paths the lab measures, i.e. whose columns the store has.
     if st.knobs.paths.len() > 1 {
         for p in &st.knobs.paths {
-            if st.store.col(&c::path(&p.name, c::CONNECT_P50)).is_none() {
+            let path = PathName::new(&p.name);
+            if st.store.col(c::CONNECT_P50.of_path(path)).is_none() {
                 continue;
             }
             for (what, cols) in [
                 ("conn", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
                 ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
             ] {
-                rows.push((
-                    format!("{} {what}", p.name),
-                    cols.map(|k| c::path(&p.name, k)),
-                ));
+                rows.push((format!("{} {what}", p.name), cols.map(|k| k.of_path(path))));
             }
         }
     }
@@ -65,7 +64,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         let name: String = name.chars().take(label_w - 1).collect();
         lines.push(Line::from(vec![
             Span::styled(format!("{name:<label_w$}"), theme.label()),
-            Span::raw(cols.iter().map(|k| cell(k)).collect::<String>()),
+            Span::raw(cols.iter().map(|k| cell(*k)).collect::<String>()),
         ]));
     }
     let hidden = (rows.len() - shown).div_ceil(2);

@@ -2,8 +2,8 @@
 //! listen overflows per second: where an overloaded server starts dropping SYNs.
 
 use super::common::{line_chart, num, num_or_na, panel, Series, Window};
-use crate::lab::columns as c;
 use crate::lab::state::LabState;
+use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -2,8 +2,8 @@
 //! established and responses per second, and errors + connect timeouts per second.
 
 use super::common::{line_chart, panel, Series, Window};
-use crate::lab::columns as c;
 use crate::lab::state::LabState;
+use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -1,8 +1,8 @@
 //! Panel: TCP connection states of the server over time (ESTABLISHED, TIME_WAIT).
 
 use super::common::{line_chart, panel, Series, Window};
-use crate::lab::columns as c;
 use crate::lab::state::LabState;
+use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -1,0 +1,311 @@
+//! Every time-series figure as a typed id: its column name (the CSV header), unit and kind.
+//! The fixed figures are the consts of [`col`]; a network path's own figures are
+//! [`Col::of_path`] of one of [`PATH_FIGURES`]. No other column can be named, so a renamed or
+//! misspelt figure is a compile error instead of a column that silently reads NaN.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// What one unit of a figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    PerSecond,
+    Count,
+    Percent,
+    Milliseconds,
+    Microseconds,
+    Megabytes,
+    /// Memory pages of the kernel.
+    Pages,
+    /// 0 or 1.
+    Flag,
+}
+
+impl Unit {
+    /// Its short symbol, as a chart's axis says it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::PerSecond => "/s",
+            Unit::Count => "",
+            Unit::Percent => "%",
+            Unit::Milliseconds => "ms",
+            Unit::Microseconds => "us",
+            Unit::Megabytes => "MB",
+            Unit::Pages => "pages",
+            Unit::Flag => "",
+        }
+    }
+}
+
+/// How a figure is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Events per second over the sample.
+    Rate,
+    /// A level at the sample's instant (or its share of the sample, for CPU).
+    Gauge,
+    /// A count since the run (or the source) started.
+    Counter,
+    /// A quantile of the latencies recorded in the sample.
+    Percentile,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Def {
+    name: &'static str,
+    unit: Unit,
+    kind: Kind,
+}
+
+/// A network path's name, interned once per distinct name so a path's columns stay `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PathName(&'static str);
+
+impl PathName {
+    pub fn new(name: &str) -> Self {
+        // A lab has a few paths; a process runs a few labs: the set stays small.
+        static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = names.get(name) {
+            return PathName(n);
+        }
+        let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+        names.insert(n);
+        PathName(n)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Id {
+    Fixed(&'static Def),
+    Path(PathName, &'static Def),
+}
+
+/// One time-series column. Made only here: a const of [`col`], or a path's figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Col(Id);
+
+impl Col {
+    fn def(self) -> &'static Def {
+        match self.0 {
+            Id::Fixed(d) | Id::Path(_, d) => d,
+        }
+    }
+
+    /// Its name in timeseries.csv: the figure's, or `path_<path>_<figure>`.
+    pub fn name(self) -> Cow<'static, str> {
+        match self.0 {
+            Id::Fixed(d) => Cow::Borrowed(d.name),
+            Id::Path(p, d) => Cow::Owned(format!("path_{}_{}", p.0, d.name)),
+        }
+    }
+
+    pub fn unit(self) -> Unit {
+        self.def().unit
+    }
+
+    pub fn kind(self) -> Kind {
+        self.def().kind
+    }
+
+    /// This figure for one network path (a path's column is its figure with the path's name).
+    pub fn of_path(self, path: PathName) -> Col {
+        Col(Id::Path(path, self.def()))
+    }
+
+    /// The path a column belongs to, None for a fixed one.
+    pub fn path(self) -> Option<PathName> {
+        match self.0 {
+            Id::Fixed(_) => None,
+            Id::Path(p, _) => Some(p),
+        }
+    }
+
+    /// A fixed column by its name, None when there is none of that name.
+    pub fn fixed(name: &str) -> Option<Col> {
+        col::ALL.iter().copied().find(|c| c.def().name == name)
+    }
+}
+
+impl std::fmt::Display for Col {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+macro_rules! columns {
+    ($($c:ident = $name:literal, $unit:ident, $kind:ident;)*) => {
+        /// The fixed figures of the time series, one const each.
+        pub mod col {
+            use super::{Col, Def, Id, Kind, Unit};
+            $(
+                pub const $c: Col = Col(Id::Fixed(&Def {
+                    name: $name,
+                    unit: Unit::$unit,
+                    kind: Kind::$kind,
+                }));
+            )*
+            /// Every fixed figure, in declaration order.
+            pub const ALL: &[Col] = &[$($c),*];
+        }
+    };
+}
+
+columns! {
+    // The clients' figures (the workers' reports folded per sample) and the server's own count.
+    ATTEMPTS = "attempts_per_s", PerSecond, Rate;
+    ESTABLISHED = "established_per_s", PerSecond, Rate;
+    RESPONSES = "responses_per_s", PerSecond, Rate;
+    ERRORS = "errors_per_s", PerSecond, Rate;
+    CONNECT_TIMEOUTS = "connect_timeouts_per_s", PerSecond, Rate;
+    REFUSED = "refused_per_s", PerSecond, Rate;
+    RESETS = "resets_per_s", PerSecond, Rate;
+    TARGET_RATE = "target_rate", PerSecond, Rate;
+    CONNECT_P50 = "connect_p50_ms", Milliseconds, Percentile;
+    CONNECT_P90 = "connect_p90_ms", Milliseconds, Percentile;
+    CONNECT_P99 = "connect_p99_ms", Milliseconds, Percentile;
+    TOTAL_P50 = "total_p50_ms", Milliseconds, Percentile;
+    TOTAL_P90 = "total_p90_ms", Milliseconds, Percentile;
+    TOTAL_P99 = "total_p99_ms", Milliseconds, Percentile;
+    IN_FLIGHT = "in_flight", Count, Gauge;
+    LAG_MAX = "lag_ms_max", Milliseconds, Gauge;
+    WORKER_CPU = "worker_cpu_pct", Percent, Gauge;
+    SERVER_RESPONSES = "server_responses_per_s", PerSecond, Rate;
+    // The probes' figures (`probe::Metrics`, one per field).
+    SYN_IN = "syn_in_per_s", PerSecond, Rate;
+    SYN_IN_ESTIMATED = "syn_in_estimated", Flag, Gauge;
+    SYNACK_OUT_PER_S = "synack_out_per_s", PerSecond, Rate;
+    RST_IN_PER_S = "rst_in_per_s", PerSecond, Rate;
+    RST_OUT_PER_S = "rst_out_per_s", PerSecond, Rate;
+    SYN_RETRANS_PER_S = "syn_retrans_per_s", PerSecond, Rate;
+    PCAP_DROPS = "pcap_drops", Count, Counter;
+    PCAP_IF_DROPS = "pcap_if_drops", Count, Counter;
+    ACCEPT_QUEUE = "accept_queue", Count, Gauge;
+    ACCEPT_QUEUE_LIMIT = "accept_queue_limit", Count, Gauge;
+    SYN_RECV = "syn_recv", Count, Gauge;
+    ESTABLISHED_SOCKS = "established", Count, Gauge;
+    FIN_WAIT = "fin_wait", Count, Gauge;
+    CLOSE_WAIT = "close_wait", Count, Gauge;
+    LAST_ACK = "last_ack", Count, Gauge;
+    CLOSING = "closing", Count, Gauge;
+    TIME_WAIT = "time_wait", Count, Gauge;
+    TCP_INUSE = "tcp_inuse", Count, Gauge;
+    TCP_ORPHAN = "tcp_orphan", Count, Gauge;
+    TCP_MEM_PAGES = "tcp_mem_pages", Pages, Gauge;
+    LISTEN_OVERFLOWS = "listen_overflows_per_s", PerSecond, Rate;
+    LISTEN_DROPS_PER_S = "listen_drops_per_s", PerSecond, Rate;
+    PASSIVE_OPENS_PER_S = "passive_opens_per_s", PerSecond, Rate;
+    ACTIVE_OPENS_PER_S = "active_opens_per_s", PerSecond, Rate;
+    ATTEMPT_FAILS_PER_S = "attempt_fails_per_s", PerSecond, Rate;
+    ESTAB_RESETS_PER_S = "estab_resets_per_s", PerSecond, Rate;
+    RETRANS_SEGS_PER_S = "retrans_segs_per_s", PerSecond, Rate;
+    OUT_RSTS_PER_S = "out_rsts_per_s", PerSecond, Rate;
+    TCP_TIMEOUTS_PER_S = "tcp_timeouts_per_s", PerSecond, Rate;
+    SYNCOOKIES_SENT_PER_S = "syncookies_sent_per_s", PerSecond, Rate;
+    REQQ_FULL_DROPS_PER_S = "reqq_full_drops_per_s", PerSecond, Rate;
+    CPU_USER = "cpu_user_pct", Percent, Gauge;
+    CPU_NICE_PCT = "cpu_nice_pct", Percent, Gauge;
+    CPU_SYSTEM = "cpu_system_pct", Percent, Gauge;
+    CPU_IRQ = "cpu_irq_pct", Percent, Gauge;
+    CPU_SOFTIRQ = "cpu_softirq_pct", Percent, Gauge;
+    CPU_IOWAIT_PCT = "cpu_iowait_pct", Percent, Gauge;
+    CPU_IDLE = "cpu_idle_pct", Percent, Gauge;
+    CPU_STEAL_PCT = "cpu_steal_pct", Percent, Gauge;
+    CTXT_PER_S = "ctxt_per_s", PerSecond, Rate;
+    INTR_PER_S = "intr_per_s", PerSecond, Rate;
+    NET_RX_SOFTIRQ_PER_S = "net_rx_softirq_per_s", PerSecond, Rate;
+    NET_TX_SOFTIRQ_PER_S = "net_tx_softirq_per_s", PerSecond, Rate;
+    PROCS_RUNNING = "procs_running", Count, Gauge;
+    PROCS_BLOCKED = "procs_blocked", Count, Gauge;
+    SERVER_PROCS = "server_procs", Count, Gauge;
+    SERVER_THREADS = "server_threads", Count, Gauge;
+    SERVER_CPU_USER_PCT = "server_cpu_user_pct", Percent, Gauge;
+    SERVER_CPU_SYS_PCT = "server_cpu_sys_pct", Percent, Gauge;
+    SERVER_RSS_MB = "server_rss_mb", Megabytes, Gauge;
+    PROBE_CPU = "probe_cpu_pct", Percent, Gauge;
+    SYN_IN_TOTAL = "syn_in_total", Count, Counter;
+    SYN_RETRANS_TOTAL = "syn_retrans_total", Count, Counter;
+    SYNACK_OUT_TOTAL = "synack_out_total", Count, Counter;
+    RST_IN_TOTAL = "rst_in_total", Count, Counter;
+    RST_OUT_TOTAL = "rst_out_total", Count, Counter;
+    PASSIVE_OPENS_TOTAL = "passive_opens_total", Count, Counter;
+    LISTEN_DROPS_TOTAL = "listen_drops_total", Count, Counter;
+    LISTEN_OVERFLOWS_TOTAL = "listen_overflows_total", Count, Counter;
+    ACTIVE_OPENS_TOTAL = "active_opens_total", Count, Counter;
+    // The delay router's figures.
+    ROUTER_FRAMES_PER_S = "router_frames_per_s", PerSecond, Rate;
+    ROUTER_LOST_PER_S = "router_lost_per_s", PerSecond, Rate;
+    ROUTER_QUEUE_DROPS_PER_S = "router_queue_drops_per_s", PerSecond, Rate;
+    ROUTER_RING_DROPS_PER_S = "router_ring_drops_per_s", PerSecond, Rate;
+    ROUTER_CPU_PCT = "router_cpu_pct", Percent, Gauge;
+    ROUTER_QUEUE = "router_queue", Count, Gauge;
+    ROUTER_LATE_P50_US = "router_late_p50_us", Microseconds, Percentile;
+    ROUTER_LATE_P99_US = "router_late_p99_us", Microseconds, Percentile;
+}
+
+/// The figures a network path gets of its own (its rates and latencies), in their column order.
+pub const PATH_FIGURES: [Col; 9] = [
+    col::ATTEMPTS,
+    col::RESPONSES,
+    col::ERRORS,
+    col::CONNECT_P50,
+    col::CONNECT_P90,
+    col::CONNECT_P99,
+    col::TOTAL_P50,
+    col::TOTAL_P90,
+    col::TOTAL_P99,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_names_are_unique_snake_case_and_found_by_name() {
+        let names: BTreeSet<_> = col::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names.len(), col::ALL.len());
+        for c in col::ALL {
+            let n = c.name();
+            assert!(n
+                .chars()
+                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'));
+            assert_eq!(Col::fixed(&n), Some(*c));
+        }
+        assert_eq!(Col::fixed("tcp_inuse_typo"), None);
+    }
+
+    #[test]
+    fn units_and_kinds_follow_the_names() {
+        for c in col::ALL {
+            let n = c.name();
+            match c.kind() {
+                Kind::Rate => assert_eq!(c.unit(), Unit::PerSecond, "{n}"),
+                Kind::Percentile => assert!(n.contains("_p"), "{n}"),
+                Kind::Counter => assert_eq!(c.unit(), Unit::Count, "{n}"),
+                Kind::Gauge => {}
+            }
+            if n.ends_with("_per_s") {
+                assert_eq!(c.kind(), Kind::Rate, "{n}");
+            }
+        }
+        assert_eq!(col::TOTAL_P99.unit(), Unit::Milliseconds);
+        assert_eq!(col::SYN_IN_TOTAL.kind(), Kind::Counter);
+    }
+
+    #[test]
+    fn a_paths_figure_carries_the_path_name() {
+        let wan = PathName::new("wan");
+        let c = col::RESPONSES.of_path(wan);
+        assert_eq!(c.name(), "path_wan_responses_per_s");
+        assert_eq!(c.path(), Some(wan));
+        assert_eq!(c.kind(), Kind::Rate);
+        assert_ne!(c, col::RESPONSES);
+        assert_eq!(c, col::RESPONSES.of_path(PathName::new("wan")));
+        assert_ne!(c, col::RESPONSES.of_path(PathName::new("lan")));
+    }
+}
