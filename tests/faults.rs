@@ -213,6 +213,12 @@ fn kill_child_mid_run(toml: &str, needle: &str, expect: &str) {
     assert_eq!(r.len(), 1, "{r:?}");
     assert_eq!(r[0]["failed"], true);
     assert!(r[0]["error"].as_str().unwrap().contains(&msg), "{r:?}");
+    nothing_left(kids, router_cmd);
+}
+
+/// None of `kids` runs, and the lab of the router started as `router_cmd` has no namespace
+/// or link left.
+fn nothing_left(kids: Vec<u32>, router_cmd: Option<String>) {
     let left: Vec<u32> = kids.into_iter().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "children left running: {left:?}");
     if let Some(cmd) = router_cmd {
@@ -590,6 +596,114 @@ fn a_command_target_that_exits_at_once_is_refused_with_exit_2() {
             && log.contains("stopped; everything started by this run has exited"),
         "{log}"
     );
+}
+
+/// The scenario names a port another program already listens on: exit 2 before any server or
+/// worker starts, the port and what to do on stderr and in run.log, and not one connection to
+/// the program holding the port (the start-up check would otherwise reach it and measure it).
+#[test]
+fn a_target_port_already_in_use_is_refused_with_exit_2_and_not_loaded() {
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    holder.set_nonblocking(true).unwrap();
+    let port = holder.local_addr().unwrap().port();
+    for (file, target) in [
+        ("builtin.toml", "arch = \"event\"".to_string()),
+        // A command that would outlive the test if it were started: it must not be.
+        (
+            "command.toml",
+            format!("kind = \"command\"\ncommand = \"sleep 30.{port}\""),
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let toml = format!(
+            "name = \"busy\"\nduration = \"3s\"\n\n[target]\n{target}\nport = {port}\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n"
+        );
+        let run = start_run(tmp.path(), file, &toml);
+        let end = finish(run, Duration::from_secs(60));
+        assert_eq!(end.code, Some(2), "{file}: {}{}", end.stdout, end.stderr);
+        let said = format!("target.port {port} is already in use on 127.0.0.1");
+        assert!(end.stderr.contains(&said), "{file}: {}", end.stderr);
+        assert!(end.stderr.contains("port = 0"), "{file}: {}", end.stderr);
+        let dirs: Vec<PathBuf> = std::fs::read_dir(tmp.path().join("results"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{file}");
+        let log = std::fs::read_to_string(dirs[0].join("run.log")).unwrap();
+        assert!(
+            log.contains(&format!("could not start: {said}")),
+            "{file}: {log}"
+        );
+        let marker = format!("sleep 30.{port}");
+        let started = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(&marker)
+            });
+        assert!(!started, "{file}: `{marker}` was started");
+        match holder.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("{file}: the port's holder was connected to: {other:?}"),
+        }
+    }
+}
+
+/// A client namespace with 10 ephemeral ports and 100 ms of RTT: most attempts find no port
+/// (EADDRNOTAVAIL). They are errors of their own kind, never attempts that reached the server,
+/// the point is CLIENT-BOUND saying why, run.log names the sysctl to widen, the totals add
+/// up, and the folder is valid with nothing left behind.
+#[test]
+fn ephemeral_ports_exhausted_in_a_client_namespace_are_counted_and_flagged() {
+    if !privileged("a client namespace with a narrow ip_local_port_range") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "{}port_range = \"40000-40009\"\n\n[[network.path]]\nname = \"wan\"\nrtt = \"100ms\"\n",
+        lab("4s")
+            .replace("rate = 200", "rate = 500")
+            .split("[[network.path]]")
+            .next()
+            .unwrap()
+    );
+    let run = start_run(tmp.path(), "ports.toml", &toml);
+    let pid = run.id();
+    let (_, router_cmd) = wait_child(pid, " router ");
+    let kids: Vec<u32> = children_of(pid).into_iter().map(|c| c.0).collect();
+    let end = finish(run, Duration::from_secs(90));
+    assert_eq!(end.code, Some(0), "{}{}", end.stdout, end.stderr);
+    let folders = valid_folders(&tmp.path().join("results"));
+    let (dir, summary) = &folders[0];
+    let r = &rows(summary)[0];
+    assert_eq!(r["client_bound"], true, "{r}");
+    assert!(
+        r["client_bound_reason"]
+            .as_str()
+            .unwrap()
+            .contains("ephemeral ports"),
+        "{r}"
+    );
+    let t = &summary["run_totals"];
+    let kinds = &t["errors_by_kind"];
+    let no_port = kinds["addr_not_avail"].as_u64().unwrap();
+    assert!(no_port > 100, "{t}");
+    // An attempt without a port never sent a SYN: the server saw only the others.
+    let attempts = t["attempts"].as_u64().unwrap();
+    assert_eq!(
+        t["client_active_opens"].as_u64().unwrap(),
+        attempts - no_port,
+        "{t}"
+    );
+    let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
+    assert!(
+        log.contains("ephemeral ports exhausted: widen net.ipv4.ip_local_port_range"),
+        "{log}"
+    );
+    nothing_left(kids, Some(router_cmd));
 }
 
 /// Unmounts a tmpfs on drop (also when the test fails).

@@ -112,3 +112,78 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
         String::from_utf8_lossy(&procs.stdout)
     );
 }
+
+/// Two network paths in a real terminal: the latency panel shows each path's own connect and
+/// total percentiles, and the far path's connect p50 is its 50 ms of RTT (the near one's far
+/// below). Needs the lab: root, or a user namespace where the kernel allows one.
+#[test]
+fn tmux_two_paths_show_each_paths_latency() {
+    if !have_tmux() {
+        return;
+    }
+    let lab = synlab::sys::userns::host_root()
+        || Command::new("unshare")
+            .args(["-r", "-n", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !lab {
+        if synlab::sys::privilege::require_privileged() {
+            panic!("neither root nor a user namespace: no network lab for two paths");
+        }
+        eprintln!("skipped: neither root nor a user namespace, so no network lab");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("two-paths.toml");
+    std::fs::write(
+        &sc,
+        "name = \"two-paths\"\nduration = \"2m\"\n\n[target]\narch = \"event\"\nservice_time = \"1ms\"\n\n\
+         [load]\nmode = \"open\"\nrate = 200\nsockets = 2000\ntimeout = \"1s\"\n\n\
+         [network]\nbackend = \"router\"\n\n[[network.path]]\nname = \"near\"\nrtt = \"0ms\"\n\n\
+         [[network.path]]\nname = \"far\"\nrtt = \"50ms\"\n",
+    )
+    .unwrap();
+    let cmd = format!(
+        "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_synlab"),
+        sc.display(),
+        tmp.path().display()
+    );
+    let session = Session::start(&format!("synlab-paths-{}", std::process::id()), &cmd);
+    // The p50 of a row `label  p50 p90 p99`, in ms.
+    let p50 = |screen: &str, label: &str| -> Option<f64> {
+        let line = screen.lines().find(|l| l.contains(label))?;
+        let rest = &line[line.find(label)? + label.len()..];
+        let tok = rest.split_whitespace().next()?;
+        tok.strip_suffix("ms")?.parse().ok()
+    };
+    let screen = wait_for(
+        &session.0,
+        &|s| {
+            p50(s, "far conn").is_some_and(|v| v >= 50.0)
+                && p50(s, "far total").is_some_and(|v| v >= 100.0)
+                && p50(s, "near conn").is_some()
+        },
+        30,
+    );
+    let far = p50(&screen, "far conn");
+    let near = p50(&screen, "near conn");
+    assert!(
+        far.is_some_and(|v| (50.0..60.0).contains(&v)),
+        "far path connect p50 {far:?}:\n{screen}"
+    );
+    assert!(
+        near.is_some_and(|v| v < 10.0),
+        "near path connect p50 {near:?}:\n{screen}"
+    );
+    assert!(
+        p50(&screen, "far total").is_some_and(|v| v >= 100.0),
+        "far path total p50 (two round trips):\n{screen}"
+    );
+    tmux(&["send-keys", "-t", &session.0, "q"]);
+    let screen = wait_for(&session.0, &|s| s.contains("SYNLAB-EXIT="), 20);
+    assert!(
+        screen.contains("SYNLAB-EXIT=0"),
+        "synlab did not exit cleanly:\n{screen}"
+    );
+}

@@ -59,6 +59,54 @@ fn overloaded_queue_full_and_overflows() {
     snap("overloaded", &colour_app(), &st);
 }
 
+/// Two paths measured apart: the latency panel lists each one's connect and total
+/// percentiles under the totals (100 ms more on the far path), at both sizes.
+#[test]
+fn per_path_latency() {
+    use synlab::lab::columns as c;
+    let mut st = fixture::under_load();
+    let t = st.store.times().last().copied().unwrap_or(0.0) + 0.5;
+    let mut row = Vec::new();
+    for (path, added) in [("near", 0.0), ("far", 100.0)] {
+        for (col, v) in [
+            (c::CONNECT_P50, 0.3),
+            (c::CONNECT_P90, 0.8),
+            (c::CONNECT_P99, 2.0),
+            (c::TOTAL_P50, 1.5),
+            (c::TOTAL_P90, 3.0),
+            (c::TOTAL_P99, 9.0),
+        ] {
+            let extra = if col.starts_with("total") { 2.0 } else { 1.0 };
+            row.push((c::path(path, col), Some(v + added * extra)));
+        }
+    }
+    let row: Vec<(&str, Option<f64>)> = row.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    st.store.push(t, &row);
+    let small = render::screen_text(&colour_app(), &st, 80, 24);
+    assert!(small.contains("+2 path(s) (enlarge to see)"), "{small}");
+    let large = render::screen_text(&colour_app(), &st, 160, 48);
+    let line = |label: &str| {
+        large
+            .lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no `{label}` row:\n{large}"))
+            .to_string()
+    };
+    assert!(
+        line("far conn").contains("100ms   101ms   102ms"),
+        "{large}"
+    );
+    assert!(
+        line("far total").contains("202ms   203ms   209ms"),
+        "{large}"
+    );
+    assert!(
+        line("near total").contains("1.5ms   3.0ms   9.0ms"),
+        "{large}"
+    );
+    snap("per_path_latency", &colour_app(), &st);
+}
+
 #[test]
 fn help_overlay() {
     let mut app = colour_app();

@@ -47,6 +47,11 @@ pub mod columns {
     pub const CPU_SOFTIRQ: &str = "cpu_softirq_pct";
     pub const CPU_IDLE: &str = "cpu_idle_pct";
     pub const PROBE_CPU: &str = "probe_cpu_pct";
+
+    /// A network path's own copy of a client column: `path_<name>_<column>`.
+    pub fn path(name: &str, column: &str) -> String {
+        format!("path_{name}_{column}")
+    }
 }
 
 /// What a front end (the TUI) needs from a running lab. The controller implements it; tests

@@ -76,7 +76,7 @@ impl PathTotals {
     fn new(name: &str) -> Self {
         let columns = crate::lab::client_agg::PATH_COLUMNS
             .iter()
-            .map(|c| &*Box::leak(format!("path_{name}_{c}").into_boxed_str()))
+            .map(|c| &*Box::leak(crate::lab::columns::path(name, c).into_boxed_str()))
             .collect();
         PathTotals {
             name: name.to_string(),

@@ -19,6 +19,7 @@ impl Controller {
                     (p, _) => p,
                 };
                 let listen = SocketAddr::new(server_ip, port);
+                self.ensure_port_free(listen)?;
                 let files = crate::lab::real_server::file_sets(&self.scenario);
                 let cfg = ServeConfig {
                     listen,
@@ -67,6 +68,7 @@ impl Controller {
                     (0, Some(_)) => 8080,
                     (p, _) => p,
                 };
+                self.ensure_port_free(SocketAddr::new(server_ip, port))?;
                 let cmdline = t.command.replace("{port}", &port.to_string());
                 let spawn = Spawn {
                     program: Some("/bin/sh".into()),
@@ -92,6 +94,7 @@ impl Controller {
                     (p, _) => p,
                 };
                 self.target_addr = SocketAddr::new(server_ip, port);
+                self.ensure_port_free(self.target_addr)?;
                 let dir = self.folder.as_ref().map(|f| f.dir.join(kind.name()));
                 let real = crate::lab::real_server::RealServer::prepare(
                     &self.scenario,
@@ -110,13 +113,7 @@ impl Controller {
         if !t.access_log.is_empty() {
             self.access.path = Some(PathBuf::from(&t.access_log));
         }
-        // Scenario validation refuses such an address already; this guards every other path.
-        if !is_lab_address(self.target_addr.ip()) {
-            bail!(
-                "target {} is outside loopback and the lab's 198.18.0.0/15; synlab loads only its own host",
-                self.target_addr
-            );
-        }
+        self.ensure_lab_address()?;
         let up = self.wait_for_target(Duration::from_secs(10));
         if let (Err(e), Some(real)) = (&up, &self.real) {
             bail!("{e:#}\n{}", real.where_to_look());
@@ -139,6 +136,39 @@ impl Controller {
             self.log(&format!("counting the access log {}", path.display()));
         }
         Ok(())
+    }
+
+    /// Scenario validation refuses an address outside the lab already; this guards every
+    /// other path, before any traffic.
+    fn ensure_lab_address(&self) -> anyhow::Result<()> {
+        if !is_lab_address(self.target_addr.ip()) {
+            bail!(
+                "target {} is outside loopback and the lab's 198.18.0.0/15; synlab loads only its own host",
+                self.target_addr
+            );
+        }
+        Ok(())
+    }
+
+    /// A server we start must find its port free: otherwise it fails to listen while the
+    /// start-up check connects to whatever holds the port, and the load would measure that.
+    /// Only on the host: a fresh server namespace has every port free.
+    fn ensure_port_free(&self, addr: SocketAddr) -> anyhow::Result<()> {
+        if self.net.is_some() {
+            return Ok(());
+        }
+        // As the servers bind: SO_REUSEADDR, so TIME_WAIT from an earlier run does not count.
+        match crate::sys::server_io::bind_listener(addr, 1) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
+                "target.port {} is already in use on {} (see `ss -ltnp 'sport = :{}'`); \
+                 stop what listens there, or set `port = 0` to let synlab pick a free one",
+                addr.port(),
+                addr.ip(),
+                addr.port()
+            ),
+            Err(e) => Err(e).with_context(|| format!("checking that {addr} is free")),
+        }
     }
 
     /// Where a target command's output goes: `target.log` in the run folder (None without

@@ -1,5 +1,6 @@
 //! Panel: latency percentiles (p50/p90/p99) of connect time and total time, measured from the
-//! scheduled start. A table of the latest values; a chart of p50 and p99 below when there is room.
+//! scheduled start. A table of the latest values (and each network path's, when there are
+//! several); a chart of p50 and p99 below when there is room.
 
 use super::common::{line_chart, ms, panel, Series, Window};
 use crate::lab::columns as c;
@@ -15,18 +16,64 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let theme = &app.theme;
     let inner = panel(area, buf, "latency (ms)", theme);
     let cell = |col: &str| format!("{:>8}", ms(st.store.last(col)));
-    let mut lines = vec![Line::from(Span::styled(
-        format!("{:<8}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),
-        theme.dim(),
-    ))];
-    for (name, cols) in [
+    let mut rows: Vec<(String, [String; 3])> = [
         ("connect", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
         ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
-    ] {
+    ]
+    .map(|(name, cols)| (name.to_string(), cols.map(String::from)))
+    .to_vec();
+    // With several paths, each path's own percentiles follow (one path's would repeat the
+    // totals); only for paths the lab measures, i.e. whose columns the store has.
+    if st.knobs.paths.len() > 1 {
+        for p in &st.knobs.paths {
+            if st.store.col(&c::path(&p.name, c::CONNECT_P50)).is_none() {
+                continue;
+            }
+            for (what, cols) in [
+                ("conn", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
+                ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
+            ] {
+                rows.push((
+                    format!("{} {what}", p.name),
+                    cols.map(|k| c::path(&p.name, k)),
+                ));
+            }
+        }
+    }
+    // The label column fits the longest label, leaving the three figures their room.
+    let label_w = rows
+        .iter()
+        .map(|r| r.0.chars().count() + 1)
+        .max()
+        .unwrap_or(8)
+        .clamp(8, (inner.width as usize).saturating_sub(24).max(8));
+    let mut lines = vec![Line::from(Span::styled(
+        format!("{:<label_w$}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),
+        theme.dim(),
+    ))];
+    // Rows past the panel's height give way to a hint, as the CPU panel's cores do.
+    let room = (inner.height as usize).saturating_sub(1);
+    let hidden_paths = rows.len().saturating_sub(room.max(2)).div_ceil(2);
+    let shown = if hidden_paths > 0 {
+        (rows.len() - 2 * hidden_paths)
+            .min(room.saturating_sub(1))
+            .max(2)
+    } else {
+        rows.len()
+    };
+    for (name, cols) in &rows[..shown] {
+        let name: String = name.chars().take(label_w - 1).collect();
         lines.push(Line::from(vec![
-            Span::styled(format!("{name:<8}"), theme.label()),
+            Span::styled(format!("{name:<label_w$}"), theme.label()),
             Span::raw(cols.iter().map(|k| cell(k)).collect::<String>()),
         ]));
+    }
+    let hidden = (rows.len() - shown).div_ceil(2);
+    if hidden > 0 {
+        lines.push(Line::from(Span::styled(
+            format!("+{hidden} path(s) (enlarge to see)"),
+            theme.dim(),
+        )));
     }
     let table_h = (lines.len() as u16).min(inner.height);
     Paragraph::new(lines).render(
