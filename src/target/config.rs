@@ -125,3 +125,15 @@ pub struct ServerStats {
     #[serde(default)]
     pub pid: u32,
 }
+
+impl ServerStats {
+    /// Responses written between `earlier` and these totals, and their rate (per second); None
+    /// when no time passed between the two. A count that went backwards (a restarted server)
+    /// counts 0.
+    pub fn responses_since(&self, earlier: &ServerStats) -> Option<(u64, f64)> {
+        (self.t_s > earlier.t_s).then(|| {
+            let n = self.responses.saturating_sub(earlier.responses);
+            (n, n as f64 / (self.t_s - earlier.t_s))
+        })
+    }
+}
