@@ -143,6 +143,18 @@ mod tests {
     }
 
     #[test]
+    fn signed_difference_and_the_disagree_rule() {
+        assert_eq!(signed_diff_pct(103.0, 100.0), Some(3.0));
+        assert_eq!(signed_diff_pct(97.0, 100.0), Some(-3.0));
+        assert_eq!(signed_diff_pct(5.0, 0.0), None);
+        assert!(disagrees(-2.5, TOLERANCE_PCT) && !disagrees(2.0, TOLERANCE_PCT));
+        assert!(!disagrees(f64::NAN, TOLERANCE_PCT));
+        assert_eq!(syn_tolerance_of(f64::NAN), TOLERANCE_PCT);
+        assert_eq!(syn_tolerance_of(0.0), TOLERANCE_PCT);
+        assert_eq!(syn_tolerance_of(7.0), 7.0);
+    }
+
+    #[test]
     fn kernel_side_sums_opens_and_drops() {
         let c = syns_vs_kernel(1000, 600, 390, 10);
         assert_eq!(c.reference, 1000.0);

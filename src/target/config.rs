@@ -137,3 +137,25 @@ impl ServerStats {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_since_counts_and_rates_an_interval() {
+        let at = |t_s: f64, responses: u64| ServerStats {
+            t_s,
+            responses,
+            ..Default::default()
+        };
+        assert_eq!(
+            at(3.0, 700).responses_since(&at(1.0, 100)),
+            Some((600, 300.0))
+        );
+        // No time between the two: no rate.
+        assert_eq!(at(1.0, 700).responses_since(&at(1.0, 100)), None);
+        // A restarted server's count went backwards: 0, not a wrapped u64.
+        assert_eq!(at(2.0, 5).responses_since(&at(1.0, 100)), Some((0, 0.0)));
+    }
+}
