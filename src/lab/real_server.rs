@@ -8,7 +8,7 @@
 //! namespace (util-linux `unshare --pid --fork --kill-child`): if synlab is killed outright, the
 //! kernel kills every process of that namespace, so no nginx worker or Apache child outlives it.
 
-use crate::scenario::{ApacheMpm, Scenario, TargetKind};
+use crate::scenario::{Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
 use crate::target::config::FileSet;
 use anyhow::{bail, Context};
@@ -16,6 +16,9 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+mod conf;
+pub use conf::{apache_conf, nginx_conf, ConfigParams};
 
 /// A prepared (and then started) nginx or Apache.
 pub struct RealServer {
@@ -33,24 +36,6 @@ pub struct RealServer {
     in_pid_ns: bool,
     /// Folders this run made for itself alone (removed on drop).
     owned: Vec<PathBuf>,
-}
-
-/// What the generated config says, from the scenario's `[target]` keys.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigParams {
-    pub listen: SocketAddr,
-    pub workers: u32,
-    pub max_workers: u32,
-    pub backlog: u32,
-    pub keepalive: bool,
-    pub dir: PathBuf,
-    pub docroot: PathBuf,
-    /// Worker user and group when the server starts as root (None: stays who started it).
-    pub user: Option<(String, String)>,
-    /// Descriptors per worker: the hard limit the server inherits (a worker that has left
-    /// root cannot raise it).
-    pub nofile: u64,
-    pub extra: Vec<String>,
 }
 
 /// The binary's names and the Debian package that installs it.
@@ -128,129 +113,6 @@ fn worker_user() -> Option<(String, String)> {
         }
     }
     None
-}
-
-/// nginx's config: `worker_processes` = workers, the listen backlog, keep-alive on or off, the
-/// combined access log; `extra` lines go inside `http {}`.
-pub fn nginx_conf(p: &ConfigParams) -> String {
-    let d = p.dir.display();
-    let user = p
-        .user
-        .as_ref()
-        .map(|(u, g)| format!("user {u} {g};\n"))
-        .unwrap_or_default();
-    let extra: String = p.extra.iter().map(|l| format!("    {l}\n")).collect();
-    format!(
-        "# Written by synlab from the scenario's [target] keys.\n\
-         {user}worker_processes {workers};\n\
-         worker_rlimit_nofile {nofile};\n\
-         pid {d}/nginx.pid;\n\
-         error_log {d}/error.log warn;\n\
-         events {{\n    worker_connections 16384;\n}}\n\
-         http {{\n\
-         \x20   access_log {d}/access.log combined;\n\
-         \x20   default_type application/octet-stream;\n\
-         \x20   sendfile on;\n\
-         \x20   keepalive_timeout {ka};\n\
-         \x20   client_body_temp_path {d}/tmp/body;\n\
-         \x20   proxy_temp_path {d}/tmp/proxy;\n\
-         \x20   fastcgi_temp_path {d}/tmp/fastcgi;\n\
-         \x20   uwsgi_temp_path {d}/tmp/uwsgi;\n\
-         \x20   scgi_temp_path {d}/tmp/scgi;\n\
-         \x20   server {{\n\
-         \x20       listen {listen} backlog={backlog};\n\
-         \x20       root {root};\n\
-         \x20       index index.html;\n\
-         \x20   }}\n\
-         {extra}}}\n",
-        workers = p.workers,
-        nofile = p.nofile,
-        ka = if p.keepalive { "65s" } else { "0" },
-        listen = p.listen,
-        backlog = p.backlog,
-        root = p.docroot.display(),
-    )
-}
-
-/// Apache's config: the MPM's process/thread limits from workers and max_workers
-/// (MaxRequestWorkers), ListenBacklog, KeepAlive, the combined access log; only the modules a
-/// static server needs; `extra` lines at the end.
-pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
-    let d = p.dir.display();
-    let m = modules.display();
-    let mpm_name = match mpm {
-        ApacheMpm::Prefork => "prefork",
-        ApacheMpm::Worker => "worker",
-        ApacheMpm::Event => "event",
-    };
-    let mut c = format!("# Written by synlab from the scenario's [target] keys.\nServerRoot \"{d}\"\nServerName synlab\n");
-    c.push_str(&format!(
-        "LoadModule mpm_{mpm_name}_module {m}/mod_mpm_{mpm_name}.so\n"
-    ));
-    for (name, file) in [
-        ("authz_core_module", "mod_authz_core.so"),
-        ("mime_module", "mod_mime.so"),
-        ("dir_module", "mod_dir.so"),
-        // Compiled in on Debian; loaded where they are modules.
-        ("log_config_module", "mod_log_config.so"),
-        ("unixd_module", "mod_unixd.so"),
-    ] {
-        if modules.join(file).exists() {
-            c.push_str(&format!(
-                "<IfModule !{name}>\n    LoadModule {name} {m}/{file}\n</IfModule>\n"
-            ));
-        }
-    }
-    if let Some((u, g)) = &p.user {
-        c.push_str(&format!("User {u}\nGroup {g}\n"));
-    }
-    c.push_str(&format!(
-        "DefaultRuntimeDir \"{d}/run\"\n\
-         PidFile \"{d}/apache2.pid\"\n\
-         Mutex file:{d}/run default\n\
-         ErrorLog \"{d}/error.log\"\n\
-         LogLevel warn\n\
-         Listen {listen}\n\
-         ListenBacklog {backlog}\n\
-         TypesConfig \"{d}/mime.types\"\n\
-         DocumentRoot \"{root}\"\n\
-         <Directory />\n    Options None\n    AllowOverride None\n    Require all denied\n</Directory>\n\
-         <Directory \"{root}\">\n    Options None\n    AllowOverride None\n    Require all granted\n</Directory>\n\
-         DirectoryIndex index.html\n\
-         EnableSendfile On\n\
-         KeepAlive {ka}\n\
-         LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\" combined\n\
-         CustomLog \"{d}/access.log\" combined\n",
-        listen = p.listen,
-        backlog = p.backlog,
-        root = p.docroot.display(),
-        ka = if p.keepalive { "On" } else { "Off" },
-    ));
-    let (w, max) = (p.workers.max(1), p.max_workers.max(p.workers).max(1));
-    match mpm {
-        ApacheMpm::Prefork => c.push_str(&format!(
-            // `workers` processes from the start and kept idle: prefork adds at most 32 a
-            // second, so a server that starts small refuses the first seconds of a load.
-            "StartServers {w}\nMinSpareServers {w}\nMaxSpareServers {max}\n\
-             ServerLimit {max}\nMaxRequestWorkers {max}\nMaxConnectionsPerChild 0\n",
-        )),
-        ApacheMpm::Worker | ApacheMpm::Event => {
-            // Threads come 25 to a process; MaxRequestWorkers is a whole number of processes.
-            let procs = max.div_ceil(25);
-            c.push_str(&format!(
-                "ThreadsPerChild 25\nStartServers {start}\nServerLimit {procs}\n\
-                 MaxRequestWorkers {threads}\nMinSpareThreads 25\nMaxSpareThreads {threads}\n\
-                 MaxConnectionsPerChild 0\n",
-                start = w.min(procs),
-                threads = procs * 25,
-            ))
-        }
-    }
-    for l in &p.extra {
-        c.push_str(l);
-        c.push('\n');
-    }
-    c
 }
 
 /// The `/bytes/N` sizes the scenario's workloads request (the built-in server makes any N on
@@ -547,78 +409,6 @@ impl Drop for RealServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn params() -> ConfigParams {
-        ConfigParams {
-            listen: "198.18.0.1:8080".parse().unwrap(),
-            workers: 4,
-            max_workers: 150,
-            backlog: 511,
-            keepalive: false,
-            dir: "/run/x".into(),
-            docroot: "/tmp/root".into(),
-            user: Some(("www-data".into(), "www-data".into())),
-            nofile: 20000,
-            extra: vec!["# extra line".into()],
-        }
-    }
-
-    #[test]
-    fn nginx_config_carries_the_scenario_keys() {
-        let c = nginx_conf(&params());
-        for want in [
-            "user www-data www-data;",
-            "worker_processes 4;",
-            "worker_rlimit_nofile 20000;",
-            "listen 198.18.0.1:8080 backlog=511;",
-            "keepalive_timeout 0;",
-            "access_log /run/x/access.log combined;",
-            "root /tmp/root;",
-            "    # extra line\n}",
-        ] {
-            assert!(c.contains(want), "{want} missing in\n{c}");
-        }
-        let mut p = params();
-        p.keepalive = true;
-        p.user = None;
-        let c = nginx_conf(&p);
-        assert!(c.contains("keepalive_timeout 65s;") && !c.contains("user "));
-    }
-
-    #[test]
-    fn apache_prefork_caps_processes_at_max_workers() {
-        let c = apache_conf(
-            &params(),
-            ApacheMpm::Prefork,
-            Path::new("/usr/lib/apache2/modules"),
-        );
-        for want in [
-            "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so",
-            "Listen 198.18.0.1:8080",
-            "ListenBacklog 511",
-            "StartServers 4",
-            "MaxRequestWorkers 150",
-            "ServerLimit 150",
-            "KeepAlive Off",
-            "User www-data",
-            "CustomLog \"/run/x/access.log\" combined",
-            "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b",
-            "# extra line\n",
-        ] {
-            assert!(c.contains(want), "{want} missing in\n{c}");
-        }
-    }
-
-    #[test]
-    fn apache_threaded_mpms_round_to_whole_processes() {
-        let c = apache_conf(&params(), ApacheMpm::Event, Path::new("/m"));
-        assert!(c.contains("mod_mpm_event.so"));
-        assert!(c.contains("ServerLimit 6\n") && c.contains("MaxRequestWorkers 150\n"));
-        let mut p = params();
-        p.max_workers = 60;
-        let c = apache_conf(&p, ApacheMpm::Worker, Path::new("/m"));
-        assert!(c.contains("ServerLimit 3\n") && c.contains("MaxRequestWorkers 75\n"));
-    }
 
     #[test]
     fn docroot_holds_the_built_in_servers_paths() {

@@ -125,6 +125,19 @@ struct Hists {
     total: Histogram<u64>,
 }
 
+/// Where attempts come from, by mode (see [`Engine::starts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Starts {
+    /// Closed: each client's next request, at its wake time (`wakes`); no cap.
+    Clients,
+    /// Sclient flat out: D slots, each reconnecting when it is freed (`slots_due`).
+    FreeSlots,
+    /// Sclient with a rate: scheduled arrivals; one beyond D connecting waits for a free slot.
+    ArrivalsIntoSlots,
+    /// Open: scheduled arrivals; one beyond D connecting is dropped (a client-cap drop).
+    Arrivals,
+}
+
 /// The running worker.
 pub struct Engine {
     cfg: WorkerConfig,
@@ -310,33 +323,16 @@ impl Engine {
             t = t.min(*at);
         }
         if !self.paused {
-            let retry = self.backoff_until_ns.max(now);
-            match self.cfg.mode {
-                Mode::Closed => {
-                    if let Some(Reverse(at)) = self.wakes.peek() {
-                        t = t.min((*at).max(retry));
-                    }
-                }
-                Mode::Sclient if self.schedule.rate().is_none() => {
-                    if self.connecting < self.cfg.sockets as u64 {
-                        let due = match self.slots_due.peek() {
-                            Some(Reverse(at))
-                                if self.connecting + self.slots_due.len() as u64
-                                    >= self.cfg.sockets as u64 =>
-                            {
-                                *at
-                            }
-                            _ => now,
-                        };
-                        t = t.min(due.max(retry));
-                    }
-                }
-                Mode::Sclient | Mode::Open => {
-                    let capped = self.cfg.mode == Mode::Sclient
-                        && self.connecting >= self.cfg.sockets as u64;
-                    if let (Some(due), false) = (self.schedule.next_due(), capped) {
-                        t = t.min(((due * 1e9) as u64).max(retry));
-                    }
+            let starts = self.starts();
+            if !self.waits_for_slot(starts) {
+                // Free slots without a due time are started (spread over T) at once.
+                let due = if starts == Starts::FreeSlots && self.slots_missing() > 0 {
+                    Some(now)
+                } else {
+                    self.queued_start(starts)
+                };
+                if let Some(due) = due {
+                    t = t.min(due.max(self.backoff_until_ns.max(now)));
                 }
             }
         }
@@ -345,72 +341,101 @@ impl Engine {
 
     // ---- starting attempts ---------------------------------------------------------------
 
+    /// Where this worker's attempts come from now (its mode, and for sclient whether it has a
+    /// rate): the one statement of the per-mode policy.
+    fn starts(&self) -> Starts {
+        match self.cfg.mode {
+            Mode::Closed => Starts::Clients,
+            Mode::Sclient if self.schedule.rate().is_none() => Starts::FreeSlots,
+            Mode::Sclient => Starts::ArrivalsIntoSlots,
+            Mode::Open => Starts::Arrivals,
+        }
+    }
+
+    /// All D sockets are connecting and this mode's next start waits for one to free up.
+    fn waits_for_slot(&self, starts: Starts) -> bool {
+        matches!(starts, Starts::FreeSlots | Starts::ArrivalsIntoSlots)
+            && self.connecting >= self.cfg.sockets as u64
+    }
+
+    /// The scheduled start (ns) of the next attempt queued in this mode.
+    fn queued_start(&self, starts: Starts) -> Option<u64> {
+        match starts {
+            Starts::Clients => self.wakes.peek().map(|&Reverse(at)| at),
+            Starts::FreeSlots => self.slots_due.peek().map(|&Reverse(at)| at),
+            Starts::ArrivalsIntoSlots | Starts::Arrivals => {
+                self.schedule.next_due().map(|due| (due * 1e9) as u64)
+            }
+        }
+    }
+
+    /// Takes the start [`Self::queued_start`] returned off its queue.
+    fn pop_start(&mut self, starts: Starts) {
+        match starts {
+            Starts::Clients => {
+                self.wakes.pop();
+            }
+            Starts::FreeSlots => {
+                self.slots_due.pop();
+            }
+            Starts::ArrivalsIntoSlots | Starts::Arrivals => {
+                self.schedule.pop();
+            }
+        }
+    }
+
+    /// Sclient flat out: free slots with no due time yet.
+    fn slots_missing(&self) -> u64 {
+        (self.cfg.sockets as u64).saturating_sub(self.connecting + self.slots_due.len() as u64)
+    }
+
     fn start_attempts(&mut self, now: u64) {
         if self.paused || now < self.backoff_until_ns {
             return;
         }
-        let d = self.cfg.sockets as u64;
+        let starts = self.starts();
+        if starts == Starts::FreeSlots {
+            self.queue_missing_slots(now);
+        }
         let mut n = 0;
-        match self.cfg.mode {
-            Mode::Sclient if self.schedule.rate().is_none() => {
-                // Slots with no due time yet (start, Resume, a larger D) start spread over T.
-                let missing = d.saturating_sub(self.connecting + self.slots_due.len() as u64);
-                if let Some(step) = ((self.cfg.timeout_s * 1e9) as u64).checked_div(missing) {
-                    for k in 0..missing {
-                        self.slots_due.push(Reverse(now + k * step));
-                    }
-                }
-                while self.connecting < d && n < STARTS_PER_PASS && now >= self.backoff_until_ns {
-                    match self.slots_due.peek() {
-                        Some(&Reverse(due)) if due <= now => {
-                            self.slots_due.pop();
-                            self.note_lag(now, due);
-                            self.start_attempt(due, now, false);
-                            n += 1;
-                        }
-                        _ => break,
-                    }
-                }
-                // A smaller D: drop the latest due times beyond the free slots.
-                let keep = (d - self.connecting.min(d)) as usize;
-                if self.slots_due.len() > keep {
-                    let mut v = std::mem::take(&mut self.slots_due).into_sorted_vec();
-                    // Sorted by Reverse: the latest times come first.
-                    v.drain(..v.len() - keep);
-                    self.slots_due = v.into_iter().collect();
-                }
+        while n < STARTS_PER_PASS && now >= self.backoff_until_ns && !self.waits_for_slot(starts) {
+            let due = match self.queued_start(starts) {
+                Some(due) if due <= now => due,
+                _ => break,
+            };
+            self.pop_start(starts);
+            n += 1;
+            self.note_lag(now, due);
+            if starts == Starts::Arrivals && self.connecting >= self.cfg.sockets as u64 {
+                self.stats.counts.client_cap_drops += 1;
+            } else {
+                self.start_attempt(due, now, starts == Starts::Clients);
             }
-            Mode::Sclient | Mode::Open => {
-                let open = self.cfg.mode == Mode::Open;
-                while let Some(due) = self.schedule.next_due() {
-                    let due_ns = (due * 1e9) as u64;
-                    if due_ns > now || n >= STARTS_PER_PASS || now < self.backoff_until_ns {
-                        break;
-                    }
-                    if !open && self.connecting >= d {
-                        break; // sclient: the arrival waits for a free slot (lag shows it)
-                    }
-                    self.schedule.pop();
-                    n += 1;
-                    self.note_lag(now, due_ns);
-                    if self.connecting >= d {
-                        self.stats.counts.client_cap_drops += 1;
-                    } else {
-                        self.start_attempt(due_ns, now, false);
-                    }
-                }
+        }
+        if starts == Starts::FreeSlots {
+            self.drop_surplus_slots();
+        }
+    }
+
+    /// Slots with no due time yet (start, Resume, a larger D) start spread over T.
+    fn queue_missing_slots(&mut self, now: u64) {
+        let missing = self.slots_missing();
+        if let Some(step) = ((self.cfg.timeout_s * 1e9) as u64).checked_div(missing) {
+            for k in 0..missing {
+                self.slots_due.push(Reverse(now + k * step));
             }
-            Mode::Closed => {
-                while let Some(&Reverse(at)) = self.wakes.peek() {
-                    if at > now || n >= STARTS_PER_PASS || now < self.backoff_until_ns {
-                        break;
-                    }
-                    self.wakes.pop();
-                    n += 1;
-                    self.note_lag(now, at);
-                    self.start_attempt(at, now, true);
-                }
-            }
+        }
+    }
+
+    /// A smaller D: drop the latest due times beyond the free slots.
+    fn drop_surplus_slots(&mut self) {
+        let d = self.cfg.sockets as u64;
+        let keep = (d - self.connecting.min(d)) as usize;
+        if self.slots_due.len() > keep {
+            let mut v = std::mem::take(&mut self.slots_due).into_sorted_vec();
+            // Sorted by Reverse: the latest times come first.
+            v.drain(..v.len() - keep);
+            self.slots_due = v.into_iter().collect();
         }
     }
 
@@ -873,10 +898,7 @@ impl Engine {
 
     /// Records when an sclient slot became free (flat out only; scheduled modes have arrivals).
     fn slot_freed(&mut self, idx: usize, due: u64) {
-        if self.cfg.mode == Mode::Sclient
-            && self.schedule.rate().is_none()
-            && !self.slab[idx].client
-        {
+        if self.starts() == Starts::FreeSlots && !self.slab[idx].client {
             self.slots_due.push(Reverse(due));
         }
     }

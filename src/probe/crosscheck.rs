@@ -2,8 +2,45 @@
 //! independent counts of the same events, their difference in percent, and a flag when they
 //! disagree by more than the tolerance (2 % by default).
 
-/// Default tolerance in percent.
+/// Default tolerance in percent: a check differing by more is flagged (on screen, in run.log,
+/// report.md and the gate).
 pub const TOLERANCE_PCT: f64 = 2.0;
+
+/// `measured` against `reference` in signed percent of the reference; None when the reference is
+/// zero.
+pub fn signed_diff_pct(measured: f64, reference: f64) -> Option<f64> {
+    (reference != 0.0).then(|| (measured - reference) / reference * 100.0)
+}
+
+/// Whether a difference (in percent, either sign) is past the tolerance; a difference that was
+/// not measured (NaN) is not.
+pub fn disagrees(diff_pct: f64, tol_pct: f64) -> bool {
+    diff_pct.abs() > tol_pct
+}
+
+/// How far SYNs/s and attempts/s of one point may differ (%) before the difference means
+/// something. The probes' SYN rate is the mean of samples `interval_s` apart and the client's
+/// counts come in worker reports 100 ms apart, so the two windows' edges can be up to the
+/// longer of the two apart: the attempts in those edge slices (~2 x rate x that, Poisson)
+/// make a noise of sqrt(edge) attempts. Allowed: 3 of those standard deviations, and never
+/// less than the 2 % of every other check. Long holds get 2 %; a 1.2 s `--quick` hold at
+/// 500/s with 200 ms samples gets about 7 %.
+pub fn syn_check_tolerance_pct(attempts_per_s: f64, hold_s: f64, interval_s: f64) -> f64 {
+    let floor = TOLERANCE_PCT;
+    let n = attempts_per_s * hold_s;
+    if n <= 0.0 || !n.is_finite() {
+        return floor;
+    }
+    let report_s = crate::load::protocol::REPORT_INTERVAL_MS as f64 / 1000.0;
+    let edge = 2.0 * attempts_per_s * interval_s.max(report_s);
+    (300.0 * edge.sqrt() / n).max(floor)
+}
+
+/// The SYNs-vs-attempts tolerance of a point from its recorded `check_syn_tolerance_pct`: never
+/// below the default (summary files written before the noise was recorded read 0 or NaN).
+pub fn syn_tolerance_of(recorded_pct: f64) -> f64 {
+    recorded_pct.max(TOLERANCE_PCT)
+}
 
 /// The outcome of comparing two counts of the same thing.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -26,14 +63,10 @@ pub fn compare(
     reference: f64,
     tol_pct: f64,
 ) -> Check {
-    let diff_pct = if reference == 0.0 {
-        if measured == 0.0 {
-            0.0
-        } else {
-            f64::INFINITY
-        }
-    } else {
-        100.0 * (measured - reference).abs() / reference.abs()
+    let diff_pct = match signed_diff_pct(measured, reference) {
+        Some(d) => d.abs(),
+        None if measured == 0.0 => 0.0,
+        None => f64::INFINITY,
     };
     Check {
         name,
@@ -41,7 +74,7 @@ pub fn compare(
         measured,
         reference,
         diff_pct,
-        disagrees: diff_pct > tol_pct,
+        disagrees: disagrees(diff_pct, tol_pct),
     }
 }
 
@@ -107,6 +140,18 @@ mod tests {
     fn zero_reference() {
         assert!(!syns_vs_attempts(0, 0).disagrees);
         assert!(syns_vs_attempts(3, 0).disagrees);
+    }
+
+    #[test]
+    fn signed_difference_and_the_disagree_rule() {
+        assert_eq!(signed_diff_pct(103.0, 100.0), Some(3.0));
+        assert_eq!(signed_diff_pct(97.0, 100.0), Some(-3.0));
+        assert_eq!(signed_diff_pct(5.0, 0.0), None);
+        assert!(disagrees(-2.5, TOLERANCE_PCT) && !disagrees(2.0, TOLERANCE_PCT));
+        assert!(!disagrees(f64::NAN, TOLERANCE_PCT));
+        assert_eq!(syn_tolerance_of(f64::NAN), TOLERANCE_PCT);
+        assert_eq!(syn_tolerance_of(0.0), TOLERANCE_PCT);
+        assert_eq!(syn_tolerance_of(7.0), 7.0);
     }
 
     #[test]

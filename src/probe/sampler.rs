@@ -215,8 +215,40 @@ struct Sampler {
     family_at: Option<Instant>,
     /// When the next walk of the socket states is due.
     states_due: Option<Instant>,
-    warned: std::collections::HashSet<&'static str>,
-    pending_notes: Vec<String>,
+    notes: OnceNotes,
+}
+
+/// Problems said once each (by key), held until the next sample carries them.
+#[derive(Default)]
+struct OnceNotes {
+    said: std::collections::HashSet<&'static str>,
+    pending: Vec<String>,
+}
+
+impl OnceNotes {
+    fn warn(&mut self, key: &'static str, msg: impl FnOnce() -> String) {
+        if self.said.insert(key) {
+            self.pending.push(msg());
+        }
+    }
+}
+
+/// Reads a /proc file (when it is open) and parses it; a failure leaves the value missing and is
+/// noted once under `key` as "`what` unavailable: the error".
+fn read_parsed<T>(
+    file: Option<&mut ProcFile>,
+    notes: &mut OnceNotes,
+    key: &'static str,
+    what: &str,
+    parse: impl FnOnce(&str) -> anyhow::Result<T>,
+) -> Option<T> {
+    match file?.read().map_err(anyhow::Error::from).and_then(parse) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            notes.warn(key, || format!("{what} unavailable: {e:#}"));
+            None
+        }
+    }
 }
 
 impl Sampler {
@@ -267,141 +299,130 @@ impl Sampler {
             family: Vec::new(),
             family_at: None,
             states_due: None,
-            warned: Default::default(),
-            pending_notes: Vec::new(),
+            notes: OnceNotes::default(),
         };
         Ok((s, notes))
     }
 
-    fn warn_once(&mut self, key: &'static str, msg: impl FnOnce() -> String) {
-        if self.warned.insert(key) {
-            self.pending_notes.push(msg());
-        }
-    }
-
     fn snapshot(&mut self, cfg: &ProbeConfig) -> Snapshot {
         let mut s = Snapshot::empty(Instant::now());
-        if let (Some(a), Some(b)) = (self.snmp.as_mut(), self.netstat.as_mut()) {
-            let parsed = a
-                .read()
-                .map(str::to_owned)
-                .and_then(|x| Ok((x, b.read()?.to_owned())));
-            match parsed
-                .map_err(anyhow::Error::from)
-                .and_then(|(x, y)| Ok(procnet::NetCounters::parse(&x, &y)?))
-            {
-                Ok(n) => s.net = Some(n),
-                Err(e) => self.warn_once("net", || format!("TCP counters unavailable: {e:#}")),
-            }
-        }
-        if let Some(f) = self.sockstat.as_mut() {
-            match f
-                .read()
-                .map_err(anyhow::Error::from)
-                .and_then(|t| Ok(procnet::SockStat::parse(t)?))
-            {
-                Ok(v) => s.sockstat = Some(v),
-                Err(e) => self.warn_once("sockstat", || format!("sockstat unavailable: {e:#}")),
-            }
-        }
-        if let Some(f) = self.stat.as_mut() {
-            match f
-                .read()
-                .map_err(anyhow::Error::from)
-                .and_then(|t| Ok(cpustat::ProcStat::parse(t)?))
-            {
-                Ok(v) => s.stat = Some(v),
-                Err(e) => self.warn_once("stat", || format!("/proc/stat unavailable: {e:#}")),
-            }
-        }
-        if let Some(f) = self.softirqs.as_mut() {
-            match f
-                .read()
-                .map_err(anyhow::Error::from)
-                .and_then(|t| Ok(cpustat::SoftIrqs::parse(t)?))
-            {
-                Ok(v) => s.softirqs = Some(v),
-                Err(e) => {
-                    self.warn_once("softirqs", || format!("/proc/softirqs unavailable: {e:#}"))
-                }
-            }
-        }
-        if let (Some(d), true) = (self.diag.as_mut(), cfg.port != 0) {
-            let walk_states = self.states_due.is_none_or(|t| Instant::now() >= t);
-            let mask = if walk_states {
-                states_mask(&SERVER_STATES)
-            } else {
-                states_mask(&[state::LISTEN])
-            };
-            let t0 = Instant::now();
-            match d.dump(mask, cfg.port) {
-                Ok(socks) => {
-                    // Without a walk only the listeners are in: the state counts stay
-                    // unreported (not the last walk's, repeated).
-                    let mut sum = DiagSummary {
-                        states_fresh: walk_states,
-                        ..Default::default()
-                    };
-                    sum.add(&socks);
-                    if walk_states {
-                        let gap = t0
-                            .elapsed()
-                            .div_f64(STATE_WALK_BUDGET)
-                            .clamp(cfg.interval, STATE_WALK_MAX_GAP);
-                        self.states_due = Some(t0 + gap - Duration::from_millis(1));
-                    }
-                    if sum.listeners.is_empty() {
-                        self.warn_once("nolisten", || {
-                            format!(
-                                "no listening TCP socket on port {} in the probed netns",
-                                cfg.port
-                            )
-                        });
-                    }
-                    s.diag = Some(sum);
-                }
-                Err(e) => self.warn_once("diag", || format!("sock_diag query failed: {e}")),
-            }
-        }
-        if let Some(pid) = cfg.server_pid {
-            if self.family_at.is_none_or(|t| t.elapsed() >= FAMILY_REFRESH) {
-                self.family = procfs::process_family(pid);
-                self.family_at = Some(Instant::now());
-            }
-            let procs: Vec<_> = self
-                .family
-                .iter()
-                .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
-                .filter_map(|t| pidstat::PidStat::parse(&t).ok())
-                .collect();
-            if procs.is_empty() {
-                self.warn_once("server", || {
-                    format!("server pid {pid} is gone: its CPU and memory are missing")
-                });
-            } else {
-                s.server = Some(procs);
-            }
-        }
-        if let Some(c) = self.capture.clone() {
-            if c.failed.load(Relaxed) {
-                self.warn_once("pcapfail", || {
-                    "pcap capture stopped on an error: SYN counts freeze".into()
-                });
-            }
-            s.capture = Some(CaptureTotals {
-                syn_in: c.syn_in.load(Relaxed),
-                syn_retrans: c.syn_retrans.load(Relaxed),
-                synack_out: c.synack_out.load(Relaxed),
-                rst_in: c.rst_in.load(Relaxed),
-                rst_out: c.rst_out.load(Relaxed),
-                received: c.received.load(Relaxed),
-                dropped: c.dropped.load(Relaxed),
-                if_dropped: c.if_dropped.load(Relaxed),
+        let notes = &mut self.notes;
+        if let Some(netstat) = self.netstat.as_mut() {
+            s.net = read_parsed(self.snmp.as_mut(), notes, "net", "TCP counters", |snmp| {
+                Ok(procnet::NetCounters::parse(snmp, netstat.read()?)?)
             });
         }
+        s.sockstat = read_parsed(self.sockstat.as_mut(), notes, "sockstat", "sockstat", |t| {
+            Ok(procnet::SockStat::parse(t)?)
+        });
+        s.stat = read_parsed(self.stat.as_mut(), notes, "stat", "/proc/stat", |t| {
+            Ok(cpustat::ProcStat::parse(t)?)
+        });
+        s.softirqs = read_parsed(
+            self.softirqs.as_mut(),
+            notes,
+            "softirqs",
+            "/proc/softirqs",
+            |t| Ok(cpustat::SoftIrqs::parse(t)?),
+        );
+        if cfg.port != 0 {
+            s.diag = self.diag_summary(cfg);
+        }
+        if let Some(pid) = cfg.server_pid {
+            s.server = self.server_procs(pid);
+        }
+        s.capture = self.capture_totals();
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
         s
+    }
+
+    /// The server port's sockets from sock_diag: the listeners every time, all server states
+    /// when a walk is due (walks are spaced so they take at most their budget of the time).
+    fn diag_summary(&mut self, cfg: &ProbeConfig) -> Option<DiagSummary> {
+        let d = self.diag.as_mut()?;
+        let walk_states = self.states_due.is_none_or(|t| Instant::now() >= t);
+        let mask = if walk_states {
+            states_mask(&SERVER_STATES)
+        } else {
+            states_mask(&[state::LISTEN])
+        };
+        let t0 = Instant::now();
+        match d.dump(mask, cfg.port) {
+            Ok(socks) => {
+                // Without a walk only the listeners are in: the state counts stay
+                // unreported (not the last walk's, repeated).
+                let mut sum = DiagSummary {
+                    states_fresh: walk_states,
+                    ..Default::default()
+                };
+                sum.add(&socks);
+                if walk_states {
+                    let gap = t0
+                        .elapsed()
+                        .div_f64(STATE_WALK_BUDGET)
+                        .clamp(cfg.interval, STATE_WALK_MAX_GAP);
+                    self.states_due = Some(t0 + gap - Duration::from_millis(1));
+                }
+                if sum.listeners.is_empty() {
+                    self.notes.warn("nolisten", || {
+                        format!(
+                            "no listening TCP socket on port {} in the probed netns",
+                            cfg.port
+                        )
+                    });
+                }
+                Some(sum)
+            }
+            Err(e) => {
+                self.notes
+                    .warn("diag", || format!("sock_diag query failed: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The server's process family (refreshed every [`FAMILY_REFRESH`]) as read now; none
+    /// when every process is gone.
+    fn server_procs(&mut self, pid: u32) -> Option<Vec<pidstat::PidStat>> {
+        if self.family_at.is_none_or(|t| t.elapsed() >= FAMILY_REFRESH) {
+            self.family = procfs::process_family(pid);
+            self.family_at = Some(Instant::now());
+        }
+        let procs: Vec<_> = self
+            .family
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+            .filter_map(|t| pidstat::PidStat::parse(&t).ok())
+            .collect();
+        if procs.is_empty() {
+            self.notes.warn("server", || {
+                format!("server pid {pid} is gone: its CPU and memory are missing")
+            });
+            None
+        } else {
+            Some(procs)
+        }
+    }
+
+    /// The capture thread's counts so far.
+    fn capture_totals(&mut self) -> Option<CaptureTotals> {
+        let c = self.capture.as_ref()?;
+        if c.failed.load(Relaxed) {
+            self.notes.warn("pcapfail", || {
+                "pcap capture stopped on an error: SYN counts freeze".into()
+            });
+        }
+        Some(CaptureTotals {
+            syn_in: c.syn_in.load(Relaxed),
+            syn_retrans: c.syn_retrans.load(Relaxed),
+            synack_out: c.synack_out.load(Relaxed),
+            rst_in: c.rst_in.load(Relaxed),
+            rst_out: c.rst_out.load(Relaxed),
+            received: c.received.load(Relaxed),
+            dropped: c.dropped.load(Relaxed),
+            if_dropped: c.if_dropped.load(Relaxed),
+        })
     }
 
     fn run(
@@ -422,7 +443,7 @@ impl Sampler {
         let mut cur = base.clone();
         loop {
             let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k);
-            notes.append(&mut self.pending_notes);
+            notes.append(&mut self.notes.pending);
             sample.notes = std::mem::take(&mut notes);
             if tx.send(sample).is_err() {
                 return;

@@ -313,227 +313,252 @@ const RESP: (&str, &str, LineKind) = (
 );
 const ATT: (&str, &str, LineKind) = ("attempts_per_s", "connection attempts/s", LineKind::Dashed);
 
-/// The sweep figures for these runs (one run, or several overlaid).
+/// The sweep figures for these runs (one run, or several overlaid): the figures chosen by the
+/// sweep parameter's kind, then those every sweep gets; figures without data are left out.
 pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
-    let mut figs = Vec::new();
     let kind = param_kind(&ctx.param);
-    let rate = |y: &str, s: Vec<Series>| Panel {
-        y_label: y.into(),
-        series: s,
-    };
+    let mut figs = kind_figures(ctx, kind);
+    figs.push(latency_figure(ctx));
+    if kind == ParamKind::Rate && ctx.has("total_p98_ms") {
+        figs.push(capacity_figure(ctx));
+    }
+    figs.push(accept_queue_figure(ctx));
+    // Rtt and Loss sweeps already drew their connections figure among the kind's own.
+    if kind != ParamKind::Rtt && kind != ParamKind::Loss {
+        figs.push(connection_states_figure(ctx));
+    }
+    figs.push(cpu_figure(ctx));
+    figs.retain(|f| f.has_data());
+    figs
+}
+
+fn panel(y_label: &str, series: Vec<Series>) -> Panel {
+    Panel {
+        y_label: y_label.into(),
+        series,
+    }
+}
+
+/// The figures that only a sweep of this kind of parameter gets (its throughput view first).
+fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
     match kind {
         ParamKind::Rate => {
             let mut s = ctx.series(&[RESP, ATT]);
             s.push(ctx.identity("offered = served (y = x)"));
-            figs.push(ctx.figure(
+            vec![ctx.figure(
                 "throughput",
                 "Throughput vs offered rate (cf. seed 000 Fig. 7)",
-                vec![rate("rate (1/s)", s)],
-            ));
+                vec![panel("rate (1/s)", s)],
+            )]
         }
-        ParamKind::Count => {
-            let title = if ctx.param == "load.workers" {
-                "Request rate vs load-generator workers (the client check of seed 000 §4.3)"
-            } else {
-                "Request rate vs clients / descriptors (cf. seed 000 Figs. 5 and 6)"
-            };
-            figs.push(ctx.figure(
-                "request_rate",
-                title,
-                vec![rate(
-                    "rate (1/s)",
-                    ctx.series(&[
-                        ("attempts_per_s", "connection attempts/s", LineKind::Solid),
-                        (
-                            "throughput_per_s",
-                            "responses/s (throughput)",
-                            LineKind::Dashed,
-                        ),
-                    ]),
-                )],
-            ));
-            if ctx.has("little_load_factor") {
-                let mut s = ctx.series(&[(
-                    "little_load_factor",
-                    "Little's Load Factor",
-                    LineKind::Solid,
-                )]);
-                s.push(ctx.identity("identity (factor = clients)"));
-                figs.push(ctx.figure(
-                    "little_load_factor",
-                    "Little's Load Factor vs clients (cf. seed 004 Fig. 3)",
-                    vec![rate(
-                        "Little's Load Factor (requests in service, Σ response time / test time)",
-                        s,
-                    )],
-                ));
-            }
-        }
+        ParamKind::Count => count_figures(ctx),
         ParamKind::Rtt | ParamKind::Loss => {
             let (what, fig) = if kind == ParamKind::Rtt {
                 ("WAN delay", "seed 000 Figs. 9 and 10")
             } else {
                 ("packet loss", "seed 000 §5.6")
             };
-            figs.push(ctx.figure(
-                "throughput",
-                &format!("Server throughput vs {what} (cf. {fig})"),
-                vec![rate("rate (1/s)", ctx.series(&[RESP, ATT]))],
-            ));
-            figs.push(ctx.figure(
-                "connections",
-                &format!("Active connections and server processes vs {what} (cf. {fig})"),
-                vec![rate(
-                    "count",
-                    ctx.series(&[
-                        (
-                            "client_open_mean",
-                            "connections open at the clients (mean)",
-                            LineKind::Solid,
-                        ),
-                        (
-                            "server_sockets_mean",
-                            "open server sockets (mean)",
-                            LineKind::Solid,
-                        ),
-                        (
-                            "established_mean",
-                            "server ESTABLISHED (mean)",
-                            LineKind::Dashed,
-                        ),
-                        (
-                            "server_procs_mean",
-                            "server processes (mean)",
-                            LineKind::Dashed,
-                        ),
-                    ]),
-                )],
-            ));
+            vec![
+                ctx.figure(
+                    "throughput",
+                    &format!("Server throughput vs {what} (cf. {fig})"),
+                    vec![panel("rate (1/s)", ctx.series(&[RESP, ATT]))],
+                ),
+                ctx.figure(
+                    "connections",
+                    &format!("Active connections and server processes vs {what} (cf. {fig})"),
+                    vec![panel(
+                        "count",
+                        ctx.series(&[
+                            (
+                                "client_open_mean",
+                                "connections open at the clients (mean)",
+                                LineKind::Solid,
+                            ),
+                            (
+                                "server_sockets_mean",
+                                "open server sockets (mean)",
+                                LineKind::Solid,
+                            ),
+                            (
+                                "established_mean",
+                                "server ESTABLISHED (mean)",
+                                LineKind::Dashed,
+                            ),
+                            (
+                                "server_procs_mean",
+                                "server processes (mean)",
+                                LineKind::Dashed,
+                            ),
+                        ]),
+                    )],
+                ),
+            ]
         }
-        ParamKind::Burst => {
-            figs.push(ctx.figure(
-                "throughput",
-                "Throughput under bursty load (cf. seed 000 Fig. 8)",
-                vec![rate(
-                    "rate (1/s)",
-                    ctx.series(&[
-                        RESP,
-                        ATT,
-                        ("offered_rate", "average offered rate", LineKind::Reference),
-                    ]),
-                )],
-            ));
-        }
-        ParamKind::Other => {
-            figs.push(ctx.figure(
-                "throughput",
-                &format!("Throughput vs {}", ctx.param),
-                vec![rate("rate (1/s)", ctx.series(&[RESP, ATT]))],
-            ));
-        }
+        ParamKind::Burst => vec![ctx.figure(
+            "throughput",
+            "Throughput under bursty load (cf. seed 000 Fig. 8)",
+            vec![panel(
+                "rate (1/s)",
+                ctx.series(&[
+                    RESP,
+                    ATT,
+                    ("offered_rate", "average offered rate", LineKind::Reference),
+                ]),
+            )],
+        )],
+        ParamKind::Other => vec![ctx.figure(
+            "throughput",
+            &format!("Throughput vs {}", ctx.param),
+            vec![panel("rate (1/s)", ctx.series(&[RESP, ATT]))],
+        )],
     }
+}
 
-    figs.push(ctx.figure(
+/// A count sweep (clients, descriptors, workers): request rate, and Little's Load Factor when
+/// the runs measured it.
+fn count_figures(ctx: &Ctx) -> Vec<Figure> {
+    let title = if ctx.param == "load.workers" {
+        "Request rate vs load-generator workers (the client check of seed 000 §4.3)"
+    } else {
+        "Request rate vs clients / descriptors (cf. seed 000 Figs. 5 and 6)"
+    };
+    let mut figs = vec![ctx.figure(
+        "request_rate",
+        title,
+        vec![panel(
+            "rate (1/s)",
+            ctx.series(&[
+                ("attempts_per_s", "connection attempts/s", LineKind::Solid),
+                (
+                    "throughput_per_s",
+                    "responses/s (throughput)",
+                    LineKind::Dashed,
+                ),
+            ]),
+        )],
+    )];
+    if ctx.has("little_load_factor") {
+        let mut s = ctx.series(&[(
+            "little_load_factor",
+            "Little's Load Factor",
+            LineKind::Solid,
+        )]);
+        s.push(ctx.identity("identity (factor = clients)"));
+        figs.push(ctx.figure(
+            "little_load_factor",
+            "Little's Load Factor vs clients (cf. seed 004 Fig. 3)",
+            vec![panel(
+                "Little's Load Factor (requests in service, Σ response time / test time)",
+                s,
+            )],
+        ));
+    }
+    figs
+}
+
+fn latency_figure(ctx: &Ctx) -> Figure {
+    ctx.figure(
         "latency",
         &format!("Response time vs {}", short_param(&ctx.param)),
-        vec![rate(
+        vec![panel(
             "response time, connect to last byte (ms)",
             ctx.series(&[
                 ("total_p50_ms", "p50", LineKind::Solid),
                 ("total_p99_ms", "p99", LineKind::Dashed),
             ]),
         )],
+    )
+}
+
+/// Seed 004's capacity method: p98 against its target, over the offered rate.
+fn capacity_figure(ctx: &Ctx) -> Figure {
+    let mut s = ctx.series(&[("total_p98_ms", "p98 response time", LineKind::Solid)]);
+    s.push(ctx.horizontal(
+        &format!("target: p98 < {P98_TARGET_MS} ms (seed 004)"),
+        P98_TARGET_MS,
     ));
+    ctx.figure(
+        "capacity",
+        "Capacity: p98 response time vs offered rate (seed 004 method)",
+        vec![panel("p98 response time (ms)", s)],
+    )
+}
 
-    if kind == ParamKind::Rate && ctx.has("total_p98_ms") {
-        let mut s = ctx.series(&[("total_p98_ms", "p98 response time", LineKind::Solid)]);
-        s.push(ctx.horizontal(
-            &format!("target: p98 < {P98_TARGET_MS} ms (seed 004)"),
-            P98_TARGET_MS,
-        ));
-        figs.push(ctx.figure(
-            "capacity",
-            "Capacity: p98 response time vs offered rate (seed 004 method)",
-            vec![rate("p98 response time (ms)", s)],
-        ));
-    }
-
-    let mut queue = vec![rate(
-        "accept queue (connections)",
-        ctx.series(&[
-            ("accept_queue_max", "accept queue max", LineKind::Solid),
-            ("accept_queue_mean", "accept queue mean", LineKind::Dashed),
-        ]),
-    )];
+/// The accept queue against the first run's listen backlog, above the drops it leads to.
+fn accept_queue_figure(ctx: &Ctx) -> Figure {
+    let mut queue = ctx.series(&[
+        ("accept_queue_max", "accept queue max", LineKind::Solid),
+        ("accept_queue_mean", "accept queue mean", LineKind::Dashed),
+    ]);
     if let Some(b) = ctx
         .runs
         .first()
         .and_then(|r| r.scenario.as_ref())
         .map(|s| s.target.backlog)
     {
-        queue[0]
-            .series
-            .push(ctx.horizontal(&format!("listen backlog ({b})"), b as f64));
+        queue.push(ctx.horizontal(&format!("listen backlog ({b})"), b as f64));
     }
-    queue.push(rate(
-        "drops and failures (1/s)",
-        ctx.series(&[
-            (
-                "listen_overflows_per_s",
-                "listen overflows/s",
-                LineKind::Solid,
-            ),
-            (
-                "connect_timeouts_per_s",
-                "connect timeouts/s",
-                LineKind::Dashed,
-            ),
-        ]),
-    ));
-    figs.push(ctx.figure(
+    let drops = ctx.series(&[
+        (
+            "listen_overflows_per_s",
+            "listen overflows/s",
+            LineKind::Solid,
+        ),
+        (
+            "connect_timeouts_per_s",
+            "connect timeouts/s",
+            LineKind::Dashed,
+        ),
+    ]);
+    ctx.figure(
         "accept_queue",
         &format!("Accept queue and overflows vs {}", short_param(&ctx.param)),
-        queue,
-    ));
+        vec![
+            panel("accept queue (connections)", queue),
+            panel("drops and failures (1/s)", drops),
+        ],
+    )
+}
 
-    if kind != ParamKind::Rtt && kind != ParamKind::Loss {
-        figs.push(ctx.figure(
-            "connections",
-            &format!("Connection states vs {}", short_param(&ctx.param)),
-            vec![rate(
-                "count",
-                ctx.series(&[
-                    ("established_mean", "ESTABLISHED (mean)", LineKind::Solid),
-                    ("time_wait_mean", "TIME_WAIT (mean)", LineKind::Dashed),
-                ]),
-            )],
-        ));
-    }
+fn connection_states_figure(ctx: &Ctx) -> Figure {
+    ctx.figure(
+        "connections",
+        &format!("Connection states vs {}", short_param(&ctx.param)),
+        vec![panel(
+            "count",
+            ctx.series(&[
+                ("established_mean", "ESTABLISHED (mean)", LineKind::Solid),
+                ("time_wait_mean", "TIME_WAIT (mean)", LineKind::Dashed),
+            ]),
+        )],
+    )
+}
 
-    figs.push(ctx.figure(
+/// The whole machine's CPU split: user and system, then softirq and irq in colors of their own.
+fn cpu_figure(ctx: &Ctx) -> Figure {
+    let user_system = ctx.series(&[
+        ("cpu_user_pct", "user %", LineKind::Solid),
+        ("cpu_system_pct", "system %", LineKind::Dashed),
+    ]);
+    let interrupts = ctx
+        .series(&[
+            ("cpu_softirq_pct", "softirq %", LineKind::Solid),
+            ("cpu_irq_pct", "irq %", LineKind::Dashed),
+        ])
+        .into_iter()
+        .map(|mut s| {
+            s.color += 5;
+            s
+        });
+    ctx.figure(
         "cpu",
         &format!("CPU split vs {} (whole machine)", short_param(&ctx.param)),
-        vec![rate(
+        vec![panel(
             "CPU time (% of all CPUs)",
-            ctx.series(&[
-                ("cpu_user_pct", "user %", LineKind::Solid),
-                ("cpu_system_pct", "system %", LineKind::Dashed),
-            ])
-            .into_iter()
-            .chain(ctx.series(&[
-                ("cpu_softirq_pct", "softirq %", LineKind::Solid),
-                ("cpu_irq_pct", "irq %", LineKind::Dashed),
-            ])
-            .into_iter()
-            .map(|mut s| {
-                s.color += 5;
-                s
-            }))
-            .collect(),
+            user_system.into_iter().chain(interrupts).collect(),
         )],
-    ));
-    figs.retain(|f| f.has_data());
-    figs
+    )
 }
 
 fn short_param(param: &str) -> &str {

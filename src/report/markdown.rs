@@ -5,10 +5,8 @@
 use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
 use super::run_folder::non2xx_flag_pct;
+use crate::probe::crosscheck::{disagrees, syn_tolerance_of, TOLERANCE_PCT};
 use std::fmt::Write;
-
-/// A cross-check disagreeing by more than this many percent is flagged.
-pub const CHECK_FLAG_PCT: f64 = 2.0;
 
 /// Where the machine line came from.
 pub struct MachineLine {
@@ -44,13 +42,13 @@ pub fn num(v: f64) -> String {
 }
 
 fn pct(v: f64) -> String {
-    pct_within(v, CHECK_FLAG_PCT)
+    pct_within(v, TOLERANCE_PCT)
 }
 
 /// A signed % difference, flagged when it is over `tolerance`.
 fn pct_within(v: f64, tolerance: f64) -> String {
     if v.is_finite() {
-        let flag = if v.abs() > tolerance { " ⚠" } else { "" };
+        let flag = if disagrees(v, tolerance) { " ⚠" } else { "" };
         format!("{v:+.1} %{flag}")
     } else {
         "–".into()
@@ -460,7 +458,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
         Some(c) => {
             let g = |k: &str| c.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
             let d = g("diff_pct");
-            let ok = d.is_finite() && d.abs() <= CHECK_FLAG_PCT;
+            let ok = d.is_finite() && !disagrees(d, TOLERANCE_PCT);
             let _ = writeln!(
                 md,
                 "- Responses over the whole run, client count vs server count: {} vs {} ({}): {}",
@@ -468,9 +466,11 @@ fn cross_checks(md: &mut String, r: &RunData) {
                 num(g("server")),
                 pct(d),
                 if ok {
-                    "agree"
+                    "agree".to_string()
                 } else {
-                    "**disagree by more than 2 %**: distrust the throughput figures"
+                    format!(
+                        "**disagree by more than {TOLERANCE_PCT} %**: distrust the throughput figures"
+                    )
                 }
             );
         }
@@ -509,19 +509,19 @@ fn cross_checks(md: &mut String, r: &RunData) {
         }
         let bad = checked
             .iter()
-            .filter(|p| p.num(k).abs() > tolerance(p, k))
+            .filter(|p| disagrees(p.num(k), tolerance(p, k)))
             .count();
         let noisy = checked
             .iter()
-            .any(|p| p.has(k) && tolerance(p, k) > CHECK_FLAG_PCT);
+            .any(|p| p.has(k) && tolerance(p, k) > TOLERANCE_PCT);
         any_noisy |= noisy;
         let _ = writeln!(
             md,
             "- Per point, {what}: {bad} of {measured} points differ by more than {}{}",
             if noisy {
-                format!("{CHECK_FLAG_PCT} % or their counting noise, whichever is larger")
+                format!("{TOLERANCE_PCT} % or their counting noise, whichever is larger")
             } else {
-                format!("{CHECK_FLAG_PCT} %")
+                format!("{TOLERANCE_PCT} %")
             },
             if bad > 0 { " ⚠" } else { "" }
         );
@@ -554,16 +554,16 @@ fn cross_checks(md: &mut String, r: &RunData) {
         md,
         "\nPer-point differences come from counting windows that do not line up exactly \
          (SYNs are counted on the wire, attempts in the client); ⚠ marks a difference over \
-         {CHECK_FLAG_PCT} %{noise}.\n"
+         {TOLERANCE_PCT} %{noise}.\n"
     );
 }
 
 /// The largest difference of check `key` at point `p` that is not flagged.
 fn tolerance(p: &Point, key: &str) -> f64 {
     if key == "check_syn_vs_attempts_pct" && p.has("check_syn_tolerance_pct") {
-        p.num("check_syn_tolerance_pct").max(CHECK_FLAG_PCT)
+        syn_tolerance_of(p.num("check_syn_tolerance_pct"))
     } else {
-        CHECK_FLAG_PCT
+        TOLERANCE_PCT
     }
 }
 

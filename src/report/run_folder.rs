@@ -17,23 +17,7 @@ pub fn non2xx_flag_pct(non2xx_per_s: f64, throughput_per_s: f64) -> Option<f64> 
         .then(|| 100.0 * non2xx_per_s / throughput_per_s)
 }
 
-/// How far SYNs/s and attempts/s of one point may differ (%) before the difference means
-/// something. The probes' SYN rate is the mean of samples `interval_s` apart and the client's
-/// counts come in worker reports 100 ms apart, so the two windows' edges can be up to the
-/// longer of the two apart: the attempts in those edge slices (~2 x rate x that, Poisson)
-/// make a noise of sqrt(edge) attempts. Allowed: 3 of those standard deviations, and never
-/// less than the 2 % of every other check. Long holds get 2 %; a 1.2 s `--quick` hold at
-/// 500/s with 200 ms samples gets about 7 %.
-pub fn syn_check_tolerance_pct(attempts_per_s: f64, hold_s: f64, interval_s: f64) -> f64 {
-    let floor = crate::report::markdown::CHECK_FLAG_PCT;
-    let n = attempts_per_s * hold_s;
-    if n <= 0.0 || !n.is_finite() {
-        return floor;
-    }
-    let report_s = crate::load::protocol::REPORT_INTERVAL_MS as f64 / 1000.0;
-    let edge = 2.0 * attempts_per_s * interval_s.max(report_s);
-    (300.0 * edge.sqrt() / n).max(floor)
-}
+pub use crate::probe::crosscheck::syn_check_tolerance_pct;
 
 /// Writes the files of one run folder as the run goes.
 pub struct RunFolder {

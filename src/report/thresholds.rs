@@ -3,6 +3,7 @@
 //! table, summary.json (`thresholds`), report.md, JUnit XML and the exit code (3 on a failure).
 
 use super::run_folder::SummaryRow;
+use crate::probe::crosscheck;
 use crate::scenario::gate::{
     parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, ThresholdSpec,
 };
@@ -102,9 +103,7 @@ impl Gate {
             });
         }
         if self.gate.fail_on_crosscheck {
-            let syn_tol = row
-                .check_syn_tolerance_pct
-                .max(super::markdown::CHECK_FLAG_PCT);
+            let syn_tol = crosscheck::syn_tolerance_of(row.check_syn_tolerance_pct);
             for (key, what, tol) in [
                 (
                     "check_syn_vs_attempts_pct",
@@ -114,11 +113,11 @@ impl Gate {
                 (
                     "check_server_vs_client_pct",
                     "server vs client responses",
-                    super::markdown::CHECK_FLAG_PCT,
+                    crosscheck::TOLERANCE_PCT,
                 ),
             ] {
                 let d = get(&cols, key);
-                let passed = d.is_none_or(|d| d.abs() <= tol);
+                let passed = d.is_none_or(|d| !crosscheck::disagrees(d, tol));
                 out.push(Verdict {
                     check: format!("gate: cross-check {what} within {tol:.1} %"),
                     source: "gate".into(),

@@ -11,7 +11,22 @@ pub type Problem = (String, String);
 pub fn validate(s: &Scenario) -> Vec<Problem> {
     let mut p: Vec<Problem> = Vec::new();
     let mut bad = |k: &str, m: String| p.push((k.to_string(), m));
+    check_duration(s, &mut bad);
+    check_target_limits(s, &mut bad);
+    check_target_kind(s, &mut bad);
+    check_target_foreign_keys(s, &mut bad);
+    check_target_serves_workload(s, &mut bad);
+    check_target_files(s, &mut bad);
+    check_network(s, &mut bad);
+    check_load(s, &mut bad);
+    check_probe(s, &mut bad);
+    check_steps(s, &mut bad);
+    check_sweep(s, &mut bad);
+    p
+}
 
+/// The run's length: positive and bounded.
+fn check_duration(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if s.duration.secs() <= 0.0 {
         bad("duration", "must be > 0, e.g. \"60s\"".into());
     }
@@ -21,7 +36,10 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             "must be at most 24h: every load loop is bounded in time".into(),
         );
     }
+}
 
+/// The built-in server's sizes and times.
+fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let t = &s.target;
     if t.backlog == 0 {
         bad("target.backlog", "must be >= 1".into());
@@ -63,6 +81,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     if t.service_time.secs() > 10.0 {
         bad("target.service_time", "must be at most 10s".into());
     }
+}
+
+/// What the target's kind needs.
+fn check_target_kind(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let t = &s.target;
     match t.kind {
         TargetKind::Command if t.command.trim().is_empty() => bad(
             "target.command",
@@ -81,7 +104,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
         },
         _ => {}
     }
-    // A key of another kind would be silently ignored: say so instead.
+}
+
+/// A key of another kind would be silently ignored: say so instead.
+fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let t = &s.target;
     if t.kind != TargetKind::Address && !t.address.is_empty() {
         bad(
             "target.address",
@@ -126,6 +153,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             );
         }
     }
+}
+
+/// A real server (nginx, Apache) serves only static files.
+fn check_target_serves_workload(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let t = &s.target;
     if t.kind.is_real_server() {
         if let Some(path) = dynamic_paths(s).first() {
             bad(
@@ -137,6 +169,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             );
         }
     }
+}
+
+/// The served files.
+fn check_target_files(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let t = &s.target;
     if t.files == FilesPreset::Explicit && t.sizes.is_empty() {
         bad(
             "target.sizes",
@@ -149,7 +186,10 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             "must be > 0 (1.1-1.5 gives a heavy tail)".into(),
         );
     }
+}
 
+/// The lab network, and the load's timeout against its slowest path.
+fn check_network(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(net) = &s.network {
         if let Err(errs) = net.validate() {
             for e in errs {
@@ -167,7 +207,10 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             );
         }
     }
+}
 
+/// The load generator's mode, sizes, workload mix and burst.
+fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let l = &s.load;
     if let Some(r) = l.rate {
         if r.0 <= 0.0 || !r.0.is_finite() {
@@ -223,16 +266,22 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
         }
     }
     if let Some(b) = &l.burst {
-        check_burst(b.ratio, b.fraction.fraction(), "load.burst", &mut bad);
+        check_burst(b.ratio, b.fraction.fraction(), "load.burst", bad);
         if b.period.secs() <= 0.0 {
             bad("load.burst.period", "must be > 0, e.g. \"10s\"".into());
         }
     }
+}
 
+/// The probe's sampling interval.
+fn check_probe(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if s.probe.interval.secs() < 0.01 || s.probe.interval.secs() > 60.0 {
         bad("probe.interval", "must be between 10ms and 60s".into());
     }
+}
 
+/// Steps: in time order, within the run, each change valid.
+fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let mut last = -1.0;
     for (i, st) in s.steps.iter().enumerate() {
         let k = format!("step[{i}]");
@@ -261,7 +310,7 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             bad(&format!("{k}.sockets"), "must be >= 1".into());
         }
         if let (Some(r), Some(f)) = (st.burst_ratio, st.burst_fraction) {
-            check_burst(r, f.fraction(), &k, &mut bad);
+            check_burst(r, f.fraction(), &k, bad);
         }
         if (st.rtt.is_some() || st.loss.is_some() || st.bandwidth.is_some()) && s.network.is_none()
         {
@@ -271,7 +320,10 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             );
         }
     }
+}
 
+/// The sweep: a known parameter with at least one valid value.
+fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(sw) = &s.sweep {
         let names: Vec<String> = SweepParam::ALL
             .iter()
@@ -311,7 +363,6 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
             bad("sweep.hold", "must be > 0".into());
         }
     }
-    p
 }
 
 /// Request paths of the scenario's workloads (swept ones too) that only the built-in server

@@ -125,3 +125,37 @@ pub struct ServerStats {
     #[serde(default)]
     pub pid: u32,
 }
+
+impl ServerStats {
+    /// Responses written between `earlier` and these totals, and their rate (per second); None
+    /// when no time passed between the two. A count that went backwards (a restarted server)
+    /// counts 0.
+    pub fn responses_since(&self, earlier: &ServerStats) -> Option<(u64, f64)> {
+        (self.t_s > earlier.t_s).then(|| {
+            let n = self.responses.saturating_sub(earlier.responses);
+            (n, n as f64 / (self.t_s - earlier.t_s))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_since_counts_and_rates_an_interval() {
+        let at = |t_s: f64, responses: u64| ServerStats {
+            t_s,
+            responses,
+            ..Default::default()
+        };
+        assert_eq!(
+            at(3.0, 700).responses_since(&at(1.0, 100)),
+            Some((600, 300.0))
+        );
+        // No time between the two: no rate.
+        assert_eq!(at(1.0, 700).responses_since(&at(1.0, 100)), None);
+        // A restarted server's count went backwards: 0, not a wrapped u64.
+        assert_eq!(at(2.0, 5).responses_since(&at(1.0, 100)), Some((0, 0.0)));
+    }
+}

@@ -2,6 +2,7 @@
 //! stopping everything and the run folder's last files.
 
 use super::*;
+use crate::probe::crosscheck;
 
 /// The shortest stretch of one setting a TUI session summarises.
 pub const MIN_STRETCH_S: f64 = 3.0;
@@ -110,18 +111,14 @@ impl Controller {
             // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
             if let Some(st) = &self.server_last {
                 let (c, sv) = (self.run.responses, st.responses);
-                let diff = if c > 0 {
-                    (sv as f64 - c as f64) / c as f64 * 100.0
-                } else {
-                    0.0
-                };
+                let diff = crosscheck::signed_diff_pct(sv as f64, c as f64).unwrap_or(0.0);
                 self.final_check = Some((c, sv, diff));
                 let line = format!(
                     "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
-                    if diff.abs() > 2.0 {
-                        " DISAGREE (> 2%)"
+                    if crosscheck::disagrees(diff, crosscheck::TOLERANCE_PCT) {
+                        format!(" DISAGREE (> {}%)", crosscheck::TOLERANCE_PCT)
                     } else {
-                        ""
+                        String::new()
                     }
                 );
                 self.log(&line);

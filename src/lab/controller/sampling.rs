@@ -6,13 +6,21 @@ use crate::metrics::store::EventKind;
 use crate::model::{col, Col};
 
 impl Controller {
+    /// Keeps a notice for summary.json unless the run has it already; true when it is new.
+    pub(super) fn notice_once(&mut self, notice: &str) -> bool {
+        let new = !self.notices.iter().any(|n| n == notice);
+        if new {
+            self.notices.push(notice.to_string());
+        }
+        new
+    }
+
     pub(super) fn pump_messages(&mut self) {
         while let Ok(m) = self.rx.try_recv() {
             match m {
                 Msg::Worker(_, d) => {
                     if let Some(n) = &d.notice {
-                        if !self.notices.contains(n) {
-                            self.notices.push(n.clone());
+                        if self.notice_once(n) {
                             let line = format!("worker {}: {n}", d.worker);
                             self.log(&line);
                         }
@@ -57,8 +65,7 @@ impl Controller {
         };
         for p in samples {
             for n in &p.notes {
-                if !self.notices.contains(n) {
-                    self.notices.push(n.clone());
+                if self.notice_once(n) {
                     let line = format!("probe: {n}");
                     self.log(&line);
                 }
@@ -75,9 +82,7 @@ impl Controller {
         self.state.elapsed_s = t;
         let mut cols = std::mem::take(&mut self.tick).columns(dt);
         let server_rate = match (&self.server_at_tick, &self.server_last) {
-            (Some(a), Some(b)) if b.t_s > a.t_s => {
-                Some((b.responses - a.responses) as f64 / (b.t_s - a.t_s))
-            }
+            (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),
             _ => None,
         };
         if self.server_last.is_some() {
@@ -161,7 +166,7 @@ impl Controller {
         if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
             return;
         }
-        let tol = crate::report::run_folder::syn_check_tolerance_pct(
+        let tol = crate::probe::crosscheck::syn_check_tolerance_pct(
             a,
             WINDOW,
             self.interval.as_secs_f64(),
@@ -344,13 +349,11 @@ impl Controller {
         rows: SampleWindow,
     ) -> Window {
         let t1 = self.elapsed();
-        let (server_rate, server_responses) = match (s0, &self.server_last) {
-            (Some(a), Some(b)) if b.t_s > a.t_s => {
-                let n = b.responses.saturating_sub(a.responses);
-                (Some(n as f64 / (b.t_s - a.t_s)), Some(n))
-            }
-            _ => (None, None),
+        let since = match (s0, &self.server_last) {
+            (Some(a), Some(b)) => b.responses_since(&a),
+            _ => None,
         };
+        let (server_responses, server_rate) = since.unzip();
         Window {
             t0,
             t1,

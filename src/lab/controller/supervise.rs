@@ -31,9 +31,7 @@ impl Controller {
             if !self.state.warnings.contains(&w) {
                 let t = self.elapsed();
                 self.log(&format!("[{t:.1}s] {d}: the run stops"));
-                if !self.notices.contains(&d) {
-                    self.notices.push(d.clone());
-                }
+                self.notice_once(&d);
                 self.state.warn(w);
                 self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
                 if !self.state.finished {

@@ -12,14 +12,7 @@ impl Controller {
         };
         match t.kind {
             TargetKind::Builtin => {
-                let port = match (t.port, &self.net) {
-                    (0, None) => free_port()?,
-                    // A fresh namespace has every port free.
-                    (0, Some(_)) => 8080,
-                    (p, _) => p,
-                };
-                let listen = SocketAddr::new(server_ip, port);
-                self.ensure_port_free(listen)?;
+                let listen = self.server_addr(server_ip, t.port)?;
                 let files = crate::lab::real_server::file_sets(&self.scenario);
                 let cfg = ServeConfig {
                     listen,
@@ -63,13 +56,8 @@ impl Controller {
                 .to_lowercase();
             }
             TargetKind::Command => {
-                let port = match (t.port, &self.net) {
-                    (0, None) => free_port()?,
-                    (0, Some(_)) => 8080,
-                    (p, _) => p,
-                };
-                self.ensure_port_free(SocketAddr::new(server_ip, port))?;
-                let cmdline = t.command.replace("{port}", &port.to_string());
+                let addr = self.server_addr(server_ip, t.port)?;
+                let cmdline = t.command.replace("{port}", &addr.port().to_string());
                 let spawn = Spawn {
                     program: Some("/bin/sh".into()),
                     args: vec!["-c".into(), format!("exec {cmdline}")],
@@ -80,7 +68,7 @@ impl Controller {
                 let child = ChildProc::spawn("target command", &spawn, |_| {})?;
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
-                self.target_addr = SocketAddr::new(server_ip, port);
+                self.target_addr = addr;
                 self.state.target = format!("`{cmdline}` on {}", self.target_addr);
             }
             TargetKind::Address => {
@@ -88,13 +76,7 @@ impl Controller {
                 self.state.target = format!("server at {}", self.target_addr);
             }
             kind => {
-                let port = match (t.port, &self.net) {
-                    (0, None) => free_port()?,
-                    (0, Some(_)) => 8080,
-                    (p, _) => p,
-                };
-                self.target_addr = SocketAddr::new(server_ip, port);
-                self.ensure_port_free(self.target_addr)?;
+                self.target_addr = self.server_addr(server_ip, t.port)?;
                 let dir = self.folder.as_ref().map(|f| f.dir.join(kind.name()));
                 let real = crate::lab::real_server::RealServer::prepare(
                     &self.scenario,
@@ -148,6 +130,19 @@ impl Controller {
             );
         }
         Ok(())
+    }
+
+    /// Where a server we start listens: `target.port`, or with `port = 0` a free port on the
+    /// host (8080 in the lab: a fresh namespace has every port free); checked free first.
+    fn server_addr(&self, ip: IpAddr, port: u16) -> anyhow::Result<SocketAddr> {
+        let port = match (port, &self.net) {
+            (0, None) => free_port()?,
+            (0, Some(_)) => 8080,
+            (p, _) => p,
+        };
+        let addr = SocketAddr::new(ip, port);
+        self.ensure_port_free(addr)?;
+        Ok(addr)
     }
 
     /// A server we start must find its port free: otherwise it fails to listen while the
