@@ -8,6 +8,7 @@ pub mod knobs;
 pub mod real_server;
 pub mod run;
 pub mod state;
+pub mod summary;
 
 pub use run::run_main;
 

@@ -79,8 +79,8 @@ pub struct GateSpec {
     /// Fail when any point is CLIENT-BOUND (the load generator, not the server, set its numbers).
     #[serde(skip_serializing_if = "is_default")]
     pub fail_on_client_bound: bool,
-    /// Fail when a point's cross-check disagrees (SYNs vs attempts past their tolerance, server
-    /// vs client responses past 2 %).
+    /// Fail when a point's cross-check disagrees past its tolerance (`probe::crosscheck`: SYNs
+    /// vs attempts, server vs client responses).
     #[serde(skip_serializing_if = "is_default")]
     pub fail_on_crosscheck: bool,
     /// Stop the run at the first point that fails any threshold or gate condition.

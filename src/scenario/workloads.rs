@@ -64,7 +64,13 @@ pub fn preset(w: Workload) -> Option<Vec<MixSpec>> {
 
 /// The request mix for a scenario.
 pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
-    let mut mix: Vec<MixEntry> = match sc.load.workload {
+    mix_for(sc, sc.load.workload)
+}
+
+/// The request mix of `workload` against the scenario's target (a sweep over workloads asks
+/// for each in turn; the scenario itself stays as it was read).
+pub fn mix_for(sc: &Scenario, workload: Workload) -> Vec<MixEntry> {
+    let mut mix: Vec<MixEntry> = match workload {
         Workload::Single => vec![MixEntry {
             class: "single".into(),
             path: "/bytes/1294".into(),
@@ -76,12 +82,7 @@ pub fn mix_of(sc: &Scenario) -> Vec<MixEntry> {
         | Workload::Specweb96Class2
         | Workload::Specweb96Class3 => fileset_paths(&FileSet::Specweb96)
             .into_iter()
-            .filter(|(class, _, _)| {
-                sc.load
-                    .workload
-                    .specweb96_class()
-                    .is_none_or(|keep| keep == class)
-            })
+            .filter(|(class, _, _)| workload.specweb96_class().is_none_or(|keep| keep == class))
             .map(|(class, path, _)| {
                 let w = SPECWEB96_CLASS_WEIGHTS
                     .iter()

@@ -204,17 +204,27 @@ impl Controller {
     }
 
     /// A probe sample taken after the drain, so the run's SYN totals include the last
-    /// connections' (pcap's counts lag by up to 50 ms). None without probes or if none comes
-    /// within two intervals.
+    /// connections'. pcap's counts lag the wire by a block timeout (50 ms) plus however long
+    /// the capture thread waits for a CPU on a busy machine; nothing sends a SYN after the
+    /// drain, so the count is final once two samples agree. The last one that came if they
+    /// never do within four intervals; None without probes.
     fn probe_after_drain(&mut self) -> Option<crate::probe::ProbeSample> {
         let rx = self.probe_rx.as_ref()?;
         let after = Instant::now() + Duration::from_millis(60);
-        let deadline = after + self.interval * 2 + Duration::from_millis(200);
+        let deadline = after + self.interval * 4 + Duration::from_millis(500);
+        let mut last: Option<crate::probe::ProbeSample> = None;
         while let Ok(p) = rx.recv_deadline(deadline) {
-            if p.at >= after {
+            if p.at < after {
+                continue;
+            }
+            if last
+                .as_ref()
+                .is_some_and(|l| l.m.syn_in_total == p.m.syn_in_total)
+            {
                 return Some(p);
             }
+            last = Some(p);
         }
-        None
+        last
     }
 }

@@ -102,7 +102,11 @@ pub struct Window {
 }
 
 pub struct Controller {
-    pub scenario: Scenario,
+    /// The scenario as read: nothing changes it once the run starts (a sweep's settings live
+    /// in the knobs, the worker count and `workload`).
+    scenario: Scenario,
+    /// The request mix the workers are started with (a workload sweep sets it per point).
+    workload: crate::scenario::Workload,
     pub state: LabState,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
@@ -191,6 +195,7 @@ impl Controller {
         let now = Instant::now();
         let mut c = Controller {
             n_workers: scenario.load.workers,
+            workload: scenario.load.workload,
             scenario,
             state,
             tx,
@@ -420,6 +425,11 @@ impl Controller {
     pub fn tui_mode(&mut self) {
         self.deadline = Some(self.scenario.duration.secs());
         self.begin_point();
+    }
+
+    /// The scenario as read.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
     }
 
     pub fn folder_dir(&self) -> Option<&Path> {

@@ -19,7 +19,7 @@ impl Controller {
             timeout_s: k.timeout.as_secs_f64(),
             response_timeout_s: self.scenario.load.response_timeout.secs(),
             burst: k.burst_on.then_some(k.burst),
-            mix: mix_of(&self.scenario),
+            mix: crate::scenario::workloads::mix_for(&self.scenario, self.workload),
             keepalive: self.scenario.load.http == HttpVersion::Http11,
             requests_per_conn: self.scenario.load.requests_per_conn,
             host_header: self.target_addr.to_string(),
@@ -115,6 +115,15 @@ impl Controller {
     }
 
     /// Stops and restarts the workers (after a change of worker count).
+    /// Restarts the workers with the request mix of `workload` (a workload sweep's point).
+    pub fn restart_workers_with(
+        &mut self,
+        workload: crate::scenario::Workload,
+    ) -> anyhow::Result<()> {
+        self.workload = workload;
+        self.restart_workers(self.n_workers)
+    }
+
     pub fn restart_workers(&mut self, n: u32) -> anyhow::Result<()> {
         for mut w in self.workers.drain(..) {
             w.stop(Duration::from_secs(2));
