@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What a headless run keeps of its time series in memory: every row is in timeseries.csv,
+/// point figures are running sums, and the rolling cross-check looks back 10 s.
+const HEADLESS_KEEP_S: f64 = 60.0;
+
 /// Factor `--quick` scales a scenario's durations by.
 pub const QUICK_FACTOR: f64 = 0.25;
 
@@ -150,6 +154,7 @@ pub fn run_gated(
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let name = sc.name.clone();
     let mut ctrl = Controller::start(sc, opts)?;
+    ctrl.state.store.keep_only(HEADLESS_KEEP_S);
     let t0 = std::time::SystemTime::now() - Duration::from_secs_f64(ctrl.elapsed());
     let mut hlog = crate::report::hlog::Recorder::new(&name, t0);
     let pb = progress.then(|| progress_bar(total));

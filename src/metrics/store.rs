@@ -62,6 +62,8 @@ pub struct Store {
     /// Rows dropped from the front to bound memory (a time series keeps its latest rows).
     dropped: usize,
     max_rows: usize,
+    /// Seconds kept in memory, when a run needs less than `KEEP_S` (see `keep_only`).
+    keep_s: Option<f64>,
     pub events: Vec<Event>,
 }
 
@@ -72,6 +74,12 @@ impl Store {
             max_rows: max_rows.max(2),
             ..Default::default()
         }
+    }
+
+    /// Keeps only the last `secs` in memory: a headless run draws no chart, so it needs no
+    /// more than its readers' longest look back (the rolling cross-check's).
+    pub fn keep_only(&mut self, secs: f64) {
+        self.keep_s = Some(secs.min(KEEP_S));
     }
 
     /// Appends a row at `t_s`; columns not given are NaN in this row, new columns are NaN in
@@ -94,7 +102,8 @@ impl Store {
             };
             self.cols[i][n] = v.unwrap_or(f64::NAN);
         }
-        let old = self.times.partition_point(|&t| t < t_s - KEEP_S);
+        let keep = self.keep_s.unwrap_or(KEEP_S);
+        let old = self.times.partition_point(|&t| t < t_s - keep);
         let over = self.times.len().saturating_sub(self.max_rows);
         if over > 0 || old >= DROP_BATCH {
             let cut = old.max(over);
@@ -242,5 +251,21 @@ mod tests {
         );
         assert_eq!(s.dropped() + s.len(), 14_400);
         assert!(s.cols.iter().all(|c| c.capacity() <= 2 * (bound + 1)));
+    }
+
+    #[test]
+    fn a_headless_store_keeps_only_what_it_is_told() {
+        let mut s = Store::new(200_000);
+        s.keep_only(60.0);
+        for i in 0..1_000 {
+            s.push(i as f64 * 0.2, &[(A, Some(1.0))]);
+        }
+        let now = *s.times().last().unwrap();
+        assert!(s.times()[0] <= now - 60.0, "the last 60 s are there");
+        assert!(
+            s.len() <= (60.0 / 0.2) as usize + DROP_BATCH + 1,
+            "{}",
+            s.len()
+        );
     }
 }
