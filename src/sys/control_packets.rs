@@ -145,8 +145,8 @@ pub struct SynTracker {
     /// 4-tuple (as a 64-bit hash) -> ISN: 12 bytes a SYN instead of ~48 with the addresses
     /// themselves. A false "retransmission" needs two live 4-tuples with the same hash and
     /// the same ISN: about 2^-96 a pair.
-    cur: HashMap<u64, u32>,
-    old: HashMap<u64, u32>,
+    cur: HashMap<u64, u32, KeyIsHash>,
+    old: HashMap<u64, u32, KeyIsHash>,
     generation: usize,
     max_age: Duration,
     /// When the current generation began (None: at its first SYN).
@@ -160,8 +160,8 @@ impl SynTracker {
 
     pub fn with_age(generation: usize, max_age: Duration) -> Self {
         SynTracker {
-            cur: HashMap::new(),
-            old: HashMap::new(),
+            cur: HashMap::default(),
+            old: HashMap::default(),
             generation: generation.max(1),
             max_age,
             began: None,
@@ -211,6 +211,28 @@ impl SynTracker {
         }
         self.cur.insert(key, h.seq);
         false
+    }
+}
+
+/// The tables' keys are SipHash outputs already: the table uses them as they are instead of
+/// hashing every SYN twice (the capture thread's per-packet cost).
+type KeyIsHash = std::hash::BuildHasherDefault<KeyHasher>;
+
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys reach here (write_u64); any other use still spreads its bytes.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
     }
 }
 
