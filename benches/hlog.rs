@@ -40,11 +40,9 @@ hold = "4s"
 
 /// The controller's own CPU seconds (utime + stime, its threads, not its children).
 fn cpu_s(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = stat[stat.rfind(')')? + 2..].split(' ').collect();
-    let ticks: f64 = f[11].parse::<f64>().ok()? + f[12].parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    Some(ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64)
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let st = synlab::probe::pidstat::PidStat::parse(&text).ok()?;
+    Some((st.utime + st.stime) as f64 / synlab::sys::procfs::clock_ticks() as f64)
 }
 
 fn thread_cpu() -> Duration {

@@ -348,8 +348,7 @@ fn tui_opens_rootless_and_the_rtt_key_changes_the_path() {
         screen.contains("rtt 30ms"),
         "RTT key had no effect:\n{screen}"
     );
-    tmux(&["send-keys", "-t", &session.0, "q"]);
-    let screen = wait_for(&session.0, &|s| s.contains("SYNLAB-EXIT="), 20);
+    let screen = session.quit();
     assert!(screen.contains("SYNLAB-EXIT=0"), "{screen}");
     p.assert_none_left();
 }

@@ -86,8 +86,7 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
         );
     }
 
-    tmux(&["send-keys", "-t", &session.0, "q"]);
-    let screen = wait_for(&session.0, &|s| s.contains("SYNLAB-EXIT="), 20);
+    let screen = session.quit();
     assert!(
         screen.contains("SYNLAB-EXIT=0"),
         "synlab did not exit cleanly:\n{screen}"
@@ -179,8 +178,7 @@ fn tmux_two_paths_show_each_paths_latency() {
         p50(&screen, "far total").is_some_and(|v| v >= 100.0),
         "far path total p50 (two round trips):\n{screen}"
     );
-    tmux(&["send-keys", "-t", &session.0, "q"]);
-    let screen = wait_for(&session.0, &|s| s.contains("SYNLAB-EXIT="), 20);
+    let screen = session.quit();
     assert!(
         screen.contains("SYNLAB-EXIT=0"),
         "synlab did not exit cleanly:\n{screen}"

@@ -60,10 +60,6 @@ impl SampleWindow {
         }
     }
 
-    pub fn t0(&self) -> f64 {
-        self.t0
-    }
-
     /// The mean of a column's values in the window, None if it has none.
     pub fn mean(&self, c: Col) -> Option<f64> {
         self.acc.get(&c).map(|a| a.sum / a.n as f64)

@@ -52,6 +52,15 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Presses `q` and waits (20 s at most) for the shell line the session's command ends
+    /// with (`echo SYNLAB-EXIT=$?`); the screen then, with synlab's exit code on it.
+    pub fn quit(&self) -> String {
+        tmux(&["send-keys", "-t", &self.0, "q"]);
+        wait_for(&self.0, &|s| s.contains("SYNLAB-EXIT="), 20)
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = Command::new("tmux")

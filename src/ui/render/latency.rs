@@ -50,15 +50,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         format!("{:<label_w$}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),
         theme.dim(),
     ))];
-    // Rows past the panel's height give way to a hint, as the CPU panel's cores do.
+    // Rows past the panel's height give way to a hint (as the CPU panel's cores do): the
+    // totals, then as many whole paths as fit above it.
     let room = (inner.height as usize).saturating_sub(1);
-    let hidden_paths = rows.len().saturating_sub(room.max(2)).div_ceil(2);
-    let shown = if hidden_paths > 0 {
-        (rows.len() - 2 * hidden_paths)
-            .min(room.saturating_sub(1))
-            .max(2)
-    } else {
+    let shown = if rows.len() <= room {
         rows.len()
+    } else {
+        2 + room.saturating_sub(3) / 2 * 2
     };
     for (name, cols) in &rows[..shown] {
         let name: String = name.chars().take(label_w - 1).collect();
@@ -67,7 +65,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             Span::raw(cols.iter().map(|k| cell(*k)).collect::<String>()),
         ]));
     }
-    let hidden = (rows.len() - shown).div_ceil(2);
+    let hidden = (rows.len() - shown) / 2;
     if hidden > 0 {
         lines.push(Line::from(Span::styled(
             format!("+{hidden} path(s) (enlarge to see)"),
