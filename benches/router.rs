@@ -18,7 +18,10 @@
 //!
 //! The anchor, measured first in the same run: how late this machine wakes a SCHED_FIFO
 //! thread from a timerfd on the router's CPU, and how often a busy loop there loses the CPU
-//! (vCPU preemption by the host). The router's delay error cannot be below that floor.
+//! (vCPU preemption by the host). The router's delay error cannot be below that floor. And
+//! the CPU floor: a bare timerfd loop woken 10,000 times/s on the router's CPU. The 10,000
+//! frames/s table gives the router's wake-ups per frame (its voluntary context switches) and
+//! its CPU over that floor: below one wake-up per frame, frames share wake-ups.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -48,6 +51,9 @@ struct Step {
     /// p99 of |realised - configured|: frames sent early count too.
     p99_abs_err_us: f64,
     router_cpu_pct: f64,
+    /// The router's voluntary context switches (its sleeps, so its wake-ups) per relayed frame,
+    /// from /proc/<pid>/status.
+    wakes_per_frame: f64,
 }
 
 /// Pins the calling thread (or process `pid`) to one CPU.
@@ -65,6 +71,46 @@ fn ticks(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let st = synlab::probe::pidstat::PidStat::parse(&s).expect("/proc/<pid>/stat");
     st.utime + st.stime
+}
+
+/// Voluntary context switches of process `pid` (each one a sleep, so one wake-up after it).
+fn sleeps(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("voluntary_ctxt_switches in /proc/<pid>/status")
+}
+
+/// The CPU floor of waking: a bare timerfd loop on the router's CPU, woken every 100 us
+/// (10,000 wake-ups/s, one per frame at the 10,000 frames/s step), doing nothing else. Percent
+/// of a core, with SCHED_FIFO (`rt`) or at normal priority.
+fn wake_floor_pct(secs: f64, rt: bool) -> f64 {
+    std::thread::spawn(move || {
+        pin(0, ROUTER_CPU);
+        if rt {
+            let _ = synlab::sys::packet::set_realtime(10);
+        }
+        synlab::sys::packet::set_timer_slack_ns(1);
+        let mut t = Timer::new().unwrap();
+        let (start, cpu0) = (mono_ns(), synlab::sys::server_io::thread_cpu_ns());
+        let n = (secs * 10_000.0) as u64;
+        for k in 1..=n {
+            t.arm_at(Some(start + k * 100_000)).unwrap();
+            let mut pfd = libc::pollfd {
+                fd: t.raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, -1) };
+            t.clear();
+        }
+        let cpu = synlab::sys::server_io::thread_cpu_ns() - cpu0;
+        cpu as f64 / (mono_ns() - start) as f64 * 100.0
+    })
+    .join()
+    .unwrap()
 }
 
 fn quantiles(mut v: Vec<u64>) -> (f64, f64, f64) {
@@ -264,7 +310,7 @@ fn run_rate(lab: &LabNet, udp: bool, size: usize, rate: f64, secs: f64) -> Step 
     std::thread::sleep(Duration::from_millis(200));
     let rx0 = rx_packets(&lab.server_netns, &server_dev);
     let router = lab.router_pid().expect("router pid");
-    let cpu0 = ticks(router);
+    let (cpu0, sleeps0) = (ticks(router), sleeps(router));
     let t0 = Instant::now();
     lab.reset_router_histograms();
     let src = lab.paths[0].addrs[0];
@@ -285,6 +331,7 @@ fn run_rate(lab: &LabNet, udp: bool, size: usize, rate: f64, secs: f64) -> Step 
     // CPU over the sending time plus the last frames' 5 ms in the delay line.
     std::thread::sleep(Duration::from_millis(20));
     let router_cpu_pct = (ticks(router) - cpu0) as f64 / t0.elapsed().as_secs_f64();
+    let wakes = sleeps(router) - sleeps0;
     std::thread::sleep(Duration::from_millis(1200));
     stop.store(true, Ordering::Relaxed);
     let received = match rx {
@@ -321,6 +368,7 @@ fn run_rate(lab: &LabNet, udp: bool, size: usize, rate: f64, secs: f64) -> Step 
         p99_err_us: err(0.99),
         p99_abs_err_us: p99_abs.map_or(0.0, |&(v, _)| v as f64),
         router_cpu_pct,
+        wakes_per_frame: wakes as f64 / sent.max(1) as f64,
     }
 }
 
@@ -390,12 +438,25 @@ fn measure_10k(udp: bool, secs: f64, rt: bool) -> (&'static str, Step, f64) {
     (sched, s, idle)
 }
 
-fn row_10k(name: &str, sched: &str, s: &Step, idle: f64) {
+/// One row of the 10,000 frames/s table; `floor` is the bare wake-up loop's CPU at the same
+/// scheduling (`wake_floor_pct`), measured in the same run.
+fn row_10k(name: &str, sched: &str, s: &Step, idle: f64, floor: f64) {
     println!(
-        "{name:<9} {sched:<11} {:>5.1} {:>11.0} {:>11.0} {:>13.0} {:>11.2}",
-        s.router_cpu_pct, s.p50_err_us, s.p99_err_us, s.p99_abs_err_us, idle
+        "{name:<9} {sched:<11} {:>5.1} {:>11.0} {:>11.0} {:>13.0} {:>11.2} {:>11.2} {:>11.2}",
+        s.router_cpu_pct,
+        s.p50_err_us,
+        s.p99_err_us,
+        s.p99_abs_err_us,
+        idle,
+        s.wakes_per_frame,
+        s.router_cpu_pct / floor
     );
 }
+
+/// The header of the 10,000 frames/s table.
+const HEAD_10K: &str =
+    "router    scheduling  CPU %  p50 err us  p99 err us  p99 |err| us  idle CPU %  \
+                        wakes/frame  CPU / floor";
 
 /// The router at 10,000 frames/s (64 B) with SCHED_FIFO, at normal priority (as a user who
 /// is not root runs it), and rootless (the lab in a user namespace, built by a copy of this
@@ -407,13 +468,19 @@ fn at_10k(udp: bool, secs: f64) {
     if let Ok(b) = std::env::var("SYNLAB_BENCH_BASELINE_EXE") {
         exes.push(("baseline", b));
     }
+    let floor = [true, false].map(|rt| wake_floor_pct(secs, rt));
+    println!(
+        "floor: a bare timerfd loop on CPU {ROUTER_CPU} woken 10,000 times/s (one wake-up per frame) \
+         costs {:.1} % of a core with SCHED_FIFO, {:.1} % at normal priority",
+        floor[0], floor[1]
+    );
     println!("router at 10,000 frames/s (64 B), goal <= 10 % of a core with p99 error <= 100 us:");
-    println!("router    scheduling  CPU %  p50 err us  p99 err us  p99 |err| us  idle CPU %");
+    println!("{HEAD_10K}");
     for (name, exe) in &exes {
         std::env::set_var("SYNLAB_EXE", exe);
-        for rt in [true, false] {
+        for (rt, fl) in [true, false].into_iter().zip(floor) {
             let (sched, s, idle) = measure_10k(udp, secs, rt);
-            row_10k(name, sched, &s, idle);
+            row_10k(name, sched, &s, idle, fl);
         }
     }
     std::env::set_var("SYNLAB_EXE", &this);
@@ -470,8 +537,9 @@ fn rootless_10k(exe: &str) -> Result<String, String> {
 fn rootless_child(udp: bool, secs: f64) {
     match synlab::sys::userns::prepare(true) {
         synlab::sys::userns::LabMode::Rootless { .. } => {
+            let floor = wake_floor_pct(secs, false);
             let (sched, s, idle) = measure_10k(udp, secs, false);
-            row_10k("rootless", sched, &s, idle);
+            row_10k("rootless", sched, &s, idle, floor);
         }
         other => println!("rootless    not measured: {}", other.label()),
     }
