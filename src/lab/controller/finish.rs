@@ -209,11 +209,16 @@ impl Controller {
     /// drain, so the count is final once two samples agree. The last one that came if they
     /// never do within four intervals; None without probes.
     fn probe_after_drain(&mut self) -> Option<crate::probe::ProbeSample> {
-        let rx = self.probe_rx.as_ref()?;
+        self.probe.as_ref()?;
         let after = Instant::now() + Duration::from_millis(60);
         let deadline = after + self.interval * 4 + Duration::from_millis(500);
         let mut last: Option<crate::probe::ProbeSample> = None;
-        while let Ok(p) = rx.recv_deadline(deadline) {
+        while let Ok(m) = self.rx.recv_deadline(deadline) {
+            // The other producers' messages are folded as they come.
+            let Msg::Probe(p) = m else {
+                self.fold_msg(m);
+                continue;
+            };
             if p.at < after {
                 continue;
             }
@@ -221,9 +226,9 @@ impl Controller {
                 .as_ref()
                 .is_some_and(|l| l.m.syn_in_total == p.m.syn_in_total)
             {
-                return Some(p);
+                return Some(*p);
             }
-            last = Some(p);
+            last = Some(*p);
         }
         last
     }

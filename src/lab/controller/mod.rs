@@ -40,6 +40,8 @@ pub enum Msg {
     Server(ServerStats),
     /// The server's access log: cumulative counts since start, at this many seconds.
     AccessLog(f64, crate::probe::accesslog::StatusCounts),
+    /// A kernel probe sample (the probes' thread sends them into the same inbox).
+    Probe(Box<crate::probe::ProbeSample>),
 }
 
 /// Where a worker runs and which share of the total load it carries.
@@ -124,7 +126,6 @@ pub struct Controller {
     pub net: Option<crate::net::lab::LabNet>,
     router_last: Option<(Instant, crate::net::router::RouterStats)>,
     probe: Option<crate::probe::ProbeHandle>,
-    probe_rx: Option<Receiver<crate::probe::ProbeSample>>,
     /// The newest probe sample not yet folded into a row.
     probe_latest: Option<crate::probe::ProbeSample>,
     /// The TUI's end of run (the scenario's duration); headless runs time themselves.
@@ -209,7 +210,6 @@ impl Controller {
             net: None,
             router_last: None,
             probe: None,
-            probe_rx: None,
             probe_latest: None,
             deadline: None,
             start: now,
@@ -345,12 +345,10 @@ impl Controller {
             pcap: self.scenario.probe.pcap,
             avoid_cpus: self.scenario.load.cpus.clone(),
         };
-        let (tx, rx) = unbounded();
-        match crate::probe::spawn(cfg, tx) {
-            Ok(h) => {
-                self.probe = Some(h);
-                self.probe_rx = Some(rx);
-            }
+        let tx = self.tx.clone();
+        let sink = move |p| tx.send(Msg::Probe(Box::new(p))).is_ok();
+        match crate::probe::spawn(cfg, sink) {
+            Ok(h) => self.probe = Some(h),
             Err(e) => {
                 let line = format!("probes could not start: {e:#}");
                 self.log(&line);
@@ -389,7 +387,7 @@ impl Controller {
         // The probes sample on their own grid of the same interval, with a phase of their own:
         // a row waits (up to half an interval) for the sample of its interval, else rows whose
         // tick lands just before a sample would alternate between none and two.
-        let probe_pending = self.probe_rx.is_some()
+        let probe_pending = self.probe.is_some()
             && self.probe_latest.is_none()
             && now < self.next_tick + self.interval / 2;
         if now >= self.next_tick && !probe_pending {

@@ -17,6 +17,13 @@ impl Controller {
 
     pub(super) fn pump_messages(&mut self) {
         while let Ok(m) = self.rx.try_recv() {
+            self.fold_msg(m);
+        }
+    }
+
+    /// Folds one message from the inbox into the state.
+    pub(super) fn fold_msg(&mut self, m: Msg) {
+        {
             match m {
                 Msg::Worker(_, d) => {
                     if let Some(n) = &d.notice {
@@ -57,23 +64,19 @@ impl Controller {
                     });
                     self.access.last = Some(c);
                 }
-            }
-        }
-        let samples: Vec<_> = match &self.probe_rx {
-            Some(rx) => rx.try_iter().collect(),
-            None => Vec::new(),
-        };
-        for p in samples {
-            for n in &p.notes {
-                if self.notice_once(n) {
-                    let line = format!("probe: {n}");
-                    self.log(&line);
+                Msg::Probe(p) => {
+                    for n in &p.notes {
+                        if self.notice_once(n) {
+                            let line = format!("probe: {n}");
+                            self.log(&line);
+                        }
+                    }
+                    if p.syn_source == crate::probe::SynSource::Estimated {
+                        self.state.warn(Warning::NoPcap);
+                    }
+                    self.probe_latest = Some(*p);
                 }
             }
-            if p.syn_source == crate::probe::SynSource::Estimated {
-                self.state.warn(Warning::NoPcap);
-            }
-            self.probe_latest = Some(p);
         }
     }
 
