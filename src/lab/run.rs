@@ -245,10 +245,7 @@ pub fn run_gated(
     }
     if interrupted || ctrl.opts.interrupted.load(Ordering::Relaxed) {
         interrupted = true;
-        ctrl.log("interrupted: the run folder holds what was measured up to here");
-        if let Some(f) = &mut ctrl.folder {
-            f.meta.insert("interrupted".into(), true.into());
-        }
+        ctrl.note_interrupted();
     }
     if let Some(f) = &mut ctrl.folder {
         verdicts.extend(gate.judge_run(&f.summary));

@@ -378,7 +378,9 @@ impl Controller {
         Ok(text)
     }
 
-    /// Folds pending messages; at each sample interval appends a row. Never blocks.
+    /// Folds pending messages, watches the children, plays steps; at each sample interval
+    /// appends a row; in the TUI judges the thresholds live. Never blocks. The one pump of
+    /// both drivers (headless and TUI): a signal is noted (`note_interrupted`), not an error.
     pub fn pump(&mut self) -> anyhow::Result<()> {
         self.pump_messages();
         self.check_children();
@@ -403,7 +405,7 @@ impl Controller {
             self.sample_row(dt)?;
         }
         if self.opts.interrupted.load(Ordering::Relaxed) {
-            self.state.finished = true;
+            self.note_interrupted();
         }
         if let Some(d) = self.deadline {
             if self.elapsed() >= d && !self.state.finished {
@@ -416,7 +418,24 @@ impl Controller {
                 self.log("duration reached: load stopped");
             }
         }
+        if self.deadline.is_some() {
+            self.live_verdicts();
+        }
         Ok(())
+    }
+
+    /// A signal asked the run to stop: the state says so (the drivers stop pumping, exit 130)
+    /// and so does the run folder. Once; a second call changes nothing.
+    pub fn note_interrupted(&mut self) {
+        self.state.finished = true;
+        if self.state.interrupted {
+            return;
+        }
+        self.state.interrupted = true;
+        self.log("interrupted: the run folder holds what was measured up to here");
+        if let Some(f) = &mut self.folder {
+            f.meta.insert("interrupted".into(), true.into());
+        }
     }
 
     /// Interactive use: one measurement window over the whole run, ended by the duration.
@@ -444,14 +463,7 @@ impl super::LabControl for Controller {
         &self.state
     }
     fn pump(&mut self) -> anyhow::Result<()> {
-        Controller::pump(self)?;
-        if self.deadline.is_some() {
-            self.live_verdicts();
-        }
-        if self.opts.interrupted.load(Ordering::Relaxed) {
-            bail!("interrupted by a signal");
-        }
-        Ok(())
+        Controller::pump(self)
     }
     fn command(&mut self, cmd: Command) -> crate::lab::state::Reply {
         self.apply(cmd).into()
