@@ -4,6 +4,7 @@
 pub mod ci;
 pub mod client_agg;
 pub mod controller;
+pub mod core;
 pub mod knobs;
 pub mod real_server;
 pub mod run;

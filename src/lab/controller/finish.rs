@@ -2,10 +2,7 @@
 //! stopping everything and the run folder's last files.
 
 use super::*;
-use crate::probe::crosscheck;
-
-/// The shortest stretch of one setting a TUI session summarises.
-pub const MIN_STRETCH_S: f64 = 3.0;
+use crate::model::Totals;
 
 impl Controller {
     /// Writes the time series in memory (the last `store::KEEP_S` seconds; timeseries.csv has
@@ -40,7 +37,11 @@ impl Controller {
 
     /// Ends the TUI's run: the whole run as one summary row, then shutdown.
     pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
-        self.end_stretch_now();
+        self.pump_messages();
+        let mut fx = Vec::new();
+        let now = self.elapsed();
+        self.core.end_stretch_now(now, &mut fx);
+        self.carry_out(fx)?;
         let gate = crate::report::thresholds::Gate::of(&self.scenario);
         if let Some(f) = &mut self.folder {
             f.thresholds = f.summary.iter().flat_map(|r| gate.judge_point(r)).collect();
@@ -49,36 +50,6 @@ impl Controller {
         }
         self.shutdown();
         Ok(())
-    }
-
-    /// Closes the TUI's current stretch of settings into a summary row and opens the next; a
-    /// stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short to summarise
-    /// and is only logged.
-    pub(super) fn end_stretch(&mut self) {
-        let Some(t0) = self.point.as_ref().map(|p| p.0) else {
-            return;
-        };
-        let len = self.elapsed() - t0;
-        if len < MIN_STRETCH_S {
-            let _ = self.end_point();
-            self.log(&format!(
-                "[{:.1}s] a stretch of {len:.1} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv",
-                self.elapsed()
-            ));
-        } else {
-            self.end_stretch_now();
-        }
-        self.begin_point();
-    }
-
-    fn end_stretch_now(&mut self) {
-        if let Some(window) = self.end_point() {
-            let n = self.folder.as_ref().map_or(0, |f| f.summary.len()) + 1;
-            let row = crate::lab::run::summary_row(self, n, window);
-            if let Some(f) = &mut self.folder {
-                f.summary.push(row);
-            }
-        }
     }
 
     /// Stops the workers and the target, then writes the events file.
@@ -107,22 +78,8 @@ impl Controller {
         }
         self.pump_messages();
         // Once per run (a second shutdown finds nothing new to count).
-        if self.final_check.is_none() {
-            // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
-            if let Some(st) = &self.server_last {
-                let (c, sv) = (self.run.responses, st.responses);
-                let diff = crosscheck::signed_diff_pct(sv as f64, c as f64).unwrap_or(0.0);
-                self.final_check = Some((c, sv, diff));
-                let line = format!(
-                    "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
-                    if crosscheck::disagrees(diff, crosscheck::TOLERANCE_PCT) {
-                        format!(" DISAGREE (> {}%)", crosscheck::TOLERANCE_PCT)
-                    } else {
-                        String::new()
-                    }
-                );
-                self.log(&line);
-            }
+        if let Some(line) = self.core.final_crosscheck() {
+            self.log(&line);
         }
         if let (Some(net), Some(f)) = (&self.net, &mut self.folder) {
             let v = net.router_view();
@@ -148,8 +105,8 @@ impl Controller {
             self.log(&line);
         }
         let events = self.state.store.events.clone();
-        let check = self.final_check;
-        let run = self.run;
+        let check = self.core.final_check;
+        let run = self.core.run;
         let store = &self.state.store;
         let (syn_total, syn_retrans) = match last_probe {
             Some(p) if p.syn_source != crate::probe::SynSource::Estimated => {
@@ -167,7 +124,7 @@ impl Controller {
             .zip(self.client_opens_at_load_start)
             .map(|(end, start)| end.saturating_sub(start));
         let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
-        let notices = self.notices.clone();
+        let notices = self.core.notices().to_vec();
         let access = self.access_summary();
         let lab = self.state.lab.clone();
         if let Some(f) = &mut self.folder {
@@ -215,7 +172,7 @@ impl Controller {
         let mut last: Option<crate::probe::ProbeSample> = None;
         while let Ok(m) = self.rx.recv_deadline(deadline) {
             // The other producers' messages are folded as they come.
-            let Msg::Probe(p) = m else {
+            let Input::Probe(p) = m else {
                 self.fold_msg(m);
                 continue;
             };
