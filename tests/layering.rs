@@ -198,7 +198,10 @@ fn the_lab_core_does_no_io() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rs_files(&root.join("src/lab/core"), &mut files);
-    assert!(!files.is_empty(), "src/lab/core/ is where the lab's core lives");
+    assert!(
+        !files.is_empty(),
+        "src/lab/core/ is where the lab's core lives"
+    );
     const IO: &[&str] = &[
         "Instant",
         "SystemTime",
@@ -216,7 +219,12 @@ fn the_lab_core_does_no_io() {
         let src = without_tests(&std::fs::read_to_string(f).unwrap());
         for (n, line) in src.lines().enumerate() {
             if let Some(io) = IO.iter().find(|io| line.contains(*io)) {
-                bad.push(format!("{}:{}: `{io}`: {}", f.display(), n + 1, line.trim()));
+                bad.push(format!(
+                    "{}:{}: `{io}`: {}",
+                    f.display(),
+                    n + 1,
+                    line.trim()
+                ));
             }
         }
     }
