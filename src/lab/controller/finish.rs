@@ -2,7 +2,6 @@
 //! stopping everything and the run folder's last files.
 
 use super::*;
-use crate::model::Totals;
 
 impl Controller {
     /// Writes the time series in memory (the last `store::KEEP_S` seconds; timeseries.csv has
@@ -52,13 +51,35 @@ impl Controller {
         Ok(())
     }
 
-    /// Stops the workers and the target, then writes the events file.
+    /// Stops the workers and the target, then writes the events file and the run's totals.
     pub fn shutdown(&mut self) {
         self.drain_workers();
         // Read once nothing connects any more, before the lab (and its namespaces) goes.
         let opens_end = self.client_active_opens();
         let last_probe = self.probe_after_drain();
         self.probe.take();
+        self.stop_children();
+        self.pump_messages();
+        // Once per run (a second shutdown finds nothing new to count).
+        if let Some(line) = self.core.final_crosscheck() {
+            self.log(&line);
+        }
+        self.record_router_timing();
+        if let Some(net) = self.net.take() {
+            let line = match net.down() {
+                Ok(()) => "network lab removed".to_string(),
+                Err(e) => format!("network lab teardown: {e:#} (run `synlab net down`)"),
+            };
+            self.log(&line);
+        }
+        let client_opens = opens_end
+            .zip(self.client_opens_at_load_start)
+            .map(|(end, start)| end.saturating_sub(start));
+        self.record_run_end(last_probe.as_ref(), client_opens);
+    }
+
+    /// Stops the workers (they send their last report), the target and the access log.
+    fn stop_children(&mut self) {
         self.send_all(&Control::Stop);
         let deadline = Instant::now() + Duration::from_secs(3);
         for w in &mut self.workers {
@@ -76,88 +97,67 @@ impl Controller {
         if let Some(mut f) = self.access.follower.take() {
             f.stop();
         }
-        self.pump_messages();
-        // Once per run (a second shutdown finds nothing new to count).
-        if let Some(line) = self.core.final_crosscheck() {
-            self.log(&line);
-        }
-        if let (Some(net), Some(f)) = (&self.net, &mut self.folder) {
-            let v = net.router_view();
-            if let Some(s) = v.latest {
-                // The router's departure error over the lab's life, next to its goal.
-                f.meta.insert(
-                    "router_timing".into(),
-                    serde_json::json!({
-                        "late_p50_us": v.late_us.value_at_quantile(0.5),
-                        "late_p99_us": v.late_us.value_at_quantile(0.99),
-                        "departures": v.late_us.len(),
-                        "realtime": s.realtime,
-                        "goal_p99_us": crate::net::router::LATE_GOAL_US,
-                    }),
-                );
-            }
-        }
-        if let Some(net) = self.net.take() {
-            let line = match net.down() {
-                Ok(()) => "network lab removed".to_string(),
-                Err(e) => format!("network lab teardown: {e:#} (run `synlab net down`)"),
-            };
-            self.log(&line);
-        }
-        let events = self.state.store.events.clone();
-        let check = self.core.final_check;
-        let run = self.core.run;
-        let store = &self.state.store;
-        let (syn_total, syn_retrans) = match last_probe {
-            Some(p) if p.syn_source != crate::probe::SynSource::Estimated => {
-                (p.m.syn_in_total, p.m.syn_retrans_total)
-            }
-            Some(_) => (None, None),
-            None => (
-                (store.last(crate::model::col::SYN_IN_ESTIMATED) == Some(0.0))
-                    .then(|| store.last(crate::model::col::SYN_IN_TOTAL))
-                    .flatten(),
-                None,
-            ),
-        };
-        let client_opens = opens_end
-            .zip(self.client_opens_at_load_start)
-            .map(|(end, start)| end.saturating_sub(start));
-        let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
-        let notices = self.core.notices().to_vec();
-        let access = self.access_summary();
-        let lab = self.state.lab.clone();
-        if let Some(f) = &mut self.folder {
-            if let Some(a) = access {
-                f.meta.insert("access_log".into(), a);
-            }
-            let _ = f.write_events(&events);
-            f.meta.insert("backend".into(), backend.into());
-            f.meta.insert("target".into(), target.into());
-            f.meta.insert("notices".into(), notices.into());
-            if !lab.is_empty() {
-                f.meta.insert("lab".into(), lab.into());
-            }
+    }
 
+    /// The router's departure error over the lab's life, next to its goal, for summary.json.
+    fn record_router_timing(&mut self) {
+        let (Some(net), Some(f)) = (&self.net, &mut self.folder) else {
+            return;
+        };
+        let v = net.router_view();
+        if let Some(s) = v.latest {
             f.meta.insert(
-                "machine".into(),
-                crate::sys::machine::Machine::read().to_json(),
+                "router_timing".into(),
+                serde_json::json!({
+                    "late_p50_us": v.late_us.value_at_quantile(0.5),
+                    "late_p99_us": v.late_us.value_at_quantile(0.99),
+                    "departures": v.late_us.len(),
+                    "realtime": s.realtime,
+                    "goal_p99_us": crate::net::router::LATE_GOAL_US,
+                }),
             );
-            if let Some((c, sv, d)) = check {
-                f.meta.insert(
-                    "check_responses".into(),
-                    serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": d.abs() <= 2.0}),
-                );
-            }
-            let mut totals = Totals::of(&run, run.in_flight_at_end);
-            totals.server_responses = check.map(|(_, sv, _)| sv);
-            totals.syn_in = syn_total.map(|v| v as u64);
-            totals.syn_retrans = syn_retrans.map(|v| v as u64);
-            totals.client_active_opens = client_opens;
-            f.run_totals = Some(totals);
-            let _ = f.write_summary();
-            f.log("stopped; everything started by this run has exited");
         }
+    }
+
+    /// The run folder's last files: events, what ran where, the notices, the final check and
+    /// the run's totals.
+    fn record_run_end(
+        &mut self,
+        last_probe: Option<&crate::probe::ProbeSample>,
+        client_opens: Option<u64>,
+    ) {
+        let totals = self.core.run_totals(last_probe, client_opens);
+        let access = self.access_summary();
+        let (core, Some(f)) = (&self.core, &mut self.folder) else {
+            return;
+        };
+        let st = &core.state;
+        if let Some(a) = access {
+            f.meta.insert("access_log".into(), a);
+        }
+        let _ = f.write_events(&st.store.events);
+        f.meta.insert("backend".into(), st.backend.clone().into());
+        f.meta.insert("target".into(), st.target.clone().into());
+        f.meta
+            .insert("notices".into(), core.notices().to_vec().into());
+        if !st.lab.is_empty() {
+            f.meta.insert("lab".into(), st.lab.clone().into());
+        }
+        f.meta.insert(
+            "machine".into(),
+            crate::sys::machine::Machine::read().to_json(),
+        );
+        if let Some((c, sv, d)) = core.final_check {
+            let agree =
+                !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);
+            f.meta.insert(
+                "check_responses".into(),
+                serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": agree}),
+            );
+        }
+        f.run_totals = Some(totals);
+        let _ = f.write_summary();
+        f.log("stopped; everything started by this run has exited");
     }
 
     /// A probe sample taken after the drain, so the run's SYN totals include the last

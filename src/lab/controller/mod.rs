@@ -31,9 +31,6 @@ pub use workers::knobs_of;
 #[cfg(test)]
 use workers::loopback_sources;
 
-/// Messages from the lab's producers to its one owner: the core's inputs.
-pub type Msg = Input;
-
 /// Where a worker runs and which share of the total load it carries.
 #[derive(Debug, Clone)]
 struct WorkerSlot {

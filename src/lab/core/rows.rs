@@ -6,7 +6,7 @@ use crate::lab::client_agg::LoadShape;
 use crate::lab::state::{Command, Warning};
 use crate::metrics::hist::Buckets;
 use crate::metrics::store::EventKind;
-use crate::model::{col, Col};
+use crate::model::{col, Col, Totals};
 use crate::net::router::{DirStats, RouterStats};
 use crate::probe::crosscheck;
 
@@ -245,5 +245,34 @@ impl LabCore {
                 String::new()
             }
         ))
+    }
+
+    /// The run's totals: every worker report's counts, the server's, the SYNs pcap saw over
+    /// the run (from `last_probe`, the sample after the drain; else the last row's, when pcap
+    /// counted) and the clients' kernels' connects.
+    pub fn run_totals(
+        &self,
+        last_probe: Option<&crate::probe::ProbeSample>,
+        client_active_opens: Option<u64>,
+    ) -> Totals {
+        let store = &self.state.store;
+        let (syn_total, syn_retrans) = match last_probe {
+            Some(p) if p.syn_source != crate::probe::SynSource::Estimated => {
+                (p.m.syn_in_total, p.m.syn_retrans_total)
+            }
+            Some(_) => (None, None),
+            None => (
+                (store.last(col::SYN_IN_ESTIMATED) == Some(0.0))
+                    .then(|| store.last(col::SYN_IN_TOTAL))
+                    .flatten(),
+                None,
+            ),
+        };
+        let mut totals = Totals::of(&self.run, self.run.in_flight_at_end);
+        totals.server_responses = self.final_check.map(|(_, sv, _)| sv);
+        totals.syn_in = syn_total.map(|v| v as u64);
+        totals.syn_retrans = syn_retrans.map(|v| v as u64);
+        totals.client_active_opens = client_active_opens;
+        totals
     }
 }

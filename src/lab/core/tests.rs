@@ -346,3 +346,22 @@ fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
     assert!(logs(&fx).contains(&"duration reached: load stopped"));
     assert!(c.state.finished && !c.in_session());
 }
+
+#[test]
+fn the_run_totals_take_pcaps_syns_from_the_sample_after_the_drain() {
+    let mut c = core(1, Vec::new());
+    at(&mut c, 1.0, delta(0, 1.0, 1000, 990));
+    at(&mut c, 1.0, server(1.0, 990));
+    c.final_crosscheck();
+    let Input::Probe(mut p) = probe(0.0) else {
+        unreachable!()
+    };
+    p.m.syn_in_total = Some(1002.0);
+    let t = c.run_totals(Some(&p), Some(1001));
+    assert_eq!((t.attempts, t.responses), (1000, 990));
+    assert_eq!(t.server_responses, Some(990));
+    assert_eq!((t.syn_in, t.client_active_opens), (Some(1002), Some(1001)));
+    // Estimated from the kernel's counters: no SYN count to stand behind.
+    p.syn_source = crate::probe::SynSource::Estimated;
+    assert_eq!(c.run_totals(Some(&p), None).syn_in, None);
+}
