@@ -58,6 +58,7 @@ impl Controller {
         let opens_end = self.client_active_opens();
         let last_probe = self.probe_after_drain();
         self.probe.take();
+        self.core.set_probes_on(false);
         self.stop_children();
         self.pump_messages();
         // Once per run (a second shutdown finds nothing new to count).

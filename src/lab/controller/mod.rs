@@ -34,9 +34,8 @@ use workers::loopback_sources;
 /// Where a worker runs and which share of the total load it carries.
 #[derive(Debug, Clone)]
 struct WorkerSlot {
-    /// The `[[network.path]]` it loads (None: loopback).
-    path: Option<usize>,
-    weight: f64,
+    /// The path it loads and its share (what the core knows of it).
+    share: Slot,
     netns: Option<String>,
     bind_addrs: Vec<IpAddr>,
 }
@@ -306,6 +305,9 @@ impl Controller {
     /// A signal asked the run to stop: the state says so (the drivers stop pumping, exit 130)
     /// and so does the run folder. Once; a second call changes nothing.
     pub fn note_interrupted(&mut self) {
+        if self.core.state.interrupted {
+            return;
+        }
         let _ = self.fold(Input::Interrupted);
         if let Some(f) = &mut self.folder {
             f.meta.insert("interrupted".into(), true.into());

@@ -12,10 +12,10 @@ impl Controller {
             target: self.target_addr,
             bind_addrs: slot.bind_addrs.clone(),
             mode: k.mode,
-            rate: k.rate.map(|r| r * slot.weight),
+            rate: k.rate.map(|r| r * slot.share.weight),
             arrivals: self.scenario.load.arrivals,
-            sockets: share_count(k.sockets, slot.weight),
-            clients: share_count(k.clients, slot.weight),
+            sockets: share_count(k.sockets, slot.share.weight),
+            clients: share_count(k.clients, slot.share.weight),
             think_s: self.scenario.load.think.secs(),
             timeout_s: k.timeout.as_secs_f64(),
             response_timeout_s: self.scenario.load.response_timeout.secs(),
@@ -52,8 +52,10 @@ impl Controller {
                     .flat_map(|(i, n)| {
                         let p = &net.paths[i];
                         let slot = WorkerSlot {
-                            path: Some(i),
-                            weight: p.share / total / n as f64,
+                            share: Slot {
+                                path: Some(i),
+                                weight: p.share / total / n as f64,
+                            },
                             netns: Some(p.netns.clone()),
                             bind_addrs: p.addrs.iter().map(|a| IpAddr::V4(*a)).collect(),
                         };
@@ -70,8 +72,10 @@ impl Controller {
                 let bind_addrs = loopback_sources(self.target_addr.ip(), open_sockets);
                 (0..self.n_workers)
                     .map(|_| WorkerSlot {
-                        path: None,
-                        weight: 1.0 / self.n_workers.max(1) as f64,
+                        share: Slot {
+                            path: None,
+                            weight: 1.0 / self.n_workers.max(1) as f64,
+                        },
                         netns: None,
                         bind_addrs: bind_addrs.clone(),
                     })
@@ -82,11 +86,8 @@ impl Controller {
 
     pub(super) fn start_workers(&mut self) -> anyhow::Result<()> {
         self.plan_slots();
-        let slots = self.slots.iter().map(|s| Slot {
-            path: s.path,
-            weight: s.weight,
-        });
-        self.core.set_slots(slots.collect());
+        self.core
+            .set_slots(self.slots.iter().map(|s| s.share).collect());
         if self.client_opens_at_load_start.is_none() {
             self.client_opens_at_load_start = self.client_active_opens();
         }
