@@ -190,3 +190,43 @@ fn test_fakes_stay_out_of_the_binary() {
         bad.join("\n")
     );
 }
+
+/// The lab's core is pure (issue 13): it reads no clock and touches no channel, process, file,
+/// socket or namespace; time comes in as seconds and I/O goes out as effects.
+#[test]
+fn the_lab_core_does_no_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rs_files(&root.join("src/lab/core"), &mut files);
+    assert!(
+        !files.is_empty(),
+        "src/lab/core/ is where the lab's core lives"
+    );
+    const IO: &[&str] = &[
+        "Instant",
+        "SystemTime",
+        "crossbeam",
+        "std::fs",
+        "std::process",
+        "std::thread",
+        "std::net",
+        "crate::sys",
+        "crate::net::lab",
+        "crate::report::run_folder::RunFolder",
+    ];
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let src = without_tests(&std::fs::read_to_string(f).unwrap());
+        for (n, line) in src.lines().enumerate() {
+            if let Some(io) = IO.iter().find(|io| line.contains(*io)) {
+                bad.push(format!(
+                    "{}:{}: `{io}`: {}",
+                    f.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "the lab core does I/O:\n{}", bad.join("\n"));
+}

@@ -49,3 +49,28 @@ fn frames_pump_the_lab_keys_act_and_q_quits() {
     let row0: String = (0..80).map(|x| buf[(x, 0)].symbol().to_string()).collect();
     assert!(row0.starts_with("synlab · default"), "{row0}");
 }
+
+/// A signal stops the session as it stops a headless run: the pump notes it in the state and
+/// the loop ends at once (no input read), for `tui_main` to exit 130.
+#[test]
+fn an_interrupted_lab_ends_the_loop_before_any_input() {
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut st = fixture::under_load();
+    st.interrupted = true;
+    st.finished = true;
+    let mut lab = FakeLab::new(st);
+    let mut app = App::new(Theme { color: true }, 60.0);
+    let mut input = |_t: Duration| -> std::io::Result<Option<Event>> {
+        panic!("the loop read input after the lab was interrupted")
+    };
+    event_loop(
+        &mut term,
+        &mut lab,
+        &mut app,
+        Duration::from_millis(100),
+        &mut input,
+    )
+    .unwrap();
+    assert_eq!(lab.pumps, 1);
+    assert!(!app.quit, "ended by the signal, not by a key");
+}

@@ -1,9 +1,12 @@
-//! The controller: sets the lab up from a scenario, starts the server and workers, folds their
-//! stats and the probes' samples into one state (one owner), and plays steps and sweeps.
+//! The lab: a pure core (`core`) that folds the workers' stats, the probes' samples and the
+//! rest into one state (one owner) and says what to do, the controller (its runtime: the
+//! server, the workers, the network lab, the probes, the run folder), and the drivers of steps
+//! and sweeps.
 
 pub mod ci;
 pub mod client_agg;
 pub mod controller;
+pub mod core;
 pub mod knobs;
 pub mod real_server;
 pub mod run;
@@ -18,7 +21,7 @@ pub trait LabControl {
     /// The state to draw.
     fn state(&self) -> &state::LabState;
     /// Folds pending events (worker stats, probe samples, steps) into the state; never blocks
-    /// for long.
+    /// for long. A signal is not an error: the state says `interrupted` (and `finished`).
     fn pump(&mut self) -> anyhow::Result<()>;
     /// A knob change: applied (what changed) or refused (why).
     fn command(&mut self, cmd: state::Command) -> state::Reply;

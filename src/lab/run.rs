@@ -154,7 +154,7 @@ pub fn run_gated(
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let name = sc.name.clone();
     let mut ctrl = Controller::start(sc, opts)?;
-    ctrl.state.store.keep_only(HEADLESS_KEEP_S);
+    ctrl.keep_series(HEADLESS_KEEP_S);
     let t0 = std::time::SystemTime::now() - Duration::from_secs_f64(ctrl.elapsed());
     let mut hlog = crate::report::hlog::Recorder::new(&name, t0);
     let pb = progress.then(|| progress_bar(total));
@@ -189,7 +189,7 @@ pub fn run_gated(
             interrupted = true;
         }
         let window = ctrl.end_point().expect("a point was begun");
-        let died = ctrl.child_died();
+        let died = ctrl.point_failure();
         if let Some(d) = &died {
             failed.get_or_insert(d.clone());
         }
@@ -245,10 +245,7 @@ pub fn run_gated(
     }
     if interrupted || ctrl.opts.interrupted.load(Ordering::Relaxed) {
         interrupted = true;
-        ctrl.log("interrupted: the run folder holds what was measured up to here");
-        if let Some(f) = &mut ctrl.folder {
-            f.meta.insert("interrupted".into(), true.into());
-        }
+        ctrl.note_interrupted();
     }
     if let Some(f) = &mut ctrl.folder {
         verdicts.extend(gate.judge_run(&f.summary));

@@ -194,6 +194,8 @@ pub struct LabState {
     /// Per-core CPU of the latest sample: (user, system, irq+softirq, idle) %.
     pub cpu_cores: Vec<[f64; 4]>,
     pub finished: bool,
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run; the drivers stop and exit 130.
+    pub interrupted: bool,
 }
 
 impl LabState {
@@ -215,6 +217,7 @@ impl LabState {
             step: None,
             cpu_cores: Vec::new(),
             finished: false,
+            interrupted: false,
         }
     }
 

@@ -2,7 +2,7 @@
 //! table printed at the end of a run.
 
 use super::client_agg::{ClientTotals, LoadShape};
-use super::controller::{Controller, Window};
+use super::core::{LabCore, Window};
 use crate::model::{col, Col, PathSummary, Totals};
 use crate::report::run_folder::SummaryRow;
 
@@ -11,7 +11,7 @@ fn nan_or(v: Option<f64>) -> f64 {
 }
 
 /// Builds a summary row from a measurement window.
-pub fn summary_row(ctrl: &Controller, point: usize, w: Window) -> SummaryRow {
+pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let (t0, t1, tot, server_rate) = (w.t0, w.t1, &w.client, w.server_rate);
     // Client rates over the time the workers' reports cover (not the controller's wall
     // window, whose edges fall between reports), as the time series does.
@@ -116,7 +116,7 @@ fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
 
 /// A window's counts: the client's, the SYNs pcap saw between the samples at its edges, and
 /// the server's own count.
-fn window_totals(ctrl: &Controller, w: &Window) -> Totals {
+fn window_totals(ctrl: &LabCore, w: &Window) -> Totals {
     let mut t = Totals::of(&w.client.counts, w.client.in_flight);
     let pcap = ctrl.state.store.last(col::SYN_IN_ESTIMATED) == Some(0.0);
     if pcap {

@@ -12,5 +12,5 @@ pub mod sample;
 pub mod sampler;
 
 pub use sample::{Metrics, ProbeSample, SynSource};
-pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle};
+pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle, SampleSink};
 pub mod sockdiag;

@@ -10,7 +10,6 @@ use crate::sys::privilege::Privileges;
 use crate::sys::procfs::{self, NetnsTarget, ProcFile};
 use crate::sys::sockdiag::SockDiag;
 use anyhow::{bail, Context};
-use crossbeam_channel::Sender;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -91,16 +90,34 @@ const FAMILY_REFRESH: Duration = Duration::from_secs(2);
 const STATE_WALK_BUDGET: f64 = 0.005;
 const STATE_WALK_MAX_GAP: Duration = Duration::from_secs(5);
 
+/// Where the sampler delivers its samples: a channel, or a closure (the lab wraps them into
+/// its one inbox). False means nobody listens any more: the sampler stops.
+pub trait SampleSink: Send + 'static {
+    fn deliver(&mut self, sample: ProbeSample) -> bool;
+}
+
+impl SampleSink for crossbeam_channel::Sender<ProbeSample> {
+    fn deliver(&mut self, sample: ProbeSample) -> bool {
+        self.send(sample).is_ok()
+    }
+}
+
+impl<F: FnMut(ProbeSample) -> bool + Send + 'static> SampleSink for F {
+    fn deliver(&mut self, sample: ProbeSample) -> bool {
+        self(sample)
+    }
+}
+
 /// Starts the probes with this process's privileges. The first sample sets the baselines.
-pub fn spawn(cfg: ProbeConfig, tx: Sender<ProbeSample>) -> anyhow::Result<ProbeHandle> {
-    spawn_with(cfg, Privileges::current(), tx)
+pub fn spawn(cfg: ProbeConfig, sink: impl SampleSink) -> anyhow::Result<ProbeHandle> {
+    spawn_with(cfg, Privileges::current(), sink)
 }
 
 /// Like [`spawn`] with given privileges (tests use it to take the no-pcap path).
 pub fn spawn_with(
     cfg: ProbeConfig,
     privs: Privileges,
-    tx: Sender<ProbeSample>,
+    mut sink: impl SampleSink,
 ) -> anyhow::Result<ProbeHandle> {
     if cfg.interval < Duration::from_millis(10) {
         bail!(
@@ -192,7 +209,7 @@ pub fn spawn_with(
                     return;
                 }
             };
-            sampler.run(&cfg, tx, stop, notes);
+            sampler.run(&cfg, &mut sink, stop, notes);
         })?;
     handle.threads.push(th);
     match ready_rx.recv_timeout(Duration::from_secs(5)) {
@@ -428,7 +445,7 @@ impl Sampler {
     fn run(
         &mut self,
         cfg: &ProbeConfig,
-        tx: Sender<ProbeSample>,
+        sink: &mut dyn SampleSink,
         stop: Arc<AtomicBool>,
         mut notes: Vec<String>,
     ) {
@@ -445,7 +462,7 @@ impl Sampler {
             let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k);
             notes.append(&mut self.notes.pending);
             sample.notes = std::mem::take(&mut notes);
-            if tx.send(sample).is_err() {
+            if !sink.deliver(sample) {
                 return;
             }
             seq += 1;

@@ -72,7 +72,12 @@ pub fn tui_main(
         }
         println!("results: {}", dir.display());
     }
-    result.map(|_| ExitCode::from(u8::from(ctrl.child_died().is_some())))
+    result?;
+    if ctrl.state.interrupted {
+        eprintln!("synlab: interrupted; the run folder holds what was measured");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::from(u8::from(ctrl.child_died().is_some())))
 }
 
 /// After SIGHUP/SIGTERM the loop normally stops the lab within a frame. When the terminal is
@@ -150,7 +155,8 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
 pub type Input<'a> = dyn FnMut(Duration) -> std::io::Result<Option<Event>> + 'a;
 
 /// The main loop: pump the lab, draw, then read input until the next frame is due. Returns
-/// when the person quits. Generic over the backend and the input so tests run it headless.
+/// when the person quits or a signal interrupted the lab. Generic over the backend and the
+/// input so tests run it headless.
 pub fn event_loop<B: ratatui::backend::Backend>(
     term: &mut Terminal<B>,
     lab: &mut dyn LabControl,
@@ -161,6 +167,10 @@ pub fn event_loop<B: ratatui::backend::Backend>(
     let mut next_frame = Instant::now();
     loop {
         lab.pump()?;
+        // A signal stops the session as it stops a headless run (the caller exits 130).
+        if lab.state().interrupted {
+            return Ok(());
+        }
         term.draw(|f| render::draw(f, app, lab.state()))?;
         next_frame += frame;
         let now = Instant::now();

@@ -2,10 +2,6 @@
 //! stopping everything and the run folder's last files.
 
 use super::*;
-use crate::probe::crosscheck;
-
-/// The shortest stretch of one setting a TUI session summarises.
-pub const MIN_STRETCH_S: f64 = 3.0;
 
 impl Controller {
     /// Writes the time series in memory (the last `store::KEEP_S` seconds; timeseries.csv has
@@ -40,7 +36,11 @@ impl Controller {
 
     /// Ends the TUI's run: the whole run as one summary row, then shutdown.
     pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
-        self.end_stretch_now();
+        self.pump_messages();
+        let mut fx = Vec::new();
+        let now = self.elapsed();
+        self.core.end_stretch_now(now, &mut fx);
+        self.carry_out(fx)?;
         let gate = crate::report::thresholds::Gate::of(&self.scenario);
         if let Some(f) = &mut self.folder {
             f.thresholds = f.summary.iter().flat_map(|r| gate.judge_point(r)).collect();
@@ -51,43 +51,36 @@ impl Controller {
         Ok(())
     }
 
-    /// Closes the TUI's current stretch of settings into a summary row and opens the next; a
-    /// stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short to summarise
-    /// and is only logged.
-    pub(super) fn end_stretch(&mut self) {
-        let Some(t0) = self.point.as_ref().map(|p| p.0) else {
-            return;
-        };
-        let len = self.elapsed() - t0;
-        if len < MIN_STRETCH_S {
-            let _ = self.end_point();
-            self.log(&format!(
-                "[{:.1}s] a stretch of {len:.1} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv",
-                self.elapsed()
-            ));
-        } else {
-            self.end_stretch_now();
-        }
-        self.begin_point();
-    }
-
-    fn end_stretch_now(&mut self) {
-        if let Some(window) = self.end_point() {
-            let n = self.folder.as_ref().map_or(0, |f| f.summary.len()) + 1;
-            let row = crate::lab::run::summary_row(self, n, window);
-            if let Some(f) = &mut self.folder {
-                f.summary.push(row);
-            }
-        }
-    }
-
-    /// Stops the workers and the target, then writes the events file.
+    /// Stops the workers and the target, then writes the events file and the run's totals.
     pub fn shutdown(&mut self) {
         self.drain_workers();
         // Read once nothing connects any more, before the lab (and its namespaces) goes.
         let opens_end = self.client_active_opens();
         let last_probe = self.probe_after_drain();
         self.probe.take();
+        self.core.set_probes_on(false);
+        self.stop_children();
+        self.pump_messages();
+        // Once per run (a second shutdown finds nothing new to count).
+        if let Some(line) = self.core.final_crosscheck() {
+            self.log(&line);
+        }
+        self.record_router_timing();
+        if let Some(net) = self.net.take() {
+            let line = match net.down() {
+                Ok(()) => "network lab removed".to_string(),
+                Err(e) => format!("network lab teardown: {e:#} (run `synlab net down`)"),
+            };
+            self.log(&line);
+        }
+        let client_opens = opens_end
+            .zip(self.client_opens_at_load_start)
+            .map(|(end, start)| end.saturating_sub(start));
+        self.record_run_end(last_probe.as_ref(), client_opens);
+    }
+
+    /// Stops the workers (they send their last report), the target and the access log.
+    fn stop_children(&mut self) {
         self.send_all(&Control::Stop);
         let deadline = Instant::now() + Duration::from_secs(3);
         for w in &mut self.workers {
@@ -105,102 +98,67 @@ impl Controller {
         if let Some(mut f) = self.access.follower.take() {
             f.stop();
         }
-        self.pump_messages();
-        // Once per run (a second shutdown finds nothing new to count).
-        if self.final_check.is_none() {
-            // Webmonitor's validation (seed 002 Table 9): the server's own count against ours.
-            if let Some(st) = &self.server_last {
-                let (c, sv) = (self.run.responses, st.responses);
-                let diff = crosscheck::signed_diff_pct(sv as f64, c as f64).unwrap_or(0.0);
-                self.final_check = Some((c, sv, diff));
-                let line = format!(
-                    "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
-                    if crosscheck::disagrees(diff, crosscheck::TOLERANCE_PCT) {
-                        format!(" DISAGREE (> {}%)", crosscheck::TOLERANCE_PCT)
-                    } else {
-                        String::new()
-                    }
-                );
-                self.log(&line);
-            }
-        }
-        if let (Some(net), Some(f)) = (&self.net, &mut self.folder) {
-            let v = net.router_view();
-            if let Some(s) = v.latest {
-                // The router's departure error over the lab's life, next to its goal.
-                f.meta.insert(
-                    "router_timing".into(),
-                    serde_json::json!({
-                        "late_p50_us": v.late_us.value_at_quantile(0.5),
-                        "late_p99_us": v.late_us.value_at_quantile(0.99),
-                        "departures": v.late_us.len(),
-                        "realtime": s.realtime,
-                        "goal_p99_us": crate::net::router::LATE_GOAL_US,
-                    }),
-                );
-            }
-        }
-        if let Some(net) = self.net.take() {
-            let line = match net.down() {
-                Ok(()) => "network lab removed".to_string(),
-                Err(e) => format!("network lab teardown: {e:#} (run `synlab net down`)"),
-            };
-            self.log(&line);
-        }
-        let events = self.state.store.events.clone();
-        let check = self.final_check;
-        let run = self.run;
-        let store = &self.state.store;
-        let (syn_total, syn_retrans) = match last_probe {
-            Some(p) if p.syn_source != crate::probe::SynSource::Estimated => {
-                (p.m.syn_in_total, p.m.syn_retrans_total)
-            }
-            Some(_) => (None, None),
-            None => (
-                (store.last(crate::model::col::SYN_IN_ESTIMATED) == Some(0.0))
-                    .then(|| store.last(crate::model::col::SYN_IN_TOTAL))
-                    .flatten(),
-                None,
-            ),
-        };
-        let client_opens = opens_end
-            .zip(self.client_opens_at_load_start)
-            .map(|(end, start)| end.saturating_sub(start));
-        let (backend, target) = (self.state.backend.clone(), self.state.target.clone());
-        let notices = self.notices.clone();
-        let access = self.access_summary();
-        let lab = self.state.lab.clone();
-        if let Some(f) = &mut self.folder {
-            if let Some(a) = access {
-                f.meta.insert("access_log".into(), a);
-            }
-            let _ = f.write_events(&events);
-            f.meta.insert("backend".into(), backend.into());
-            f.meta.insert("target".into(), target.into());
-            f.meta.insert("notices".into(), notices.into());
-            if !lab.is_empty() {
-                f.meta.insert("lab".into(), lab.into());
-            }
+    }
 
+    /// The router's departure error over the lab's life, next to its goal, for summary.json.
+    fn record_router_timing(&mut self) {
+        let (Some(net), Some(f)) = (&self.net, &mut self.folder) else {
+            return;
+        };
+        let v = net.router_view();
+        if let Some(s) = v.latest {
             f.meta.insert(
-                "machine".into(),
-                crate::sys::machine::Machine::read().to_json(),
+                "router_timing".into(),
+                serde_json::json!({
+                    "late_p50_us": v.late_us.value_at_quantile(0.5),
+                    "late_p99_us": v.late_us.value_at_quantile(0.99),
+                    "departures": v.late_us.len(),
+                    "realtime": s.realtime,
+                    "goal_p99_us": crate::net::router::LATE_GOAL_US,
+                }),
             );
-            if let Some((c, sv, d)) = check {
-                f.meta.insert(
-                    "check_responses".into(),
-                    serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": d.abs() <= 2.0}),
-                );
-            }
-            let mut totals = Totals::of(&run, run.in_flight_at_end);
-            totals.server_responses = check.map(|(_, sv, _)| sv);
-            totals.syn_in = syn_total.map(|v| v as u64);
-            totals.syn_retrans = syn_retrans.map(|v| v as u64);
-            totals.client_active_opens = client_opens;
-            f.run_totals = Some(totals);
-            let _ = f.write_summary();
-            f.log("stopped; everything started by this run has exited");
         }
+    }
+
+    /// The run folder's last files: events, what ran where, the notices, the final check and
+    /// the run's totals.
+    fn record_run_end(
+        &mut self,
+        last_probe: Option<&crate::probe::ProbeSample>,
+        client_opens: Option<u64>,
+    ) {
+        let totals = self.core.run_totals(last_probe, client_opens);
+        let access = self.access_summary();
+        let (core, Some(f)) = (&self.core, &mut self.folder) else {
+            return;
+        };
+        let st = &core.state;
+        if let Some(a) = access {
+            f.meta.insert("access_log".into(), a);
+        }
+        let _ = f.write_events(&st.store.events);
+        f.meta.insert("backend".into(), st.backend.clone().into());
+        f.meta.insert("target".into(), st.target.clone().into());
+        f.meta
+            .insert("notices".into(), core.notices().to_vec().into());
+        if !st.lab.is_empty() {
+            f.meta.insert("lab".into(), st.lab.clone().into());
+        }
+        f.meta.insert(
+            "machine".into(),
+            crate::sys::machine::Machine::read().to_json(),
+        );
+        if let Some((c, sv, d)) = core.final_check {
+            let agree =
+                !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);
+            f.meta.insert(
+                "check_responses".into(),
+                serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": agree}),
+            );
+        }
+        f.run_totals = Some(totals);
+        let _ = f.write_summary();
+        f.log("stopped; everything started by this run has exited");
     }
 
     /// A probe sample taken after the drain, so the run's SYN totals include the last
@@ -209,11 +167,16 @@ impl Controller {
     /// drain, so the count is final once two samples agree. The last one that came if they
     /// never do within four intervals; None without probes.
     fn probe_after_drain(&mut self) -> Option<crate::probe::ProbeSample> {
-        let rx = self.probe_rx.as_ref()?;
+        self.probe.as_ref()?;
         let after = Instant::now() + Duration::from_millis(60);
         let deadline = after + self.interval * 4 + Duration::from_millis(500);
         let mut last: Option<crate::probe::ProbeSample> = None;
-        while let Ok(p) = rx.recv_deadline(deadline) {
+        while let Ok(m) = self.rx.recv_deadline(deadline) {
+            // The other producers' messages are folded as they come.
+            let Input::Probe(p) = m else {
+                self.fold_msg(m);
+                continue;
+            };
             if p.at < after {
                 continue;
             }
@@ -221,9 +184,9 @@ impl Controller {
                 .as_ref()
                 .is_some_and(|l| l.m.syn_in_total == p.m.syn_in_total)
             {
-                return Some(p);
+                return Some(*p);
             }
-            last = Some(p);
+            last = Some(*p);
         }
         last
     }

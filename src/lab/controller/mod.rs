@@ -1,15 +1,14 @@
-//! The controller: starts the target and the workers for a scenario, folds their stats (one
-//! event stream, one owner) into the `LabState`, plays timed steps, turns knob changes into
-//! control messages, and streams rows into the run folder. The headless runner and the TUI both
-//! drive it.
+//! The lab's runtime around its pure core (`lab::core`): starts and supervises the target,
+//! the workers, the network lab and the probes, owns the one inbox their messages arrive on
+//! and the run folder, feeds the core its inputs with the time, and carries out the effects
+//! it returns (control messages, path changes, rows, run.log). The headless runner and the TUI
+//! both drive it through the one `pump`.
 
-use super::client_agg::{ClientTotals, LoadShape};
-use super::state::{Command, Effect, Knobs, LabState, PathKnobs, Warning};
+use super::core::{Effect, Input, LabCore, Slot};
+use super::state::{Command, Knobs, LabState, PathKnobs, Warning};
 use crate::load::protocol::{Burst, Control, Mode, StatsDelta, WorkerConfig};
-use crate::metrics::window::SampleWindow;
-use crate::model::{Counters, Totals};
 use crate::report::run_folder::RunFolder;
-use crate::scenario::{HttpVersion, Scenario, Step, TargetKind};
+use crate::scenario::{HttpVersion, Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
 use crate::target::config::{ServeConfig, ServerStats};
 use anyhow::{bail, Context};
@@ -21,33 +20,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod finish;
-mod sampling;
-mod steps;
+mod inbox;
 mod supervise;
 mod target;
 mod workers;
 
+pub use super::core::{Window, MIN_STRETCH_S};
 pub use crate::scenario::workloads::mix_of;
 pub use workers::knobs_of;
 #[cfg(test)]
 use workers::loopback_sources;
 
-/// Messages from the lab's producers to its one owner.
-pub enum Msg {
-    Worker(u32, Box<StatsDelta>),
-    /// A line from a worker that is not a stats delta (should not happen; logged).
-    WorkerText(u32, String),
-    Server(ServerStats),
-    /// The server's access log: cumulative counts since start, at this many seconds.
-    AccessLog(f64, crate::probe::accesslog::StatusCounts),
-}
-
 /// Where a worker runs and which share of the total load it carries.
 #[derive(Debug, Clone)]
 struct WorkerSlot {
-    /// The `[[network.path]]` it loads (None: loopback).
-    path: Option<usize>,
-    weight: f64,
+    /// The path it loads and its share (what the core knows of it).
+    share: Slot,
     netns: Option<String>,
     bind_addrs: Vec<IpAddr>,
 }
@@ -64,116 +52,50 @@ pub struct RunOptions {
     pub network_fallback: bool,
 }
 
-/// One network path's share of the client figures.
-struct PathTotals {
-    name: String,
-    /// Its columns are `path_<name>_<figure>`.
-    id: crate::model::PathName,
-    tick: ClientTotals,
-    window: ClientTotals,
-}
-
-impl PathTotals {
-    fn new(name: &str) -> Self {
-        PathTotals {
-            name: name.to_string(),
-            id: crate::model::PathName::new(name),
-            tick: ClientTotals::default(),
-            window: ClientTotals::default(),
-        }
-    }
-}
-
-/// A measurement window (a sweep point's hold, or a whole TUI session) once it has ended.
-#[derive(Debug, Clone)]
-pub struct Window {
-    /// Start and end, seconds since the run started (controller clock).
-    pub t0: f64,
-    pub t1: f64,
-    /// The workers' reports that arrived in it.
-    pub client: ClientTotals,
-    /// The same, per `[[network.path]]` (name, totals); empty on loopback.
-    pub paths: Vec<(String, ClientTotals)>,
-    /// The server's own responses/s and count in it (built-in server), when it reported.
-    pub server_rate: Option<f64>,
-    pub server_responses: Option<u64>,
-    /// The sample rows in it: their means and maxima, and the values at its opening edge.
-    pub rows: SampleWindow,
-}
-
 pub struct Controller {
     /// The scenario as read: nothing changes it once the run starts (a sweep's settings live
     /// in the knobs, the worker count and `workload`).
     scenario: Scenario,
     /// The request mix the workers are started with (a workload sweep sets it per point).
     workload: crate::scenario::Workload,
-    pub state: LabState,
-    tx: Sender<Msg>,
-    rx: Receiver<Msg>,
+    /// The state and everything folded into it; the controller reads as it (`Deref`).
+    core: LabCore,
+    tx: Sender<Input>,
+    rx: Receiver<Input>,
     server: Option<ChildProc>,
     pub target_addr: SocketAddr,
     pub server_pid: Option<u32>,
     workers: Vec<ChildProc>,
     /// Where each worker runs and its share of the load.
     slots: Vec<WorkerSlot>,
-    /// Per `[[network.path]]`: its column names, and its workers' reports in this sample and
-    /// in the open window.
-    paths: Vec<PathTotals>,
     n_workers: u32,
     /// The network lab, when the scenario has a [network] section.
     pub net: Option<crate::net::lab::LabNet>,
-    router_last: Option<(Instant, crate::net::router::RouterStats)>,
     probe: Option<crate::probe::ProbeHandle>,
-    probe_rx: Option<Receiver<crate::probe::ProbeSample>>,
-    /// The newest probe sample not yet folded into a row.
-    probe_latest: Option<crate::probe::ProbeSample>,
-    /// The TUI's end of run (the scenario's duration); headless runs time themselves.
-    deadline: Option<f64>,
     start: Instant,
     interval: Duration,
-    next_tick: Instant,
-    last_tick: Instant,
-    tick: ClientTotals,
-    /// Totals since `begin_point` (a sweep point's hold, or the whole run): its start, the
-    /// workers' reports, the server's stats at the start and the sample rows.
-    point: Option<(f64, ClientTotals, Option<ServerStats>, SampleWindow)>,
-    server_last: Option<ServerStats>,
-    server_at_tick: Option<ServerStats>,
     pub folder: Option<RunFolder>,
-    steps: Vec<Step>,
-    next_step: usize,
     pub opts: RunOptions,
-    notices: Vec<String>,
-    /// Client-counted responses over the whole run (for the final cross-check).
-    /// Every worker report's counts since the start, the final drain included.
-    pub run: Counters,
+    /// Why the current point failed (a child died), from the core.
+    point_failure: Option<String>,
     /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
     /// connects came before), for the run's count of connects.
     client_opens_at_load_start: Option<u64>,
     /// When the TUI next judges the thresholds live.
     next_verdicts: Option<Instant>,
-    /// Connect and total latency since the start (for the OpenMetrics histograms).
-    run_latency: [hdrhistogram::Histogram<u64>; 2],
-    /// (client responses, server responses, difference %) once the run has stopped.
-    pub final_check: Option<(u64, u64, f64)>,
-    /// The access log's counts: follower, latest, at the point's start, over the last point.
-    access: AccessLogState,
+    /// The access log followed for the server's own count of responses.
+    access: AccessLogFiles,
     /// kind = "nginx" / "apache": its config, logs and document root.
     real: Option<super::real_server::RealServer>,
 }
 
-/// A server's access log followed for its own count of responses.
+/// A server's access log followed for its own count of responses (the counts are the core's).
 #[derive(Default)]
-struct AccessLogState {
+struct AccessLogFiles {
     follower: Option<crate::probe::accesslog::Follower>,
     path: Option<PathBuf>,
-    last: Option<crate::probe::accesslog::StatusCounts>,
-    at_point: Option<crate::probe::accesslog::StatusCounts>,
-    /// Over the last point that ended (end_point).
-    point: Option<crate::probe::accesslog::StatusCounts>,
 }
 
-/// Picks a free TCP port on loopback (the server binds it right after; the race is benign).
 /// The longest the end of a run waits for connections in flight.
 const MAX_DRAIN_S: f64 = 10.0;
 
@@ -185,19 +107,21 @@ impl Controller {
         let (tx, rx) = unbounded();
         let interval = scenario.probe.interval.0;
         let knobs = knobs_of(&scenario);
-        let mut state = LabState::new(&scenario.name, knobs, interval.as_secs_f64());
+        let core = LabCore::new(
+            &scenario.name,
+            knobs,
+            scenario.steps.clone(),
+            interval.as_secs_f64(),
+        );
         let folder = match &opts.out_parent {
             Some(p) => Some(RunFolder::create(p, &scenario.name, &scenario.to_toml())?),
             None => None,
         };
-        let steps = scenario.steps.clone();
-        state.step = (!steps.is_empty()).then_some((0, steps.len()));
-        let now = Instant::now();
         let mut c = Controller {
             n_workers: scenario.load.workers,
             workload: scenario.load.workload,
             scenario,
-            state,
+            core,
             tx,
             rx,
             server: None,
@@ -205,41 +129,22 @@ impl Controller {
             server_pid: None,
             workers: Vec::new(),
             slots: Vec::new(),
-            paths: Vec::new(),
             net: None,
-            router_last: None,
             probe: None,
-            probe_rx: None,
-            probe_latest: None,
-            deadline: None,
-            start: now,
+            start: Instant::now(),
             interval,
-            next_tick: now + interval,
-            last_tick: now,
-            tick: ClientTotals::default(),
-            point: None,
-            server_last: None,
-            server_at_tick: None,
             folder,
-            steps,
-            next_step: 0,
             opts,
-            notices: Vec::new(),
-            run: Counters::default(),
+            point_failure: None,
             next_verdicts: None,
             client_opens_at_load_start: None,
-            run_latency: [
-                crate::metrics::hist::new_hist(),
-                crate::metrics::hist::new_hist(),
-            ],
-            final_check: None,
-            access: AccessLogState::default(),
+            access: AccessLogFiles::default(),
             real: None,
         };
         c.log(&format!("scenario {}", c.scenario.name));
         if let Some(line) = crate::sys::netns::others_running_notice() {
             c.log(&line);
-            c.notices.push(line);
+            c.core.notice(line);
         }
         let started = (|| {
             c.start_network()?;
@@ -252,9 +157,8 @@ impl Controller {
             c.log(&format!("could not start: {e:#}"));
             return Err(e);
         }
+        // The core's clock starts now: its first row is one interval from here.
         c.start = Instant::now();
-        c.next_tick = c.start + c.interval;
-        c.last_tick = c.start;
         Ok(c)
     }
 
@@ -281,7 +185,7 @@ impl Controller {
             if self.opts.network_fallback {
                 let line = format!("network lab off, running on loopback: {missing}");
                 self.log(&line);
-                self.notices.push(line);
+                self.core.notice(line);
                 self.state.knobs.lab_off = Some(missing.clone());
                 self.state.warn(Warning::NoLab(
                     "loopback only, no WAN shaping (run.log says why)".into(),
@@ -310,7 +214,7 @@ impl Controller {
         for r in &net.leftovers_removed {
             let line = format!("removed a leftover of a crashed earlier run: {r}");
             self.log(&line);
-            self.notices.push(line);
+            self.core.notice(line);
         }
         self.state.lab = lab_label();
         let line = format!(
@@ -321,7 +225,8 @@ impl Controller {
             net.paths.len()
         );
         self.log(&line);
-        self.paths = net.paths.iter().map(|p| PathTotals::new(&p.name)).collect();
+        self.core
+            .set_paths(net.paths.iter().map(|p| p.name.as_str()));
         self.net = Some(net);
         Ok(())
     }
@@ -345,86 +250,79 @@ impl Controller {
             pcap: self.scenario.probe.pcap,
             avoid_cpus: self.scenario.load.cpus.clone(),
         };
-        let (tx, rx) = unbounded();
-        match crate::probe::spawn(cfg, tx) {
+        let tx = self.tx.clone();
+        let sink = move |p| tx.send(Input::Probe(Box::new(p))).is_ok();
+        match crate::probe::spawn(cfg, sink) {
             Ok(h) => {
                 self.probe = Some(h);
-                self.probe_rx = Some(rx);
+                self.core.set_probes_on(true);
             }
             Err(e) => {
                 let line = format!("probes could not start: {e:#}");
                 self.log(&line);
-                self.notices.push(line);
+                self.core.notice(line);
             }
         }
     }
 
-    /// Applies a knob change and carries out its effect.
+    /// Applies a knob change and carries out its effects: Ok(what changed) or Err(why
+    /// refused).
     pub fn apply(&mut self, cmd: Command) -> Result<String, String> {
-        // A TUI session is summarised per stretch of settings: the stretch that a change of the
-        // load or of a path ends is closed first, under the settings it ran with.
-        let changes = crate::lab::state::apply_knobs(&mut self.state.knobs.clone(), cmd.clone())
-            .is_ok_and(|(e, _)| e != Effect::None);
-        if changes && self.deadline.is_some() && !self.state.finished {
-            self.end_stretch();
+        // The stretch a change may close holds every report that came before it.
+        self.pump_messages();
+        match self.fold(Input::Command(cmd)) {
+            Ok(done) => done.reply.unwrap_or_else(|| Err("no reply".into())),
+            Err(e) => Err(format!("{e:#}")),
         }
-        let (effect, text) = self.state.apply(cmd)?;
-        match effect {
-            Effect::Load => self.push_load_knobs(),
-            Effect::Path(i) => self.push_path_knobs(Some(i))?,
-            Effect::AllPaths => self.push_path_knobs(None)?,
-            Effect::None => {}
-        }
-        let t = self.elapsed();
-        self.log(&format!("[{t:.1}s] {text}"));
-        Ok(text)
     }
 
-    /// Folds pending messages; at each sample interval appends a row. Never blocks.
+    /// Folds pending messages, watches the children, plays steps; at each sample interval
+    /// appends a row; in the TUI judges the thresholds live. Never blocks. The one pump of
+    /// both drivers (headless and TUI): a signal is noted (`note_interrupted`), not an error.
     pub fn pump(&mut self) -> anyhow::Result<()> {
         self.pump_messages();
         self.check_children();
-        self.play_steps();
-        let now = Instant::now();
-        // The probes sample on their own grid of the same interval, with a phase of their own:
-        // a row waits (up to half an interval) for the sample of its interval, else rows whose
-        // tick lands just before a sample would alternate between none and two.
-        let probe_pending = self.probe_rx.is_some()
-            && self.probe_latest.is_none()
-            && now < self.next_tick + self.interval / 2;
-        if now >= self.next_tick && !probe_pending {
-            let dt = now.duration_since(self.last_tick).as_secs_f64().max(1e-3);
-            self.last_tick = now;
-            // Keep a fixed grid; after a stall skip ahead rather than emit a burst of rows. A
-            // row may be up to half an interval late (waiting for its probe sample) plus one
-            // pump period: only more than a whole interval behind is a stall.
-            self.next_tick += self.interval;
-            if self.next_tick + self.interval < now {
-                self.next_tick = now + self.interval;
+        let now = self.elapsed();
+        if self.core.row_due(now) {
+            if let Some(net) = &self.net {
+                if let Some(stats) = net.router_stats() {
+                    let late_life = net.router_late_life();
+                    let stats = Box::new(stats);
+                    self.fold_at(Input::Router { stats, late_life }, now)?;
+                }
             }
-            self.sample_row(dt)?;
         }
+        self.fold_at(Input::Tick, now)?;
         if self.opts.interrupted.load(Ordering::Relaxed) {
-            self.state.finished = true;
+            self.note_interrupted();
         }
-        if let Some(d) = self.deadline {
-            if self.elapsed() >= d && !self.state.finished {
-                self.deadline = None;
-                let _ = self.apply(Command::Pause(true));
-                self.state.finished = true;
-                self.state.caption = Some(format!(
-                    "the scenario's {d:.0} s are over: load stopped (press q to quit)"
-                ));
-                self.log("duration reached: load stopped");
-            }
+        if self.core.in_session() {
+            self.live_verdicts();
         }
         Ok(())
     }
 
+    /// A signal asked the run to stop: the state says so (the drivers stop pumping, exit 130)
+    /// and so does the run folder. Once; a second call changes nothing.
+    pub fn note_interrupted(&mut self) {
+        if self.core.state.interrupted {
+            return;
+        }
+        let _ = self.fold(Input::Interrupted);
+        if let Some(f) = &mut self.folder {
+            f.meta.insert("interrupted".into(), true.into());
+        }
+    }
+
     /// Interactive use: one measurement window over the whole run, ended by the duration.
     pub fn tui_mode(&mut self) {
-        self.deadline = Some(self.scenario.duration.secs());
+        self.core.set_deadline(self.scenario.duration.secs());
         self.begin_point();
+    }
+
+    /// Keeps only the last `secs` seconds of the time series in memory (headless runs).
+    pub fn keep_series(&mut self, secs: f64) {
+        self.core.state.store.keep_only(secs);
     }
 
     /// The scenario as read.
@@ -441,19 +339,25 @@ impl Controller {
     }
 }
 
+impl std::ops::Deref for Controller {
+    type Target = LabCore;
+    fn deref(&self) -> &LabCore {
+        &self.core
+    }
+}
+
+impl std::ops::DerefMut for Controller {
+    fn deref_mut(&mut self) -> &mut LabCore {
+        &mut self.core
+    }
+}
+
 impl super::LabControl for Controller {
     fn state(&self) -> &LabState {
         &self.state
     }
     fn pump(&mut self) -> anyhow::Result<()> {
-        Controller::pump(self)?;
-        if self.deadline.is_some() {
-            self.live_verdicts();
-        }
-        if self.opts.interrupted.load(Ordering::Relaxed) {
-            bail!("interrupted by a signal");
-        }
-        Ok(())
+        Controller::pump(self)
     }
     fn command(&mut self, cmd: Command) -> crate::lab::state::Reply {
         self.apply(cmd).into()

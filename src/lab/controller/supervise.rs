@@ -1,4 +1,5 @@
-//! Watching the children the run depends on: a death fails the run with who died and how.
+//! Watching the children the run depends on: a death (who and how) goes to the core, which
+//! stops the load and fails the point.
 
 use super::*;
 
@@ -27,18 +28,7 @@ impl Controller {
             died.push(d);
         }
         for d in died {
-            let w = Warning::ChildDied(d.clone());
-            if !self.state.warnings.contains(&w) {
-                let t = self.elapsed();
-                self.log(&format!("[{t:.1}s] {d}: the run stops"));
-                self.notice_once(&d);
-                self.state.warn(w);
-                self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
-                if !self.state.finished {
-                    let _ = self.apply(Command::Pause(true));
-                    self.state.finished = true;
-                }
-            }
+            self.fold_msg(Input::ChildDied(d));
         }
     }
 

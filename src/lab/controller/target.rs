@@ -43,7 +43,7 @@ impl Controller {
                 };
                 let child = ChildProc::spawn("server", &spawn, move |line| {
                     if let Ok(s) = serde_json::from_str::<ServerStats>(line) {
-                        let _ = tx.send(Msg::Server(s));
+                        let _ = tx.send(Input::Server(s));
                     }
                 })?;
                 self.server_pid = Some(child.pid());
@@ -112,7 +112,7 @@ impl Controller {
                 &path,
                 Duration::from_millis(100),
                 move |t, c| {
-                    let _ = tx.send(Msg::AccessLog(t, c));
+                    let _ = tx.send(Input::AccessLog(t, c));
                 },
             )?);
             self.log(&format!("counting the access log {}", path.display()));
@@ -208,16 +208,11 @@ impl Controller {
         }
     }
 
-    /// The access log's counts over the last point that ended (None: no access log).
-    pub fn point_access_counts(&self) -> Option<crate::probe::accesslog::StatusCounts> {
-        self.access.point
-    }
-
     /// The access log's path and its counts over the run, for summary.json.
     pub(super) fn access_summary(&self) -> Option<serde_json::Value> {
         let path = self.access.path.as_ref()?;
         let mut v = serde_json::json!({ "path": path.display().to_string() });
-        if let Some(c) = self.access.last {
+        if let Some(c) = self.core.access_counts() {
             v["run"] = serde_json::to_value(c).unwrap_or_default();
         }
         Some(v)

@@ -1,6 +1,7 @@
 //! The load workers: where each runs and what share it carries, their configs, starting, knob changes, and the drain at the end.
 
 use super::*;
+use crate::lab::core::share_count;
 
 impl Controller {
     pub(super) fn worker_config(&self, id: u32) -> WorkerConfig {
@@ -11,10 +12,10 @@ impl Controller {
             target: self.target_addr,
             bind_addrs: slot.bind_addrs.clone(),
             mode: k.mode,
-            rate: k.rate.map(|r| r * slot.weight),
+            rate: k.rate.map(|r| r * slot.share.weight),
             arrivals: self.scenario.load.arrivals,
-            sockets: share_count(k.sockets, slot.weight),
-            clients: share_count(k.clients, slot.weight),
+            sockets: share_count(k.sockets, slot.share.weight),
+            clients: share_count(k.clients, slot.share.weight),
             think_s: self.scenario.load.think.secs(),
             timeout_s: k.timeout.as_secs_f64(),
             response_timeout_s: self.scenario.load.response_timeout.secs(),
@@ -51,8 +52,10 @@ impl Controller {
                     .flat_map(|(i, n)| {
                         let p = &net.paths[i];
                         let slot = WorkerSlot {
-                            path: Some(i),
-                            weight: p.share / total / n as f64,
+                            share: Slot {
+                                path: Some(i),
+                                weight: p.share / total / n as f64,
+                            },
                             netns: Some(p.netns.clone()),
                             bind_addrs: p.addrs.iter().map(|a| IpAddr::V4(*a)).collect(),
                         };
@@ -69,8 +72,10 @@ impl Controller {
                 let bind_addrs = loopback_sources(self.target_addr.ip(), open_sockets);
                 (0..self.n_workers)
                     .map(|_| WorkerSlot {
-                        path: None,
-                        weight: 1.0 / self.n_workers.max(1) as f64,
+                        share: Slot {
+                            path: None,
+                            weight: 1.0 / self.n_workers.max(1) as f64,
+                        },
                         netns: None,
                         bind_addrs: bind_addrs.clone(),
                     })
@@ -81,6 +86,8 @@ impl Controller {
 
     pub(super) fn start_workers(&mut self) -> anyhow::Result<()> {
         self.plan_slots();
+        self.core
+            .set_slots(self.slots.iter().map(|s| s.share).collect());
         if self.client_opens_at_load_start.is_none() {
             self.client_opens_at_load_start = self.client_active_opens();
         }
@@ -100,10 +107,10 @@ impl Controller {
             let child = ChildProc::spawn(&format!("worker {id}"), &spawn, move |line| {
                 match serde_json::from_str::<StatsDelta>(line) {
                     Ok(d) => {
-                        let _ = tx.send(Msg::Worker(id, Box::new(d)));
+                        let _ = tx.send(Input::Worker(id, Box::new(d)));
                     }
                     Err(_) => {
-                        let _ = tx.send(Msg::WorkerText(id, line.to_string()));
+                        let _ = tx.send(Input::WorkerText(id, line.to_string()));
                     }
                 }
             })?;
@@ -140,48 +147,12 @@ impl Controller {
         }
     }
 
-    /// Sends the load knobs to every worker.
-    pub(super) fn push_load_knobs(&mut self) {
-        let k = self.state.knobs.clone();
-        let lines: Vec<Vec<Control>> = self
-            .slots
-            .iter()
-            .map(|slot| {
-                vec![
-                    Control::SetMode { mode: k.mode },
-                    Control::SetSockets {
-                        sockets: share_count(k.sockets, slot.weight),
-                    },
-                    Control::SetClients {
-                        clients: share_count(k.clients, slot.weight),
-                    },
-                    Control::SetRate {
-                        rate: k.rate.map(|r| r * slot.weight),
-                    },
-                    Control::SetBurst {
-                        burst: k.burst_on.then_some(k.burst),
-                    },
-                    if k.paused {
-                        Control::Pause
-                    } else {
-                        Control::Resume
-                    },
-                ]
-            })
-            .collect();
-        for (w, msgs) in self.workers.iter_mut().zip(lines) {
-            for m in msgs {
-                let _ = w.send_line(&serde_json::to_string(&m).expect("serializes"));
-            }
-        }
-    }
-
     /// Sends path `only`'s knobs (None: every path's) to the shaping backend.
     pub(super) fn push_path_knobs(&mut self, only: Option<usize>) -> Result<(), String> {
         let Some(net) = self.net.as_mut() else {
             return Err("no network lab in this run (add a [network] section)".into());
         };
-        let paths = self.state.knobs.paths.clone();
+        let paths = self.core.state.knobs.paths.clone();
         for (j, p) in paths.iter().enumerate() {
             if only.is_some_and(|i| i != j) {
                 continue;
@@ -218,7 +189,7 @@ impl Controller {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.pump_messages();
-        let in_flight = self.run.in_flight_at_end;
+        let in_flight = self.core.run.in_flight_at_end;
         self.log(&format!(
             "drained: the workers finished what was in flight ({in_flight} still open at the bound)"
         ));
@@ -239,11 +210,6 @@ pub(super) fn split_workers(n: u32, shares: &[f64]) -> Vec<(usize, u32)> {
         .filter(|(_, s)| **s > 0.0)
         .map(|(i, s)| (i, ((n as f64 * s / total).round() as u32).max(1)))
         .collect()
-}
-
-/// A total (rate, D, N) scaled to one worker's weight; counts round up so none gets 0.
-pub(super) fn share_count(total: u32, weight: f64) -> u32 {
-    ((total as f64 * weight).ceil() as u32).max(1)
 }
 
 /// Source addresses for a load on IPv4 loopback: 127.0.0.1-4, as the lab gives each client

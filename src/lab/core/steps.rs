@@ -1,29 +1,39 @@
 //! Scenario steps at their times, marks, and the TUI's jump to the next step.
 
-use super::*;
+use super::{Effect, LabCore};
+use crate::lab::state::Command;
 use crate::metrics::store::EventKind;
+use crate::scenario::Step;
 
-impl Controller {
-    pub(super) fn play_steps(&mut self) {
-        let t = self.elapsed();
-        while self.next_step < self.steps.len() && self.steps[self.next_step].at.secs() <= t {
-            self.run_step(self.next_step);
+impl LabCore {
+    /// Plays every step whose time has come by `now_s`.
+    pub(super) fn play_steps(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        while self.next_step < self.steps.len() && self.steps[self.next_step].at.secs() <= now_s {
+            self.run_step(self.next_step, now_s, fx);
             self.next_step += 1;
         }
     }
 
-    pub(super) fn run_step(&mut self, i: usize) {
+    fn run_step(&mut self, i: usize, now_s: f64, fx: &mut Vec<Effect>) {
         let st = self.steps[i].clone();
         self.state.step = Some((i + 1, self.steps.len()));
-        let t = self.elapsed();
         if let Some(c) = &st.caption {
             self.state.caption = Some(c.clone());
-            self.state.store.event(t, EventKind::Caption, c.clone());
-            self.log(&format!("[{t:.1}s] caption: {c}"));
+            self.state.store.event(now_s, EventKind::Caption, c.clone());
+            fx.push(Effect::Log(format!("[{now_s:.1}s] caption: {c}")));
         }
         if let Some(m) = &st.mark {
-            self.mark(m);
+            self.mark(m, now_s, fx);
         }
+        for c in self.step_commands(&st) {
+            if let Err(e) = self.apply(c, now_s, Some(i + 1), fx) {
+                fx.push(Effect::Log(format!("step {}: {e}", i + 1)));
+            }
+        }
+    }
+
+    /// The knob changes a step asks for, in the order they are applied.
+    fn step_commands(&self, st: &Step) -> Vec<Command> {
         let mut cmds = Vec::new();
         if let Some(m) = st.mode {
             cmds.push(Command::SetMode(m));
@@ -71,27 +81,23 @@ impl Controller {
                 bps: Some(b.0),
             });
         }
-        for c in cmds {
-            if let Err(e) = self.apply(c) {
-                self.log(&format!("step {}: {e}", i + 1));
-            }
-        }
+        cmds
     }
 
-    /// Jumps to the scenario's next step.
-    pub fn skip_to_next_step(&mut self) -> Option<String> {
+    /// Jumps to the scenario's next step at `now_s`; later steps keep their spacing from it.
+    /// Its caption (or "step i of n"), None when none is left.
+    pub fn next_step(&mut self, now_s: f64, fx: &mut Vec<Effect>) -> Option<String> {
         if self.next_step >= self.steps.len() {
             return None;
         }
         let i = self.next_step;
-        // Later steps keep their spacing from this one.
-        let shift = self.steps[i].at.secs() - self.elapsed();
+        let shift = self.steps[i].at.secs() - now_s;
         if shift > 0.0 {
             for st in &mut self.steps[i..] {
                 st.at = crate::model::units::Dur::from_secs(st.at.secs() - shift);
             }
         }
-        self.run_step(i);
+        self.run_step(i, now_s, fx);
         self.next_step = i + 1;
         Some(
             self.steps[i]
@@ -101,9 +107,8 @@ impl Controller {
         )
     }
 
-    pub fn mark(&mut self, label: &str) {
-        let t = self.elapsed();
-        self.state.store.event(t, EventKind::Mark, label);
-        self.log(&format!("[{t:.1}s] mark: {label}"));
+    pub(super) fn mark(&mut self, label: &str, now_s: f64, fx: &mut Vec<Effect>) {
+        self.state.store.event(now_s, EventKind::Mark, label);
+        fx.push(Effect::Log(format!("[{now_s:.1}s] mark: {label}")));
     }
 }

@@ -1,0 +1,190 @@
+//! The one inbox and the core's effects: messages folded with the time, rows written, knob
+//! changes sent to the workers and the network lab, windows opened and closed, marks and
+//! steps, the TUI's live verdicts.
+
+use super::*;
+
+/// What a batch of effects left for its caller.
+#[derive(Default)]
+pub(super) struct Done {
+    /// A command's reply (a failed path change refuses it).
+    pub reply: Option<Result<String, String>>,
+    /// A window that ended.
+    pub window: Option<Window>,
+}
+
+impl Controller {
+    /// Folds every message waiting in the inbox.
+    pub(super) fn pump_messages(&mut self) {
+        while let Ok(m) = self.rx.try_recv() {
+            self.fold_msg(m);
+        }
+    }
+
+    /// Folds one message from the inbox (messages only log, so nothing can fail).
+    pub(super) fn fold_msg(&mut self, m: Input) {
+        if let Err(e) = self.fold(m) {
+            self.log(&format!("{e:#}"));
+        }
+    }
+
+    /// Folds an input now and carries out its effects.
+    pub(super) fn fold(&mut self, input: Input) -> anyhow::Result<Done> {
+        let now = self.elapsed();
+        self.fold_at(input, now)
+    }
+
+    pub(super) fn fold_at(&mut self, input: Input, now_s: f64) -> anyhow::Result<Done> {
+        let mut fx = Vec::new();
+        self.core.fold(input, now_s, &mut fx);
+        self.carry_out(fx)
+    }
+
+    /// Carries out the core's effects in order. Only a row that cannot be written is an error.
+    pub(super) fn carry_out(&mut self, fx: Vec<Effect>) -> anyhow::Result<Done> {
+        let mut done = Done::default();
+        let mut refused = None;
+        for e in fx {
+            match e {
+                Effect::Send { worker, msgs } => {
+                    if let Some(w) = self.workers.get_mut(worker) {
+                        for m in msgs {
+                            let _ = w.send_line(&serde_json::to_string(&m).expect("serializes"));
+                        }
+                    }
+                }
+                Effect::Path {
+                    only,
+                    then_log,
+                    step,
+                } => match (self.push_path_knobs(only), step) {
+                    (Ok(()), _) => self.log(&then_log),
+                    (Err(e), Some(i)) => self.log(&format!("step {i}: {e}")),
+                    (Err(e), None) => refused = Some(e),
+                },
+                Effect::Row { t, cols } => {
+                    if let Some(f) = &mut self.folder {
+                        let vals: Vec<(std::borrow::Cow<'static, str>, f64)> = cols
+                            .iter()
+                            .map(|(c, v)| (c.name(), v.unwrap_or(f64::NAN)))
+                            .collect();
+                        f.row(t, &vals)?;
+                    }
+                }
+                Effect::Log(line) => self.log(&line),
+                Effect::FailPoint(why) => {
+                    self.point_failure.get_or_insert(why);
+                }
+                Effect::Window(w) => done.window = Some(*w),
+                Effect::Summary(mut row) => {
+                    if let Some(f) = &mut self.folder {
+                        row.point = f.summary.len() + 1;
+                        f.summary.push(*row);
+                    }
+                }
+                Effect::Reply(r) => done.reply = Some(refused.take().map_or(r, Err)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// Starts counting a measurement window (a sweep point's hold).
+    pub fn begin_point(&mut self) {
+        self.pump_messages();
+        self.fold_msg(Input::BeginWindow);
+    }
+
+    /// Ends the window and returns it: its start and end, the client totals, and the server's
+    /// responses in it.
+    pub fn end_point(&mut self) -> Option<Window> {
+        self.pump_messages();
+        match self.fold(Input::EndWindow) {
+            Ok(done) => done.window,
+            Err(_) => None,
+        }
+    }
+
+    /// The open window as it stands now, left open (the TUI's live threshold verdicts).
+    pub fn peek_point(&self) -> Option<Window> {
+        self.core.peek_window(self.elapsed())
+    }
+
+    /// Why the current point failed (a child the run depends on died), if it did.
+    pub fn point_failure(&self) -> Option<String> {
+        self.point_failure.clone()
+    }
+
+    pub fn mark(&mut self, label: &str) {
+        self.fold_msg(Input::Mark(label.to_string()));
+    }
+
+    /// Jumps to the scenario's next step.
+    pub fn skip_to_next_step(&mut self) -> Option<String> {
+        let mut fx = Vec::new();
+        let now = self.elapsed();
+        let caption = self.core.next_step(now, &mut fx);
+        if let Err(e) = self.carry_out(fx) {
+            self.log(&format!("{e:#}"));
+        }
+        caption
+    }
+
+    /// Every 2 s in the TUI: the scenario's thresholds judged on the session so far, for the
+    /// status line (the final verdicts are taken when the session ends).
+    pub(super) fn live_verdicts(&mut self) {
+        if self.next_verdicts.is_some_and(|t| t > Instant::now()) {
+            return;
+        }
+        self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
+        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        if gate.is_empty() {
+            return;
+        }
+        if let Some(w) = self.peek_point() {
+            // This stretch of settings as a point, the session's earlier stretches with it for
+            // the thresholds over the whole run.
+            let mut rows = self
+                .folder
+                .as_ref()
+                .map_or_else(Vec::new, |f| f.summary.clone());
+            let row = crate::lab::summary::summary_row(&self.core, rows.len() + 1, w);
+            let mut v = gate.judge_point(&row);
+            rows.push(row);
+            v.extend(gate.judge_run(&rows));
+            self.core.state.verdicts = v;
+        }
+    }
+
+    /// The clients' kernels' count of connects: `Tcp: ActiveOpens` of /proc/net/snmp summed
+    /// over the lab's client namespaces (read from a thread inside each). None without a lab
+    /// or when one cannot be read (said in run.log).
+    pub(super) fn client_active_opens(&mut self) -> Option<u64> {
+        let netns: Vec<String> = self
+            .net
+            .as_ref()?
+            .paths
+            .iter()
+            .map(|p| p.netns.clone())
+            .collect();
+        let mut sum = 0;
+        for ns in netns {
+            let read = crate::sys::netns::in_netns(&ns, || {
+                let text = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+                let mut c = crate::probe::procnet::NetCounters::default();
+                c.parse_into("/proc/net/snmp", &text)?;
+                c.counter("Tcp.ActiveOpens")
+                    .ok_or_else(|| anyhow::anyhow!("no Tcp ActiveOpens"))
+            });
+            match read.and_then(|r| r) {
+                Ok(n) => sum += n,
+                Err(e) => {
+                    self.log(&format!(
+                        "client TcpActiveOpens in netns {ns} unreadable: {e:#}"
+                    ));
+                    return None;
+                }
+            }
+        }
+        Some(sum)
+    }
+}

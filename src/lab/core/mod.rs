@@ -1,0 +1,368 @@
+//! The lab's pure core: folds inputs (worker reports, server stats, the access log, probe
+//! samples, router stats, ticks, commands, window edges, a child's death) into the lab state
+//! and returns effects (control messages, path changes, rows, log lines, a failed point) for
+//! the runtime (`lab::controller`) to carry out. Time comes in as seconds since the run
+//! started: the core reads no clock and touches no channel, process, file or namespace, so
+//! every rule here is tested without root.
+
+use super::client_agg::ClientTotals;
+use super::state::{Command, Knobs, LabState, Warning};
+use crate::load::protocol::{Control, StatsDelta};
+use crate::metrics::window::SampleWindow;
+use crate::model::{Col, Counters};
+use crate::probe::accesslog::StatusCounts;
+use crate::probe::ProbeSample;
+use crate::report::run_folder::SummaryRow;
+use crate::scenario::Step;
+use crate::target::config::ServerStats;
+
+mod commands;
+mod rows;
+mod steps;
+#[cfg(test)]
+mod tests;
+mod window;
+
+pub use commands::share_count;
+pub use window::{Window, MIN_STRETCH_S};
+
+/// What the core folds: the producers' messages (they arrive on the controller's one inbox
+/// as these), and the runtime's own (ticks, commands, window edges, deaths, signals).
+#[derive(Debug)]
+pub enum Input {
+    /// A worker's stats report (worker id, report).
+    Worker(u32, Box<StatsDelta>),
+    /// A line from a worker that is not a stats delta (should not happen; logged).
+    WorkerText(u32, String),
+    Server(ServerStats),
+    /// The server's access log: cumulative counts since start, at this many seconds.
+    AccessLog(f64, StatusCounts),
+    /// A kernel probe sample.
+    Probe(Box<ProbeSample>),
+    /// The delay router's latest stats line, and its departure error over the lab's life
+    /// (p99 in us, departures). Given before a tick whose row is due (`row_due`).
+    Router {
+        stats: Box<crate::net::router::RouterStats>,
+        late_life: (u64, u64),
+    },
+    /// Time passed: plays the steps that are due, appends a row when one is due, ends the
+    /// TUI's session at its duration.
+    Tick,
+    /// A knob change; its reply comes back as `Effect::Reply`.
+    Command(Command),
+    /// A mark on the charts and in the results.
+    Mark(String),
+    /// Opens a measurement window (a sweep point's hold, a TUI stretch).
+    BeginWindow,
+    /// Closes it: `Effect::Window` carries it.
+    EndWindow,
+    /// A child the run depends on died (who and how): the load stops, the point fails.
+    ChildDied(String),
+    /// A signal asked the run to stop.
+    Interrupted,
+}
+
+/// What the runtime carries out, in order.
+#[derive(Debug)]
+pub enum Effect {
+    /// Control messages for worker `worker` (an index into the slots).
+    Send { worker: usize, msgs: Vec<Control> },
+    /// Reconfigure path `only` (None: every path) to its knobs in `state.knobs.paths`. Once
+    /// done, `then_log` goes to run.log; a failure refuses the command, or inside step
+    /// `step` (1-based) is logged as that step's.
+    Path {
+        only: Option<usize>,
+        then_log: String,
+        step: Option<usize>,
+    },
+    /// A row of timeseries.csv at `t` seconds.
+    Row {
+        t: f64,
+        cols: Vec<(Col, Option<f64>)>,
+    },
+    /// A line for run.log.
+    Log(String),
+    /// The current measurement point failed (why).
+    FailPoint(String),
+    /// A measurement window ended (`Input::EndWindow`).
+    Window(Box<Window>),
+    /// A TUI stretch of settings closed into a summary row (the runtime numbers and keeps it).
+    Summary(Box<SummaryRow>),
+    /// The outcome of `Input::Command`: applied (what changed) or refused (why). A refused
+    /// `Path` effect before it turns an applied one into a refusal.
+    Reply(Result<String, String>),
+}
+
+/// One network path's share of the client figures.
+pub(crate) struct PathTotals {
+    pub(crate) name: String,
+    /// Its columns are `path_<name>_<figure>`.
+    id: crate::model::PathName,
+    tick: ClientTotals,
+    window: ClientTotals,
+}
+
+impl PathTotals {
+    fn new(name: &str) -> Self {
+        PathTotals {
+            name: name.to_string(),
+            id: crate::model::PathName::new(name),
+            tick: ClientTotals::default(),
+            window: ClientTotals::default(),
+        }
+    }
+}
+
+/// Where a worker runs, as far as the core cares: the path it loads and its share.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slot {
+    /// The `[[network.path]]` it loads (None: loopback).
+    pub path: Option<usize>,
+    pub weight: f64,
+}
+
+/// The access log's counts: latest, at the open window's start, over the last window.
+#[derive(Default, Clone, Copy)]
+struct AccessCounts {
+    last: Option<StatusCounts>,
+    at_point: Option<StatusCounts>,
+    point: Option<StatusCounts>,
+}
+
+/// The open measurement window: its start, the workers' reports, the server's stats at the
+/// start and the sample rows.
+#[derive(Clone)]
+struct OpenWindow {
+    t0: f64,
+    client: ClientTotals,
+    server_at_open: Option<ServerStats>,
+    rows: SampleWindow,
+}
+
+/// The lab's state and everything folded into it (one owner).
+pub struct LabCore {
+    pub state: LabState,
+    interval_s: f64,
+    slots: Vec<Slot>,
+    paths: Vec<PathTotals>,
+    /// The workers' reports since the last row.
+    tick: ClientTotals,
+    point: Option<OpenWindow>,
+    server_last: Option<ServerStats>,
+    server_at_tick: Option<ServerStats>,
+    access: AccessCounts,
+    /// Whether probes run (a row then waits for its interval's sample).
+    probes_on: bool,
+    /// The newest probe sample not yet folded into a row.
+    probe_latest: Option<ProbeSample>,
+    /// The router's stats for the next row, and those of the row before.
+    router_now: Option<(crate::net::router::RouterStats, (u64, u64))>,
+    router_last: Option<crate::net::router::RouterStats>,
+    /// Every worker report's counts since the start, the final drain included.
+    pub run: Counters,
+    /// Connect and total latency since the start (for the OpenMetrics histograms).
+    run_latency: [hdrhistogram::Histogram<u64>; 2],
+    /// (client responses, server responses, difference %) once the run has stopped.
+    pub final_check: Option<(u64, u64, f64)>,
+    notices: Vec<String>,
+    steps: Vec<Step>,
+    next_step: usize,
+    next_tick_s: f64,
+    last_tick_s: f64,
+    /// The TUI's end of session (the scenario's duration); headless runs time themselves.
+    deadline: Option<f64>,
+}
+
+impl LabCore {
+    /// A core for a scenario named `name` with these knobs, steps and sample interval; its
+    /// clock starts at 0 s.
+    pub fn new(name: &str, knobs: Knobs, steps: Vec<Step>, interval_s: f64) -> Self {
+        let mut state = LabState::new(name, knobs, interval_s);
+        state.step = (!steps.is_empty()).then_some((0, steps.len()));
+        LabCore {
+            state,
+            interval_s,
+            slots: Vec::new(),
+            paths: Vec::new(),
+            tick: ClientTotals::default(),
+            point: None,
+            server_last: None,
+            server_at_tick: None,
+            access: AccessCounts::default(),
+            probes_on: false,
+            probe_latest: None,
+            router_now: None,
+            router_last: None,
+            run: Counters::default(),
+            run_latency: [
+                crate::metrics::hist::new_hist(),
+                crate::metrics::hist::new_hist(),
+            ],
+            final_check: None,
+            notices: Vec::new(),
+            steps,
+            next_step: 0,
+            next_tick_s: interval_s,
+            last_tick_s: 0.0,
+            deadline: None,
+        }
+    }
+
+    /// Folds one input at `now_s` (seconds since the run started); effects go to `fx`.
+    pub fn fold(&mut self, input: Input, now_s: f64, fx: &mut Vec<Effect>) {
+        match input {
+            Input::Worker(_, d) => self.fold_worker(&d, fx),
+            Input::WorkerText(id, line) => fx.push(Effect::Log(format!("worker {id}: {line}"))),
+            Input::Server(s) => self.server_last = Some(s),
+            // Its lines are the server's responses, for the same checks as the built-in's.
+            Input::AccessLog(t_s, c) => {
+                self.server_last = Some(ServerStats {
+                    t_s,
+                    responses: c.lines,
+                    ..Default::default()
+                });
+                self.access.last = Some(c);
+            }
+            Input::Probe(p) => self.fold_probe(*p, fx),
+            Input::Router { stats, late_life } => self.router_now = Some((*stats, late_life)),
+            Input::Tick => self.tick(now_s, fx),
+            Input::Command(cmd) => {
+                let reply = self.apply(cmd, now_s, None, fx);
+                fx.push(Effect::Reply(reply));
+            }
+            Input::Mark(label) => self.mark(&label, now_s, fx),
+            Input::BeginWindow => self.begin_window(now_s),
+            Input::EndWindow => {
+                if let Some(w) = self.end_window(now_s) {
+                    fx.push(Effect::Window(Box::new(w)));
+                }
+            }
+            Input::ChildDied(d) => self.child_died_at(d, now_s, fx),
+            Input::Interrupted => {
+                self.state.finished = true;
+                if !self.state.interrupted {
+                    self.state.interrupted = true;
+                    fx.push(Effect::Log(
+                        "interrupted: the run folder holds what was measured up to here".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn fold_worker(&mut self, d: &StatsDelta, fx: &mut Vec<Effect>) {
+        if let Some(n) = &d.notice {
+            if self.notice_once(n) {
+                fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
+            }
+        }
+        if d.counts.addr_not_avail > 0 {
+            self.state.warn(Warning::PortsRunningOut);
+        }
+        if d.counts.out_of_fds > 0 {
+            self.state.warn(Warning::OutOfFds);
+        }
+        self.run.add(&d.counts);
+        d.connect_us.merge_into(&mut self.run_latency[0]);
+        d.total_us.merge_into(&mut self.run_latency[1]);
+        self.tick.add(d);
+        if let Some(p) = &mut self.point {
+            p.client.add(d);
+        }
+        let path = self.slots.get(d.worker as usize).and_then(|s| s.path);
+        if let Some(pt) = path.and_then(|i| self.paths.get_mut(i)) {
+            pt.tick.add(d);
+            if self.point.is_some() {
+                pt.window.add(d);
+            }
+        }
+    }
+
+    fn fold_probe(&mut self, p: ProbeSample, fx: &mut Vec<Effect>) {
+        for n in &p.notes {
+            if self.notice_once(n) {
+                fx.push(Effect::Log(format!("probe: {n}")));
+            }
+        }
+        if p.syn_source == crate::probe::SynSource::Estimated {
+            self.state.warn(Warning::NoPcap);
+        }
+        self.probe_latest = Some(p);
+    }
+
+    /// A child died: the run stops (once per death), the point fails.
+    fn child_died_at(&mut self, d: String, now_s: f64, fx: &mut Vec<Effect>) {
+        let w = Warning::ChildDied(d.clone());
+        if self.state.warnings.contains(&w) {
+            return;
+        }
+        fx.push(Effect::Log(format!("[{now_s:.1}s] {d}: the run stops")));
+        self.notice_once(&d);
+        self.state.warn(w);
+        self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
+        if !self.state.finished {
+            let _ = self.apply(Command::Pause(true), now_s, None, fx);
+            self.state.finished = true;
+        }
+        fx.push(Effect::FailPoint(d));
+    }
+
+    /// Keeps a notice for summary.json unless the run has it already; true when it is new.
+    pub fn notice_once(&mut self, notice: &str) -> bool {
+        let new = !self.notices.iter().any(|n| n == notice);
+        if new {
+            self.notices.push(notice.to_string());
+        }
+        new
+    }
+
+    /// Keeps a notice for summary.json (even if the run has it).
+    pub fn notice(&mut self, notice: String) {
+        self.notices.push(notice);
+    }
+
+    /// The notices so far, for summary.json.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// Where the workers run: their paths and shares (the runtime plans them).
+    pub fn set_slots(&mut self, slots: Vec<Slot>) {
+        self.slots = slots;
+    }
+
+    /// The network lab's paths, by name (empty on loopback).
+    pub fn set_paths<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        self.paths = names.into_iter().map(PathTotals::new).collect();
+    }
+
+    /// Probes run: a row waits (up to half an interval) for its interval's sample.
+    pub fn set_probes_on(&mut self, on: bool) {
+        self.probes_on = on;
+    }
+
+    /// Interactive use: the session ends (load stopped) at `duration_s`.
+    pub fn set_deadline(&mut self, duration_s: f64) {
+        self.deadline = Some(duration_s);
+    }
+
+    /// True in a TUI session before its duration is over.
+    pub fn in_session(&self) -> bool {
+        self.deadline.is_some()
+    }
+
+    /// The server's latest stats (or the access log's count of responses).
+    pub fn server_last(&self) -> Option<&ServerStats> {
+        self.server_last.as_ref()
+    }
+
+    /// The access log's counts over the last window that ended (None: no access log).
+    pub fn point_access_counts(&self) -> Option<StatusCounts> {
+        self.access.point
+    }
+
+    /// The access log's counts since it was opened.
+    pub fn access_counts(&self) -> Option<StatusCounts> {
+        self.access.last
+    }
+}

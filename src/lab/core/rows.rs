@@ -1,0 +1,278 @@
+//! Rows at their sample times: the grid they keep, their columns (client, server, paths,
+//! router, probes), the rolling cross-check, and the final one of the run.
+
+use super::{Effect, LabCore};
+use crate::lab::client_agg::LoadShape;
+use crate::lab::state::{Command, Warning};
+use crate::metrics::hist::Buckets;
+use crate::metrics::store::EventKind;
+use crate::model::{col, Col, Totals};
+use crate::net::router::{DirStats, RouterStats};
+use crate::probe::crosscheck;
+
+impl LabCore {
+    /// Whether a row is due at `now_s`. The probes sample on their own grid of the same
+    /// interval, with a phase of their own: a row waits (up to half an interval) for the
+    /// sample of its interval, else rows whose tick lands just before a sample would
+    /// alternate between none and two.
+    pub fn row_due(&self, now_s: f64) -> bool {
+        let probe_pending = self.probes_on
+            && self.probe_latest.is_none()
+            && now_s < self.next_tick_s + self.interval_s / 2.0;
+        now_s >= self.next_tick_s && !probe_pending
+    }
+
+    pub(super) fn tick(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        self.play_steps(now_s, fx);
+        if self.row_due(now_s) {
+            let dt = (now_s - self.last_tick_s).max(1e-3);
+            self.last_tick_s = now_s;
+            // Keep a fixed grid; after a stall skip ahead rather than emit a burst of rows. A
+            // row may be up to half an interval late (waiting for its probe sample) plus one
+            // pump period: only more than a whole interval behind is a stall.
+            self.next_tick_s += self.interval_s;
+            if self.next_tick_s + self.interval_s < now_s {
+                self.next_tick_s = now_s + self.interval_s;
+            }
+            self.sample_row(now_s, dt, fx);
+        }
+        if let Some(d) = self.deadline {
+            if now_s >= d && !self.state.finished {
+                self.deadline = None;
+                let _ = self.apply(Command::Pause(true), now_s, None, fx);
+                self.state.finished = true;
+                self.state.caption = Some(format!(
+                    "the scenario's {d:.0} s are over: load stopped (press q to quit)"
+                ));
+                fx.push(Effect::Log("duration reached: load stopped".into()));
+            }
+        }
+    }
+
+    /// The row at `t` over the `dt` seconds since the last one.
+    fn sample_row(&mut self, t: f64, dt: f64, fx: &mut Vec<Effect>) {
+        self.state.elapsed_s = t;
+        let mut cols = std::mem::take(&mut self.tick).columns(dt);
+        let server_rate = match (&self.server_at_tick, &self.server_last) {
+            (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),
+            _ => None,
+        };
+        if self.server_last.is_some() {
+            self.server_at_tick = self.server_last.clone();
+        }
+        cols.push((col::SERVER_RESPONSES, server_rate));
+        for p in &mut self.paths {
+            let tot = std::mem::take(&mut p.tick);
+            cols.extend(tot.path_columns(dt, p.id));
+        }
+        self.router_columns(t, &mut cols, fx);
+        if let Some(p) = self.probe_latest.take() {
+            cols.extend(p.columns());
+            self.state.cpu_cores = p
+                .per_cpu
+                .iter()
+                .flatten()
+                .map(|c| {
+                    [
+                        c.user + c.nice,
+                        c.system,
+                        c.irq + c.softirq,
+                        c.idle + c.iowait,
+                    ]
+                })
+                .collect();
+        }
+        let load = LoadShape {
+            mode: self.state.knobs.mode,
+            timeout_s: self.state.knobs.timeout.as_secs_f64(),
+        };
+        if let Some(why) = self
+            .point
+            .as_ref()
+            .and_then(|p| p.client.client_bound(&load))
+        {
+            self.state.warn(Warning::ClientBound(why));
+        }
+        self.state.store.push(t, &cols);
+        if let Some(p) = &mut self.point {
+            p.rows.feed(t, &cols);
+        }
+        self.state.latency = vec![
+            ("connect_latency", Buckets::of(&self.run_latency[0])),
+            ("total_latency", Buckets::of(&self.run_latency[1])),
+        ];
+        self.rolling_crosscheck(t, fx);
+        fx.push(Effect::Row { t, cols });
+    }
+
+    /// Every 5 s: pcap SYNs vs client attempts over the last 10 s (Webmonitor's validation); a
+    /// disagreement over 2 % (more at low rates: `syn_check_tolerance_pct`) is a warning on
+    /// screen and in run.log.
+    fn rolling_crosscheck(&mut self, t: f64, fx: &mut Vec<Effect>) {
+        const WINDOW: f64 = 10.0;
+        let rows = (5.0 / self.interval_s).round() as usize;
+        if !self.state.store.len().is_multiple_of(rows.max(1)) || t < WINDOW + 1.0 {
+            return;
+        }
+        // A knob change inside the window makes the two sources' timing differences count.
+        let from = t - WINDOW;
+        if self
+            .state
+            .store
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::Change && e.t_s >= from - 1.0)
+        {
+            return;
+        }
+        let store = &self.state.store;
+        let (Some((a, _)), Some((s, _))) = (
+            store.mean_max(col::ATTEMPTS, from, t + 1e-9),
+            store.mean_max(col::SYN_IN, from, t + 1e-9),
+        ) else {
+            return;
+        };
+        if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
+            return;
+        }
+        let tol = crosscheck::syn_check_tolerance_pct(a, WINDOW, self.interval_s);
+        let check = crosscheck::compare("pcap SYNs", s, "client attempts", a, tol);
+        self.state
+            .warnings
+            .retain(|w| !matches!(w, Warning::CrossCheck(_)));
+        if check.disagrees {
+            let line = format!(
+                "SYN/s {s:.0} vs attempts/s {a:.0} ({:+.1}%)",
+                check.diff_pct
+            );
+            fx.push(Effect::Log(format!(
+                "[{t:.1}s] cross-check disagrees: {line}"
+            )));
+            self.state.warn(Warning::CrossCheck(line));
+        }
+    }
+
+    /// The delay router's figures as rates over the last sample (cumulative counters diffed).
+    fn router_columns(&mut self, t: f64, cols: &mut Vec<(Col, Option<f64>)>, fx: &mut Vec<Effect>) {
+        let Some((now, late_life)) = self.router_now.take() else {
+            return;
+        };
+        let sum = |s: &RouterStats, f: &dyn Fn(&DirStats) -> u64| {
+            s.paths.iter().map(|p| f(&p.up) + f(&p.down)).sum::<u64>()
+        };
+        let mut behind = 0;
+        if let Some(prev) = &self.router_last {
+            let dt = (now.t_ms.saturating_sub(prev.t_ms)) as f64 / 1000.0;
+            if dt > 0.0 {
+                let rate = |f: &dyn Fn(&DirStats) -> u64| {
+                    Some(sum(&now, f).saturating_sub(sum(prev, f)) as f64 / dt)
+                };
+                cols.push((col::ROUTER_FRAMES_PER_S, rate(&|d| d.relayed)));
+                cols.push((col::ROUTER_LOST_PER_S, rate(&|d| d.lost)));
+                cols.push((col::ROUTER_QUEUE_DROPS_PER_S, rate(&|d| d.queue_drops)));
+                behind = now.ring_drops.saturating_sub(prev.ring_drops);
+                cols.push((col::ROUTER_RING_DROPS_PER_S, Some(behind as f64 / dt)));
+                cols.push((
+                    col::ROUTER_CPU_PCT,
+                    Some(now.cpu_us.saturating_sub(prev.cpu_us) as f64 / 1e4 / dt),
+                ));
+            }
+        }
+        cols.push((col::ROUTER_QUEUE, Some(sum(&now, &|d| d.queue) as f64)));
+        self.router_late_columns(t, &now, late_life, cols, fx);
+        self.router_last = Some(now);
+        if behind > 0 && !self.state.warnings.contains(&Warning::RouterBehind) {
+            fx.push(Effect::Log(format!(
+                "[{t:.1}s] the delay router fell behind: {behind} frames dropped at its ports \
+                 (router CPU-bound; this loss is not the path's). Lower the rate or give the router a core."
+            )));
+            self.state.warn(Warning::RouterBehind);
+        }
+    }
+
+    /// The router's departure error (send time minus scheduled departure) over its latest
+    /// stats line; warns once when its p99 over the lab's life passes the goal (rootless
+    /// routers run without SCHED_FIFO, and a busy machine wakes them late).
+    fn router_late_columns(
+        &mut self,
+        t: f64,
+        now: &RouterStats,
+        (p99, departures): (u64, u64),
+        cols: &mut Vec<(Col, Option<f64>)>,
+        fx: &mut Vec<Effect>,
+    ) {
+        if now.late_us.is_empty() {
+            return;
+        }
+        let q = |x| now.late_us.quantile(x).map(|v| v as f64);
+        cols.push((col::ROUTER_LATE_P50_US, q(0.5)));
+        cols.push((col::ROUTER_LATE_P99_US, q(0.99)));
+        let goal = crate::net::router::LATE_GOAL_US;
+        let warned = self
+            .state
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::RouterLate(_)));
+        // The verdict is over the lab's life and a thousand departures at least, so a slow
+        // start-up second is not one.
+        if departures >= 1000 && p99 > goal && !warned {
+            let line = format!(
+                "[{t:.1}s] the delay router's departures are late by up to {p99} us (p99; goal < {goal} us){}: delays are shaped less exactly than configured",
+                if now.realtime { "" } else { ", it runs without SCHED_FIFO (rootless, or the priority was refused)" }
+            );
+            fx.push(Effect::Log(line.clone()));
+            self.notices.push(line);
+            self.state.warn(Warning::RouterLate(p99));
+        }
+    }
+
+    /// Webmonitor's validation (seed 002 Table 9): the server's own count of responses over
+    /// the run against the clients'. Once per run (a second call finds nothing new to count);
+    /// the line for run.log, None without the server's count.
+    pub fn final_crosscheck(&mut self) -> Option<String> {
+        if self.final_check.is_some() {
+            return None;
+        }
+        let st = self.server_last.as_ref()?;
+        let (c, sv) = (self.run.responses, st.responses);
+        let diff = crosscheck::signed_diff_pct(sv as f64, c as f64).unwrap_or(0.0);
+        self.final_check = Some((c, sv, diff));
+        Some(format!(
+            "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
+            if crosscheck::disagrees(diff, crosscheck::TOLERANCE_PCT) {
+                format!(" DISAGREE (> {}%)", crosscheck::TOLERANCE_PCT)
+            } else {
+                String::new()
+            }
+        ))
+    }
+
+    /// The run's totals: every worker report's counts, the server's, the SYNs pcap saw over
+    /// the run (from `last_probe`, the sample after the drain; else the last row's, when pcap
+    /// counted) and the clients' kernels' connects.
+    pub fn run_totals(
+        &self,
+        last_probe: Option<&crate::probe::ProbeSample>,
+        client_active_opens: Option<u64>,
+    ) -> Totals {
+        let store = &self.state.store;
+        let (syn_total, syn_retrans) = match last_probe {
+            Some(p) if p.syn_source != crate::probe::SynSource::Estimated => {
+                (p.m.syn_in_total, p.m.syn_retrans_total)
+            }
+            Some(_) => (None, None),
+            None => (
+                (store.last(col::SYN_IN_ESTIMATED) == Some(0.0))
+                    .then(|| store.last(col::SYN_IN_TOTAL))
+                    .flatten(),
+                None,
+            ),
+        };
+        let mut totals = Totals::of(&self.run, self.run.in_flight_at_end);
+        totals.server_responses = self.final_check.map(|(_, sv, _)| sv);
+        totals.syn_in = syn_total.map(|v| v as u64);
+        totals.syn_retrans = syn_retrans.map(|v| v as u64);
+        totals.client_active_opens = client_active_opens;
+        totals
+    }
+}

@@ -1,0 +1,367 @@
+//! The core without root, processes or clocks: inputs in, state and effects out.
+
+use super::*;
+use crate::lab::controller::knobs_of;
+use crate::load::protocol::Mode;
+use crate::model::col;
+use crate::model::units::{Dur, Num};
+use crate::probe::crosscheck;
+use std::collections::HashMap;
+
+const INTERVAL: f64 = 0.2;
+
+/// A core for the default scenario in open mode at 1000/s, with `workers` equal loopback
+/// workers and these steps.
+fn core(workers: usize, steps: Vec<Step>) -> LabCore {
+    let mut knobs = knobs_of(&crate::scenario::default_scenario());
+    knobs.mode = Mode::Open;
+    knobs.rate = Some(1000.0);
+    let mut c = LabCore::new("t", knobs, steps, INTERVAL);
+    c.set_slots(vec![
+        Slot {
+            path: None,
+            weight: 1.0 / workers as f64,
+        };
+        workers
+    ]);
+    c
+}
+
+fn delta(worker: u32, interval_s: f64, attempts: u64, responses: u64) -> Input {
+    Input::Worker(
+        worker,
+        Box::new(StatsDelta {
+            worker,
+            interval_s,
+            counts: Counters {
+                attempts,
+                established: attempts,
+                responses,
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+    )
+}
+
+fn server(t_s: f64, responses: u64) -> Input {
+    Input::Server(ServerStats {
+        t_s,
+        responses,
+        ..Default::default()
+    })
+}
+
+/// A pcap probe sample saying `syn_per_s`.
+fn probe(syn_per_s: f64) -> Input {
+    Input::Probe(Box::new(ProbeSample {
+        at: std::time::Instant::now(),
+        t_s: 0.0,
+        seq: 0,
+        dt_s: Some(INTERVAL),
+        syn_source: crate::probe::SynSource::Pcap,
+        m: crate::probe::sample::Metrics {
+            syn_in_per_s: Some(syn_per_s),
+            ..Default::default()
+        },
+        per_cpu: Vec::new(),
+        listeners: Vec::new(),
+        notes: Vec::new(),
+    }))
+}
+
+/// Folds `input` at `t`; its effects.
+fn at(c: &mut LabCore, t: f64, input: Input) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    c.fold(input, t, &mut fx);
+    fx
+}
+
+/// The row among `fx`: its time and columns.
+fn row(fx: &[Effect]) -> Option<(f64, HashMap<Col, Option<f64>>)> {
+    fx.iter().find_map(|e| match e {
+        Effect::Row { t, cols } => Some((*t, cols.iter().copied().collect())),
+        _ => None,
+    })
+}
+
+fn logs(fx: &[Effect]) -> Vec<&str> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Log(l) => Some(l.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+#[test]
+fn rows_keep_their_grid_and_rate_over_the_reports_timestamps() {
+    let mut c = core(1, Vec::new());
+    at(&mut c, 0.05, delta(0, 0.1, 30, 30));
+    at(&mut c, 0.08, server(1.0, 100));
+    assert!(row(&at(&mut c, 0.1, Input::Tick)).is_none(), "not due");
+    at(&mut c, 0.15, delta(0, 0.1, 50, 50));
+    // Late by 30 ms: the row says when it was taken, and the client's rate divides by the
+    // 0.2 s its reports cover, not by the 0.23 s since the start.
+    let (t, cols) = row(&at(&mut c, 0.23, Input::Tick)).expect("a row at 0.23 s");
+    assert_eq!(t, 0.23);
+    assert!(
+        close(cols[&col::ATTEMPTS], 400.0),
+        "{:?}",
+        cols[&col::ATTEMPTS]
+    );
+    assert_eq!(
+        cols[&col::SERVER_RESPONSES],
+        None,
+        "one server report: no rate"
+    );
+    assert_eq!(c.state.elapsed_s, 0.23);
+    // The grid stays at 0.4 (not 0.43); a row without reports is a gap, not a zero. The
+    // server's rate is over its own timestamps: 200 responses in 0.5 s.
+    at(&mut c, 0.3, server(1.5, 300));
+    assert!(row(&at(&mut c, 0.39, Input::Tick)).is_none());
+    let (t, cols) = row(&at(&mut c, 0.4, Input::Tick)).expect("a row at 0.4 s");
+    assert_eq!(t, 0.4);
+    assert_eq!(cols[&col::ATTEMPTS], None);
+    assert!(close(cols[&col::SERVER_RESPONSES], 400.0));
+    // After a stall the grid skips ahead instead of emitting a burst of rows.
+    assert!(row(&at(&mut c, 5.0, Input::Tick)).is_some());
+    assert!(row(&at(&mut c, 5.1, Input::Tick)).is_none());
+    assert!(row(&at(&mut c, 5.2, Input::Tick)).is_some());
+    // With probes on, a row waits up to half an interval for its sample.
+    c.set_probes_on(true);
+    assert!(
+        row(&at(&mut c, 5.4, Input::Tick)).is_none(),
+        "waits for the probe"
+    );
+    assert!(row(&at(&mut c, 5.5, Input::Tick)).is_some(), "no longer");
+    at(&mut c, 5.7, probe(100.0));
+    let (_, cols) = row(&at(&mut c, 5.7, Input::Tick)).expect("its sample came");
+    assert_eq!(cols[&col::SYN_IN], Some(100.0));
+}
+
+/// 15 s of rows at `attempts_per_s` with pcap seeing `syn_per_s`; the warnings and logs.
+fn rolling(attempts_per_s: f64, syn_per_s: f64) -> (Vec<Warning>, Vec<String>) {
+    let mut c = core(1, Vec::new());
+    let mut lines = Vec::new();
+    for k in 1..=75 {
+        // A pump is never exactly on the grid.
+        let t = k as f64 * INTERVAL + 0.001;
+        at(
+            &mut c,
+            t - 0.01,
+            delta(0, INTERVAL, (attempts_per_s * INTERVAL) as u64, 0),
+        );
+        at(&mut c, t - 0.01, probe(syn_per_s));
+        let fx = at(&mut c, t, Input::Tick);
+        assert!(row(&fx).is_some(), "a row at {t}");
+        lines.extend(logs(&fx).into_iter().map(String::from));
+    }
+    (c.state.warnings.clone(), lines)
+}
+
+#[test]
+fn the_rolling_check_of_syns_against_attempts_keeps_its_tolerance() {
+    let is_check = |w: &Warning| matches!(w, Warning::CrossCheck(_));
+    // At 1000/s over 10 s the tolerance is the floor, 2 %.
+    assert_eq!(
+        crosscheck::syn_check_tolerance_pct(1000.0, 10.0, INTERVAL),
+        crosscheck::TOLERANCE_PCT
+    );
+    let (w, lines) = rolling(1000.0, 1015.0);
+    assert!(
+        !w.iter().any(is_check) && lines.is_empty(),
+        "{w:?} {lines:?}"
+    );
+    let (w, lines) = rolling(1000.0, 1030.0);
+    assert!(w.iter().any(is_check), "{w:?}");
+    assert_eq!(
+        lines,
+        ["[15.0s] cross-check disagrees: SYN/s 1030 vs attempts/s 1000 (+3.0%)"]
+    );
+    // At 50/s the same 2.5 % is within the noise of the windows' edges (tolerance 2.7 %).
+    let tol = crosscheck::syn_check_tolerance_pct(50.0, 10.0, INTERVAL);
+    assert!(tol > 2.5 && tol < 3.0, "{tol}");
+    assert!(!rolling(50.0, 51.25).0.iter().any(is_check));
+    assert!(rolling(1000.0, 1025.0).0.iter().any(is_check));
+}
+
+#[test]
+fn the_final_check_of_server_against_client_responses_keeps_its_tolerance() {
+    let check = |server_responses: u64| {
+        let mut c = core(1, Vec::new());
+        at(&mut c, 1.0, delta(0, 1.0, 1000, 1000));
+        at(&mut c, 1.0, server(1.0, server_responses));
+        let line = c.final_crosscheck().expect("the server counted");
+        assert!(c.final_crosscheck().is_none(), "once per run");
+        (c.final_check.unwrap(), line)
+    };
+    let ((client, srv, diff), line) = check(1015);
+    assert_eq!((client, srv), (1000, 1015));
+    assert!((diff - 1.5).abs() < 1e-9);
+    assert_eq!(
+        line,
+        "cross-check: client counted 1000 responses, server 1015 (+1.50%)"
+    );
+    let (_, line) = check(970);
+    assert!(line.ends_with("(-3.00%) DISAGREE (> 2%)"), "{line}");
+    assert!(
+        core(1, Vec::new()).final_crosscheck().is_none(),
+        "no server count"
+    );
+}
+
+#[test]
+fn steps_play_at_their_times_and_split_the_load_over_the_workers() {
+    let steps = vec![
+        Step {
+            at: Dur::from_secs(1.0),
+            caption: Some("warm up".into()),
+            ..Default::default()
+        },
+        Step {
+            at: Dur::from_secs(2.0),
+            rate: Some(Num(2000.0)),
+            rtt: Some(Dur::from_secs(0.05)),
+            ..Default::default()
+        },
+    ];
+    let mut c = core(2, steps);
+    c.state.knobs.paths = vec![crate::lab::state::PathKnobs {
+        name: "wan".into(),
+        rtt_ms: 20.0,
+        loss_pct: 0.0,
+        bandwidth_bps: None,
+    }];
+    assert_eq!(c.state.step, Some((0, 2)));
+    assert!(logs(&at(&mut c, 0.9, Input::Tick)).is_empty());
+    let fx = at(&mut c, 1.0, Input::Tick);
+    assert_eq!(logs(&fx), ["[1.0s] caption: warm up"]);
+    assert_eq!(c.state.caption.as_deref(), Some("warm up"));
+    assert_eq!(c.state.step, Some((1, 2)));
+    let fx = at(&mut c, 2.1, Input::Tick);
+    let rates: Vec<(usize, Option<f64>)> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send { worker, msgs } => msgs.iter().find_map(|m| match m {
+                Control::SetRate { rate } => Some((*worker, *rate)),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rates, [(0, Some(1000.0)), (1, Some(1000.0))]);
+    assert!(logs(&fx)[0].starts_with("[2.1s] "), "{:?}", logs(&fx));
+    // The path change is the runtime's; a failure is logged as the step's.
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Path { step: Some(2), .. })));
+    assert_eq!(c.state.step, Some((2, 2)));
+    assert_eq!(c.next_step(3.0, &mut Vec::new()), None, "none left");
+}
+
+#[test]
+fn a_sweep_points_window_makes_its_summary_row() {
+    let mut c = core(2, Vec::new());
+    at(&mut c, 0.9, server(1.0, 0));
+    at(&mut c, 1.0, Input::BeginWindow);
+    for k in 0..10 {
+        let t = 1.0 + 0.1 * (k + 1) as f64;
+        // Two workers, 500/s each, 98 % answered.
+        at(&mut c, t, delta(0, 0.1, 50, 49));
+        at(&mut c, t, delta(1, 0.1, 50, 49));
+    }
+    at(&mut c, 2.0, server(2.0, 980));
+    let fx = at(&mut c, 2.05, Input::EndWindow);
+    let Some(Effect::Window(w)) = fx.into_iter().next() else {
+        panic!("the window comes back")
+    };
+    assert_eq!((w.t0, w.t1), (1.0, 2.05));
+    assert_eq!(
+        (w.server_responses, w.server_rate),
+        (Some(980), Some(980.0))
+    );
+    let r = crate::lab::summary::summary_row(&c, 3, *w);
+    assert_eq!(
+        (r.point, r.mode.as_str(), r.offered_rate),
+        (3, "open", 1000.0)
+    );
+    // Rates over the 1.0 s the reports cover, not the 1.05 s window.
+    assert!((r.hold_s - 1.0).abs() < 1e-9, "{}", r.hold_s);
+    assert!((r.attempts_per_s - 1000.0).abs() < 1e-6);
+    assert!((r.throughput_per_s - 980.0).abs() < 1e-6);
+    assert!((r.server_responses_per_s - 980.0).abs() < 1e-6);
+    assert!(r.check_server_vs_client_pct.abs() < 1e-6);
+    let totals = r.totals.expect("counts");
+    assert_eq!((totals.attempts, totals.responses), (1000, 980));
+    assert_eq!(totals.server_responses, Some(980));
+    assert!(at(&mut c, 3.0, Input::EndWindow).is_empty(), "none open");
+}
+
+#[test]
+fn a_childs_death_stops_the_load_and_fails_the_point_once() {
+    let mut c = core(2, Vec::new());
+    let who = "load worker 1 (pid 7) was killed by signal 9 (SIGKILL)".to_string();
+    let fx = at(&mut c, 3.0, Input::ChildDied(who.clone()));
+    let pauses = fx
+        .iter()
+        .filter(|e| matches!(e, Effect::Send { msgs, .. } if msgs.contains(&Control::Pause)))
+        .count();
+    assert_eq!(pauses, 2, "both workers paused: {fx:?}");
+    assert!(matches!(fx.last(), Some(Effect::FailPoint(d)) if *d == who));
+    assert_eq!(logs(&fx)[0], format!("[3.0s] {who}: the run stops"));
+    assert!(c.state.finished && c.state.knobs.paused);
+    assert!(c.state.warnings.contains(&Warning::ChildDied(who.clone())));
+    assert_eq!(
+        c.state.caption,
+        Some(format!("{who}: run stopped (press q to quit)"))
+    );
+    assert!(c.notices().contains(&who));
+    assert!(at(&mut c, 3.1, Input::ChildDied(who)).is_empty(), "once");
+}
+
+#[test]
+fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
+    let mut c = core(1, Vec::new());
+    c.set_deadline(60.0);
+    at(&mut c, 0.0, Input::BeginWindow);
+    at(&mut c, 3.5, delta(0, 3.5, 3500, 3500));
+    let fx = at(&mut c, 4.0, Input::Command(Command::SetRate(Some(2000.0))));
+    let row = fx.iter().find_map(|e| match e {
+        Effect::Summary(r) => Some(r),
+        _ => None,
+    });
+    assert_eq!(row.expect("the stretch closed").offered_rate, 1000.0);
+    assert!(matches!(fx.last(), Some(Effect::Reply(Ok(_)))));
+    assert_eq!(c.window_start(), Some(4.0), "the next stretch opened");
+    // Refused: knobs unchanged, no effect but the reply.
+    let fx = at(&mut c, 4.5, Input::Command(Command::SetRate(Some(-1.0))));
+    assert!(matches!(fx.as_slice(), [Effect::Reply(Err(_))]), "{fx:?}");
+    // The duration ends the session: load paused, once.
+    let fx = at(&mut c, 60.0, Input::Tick);
+    assert!(logs(&fx).contains(&"duration reached: load stopped"));
+    assert!(c.state.finished && !c.in_session());
+}
+
+#[test]
+fn the_run_totals_take_pcaps_syns_from_the_sample_after_the_drain() {
+    let mut c = core(1, Vec::new());
+    at(&mut c, 1.0, delta(0, 1.0, 1000, 990));
+    at(&mut c, 1.0, server(1.0, 990));
+    c.final_crosscheck();
+    let Input::Probe(mut p) = probe(0.0) else {
+        unreachable!()
+    };
+    p.m.syn_in_total = Some(1002.0);
+    let t = c.run_totals(Some(&p), Some(1001));
+    assert_eq!((t.attempts, t.responses), (1000, 990));
+    assert_eq!(t.server_responses, Some(990));
+    assert_eq!((t.syn_in, t.client_active_opens), (Some(1002), Some(1001)));
+    // Estimated from the kernel's counters: no SYN count to stand behind.
+    p.syn_source = crate::probe::SynSource::Estimated;
+    assert_eq!(c.run_totals(Some(&p), None).syn_in, None);
+}

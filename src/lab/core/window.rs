@@ -1,0 +1,119 @@
+//! Measurement windows (a sweep point's hold, a TUI stretch of settings): opened, peeked at
+//! and closed, with the client's, the paths', the server's and the access log's figures.
+
+use super::{Effect, LabCore, OpenWindow};
+use crate::lab::client_agg::ClientTotals;
+use crate::metrics::window::SampleWindow;
+
+/// The shortest stretch of one setting a TUI session summarises.
+pub const MIN_STRETCH_S: f64 = 3.0;
+
+/// A measurement window once it has ended.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Start and end, seconds since the run started (controller clock).
+    pub t0: f64,
+    pub t1: f64,
+    /// The workers' reports that arrived in it.
+    pub client: ClientTotals,
+    /// The same, per `[[network.path]]` (name, totals); empty on loopback.
+    pub paths: Vec<(String, ClientTotals)>,
+    /// The server's own responses/s and count in it (built-in server), when it reported.
+    pub server_rate: Option<f64>,
+    pub server_responses: Option<u64>,
+    /// The sample rows in it: their means and maxima, and the values at its opening edge.
+    pub rows: SampleWindow,
+}
+
+impl LabCore {
+    /// Starts counting a measurement window at `now_s`.
+    pub(super) fn begin_window(&mut self, now_s: f64) {
+        for p in &mut self.paths {
+            p.window = ClientTotals::default();
+        }
+        self.access.at_point = self.access.last;
+        self.point = Some(OpenWindow {
+            t0: now_s,
+            client: ClientTotals::default(),
+            server_at_open: self.server_last.clone(),
+            rows: SampleWindow::open(now_s, &self.state.store),
+        });
+    }
+
+    /// Ends the window at `now_s` and returns it. The server's rate is taken between its own
+    /// reports (every 100 ms), over the time they say passed, so it does not depend on where
+    /// the window's edges fell.
+    pub(super) fn end_window(&mut self, now_s: f64) -> Option<Window> {
+        let open = self.point.take()?;
+        self.access.point = self
+            .access
+            .last
+            .map(|b| b.since(&self.access.at_point.unwrap_or_default()));
+        let paths = self
+            .paths
+            .iter_mut()
+            .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
+            .collect();
+        Some(self.window(open, paths, now_s))
+    }
+
+    /// The open window as it stands at `now_s`, left open (the TUI's live verdicts).
+    pub fn peek_window(&self, now_s: f64) -> Option<Window> {
+        let open = self.point.clone()?;
+        let paths = self
+            .paths
+            .iter()
+            .map(|p| (p.name.clone(), p.window.clone()))
+            .collect();
+        Some(self.window(open, paths, now_s))
+    }
+
+    /// The start of the open window, if one is open.
+    pub fn window_start(&self) -> Option<f64> {
+        self.point.as_ref().map(|p| p.t0)
+    }
+
+    fn window(&self, open: OpenWindow, paths: Vec<(String, ClientTotals)>, t1: f64) -> Window {
+        let since = match (open.server_at_open, &self.server_last) {
+            (Some(a), Some(b)) => b.responses_since(&a),
+            _ => None,
+        };
+        let (server_responses, server_rate) = since.unzip();
+        Window {
+            t0: open.t0,
+            t1,
+            client: open.client,
+            paths,
+            server_rate,
+            server_responses,
+            rows: open.rows,
+        }
+    }
+
+    /// Closes the TUI's current stretch of settings into a summary row and opens the next; a
+    /// stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short to summarise
+    /// and is only logged.
+    pub(super) fn end_stretch(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        let Some(t0) = self.window_start() else {
+            return;
+        };
+        let len = now_s - t0;
+        if len < MIN_STRETCH_S {
+            let _ = self.end_window(now_s);
+            fx.push(Effect::Log(format!(
+                "[{now_s:.1}s] a stretch of {len:.1} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv"
+            )));
+        } else {
+            self.end_stretch_now(now_s, fx);
+        }
+        self.begin_window(now_s);
+    }
+
+    /// Closes the open window into a summary row (numbered by the runtime).
+    pub fn end_stretch_now(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        if let Some(window) = self.end_window(now_s) {
+            let row = crate::lab::summary::summary_row(self, 0, window);
+            fx.push(Effect::Summary(Box::new(row)));
+        }
+    }
+}
