@@ -198,18 +198,22 @@ pub fn spawn_with(
         .name("probe-sampler".into())
         .spawn(move || {
             crate::sys::process::thread_avoid_cpus(&cfg.avoid_cpus);
-            let mut sampler = match Sampler::open(&cfg, target.as_ref(), capture) {
-                Ok((s, mut open_notes)) => {
+            let (mut sampler, base) = match Sampler::open(&cfg, target.as_ref(), capture) {
+                Ok((mut s, mut open_notes)) => {
                     notes.append(&mut open_notes);
+                    // The base of every total is read before `spawn` returns: a caller that
+                    // starts load right after (the lab starts its workers) has every SYN of
+                    // it counted, however late this thread is scheduled afterwards.
+                    let base = (Instant::now(), s.snapshot(&cfg));
                     let _ = ready_tx.send(Ok(()));
-                    s
+                    (s, base)
                 }
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
                     return;
                 }
             };
-            sampler.run(&cfg, &mut sink, stop, notes);
+            sampler.run(&cfg, base, &mut sink, stop, notes);
         })?;
     handle.threads.push(th);
     match ready_rx.recv_timeout(Duration::from_secs(5)) {
@@ -442,9 +446,11 @@ impl Sampler {
         })
     }
 
+    /// Samples from `(start, base)`, the first snapshot, until `stop` or the sink is gone.
     fn run(
         &mut self,
         cfg: &ProbeConfig,
+        (start, base): (Instant, Snapshot),
         sink: &mut dyn SampleSink,
         stop: Arc<AtomicBool>,
         mut notes: Vec<String>,
@@ -453,8 +459,6 @@ impl Sampler {
             clk_tck: procfs::clock_ticks(),
             page_size: procfs::page_size(),
         };
-        let start = Instant::now();
-        let base = self.snapshot(cfg);
         let mut prev: Option<Snapshot> = None;
         let mut seq = 0u64;
         let mut cur = base.clone();
