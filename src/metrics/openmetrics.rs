@@ -2,8 +2,8 @@
 //! existing Prometheus. Each series of the store is its latest sample: a counter for a count
 //! since the run started, else a gauge (rates, queue lengths, latency percentiles, CPU), named
 //! and scaled to base units from its column's kind and unit (`model::Col`); encoded by
-//! prometheus-client, a tiny std HTTP responder thread serves the latest exposition. A bare port binds loopback: another interface only when
-//! the user names it.
+//! prometheus-client, a tiny std HTTP responder thread serves the latest exposition. A bare
+//! port binds loopback: another interface only when the user names it.
 
 use crate::metrics::hist::{Buckets, BUCKET_BOUNDS_S};
 use crate::model::{Col, Kind, Unit};

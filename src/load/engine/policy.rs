@@ -1,6 +1,6 @@
-//! The per-mode start policy, stated once: where a worker's attempts come from (closed clients' wakes,
-//! an S-Client's free slots, scheduled arrivals), when the next one is due and what caps them;
-//! and the closed-loop clients' lifecycle.
+//! The per-mode start policy, stated once: where a worker's attempts come from (closed
+//! clients' wakes, an S-Client's free slots, scheduled arrivals), when the next one is due and
+//! what caps them; and the closed-loop clients' lifecycle.
 
 use super::Engine;
 use crate::load::protocol::Mode;
