@@ -11,6 +11,8 @@
 #   3. worker RSS with 20,000 sockets in flight.
 # Usage: sudo bench/load.sh [runs=3] [seconds=10]     (prints a table of figures and ratios)
 #        SECTIONS=23 bench/load.sh ...                 (only some sections)
+#        SYN=/tmp/synlab-before bench/load.sh ...      (that binary, not a fresh release build:
+#                                                       an A/B of two builds in one session)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
@@ -23,8 +25,10 @@ for p in nginx-light wrk apache2-utils httperf tcpdump time iproute2; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
-cargo build --release -q
-SYN=$PWD/target/release/synlab
+if [ -z "${SYN:-}" ]; then
+  cargo build --release -q
+  SYN=$PWD/target/release/synlab
+fi
 WORK=$(mktemp -d /tmp/synlab-bench.XXXXXX)
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }

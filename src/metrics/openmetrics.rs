@@ -1,10 +1,12 @@
 //! `--metrics ADDR`: the lab's time series as OpenMetrics text at `http://ADDR/metrics`, for an
-//! existing Prometheus. Each series of the store is a gauge of its latest sample (rates, queue
-//! lengths, latency percentiles, CPU), encoded by prometheus-client; a tiny std HTTP responder
-//! thread serves the latest exposition. A bare port binds loopback: another interface only when
-//! the user names it.
+//! existing Prometheus. Each series of the store is its latest sample: a counter for a count
+//! since the run started, else a gauge (rates, queue lengths, latency percentiles, CPU), named
+//! and scaled to base units from its column's kind and unit (`model::Col`); encoded by
+//! prometheus-client, a tiny std HTTP responder thread serves the latest exposition. A bare
+//! port binds loopback: another interface only when the user names it.
 
 use crate::metrics::hist::{Buckets, BUCKET_BOUNDS_S};
+use crate::model::{Col, Kind, Unit};
 use anyhow::Context;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -67,37 +69,64 @@ pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
-/// A store column as Prometheus names it: base units spelled out (`_ms` -> `_seconds`, `_pct` ->
-/// `_ratio`, `_mb` -> `_bytes`, `_per_s` -> `_per_second`), the value scaled to match, and
-/// whether it is a counter (`*_total`: cumulative kernel counts; the encoder adds `_total`).
-pub fn prom_series(column: &str, v: f64) -> (String, f64, bool) {
-    let clean: String = column
+/// How a unit is spelt in a column's name, its base unit as Prometheus spells it, and the
+/// factor to that base unit; None for a unit that stays as it is (counts, pages, flags).
+fn base_unit(unit: Unit) -> Option<(&'static [&'static str], &'static str, f64)> {
+    match unit {
+        Unit::PerSecond => Some((&["per", "s"], "per_second", 1.0)),
+        Unit::Milliseconds => Some((&["ms"], "seconds", 1e-3)),
+        Unit::Microseconds => Some((&["us"], "seconds", 1e-6)),
+        Unit::Percent => Some((&["pct"], "ratio", 1e-2)),
+        Unit::Megabytes => Some((&["mb"], "bytes", 1048576.0)),
+        Unit::Count | Unit::Pages | Unit::Flag => None,
+    }
+}
+
+/// A time-series column as Prometheus names it, from the column's unit and kind: the unit's
+/// word in the name swapped for its base unit (`_ms` -> `_seconds`, `_pct` -> `_ratio`, `_mb`
+/// -> `_bytes`, `_per_s` -> `_per_second`) and the value scaled to match; a counter (a count
+/// since the run or its source started) without its `_total` (the encoder adds it), and true.
+pub fn prom_series(column: Col, v: f64) -> (String, f64, bool) {
+    let name = column.name();
+    let clean: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    if let Some(base) = clean.strip_suffix("_total") {
-        return (base.to_string(), v, true);
-    }
     let mut words: Vec<&str> = clean.split('_').filter(|w| !w.is_empty()).collect();
-    let (unit, scale) = if words.ends_with(&["per", "s"]) {
-        words.truncate(words.len() - 1);
-        ("second", 1.0)
-    } else if let Some(i) = words.iter().position(|w| *w == "ms") {
-        words.remove(i);
-        ("seconds", 1e-3)
-    } else if let Some(i) = words.iter().position(|w| *w == "pct") {
-        words.remove(i);
-        ("ratio", 1e-2)
-    } else if let Some(i) = words.iter().position(|w| *w == "mb") {
-        words.remove(i);
-        ("bytes", 1048576.0)
-    } else {
-        ("", 1.0)
-    };
-    if !unit.is_empty() {
-        words.push(unit);
+    if column.kind() == Kind::Counter {
+        if words.last() == Some(&"total") {
+            words.pop();
+        }
+        return (words.join("_"), v, true);
     }
+    let Some((spelt, base, scale)) = base_unit(column.unit()) else {
+        return (words.join("_"), v, false);
+    };
+    // A name that does not spell its unit (`target_rate`) keeps its name and its value.
+    let Some(i) = words.windows(spelt.len()).position(|w| w == spelt) else {
+        return (words.join("_"), v, false);
+    };
+    words.drain(i..i + spelt.len());
+    words.push(base);
     (words.join("_"), v * scale, false)
+}
+
+/// What names a published series: a column, or a column's name as timeseries.csv writes it
+/// (resolved by [`Col::parse`]; a name of no column is left out).
+pub trait SeriesName {
+    fn col(&self) -> Option<Col>;
+}
+
+impl SeriesName for Col {
+    fn col(&self) -> Option<Col> {
+        Some(*self)
+    }
+}
+
+impl SeriesName for String {
+    fn col(&self) -> Option<Col> {
+        Col::parse(self)
+    }
 }
 
 /// A latency distribution since the run began, in fixed buckets, as an OpenMetrics histogram.
@@ -127,10 +156,13 @@ impl prometheus_client::encoding::EncodeMetric for FixedHistogram {
 /// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
 /// series are left out: not measured), and latency distributions `(name, buckets)` as
 /// histograms (`synlab_<name>_seconds`).
-pub fn encode(series: &[(String, f64)], hists: &[(&str, Buckets)]) -> String {
+pub fn encode<S: SeriesName>(series: &[(S, f64)], hists: &[(&str, Buckets)]) -> String {
     use prometheus_client::metrics::counter::Counter;
     let mut reg = Registry::with_prefix("synlab");
-    for (column, v) in series {
+    for (id, v) in series {
+        let Some(column) = id.col() else {
+            continue;
+        };
         if !v.is_finite() {
             continue;
         }
@@ -173,7 +205,7 @@ impl Exporter {
             format!("--metrics: cannot listen on {addr} (in use? pick another port)")
         })?;
         let addr = listener.local_addr()?;
-        let body = Arc::new(Mutex::new(encode(&[], &[])));
+        let body = Arc::new(Mutex::new(encode::<Col>(&[], &[])));
         let served = Arc::clone(&body);
         std::thread::Builder::new()
             .name("metrics-http".into())
@@ -217,7 +249,7 @@ impl Exporter {
     }
 
     /// Replaces the exposition with these series' latest values and distributions.
-    pub fn publish(&self, series: &[(String, f64)], hists: &[(&str, Buckets)]) {
+    pub fn publish<S: SeriesName>(&self, series: &[(S, f64)], hists: &[(&str, Buckets)]) {
         let text = encode(series, hists);
         if let Ok(mut b) = self.body.lock() {
             *b = text;
@@ -228,10 +260,11 @@ impl Exporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{col, PathName};
 
     #[test]
     fn series_become_prefixed_gauges_and_nan_is_left_out() {
-        let t = encode(
+        let t = encode::<String>(
             &[
                 ("responses_per_s".into(), 412.5),
                 ("accept_queue".into(), 3.0),
@@ -245,22 +278,22 @@ mod tests {
         );
         assert!(t.contains("synlab_responses_per_second 412.5\n"), "{t}");
         assert_eq!(
-            prom_series("lag_ms_max", 20.0),
+            prom_series(col::LAG_MAX, 20.0),
             ("lag_max_seconds".into(), 0.02, false)
         );
         assert_eq!(
-            prom_series("cpu_idle_pct", 50.0),
+            prom_series(col::CPU_IDLE, 50.0),
             ("cpu_idle_ratio".into(), 0.5, false)
         );
         assert_eq!(
-            prom_series("syn_in_total", 7.0),
+            prom_series(col::SYN_IN_TOTAL, 7.0),
             ("syn_in".into(), 7.0, true)
         );
         assert_eq!(
-            prom_series("server_rss_mb", 2.0),
+            prom_series(col::SERVER_RSS_MB, 2.0),
             ("server_rss_bytes".into(), 2097152.0, false)
         );
-        let c = encode(&[("syn_in_total".into(), 7.0)], &[]);
+        let c = encode(&[(col::SYN_IN_TOTAL, 7.0)], &[]);
         assert!(
             c.contains("# TYPE synlab_syn_in counter\nsynlab_syn_in_total 7.0\n"),
             "{c}"
@@ -289,7 +322,7 @@ mod tests {
         for us in [300, 20_000, 20_000, 30_000_000] {
             crate::metrics::hist::record(&mut h, us);
         }
-        let t = encode(&[], &[("connect", Buckets::of(&h))]);
+        let t = encode::<Col>(&[], &[("connect", Buckets::of(&h))]);
         assert!(
             t.contains("# TYPE synlab_connect_seconds histogram\n"),
             "{t}"
@@ -310,6 +343,56 @@ mod tests {
         assert!(
             t.contains("synlab_connect_seconds_bucket{le=\"+Inf\"} 4\n"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn unit_and_kind_come_from_the_column() {
+        let wan = PathName::new("wan");
+        assert_eq!(
+            prom_series(col::TOTAL_P99.of_path(wan), 250.0),
+            ("path_wan_total_p99_seconds".into(), 0.25, false)
+        );
+        assert_eq!(
+            prom_series(col::ERRORS.of_path(wan), 4.0),
+            ("path_wan_errors_per_second".into(), 4.0, false)
+        );
+        // Microseconds reach seconds like milliseconds do.
+        assert_eq!(
+            prom_series(col::ROUTER_LATE_P99_US, 1500.0),
+            ("router_late_p99_seconds".into(), 0.0015, false)
+        );
+        // A count since the capture started is a counter whatever its name.
+        assert_eq!(
+            prom_series(col::PCAP_DROPS, 3.0),
+            ("pcap_drops".into(), 3.0, true)
+        );
+        assert_eq!(
+            prom_series(col::TARGET_RATE, 500.0),
+            ("target_rate".into(), 500.0, false)
+        );
+        assert_eq!(
+            prom_series(col::TCP_MEM_PAGES, 9.0),
+            ("tcp_mem_pages".into(), 9.0, false)
+        );
+        let t = encode(
+            &[
+                (col::PCAP_DROPS, 3.0),
+                (col::RESPONSES.of_path(wan), f64::NAN),
+            ],
+            &[],
+        );
+        assert!(
+            t.contains("# TYPE synlab_pcap_drops counter\nsynlab_pcap_drops_total 3.0\n"),
+            "{t}"
+        );
+        assert!(!t.contains("path_wan"), "{t}");
+        // The lab's names resolve to the same series as its columns.
+        let named = encode::<String>(&[("path_wan_total_p99_ms".into(), 250.0)], &[]);
+        assert_eq!(named, encode(&[(col::TOTAL_P99.of_path(wan), 250.0)], &[]));
+        assert!(
+            named.contains("synlab_path_wan_total_p99_seconds 0.25\n"),
+            "{named}"
         );
     }
 }

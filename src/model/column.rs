@@ -130,6 +130,19 @@ impl Col {
     pub fn fixed(name: &str) -> Option<Col> {
         col::ALL.iter().copied().find(|c| c.def().name == name)
     }
+
+    /// The column a timeseries.csv header names: a fixed one, or `path_<path>_<figure>` of one
+    /// of [`PATH_FIGURES`]; None when it names none.
+    pub fn parse(name: &str) -> Option<Col> {
+        if let Some(c) = Col::fixed(name) {
+            return Some(c);
+        }
+        let rest = name.strip_prefix("path_")?;
+        PATH_FIGURES.iter().find_map(|f| {
+            let path = rest.strip_suffix(f.def().name)?.strip_suffix('_')?;
+            (!path.is_empty()).then(|| f.of_path(PathName::new(path)))
+        })
+    }
 }
 
 impl std::fmt::Display for Col {
@@ -307,5 +320,18 @@ mod tests {
         assert_ne!(c, col::RESPONSES);
         assert_eq!(c, col::RESPONSES.of_path(PathName::new("wan")));
         assert_ne!(c, col::RESPONSES.of_path(PathName::new("lan")));
+    }
+
+    #[test]
+    fn a_header_name_parses_back_to_its_column() {
+        for c in col::ALL {
+            assert_eq!(Col::parse(&c.name()), Some(*c));
+        }
+        let p99 = col::TOTAL_P99.of_path(PathName::new("eu_west"));
+        assert_eq!(Col::parse("path_eu_west_total_p99_ms"), Some(p99));
+        assert_eq!(Col::parse(&p99.name()), Some(p99));
+        assert_eq!(Col::parse("path__total_p99_ms"), None);
+        assert_eq!(Col::parse("path_wan_syn_in_per_s"), None);
+        assert_eq!(Col::parse("offered"), None);
     }
 }

@@ -206,10 +206,10 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
             eprintln!("synlab probe: note: {n}");
         }
         if let Some(e) = &exporter {
-            let series: Vec<(String, f64)> = sample
+            let series: Vec<(crate::model::Col, f64)> = sample
                 .columns()
                 .into_iter()
-                .map(|(k, v)| (k.to_string(), v.unwrap_or(f64::NAN)))
+                .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
                 .collect();
             e.publish(&series, &[]);
         }

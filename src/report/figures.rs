@@ -5,6 +5,7 @@
 use super::plots::{Figure, LineKind, Panel, Series, XAxis, XY};
 use super::read::{Point, RunData};
 use crate::model::units::{Bandwidth, Dur, Num, Percent};
+use crate::model::{col, Col};
 
 /// Seed 004's example capacity criterion: 98 % of requests served in under 0.1 s.
 pub const P98_TARGET_MS: f64 = 100.0;
@@ -577,8 +578,8 @@ fn short_param(param: &str) -> &str {
 /// The whole run over time from timeseries.csv, sweep points marked from events.csv.
 pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
     let ts = &run.timeseries;
-    let col = |key: &str, name: &str, color: usize, line: LineKind| -> Option<Series> {
-        let pts = ts.column(key)?;
+    let series = |c: Col, name: &str, color: usize, line: LineKind| -> Option<Series> {
+        let pts = ts.get(c)?;
         Some(Series {
             name: name.into(),
             color,
@@ -587,32 +588,22 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
         })
     };
     let rates: Vec<Series> = [
-        col(
-            "attempts_per_s",
-            "connection attempts/s",
-            1,
-            LineKind::Solid,
-        ),
-        col(
-            "responses_per_s",
-            "responses/s (client)",
-            0,
-            LineKind::Solid,
-        ),
-        col("syn_in_per_s", "SYN/s at the server", 2, LineKind::Dashed),
+        series(col::ATTEMPTS, "connection attempts/s", 1, LineKind::Solid),
+        series(col::RESPONSES, "responses/s (client)", 0, LineKind::Solid),
+        series(col::SYN_IN, "SYN/s at the server", 2, LineKind::Dashed),
     ]
     .into_iter()
     .flatten()
     .collect();
     let queue: Vec<Series> = [
-        col(
-            "accept_queue",
+        series(
+            col::ACCEPT_QUEUE,
             "accept queue (connections)",
             3,
             LineKind::Solid,
         ),
-        col(
-            "accept_queue_limit",
+        series(
+            col::ACCEPT_QUEUE_LIMIT,
             "accept queue limit",
             0,
             LineKind::Reference,

@@ -2,6 +2,7 @@
 //! an empty table plus a warning, a half-written last line of timeseries.csv is dropped, and
 //! unknown or missing summary columns are fine (columns are looked up by name).
 
+use crate::model::Col;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,17 +58,24 @@ impl Point {
     }
 }
 
-/// timeseries.csv: `t_s` plus named columns, NaN where a cell was empty.
+/// timeseries.csv: `t_s` plus named columns, NaN where a cell was empty. Read by column id
+/// ([`TimeSeries::get`]), so a renamed column is a compile error here, not a missing plot.
 #[derive(Debug, Clone, Default)]
 pub struct TimeSeries {
-    pub columns: Vec<String>,
+    /// The header's names as written (a column of another synlab version is kept, unread).
+    columns: Vec<String>,
     pub t_s: Vec<f64>,
     pub rows: Vec<Vec<f64>>,
 }
 
 impl TimeSeries {
-    /// (t, value) pairs of one column, without unmeasured samples; None if the column is absent.
-    pub fn column(&self, name: &str) -> Option<Vec<(f64, f64)>> {
+    /// (t, value) pairs of one column, without unmeasured samples; None if the run did not
+    /// write the column (an older run, or a figure it did not measure).
+    pub fn get(&self, col: Col) -> Option<Vec<(f64, f64)>> {
+        self.column(&col.name())
+    }
+
+    fn column(&self, name: &str) -> Option<Vec<(f64, f64)>> {
         let i = self.columns.iter().position(|c| c == name)?;
         Some(
             self.t_s
@@ -405,6 +413,20 @@ mod tests {
         assert!(ts.rows[0][1].is_nan());
         assert_eq!(ts.column("b").unwrap(), [(0.4, 2.5)]);
         assert!(ts.column("zz").is_none());
+    }
+
+    #[test]
+    fn columns_are_read_by_id_and_an_old_runs_missing_one_is_none() {
+        use crate::model::{col, PathName};
+        let ts = parse_timeseries(
+            "t_s,attempts_per_s,path_wan_responses_per_s,a_column_of_another_version\n\
+             0.2,10,,1\n0.4,12,3,1\n",
+        );
+        assert_eq!(ts.get(col::ATTEMPTS).unwrap(), [(0.2, 10.0), (0.4, 12.0)]);
+        let wan = col::RESPONSES.of_path(PathName::new("wan"));
+        assert_eq!(ts.get(wan).unwrap(), [(0.4, 3.0)]);
+        assert!(ts.get(col::SYN_IN).is_none());
+        assert!(ts.get(col::RESPONSES).is_none());
     }
 
     #[test]

@@ -1,0 +1,74 @@
+//! The controller's commands (rate, burst, mode, D, clients, T, pause, resume, drain, stop) applied
+//! to the running loop.
+
+use super::Engine;
+use crate::load::protocol::Control;
+
+impl Engine {
+    pub(super) fn apply_controls(&mut self) {
+        while let Ok(msg) = self.control_rx.try_recv() {
+            let now = self.now_ns();
+            let t = now as f64 / 1e9;
+            match msg {
+                Err(line) => self.notices.push(line),
+                Ok(c) => {
+                    if let Err(e) = self.apply(c, now, t) {
+                        self.notices.push(format!("control refused: {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn apply(&mut self, c: Control, now: u64, t: f64) -> anyhow::Result<()> {
+        match c {
+            Control::SetRate { rate } => {
+                self.schedule.set_rate(rate, t)?;
+                self.cfg.rate = rate;
+            }
+            Control::SetBurst { burst } => {
+                self.schedule.set_burst(burst.as_ref(), t)?;
+                self.cfg.burst = burst;
+            }
+            Control::SetMode { mode } => {
+                self.cfg.mode = mode;
+                self.schedule.restart(t);
+                self.spawn_clients(now);
+            }
+            Control::SetSockets { sockets } => {
+                anyhow::ensure!(sockets >= 1, "sockets must be >= 1, got 0");
+                self.cfg.sockets = sockets;
+            }
+            Control::SetClients { clients } => {
+                self.cfg.clients = clients;
+                self.spawn_clients(now);
+                self.retire_idle_clients();
+            }
+            Control::SetTimeout { timeout_s } => {
+                anyhow::ensure!(
+                    timeout_s.is_finite() && timeout_s > 0.0,
+                    "timeout_s must be > 0, got {timeout_s}"
+                );
+                self.cfg.timeout_s = timeout_s;
+            }
+            Control::Pause => {
+                self.paused = true;
+                self.retire_idle_clients();
+            }
+            Control::Resume => {
+                self.paused = false;
+                // Continue from now: the paused time is not caught up.
+                self.schedule.restart(t);
+                self.spawn_clients(now);
+            }
+            Control::Drain => {
+                // As a pause that never resumes: in-flight attempts run to their end.
+                self.paused = true;
+                self.draining = true;
+                self.retire_idle_clients();
+            }
+            Control::Stop => self.stop = true,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,174 @@
+//! A connection's request and response: the request picked from the mix and sent (resumed when
+//! the socket was full), the response read and parsed, and what follows it (the next request on
+//! a kept-alive connection, a wait for the server's FIN, or the close).
+
+use super::conn::{Phase, EV_RESPONSE};
+use super::Engine;
+use crate::load::http::{self, Progress};
+use crate::metrics::hist::record;
+use crate::sys::client_io as io;
+use rand::Rng;
+
+impl Engine {
+    /// The next request of the mix.
+    pub(super) fn pick_request(&mut self) -> usize {
+        if self.requests.len() == 1 {
+            0
+        } else {
+            let total = *self.mix_cum.last().unwrap_or(&1.0);
+            let x = self.rng.gen::<f64>() * total;
+            self.mix_cum
+                .partition_point(|&c| c <= x)
+                .min(self.requests.len() - 1)
+        }
+    }
+
+    /// Picks the next request of the mix and starts sending it.
+    pub(super) fn begin_request(&mut self, idx: usize, now: u64) {
+        let req = self.pick_request();
+        self.setup_request(idx, req, now);
+        self.send_more(idx, now);
+    }
+
+    /// A connection's next request, nothing of it sent yet; its response timeout armed.
+    pub(super) fn setup_request(&mut self, idx: usize, req: usize, now: u64) {
+        let c = &mut self.slab[idx];
+        c.req = req as u16;
+        c.sent = 0;
+        c.saw_first_byte = false;
+        c.parser.reset();
+        c.phase = Phase::Sending;
+        let deadline = now + (self.cfg.response_timeout_s * 1e9) as u64;
+        self.arm(idx, deadline);
+    }
+
+    pub(super) fn send_more(&mut self, idx: usize, now: u64) {
+        let (fd, req, sent) = {
+            let c = &self.slab[idx];
+            (c.fd, c.req as usize, c.sent as usize)
+        };
+        let blocked = match io::send(fd, &self.requests[req][sent..]) {
+            Ok(n) => {
+                self.request_bytes_sent(idx, n);
+                self.slab[idx].phase == Phase::Sending
+            }
+            Err(libc::EAGAIN) => true,
+            Err(e) => {
+                self.count_error(e);
+                return self.finish(idx, now);
+            }
+        };
+        // The rest goes out when the socket is writable: make sure that is reported.
+        if blocked && !self.slab[idx].out_armed {
+            if let Err(e) = self
+                .epoll
+                .modify(fd, EV_RESPONSE | io::EV_OUT, self.key(idx))
+            {
+                self.count_error(e);
+                return self.finish(idx, now);
+            }
+            self.slab[idx].out_armed = true;
+        }
+    }
+
+    /// Accounts `n` more bytes of the current request as sent.
+    pub(super) fn request_bytes_sent(&mut self, idx: usize, n: usize) {
+        self.stats.counts.bytes_out += n as u64;
+        let c = &mut self.slab[idx];
+        c.sent += n as u32;
+        if c.sent as usize == self.requests[c.req as usize].len() {
+            c.phase = Phase::Receiving;
+            c.requests += 1;
+            self.stats.counts.requests += 1;
+        }
+    }
+
+    pub(super) fn read_ready(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
+        let fd = self.slab[idx].fd;
+        loop {
+            match io::recv(fd, buf) {
+                Ok(0) => {
+                    let phase = self.slab[idx].phase;
+                    if phase == Phase::Draining || phase == Phase::Idle {
+                        return self.finish(idx, now);
+                    }
+                    return match self.slab[idx].parser.eof() {
+                        Progress::Done(r) => self.response_done(idx, r, true, now),
+                        _ => {
+                            self.stats.counts.bad_responses += 1;
+                            self.finish(idx, now)
+                        }
+                    };
+                }
+                Ok(n) => {
+                    self.stats.counts.bytes_in += n as u64;
+                    let c = &mut self.slab[idx];
+                    if c.phase != Phase::Receiving {
+                        continue; // unsolicited bytes after a response: drain them
+                    }
+                    if !c.saw_first_byte {
+                        c.saw_first_byte = true;
+                        let sched = c.sched_ns;
+                        record(&mut self.hists.ttfb, now.saturating_sub(sched) / 1000);
+                    }
+                    match self.slab[idx].parser.feed(&buf[..n]) {
+                        Progress::NeedMore => {}
+                        Progress::Done(r) => {
+                            // Peer's FIN already queued: the read that would see it is saved.
+                            let fin = bits & (io::EV_RDHUP | io::EV_HUP) != 0;
+                            self.response_done(idx, r, fin, now);
+                            if self.slab[idx].phase != Phase::Draining {
+                                return;
+                            }
+                        }
+                        Progress::Invalid(_) => {
+                            self.stats.counts.bad_responses += 1;
+                            return self.finish(idx, now);
+                        }
+                    }
+                }
+                Err(libc::EAGAIN) => return,
+                Err(e) => {
+                    self.count_error(e);
+                    return self.finish(idx, now);
+                }
+            }
+        }
+    }
+
+    pub(super) fn response_done(&mut self, idx: usize, r: http::Response, fin: bool, now: u64) {
+        self.stats.counts.responses += 1;
+        if (200..300).contains(&r.status) {
+            self.stats.counts.responses_2xx += 1;
+        } else {
+            self.stats.counts.responses_non2xx += 1;
+        }
+        let c = &self.slab[idx];
+        record(&mut self.hists.total, now.saturating_sub(c.sched_ns) / 1000);
+        let retiring = c.client && self.clients_alive > self.closed_target();
+        let more = self.cfg.keepalive
+            && !r.close
+            && !fin
+            && c.requests < self.cfg.requests_per_conn
+            && !self.paused
+            && !retiring;
+        if more {
+            if c.client && self.cfg.think_s > 0.0 {
+                self.slab[idx].phase = Phase::Idle;
+                let at = now + (self.cfg.think_s * 1e9) as u64;
+                self.arm(idx, at);
+            } else {
+                self.slab[idx].sched_ns = now;
+                self.begin_request(idx, now);
+            }
+        } else if fin || self.cfg.keepalive || !r.close {
+            // The FIN is in, or the server means to keep the connection (we end it, our FIN
+            // first): close now. Otherwise wait for the server's FIN.
+            self.finish(idx, now);
+        } else {
+            self.slab[idx].phase = Phase::Draining;
+            let at = now + (self.cfg.response_timeout_s * 1e9) as u64;
+            self.arm(idx, at);
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The worker's event loop: one thread, one epoll set, a slab of connection states indexed by the
+//! epoll data word, a timer heap for connect (T) and response timeouts, and batched stats.
+//!
+//! The S-Client of seed 000 §4.2 is the `connecting < D` invariant: a slot whose connect completes
+//! sends its request and hands the connection to response handling (the same loop, another slab
+//! entry state), and a new connect starts at once; a connect older than T is closed (no packet
+//! leaves) and replaced. Open mode starts connections at scheduled arrivals, closed mode runs N
+//! clients that each wait for their response. Latency is measured from the scheduled start.
+//!
+//! The parts: `policy` (where each mode's attempts come from, and closed clients), `conn` (one
+//! connection's states, from connect to close), `exchange` (its request out, its response in),
+//! `slab` (connection slots, their keys and timers), `control` (the controller's commands),
+//! `stats` (the periodic report).
+
+use super::arrival::Schedule;
+use super::http;
+use super::protocol::{Control, StatsDelta, WorkerConfig};
+use crate::metrics::hist::new_hist;
+use crate::sys::client_io::{self as io, Epoll, EventFd, RawAddr};
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+mod conn;
+mod control;
+mod exchange;
+mod policy;
+mod slab;
+mod stats;
+
+use conn::{Conn, EarlySend, Phase};
+pub use conn::{FDS_NOTICE, PORTS_NOTICE};
+
+/// Epoll data word of the control eventfd (slab keys never reach it: gen < u32::MAX).
+const CONTROL_KEY: u64 = u64::MAX;
+const EVENT_BATCH: usize = 1024;
+const READ_BUF: usize = 64 * 1024;
+
+struct Hists {
+    connect: Histogram<u64>,
+    ttfb: Histogram<u64>,
+    total: Histogram<u64>,
+}
+
+/// The running worker.
+pub struct Engine {
+    cfg: WorkerConfig,
+    target: RawAddr,
+    start: Instant,
+    end_ns: u64,
+    epoll: Epoll,
+    control_fd: EventFd,
+    control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
+    slab: Vec<Conn>,
+    free: Vec<u32>,
+    timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    wakes: BinaryHeap<Reverse<u64>>,
+    /// Sclient flat out: when each free slot (re)connects, earliest first. A freed slot is due
+    /// at once (its T deadline, or the moment its connect completed or failed), so a late
+    /// reconnect shows as lag; slots that start fresh are spread over T (seed 000 §4.2: "these
+    /// D connection requests are spaced out over T"), else they stay in lockstep: all time out
+    /// together, all retry together, and the server idles between the bursts.
+    slots_due: BinaryHeap<Reverse<u64>>,
+    schedule: Schedule,
+    requests: Vec<Vec<u8>>,
+    mix_cum: Vec<f64>,
+    rng: SmallRng,
+    bind_next: usize,
+    early: EarlySend,
+    connecting: u64,
+    active: u64,
+    /// Closed clients alive (connected, connecting or thinking).
+    clients_alive: u32,
+    paused: bool,
+    /// Drain: no new attempts; the worker exits once nothing is in flight.
+    draining: bool,
+    stop: bool,
+    backoff_until_ns: u64,
+    stats: StatsDelta,
+    hists: Hists,
+    last_stats_ns: u64,
+    next_stats_ns: u64,
+    last_cpu: (f64, f64),
+    notices: Vec<String>,
+    told_ports: bool,
+    told_fds: bool,
+    told_bind: bool,
+    out: Vec<u8>,
+}
+
+impl Engine {
+    /// Builds the loop; `control_rx` carries parsed control lines, `control_fd` wakes the loop.
+    pub fn new(
+        cfg: WorkerConfig,
+        control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
+        control_fd: EventFd,
+        notices: Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let epoll = Epoll::new()?;
+        epoll
+            .add(control_fd.fd, io::EV_IN, CONTROL_KEY)
+            .map_err(std::io::Error::from_raw_os_error)?;
+        let schedule = Schedule::new(cfg.rate, cfg.arrivals, cfg.burst.as_ref(), cfg.seed, 0.0)?;
+        let host = if cfg.host_header.is_empty() {
+            cfg.target.to_string()
+        } else {
+            cfg.host_header.clone()
+        };
+        let (requests, mix_cum) = if cfg.mix.is_empty() {
+            (vec![http::request("/", &host, cfg.keepalive)], vec![1.0])
+        } else {
+            let mut acc = 0.0;
+            let cum = cfg
+                .mix
+                .iter()
+                .map(|m| {
+                    acc += m.weight;
+                    acc
+                })
+                .collect();
+            let reqs = cfg
+                .mix
+                .iter()
+                .map(|m| http::request(&m.path, &host, cfg.keepalive))
+                .collect();
+            (reqs, cum)
+        };
+        let end_ns = (cfg.duration_s * 1e9) as u64;
+        let interval_ns = cfg.stats_interval_ms * 1_000_000;
+        let stats = StatsDelta {
+            worker: cfg.id,
+            ..StatsDelta::default()
+        };
+        let mut e = Engine {
+            target: RawAddr::new(cfg.target),
+            start: Instant::now(),
+            end_ns,
+            epoll,
+            control_fd,
+            control_rx,
+            slab: Vec::new(),
+            free: Vec::new(),
+            timers: BinaryHeap::new(),
+            wakes: BinaryHeap::new(),
+            slots_due: BinaryHeap::new(),
+            schedule,
+            requests,
+            mix_cum,
+            rng: SmallRng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15),
+            bind_next: 0,
+            early: EarlySend::default(),
+            connecting: 0,
+            active: 0,
+            clients_alive: 0,
+            paused: cfg.paused,
+            draining: false,
+            stop: false,
+            backoff_until_ns: 0,
+            stats,
+            hists: Hists {
+                connect: new_hist(),
+                ttfb: new_hist(),
+                total: new_hist(),
+            },
+            last_stats_ns: 0,
+            next_stats_ns: interval_ns,
+            last_cpu: io::cpu_times(),
+            notices,
+            told_ports: false,
+            told_fds: false,
+            told_bind: false,
+            out: Vec::with_capacity(4096),
+            cfg,
+        };
+        e.spawn_clients(0);
+        Ok(e)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Runs until Stop, stdin EOF, the duration bound or a closed stdout.
+    pub fn run(mut self) -> anyhow::Result<()> {
+        let mut events = io::empty_events(EVENT_BATCH);
+        let mut buf = vec![0u8; READ_BUF];
+        loop {
+            let now = self.now_ns();
+            if self.stop || now >= self.end_ns {
+                break;
+            }
+            if self.draining && self.connecting + self.active == 0 {
+                break;
+            }
+            self.expire_timers(now);
+            self.start_attempts(now);
+            if now >= self.next_stats_ns && !self.emit_stats(now, false) {
+                self.stop = true;
+                continue;
+            }
+            let timeout = self
+                .next_wake_ns(now)
+                .map(|t| Duration::from_nanos(t.saturating_sub(now)));
+            let n = self.epoll.wait(&mut events, timeout)?;
+            for ev in &events[..n] {
+                let (bits, key) = (ev.events, ev.u64);
+                if key == CONTROL_KEY {
+                    self.control_fd.drain();
+                    self.apply_controls();
+                } else {
+                    self.on_event(key, bits, &mut buf);
+                }
+            }
+        }
+        // Connections still open now never finish: counted apart, so the totals add up.
+        self.stats.counts.in_flight_at_end += self.connecting + self.active;
+        self.close_all();
+        let now = self.now_ns();
+        self.emit_stats(now, true);
+        Ok(())
+    }
+
+    /// The earliest moment the loop has something to do.
+    fn next_wake_ns(&self, now: u64) -> Option<u64> {
+        let mut t = self.end_ns.min(self.next_stats_ns);
+        if let Some(Reverse((at, _, _))) = self.timers.peek() {
+            t = t.min(*at);
+        }
+        if let Some(start) = self.next_start_ns(now) {
+            t = t.min(start);
+        }
+        Some(t)
+    }
+
+    fn close_all(&mut self) {
+        for c in &mut self.slab {
+            if c.phase != Phase::Free {
+                io::close(c.fd);
+                c.phase = Phase::Free;
+            }
+        }
+        self.connecting = 0;
+        self.active = 0;
+    }
+}

@@ -1,0 +1,188 @@
+//! The per-mode start policy, stated once: where a worker's attempts come from (closed
+//! clients' wakes, an S-Client's free slots, scheduled arrivals), when the next one is due and
+//! what caps them; and the closed-loop clients' lifecycle.
+
+use super::Engine;
+use crate::load::protocol::Mode;
+use std::cmp::Reverse;
+
+/// Most arrivals started per loop pass, so a late worker still services its sockets.
+const STARTS_PER_PASS: usize = 512;
+
+/// Where attempts come from, by mode (see [`Engine::starts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Starts {
+    /// Closed: each client's next request, at its wake time (`wakes`); no cap.
+    Clients,
+    /// Sclient flat out: D slots, each reconnecting when it is freed (`slots_due`).
+    FreeSlots,
+    /// Sclient with a rate: scheduled arrivals; one beyond D connecting waits for a free slot.
+    ArrivalsIntoSlots,
+    /// Open: scheduled arrivals; one beyond D connecting is dropped (a client-cap drop).
+    Arrivals,
+}
+
+impl Engine {
+    /// Where this worker's attempts come from now (its mode, and for sclient whether it has a
+    /// rate): the one statement of the per-mode policy.
+    pub(super) fn starts(&self) -> Starts {
+        match self.cfg.mode {
+            Mode::Closed => Starts::Clients,
+            Mode::Sclient if self.schedule.rate().is_none() => Starts::FreeSlots,
+            Mode::Sclient => Starts::ArrivalsIntoSlots,
+            Mode::Open => Starts::Arrivals,
+        }
+    }
+
+    /// When the loop next has an attempt to start: None while paused, with nothing queued, or
+    /// while every slot of an sclient is connecting.
+    pub(super) fn next_start_ns(&self, now: u64) -> Option<u64> {
+        if self.paused {
+            return None;
+        }
+        let starts = self.starts();
+        if self.waits_for_slot(starts) {
+            return None;
+        }
+        // Free slots without a due time are started (spread over T) at once.
+        let due = if starts == Starts::FreeSlots && self.slots_missing() > 0 {
+            Some(now)
+        } else {
+            self.queued_start(starts)
+        };
+        due.map(|due| due.max(self.backoff_until_ns.max(now)))
+    }
+
+    /// All D sockets are connecting and this mode's next start waits for one to free up.
+    pub(super) fn waits_for_slot(&self, starts: Starts) -> bool {
+        matches!(starts, Starts::FreeSlots | Starts::ArrivalsIntoSlots)
+            && self.connecting >= self.cfg.sockets as u64
+    }
+
+    /// The scheduled start (ns) of the next attempt queued in this mode.
+    pub(super) fn queued_start(&self, starts: Starts) -> Option<u64> {
+        match starts {
+            Starts::Clients => self.wakes.peek().map(|&Reverse(at)| at),
+            Starts::FreeSlots => self.slots_due.peek().map(|&Reverse(at)| at),
+            Starts::ArrivalsIntoSlots | Starts::Arrivals => {
+                self.schedule.next_due().map(|due| (due * 1e9) as u64)
+            }
+        }
+    }
+
+    /// Takes the start [`Self::queued_start`] returned off its queue.
+    pub(super) fn pop_start(&mut self, starts: Starts) {
+        match starts {
+            Starts::Clients => {
+                self.wakes.pop();
+            }
+            Starts::FreeSlots => {
+                self.slots_due.pop();
+            }
+            Starts::ArrivalsIntoSlots | Starts::Arrivals => {
+                self.schedule.pop();
+            }
+        }
+    }
+
+    /// Sclient flat out: free slots with no due time yet.
+    pub(super) fn slots_missing(&self) -> u64 {
+        (self.cfg.sockets as u64).saturating_sub(self.connecting + self.slots_due.len() as u64)
+    }
+
+    pub(super) fn start_attempts(&mut self, now: u64) {
+        if self.paused || now < self.backoff_until_ns {
+            return;
+        }
+        let starts = self.starts();
+        if starts == Starts::FreeSlots {
+            self.queue_missing_slots(now);
+        }
+        let mut n = 0;
+        while n < STARTS_PER_PASS && now >= self.backoff_until_ns && !self.waits_for_slot(starts) {
+            let due = match self.queued_start(starts) {
+                Some(due) if due <= now => due,
+                _ => break,
+            };
+            self.pop_start(starts);
+            n += 1;
+            self.note_lag(now, due);
+            if starts == Starts::Arrivals && self.connecting >= self.cfg.sockets as u64 {
+                self.stats.counts.client_cap_drops += 1;
+            } else {
+                self.start_attempt(due, now, starts == Starts::Clients);
+            }
+        }
+        if starts == Starts::FreeSlots {
+            self.drop_surplus_slots();
+        }
+    }
+
+    /// Slots with no due time yet (start, Resume, a larger D) start spread over T.
+    pub(super) fn queue_missing_slots(&mut self, now: u64) {
+        let missing = self.slots_missing();
+        if let Some(step) = ((self.cfg.timeout_s * 1e9) as u64).checked_div(missing) {
+            for k in 0..missing {
+                self.slots_due.push(Reverse(now + k * step));
+            }
+        }
+    }
+
+    /// A smaller D: drop the latest due times beyond the free slots.
+    pub(super) fn drop_surplus_slots(&mut self) {
+        let d = self.cfg.sockets as u64;
+        let keep = (d - self.connecting.min(d)) as usize;
+        if self.slots_due.len() > keep {
+            let mut v = std::mem::take(&mut self.slots_due).into_sorted_vec();
+            // Sorted by Reverse: the latest times come first.
+            v.drain(..v.len() - keep);
+            self.slots_due = v.into_iter().collect();
+        }
+    }
+
+    pub(super) fn note_lag(&mut self, now: u64, due: u64) {
+        let lag_us = now.saturating_sub(due) / 1000;
+        self.stats.counts.scheduled += 1;
+        self.stats.counts.lag_us_sum += lag_us;
+        self.stats.lag_us_max = self.stats.lag_us_max.max(lag_us);
+    }
+
+    /// Records when an sclient slot became free (flat out only; scheduled modes have arrivals).
+    pub(super) fn slot_freed(&mut self, idx: usize, due: u64) {
+        if self.starts() == Starts::FreeSlots && !self.slab[idx].client {
+            self.slots_due.push(Reverse(due));
+        }
+    }
+
+    pub(super) fn closed_target(&self) -> u32 {
+        if self.cfg.mode == Mode::Closed && !self.paused {
+            self.cfg.clients
+        } else {
+            0
+        }
+    }
+
+    /// A client's request ended: it goes again at `at`, or retires if there are too many.
+    pub(super) fn client_done(&mut self, at: u64) {
+        if self.clients_alive > self.closed_target() {
+            self.clients_alive -= 1;
+        } else {
+            self.wakes.push(Reverse(at));
+        }
+    }
+
+    /// Starts clients up to the target, all at `now`.
+    pub(super) fn spawn_clients(&mut self, now: u64) {
+        while self.clients_alive < self.closed_target() {
+            self.clients_alive += 1;
+            self.wakes.push(Reverse(now));
+        }
+    }
+
+    /// Thinking clients beyond the target retire at once; busy ones when their request ends.
+    pub(super) fn retire_idle_clients(&mut self) {
+        while self.clients_alive > self.closed_target() && self.wakes.pop().is_some() {
+            self.clients_alive -= 1;
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The periodic stats line: the counts since the last one, the histograms drained, CPU time and
+//! the offered rate, as one JSON line on stdout.
+
+use super::Engine;
+use crate::load::protocol::Mode;
+use crate::load::rates::offered_rate;
+use crate::metrics::hist::HistDelta;
+use crate::sys::client_io as io;
+use std::io::Write;
+
+impl Engine {
+    /// Writes one stats line; false when stdout is gone (the controller died).
+    pub(super) fn emit_stats(&mut self, now: u64, last: bool) -> bool {
+        let interval_ns = self.cfg.stats_interval_ms * 1_000_000;
+        let t0 = self.last_stats_ns as f64 / 1e9;
+        let t1 = now as f64 / 1e9;
+        let cpu = io::cpu_times();
+        let cfg = &self.cfg;
+        let target_rate = if self.paused {
+            0.0
+        } else if self.schedule.rate().is_some() && cfg.mode != Mode::Closed && t1 > t0 {
+            self.schedule.expected_arrivals(t0, t1) / (t1 - t0)
+        } else {
+            offered_rate(
+                cfg.mode,
+                None,
+                cfg.sockets,
+                cfg.timeout_s,
+                cfg.clients,
+                cfg.think_s,
+            )
+        };
+        let mut s = std::mem::take(&mut self.stats);
+        self.stats.worker = s.worker;
+        self.stats.seq = s.seq + 1;
+        s.t_s = t1;
+        s.interval_s = t1 - t0;
+        s.target_rate = target_rate;
+        s.connecting = self.connecting;
+        s.active = self.active;
+        s.cpu_user_s = (cpu.0 - self.last_cpu.0).max(0.0);
+        s.cpu_sys_s = (cpu.1 - self.last_cpu.1).max(0.0);
+        s.connect_us = HistDelta::drain(&mut self.hists.connect);
+        s.ttfb_us = HistDelta::drain(&mut self.hists.ttfb);
+        s.total_us = HistDelta::drain(&mut self.hists.total);
+        s.last = last;
+        if !self.notices.is_empty() {
+            s.notice = Some(self.notices.join("; "));
+            self.notices.clear();
+        }
+        self.last_cpu = cpu;
+        self.last_stats_ns = now;
+        while self.next_stats_ns <= now {
+            self.next_stats_ns += interval_ns;
+        }
+        self.out.clear();
+        if serde_json::to_writer(&mut self.out, &s).is_err() {
+            return true;
+        }
+        self.out.push(b'\n');
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(&self.out).is_ok() && stdout.flush().is_ok()
+    }
+}
