@@ -20,11 +20,11 @@ pub struct RunExtras {
 }
 
 /// The latest sample of every series of the store, for `--metrics`.
-pub fn latest(store: &crate::metrics::store::Store) -> Vec<(String, f64)> {
+pub fn latest(store: &crate::metrics::store::Store) -> Vec<(crate::model::Col, f64)> {
     store
         .columns()
         .iter()
-        .map(|&c| (c.name().into_owned(), store.last(c).unwrap_or(f64::NAN)))
+        .map(|&c| (c, store.last(c).unwrap_or(f64::NAN)))
         .collect()
 }
 
