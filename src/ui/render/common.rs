@@ -193,6 +193,17 @@ pub fn header(series: &[Series], theme: &Theme, width: u16) -> Vec<Line<'static>
     pack(groups, "  ", width)
 }
 
+/// Draws `lines` at the top of `area` (as many as fit) and returns the rest of it, below them.
+pub fn render_top(lines: Vec<Line<'static>>, area: Rect, buf: &mut Buffer) -> Rect {
+    let h = (lines.len() as u16).min(area.height);
+    Paragraph::new(lines).render(Rect { height: h, ..area }, buf);
+    Rect {
+        y: area.y + h,
+        height: area.height - h,
+        ..area
+    }
+}
+
 /// A line chart of `series` over the window, events as dotted columns, header of latest values
 /// on top. Below 4 rows only the header is drawn (the panel folds to numbers).
 pub fn line_chart(
@@ -203,20 +214,7 @@ pub fn line_chart(
     series: &[Series],
     theme: &Theme,
 ) {
-    let head = header(series, theme, area.width);
-    let head_h = (head.len() as u16).min(area.height);
-    Paragraph::new(head).render(
-        Rect {
-            height: head_h,
-            ..area
-        },
-        buf,
-    );
-    let chart_area = Rect {
-        y: area.y + head_h,
-        height: area.height - head_h,
-        ..area
-    };
+    let chart_area = render_top(header(series, theme, area.width), area, buf);
     if chart_area.height < 4 || chart_area.width < 12 {
         return;
     }

@@ -2,14 +2,13 @@
 //! scheduled start. A table of the latest values (and each network path's, when there are
 //! several); a chart of p50 and p99 below when there is room.
 
-use super::common::{line_chart, ms, panel, Series, Window};
+use super::common::{line_chart, ms, panel, render_top, Series, Window};
 use crate::lab::state::LabState;
 use crate::model::{col as c, Col, PathName};
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
@@ -72,19 +71,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             theme.dim(),
         )));
     }
-    let table_h = (lines.len() as u16).min(inner.height);
-    Paragraph::new(lines).render(
-        Rect {
-            height: table_h,
-            ..inner
-        },
-        buf,
-    );
-    let rest = Rect {
-        y: inner.y + table_h,
-        height: inner.height - table_h,
-        ..inner
-    };
+    let rest = render_top(lines, inner, buf);
     if rest.height >= 6 {
         let series = [
             Series::column(st, "conn p50", c::CONNECT_P50, w),
