@@ -34,7 +34,7 @@ impl Controller {
         Ok(base.with_extension("txt"))
     }
 
-    /// Ends the TUI's run: the whole run as one summary row, then shutdown.
+    /// Ends the TUI's run: the last stretch of settings as its summary row, then shutdown.
     pub fn finish_interactive(&mut self) -> anyhow::Result<()> {
         self.pump_messages();
         let mut fx = Vec::new();

@@ -21,7 +21,7 @@ impl Controller {
         }
     }
 
-    /// Folds one message from the inbox (messages only log, so nothing can fail).
+    /// Folds an input that writes no row (so nothing can fail; a failure would only be logged).
     pub(super) fn fold_msg(&mut self, m: Input) {
         if let Err(e) = self.fold(m) {
             self.log(&format!("{e:#}"));
@@ -120,6 +120,8 @@ impl Controller {
 
     /// Jumps to the scenario's next step.
     pub fn skip_to_next_step(&mut self) -> Option<String> {
+        // The stretch the step's change may close holds every report that came before it.
+        self.pump_messages();
         let mut fx = Vec::new();
         let now = self.elapsed();
         let caption = self.core.next_step(now, &mut fx);

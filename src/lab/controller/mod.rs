@@ -314,7 +314,7 @@ impl Controller {
         }
     }
 
-    /// Interactive use: one measurement window over the whole run, ended by the duration.
+    /// Interactive use: a measurement window per stretch of settings, ended by the duration.
     pub fn tui_mode(&mut self) {
         self.core.set_deadline(self.scenario.duration.secs());
         self.begin_point();

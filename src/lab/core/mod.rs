@@ -351,11 +351,6 @@ impl LabCore {
         self.deadline.is_some()
     }
 
-    /// The server's latest stats (or the access log's count of responses).
-    pub fn server_last(&self) -> Option<&ServerStats> {
-        self.server_last.as_ref()
-    }
-
     /// The access log's counts over the last window that ended (None: no access log).
     pub fn point_access_counts(&self) -> Option<StatusCounts> {
         self.access.point
