@@ -129,7 +129,7 @@ fn the_schema_describes_every_summary_column_and_is_valid() {
     let s = schema();
     assert!(jsonschema::meta::is_valid(&s));
     // Every column, the ones written only when there is something to say included.
-    let full = synlab::report::run_folder::SummaryRow {
+    let full = synlab::model::SummaryRow {
         totals: Some(Default::default()),
         paths: vec![Default::default()],
         ..Default::default()

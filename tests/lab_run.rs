@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use synlab::lab::controller::RunOptions;
 use synlab::lab::run::run_scenario;
-use synlab::report::run_folder::SummaryRow;
+use synlab::model::SummaryRow;
 
 /// Runs take turns: two load tests sharing two cores would measure each other.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use synlab::lab::controller::RunOptions;
 use synlab::lab::run::run_scenario;
-use synlab::report::run_folder::SummaryRow;
+use synlab::model::SummaryRow;
 use synlab::scenario::units::Dur;
 use synlab::scenario::Scenario;
 use synlab::sys::privilege::{require_privileged, Privileges};

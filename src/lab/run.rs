@@ -5,7 +5,7 @@ use super::controller::{Controller, RunOptions};
 use super::state::Command;
 use crate::load::protocol::Mode;
 use crate::model::col;
-use crate::report::run_folder::SummaryRow;
+use crate::model::SummaryRow;
 use crate::report::thresholds::{Gate, Verdict};
 use crate::scenario::{Scenario, SweepParam, SweepValue};
 use std::path::{Path, PathBuf};

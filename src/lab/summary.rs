@@ -3,8 +3,8 @@
 
 use super::client_agg::{ClientTotals, LoadShape};
 use super::core::{LabCore, Window};
+use crate::model::SummaryRow;
 use crate::model::{col, Col, PathSummary, Totals};
-use crate::report::run_folder::SummaryRow;
 
 fn nan_or(v: Option<f64>) -> f64 {
     v.unwrap_or(f64::NAN)
@@ -74,7 +74,7 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         cpu_steal_pct: mean(col::CPU_STEAL_PCT),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
         check_syn_vs_attempts_pct: cross(tot.counts.attempts as f64 / dt, mean(col::SYN_IN)),
-        check_syn_tolerance_pct: crate::report::run_folder::syn_check_tolerance_pct(
+        check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,
             dt,
             ctrl.state.interval_s,
@@ -145,7 +145,7 @@ fn fmt(v: f64, w: usize) -> String {
 
 /// The end-of-run table's note for a point whose responses were more than 1 % not 2xx.
 pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
-    crate::report::run_folder::non2xx_flag_pct(r.non2xx_per_s, r.throughput_per_s).map(|pct| {
+    crate::model::summary::non2xx_flag_pct(r.non2xx_per_s, r.throughput_per_s).map(|pct| {
         format!("NOT 2xx: {pct:.0} % of responses (check the request paths: load.mix / workload)")
     })
 }

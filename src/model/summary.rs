@@ -3,6 +3,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The share of responses (%) that were not 2xx, when it is over 1 %: past that the throughput
+/// counts error pages (a wrong request path gives a server's fast 404s) and is flagged.
+pub fn non2xx_flag_pct(non2xx_per_s: f64, throughput_per_s: f64) -> Option<f64> {
+    (throughput_per_s > 0.0 && non2xx_per_s > 0.01 * throughput_per_s)
+        .then(|| 100.0 * non2xx_per_s / throughput_per_s)
+}
+
 /// One `[[network.path]]`'s figures in a point (seed 000 §4.4: client classes sharing a
 /// server). Latencies cover completed requests; `connect_timeouts` says how many did not.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -93,7 +100,7 @@ pub struct SummaryRow {
     /// Cross-checks in % difference (NaN when not measurable).
     pub check_syn_vs_attempts_pct: f64,
     /// The difference SYNs vs attempts may show from counting noise alone (see
-    /// `report::run_folder::syn_check_tolerance_pct`); a larger one is flagged.
+    /// `probe::crosscheck::syn_check_tolerance_pct`); a larger one is flagged.
     #[serde(default)]
     pub check_syn_tolerance_pct: f64,
     pub check_server_vs_client_pct: f64,

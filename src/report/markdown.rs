@@ -4,7 +4,7 @@
 
 use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
-use super::run_folder::non2xx_flag_pct;
+use crate::model::summary::non2xx_flag_pct;
 use crate::probe::crosscheck::{disagrees, syn_tolerance_of, TOLERANCE_PCT};
 use std::fmt::Write;
 

@@ -8,16 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-pub use crate::model::summary::SummaryRow;
-
-/// The share of responses (%) that were not 2xx, when it is over 1 %: past that the throughput
-/// counts error pages (a wrong request path gives a server's fast 404s) and is flagged.
-pub fn non2xx_flag_pct(non2xx_per_s: f64, throughput_per_s: f64) -> Option<f64> {
-    (throughput_per_s > 0.0 && non2xx_per_s > 0.01 * throughput_per_s)
-        .then(|| 100.0 * non2xx_per_s / throughput_per_s)
-}
-
-pub use crate::probe::crosscheck::syn_check_tolerance_pct;
+use crate::model::summary::SummaryRow;
 
 /// Writes the files of one run folder as the run goes.
 pub struct RunFolder {

@@ -2,7 +2,7 @@
 //! goes (so `abort_on_fail` can stop it), and over the whole run at its end. They go in the run
 //! table, summary.json (`thresholds`), report.md, JUnit XML and the exit code (3 on a failure).
 
-use super::run_folder::SummaryRow;
+use crate::model::SummaryRow;
 use crate::probe::crosscheck;
 use crate::scenario::gate::{
     parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, ThresholdSpec,

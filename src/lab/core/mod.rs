@@ -9,10 +9,10 @@ use super::client_agg::ClientTotals;
 use super::state::{Command, Knobs, LabState, Warning};
 use crate::load::protocol::{Control, StatsDelta};
 use crate::metrics::window::SampleWindow;
+use crate::model::SummaryRow;
 use crate::model::{Col, Counters};
 use crate::probe::accesslog::StatusCounts;
 use crate::probe::ProbeSample;
-use crate::report::run_folder::SummaryRow;
 use crate::scenario::Step;
 use crate::target::config::ServerStats;
 
