@@ -74,6 +74,7 @@ pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
 fn base_unit(unit: Unit) -> Option<(&'static [&'static str], &'static str, f64)> {
     match unit {
         Unit::PerSecond => Some((&["per", "s"], "per_second", 1.0)),
+        Unit::Seconds => Some((&["s"], "seconds", 1.0)),
         Unit::Milliseconds => Some((&["ms"], "seconds", 1e-3)),
         Unit::Microseconds => Some((&["us"], "seconds", 1e-6)),
         Unit::Percent => Some((&["pct"], "ratio", 1e-2)),
@@ -102,31 +103,14 @@ pub fn prom_series(column: Col, v: f64) -> (String, f64, bool) {
     let Some((spelt, base, scale)) = base_unit(column.unit()) else {
         return (words.join("_"), v, false);
     };
-    // A name that does not spell its unit (`target_rate`) keeps its name and its value.
-    let Some(i) = words.windows(spelt.len()).position(|w| w == spelt) else {
+    // A name that does not spell its unit (`target_rate`) keeps its name and its value. The
+    // unit is the last word that spells it: a path may be called `ms`.
+    let Some(i) = words.windows(spelt.len()).rposition(|w| w == spelt) else {
         return (words.join("_"), v, false);
     };
     words.drain(i..i + spelt.len());
     words.push(base);
     (words.join("_"), v * scale, false)
-}
-
-/// What names a published series: a column, or a column's name as timeseries.csv writes it
-/// (resolved by [`Col::parse`]; a name of no column is left out).
-pub trait SeriesName {
-    fn col(&self) -> Option<Col>;
-}
-
-impl SeriesName for Col {
-    fn col(&self) -> Option<Col> {
-        Some(*self)
-    }
-}
-
-impl SeriesName for String {
-    fn col(&self) -> Option<Col> {
-        Col::parse(self)
-    }
 }
 
 /// A latency distribution since the run began, in fixed buckets, as an OpenMetrics histogram.
@@ -156,13 +140,10 @@ impl prometheus_client::encoding::EncodeMetric for FixedHistogram {
 /// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
 /// series are left out: not measured), and latency distributions `(name, buckets)` as
 /// histograms (`synlab_<name>_seconds`).
-pub fn encode<S: SeriesName>(series: &[(S, f64)], hists: &[(&str, Buckets)]) -> String {
+pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
     use prometheus_client::metrics::counter::Counter;
     let mut reg = Registry::with_prefix("synlab");
-    for (id, v) in series {
-        let Some(column) = id.col() else {
-            continue;
-        };
+    for &(column, ref v) in series {
         if !v.is_finite() {
             continue;
         }
@@ -205,7 +186,7 @@ impl Exporter {
             format!("--metrics: cannot listen on {addr} (in use? pick another port)")
         })?;
         let addr = listener.local_addr()?;
-        let body = Arc::new(Mutex::new(encode::<Col>(&[], &[])));
+        let body = Arc::new(Mutex::new(encode(&[], &[])));
         let served = Arc::clone(&body);
         std::thread::Builder::new()
             .name("metrics-http".into())
@@ -249,7 +230,7 @@ impl Exporter {
     }
 
     /// Replaces the exposition with these series' latest values and distributions.
-    pub fn publish<S: SeriesName>(&self, series: &[(S, f64)], hists: &[(&str, Buckets)]) {
+    pub fn publish(&self, series: &[(Col, f64)], hists: &[(&str, Buckets)]) {
         let text = encode(series, hists);
         if let Ok(mut b) = self.body.lock() {
             *b = text;
@@ -264,11 +245,11 @@ mod tests {
 
     #[test]
     fn series_become_prefixed_gauges_and_nan_is_left_out() {
-        let t = encode::<String>(
+        let t = encode(
             &[
-                ("responses_per_s".into(), 412.5),
-                ("accept_queue".into(), 3.0),
-                ("offered".into(), f64::NAN),
+                (col::RESPONSES, 412.5),
+                (col::ACCEPT_QUEUE, 3.0),
+                (col::TARGET_RATE, f64::NAN),
             ],
             &[],
         );
@@ -322,7 +303,7 @@ mod tests {
         for us in [300, 20_000, 20_000, 30_000_000] {
             crate::metrics::hist::record(&mut h, us);
         }
-        let t = encode::<Col>(&[], &[("connect", Buckets::of(&h))]);
+        let t = encode(&[], &[("connect", Buckets::of(&h))]);
         assert!(
             t.contains("# TYPE synlab_connect_seconds histogram\n"),
             "{t}"
@@ -387,12 +368,16 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("path_wan"), "{t}");
-        // The lab's names resolve to the same series as its columns.
-        let named = encode::<String>(&[("path_wan_total_p99_ms".into(), 250.0)], &[]);
-        assert_eq!(named, encode(&[(col::TOTAL_P99.of_path(wan), 250.0)], &[]));
+        let named = encode(&[(col::TOTAL_P99.of_path(wan), 250.0)], &[]);
         assert!(
             named.contains("synlab_path_wan_total_p99_seconds 0.25\n"),
             "{named}"
+        );
+        // A path named after a unit keeps its name: the unit is the name's last word.
+        let ms = encode(&[(col::TOTAL_P99.of_path(PathName::new("ms")), 250.0)], &[]);
+        assert!(
+            ms.contains("synlab_path_ms_total_p99_seconds 0.25\n"),
+            "{ms}"
         );
     }
 }

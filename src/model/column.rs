@@ -13,6 +13,7 @@ pub enum Unit {
     PerSecond,
     Count,
     Percent,
+    Seconds,
     Milliseconds,
     Microseconds,
     Megabytes,
@@ -29,6 +30,7 @@ impl Unit {
             Unit::PerSecond => "/s",
             Unit::Count => "",
             Unit::Percent => "%",
+            Unit::Seconds => "s",
             Unit::Milliseconds => "ms",
             Unit::Microseconds => "us",
             Unit::Megabytes => "MB",
@@ -124,24 +126,6 @@ impl Col {
             Id::Fixed(_) => None,
             Id::Path(p, _) => Some(p),
         }
-    }
-
-    /// A fixed column by its name, None when there is none of that name.
-    pub fn fixed(name: &str) -> Option<Col> {
-        col::ALL.iter().copied().find(|c| c.def().name == name)
-    }
-
-    /// The column a timeseries.csv header names: a fixed one, or `path_<path>_<figure>` of one
-    /// of [`PATH_FIGURES`]; None when it names none.
-    pub fn parse(name: &str) -> Option<Col> {
-        if let Some(c) = Col::fixed(name) {
-            return Some(c);
-        }
-        let rest = name.strip_prefix("path_")?;
-        PATH_FIGURES.iter().find_map(|f| {
-            let path = rest.strip_suffix(f.def().name)?.strip_suffix('_')?;
-            (!path.is_empty()).then(|| f.of_path(PathName::new(path)))
-        })
     }
 }
 
@@ -279,7 +263,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixed_names_are_unique_snake_case_and_found_by_name() {
+    fn fixed_names_are_unique_and_snake_case() {
         let names: BTreeSet<_> = col::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names.len(), col::ALL.len());
         for c in col::ALL {
@@ -287,9 +271,7 @@ mod tests {
             assert!(n
                 .chars()
                 .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'));
-            assert_eq!(Col::fixed(&n), Some(*c));
         }
-        assert_eq!(Col::fixed("tcp_inuse_typo"), None);
     }
 
     #[test]
@@ -320,18 +302,5 @@ mod tests {
         assert_ne!(c, col::RESPONSES);
         assert_eq!(c, col::RESPONSES.of_path(PathName::new("wan")));
         assert_ne!(c, col::RESPONSES.of_path(PathName::new("lan")));
-    }
-
-    #[test]
-    fn a_header_name_parses_back_to_its_column() {
-        for c in col::ALL {
-            assert_eq!(Col::parse(&c.name()), Some(*c));
-        }
-        let p99 = col::TOTAL_P99.of_path(PathName::new("eu_west"));
-        assert_eq!(Col::parse("path_eu_west_total_p99_ms"), Some(p99));
-        assert_eq!(Col::parse(&p99.name()), Some(p99));
-        assert_eq!(Col::parse("path__total_p99_ms"), None);
-        assert_eq!(Col::parse("path_wan_syn_in_per_s"), None);
-        assert_eq!(Col::parse("offered"), None);
     }
 }

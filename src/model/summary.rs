@@ -1,6 +1,8 @@
-//! The summary row (one line of summary.csv / summary.json) and its parts that are more than
-//! one number.
+//! The summary row (one line of summary.csv / summary.json), its parts that are more than
+//! one number, and a typed id for each of its columns ([`SummaryCol`], [`SummaryText`]), so a
+//! reader names a column the compiler checks instead of a string that silently reads NaN.
 
+use super::column::Unit;
 use serde::{Deserialize, Serialize};
 
 /// The share of responses (%) that were not 2xx, when it is over 1 %: past that the throughput
@@ -113,4 +115,221 @@ pub struct SummaryRow {
     /// Each network path's figures (summary.json only; timeseries.csv has `path_<name>_*`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<PathSummary>,
+}
+
+/// A summary value as a number: flags are 0/1.
+trait AsF64 {
+    fn as_f64(&self) -> f64;
+}
+impl AsF64 for f64 {
+    fn as_f64(&self) -> f64 {
+        *self
+    }
+}
+impl AsF64 for usize {
+    fn as_f64(&self) -> f64 {
+        *self as f64
+    }
+}
+impl AsF64 for bool {
+    fn as_f64(&self) -> f64 {
+        f64::from(u8::from(*self))
+    }
+}
+
+/// Declares [`SummaryCol`] from `Variant = field: Unit` (the field of [`SummaryRow`] it reads,
+/// its unit), so a column's name is its field's name and cannot drift from it.
+macro_rules! summary_cols {
+    ($($var:ident = $field:ident: $unit:ident,)*) => {
+        /// One numeric column of summary.csv / summary.json (flags read as 0/1): what a
+        /// threshold, a report table or a plot may name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum SummaryCol {
+            $($var,)*
+        }
+
+        impl SummaryCol {
+            /// Every numeric column, in the file's order.
+            pub const ALL: &'static [SummaryCol] = &[$(SummaryCol::$var,)*];
+
+            /// Its name in summary.csv / summary.json.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(SummaryCol::$var => stringify!($field),)*
+                }
+            }
+
+            pub fn unit(self) -> Unit {
+                match self {
+                    $(SummaryCol::$var => Unit::$unit,)*
+                }
+            }
+        }
+
+        impl SummaryRow {
+            /// The value of one column; NaN where it was not measured.
+            pub fn get(&self, c: SummaryCol) -> f64 {
+                match c {
+                    $(SummaryCol::$var => self.$field.as_f64(),)*
+                }
+            }
+        }
+    };
+}
+
+summary_cols! {
+    Point = point: Count,
+    Failed = failed: Flag,
+    HoldS = hold_s: Seconds,
+    OfferedRate = offered_rate: PerSecond,
+    AttemptsPerS = attempts_per_s: PerSecond,
+    EstablishedPerS = established_per_s: PerSecond,
+    ThroughputPerS = throughput_per_s: PerSecond,
+    Non2xxPerS = non2xx_per_s: PerSecond,
+    ServerResponsesPerS = server_responses_per_s: PerSecond,
+    Server2xxPerS = server_2xx_per_s: PerSecond,
+    Server3xxPerS = server_3xx_per_s: PerSecond,
+    Server4xxPerS = server_4xx_per_s: PerSecond,
+    Server5xxPerS = server_5xx_per_s: PerSecond,
+    BytesInPerS = bytes_in_per_s: PerSecond,
+    ErrorsPerS = errors_per_s: PerSecond,
+    ConnectTimeoutsPerS = connect_timeouts_per_s: PerSecond,
+    RefusedPerS = refused_per_s: PerSecond,
+    ConnectP50Ms = connect_p50_ms: Milliseconds,
+    ConnectP99Ms = connect_p99_ms: Milliseconds,
+    TotalP50Ms = total_p50_ms: Milliseconds,
+    TotalP90Ms = total_p90_ms: Milliseconds,
+    TotalP98Ms = total_p98_ms: Milliseconds,
+    TotalP99Ms = total_p99_ms: Milliseconds,
+    LittleLoadFactor = little_load_factor: Count,
+    SynInPerS = syn_in_per_s: PerSecond,
+    AcceptQueueMean = accept_queue_mean: Count,
+    AcceptQueueMax = accept_queue_max: Count,
+    ListenOverflowsPerS = listen_overflows_per_s: PerSecond,
+    EstablishedMean = established_mean: Count,
+    ServerSocketsMean = server_sockets_mean: Count,
+    ClientOpenMean = client_open_mean: Count,
+    TimeWaitMean = time_wait_mean: Count,
+    TimeWaitMax = time_wait_max: Count,
+    ServerProcsMean = server_procs_mean: Count,
+    CpuUserPct = cpu_user_pct: Percent,
+    CpuSystemPct = cpu_system_pct: Percent,
+    CpuIrqPct = cpu_irq_pct: Percent,
+    CpuSoftirqPct = cpu_softirq_pct: Percent,
+    CpuIdlePct = cpu_idle_pct: Percent,
+    CpuNicePct = cpu_nice_pct: Percent,
+    CpuIowaitPct = cpu_iowait_pct: Percent,
+    CpuStealPct = cpu_steal_pct: Percent,
+    WorkerCpuPct = worker_cpu_pct: Percent,
+    CheckSynVsAttemptsPct = check_syn_vs_attempts_pct: Percent,
+    CheckSynTolerancePct = check_syn_tolerance_pct: Percent,
+    CheckServerVsClientPct = check_server_vs_client_pct: Percent,
+    ClientBound = client_bound: Flag,
+}
+
+impl SummaryCol {
+    /// The column called `name` in summary.csv / summary.json (a threshold's `metric`).
+    pub fn parse(name: &str) -> Option<SummaryCol> {
+        SummaryCol::ALL.iter().copied().find(|c| c.name() == name)
+    }
+}
+
+/// A column of summary.json that is not a number: text, or (`totals`, `paths`) a nested object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SummaryText {
+    Mode,
+    Param,
+    Value,
+    Error,
+    ClientBoundReason,
+    Backend,
+    Totals,
+    Paths,
+}
+
+impl SummaryText {
+    pub const ALL: &'static [SummaryText] = &[
+        SummaryText::Mode,
+        SummaryText::Param,
+        SummaryText::Value,
+        SummaryText::Error,
+        SummaryText::ClientBoundReason,
+        SummaryText::Backend,
+        SummaryText::Totals,
+        SummaryText::Paths,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SummaryText::Mode => "mode",
+            SummaryText::Param => "param",
+            SummaryText::Value => "value",
+            SummaryText::Error => "error",
+            SummaryText::ClientBoundReason => "client_bound_reason",
+            SummaryText::Backend => "backend",
+            SummaryText::Totals => "totals",
+            SummaryText::Paths => "paths",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key summary.json writes is exactly one typed column, numbers as [`SummaryCol`] in
+    /// the file's order, the rest as [`SummaryText`].
+    #[test]
+    fn every_summary_key_is_one_typed_column() {
+        let row = SummaryRow {
+            mode: "m".into(),
+            param: "p".into(),
+            value: "v".into(),
+            error: "e".into(),
+            client_bound_reason: "r".into(),
+            backend: "b".into(),
+            totals: Some(Default::default()),
+            paths: vec![PathSummary::default()],
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&row).unwrap();
+        let obj = json.as_object().unwrap();
+        let numeric: Vec<&str> = obj
+            .iter()
+            .filter(|(_, v)| v.is_number() || v.is_boolean())
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let typed: Vec<&str> = SummaryCol::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(numeric, typed);
+        let mut text: Vec<&str> = obj
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !numeric.contains(k))
+            .collect();
+        let mut typed_text: Vec<&str> = SummaryText::ALL.iter().map(|c| c.name()).collect();
+        text.sort();
+        typed_text.sort();
+        assert_eq!(text, typed_text);
+    }
+
+    #[test]
+    fn a_column_reads_its_field() {
+        let row = SummaryRow {
+            point: 3,
+            client_bound: true,
+            total_p99_ms: 12.5,
+            offered_rate: f64::NAN,
+            ..Default::default()
+        };
+        assert_eq!(row.get(SummaryCol::Point), 3.0);
+        assert_eq!(row.get(SummaryCol::ClientBound), 1.0);
+        assert_eq!(row.get(SummaryCol::Failed), 0.0);
+        assert_eq!(row.get(SummaryCol::TotalP99Ms), 12.5);
+        assert!(row.get(SummaryCol::OfferedRate).is_nan());
+        assert_eq!(
+            SummaryCol::parse("total_p99_ms"),
+            Some(SummaryCol::TotalP99Ms)
+        );
+        assert_eq!(SummaryCol::parse("mode"), None);
+    }
 }

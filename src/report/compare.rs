@@ -3,6 +3,7 @@
 //! draws — and exit 3 when a judged metric regressed past the limit.
 
 use super::read::{Point, RunData};
+use crate::model::summary::{SummaryCol, SummaryText};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -17,21 +18,65 @@ enum Better {
     Shown,
 }
 
-/// The columns compared: (summary column, heading, which way is better).
-const METRICS: [(&str, &str, Better); 6] = [
-    ("throughput_per_s", "responses/s", Better::Higher),
-    ("total_p50_ms", "p50 ms", Better::Lower),
-    ("total_p99_ms", "p99 ms", Better::Lower),
-    ("error_share_pct", "errors %", Better::Lower),
-    ("accept_queue_mean", "acceptq", Better::Shown),
-    ("cpu_busy_pct", "cpu %", Better::Shown),
+/// What is compared: summary columns, and two figures derived from them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Metric {
+    Col(SummaryCol),
+    /// Errors as a share of attempts, %.
+    ErrorShare,
+    /// The machine's CPU busy, % (100 - idle).
+    CpuBusy,
+}
+
+impl Metric {
+    /// Its name, as `--on` and the REGRESSION lines say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Col(c) => c.name(),
+            Metric::ErrorShare => "error_share_pct",
+            Metric::CpuBusy => "cpu_busy_pct",
+        }
+    }
+
+    fn value(self, p: &Point) -> f64 {
+        match self {
+            Metric::Col(c) => p.num(c),
+            Metric::ErrorShare => {
+                let a = p.num(SummaryCol::AttemptsPerS);
+                if a > 0.0 {
+                    100.0 * p.num(SummaryCol::ErrorsPerS) / a
+                } else {
+                    f64::NAN
+                }
+            }
+            Metric::CpuBusy => 100.0 - p.num(SummaryCol::CpuIdlePct),
+        }
+    }
+}
+
+/// The metrics compared: (metric, heading, which way is better).
+const METRICS: [(Metric, &str, Better); 6] = [
+    (
+        Metric::Col(SummaryCol::ThroughputPerS),
+        "responses/s",
+        Better::Higher,
+    ),
+    (Metric::Col(SummaryCol::TotalP50Ms), "p50 ms", Better::Lower),
+    (Metric::Col(SummaryCol::TotalP99Ms), "p99 ms", Better::Lower),
+    (Metric::ErrorShare, "errors %", Better::Lower),
+    (
+        Metric::Col(SummaryCol::AcceptQueueMean),
+        "acceptq",
+        Better::Shown,
+    ),
+    (Metric::CpuBusy, "cpu %", Better::Shown),
 ];
 
 /// One metric of one point in both runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
     pub point: String,
-    pub metric: &'static str,
+    pub metric: Metric,
     pub base: f64,
     pub run: f64,
     /// How much worse the run is, in % of the baseline (percentage points for the error share);
@@ -39,24 +84,9 @@ pub struct Delta {
     pub regression_pct: Option<f64>,
 }
 
-fn value(p: &Point, key: &str) -> f64 {
-    match key {
-        "error_share_pct" => {
-            let a = p.num("attempts_per_s");
-            if a > 0.0 {
-                100.0 * p.num("errors_per_s") / a
-            } else {
-                f64::NAN
-            }
-        }
-        "cpu_busy_pct" => 100.0 - p.num("cpu_idle_pct"),
-        k => p.num(k),
-    }
-}
-
 /// `mode value` of a point, the key points are matched by.
 fn key(p: &Point) -> String {
-    format!("{} {}", p.mode(), p.text("value"))
+    format!("{} {}", p.mode(), p.text(SummaryText::Value))
         .trim()
         .to_string()
 }
@@ -72,19 +102,19 @@ pub fn deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
                 .flatten()
         });
         let Some(r) = r else { continue };
-        let label = if b.text("value").is_empty() {
-            b.text("point")
+        let label = if b.text(SummaryText::Value).is_empty() {
+            b.number()
         } else {
             key(b)
         };
         for (m, _, better) in METRICS {
-            let (x, y) = (value(b, m), value(r, m));
+            let (x, y) = (m.value(b), m.value(r));
             let measured = x.is_finite() && y.is_finite() && !b.failed() && !r.failed();
             let regression_pct = match better {
                 _ if !measured => None,
                 Better::Shown => None,
                 // The error share is a percentage already: its rise in points.
-                Better::Lower if m == "error_share_pct" => Some(y - x),
+                Better::Lower if m == Metric::ErrorShare => Some(y - x),
                 Better::Higher if x > 0.0 => Some((x - y) / x * 100.0),
                 Better::Lower if x > 0.0 => Some((y - x) / x * 100.0),
                 _ => None,
@@ -124,7 +154,7 @@ pub fn table(d: &[Delta], limit_pct: f64) -> String {
                 .map(|x| {
                     // The change of the value itself; `!` marks a regression past the limit.
                     let change = match x.regression_pct {
-                        Some(_) if x.metric == "error_share_pct" => String::new(),
+                        Some(_) if x.metric == Metric::ErrorShare => String::new(),
                         Some(r) if x.base != 0.0 => format!(
                             " {:+.0}%{}",
                             (x.run - x.base) / x.base * 100.0,
@@ -157,11 +187,11 @@ pub fn parse_limit(s: &str) -> anyhow::Result<f64> {
 }
 
 /// The metrics judged unless `--on` names others.
-pub const JUDGED: [&str; 4] = [
-    "throughput_per_s",
-    "total_p50_ms",
-    "total_p99_ms",
-    "error_share_pct",
+pub const JUDGED: [Metric; 4] = [
+    Metric::Col(SummaryCol::ThroughputPerS),
+    Metric::Col(SummaryCol::TotalP50Ms),
+    Metric::Col(SummaryCol::TotalP99Ms),
+    Metric::ErrorShare,
 ];
 
 /// `synlab compare BASELINE RUN --max-regression LIMIT [--on METRIC,...]`.
@@ -172,12 +202,15 @@ pub fn compare_main(
     on: &[String],
 ) -> anyhow::Result<ExitCode> {
     let limit = parse_limit(limit)?;
+    let judged: Vec<&str> = JUDGED.iter().map(|m| m.name()).collect();
+    let mut on_metrics = Vec::new();
     for m in on {
-        if !JUDGED.contains(&m.as_str()) {
-            anyhow::bail!(
+        match JUDGED.iter().find(|j| j.name() == m) {
+            Some(j) => on_metrics.push(*j),
+            None => anyhow::bail!(
                 "--on `{m}`: compare judges {} (accept queue and CPU are shown, not judged)",
-                JUDGED.join(", ")
-            );
+                judged.join(", ")
+            ),
         }
     }
     let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
@@ -202,18 +235,18 @@ pub fn compare_main(
     }
     let worse: Vec<&Delta> = d
         .iter()
-        .filter(|x| on.iter().any(|m| m == x.metric))
+        .filter(|x| on_metrics.contains(&x.metric))
         .filter(|x| x.regression_pct.is_some_and(|r| r > limit))
         .collect();
     for x in &worse {
         eprintln!(
             "REGRESSION {} at {}: {} -> {} ({:.1} {} worse, limit {limit} %)",
-            x.metric,
+            x.metric.name(),
             x.point,
             short(x.base),
             short(x.run),
             x.regression_pct.unwrap_or_default(),
-            if x.metric == "error_share_pct" {
+            if x.metric == Metric::ErrorShare {
                 "points"
             } else {
                 "%"
@@ -264,7 +297,7 @@ mod tests {
         let d = deltas(&base, &new);
         let r = |p: &str, m: &str| {
             d.iter()
-                .find(|x| x.point == p && x.metric == m)
+                .find(|x| x.point == p && x.metric.name() == m)
                 .unwrap()
                 .regression_pct
         };

@@ -4,6 +4,7 @@
 
 use super::plots::{Figure, LineKind, Panel, Series, XAxis, XY};
 use super::read::{Point, RunData};
+use crate::model::summary::{SummaryCol, SummaryText};
 use crate::model::units::{Bandwidth, Dur, Num, Percent};
 use crate::model::{col, Col};
 
@@ -56,10 +57,10 @@ pub fn x_label(param: &str) -> String {
 
 /// The numeric x of a point for `param`, None if its value is not a number of that kind.
 pub fn x_number(param: &str, p: &Point) -> Option<f64> {
-    let v = p.text("value");
+    let v = p.text(SummaryText::Value);
     let v = v.trim();
     let x = match param_kind(param) {
-        ParamKind::Rate => Some(p.num("offered_rate"))
+        ParamKind::Rate => Some(p.num(SummaryCol::OfferedRate))
             .filter(|x| x.is_finite())
             .or_else(|| Num::parse(v).ok().map(|n| n.0)),
         ParamKind::Count => Num::parse(v).ok().map(|n| n.0),
@@ -103,7 +104,7 @@ impl<'a> Ctx<'a> {
         let x_axis = if !numeric {
             let mut labels: Vec<String> = Vec::new();
             for p in runs.iter().flat_map(|r| &r.points) {
-                let l = category_label(&p.text("value"));
+                let l = category_label(&p.text(SummaryText::Value));
                 if !labels.contains(&l) {
                     labels.push(l);
                 }
@@ -148,17 +149,17 @@ impl<'a> Ctx<'a> {
         } else {
             String::new()
         };
-        let line = format!("{run}point {}: no {label}", p.text("point"));
+        let line = format!("{run}point {}: no {label}", p.number());
         let mut m = self.missing.borrow_mut();
         if !m.iter().any(|(_, _, l)| *l == line) {
-            m.push((ri, p.num("point"), line));
+            m.push((ri, p.num(SummaryCol::Point), line));
         }
     }
 
     fn x(&self, p: &Point) -> Option<f64> {
         match &self.x_axis {
             XAxis::Labels(l) => {
-                let v = category_label(&p.text("value"));
+                let v = category_label(&p.text(SummaryText::Value));
                 l.iter().position(|c| *c == v).map(|i| i as f64)
             }
             _ => x_number(&self.param, p),
@@ -196,18 +197,18 @@ impl<'a> Ctx<'a> {
     }
 
     /// One series per (run, mode, metric); colors unique, line kind per metric.
-    pub fn series(&self, metrics: &[(&str, &str, LineKind)]) -> Vec<Series> {
+    pub fn series(&self, metrics: &[(SummaryCol, &str, LineKind)]) -> Vec<Series> {
         let mut out = Vec::new();
         for (gi, (ri, run, mode, pts)) in self.groups().into_iter().enumerate() {
             for (mi, (key, label, line)) in metrics.iter().enumerate() {
-                if !pts.iter().any(|p| p.has(key)) {
+                if !pts.iter().any(|p| p.has(*key)) {
                     continue;
                 }
                 let points = pts
                     .iter()
                     .filter_map(|p| {
                         let x = self.x(p)?;
-                        let y = Some(p.num(key)).filter(|y| y.is_finite() && !p.failed());
+                        let y = Some(p.num(*key)).filter(|y| y.is_finite() && !p.failed());
                         if y.is_none() && !p.failed() {
                             self.note_missing(ri, p, label);
                         }
@@ -302,17 +303,21 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn has(&self, key: &str) -> bool {
+    fn has(&self, key: SummaryCol) -> bool {
         self.runs.iter().flat_map(|r| &r.points).any(|p| p.has(key))
     }
 }
 
-const RESP: (&str, &str, LineKind) = (
-    "throughput_per_s",
+const RESP: (SummaryCol, &str, LineKind) = (
+    SummaryCol::ThroughputPerS,
     "responses/s (throughput)",
     LineKind::Solid,
 );
-const ATT: (&str, &str, LineKind) = ("attempts_per_s", "connection attempts/s", LineKind::Dashed);
+const ATT: (SummaryCol, &str, LineKind) = (
+    SummaryCol::AttemptsPerS,
+    "connection attempts/s",
+    LineKind::Dashed,
+);
 
 /// The sweep figures for these runs (one run, or several overlaid): the figures chosen by the
 /// sweep parameter's kind, then those every sweep gets; figures without data are left out.
@@ -320,7 +325,7 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
     let kind = param_kind(&ctx.param);
     let mut figs = kind_figures(ctx, kind);
     figs.push(latency_figure(ctx));
-    if kind == ParamKind::Rate && ctx.has("total_p98_ms") {
+    if kind == ParamKind::Rate && ctx.has(SummaryCol::TotalP98Ms) {
         figs.push(capacity_figure(ctx));
     }
     figs.push(accept_queue_figure(ctx));
@@ -372,22 +377,22 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
                         "count",
                         ctx.series(&[
                             (
-                                "client_open_mean",
+                                SummaryCol::ClientOpenMean,
                                 "connections open at the clients (mean)",
                                 LineKind::Solid,
                             ),
                             (
-                                "server_sockets_mean",
+                                SummaryCol::ServerSocketsMean,
                                 "open server sockets (mean)",
                                 LineKind::Solid,
                             ),
                             (
-                                "established_mean",
+                                SummaryCol::EstablishedMean,
                                 "server ESTABLISHED (mean)",
                                 LineKind::Dashed,
                             ),
                             (
-                                "server_procs_mean",
+                                SummaryCol::ServerProcsMean,
                                 "server processes (mean)",
                                 LineKind::Dashed,
                             ),
@@ -404,7 +409,11 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
                 ctx.series(&[
                     RESP,
                     ATT,
-                    ("offered_rate", "average offered rate", LineKind::Reference),
+                    (
+                        SummaryCol::OfferedRate,
+                        "average offered rate",
+                        LineKind::Reference,
+                    ),
                 ]),
             )],
         )],
@@ -430,18 +439,22 @@ fn count_figures(ctx: &Ctx) -> Vec<Figure> {
         vec![panel(
             "rate (1/s)",
             ctx.series(&[
-                ("attempts_per_s", "connection attempts/s", LineKind::Solid),
                 (
-                    "throughput_per_s",
+                    SummaryCol::AttemptsPerS,
+                    "connection attempts/s",
+                    LineKind::Solid,
+                ),
+                (
+                    SummaryCol::ThroughputPerS,
                     "responses/s (throughput)",
                     LineKind::Dashed,
                 ),
             ]),
         )],
     )];
-    if ctx.has("little_load_factor") {
+    if ctx.has(SummaryCol::LittleLoadFactor) {
         let mut s = ctx.series(&[(
-            "little_load_factor",
+            SummaryCol::LittleLoadFactor,
             "Little's Load Factor",
             LineKind::Solid,
         )]);
@@ -465,8 +478,8 @@ fn latency_figure(ctx: &Ctx) -> Figure {
         vec![panel(
             "response time, connect to last byte (ms)",
             ctx.series(&[
-                ("total_p50_ms", "p50", LineKind::Solid),
-                ("total_p99_ms", "p99", LineKind::Dashed),
+                (SummaryCol::TotalP50Ms, "p50", LineKind::Solid),
+                (SummaryCol::TotalP99Ms, "p99", LineKind::Dashed),
             ]),
         )],
     )
@@ -474,7 +487,7 @@ fn latency_figure(ctx: &Ctx) -> Figure {
 
 /// Seed 004's capacity method: p98 against its target, over the offered rate.
 fn capacity_figure(ctx: &Ctx) -> Figure {
-    let mut s = ctx.series(&[("total_p98_ms", "p98 response time", LineKind::Solid)]);
+    let mut s = ctx.series(&[(SummaryCol::TotalP98Ms, "p98 response time", LineKind::Solid)]);
     s.push(ctx.horizontal(
         &format!("target: p98 < {P98_TARGET_MS} ms (seed 004)"),
         P98_TARGET_MS,
@@ -489,8 +502,16 @@ fn capacity_figure(ctx: &Ctx) -> Figure {
 /// The accept queue against the first run's listen backlog, above the drops it leads to.
 fn accept_queue_figure(ctx: &Ctx) -> Figure {
     let mut queue = ctx.series(&[
-        ("accept_queue_max", "accept queue max", LineKind::Solid),
-        ("accept_queue_mean", "accept queue mean", LineKind::Dashed),
+        (
+            SummaryCol::AcceptQueueMax,
+            "accept queue max",
+            LineKind::Solid,
+        ),
+        (
+            SummaryCol::AcceptQueueMean,
+            "accept queue mean",
+            LineKind::Dashed,
+        ),
     ]);
     if let Some(b) = ctx
         .runs
@@ -502,12 +523,12 @@ fn accept_queue_figure(ctx: &Ctx) -> Figure {
     }
     let drops = ctx.series(&[
         (
-            "listen_overflows_per_s",
+            SummaryCol::ListenOverflowsPerS,
             "listen overflows/s",
             LineKind::Solid,
         ),
         (
-            "connect_timeouts_per_s",
+            SummaryCol::ConnectTimeoutsPerS,
             "connect timeouts/s",
             LineKind::Dashed,
         ),
@@ -529,8 +550,16 @@ fn connection_states_figure(ctx: &Ctx) -> Figure {
         vec![panel(
             "count",
             ctx.series(&[
-                ("established_mean", "ESTABLISHED (mean)", LineKind::Solid),
-                ("time_wait_mean", "TIME_WAIT (mean)", LineKind::Dashed),
+                (
+                    SummaryCol::EstablishedMean,
+                    "ESTABLISHED (mean)",
+                    LineKind::Solid,
+                ),
+                (
+                    SummaryCol::TimeWaitMean,
+                    "TIME_WAIT (mean)",
+                    LineKind::Dashed,
+                ),
             ]),
         )],
     )
@@ -539,13 +568,13 @@ fn connection_states_figure(ctx: &Ctx) -> Figure {
 /// The whole machine's CPU split: user and system, then softirq and irq in colors of their own.
 fn cpu_figure(ctx: &Ctx) -> Figure {
     let user_system = ctx.series(&[
-        ("cpu_user_pct", "user %", LineKind::Solid),
-        ("cpu_system_pct", "system %", LineKind::Dashed),
+        (SummaryCol::CpuUserPct, "user %", LineKind::Solid),
+        (SummaryCol::CpuSystemPct, "system %", LineKind::Dashed),
     ]);
     let interrupts = ctx
         .series(&[
-            ("cpu_softirq_pct", "softirq %", LineKind::Solid),
-            ("cpu_irq_pct", "irq %", LineKind::Dashed),
+            (SummaryCol::CpuSoftirqPct, "softirq %", LineKind::Solid),
+            (SummaryCol::CpuIrqPct, "irq %", LineKind::Dashed),
         ])
         .into_iter()
         .map(|mut s| {
@@ -657,11 +686,11 @@ pub fn capacity(points: &[Point]) -> Option<&Point> {
     points
         .iter()
         .filter(|p| !p.failed() && !p.client_bound())
-        .filter(|p| p.num("total_p98_ms") <= P98_TARGET_MS)
-        .filter(|p| p.num("throughput_per_s").is_finite())
+        .filter(|p| p.num(SummaryCol::TotalP98Ms) <= P98_TARGET_MS)
+        .filter(|p| p.num(SummaryCol::ThroughputPerS).is_finite())
         .max_by(|a, b| {
-            a.num("throughput_per_s")
-                .total_cmp(&b.num("throughput_per_s"))
+            a.num(SummaryCol::ThroughputPerS)
+                .total_cmp(&b.num(SummaryCol::ThroughputPerS))
         })
 }
 
@@ -670,11 +699,11 @@ mod tests {
     use super::*;
     use crate::report::read::Cell;
 
-    fn pt(value: &str, extra: &[(&str, f64)]) -> Point {
+    fn pt(value: &str, extra: &[(SummaryCol, f64)]) -> Point {
         let mut p = Point::default();
-        p.0.insert("value".into(), Cell::Text(value.into()));
+        p.0.insert(SummaryText::Value.name().into(), Cell::Text(value.into()));
         for (k, v) in extra {
-            p.0.insert(k.to_string(), Cell::Num(*v));
+            p.0.insert(k.name().into(), Cell::Num(*v));
         }
         p
     }
@@ -686,7 +715,7 @@ mod tests {
         assert_eq!(x_number("network.loss", &pt("2.5%", &[])), Some(2.5));
         assert_eq!(x_number("load.concurrency", &pt("64", &[])), Some(64.0));
         assert_eq!(
-            x_number("load.rate", &pt("500", &[("offered_rate", 480.0)])),
+            x_number("load.rate", &pt("500", &[(SummaryCol::OfferedRate, 480.0)])),
             Some(480.0)
         );
         assert_eq!(x_number("load.rate", &pt("500", &[])), Some(500.0));
@@ -697,13 +726,33 @@ mod tests {
 
     #[test]
     fn capacity_skips_client_bound_and_slow_points() {
-        let mut bound = pt("3", &[("total_p98_ms", 5.0), ("throughput_per_s", 900.0)]);
-        bound.0.insert("client_bound".into(), Cell::Flag(true));
+        let mut bound = pt(
+            "3",
+            &[
+                (SummaryCol::TotalP98Ms, 5.0),
+                (SummaryCol::ThroughputPerS, 900.0),
+            ],
+        );
+        bound
+            .0
+            .insert(SummaryCol::ClientBound.name().into(), Cell::Flag(true));
         let pts = vec![
-            pt("1", &[("total_p98_ms", 10.0), ("throughput_per_s", 300.0)]),
-            pt("2", &[("total_p98_ms", 150.0), ("throughput_per_s", 800.0)]),
+            pt(
+                "1",
+                &[
+                    (SummaryCol::TotalP98Ms, 10.0),
+                    (SummaryCol::ThroughputPerS, 300.0),
+                ],
+            ),
+            pt(
+                "2",
+                &[
+                    (SummaryCol::TotalP98Ms, 150.0),
+                    (SummaryCol::ThroughputPerS, 800.0),
+                ],
+            ),
             bound,
         ];
-        assert_eq!(capacity(&pts).unwrap().text("value"), "1");
+        assert_eq!(capacity(&pts).unwrap().text(SummaryText::Value), "1");
     }
 }

@@ -4,7 +4,7 @@
 
 use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
-use crate::model::summary::non2xx_flag_pct;
+use crate::model::summary::{non2xx_flag_pct, SummaryCol, SummaryText};
 use crate::probe::crosscheck::{disagrees, syn_tolerance_of, TOLERANCE_PCT};
 use std::fmt::Write;
 
@@ -178,7 +178,7 @@ pub fn report(
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
         if param_kind(&r.param()) == ParamKind::Rate
-            && r.points.iter().any(|p| p.has("total_p98_ms"))
+            && r.points.iter().any(|p| p.has(SummaryCol::TotalP98Ms))
         {
             let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
             capacity_section(&mut md, r);
@@ -204,95 +204,98 @@ fn scenario_story(md: &mut String, r: &RunData) {
     }
 }
 
-struct Col {
+struct Column {
     head: &'static str,
-    key: &'static str,
+    key: SummaryCol,
 }
 
-const COLS: &[Col] = &[
-    Col {
+const COLS: &[Column] = &[
+    Column {
         head: "offered/s",
-        key: "offered_rate",
+        key: SummaryCol::OfferedRate,
     },
-    Col {
+    Column {
         head: "attempts/s",
-        key: "attempts_per_s",
+        key: SummaryCol::AttemptsPerS,
     },
-    Col {
+    Column {
         head: "SYN/s (server)",
-        key: "syn_in_per_s",
+        key: SummaryCol::SynInPerS,
     },
-    Col {
+    Column {
         head: "responses/s",
-        key: "throughput_per_s",
+        key: SummaryCol::ThroughputPerS,
     },
-    Col {
+    Column {
         head: "p50 ms",
-        key: "total_p50_ms",
+        key: SummaryCol::TotalP50Ms,
     },
-    Col {
+    Column {
         head: "p98 ms",
-        key: "total_p98_ms",
+        key: SummaryCol::TotalP98Ms,
     },
-    Col {
+    Column {
         head: "p99 ms",
-        key: "total_p99_ms",
+        key: SummaryCol::TotalP99Ms,
     },
-    Col {
+    Column {
         head: "accept q max",
-        key: "accept_queue_max",
+        key: SummaryCol::AcceptQueueMax,
     },
-    Col {
+    Column {
         head: "overflows/s",
-        key: "listen_overflows_per_s",
+        key: SummaryCol::ListenOverflowsPerS,
     },
-    Col {
+    Column {
         head: "timeouts/s",
-        key: "connect_timeouts_per_s",
+        key: SummaryCol::ConnectTimeoutsPerS,
     },
-    Col {
+    Column {
         head: "ESTAB",
-        key: "established_mean",
+        key: SummaryCol::EstablishedMean,
     },
-    Col {
+    Column {
         head: "TIME_WAIT",
-        key: "time_wait_mean",
+        key: SummaryCol::TimeWaitMean,
     },
-    Col {
+    Column {
         head: "server procs",
-        key: "server_procs_mean",
+        key: SummaryCol::ServerProcsMean,
     },
-    Col {
+    Column {
         head: "CPU usr %",
-        key: "cpu_user_pct",
+        key: SummaryCol::CpuUserPct,
     },
-    Col {
+    Column {
         head: "CPU sys %",
-        key: "cpu_system_pct",
+        key: SummaryCol::CpuSystemPct,
     },
-    Col {
+    Column {
         head: "CPU softirq %",
-        key: "cpu_softirq_pct",
+        key: SummaryCol::CpuSoftirqPct,
     },
-    Col {
+    Column {
         head: "Little LF",
-        key: "little_load_factor",
+        key: SummaryCol::LittleLoadFactor,
     },
 ];
 
 /// Every flag a point has (a client-bound point can also be counting error pages).
 fn status(p: &Point) -> String {
     if p.failed() {
-        return format!("**FAILED**: {}", esc(&p.text("error")));
+        return format!("**FAILED**: {}", esc(&p.text(SummaryText::Error)));
     }
     let mut flags = Vec::new();
     if p.client_bound() {
         flags.push(format!(
             "⚠ **CLIENT-BOUND**: {}",
-            esc(&p.text("client_bound_reason"))
+            esc(&p.text(SummaryText::ClientBoundReason))
         ));
     }
-    if let Some(pct) = non2xx_flag_pct(p.num("non2xx_per_s"), p.num("throughput_per_s")) {
+    if let Some(pct) = non2xx_flag_pct(
+        p.num(SummaryCol::Non2xxPerS),
+        p.num(SummaryCol::ThroughputPerS),
+    ) {
         flags.push(format!(
             "⚠ **NOT 2xx**: {pct:.0} % of responses (check the request paths: `load.mix`, \
              `workload`)"
@@ -315,7 +318,7 @@ fn param_head(param: &str) -> String {
 }
 
 fn value_cell(p: &Point) -> String {
-    let v = p.text("value");
+    let v = p.text(SummaryText::Value);
     if v.is_empty() {
         "whole run".into()
     } else {
@@ -329,7 +332,7 @@ fn summary_table(md: &mut String, r: &RunData) {
         return;
     }
     let param = r.param();
-    let cols: Vec<&Col> = COLS
+    let cols: Vec<&Column> = COLS
         .iter()
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
@@ -356,7 +359,7 @@ fn summary_table(md: &mut String, r: &RunData) {
     for p in &r.points {
         let mark = if p.client_bound() { " ⚠" } else { "" };
         let mut cells = vec![
-            format!("{}{mark}", p.text("point")),
+            format!("{}{mark}", p.number()),
             esc(&p.mode()),
             value_cell(p),
         ];
@@ -391,7 +394,7 @@ fn summary_table(md: &mut String, r: &RunData) {
 
 /// A point's counts (summary.json `points[i].totals`), when the run recorded them.
 fn point_totals(p: &Point) -> Option<crate::model::Totals> {
-    serde_json::from_str(&p.text("totals")).ok()
+    serde_json::from_str(&p.text(SummaryText::Totals)).ok()
 }
 
 /// What a point's latency percentiles cover: "N completed, M timed out", and the attempts
@@ -414,7 +417,8 @@ fn path_tables(md: &mut String, r: &RunData) {
     for p in &r.points {
         // Percentiles of a path with nothing completed are null: read by name, not as
         // PathSummary (whose f64s do not take null).
-        let Ok(serde_json::Value::Array(paths)) = serde_json::from_str(&p.text("paths")) else {
+        let Ok(serde_json::Value::Array(paths)) = serde_json::from_str(&p.text(SummaryText::Paths))
+        else {
             continue;
         };
         if paths.is_empty() {
@@ -425,7 +429,7 @@ fn path_tables(md: &mut String, r: &RunData) {
         } else {
             format!("{} = {}", param_head(&param), value_cell(p))
         };
-        let _ = writeln!(md, "**Point {} per path** ({at}):\n", p.text("point"));
+        let _ = writeln!(md, "**Point {} per path** ({at}):\n", p.number());
         let _ = writeln!(
             md,
             "| path | attempts/s | responses/s | errors/s | connect p50 ms | connect p99 ms | \
@@ -433,20 +437,21 @@ fn path_tables(md: &mut String, r: &RunData) {
         );
         let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         for x in &paths {
-            let f = |k: &str| num(x[k].as_f64().unwrap_or(f64::NAN));
+            // A path's figures are named as the summary's columns of the same figure.
+            let f = |k: SummaryCol| num(x[k.name()].as_f64().unwrap_or(f64::NAN));
             let name = x["name"].as_str().unwrap_or("?");
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 esc(name),
-                f("attempts_per_s"),
-                f("throughput_per_s"),
-                f("errors_per_s"),
-                f("connect_p50_ms"),
-                f("connect_p99_ms"),
-                f("total_p50_ms"),
-                f("total_p99_ms"),
-                f("connect_timeouts")
+                f(SummaryCol::AttemptsPerS),
+                f(SummaryCol::ThroughputPerS),
+                f(SummaryCol::ErrorsPerS),
+                f(SummaryCol::ConnectP50Ms),
+                f(SummaryCol::ConnectP99Ms),
+                f(SummaryCol::TotalP50Ms),
+                f(SummaryCol::TotalP99Ms),
+                num(x["connect_timeouts"].as_f64().unwrap_or(f64::NAN))
             );
         }
         let _ = writeln!(md);
@@ -483,18 +488,18 @@ fn cross_checks(md: &mut String, r: &RunData) {
     }
     let keys = [
         (
-            "check_syn_vs_attempts_pct",
+            SummaryCol::CheckSynVsAttemptsPct,
             "SYNs seen at the server vs client attempts",
         ),
         (
-            "check_server_vs_client_pct",
+            SummaryCol::CheckServerVsClientPct,
             "server responses vs client responses",
         ),
     ];
     let checked: Vec<&Point> = r
         .points
         .iter()
-        .filter(|p| keys.iter().any(|(k, _)| p.has(k)))
+        .filter(|p| keys.iter().any(|(k, _)| p.has(*k)))
         .collect();
     if checked.is_empty() {
         let _ = writeln!(md, "- Per point: no cross-check columns were measured.\n");
@@ -536,7 +541,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} |",
-            p.text("point"),
+            p.number(),
             esc(&p.mode()),
             value_cell(p),
             pct_within(p.num(keys[0].0), tolerance(p, keys[0].0)),
@@ -559,9 +564,9 @@ fn cross_checks(md: &mut String, r: &RunData) {
 }
 
 /// The largest difference of check `key` at point `p` that is not flagged.
-fn tolerance(p: &Point, key: &str) -> f64 {
-    if key == "check_syn_vs_attempts_pct" && p.has("check_syn_tolerance_pct") {
-        syn_tolerance_of(p.num("check_syn_tolerance_pct"))
+fn tolerance(p: &Point, key: SummaryCol) -> f64 {
+    if key == SummaryCol::CheckSynVsAttemptsPct && p.has(SummaryCol::CheckSynTolerancePct) {
+        syn_tolerance_of(p.num(SummaryCol::CheckSynTolerancePct))
     } else {
         TOLERANCE_PCT
     }
@@ -583,21 +588,21 @@ fn client_bound(md: &mut String, r: &RunData) {
         bound.len()
     );
     for p in bound {
-        let at = if p.text("param").is_empty() {
+        let at = if p.text(SummaryText::Param).is_empty() {
             format!("{}, whole run", esc(&p.mode()))
         } else {
             format!(
                 "{} {} = {}",
                 esc(&p.mode()),
-                esc(&p.text("param")),
-                esc(&p.text("value"))
+                esc(&p.text(SummaryText::Param)),
+                esc(&p.text(SummaryText::Value))
             )
         };
         let _ = writeln!(
             md,
             "- point {} ({at}): {}",
-            p.text("point"),
-            esc(&p.text("client_bound_reason"))
+            p.number(),
+            esc(&p.text(SummaryText::ClientBoundReason))
         );
     }
     let _ = writeln!(md);
@@ -610,10 +615,10 @@ fn capacity_section(md: &mut String, r: &RunData) {
                 md,
                 "The highest throughput with p98 response time under {P98_TARGET_MS} ms: \
                  **{} responses/s** (point {}, offered {}/s, p98 {} ms).\n",
-                num(p.num("throughput_per_s")),
-                p.text("point"),
-                num(p.num("offered_rate")),
-                num(p.num("total_p98_ms"))
+                num(p.num(SummaryCol::ThroughputPerS)),
+                p.number(),
+                num(p.num(SummaryCol::OfferedRate)),
+                num(p.num(SummaryCol::TotalP98Ms))
             );
         }
         None => {

@@ -2,6 +2,7 @@
 //! an empty table plus a warning, a half-written last line of timeseries.csv is dropped, and
 //! unknown or missing summary columns are fine (columns are looked up by name).
 
+use crate::model::summary::{SummaryCol, SummaryText};
 use crate::model::Col;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
@@ -15,21 +16,23 @@ pub enum Cell {
     Flag(bool),
 }
 
-/// One summary row (one sweep point), looked up by column name.
+/// One summary row (one sweep point) as read back, looked up by typed column
+/// ([`SummaryCol`], [`SummaryText`]) so a renamed column is a compile error here.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Point(pub BTreeMap<String, Cell>);
 
 impl Point {
-    /// The number in `key`, NaN when absent or not a number.
-    pub fn num(&self, key: &str) -> f64 {
-        match self.0.get(key) {
+    /// The number in `col`, NaN when absent or not a number (flags read as 0/1).
+    pub fn num(&self, col: SummaryCol) -> f64 {
+        match self.0.get(col.name()) {
             Some(Cell::Num(v)) => *v,
             Some(Cell::Text(s)) => s.trim().parse().unwrap_or(f64::NAN),
-            _ => f64::NAN,
+            Some(Cell::Flag(b)) => f64::from(u8::from(*b)),
+            None => f64::NAN,
         }
     }
-    pub fn text(&self, key: &str) -> String {
-        match self.0.get(key) {
+    pub fn text(&self, col: SummaryText) -> String {
+        match self.0.get(col.name()) {
             Some(Cell::Text(s)) => s.clone(),
             Some(Cell::Num(v)) if v.is_nan() => String::new(),
             Some(Cell::Num(v)) => format!("{v}"),
@@ -37,24 +40,26 @@ impl Point {
             None => String::new(),
         }
     }
-    pub fn flag(&self, key: &str) -> bool {
-        match self.0.get(key) {
-            Some(Cell::Flag(b)) => *b,
-            Some(Cell::Text(s)) => s == "true",
-            _ => false,
+    /// The 1-based point number as written ("" when absent).
+    pub fn number(&self) -> String {
+        let n = self.num(SummaryCol::Point);
+        if n.is_nan() {
+            String::new()
+        } else {
+            format!("{n}")
         }
     }
-    pub fn has(&self, key: &str) -> bool {
-        !self.num(key).is_nan()
+    pub fn has(&self, col: SummaryCol) -> bool {
+        !self.num(col).is_nan()
     }
     pub fn failed(&self) -> bool {
-        self.flag("failed")
+        self.num(SummaryCol::Failed) == 1.0
     }
     pub fn client_bound(&self) -> bool {
-        self.flag("client_bound")
+        self.num(SummaryCol::ClientBound) == 1.0
     }
     pub fn mode(&self) -> String {
-        self.text("mode")
+        self.text(SummaryText::Mode)
     }
 }
 
@@ -117,7 +122,7 @@ impl RunData {
     pub fn param(&self) -> String {
         self.points
             .iter()
-            .map(|p| p.text("param"))
+            .map(|p| p.text(SummaryText::Param))
             .find(|p| !p.is_empty())
             .or_else(|| {
                 self.scenario
@@ -155,7 +160,7 @@ impl RunData {
         }
         self.points
             .iter()
-            .map(|p| p.text("backend"))
+            .map(|p| p.text(SummaryText::Backend))
             .find(|b| !b.is_empty())
             .unwrap_or_else(|| "unknown backend".into())
     }
@@ -302,7 +307,7 @@ pub fn parse_summary_csv(src: &str) -> Vec<Point> {
                             "false" => Cell::Flag(false),
                             s => match s.parse::<f64>() {
                                 // `value` stays text: it may be "100ms" or "[2, 10]".
-                                Ok(v) if k != "value" => Cell::Num(v),
+                                Ok(v) if k != SummaryText::Value.name() => Cell::Num(v),
                                 _ => Cell::Text(c),
                             },
                         };
@@ -432,24 +437,28 @@ mod tests {
     #[test]
     fn json_nulls_are_nan_and_flags_read() {
         let (meta, pts) = parse_summary_json(
-            r#"{"meta":{"backend":"lo"},"points":[{"offered_rate":null,"client_bound":true,"value":"1,000","x":2}]}"#,
+            r#"{"meta":{"backend":"lo"},"points":[{"offered_rate":null,"client_bound":true,"value":"1,000","total_p99_ms":2}]}"#,
         )
         .unwrap();
         assert_eq!(meta["backend"], "lo");
-        assert!(pts[0].num("offered_rate").is_nan());
+        assert!(pts[0].num(SummaryCol::OfferedRate).is_nan());
         assert!(pts[0].client_bound());
-        assert_eq!(pts[0].text("value"), "1,000");
-        assert_eq!(pts[0].num("x"), 2.0);
-        assert!(pts[0].num("missing").is_nan());
+        assert_eq!(pts[0].text(SummaryText::Value), "1,000");
+        assert_eq!(pts[0].num(SummaryCol::TotalP99Ms), 2.0);
+        assert!(pts[0].num(SummaryCol::TotalP50Ms).is_nan());
     }
 
     #[test]
     fn summary_csv_keeps_value_as_text() {
-        let pts = parse_summary_csv("point,value,failed,x\n1,100ms,false,\n2,\"[2, 10]\",true,3\n");
+        let pts = parse_summary_csv(
+            "point,value,failed,total_p99_ms\n1,100ms,false,\n2,\"[2, 10]\",true,3\n",
+        );
         assert_eq!(pts.len(), 2);
-        assert_eq!(pts[0].text("value"), "100ms");
-        assert!(pts[0].num("x").is_nan());
+        assert_eq!(pts[0].text(SummaryText::Value), "100ms");
+        assert!(pts[0].num(SummaryCol::TotalP99Ms).is_nan());
         assert!(pts[1].failed());
-        assert_eq!(pts[1].text("value"), "[2, 10]");
+        assert_eq!(pts[1].num(SummaryCol::TotalP99Ms), 3.0);
+        assert_eq!(pts[1].number(), "2");
+        assert_eq!(pts[1].text(SummaryText::Value), "[2, 10]");
     }
 }

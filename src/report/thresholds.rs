@@ -2,10 +2,11 @@
 //! goes (so `abort_on_fail` can stop it), and over the whole run at its end. They go in the run
 //! table, summary.json (`thresholds`), report.md, JUnit XML and the exit code (3 on a failure).
 
+use crate::model::summary::SummaryCol;
 use crate::model::SummaryRow;
 use crate::probe::crosscheck;
 use crate::scenario::gate::{
-    parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, ThresholdSpec,
+    check_metric, parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, ThresholdSpec,
 };
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
@@ -51,21 +52,24 @@ impl Gate {
 
     /// The verdicts for one finished point (thresholds over points, and `[gate]` conditions).
     pub fn judge_point(&self, row: &SummaryRow) -> Vec<Verdict> {
-        let cols = columns(row);
         let mut out = Vec::new();
         for (i, t) in self.thresholds.iter().enumerate() {
+            // An unknown metric was refused when the scenario was read.
+            let Ok(metric) = check_metric(&t.metric) else {
+                continue;
+            };
             if t.over != Over::Points || !selects(t, row) {
                 continue;
             }
             for (op, raw) in [(Op::Max, &t.max), (Op::Min, &t.min)] {
                 let Some(raw) = raw else { continue };
-                let Ok(bound) = parse_bound(raw, &t.metric, &names()) else {
+                let Ok(bound) = parse_bound(raw, metric) else {
                     continue;
                 };
-                let measured = get(&cols, &t.metric);
+                let measured = get(row, metric);
                 let limit = match &bound {
                     Bound::Abs(v) => Some(*v),
-                    Bound::Rel { factor, metric } => get(&cols, metric).map(|v| v * factor),
+                    Bound::Rel { factor, metric } => get(row, *metric).map(|v| v * factor),
                 };
                 let why_not = row
                     .failed
@@ -106,17 +110,17 @@ impl Gate {
             let syn_tol = crosscheck::syn_tolerance_of(row.check_syn_tolerance_pct);
             for (key, what, tol) in [
                 (
-                    "check_syn_vs_attempts_pct",
+                    SummaryCol::CheckSynVsAttemptsPct,
                     "SYNs at the server vs client attempts",
                     syn_tol,
                 ),
                 (
-                    "check_server_vs_client_pct",
+                    SummaryCol::CheckServerVsClientPct,
                     "server vs client responses",
                     crosscheck::TOLERANCE_PCT,
                 ),
             ] {
-                let d = get(&cols, key);
+                let d = get(row, key);
                 let passed = d.is_none_or(|d| !crosscheck::disagrees(d, tol));
                 out.push(Verdict {
                     check: format!("gate: cross-check {what} within {tol:.1} %"),
@@ -142,14 +146,17 @@ impl Gate {
 
     /// The verdicts of thresholds over the whole run (`over = "run"`).
     pub fn judge_run(&self, rows: &[SummaryRow]) -> Vec<Verdict> {
-        let all: Vec<_> = rows.iter().filter(|r| !r.failed).map(columns).collect();
+        let all: Vec<&SummaryRow> = rows.iter().filter(|r| !r.failed).collect();
         let mut out = Vec::new();
         for (i, t) in self.thresholds.iter().enumerate() {
+            let Ok(metric) = check_metric(&t.metric) else {
+                continue;
+            };
             if t.over != Over::Run {
                 continue;
             }
-            let agg = |m: &str| {
-                let vals: Vec<f64> = all.iter().filter_map(|c| get(c, m)).collect();
+            let agg = |m: SummaryCol| {
+                let vals: Vec<f64> = all.iter().filter_map(|r| get(r, m)).collect();
                 if vals.is_empty() {
                     return None;
                 }
@@ -161,12 +168,12 @@ impl Gate {
             };
             for (op, raw) in [(Op::Max, &t.max), (Op::Min, &t.min)] {
                 let Some(raw) = raw else { continue };
-                let Ok(bound) = parse_bound(raw, &t.metric, &names()) else {
+                let Ok(bound) = parse_bound(raw, metric) else {
                     continue;
                 };
                 let limit = match &bound {
                     Bound::Abs(v) => Some(*v),
-                    Bound::Rel { factor, metric } => agg(metric).map(|v| v * factor),
+                    Bound::Rel { factor, metric } => agg(*metric).map(|v| v * factor),
                 };
                 let why_not = all
                     .is_empty()
@@ -177,7 +184,7 @@ impl Gate {
                     (op, raw),
                     &bound,
                     None,
-                    agg(&t.metric),
+                    agg(metric),
                     limit,
                     why_not,
                 ));
@@ -284,24 +291,9 @@ pub fn point_label(r: &SummaryRow) -> String {
     }
 }
 
-fn names() -> Vec<String> {
-    crate::scenario::gate::metric_names()
-}
-
-fn columns(row: &SummaryRow) -> serde_json::Map<String, serde_json::Value> {
-    match serde_json::to_value(row) {
-        Ok(serde_json::Value::Object(o)) => o,
-        _ => Default::default(),
-    }
-}
-
-/// A column's value; NaN (written as null) is None.
-fn get(cols: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<f64> {
-    match cols.get(key)? {
-        serde_json::Value::Number(n) => n.as_f64().filter(|v| v.is_finite()),
-        serde_json::Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        _ => None,
-    }
+/// A column's value; NaN (not measured) is None.
+fn get(row: &SummaryRow, c: SummaryCol) -> Option<f64> {
+    Some(row.get(c)).filter(|v| v.is_finite())
 }
 
 fn selects(t: &ThresholdSpec, row: &SummaryRow) -> bool {

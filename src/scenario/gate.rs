@@ -2,6 +2,8 @@
 //! of bounds (with the metric's unit, or relative to another metric of the same point) and their
 //! validation against summary.json's columns. Evaluation lives in `report::thresholds`.
 
+use crate::model::summary::{SummaryCol, SummaryText};
+use crate::model::Unit;
 use serde::{Deserialize, Serialize};
 
 /// One `[[threshold]]`: a bound on a summary.json column.
@@ -98,50 +100,39 @@ impl GateSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bound {
     Abs(f64),
-    Rel { factor: f64, metric: String },
+    Rel { factor: f64, metric: SummaryCol },
 }
 
 impl std::fmt::Display for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Bound::Abs(v) => write!(f, "{v}"),
-            Bound::Rel { factor, metric } => write!(f, "{factor} x {metric}"),
+            Bound::Rel { factor, metric } => write!(f, "{factor} x {}", metric.name()),
         }
     }
 }
 
 /// The numeric columns of summary.json (booleans count as 0/1), in the file's order.
-pub fn metric_names() -> Vec<String> {
-    let row = serde_json::to_value(crate::model::SummaryRow::default())
-        .expect("a summary row serializes");
-    row.as_object()
-        .expect("a summary row is an object")
+fn metric_names() -> Vec<String> {
+    SummaryCol::ALL
         .iter()
-        .filter(|(_, v)| v.is_number() || v.is_boolean())
-        .map(|(k, _)| k.clone())
+        .map(|c| c.name().to_string())
         .collect()
 }
 
-/// Checks a metric name; the error names the nearest column.
-pub fn check_metric(name: &str, names: &[String]) -> Result<(), String> {
-    if names.iter().any(|n| n == name) {
-        return Ok(());
+/// The summary column a metric names; the error names the nearest column.
+pub fn check_metric(name: &str) -> Result<SummaryCol, String> {
+    if let Some(c) = SummaryCol::parse(name) {
+        return Ok(c);
     }
-    let text_cols = [
-        "mode",
-        "param",
-        "value",
-        "error",
-        "client_bound_reason",
-        "backend",
-    ];
-    if text_cols.contains(&name) {
+    let names = metric_names();
+    if SummaryText::ALL.iter().any(|t| t.name() == name) {
         return Err(format!(
             "`{name}` is a text column of summary.json; a threshold needs a number\nhelp: numeric columns: {}",
             names.join(", ")
         ));
     }
-    Err(match super::diag::nearest(name, names) {
+    Err(match super::diag::nearest(name, &names) {
         Some(n) => format!(
             "unknown metric `{name}`\nhelp: did you mean `{n}`? (any numeric column of summary.json)"
         ),
@@ -152,9 +143,9 @@ pub fn check_metric(name: &str, names: &[String]) -> Result<(), String> {
     })
 }
 
-/// Parses a bound for `metric`: numbers are in the metric's unit (ms for `_ms`, /s for `_per_s`,
-/// % for `_pct`, s for `_s`); strings may carry a unit, or be `F x METRIC`.
-pub fn parse_bound(raw: &RawBound, metric: &str, names: &[String]) -> Result<Bound, String> {
+/// Parses a bound for `metric`: numbers are in the metric's unit (ms, s, %, /s); strings may
+/// carry a unit, or be `F x METRIC`.
+pub fn parse_bound(raw: &RawBound, metric: SummaryCol) -> Result<Bound, String> {
     let s = match raw {
         RawBound::Num(v) => return Ok(Bound::Abs(*v)),
         RawBound::Text(s) => s.trim(),
@@ -167,55 +158,52 @@ pub fn parse_bound(raw: &RawBound, metric: &str, names: &[String]) -> Result<Bou
         let factor: f64 = super::units::Num::parse(f.trim())
             .map_err(|e| format!("in `{s}`: the factor {e}; write e.g. \"0.95 x offered_rate\""))?
             .0;
-        let m = m.trim();
-        check_metric(m, names).map_err(|e| format!("in `{s}`: {e}"))?;
-        return Ok(Bound::Rel {
-            factor,
-            metric: m.to_string(),
-        });
+        let metric = check_metric(m.trim()).map_err(|e| format!("in `{s}`: {e}"))?;
+        return Ok(Bound::Rel { factor, metric });
     }
-    if names.iter().any(|n| n == s) {
+    if let Some(metric) = SummaryCol::parse(s) {
         return Ok(Bound::Rel {
             factor: 1.0,
-            metric: s.to_string(),
+            metric,
         });
     }
     parse_abs(s, metric).map(Bound::Abs)
 }
 
 /// An absolute value in `metric`'s unit.
-fn parse_abs(s: &str, metric: &str) -> Result<f64, String> {
+fn parse_abs(s: &str, metric: SummaryCol) -> Result<f64, String> {
     use super::units::{Dur, Num};
     let plain = s.parse::<f64>().ok().filter(|v| v.is_finite());
     if let Some(v) = plain {
         return Ok(v);
     }
-    if metric.ends_with("_ms") {
-        Dur::parse(s).map(|d| d.secs() * 1e3)
-    } else if metric.ends_with("_s") && !metric.ends_with("_per_s") {
-        Dur::parse(s).map(|d| d.secs())
-    } else if metric.ends_with("_pct") {
-        s.strip_suffix('%')
+    match metric.unit() {
+        Unit::Milliseconds => Dur::parse(s).map(|d| d.secs() * 1e3),
+        Unit::Seconds => Dur::parse(s).map(|d| d.secs()),
+        Unit::Percent => s
+            .strip_suffix('%')
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("`{s}` is not a percentage; write e.g. \"2%\""))
-    } else {
-        Num::parse(s).map(|n| n.0)
+            .ok_or_else(|| format!("`{s}` is not a percentage; write e.g. \"2%\"")),
+        _ => Num::parse(s).map(|n| n.0),
     }
     .map_err(|e| {
-        format!("{e}\nhelp: a bound is a number in {metric}'s unit, a value with a unit, or \"F x METRIC\"")
+        format!(
+            "{e}\nhelp: a bound is a number in {}'s unit, a value with a unit, or \"F x METRIC\"",
+            metric.name()
+        )
     })
 }
 
 /// Problems in `[[threshold]]` and `[gate]`, keyed `threshold[i].key`.
 pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
-    let names = metric_names();
     let mut p = Vec::new();
     let n_points = super::points::plan_points(s).len();
     for (i, t) in s.thresholds.iter().enumerate() {
         let k = |key: &str| format!("threshold[{i}].{key}");
-        if let Err(e) = check_metric(&t.metric, &names) {
-            p.push((k("metric"), e));
+        let metric = check_metric(&t.metric);
+        if let Err(e) = &metric {
+            p.push((k("metric"), e.clone()));
         }
         if t.max.is_none() && t.min.is_none() {
             p.push((
@@ -224,8 +212,8 @@ pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
             ));
         }
         for (key, b) in [("max", &t.max), ("min", &t.min)] {
-            if let Some(b) = b {
-                if let Err(e) = parse_bound(b, &t.metric, &names) {
+            if let (Some(b), Ok(metric)) = (b, &metric) {
+                if let Err(e) = parse_bound(b, *metric) {
                     p.push((k(key), e));
                 }
             }
@@ -293,8 +281,9 @@ mod tests {
 
     #[test]
     fn bounds_take_the_metrics_unit_or_another_metric() {
-        let names = metric_names();
-        let b = |s: &str, m: &str| parse_bound(&RawBound::Text(s.into()), m, &names);
+        let b = |s: &str, m: &str| {
+            parse_bound(&RawBound::Text(s.into()), SummaryCol::parse(m).unwrap())
+        };
         assert_eq!(b("50ms", "total_p99_ms"), Ok(Bound::Abs(50.0)));
         assert_eq!(b("1.5s", "total_p99_ms"), Ok(Bound::Abs(1500.0)));
         assert_eq!(b("5k", "throughput_per_s"), Ok(Bound::Abs(5000.0)));
@@ -304,14 +293,14 @@ mod tests {
             b("0.95 x offered_rate", "throughput_per_s"),
             Ok(Bound::Rel {
                 factor: 0.95,
-                metric: "offered_rate".into()
+                metric: SummaryCol::OfferedRate
             })
         );
         assert_eq!(
             b("attempts_per_s", "throughput_per_s"),
             Ok(Bound::Rel {
                 factor: 1.0,
-                metric: "attempts_per_s".into()
+                metric: SummaryCol::AttemptsPerS
             })
         );
         let e = b("0.95 x offered_rat", "throughput_per_s").unwrap_err();
@@ -326,10 +315,9 @@ mod tests {
         assert!(names.contains(&"total_p99_ms".to_string()));
         assert!(names.contains(&"client_bound".to_string()));
         assert!(!names.contains(&"backend".to_string()));
-        let e = check_metric("throughput_per_sec", &names).unwrap_err();
+        let e = check_metric("throughput_per_sec").unwrap_err();
         assert!(e.contains("did you mean `throughput_per_s`"), "{e}");
-        assert!(check_metric("backend", &names)
-            .unwrap_err()
-            .contains("text column"));
+        assert_eq!(check_metric("total_p99_ms"), Ok(SummaryCol::TotalP99Ms));
+        assert!(check_metric("backend").unwrap_err().contains("text column"));
     }
 }
