@@ -19,6 +19,8 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use theme::Theme;
 
@@ -80,26 +82,43 @@ pub fn tui_main(
     Ok(ExitCode::from(u8::from(ctrl.child_died().is_some())))
 }
 
+/// Set once the event loop has returned: the terminal no longer holds the process, and the lab's
+/// own shutdown (its drain is bounded) takes it from there.
+static EVENT_LOOP_RETURNED: AtomicBool = AtomicBool::new(false);
+
 /// After SIGHUP/SIGTERM the loop normally stops the lab within a frame. When the terminal is
 /// gone, crossterm's poll can spin on the dead tty and never return; then this thread removes
 /// the run's namespaces and exits the process, and the children die with it (PDEATHSIG).
-fn hangup_watchdog(
-    flag: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-    netns_prefix: Option<String>,
-) {
+fn hangup_watchdog(flag: &Arc<AtomicBool>, netns_prefix: Option<String>) {
     let flag = flag.clone();
     let _ = std::thread::Builder::new()
         .name("hangup-watchdog".into())
         .spawn(move || {
-            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(100));
+            if !loop_stuck_after_signal(&flag, &EVENT_LOOP_RETURNED, Duration::from_secs(5)) {
+                return;
             }
-            std::thread::sleep(std::time::Duration::from_secs(5));
             if let Some(p) = netns_prefix {
                 let _ = crate::sys::netns::cleanup_matching(&p);
             }
             std::process::exit(129);
         });
+}
+
+/// Waits for a signal, then up to `grace` for the event loop to return: true when it did not
+/// (the loop is stuck on a dead terminal), false once it did (a long drain is left to finish).
+fn loop_stuck_after_signal(signal: &AtomicBool, returned: &AtomicBool, grace: Duration) -> bool {
+    let step = Duration::from_millis(100);
+    while !signal.load(Ordering::Relaxed) {
+        std::thread::sleep(step);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if returned.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(step);
+    }
+    !returned.load(Ordering::Relaxed)
 }
 
 /// How the TUI looks and paces itself.
@@ -145,6 +164,7 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
         }
     };
     let result = event_loop(&mut term, lab, &mut app, frame, &mut input);
+    EVENT_LOOP_RETURNED.store(true, Ordering::Relaxed);
     drop(term);
     drop(guard);
     let stopped = lab.stop().context("stopping the lab");
@@ -209,5 +229,24 @@ pub fn event_loop<B: ratatui::backend::Backend>(
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watchdog_stands_down_once_the_loop_returned() {
+        let (signal, returned) = (AtomicBool::new(true), AtomicBool::new(true));
+        // A drain after the loop returned is left alone, however long the grace.
+        assert!(!loop_stuck_after_signal(
+            &signal,
+            &returned,
+            Duration::from_secs(3600)
+        ));
+        // A loop that never returns is stuck once the grace is over.
+        returned.store(false, Ordering::Relaxed);
+        assert!(loop_stuck_after_signal(&signal, &returned, Duration::ZERO));
     }
 }
