@@ -184,18 +184,17 @@ pub fn netem_args(p: &PathSpec) -> Vec<String> {
     a
 }
 
-/// Turns the `[network]` section into the plan for `backend`.
+/// Turns the `[network]` section into the plan for `backend`: namespaces, links, addresses
+/// and routes, sysctls, shaping, then the router.
 pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, PlanError> {
     check_run_id(run_id)?;
     spec.validate().map_err(PlanError::Spec)?;
     let name = |s: &str| format!("{PREFIX}{run_id}-{s}");
-    let router = name("rtr");
     let server = HostPlan {
         netns: name("srv"),
         dev: name("s"),
         addr: SERVER_ADDR,
     };
-    let router_server_port = name("rs");
     let paths: Vec<PathPlan> = spec
         .effective_paths()
         .into_iter()
@@ -210,17 +209,51 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
             spec: p,
         })
         .collect();
+    let t = Topology {
+        router: name("rtr"),
+        router_server_port: name("rs"),
+        bridge: name("br"),
+        server,
+        paths,
+    };
+    let mut namespaces = vec![t.server.netns.clone(), t.router.clone()];
+    namespaces.extend(t.paths.iter().map(|p| p.netns.clone()));
 
-    let mut namespaces = vec![server.netns.clone(), router.clone()];
-    namespaces.extend(paths.iter().map(|p| p.netns.clone()));
+    let mut ops = namespace_ops(&namespaces, &t.router);
+    t.link_ops(backend, &mut ops);
+    t.address_ops(&mut ops);
+    t.sysctl_ops(spec, &mut ops);
+    if backend == Backend::Netem {
+        t.netem_ops(&mut ops);
+    }
+    let mut ops: Vec<Step> = ops.into_iter().map(Step::Kernel).collect();
+    // The router starts last, once every port it relays between exists.
+    if backend == Backend::Router {
+        ops.push(Step::StartRouter(t.router_start()));
+    }
+    Ok(Plan {
+        run_id: run_id.to_string(),
+        backend,
+        namespaces,
+        router_netns: t.router,
+        server: t.server,
+        paths: t.paths,
+        ops,
+    })
+}
 
-    let mut ops = Vec::new();
-    let sysctl = |ns: &str, k: &str, v: &str| Op::Sysctl {
+fn sysctl(ns: &str, k: &str, v: &str) -> Op {
+    Op::Sysctl {
         netns: ns.into(),
         key: k.into(),
         value: v.into(),
-    };
-    for ns in &namespaces {
+    }
+}
+
+/// Every namespace, its loopback up and IPv6 off; the router netns does not forward.
+fn namespace_ops(namespaces: &[String], router: &str) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for ns in namespaces {
         ops.push(Op::AddNetns { name: ns.clone() });
         ops.push(Op::LinkUp {
             netns: ns.clone(),
@@ -230,130 +263,151 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
         ops.push(sysctl(ns, "net/ipv6/conf/all/disable_ipv6", "1"));
         ops.push(sysctl(ns, "net/ipv6/conf/default/disable_ipv6", "1"));
     }
-    ops.push(sysctl(&router, "net/ipv4/ip_forward", "0"));
+    ops.push(sysctl(router, "net/ipv4/ip_forward", "0"));
+    ops
+}
 
-    // Links: server <-> router, then each client netns <-> router.
-    ops.push(Op::AddVethPair {
-        a: server.dev.clone(),
-        a_netns: server.netns.clone(),
-        b: router_server_port.clone(),
-        b_netns: router.clone(),
-    });
-    for p in &paths {
+/// The lab's names, once chosen: what the plan's phases are built from.
+struct Topology {
+    router: String,
+    router_server_port: String,
+    bridge: String,
+    server: HostPlan,
+    paths: Vec<PathPlan>,
+}
+
+impl Topology {
+    /// Both ends of every veth: (netns, dev).
+    fn link_ends(&self) -> Vec<(String, String)> {
+        let mut ends = vec![
+            (self.server.netns.clone(), self.server.dev.clone()),
+            (self.router.clone(), self.router_server_port.clone()),
+        ];
+        for p in &self.paths {
+            ends.push((p.netns.clone(), p.dev.clone()));
+            ends.push((self.router.clone(), p.router_port.clone()));
+        }
+        ends
+    }
+
+    /// Links: server <-> router, then each client netns <-> router; offloads off; the router
+    /// netns's bridge (netem/none: the delay router relays itself); every end up.
+    fn link_ops(&self, backend: Backend, ops: &mut Vec<Op>) {
+        let router = &self.router;
         ops.push(Op::AddVethPair {
-            a: p.dev.clone(),
-            a_netns: p.netns.clone(),
-            b: p.router_port.clone(),
+            a: self.server.dev.clone(),
+            a_netns: self.server.netns.clone(),
+            b: self.router_server_port.clone(),
             b_netns: router.clone(),
         });
-    }
-    let mut ends = vec![
-        (server.netns.clone(), server.dev.clone()),
-        (router.clone(), router_server_port.clone()),
-    ];
-    for p in &paths {
-        ends.push((p.netns.clone(), p.dev.clone()));
-        ends.push((router.clone(), p.router_port.clone()));
-    }
-    for (ns, dev) in &ends {
-        ops.push(Op::OffloadsOff {
-            netns: ns.clone(),
-            dev: dev.clone(),
-        });
-    }
-
-    // The router netns: a bridge for netem/none, nothing for the delay router (it relays).
-    if backend != Backend::Router {
-        let br = name("br");
-        ops.push(Op::AddBridge {
-            netns: router.clone(),
-            name: br.clone(),
-        });
-        for dev in std::iter::once(&router_server_port).chain(paths.iter().map(|p| &p.router_port))
-        {
-            ops.push(Op::SetMaster {
-                netns: router.clone(),
+        for p in &self.paths {
+            ops.push(Op::AddVethPair {
+                a: p.dev.clone(),
+                a_netns: p.netns.clone(),
+                b: p.router_port.clone(),
+                b_netns: router.clone(),
+            });
+        }
+        let ends = self.link_ends();
+        for (ns, dev) in &ends {
+            ops.push(Op::OffloadsOff {
+                netns: ns.clone(),
                 dev: dev.clone(),
-                master: br.clone(),
             });
         }
-        ops.push(Op::LinkUp {
-            netns: router.clone(),
-            dev: br,
-        });
-    }
-    for (ns, dev) in &ends {
-        ops.push(Op::LinkUp {
-            netns: ns.clone(),
-            dev: dev.clone(),
-        });
-    }
-    // Addresses and routes.
-    ops.push(Op::AddAddr {
-        netns: server.netns.clone(),
-        dev: server.dev.clone(),
-        cidr: format!("{}/24", server.addr),
-    });
-    ops.push(Op::Route {
-        netns: server.netns.clone(),
-        dst: "198.18.0.0/15".into(),
-        dev: server.dev.clone(),
-    });
-    for p in &paths {
-        for a in &p.addrs {
-            ops.push(Op::AddAddr {
-                netns: p.netns.clone(),
-                dev: p.dev.clone(),
-                cidr: format!("{a}/24"),
+        if backend != Backend::Router {
+            ops.push(Op::AddBridge {
+                netns: router.clone(),
+                name: self.bridge.clone(),
             });
-        }
-        ops.push(Op::Route {
-            netns: p.netns.clone(),
-            dst: "198.18.0.0/24".into(),
-            dev: p.dev.clone(),
-        });
-    }
-
-    // Sysctls: the scenario's per-netns table; clients get the wide port range by default.
-    for (k, v) in spec.sysctl.server.entries() {
-        ops.push(sysctl(&server.netns, k, &v));
-    }
-    for p in &paths {
-        let mut client = spec.sysctl.client.clone();
-        client.ip_local_port_range.get_or_insert(spec.port_range);
-        for (k, v) in client.entries() {
-            ops.push(sysctl(&p.netns, k, &v));
-        }
-    }
-
-    match backend {
-        Backend::Netem => {
-            // Server -> client on the router's port; client -> server on the client's own veth
-            // (the router's server port is shared by all paths, so it cannot tell them apart).
-            for p in &paths {
-                let args = netem_args(&p.spec);
-                ops.push(Op::Netem {
+            let ports = std::iter::once(&self.router_server_port)
+                .chain(self.paths.iter().map(|p| &p.router_port));
+            for dev in ports {
+                ops.push(Op::SetMaster {
                     netns: router.clone(),
-                    dev: p.router_port.clone(),
-                    args: args.clone(),
-                });
-                ops.push(Op::Netem {
-                    netns: p.netns.clone(),
-                    dev: p.dev.clone(),
-                    args,
+                    dev: dev.clone(),
+                    master: self.bridge.clone(),
                 });
             }
+            ops.push(Op::LinkUp {
+                netns: router.clone(),
+                dev: self.bridge.clone(),
+            });
         }
-        Backend::Router | Backend::None => {}
+        for (ns, dev) in ends {
+            ops.push(Op::LinkUp { netns: ns, dev });
+        }
     }
-    let mut ops: Vec<Step> = ops.into_iter().map(Step::Kernel).collect();
-    // The router starts last, once every port it relays between exists.
-    if backend == Backend::Router {
-        ops.push(Step::StartRouter(StartRouter {
-            netns: router.clone(),
+
+    /// The server's address and its route to the clients; each path's addresses and its route
+    /// to the server.
+    fn address_ops(&self, ops: &mut Vec<Op>) {
+        let server = &self.server;
+        ops.push(Op::AddAddr {
+            netns: server.netns.clone(),
+            dev: server.dev.clone(),
+            cidr: format!("{}/24", server.addr),
+        });
+        ops.push(Op::Route {
+            netns: server.netns.clone(),
+            dst: "198.18.0.0/15".into(),
+            dev: server.dev.clone(),
+        });
+        for p in &self.paths {
+            for a in &p.addrs {
+                ops.push(Op::AddAddr {
+                    netns: p.netns.clone(),
+                    dev: p.dev.clone(),
+                    cidr: format!("{a}/24"),
+                });
+            }
+            ops.push(Op::Route {
+                netns: p.netns.clone(),
+                dst: "198.18.0.0/24".into(),
+                dev: p.dev.clone(),
+            });
+        }
+    }
+
+    /// The scenario's per-netns sysctls; clients get the wide port range by default.
+    fn sysctl_ops(&self, spec: &NetworkSpec, ops: &mut Vec<Op>) {
+        for (k, v) in spec.sysctl.server.entries() {
+            ops.push(sysctl(&self.server.netns, k, &v));
+        }
+        for p in &self.paths {
+            let mut client = spec.sysctl.client.clone();
+            client.ip_local_port_range.get_or_insert(spec.port_range);
+            for (k, v) in client.entries() {
+                ops.push(sysctl(&p.netns, k, &v));
+            }
+        }
+    }
+
+    /// Server -> client on the router's port; client -> server on the client's own veth (the
+    /// router's server port is shared by all paths, so it cannot tell them apart).
+    fn netem_ops(&self, ops: &mut Vec<Op>) {
+        for p in &self.paths {
+            let args = netem_args(&p.spec);
+            ops.push(Op::Netem {
+                netns: self.router.clone(),
+                dev: p.router_port.clone(),
+                args: args.clone(),
+            });
+            ops.push(Op::Netem {
+                netns: p.netns.clone(),
+                dev: p.dev.clone(),
+                args,
+            });
+        }
+    }
+
+    fn router_start(&self) -> StartRouter {
+        StartRouter {
+            netns: self.router.clone(),
             config: RouterConfig {
-                server_port: router_server_port.clone(),
-                ports: paths
+                server_port: self.router_server_port.clone(),
+                ports: self
+                    .paths
                     .iter()
                     .map(|p| RouterPort {
                         dev: p.router_port.clone(),
@@ -363,18 +417,8 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
                 stats_interval_ms: 500,
                 detached: false,
             },
-        }));
+        }
     }
-
-    Ok(Plan {
-        run_id: run_id.to_string(),
-        backend,
-        namespaces,
-        router_netns: router,
-        server,
-        paths,
-        ops,
-    })
 }
 
 #[cfg(test)]
