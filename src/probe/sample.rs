@@ -209,9 +209,51 @@ pub fn build(
     k: HostConsts,
 ) -> ProbeSample {
     let mut m = Metrics::default();
-    let f = |v: u64| Some(v as f64);
+    gauges(cur, k, &mut m);
+    totals(base, cur, &mut m);
+    let dt = prev
+        .map(|p| cur.at.duration_since(p.at).as_secs_f64())
+        .filter(|d| *d > 0.0);
+    let per_cpu = match (prev, dt) {
+        (Some(p), Some(dt)) => rates(p, cur, dt, k, &mut m),
+        _ => Vec::new(),
+    };
 
-    // Gauges.
+    let syn_source = if cur.capture.is_some() {
+        SynSource::Pcap
+    } else {
+        m.syn_in_per_s = match (m.passive_opens_per_s, m.listen_drops_per_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        SynSource::Estimated
+    };
+    m.syn_in_estimated = Some(if syn_source == SynSource::Estimated {
+        1.0
+    } else {
+        0.0
+    });
+
+    ProbeSample {
+        at: cur.at,
+        t_s: cur.at.saturating_duration_since(start).as_secs_f64(),
+        seq,
+        dt_s: dt,
+        syn_source,
+        m,
+        per_cpu,
+        listeners: cur
+            .diag
+            .as_ref()
+            .map(|d| d.listeners.clone())
+            .unwrap_or_default(),
+        notes: Vec::new(),
+    }
+}
+
+/// The levels at `cur`: queues, socket states (only when freshly walked), memory, processes.
+fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
+    let f = |v: u64| Some(v as f64);
     if let Some(d) = &cur.diag {
         if !d.listeners.is_empty() {
             m.accept_queue = f(d.accept_queue());
@@ -249,8 +291,10 @@ pub fn build(
         m.pcap_drops = f(c.dropped);
         m.pcap_if_drops = f(c.if_dropped);
     }
+}
 
-    // Totals since the first sample.
+/// The counts since the first sample (`base`).
+fn totals(base: &Snapshot, cur: &Snapshot, m: &mut Metrics) {
     m.passive_opens_total = net_total(base, cur, "Tcp.PassiveOpens");
     m.active_opens_total = net_total(base, cur, "Tcp.ActiveOpens");
     m.listen_drops_total = net_total(base, cur, "TcpExt.ListenDrops");
@@ -263,100 +307,74 @@ pub fn build(
         m.rst_in_total = t(b.rst_in, c.rst_in);
         m.rst_out_total = t(b.rst_out, c.rst_out);
     }
+}
 
+/// The rates and CPU shares between two snapshots `dt` seconds apart; returns each CPU's split.
+fn rates(
+    p: &Snapshot,
+    cur: &Snapshot,
+    dt: f64,
+    k: HostConsts,
+    m: &mut Metrics,
+) -> Vec<Option<CpuPct>> {
     let mut per_cpu = Vec::new();
-    let dt = prev
-        .map(|p| cur.at.duration_since(p.at).as_secs_f64())
-        .filter(|d| *d > 0.0);
-    if let (Some(p), Some(dt)) = (prev, dt) {
-        let r = |key| net_rate(p, cur, key, dt);
-        m.listen_overflows_per_s = r("TcpExt.ListenOverflows");
-        m.listen_drops_per_s = r("TcpExt.ListenDrops");
-        m.passive_opens_per_s = r("Tcp.PassiveOpens");
-        m.active_opens_per_s = r("Tcp.ActiveOpens");
-        m.attempt_fails_per_s = r("Tcp.AttemptFails");
-        m.estab_resets_per_s = r("Tcp.EstabResets");
-        m.retrans_segs_per_s = r("Tcp.RetransSegs");
-        m.out_rsts_per_s = r("Tcp.OutRsts");
-        m.tcp_timeouts_per_s = r("TcpExt.TCPTimeouts");
-        m.syncookies_sent_per_s = r("TcpExt.SyncookiesSent");
-        m.reqq_full_drops_per_s = r("TcpExt.TCPReqQFullDrop");
+    let r = |key| net_rate(p, cur, key, dt);
+    m.listen_overflows_per_s = r("TcpExt.ListenOverflows");
+    m.listen_drops_per_s = r("TcpExt.ListenDrops");
+    m.passive_opens_per_s = r("Tcp.PassiveOpens");
+    m.active_opens_per_s = r("Tcp.ActiveOpens");
+    m.attempt_fails_per_s = r("Tcp.AttemptFails");
+    m.estab_resets_per_s = r("Tcp.EstabResets");
+    m.retrans_segs_per_s = r("Tcp.RetransSegs");
+    m.out_rsts_per_s = r("Tcp.OutRsts");
+    m.tcp_timeouts_per_s = r("TcpExt.TCPTimeouts");
+    m.syncookies_sent_per_s = r("TcpExt.SyncookiesSent");
+    m.reqq_full_drops_per_s = r("TcpExt.TCPReqQFullDrop");
 
-        if let (Some(a), Some(b)) = (&p.capture, &cur.capture) {
-            let cr = |x, y| rate(x, y, Width::U64, dt);
-            m.syn_in_per_s = cr(a.syn_in, b.syn_in);
-            m.synack_out_per_s = cr(a.synack_out, b.synack_out);
-            m.rst_in_per_s = cr(a.rst_in, b.rst_in);
-            m.rst_out_per_s = cr(a.rst_out, b.rst_out);
-            m.syn_retrans_per_s = cr(a.syn_retrans, b.syn_retrans);
-        }
-
-        if let (Some(a), Some(b)) = (&p.stat, &cur.stat) {
-            if let Some(c) = CpuPct::between(&a.total, &b.total) {
-                m.cpu_user_pct = Some(c.user);
-                m.cpu_nice_pct = Some(c.nice);
-                m.cpu_system_pct = Some(c.system);
-                m.cpu_irq_pct = Some(c.irq);
-                m.cpu_softirq_pct = Some(c.softirq);
-                m.cpu_iowait_pct = Some(c.iowait);
-                m.cpu_idle_pct = Some(c.idle);
-                m.cpu_steal_pct = Some(c.steal);
-            }
-            per_cpu = b
-                .per_cpu
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    CpuPct::between(a.per_cpu.get(i).copied().flatten().as_ref()?, t.as_ref()?)
-                })
-                .collect();
-            m.ctxt_per_s = rate(a.ctxt, b.ctxt, Width::U64, dt);
-            m.intr_per_s = rate(a.intr, b.intr, Width::U64, dt);
-        }
-        if let (Some(a), Some(b)) = (&p.softirqs, &cur.softirqs) {
-            m.net_rx_softirq_per_s = SoftIrqs::delta(a, b, "NET_RX").map(|d| d as f64 / dt);
-            m.net_tx_softirq_per_s = SoftIrqs::delta(a, b, "NET_TX").map(|d| d as f64 / dt);
-        }
-        if let (Some(a), Some(b)) = (&p.server, &cur.server) {
-            let (u, s) = server_ticks(a, b);
-            let ticks = k.clk_tck as f64 * dt;
-            m.server_cpu_user_pct = pct(u as f64, ticks);
-            m.server_cpu_sys_pct = pct(s as f64, ticks);
-        }
-        let used = cur.probe_cpu_us.saturating_sub(p.probe_cpu_us) as f64;
-        m.probe_cpu_pct = pct(used, dt * 1e6);
+    if let (Some(a), Some(b)) = (&p.capture, &cur.capture) {
+        let cr = |x, y| rate(x, y, Width::U64, dt);
+        m.syn_in_per_s = cr(a.syn_in, b.syn_in);
+        m.synack_out_per_s = cr(a.synack_out, b.synack_out);
+        m.rst_in_per_s = cr(a.rst_in, b.rst_in);
+        m.rst_out_per_s = cr(a.rst_out, b.rst_out);
+        m.syn_retrans_per_s = cr(a.syn_retrans, b.syn_retrans);
     }
 
-    let syn_source = if cur.capture.is_some() {
-        SynSource::Pcap
-    } else {
-        m.syn_in_per_s = match (m.passive_opens_per_s, m.listen_drops_per_s) {
-            (Some(a), Some(b)) => Some(a + b),
-            _ => None,
-        };
-        SynSource::Estimated
-    };
-    m.syn_in_estimated = Some(if syn_source == SynSource::Estimated {
-        1.0
-    } else {
-        0.0
-    });
-
-    ProbeSample {
-        at: cur.at,
-        t_s: cur.at.saturating_duration_since(start).as_secs_f64(),
-        seq,
-        dt_s: dt,
-        syn_source,
-        m,
-        per_cpu,
-        listeners: cur
-            .diag
-            .as_ref()
-            .map(|d| d.listeners.clone())
-            .unwrap_or_default(),
-        notes: Vec::new(),
+    if let (Some(a), Some(b)) = (&p.stat, &cur.stat) {
+        if let Some(c) = CpuPct::between(&a.total, &b.total) {
+            m.cpu_user_pct = Some(c.user);
+            m.cpu_nice_pct = Some(c.nice);
+            m.cpu_system_pct = Some(c.system);
+            m.cpu_irq_pct = Some(c.irq);
+            m.cpu_softirq_pct = Some(c.softirq);
+            m.cpu_iowait_pct = Some(c.iowait);
+            m.cpu_idle_pct = Some(c.idle);
+            m.cpu_steal_pct = Some(c.steal);
+        }
+        per_cpu = b
+            .per_cpu
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                CpuPct::between(a.per_cpu.get(i).copied().flatten().as_ref()?, t.as_ref()?)
+            })
+            .collect();
+        m.ctxt_per_s = rate(a.ctxt, b.ctxt, Width::U64, dt);
+        m.intr_per_s = rate(a.intr, b.intr, Width::U64, dt);
     }
+    if let (Some(a), Some(b)) = (&p.softirqs, &cur.softirqs) {
+        m.net_rx_softirq_per_s = SoftIrqs::delta(a, b, "NET_RX").map(|d| d as f64 / dt);
+        m.net_tx_softirq_per_s = SoftIrqs::delta(a, b, "NET_TX").map(|d| d as f64 / dt);
+    }
+    if let (Some(a), Some(b)) = (&p.server, &cur.server) {
+        let (u, s) = server_ticks(a, b);
+        let ticks = k.clk_tck as f64 * dt;
+        m.server_cpu_user_pct = pct(u as f64, ticks);
+        m.server_cpu_sys_pct = pct(s as f64, ticks);
+    }
+    let used = cur.probe_cpu_us.saturating_sub(p.probe_cpu_us) as f64;
+    m.probe_cpu_pct = pct(used, dt * 1e6);
+    per_cpu
 }
 
 #[cfg(test)]
