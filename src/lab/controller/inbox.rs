@@ -62,25 +62,15 @@ impl Controller {
                     (Err(e), Some(i)) => self.log(&format!("step {i}: {e}")),
                     (Err(e), None) => refused = Some(e),
                 },
-                Effect::Row { t, cols } => {
-                    if let Some(f) = &mut self.folder {
-                        let vals: Vec<(std::borrow::Cow<'static, str>, f64)> = cols
-                            .iter()
-                            .map(|(c, v)| (c.name(), v.unwrap_or(f64::NAN)))
-                            .collect();
-                        f.row(t, &vals)?;
-                    }
-                }
+                Effect::Row { t, cols } => self.recorder.row(t, &cols)?,
                 Effect::Log(line) => self.log(&line),
                 Effect::FailPoint(why) => {
                     self.point_failure.get_or_insert(why);
                 }
                 Effect::Window(w) => done.window = Some(*w),
                 Effect::Summary(mut row) => {
-                    if let Some(f) = &mut self.folder {
-                        row.point = f.summary.len() + 1;
-                        f.summary.push(*row);
-                    }
+                    row.point = self.recorder.points().len() + 1;
+                    self.recorder.summary_point(*row);
                 }
                 Effect::Reply(r) => done.reply = Some(refused.take().map_or(r, Err)),
             }
@@ -145,10 +135,7 @@ impl Controller {
         if let Some(w) = self.peek_point() {
             // This stretch of settings as a point, the session's earlier stretches with it for
             // the thresholds over the whole run.
-            let mut rows = self
-                .folder
-                .as_ref()
-                .map_or_else(Vec::new, |f| f.summary.clone());
+            let mut rows = self.recorder.points().to_vec();
             let row = crate::lab::summary::summary_row(&self.core, rows.len() + 1, w);
             let mut v = gate.judge_point(&row);
             rows.push(row);

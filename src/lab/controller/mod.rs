@@ -6,8 +6,8 @@
 
 use super::core::{Effect, Input, LabCore, Slot};
 use super::state::{Command, Knobs, LabState, PathKnobs, Warning};
+use crate::lab::recorder::Recorder;
 use crate::load::protocol::{Burst, Control, Mode, StatsDelta, WorkerConfig};
-use crate::report::run_folder::RunFolder;
 use crate::scenario::{HttpVersion, Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
 use crate::target::config::{ServeConfig, ServerStats};
@@ -74,7 +74,8 @@ pub struct Controller {
     probe: Option<crate::probe::ProbeHandle>,
     start: Instant,
     interval: Duration,
-    pub folder: Option<RunFolder>,
+    /// Owns the run folder: every file of it is written through the recorder.
+    pub recorder: Recorder,
     pub opts: RunOptions,
     /// Why the current point failed (a child died), from the core.
     point_failure: Option<String>,
@@ -113,9 +114,9 @@ impl Controller {
             scenario.steps.clone(),
             interval.as_secs_f64(),
         );
-        let folder = match &opts.out_parent {
-            Some(p) => Some(RunFolder::create(p, &scenario.name, &scenario.to_toml())?),
-            None => None,
+        let recorder = match &opts.out_parent {
+            Some(p) => Recorder::create(p, &scenario.name, &scenario.to_toml())?,
+            None => Recorder::off(),
         };
         let mut c = Controller {
             n_workers: scenario.load.workers,
@@ -133,7 +134,7 @@ impl Controller {
             probe: None,
             start: Instant::now(),
             interval,
-            folder,
+            recorder,
             opts,
             point_failure: None,
             next_verdicts: None,
@@ -163,9 +164,7 @@ impl Controller {
     }
 
     pub fn log(&mut self, line: &str) {
-        if let Some(f) = &mut self.folder {
-            f.log(line);
-        }
+        self.recorder.log(line);
     }
 
     pub fn elapsed(&self) -> f64 {
@@ -309,9 +308,7 @@ impl Controller {
             return;
         }
         let _ = self.fold(Input::Interrupted);
-        if let Some(f) = &mut self.folder {
-            f.meta.insert("interrupted".into(), true.into());
-        }
+        self.recorder.meta("interrupted", true.into());
     }
 
     /// Interactive use: a measurement window per stretch of settings, ended by the duration.
@@ -331,7 +328,7 @@ impl Controller {
     }
 
     pub fn folder_dir(&self) -> Option<&Path> {
-        self.folder.as_ref().map(|f| f.dir.as_path())
+        self.recorder.dir()
     }
 
     pub fn mode(&self) -> Mode {
