@@ -188,7 +188,9 @@ impl Folder {
     fn row<N: AsRef<str>>(&mut self, t_s: f64, values: &[(N, f64)]) -> anyhow::Result<()> {
         if self.ts.is_none() {
             let names: Vec<String> = values.iter().map(|v| v.0.as_ref().to_string()).collect();
-            let mut w = BufWriter::new(File::create(&self.ts_path)?);
+            let f = File::create(&self.ts_path)
+                .with_context(|| format!("creating {}", self.ts_path.display()))?;
+            let mut w = BufWriter::new(f);
             writeln!(w, "t_s,{}", names.join(","))?;
             self.ts = Some((w, names));
         }

@@ -40,10 +40,13 @@ impl Controller {
         self.carry_out(fx)
     }
 
-    /// Carries out the core's effects in order. Only a row that cannot be written is an error.
+    /// Carries out the core's effects in order, every one of them: a row that cannot be
+    /// written (the only error) does not drop what follows it (a deadline's pause), and the
+    /// first such error is returned once all are done.
     pub(super) fn carry_out(&mut self, fx: Vec<Effect>) -> anyhow::Result<Done> {
         let mut done = Done::default();
         let mut refused = None;
+        let mut failed = None;
         for e in fx {
             match e {
                 Effect::Send { worker, msgs } => {
@@ -62,7 +65,11 @@ impl Controller {
                     (Err(e), Some(i)) => self.log(&format!("step {i}: {e}")),
                     (Err(e), None) => refused = Some(e),
                 },
-                Effect::Row { t, cols } => self.recorder.row(t, &cols)?,
+                Effect::Row { t, cols } => {
+                    if let Err(e) = self.recorder.row(t, &cols) {
+                        failed.get_or_insert(e);
+                    }
+                }
                 Effect::Log(line) => self.log(&line),
                 Effect::FailPoint(why) => {
                     self.point_failure.get_or_insert(why);
@@ -75,7 +82,7 @@ impl Controller {
                 Effect::Reply(r) => done.reply = Some(refused.take().map_or(r, Err)),
             }
         }
-        Ok(done)
+        failed.map_or(Ok(done), Err)
     }
 
     /// Starts counting a measurement window (a sweep point's hold).

@@ -105,6 +105,35 @@ pub use crate::load::validate::is_lab_address;
 impl Controller {
     /// Starts the target and the workers. Nothing is left running if this fails.
     pub fn start(scenario: Scenario, opts: RunOptions) -> anyhow::Result<Self> {
+        let recorder = match &opts.out_parent {
+            Some(p) => Recorder::create(p, &scenario.name, &scenario.to_toml())?,
+            None => Recorder::off(),
+        };
+        let mut c = Self::assemble(scenario, opts, recorder);
+        c.log(&format!("scenario {}", c.scenario.name));
+        if let Some(line) = crate::sys::netns::others_running_notice() {
+            c.log(&line);
+            c.core.notice(line);
+        }
+        let started = (|| {
+            c.start_network()?;
+            c.start_target()?;
+            c.start_probes();
+            c.start_workers()
+        })();
+        if let Err(e) = started {
+            // The folder keeps why (the error also goes to stderr); drop stops what started.
+            c.log(&format!("could not start: {e:#}"));
+            return Err(e);
+        }
+        // The core's clock starts now: its first row is one interval from here.
+        c.start = Instant::now();
+        Ok(c)
+    }
+
+    /// The controller of `scenario` with nothing started yet (no children, no lab, no
+    /// probes), recording into `recorder`.
+    fn assemble(scenario: Scenario, opts: RunOptions, recorder: Recorder) -> Self {
         let (tx, rx) = unbounded();
         let interval = scenario.probe.interval.0;
         let knobs = knobs_of(&scenario);
@@ -114,11 +143,7 @@ impl Controller {
             scenario.steps.clone(),
             interval.as_secs_f64(),
         );
-        let recorder = match &opts.out_parent {
-            Some(p) => Recorder::create(p, &scenario.name, &scenario.to_toml())?,
-            None => Recorder::off(),
-        };
-        let mut c = Controller {
+        Controller {
             n_workers: scenario.load.workers,
             workload: scenario.load.workload,
             scenario,
@@ -141,26 +166,7 @@ impl Controller {
             client_opens_at_load_start: None,
             access: AccessLogFiles::default(),
             real: None,
-        };
-        c.log(&format!("scenario {}", c.scenario.name));
-        if let Some(line) = crate::sys::netns::others_running_notice() {
-            c.log(&line);
-            c.core.notice(line);
         }
-        let started = (|| {
-            c.start_network()?;
-            c.start_target()?;
-            c.start_probes();
-            c.start_workers()
-        })();
-        if let Err(e) = started {
-            // The folder keeps why (the error also goes to stderr); drop stops what started.
-            c.log(&format!("could not start: {e:#}"));
-            return Err(e);
-        }
-        // The core's clock starts now: its first row is one interval from here.
-        c.start = Instant::now();
-        Ok(c)
     }
 
     pub fn log(&mut self, line: &str) {
@@ -440,5 +446,32 @@ mod tests {
             .map(|m| m.weight)
             .sum();
         assert!((class0 - 0.35).abs() < 1e-9, "{class0}");
+    }
+    #[test]
+    fn a_row_that_cannot_be_written_drops_no_effect_after_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let recorder = Recorder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        let dir = recorder.dir().unwrap().to_path_buf();
+        let opts = RunOptions {
+            out_parent: None,
+            interrupted: Arc::default(),
+            network_fallback: false,
+        };
+        let mut c = Controller::assemble(crate::scenario::default_scenario(), opts, recorder);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let row = |t| Effect::Row {
+            t,
+            cols: vec![(crate::model::col::ATTEMPTS, Some(1.0))],
+        };
+        let fx = vec![
+            row(0.5),
+            Effect::Summary(Box::default()),
+            row(1.0),
+            Effect::Summary(Box::default()),
+        ];
+        let err = c.carry_out(fx).err().expect("the rows cannot be written");
+        assert!(format!("{err:#}").contains("timeseries.csv"), "{err:#}");
+        assert_eq!(c.recorder.points().len(), 2, "both summary rows were kept");
+        assert_eq!(c.recorder.points()[1].point, 2);
     }
 }
