@@ -189,7 +189,7 @@ pub fn run_gated(
             interrupted = true;
         }
         let window = ctrl.end_point().expect("a point was begun");
-        let died = ctrl.point_failure();
+        let died = ctrl.child_died();
         if let Some(d) = &died {
             failed.get_or_insert(d.clone());
         }

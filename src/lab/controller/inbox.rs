@@ -71,9 +71,8 @@ impl Controller {
                     }
                 }
                 Effect::Log(line) => self.log(&line),
-                Effect::FailPoint(why) => {
-                    self.point_failure.get_or_insert(why);
-                }
+                // Who died stays in the core's state (`LabCore::child_died`), the one record.
+                Effect::FailPoint(_) => {}
                 Effect::Window(w) => done.window = Some(*w),
                 Effect::Summary(mut row) => {
                     row.point = self.recorder.points().len() + 1;
@@ -104,11 +103,6 @@ impl Controller {
     /// The open window as it stands now, left open (the TUI's live threshold verdicts).
     pub fn peek_point(&self) -> Option<Window> {
         self.core.peek_window(self.elapsed())
-    }
-
-    /// Why the current point failed (a child the run depends on died), if it did.
-    pub fn point_failure(&self) -> Option<String> {
-        self.point_failure.clone()
     }
 
     pub fn mark(&mut self, label: &str) {

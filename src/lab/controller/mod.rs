@@ -77,8 +77,6 @@ pub struct Controller {
     /// Owns the run folder: every file of it is written through the recorder.
     pub recorder: Recorder,
     pub opts: RunOptions,
-    /// Why the current point failed (a child died), from the core.
-    point_failure: Option<String>,
     /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
     /// connects came before), for the run's count of connects.
     client_opens_at_load_start: Option<u64>,
@@ -161,7 +159,6 @@ impl Controller {
             interval,
             recorder,
             opts,
-            point_failure: None,
             next_verdicts: None,
             client_opens_at_load_start: None,
             access: AccessLogFiles::default(),

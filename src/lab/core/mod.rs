@@ -307,6 +307,15 @@ impl LabCore {
         fx.push(Effect::FailPoint(d));
     }
 
+    /// Who died and how, when a child the run depends on has exited (it fails the point it
+    /// died in and stops the run).
+    pub fn child_died(&self) -> Option<String> {
+        self.state.warnings.iter().find_map(|w| match w {
+            Warning::ChildDied(d) => Some(d.clone()),
+            _ => None,
+        })
+    }
+
     /// Keeps a notice for summary.json unless the run has it already; true when it is new.
     pub fn notice_once(&mut self, notice: &str) -> bool {
         let new = !self.notices.iter().any(|n| n == notice);

@@ -316,6 +316,7 @@ fn a_childs_death_stops_the_load_and_fails_the_point_once() {
     assert_eq!(logs(&fx)[0], format!("[3.0s] {who}: the run stops"));
     assert!(c.state.finished && c.state.knobs.paused);
     assert!(c.state.warnings.contains(&Warning::ChildDied(who.clone())));
+    assert_eq!(c.child_died(), Some(who.clone()), "the one record of the death");
     assert_eq!(
         c.state.caption,
         Some(format!("{who}: run stopped (press q to quit)"))
