@@ -149,6 +149,12 @@ impl Controller {
                 self.fold_msg(m);
                 continue;
             };
+            // Not folded (the run's figures are taken), but what it notes reaches run.log.
+            let mut fx = Vec::new();
+            self.core.probe_notes(&p, &mut fx);
+            if let Err(e) = self.carry_out(fx) {
+                self.log(&format!("{e:#}"));
+            }
             if p.at < after {
                 continue;
             }

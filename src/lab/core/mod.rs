@@ -279,15 +279,21 @@ impl LabCore {
     }
 
     fn fold_probe(&mut self, p: ProbeSample, fx: &mut Vec<Effect>) {
+        self.probe_notes(&p, fx);
+        if p.syn_source == crate::probe::SynSource::Estimated {
+            self.state.warn(Warning::NoPcap);
+        }
+        self.probe_latest = Some(p);
+    }
+
+    /// A probe sample's notes, each logged the first time it comes (also for the samples the
+    /// runtime reads after the drain without folding them).
+    pub fn probe_notes(&mut self, p: &ProbeSample, fx: &mut Vec<Effect>) {
         for n in &p.notes {
             if self.notice_once(n) {
                 fx.push(Effect::Log(format!("probe: {n}")));
             }
         }
-        if p.syn_source == crate::probe::SynSource::Estimated {
-            self.state.warn(Warning::NoPcap);
-        }
-        self.probe_latest = Some(p);
     }
 
     /// A child died: the run stops (once per death), the point fails.
