@@ -124,11 +124,10 @@ impl Controller {
 
     /// Every 2 s in the TUI: the scenario's thresholds judged on the session so far, for the
     /// status line (the final verdicts are taken when the session ends).
-    pub(super) fn live_verdicts(&mut self) {
-        if self.next_verdicts.is_some_and(|t| t > Instant::now()) {
+    pub(super) fn live_verdicts(&mut self, now_s: f64) {
+        if !self.core.verdicts_due(now_s) {
             return;
         }
-        self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
         let gate = crate::report::thresholds::Gate::of(&self.scenario);
         if gate.is_empty() {
             return;

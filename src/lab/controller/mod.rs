@@ -80,8 +80,6 @@ pub struct Controller {
     /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
     /// connects came before), for the run's count of connects.
     client_opens_at_load_start: Option<u64>,
-    /// When the TUI next judges the thresholds live.
-    next_verdicts: Option<Instant>,
     /// The access log followed for the server's own count of responses.
     access: AccessLogFiles,
     /// kind = "nginx" / "apache": its config, logs and document root.
@@ -159,7 +157,6 @@ impl Controller {
             interval,
             recorder,
             opts,
-            next_verdicts: None,
             client_opens_at_load_start: None,
             access: AccessLogFiles::default(),
             real: None,
@@ -299,7 +296,7 @@ impl Controller {
             self.note_interrupted();
         }
         if self.core.in_session() {
-            self.live_verdicts();
+            self.live_verdicts(now);
         }
         Ok(())
     }

@@ -171,7 +171,12 @@ pub struct LabCore {
     last_tick_s: f64,
     /// The TUI's end of session (the scenario's duration); headless runs time themselves.
     deadline: Option<f64>,
+    /// When the TUI next judges the thresholds live.
+    next_verdicts_s: f64,
 }
+
+/// How often the TUI judges the thresholds live, in seconds of the run.
+pub const LIVE_VERDICTS_EVERY_S: f64 = 2.0;
 
 impl LabCore {
     /// A core for a scenario named `name` with these knobs, steps and sample interval; its
@@ -205,6 +210,7 @@ impl LabCore {
             next_tick_s: interval_s,
             last_tick_s: 0.0,
             deadline: None,
+            next_verdicts_s: 0.0,
         }
     }
 
@@ -364,6 +370,16 @@ impl LabCore {
     /// True in a TUI session before its duration is over.
     pub fn in_session(&self) -> bool {
         self.deadline.is_some()
+    }
+
+    /// True when the TUI's live verdicts are due at `now_s` (at once, then every
+    /// `LIVE_VERDICTS_EVERY_S`); the next is counted from here.
+    pub fn verdicts_due(&mut self, now_s: f64) -> bool {
+        if now_s < self.next_verdicts_s {
+            return false;
+        }
+        self.next_verdicts_s = now_s + LIVE_VERDICTS_EVERY_S;
+        true
     }
 
     /// The access log's counts over the last window that ended (None: no access log).

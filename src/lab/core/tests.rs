@@ -390,3 +390,17 @@ fn the_notes_of_a_sample_read_after_the_drain_reach_run_log_once() {
         "folded: once"
     );
 }
+
+#[test]
+fn the_live_verdicts_are_paced_by_the_cores_time() {
+    let mut c = core(1, Vec::new());
+    assert!(c.verdicts_due(0.3), "at once");
+    assert!(!c.verdicts_due(0.3 + LIVE_VERDICTS_EVERY_S - 0.01));
+    assert!(c.verdicts_due(0.3 + LIVE_VERDICTS_EVERY_S));
+    assert!(!c.verdicts_due(4.0));
+    assert!(
+        c.verdicts_due(10.0),
+        "a late pump judges once, not to catch up"
+    );
+    assert!(!c.verdicts_due(11.0));
+}
