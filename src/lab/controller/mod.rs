@@ -5,9 +5,9 @@
 //! both drive it through the one `pump`.
 
 use super::core::{Effect, Input, LabCore, Slot};
-use super::state::{Command, Knobs, LabState, PathKnobs, Warning};
+use super::state::{Command, LabState, PathKnobs, Warning};
 use crate::lab::recorder::Recorder;
-use crate::load::protocol::{Burst, Control, Mode, StatsDelta, WorkerConfig};
+use crate::load::protocol::{Control, Mode, StatsDelta, WorkerConfig};
 use crate::scenario::{HttpVersion, Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
 use crate::target::config::{ServeConfig, ServerStats};
@@ -26,8 +26,8 @@ mod target;
 mod workers;
 
 pub use super::core::{Window, MIN_STRETCH_S};
+use crate::lab::knobs::knobs_of;
 pub use crate::scenario::workloads::mix_of;
-pub use workers::knobs_of;
 #[cfg(test)]
 use workers::loopback_sources;
 

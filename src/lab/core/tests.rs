@@ -1,7 +1,7 @@
 //! The core without root, processes or clocks: inputs in, state and effects out.
 
 use super::*;
-use crate::lab::controller::knobs_of;
+use crate::lab::knobs::knobs_of;
 use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::units::{Dur, Num};
