@@ -75,7 +75,7 @@ pub struct Controller {
     start: Instant,
     interval: Duration,
     /// Owns the run folder: every file of it is written through the recorder.
-    pub recorder: Recorder,
+    pub(crate) recorder: Recorder,
     pub opts: RunOptions,
     /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
     /// connects came before), for the run's count of connects.
