@@ -3,7 +3,8 @@
 //! One function per knob; `apply_knobs` only dispatches, by family (load, burst, paths).
 
 use super::state::{Command, Effect, Knobs, PathKnobs};
-use crate::load::protocol::Mode;
+use crate::load::protocol::{Burst, Mode};
+use crate::scenario::Scenario;
 
 /// Limits enforced on live changes (a visible message, never a panic).
 pub const RATE_MIN: f64 = 1.0;
@@ -18,6 +19,28 @@ pub const BW_MAX_BPS: u64 = 100_000_000_000;
 
 /// Ok(effect, what changed) or Err(why it was refused; the knobs are unchanged).
 type Applied = Result<(Effect, String), String>;
+
+/// Initial knobs from a scenario.
+pub fn knobs_of(sc: &Scenario) -> Knobs {
+    let b = sc.load.burst;
+    Knobs {
+        mode: sc.load.mode,
+        rate: sc.load.rate.map(|r| r.0),
+        sockets: sc.load.sockets,
+        clients: sc.load.clients,
+        timeout: sc.load.timeout.0,
+        burst: Burst {
+            ratio: b.map(|b| b.ratio).unwrap_or(4.0),
+            fraction: b.map(|b| b.fraction.fraction()).unwrap_or(0.1),
+            period_s: b.map(|b| b.period.secs()).unwrap_or(10.0),
+        },
+        burst_on: b.is_some_and(|b| b.enabled),
+        paused: false,
+        paths: Vec::<PathKnobs>::new(),
+        selected_path: 0,
+        lab_off: None,
+    }
+}
 
 /// Pure knob arithmetic with limits.
 pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Applied {

@@ -1,7 +1,7 @@
 //! The lab: a pure core (`core`) that folds the workers' stats, the probes' samples and the
 //! rest into one state (one owner) and says what to do, the controller (its runtime: the
-//! server, the workers, the network lab, the probes, the run folder), and the drivers of steps
-//! and sweeps.
+//! server, the workers, the network lab, the probes, the recorder of the run folder), and the
+//! drivers of steps and sweeps.
 
 pub mod ci;
 pub mod client_agg;
@@ -9,6 +9,7 @@ pub mod controller;
 pub mod core;
 pub mod knobs;
 pub mod real_server;
+pub mod recorder;
 pub mod run;
 pub mod state;
 pub mod summary;

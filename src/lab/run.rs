@@ -189,7 +189,7 @@ pub fn run_gated(
             interrupted = true;
         }
         let window = ctrl.end_point().expect("a point was begun");
-        let died = ctrl.point_failure();
+        let died = ctrl.child_died();
         if let Some(d) = &died {
             failed.get_or_insert(d.clone());
         }
@@ -219,11 +219,10 @@ pub fn run_gated(
             ctrl.log(&format!("FAIL {}", v.message));
         }
         verdicts.extend(judged);
-        if let Some(f) = &mut ctrl.folder {
-            f.summary.push(row);
-            f.thresholds.clone_from(&verdicts);
-            f.write_summary()?;
-            hlog.write(&f.dir)?;
+        ctrl.recorder.summary_point(row);
+        ctrl.recorder.write_summary(&verdicts)?;
+        if let Some(dir) = ctrl.recorder.dir() {
+            hlog.write(dir)?;
         }
         if interrupted || aborted || died.is_some() {
             if aborted {
@@ -247,18 +246,13 @@ pub fn run_gated(
         interrupted = true;
         ctrl.note_interrupted();
     }
-    if let Some(f) = &mut ctrl.folder {
-        verdicts.extend(gate.judge_run(&f.summary));
-        f.thresholds.clone_from(&verdicts);
-        f.write_summary()?;
+    if ctrl.recorder.dir().is_some() {
+        verdicts.extend(gate.judge_run(ctrl.recorder.points()));
+        ctrl.recorder.write_summary(&verdicts)?;
     }
     ctrl.shutdown();
     let dir = ctrl.folder_dir().map(Path::to_path_buf);
-    let rows = ctrl
-        .folder
-        .as_ref()
-        .map(|f| f.summary.clone())
-        .unwrap_or_default();
+    let rows = ctrl.recorder.points().to_vec();
     Ok(Outcome {
         dir,
         rows,

@@ -1,5 +1,5 @@
-//! Results: the run folder's CSV/JSON writers, and `synlab report`: plots (SVG + PNG) and
-//! report.md from a run folder, or two run folders overlaid.
+//! Results: `synlab report`: plots (SVG + PNG) and report.md from a run folder (written by
+//! `lab::recorder`), or two run folders overlaid.
 
 pub mod compare;
 pub mod figures;
@@ -8,7 +8,6 @@ pub mod junit;
 pub mod markdown;
 pub mod plots;
 pub mod read;
-pub mod run_folder;
 pub mod thresholds;
 
 use crate::sys::machine::Machine;

@@ -7,31 +7,10 @@ impl Controller {
     /// Writes the time series in memory (the last `store::KEEP_S` seconds; timeseries.csv has
     /// every row) and a text screenshot into the run folder.
     pub fn write_snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
-        let dir = self
-            .folder
-            .as_ref()
-            .map(|f| f.dir.clone())
-            .unwrap_or_else(std::env::temp_dir);
         let t = self.elapsed();
-        let base = dir.join(format!("snapshot-{t:07.1}s"));
-        std::fs::write(base.with_extension("txt"), screen)?;
-        let store = &self.state.store;
-        let names: Vec<_> = store.columns().iter().map(|c| c.name()).collect();
-        let mut csv = format!("t_s,{}\n", names.join(","));
-        for (i, t) in store.times().iter().enumerate() {
-            csv.push_str(&format!("{t:.3}"));
-            for c in store.columns() {
-                let v = store.col(*c).map(|c| c[i]).unwrap_or(f64::NAN);
-                csv.push(',');
-                if !v.is_nan() {
-                    csv.push_str(&format!("{v}"));
-                }
-            }
-            csv.push('\n');
-        }
-        std::fs::write(base.with_extension("csv"), csv)?;
+        let written = self.recorder.snapshot(t, screen, &self.core.state.store)?;
         self.mark("snapshot");
-        Ok(base.with_extension("txt"))
+        Ok(written)
     }
 
     /// Ends the TUI's run: the last stretch of settings as its summary row, then shutdown.
@@ -42,11 +21,10 @@ impl Controller {
         self.core.end_stretch_now(now, &mut fx);
         self.carry_out(fx)?;
         let gate = crate::report::thresholds::Gate::of(&self.scenario);
-        if let Some(f) = &mut self.folder {
-            f.thresholds = f.summary.iter().flat_map(|r| gate.judge_point(r)).collect();
-            f.thresholds.extend(gate.judge_run(&f.summary));
-            f.write_summary()?;
-        }
+        let points = self.recorder.points();
+        let mut verdicts: Vec<_> = points.iter().flat_map(|r| gate.judge_point(r)).collect();
+        verdicts.extend(gate.judge_run(points));
+        self.recorder.write_summary(&verdicts)?;
         self.shutdown();
         Ok(())
     }
@@ -102,13 +80,13 @@ impl Controller {
 
     /// The router's departure error over the lab's life, next to its goal, for summary.json.
     fn record_router_timing(&mut self) {
-        let (Some(net), Some(f)) = (&self.net, &mut self.folder) else {
+        let Some(net) = &self.net else {
             return;
         };
         let v = net.router_view();
         if let Some(s) = v.latest {
-            f.meta.insert(
-                "router_timing".into(),
+            self.recorder.meta(
+                "router_timing",
                 serde_json::json!({
                     "late_p50_us": v.late_us.value_at_quantile(0.5),
                     "late_p99_us": v.late_us.value_at_quantile(0.99),
@@ -129,36 +107,30 @@ impl Controller {
     ) {
         let totals = self.core.run_totals(last_probe, client_opens);
         let access = self.access_summary();
-        let (core, Some(f)) = (&self.core, &mut self.folder) else {
+        if self.recorder.dir().is_none() {
             return;
-        };
+        }
+        let (core, rec) = (&self.core, &mut self.recorder);
         let st = &core.state;
         if let Some(a) = access {
-            f.meta.insert("access_log".into(), a);
+            rec.meta("access_log", a);
         }
-        let _ = f.write_events(&st.store.events);
-        f.meta.insert("backend".into(), st.backend.clone().into());
-        f.meta.insert("target".into(), st.target.clone().into());
-        f.meta
-            .insert("notices".into(), core.notices().to_vec().into());
+        rec.meta("backend", st.backend.clone().into());
+        rec.meta("target", st.target.clone().into());
+        rec.meta("notices", core.notices().to_vec().into());
         if !st.lab.is_empty() {
-            f.meta.insert("lab".into(), st.lab.clone().into());
+            rec.meta("lab", st.lab.clone().into());
         }
-        f.meta.insert(
-            "machine".into(),
-            crate::sys::machine::Machine::read().to_json(),
-        );
+        rec.meta("machine", crate::sys::machine::Machine::read().to_json());
         if let Some((c, sv, d)) = core.final_check {
             let agree =
                 !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);
-            f.meta.insert(
-                "check_responses".into(),
+            rec.meta(
+                "check_responses",
                 serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": agree}),
             );
         }
-        f.run_totals = Some(totals);
-        let _ = f.write_summary();
-        f.log("stopped; everything started by this run has exited");
+        rec.finish(&st.store.events, totals);
     }
 
     /// A probe sample taken after the drain, so the run's SYN totals include the last
@@ -177,6 +149,12 @@ impl Controller {
                 self.fold_msg(m);
                 continue;
             };
+            // Not folded (the run's figures are taken), but what it notes reaches run.log.
+            let mut fx = Vec::new();
+            self.core.probe_notes(&p, &mut fx);
+            if let Err(e) = self.carry_out(fx) {
+                self.log(&format!("{e:#}"));
+            }
             if p.at < after {
                 continue;
             }

@@ -40,10 +40,13 @@ impl Controller {
         self.carry_out(fx)
     }
 
-    /// Carries out the core's effects in order. Only a row that cannot be written is an error.
+    /// Carries out the core's effects in order, every one of them: a row that cannot be
+    /// written (the only error) does not drop what follows it (a deadline's pause), and the
+    /// first such error is returned once all are done.
     pub(super) fn carry_out(&mut self, fx: Vec<Effect>) -> anyhow::Result<Done> {
         let mut done = Done::default();
         let mut refused = None;
+        let mut failed = None;
         for e in fx {
             match e {
                 Effect::Send { worker, msgs } => {
@@ -63,29 +66,22 @@ impl Controller {
                     (Err(e), None) => refused = Some(e),
                 },
                 Effect::Row { t, cols } => {
-                    if let Some(f) = &mut self.folder {
-                        let vals: Vec<(std::borrow::Cow<'static, str>, f64)> = cols
-                            .iter()
-                            .map(|(c, v)| (c.name(), v.unwrap_or(f64::NAN)))
-                            .collect();
-                        f.row(t, &vals)?;
+                    if let Err(e) = self.recorder.row(t, &cols) {
+                        failed.get_or_insert(e);
                     }
                 }
                 Effect::Log(line) => self.log(&line),
-                Effect::FailPoint(why) => {
-                    self.point_failure.get_or_insert(why);
-                }
+                // Who died stays in the core's state (`LabCore::child_died`), the one record.
+                Effect::FailPoint(_) => {}
                 Effect::Window(w) => done.window = Some(*w),
                 Effect::Summary(mut row) => {
-                    if let Some(f) = &mut self.folder {
-                        row.point = f.summary.len() + 1;
-                        f.summary.push(*row);
-                    }
+                    row.point = self.recorder.points().len() + 1;
+                    self.recorder.summary_point(*row);
                 }
                 Effect::Reply(r) => done.reply = Some(refused.take().map_or(r, Err)),
             }
         }
-        Ok(done)
+        failed.map_or(Ok(done), Err)
     }
 
     /// Starts counting a measurement window (a sweep point's hold).
@@ -109,11 +105,6 @@ impl Controller {
         self.core.peek_window(self.elapsed())
     }
 
-    /// Why the current point failed (a child the run depends on died), if it did.
-    pub fn point_failure(&self) -> Option<String> {
-        self.point_failure.clone()
-    }
-
     pub fn mark(&mut self, label: &str) {
         self.fold_msg(Input::Mark(label.to_string()));
     }
@@ -133,11 +124,10 @@ impl Controller {
 
     /// Every 2 s in the TUI: the scenario's thresholds judged on the session so far, for the
     /// status line (the final verdicts are taken when the session ends).
-    pub(super) fn live_verdicts(&mut self) {
-        if self.next_verdicts.is_some_and(|t| t > Instant::now()) {
+    pub(super) fn live_verdicts(&mut self, now_s: f64) {
+        if !self.core.verdicts_due(now_s) {
             return;
         }
-        self.next_verdicts = Some(Instant::now() + Duration::from_secs(2));
         let gate = crate::report::thresholds::Gate::of(&self.scenario);
         if gate.is_empty() {
             return;
@@ -145,10 +135,7 @@ impl Controller {
         if let Some(w) = self.peek_point() {
             // This stretch of settings as a point, the session's earlier stretches with it for
             // the thresholds over the whole run.
-            let mut rows = self
-                .folder
-                .as_ref()
-                .map_or_else(Vec::new, |f| f.summary.clone());
+            let mut rows = self.recorder.points().to_vec();
             let row = crate::lab::summary::summary_row(&self.core, rows.len() + 1, w);
             let mut v = gate.judge_point(&row);
             rows.push(row);

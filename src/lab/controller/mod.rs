@@ -5,9 +5,9 @@
 //! both drive it through the one `pump`.
 
 use super::core::{Effect, Input, LabCore, Slot};
-use super::state::{Command, Knobs, LabState, PathKnobs, Warning};
-use crate::load::protocol::{Burst, Control, Mode, StatsDelta, WorkerConfig};
-use crate::report::run_folder::RunFolder;
+use super::state::{Command, LabState, PathKnobs, Warning};
+use crate::lab::recorder::Recorder;
+use crate::load::protocol::{Control, Mode, StatsDelta, WorkerConfig};
 use crate::scenario::{HttpVersion, Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
 use crate::target::config::{ServeConfig, ServerStats};
@@ -26,8 +26,8 @@ mod target;
 mod workers;
 
 pub use super::core::{Window, MIN_STRETCH_S};
+use crate::lab::knobs::knobs_of;
 pub use crate::scenario::workloads::mix_of;
-pub use workers::knobs_of;
 #[cfg(test)]
 use workers::loopback_sources;
 
@@ -74,15 +74,12 @@ pub struct Controller {
     probe: Option<crate::probe::ProbeHandle>,
     start: Instant,
     interval: Duration,
-    pub folder: Option<RunFolder>,
+    /// Owns the run folder: every file of it is written through the recorder.
+    pub(crate) recorder: Recorder,
     pub opts: RunOptions,
-    /// Why the current point failed (a child died), from the core.
-    point_failure: Option<String>,
     /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
     /// connects came before), for the run's count of connects.
     client_opens_at_load_start: Option<u64>,
-    /// When the TUI next judges the thresholds live.
-    next_verdicts: Option<Instant>,
     /// The access log followed for the server's own count of responses.
     access: AccessLogFiles,
     /// kind = "nginx" / "apache": its config, logs and document root.
@@ -104,43 +101,11 @@ pub use crate::load::validate::is_lab_address;
 impl Controller {
     /// Starts the target and the workers. Nothing is left running if this fails.
     pub fn start(scenario: Scenario, opts: RunOptions) -> anyhow::Result<Self> {
-        let (tx, rx) = unbounded();
-        let interval = scenario.probe.interval.0;
-        let knobs = knobs_of(&scenario);
-        let core = LabCore::new(
-            &scenario.name,
-            knobs,
-            scenario.steps.clone(),
-            interval.as_secs_f64(),
-        );
-        let folder = match &opts.out_parent {
-            Some(p) => Some(RunFolder::create(p, &scenario.name, &scenario.to_toml())?),
-            None => None,
+        let recorder = match &opts.out_parent {
+            Some(p) => Recorder::create(p, &scenario.name, &scenario.to_toml())?,
+            None => Recorder::off(),
         };
-        let mut c = Controller {
-            n_workers: scenario.load.workers,
-            workload: scenario.load.workload,
-            scenario,
-            core,
-            tx,
-            rx,
-            server: None,
-            target_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            server_pid: None,
-            workers: Vec::new(),
-            slots: Vec::new(),
-            net: None,
-            probe: None,
-            start: Instant::now(),
-            interval,
-            folder,
-            opts,
-            point_failure: None,
-            next_verdicts: None,
-            client_opens_at_load_start: None,
-            access: AccessLogFiles::default(),
-            real: None,
-        };
+        let mut c = Self::assemble(scenario, opts, recorder);
         c.log(&format!("scenario {}", c.scenario.name));
         if let Some(line) = crate::sys::netns::others_running_notice() {
             c.log(&line);
@@ -162,10 +127,44 @@ impl Controller {
         Ok(c)
     }
 
-    pub fn log(&mut self, line: &str) {
-        if let Some(f) = &mut self.folder {
-            f.log(line);
+    /// The controller of `scenario` with nothing started yet (no children, no lab, no
+    /// probes), recording into `recorder`.
+    fn assemble(scenario: Scenario, opts: RunOptions, recorder: Recorder) -> Self {
+        let (tx, rx) = unbounded();
+        let interval = scenario.probe.interval.0;
+        let knobs = knobs_of(&scenario);
+        let core = LabCore::new(
+            &scenario.name,
+            knobs,
+            scenario.steps.clone(),
+            interval.as_secs_f64(),
+        );
+        Controller {
+            n_workers: scenario.load.workers,
+            workload: scenario.load.workload,
+            scenario,
+            core,
+            tx,
+            rx,
+            server: None,
+            target_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            server_pid: None,
+            workers: Vec::new(),
+            slots: Vec::new(),
+            net: None,
+            probe: None,
+            start: Instant::now(),
+            interval,
+            recorder,
+            opts,
+            client_opens_at_load_start: None,
+            access: AccessLogFiles::default(),
+            real: None,
         }
+    }
+
+    pub fn log(&mut self, line: &str) {
+        self.recorder.log(line);
     }
 
     pub fn elapsed(&self) -> f64 {
@@ -297,7 +296,7 @@ impl Controller {
             self.note_interrupted();
         }
         if self.core.in_session() {
-            self.live_verdicts();
+            self.live_verdicts(now);
         }
         Ok(())
     }
@@ -309,9 +308,7 @@ impl Controller {
             return;
         }
         let _ = self.fold(Input::Interrupted);
-        if let Some(f) = &mut self.folder {
-            f.meta.insert("interrupted".into(), true.into());
-        }
+        self.recorder.meta("interrupted", true.into());
     }
 
     /// Interactive use: a measurement window per stretch of settings, ended by the duration.
@@ -331,7 +328,7 @@ impl Controller {
     }
 
     pub fn folder_dir(&self) -> Option<&Path> {
-        self.folder.as_ref().map(|f| f.dir.as_path())
+        self.recorder.dir()
     }
 
     pub fn mode(&self) -> Mode {
@@ -443,5 +440,32 @@ mod tests {
             .map(|m| m.weight)
             .sum();
         assert!((class0 - 0.35).abs() < 1e-9, "{class0}");
+    }
+    #[test]
+    fn a_row_that_cannot_be_written_drops_no_effect_after_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let recorder = Recorder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        let dir = recorder.dir().unwrap().to_path_buf();
+        let opts = RunOptions {
+            out_parent: None,
+            interrupted: Arc::default(),
+            network_fallback: false,
+        };
+        let mut c = Controller::assemble(crate::scenario::default_scenario(), opts, recorder);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let row = |t| Effect::Row {
+            t,
+            cols: vec![(crate::model::col::ATTEMPTS, Some(1.0))],
+        };
+        let fx = vec![
+            row(0.5),
+            Effect::Summary(Box::default()),
+            row(1.0),
+            Effect::Summary(Box::default()),
+        ];
+        let err = c.carry_out(fx).err().expect("the rows cannot be written");
+        assert!(format!("{err:#}").contains("timeseries.csv"), "{err:#}");
+        assert_eq!(c.recorder.points().len(), 2, "both summary rows were kept");
+        assert_eq!(c.recorder.points()[1].point, 2);
     }
 }

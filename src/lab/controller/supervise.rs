@@ -31,12 +31,4 @@ impl Controller {
             self.fold_msg(Input::ChildDied(d));
         }
     }
-
-    /// True when a child the run depends on has exited.
-    pub fn child_died(&self) -> Option<String> {
-        self.state.warnings.iter().find_map(|w| match w {
-            Warning::ChildDied(d) => Some(d.clone()),
-            _ => None,
-        })
-    }
 }

@@ -77,7 +77,7 @@ impl Controller {
             }
             kind => {
                 self.target_addr = self.server_addr(server_ip, t.port)?;
-                let dir = self.folder.as_ref().map(|f| f.dir.join(kind.name()));
+                let dir = self.recorder.dir().map(|d| d.join(kind.name()));
                 let real = crate::lab::real_server::RealServer::prepare(
                     &self.scenario,
                     self.target_addr,
@@ -169,7 +169,7 @@ impl Controller {
     /// Where a target command's output goes: `target.log` in the run folder (None without
     /// one: then it shares our terminal).
     pub(super) fn target_log(&self) -> Option<std::path::PathBuf> {
-        self.folder.as_ref().map(|f| f.dir.join("target.log"))
+        self.recorder.dir().map(|d| d.join("target.log"))
     }
 
     /// Waits until the target accepts a connection; a clear error if it never does.

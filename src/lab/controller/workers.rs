@@ -227,25 +227,3 @@ pub(super) fn loopback_sources(target: IpAddr, open_sockets: u32) -> Vec<IpAddr>
         _ => Vec::new(),
     }
 }
-
-/// Initial knobs from a scenario.
-pub fn knobs_of(sc: &Scenario) -> Knobs {
-    let b = sc.load.burst;
-    Knobs {
-        mode: sc.load.mode,
-        rate: sc.load.rate.map(|r| r.0),
-        sockets: sc.load.sockets,
-        clients: sc.load.clients,
-        timeout: sc.load.timeout.0,
-        burst: Burst {
-            ratio: b.map(|b| b.ratio).unwrap_or(4.0),
-            fraction: b.map(|b| b.fraction.fraction()).unwrap_or(0.1),
-            period_s: b.map(|b| b.period.secs()).unwrap_or(10.0),
-        },
-        burst_on: b.is_some_and(|b| b.enabled),
-        paused: false,
-        paths: Vec::<PathKnobs>::new(),
-        selected_path: 0,
-        lab_off: None,
-    }
-}

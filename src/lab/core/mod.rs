@@ -171,7 +171,12 @@ pub struct LabCore {
     last_tick_s: f64,
     /// The TUI's end of session (the scenario's duration); headless runs time themselves.
     deadline: Option<f64>,
+    /// When the TUI next judges the thresholds live.
+    next_verdicts_s: f64,
 }
+
+/// How often the TUI judges the thresholds live, in seconds of the run.
+pub const LIVE_VERDICTS_EVERY_S: f64 = 2.0;
 
 impl LabCore {
     /// A core for a scenario named `name` with these knobs, steps and sample interval; its
@@ -205,6 +210,7 @@ impl LabCore {
             next_tick_s: interval_s,
             last_tick_s: 0.0,
             deadline: None,
+            next_verdicts_s: 0.0,
         }
     }
 
@@ -279,15 +285,21 @@ impl LabCore {
     }
 
     fn fold_probe(&mut self, p: ProbeSample, fx: &mut Vec<Effect>) {
+        self.probe_notes(&p, fx);
+        if p.syn_source == crate::probe::SynSource::Estimated {
+            self.state.warn(Warning::NoPcap);
+        }
+        self.probe_latest = Some(p);
+    }
+
+    /// A probe sample's notes, each logged the first time it comes (also for the samples the
+    /// runtime reads after the drain without folding them).
+    pub fn probe_notes(&mut self, p: &ProbeSample, fx: &mut Vec<Effect>) {
         for n in &p.notes {
             if self.notice_once(n) {
                 fx.push(Effect::Log(format!("probe: {n}")));
             }
         }
-        if p.syn_source == crate::probe::SynSource::Estimated {
-            self.state.warn(Warning::NoPcap);
-        }
-        self.probe_latest = Some(p);
     }
 
     /// A child died: the run stops (once per death), the point fails.
@@ -305,6 +317,15 @@ impl LabCore {
             self.state.finished = true;
         }
         fx.push(Effect::FailPoint(d));
+    }
+
+    /// Who died and how, when a child the run depends on has exited (it fails the point it
+    /// died in and stops the run).
+    pub fn child_died(&self) -> Option<String> {
+        self.state.warnings.iter().find_map(|w| match w {
+            Warning::ChildDied(d) => Some(d.clone()),
+            _ => None,
+        })
     }
 
     /// Keeps a notice for summary.json unless the run has it already; true when it is new.
@@ -349,6 +370,16 @@ impl LabCore {
     /// True in a TUI session before its duration is over.
     pub fn in_session(&self) -> bool {
         self.deadline.is_some()
+    }
+
+    /// True when the TUI's live verdicts are due at `now_s` (at once, then every
+    /// `LIVE_VERDICTS_EVERY_S`); the next is counted from here.
+    pub fn verdicts_due(&mut self, now_s: f64) -> bool {
+        if now_s < self.next_verdicts_s {
+            return false;
+        }
+        self.next_verdicts_s = now_s + LIVE_VERDICTS_EVERY_S;
+        true
     }
 
     /// The access log's counts over the last window that ended (None: no access log).

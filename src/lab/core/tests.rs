@@ -1,7 +1,7 @@
 //! The core without root, processes or clocks: inputs in, state and effects out.
 
 use super::*;
-use crate::lab::controller::knobs_of;
+use crate::lab::knobs::knobs_of;
 use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::units::{Dur, Num};
@@ -317,6 +317,11 @@ fn a_childs_death_stops_the_load_and_fails_the_point_once() {
     assert!(c.state.finished && c.state.knobs.paused);
     assert!(c.state.warnings.contains(&Warning::ChildDied(who.clone())));
     assert_eq!(
+        c.child_died(),
+        Some(who.clone()),
+        "the one record of the death"
+    );
+    assert_eq!(
         c.state.caption,
         Some(format!("{who}: run stopped (press q to quit)"))
     );
@@ -364,4 +369,38 @@ fn the_run_totals_take_pcaps_syns_from_the_sample_after_the_drain() {
     // Estimated from the kernel's counters: no SYN count to stand behind.
     p.syn_source = crate::probe::SynSource::Estimated;
     assert_eq!(c.run_totals(Some(&p), None).syn_in, None);
+}
+
+#[test]
+fn the_notes_of_a_sample_read_after_the_drain_reach_run_log_once() {
+    let mut c = core(1, Vec::new());
+    let Input::Probe(mut p) = probe(0.0) else {
+        unreachable!()
+    };
+    p.notes = vec!["pcap dropped 3 frames".into()];
+    let mut fx = Vec::new();
+    c.probe_notes(&p, &mut fx);
+    assert_eq!(logs(&fx), ["probe: pcap dropped 3 frames"]);
+    assert!(c.notices().iter().any(|n| n == "pcap dropped 3 frames"));
+    let mut again = Vec::new();
+    c.probe_notes(&p, &mut again);
+    assert!(again.is_empty(), "once: {again:?}");
+    assert!(
+        logs(&at(&mut c, 1.0, Input::Probe(p))).is_empty(),
+        "folded: once"
+    );
+}
+
+#[test]
+fn the_live_verdicts_are_paced_by_the_cores_time() {
+    let mut c = core(1, Vec::new());
+    assert!(c.verdicts_due(0.3), "at once");
+    assert!(!c.verdicts_due(0.3 + LIVE_VERDICTS_EVERY_S - 0.01));
+    assert!(c.verdicts_due(0.3 + LIVE_VERDICTS_EVERY_S));
+    assert!(!c.verdicts_due(4.0));
+    assert!(
+        c.verdicts_due(10.0),
+        "a late pump judges once, not to catch up"
+    );
+    assert!(!c.verdicts_due(11.0));
 }

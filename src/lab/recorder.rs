@@ -1,33 +1,146 @@
-//! The run folder: `scenario.toml` (resolved), `timeseries.csv` (streamed, one row per sample),
-//! `summary.csv` / `summary.json` (rewritten whole after every sweep point, so an interrupted
-//! run leaves valid files), `events.csv`, and `run.log`.
+//! The recorder: owns the run folder and writes its files as the run goes. `scenario.toml`
+//! (resolved), `timeseries.csv` (streamed, one row per sample), `summary.csv` /
+//! `summary.json` (rewritten whole after every sweep point, so an interrupted run leaves valid
+//! files), `events.csv`, `run.log` and the snapshots. The report (`report::read`) reads them
+//! back. Without a run folder (tests) it records nothing.
 
-use crate::metrics::store::Event;
+use crate::metrics::store::{Event, Store};
+use crate::model::summary::SummaryRow;
+use crate::model::Col;
+use crate::report::thresholds::Verdict;
 use anyhow::Context;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::summary::SummaryRow;
+/// Records a run into its folder (or nowhere: `Recorder::off`).
+pub struct Recorder {
+    folder: Option<Folder>,
+}
 
-/// Writes the files of one run folder as the run goes.
-pub struct RunFolder {
-    pub dir: PathBuf,
+/// The files of one run folder, open as the run goes.
+struct Folder {
+    dir: PathBuf,
     log: BufWriter<File>,
     ts: Option<(BufWriter<File>, Vec<String>)>,
     ts_path: PathBuf,
-    pub summary: Vec<SummaryRow>,
+    summary: Vec<SummaryRow>,
     /// Extra facts for summary.json (backend, target, notices).
-    pub meta: serde_json::Map<String, serde_json::Value>,
+    meta: serde_json::Map<String, serde_json::Value>,
     /// The whole run's counts, once it has ended (summary.json's `run_totals`).
-    pub run_totals: Option<crate::model::Totals>,
+    run_totals: Option<crate::model::Totals>,
     /// Verdicts of the scenario's thresholds and gate (summary.json `thresholds`).
-    pub thresholds: Vec<super::thresholds::Verdict>,
+    thresholds: Vec<Verdict>,
 }
 
-impl RunFolder {
+impl Recorder {
+    /// Records nothing: no run folder.
+    pub fn off() -> Self {
+        Recorder { folder: None }
+    }
+
     /// Creates `<parent>/<name>-<timestamp>/` and writes the resolved scenario.
     pub fn create(parent: &Path, name: &str, scenario_toml: &str) -> anyhow::Result<Self> {
+        Ok(Recorder {
+            folder: Some(Folder::create(parent, name, scenario_toml)?),
+        })
+    }
+
+    /// The run folder, if there is one.
+    pub fn dir(&self) -> Option<&Path> {
+        self.folder.as_ref().map(|f| f.dir.as_path())
+    }
+
+    /// A line for run.log, with the time of day.
+    pub fn log(&mut self, line: &str) {
+        if let Some(f) = &mut self.folder {
+            f.log(line);
+        }
+    }
+
+    /// Appends one row to timeseries.csv (a None cell is left empty).
+    pub fn row(&mut self, t_s: f64, cols: &[(Col, Option<f64>)]) -> anyhow::Result<()> {
+        let Some(f) = &mut self.folder else {
+            return Ok(());
+        };
+        let vals: Vec<(std::borrow::Cow<'static, str>, f64)> = cols
+            .iter()
+            .map(|(c, v)| (c.name(), v.unwrap_or(f64::NAN)))
+            .collect();
+        f.row(t_s, &vals)
+    }
+
+    /// Keeps a measured point's summary row (written by `write_summary`). Nothing is kept
+    /// without a run folder.
+    pub fn summary_point(&mut self, row: SummaryRow) {
+        if let Some(f) = &mut self.folder {
+            f.summary.push(row);
+        }
+    }
+
+    /// The summary rows kept so far.
+    pub fn points(&self) -> &[SummaryRow] {
+        self.folder.as_ref().map_or(&[], |f| &f.summary)
+    }
+
+    /// A fact for summary.json's `meta`.
+    pub fn meta(&mut self, key: &str, value: serde_json::Value) {
+        if let Some(f) = &mut self.folder {
+            f.meta.insert(key.into(), value);
+        }
+    }
+
+    /// Rewrites summary.csv and summary.json with the points so far and these verdicts.
+    pub fn write_summary(&mut self, verdicts: &[Verdict]) -> anyhow::Result<()> {
+        let Some(f) = &mut self.folder else {
+            return Ok(());
+        };
+        f.thresholds = verdicts.to_vec();
+        f.write_summary()
+    }
+
+    /// The run folder's last files: events.csv, the run's totals into summary.json, and the
+    /// last line of run.log.
+    pub fn finish(&mut self, events: &[Event], totals: crate::model::Totals) {
+        let Some(f) = &mut self.folder else {
+            return;
+        };
+        let _ = f.write_events(events);
+        f.run_totals = Some(totals);
+        let _ = f.write_summary();
+        f.log("stopped; everything started by this run has exited");
+    }
+
+    /// Writes the time series in memory and a text screenshot (`screen`) as
+    /// `snapshot-<t>s.csv` / `.txt` into the run folder (the temp folder without one);
+    /// returns the text file.
+    pub fn snapshot(&self, t: f64, screen: &str, store: &Store) -> anyhow::Result<PathBuf> {
+        let dir = self
+            .dir()
+            .map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let base = dir.join(format!("snapshot-{t:07.1}s"));
+        std::fs::write(base.with_extension("txt"), screen)?;
+        let names: Vec<_> = store.columns().iter().map(|c| c.name()).collect();
+        let mut csv = format!("t_s,{}\n", names.join(","));
+        for (i, t) in store.times().iter().enumerate() {
+            csv.push_str(&format!("{t:.3}"));
+            for c in store.columns() {
+                let v = store.col(*c).map(|c| c[i]).unwrap_or(f64::NAN);
+                csv.push(',');
+                if !v.is_nan() {
+                    csv.push_str(&format!("{v}"));
+                }
+            }
+            csv.push('\n');
+        }
+        std::fs::write(base.with_extension("csv"), csv)?;
+        Ok(base.with_extension("txt"))
+    }
+}
+
+impl Folder {
+    /// Creates `<parent>/<name>-<timestamp>/` and writes the resolved scenario.
+    fn create(parent: &Path, name: &str, scenario_toml: &str) -> anyhow::Result<Self> {
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating the results folder {}", parent.display()))?;
@@ -51,7 +164,7 @@ impl RunFolder {
         };
         std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
         let log = BufWriter::new(File::create(dir.join("run.log"))?);
-        Ok(RunFolder {
+        Ok(Folder {
             ts_path: dir.join("timeseries.csv"),
             dir,
             log,
@@ -63,7 +176,7 @@ impl RunFolder {
         })
     }
 
-    pub fn log(&mut self, line: &str) {
+    fn log(&mut self, line: &str) {
         let t = chrono::Local::now().format("%H:%M:%S%.3f");
         let _ = writeln!(self.log, "{t} {line}");
         let _ = self.log.flush();
@@ -72,10 +185,12 @@ impl RunFolder {
     /// Appends one time-series row. The first row sets the header; a column that first appears
     /// later (a rate needs two samples) is added to it then: the file is rewritten once, with
     /// empty cells for the earlier rows.
-    pub fn row<N: AsRef<str>>(&mut self, t_s: f64, values: &[(N, f64)]) -> anyhow::Result<()> {
+    fn row<N: AsRef<str>>(&mut self, t_s: f64, values: &[(N, f64)]) -> anyhow::Result<()> {
         if self.ts.is_none() {
             let names: Vec<String> = values.iter().map(|v| v.0.as_ref().to_string()).collect();
-            let mut w = BufWriter::new(File::create(&self.ts_path)?);
+            let f = File::create(&self.ts_path)
+                .with_context(|| format!("creating {}", self.ts_path.display()))?;
+            let mut w = BufWriter::new(f);
             writeln!(w, "t_s,{}", names.join(","))?;
             self.ts = Some((w, names));
         }
@@ -133,7 +248,7 @@ impl RunFolder {
     }
 
     /// Rewrites summary.csv and summary.json with the rows so far.
-    pub fn write_summary(&mut self) -> anyhow::Result<()> {
+    fn write_summary(&mut self) -> anyhow::Result<()> {
         let mut csv = String::new();
         let header = serde_json::to_value(SummaryRow::default())?;
         let keys: Vec<String> = header.as_object().unwrap().keys().cloned().collect();
@@ -172,7 +287,7 @@ impl RunFolder {
         Ok(())
     }
 
-    pub fn write_events(&mut self, events: &[Event]) -> anyhow::Result<()> {
+    fn write_events(&mut self, events: &[Event]) -> anyhow::Result<()> {
         let mut s = String::from("t_s,kind,text\n");
         for e in events {
             s.push_str(&format!("{:.3},{},{}\n", e.t_s, e.kind, csv_cell(&e.text)));
@@ -234,7 +349,7 @@ mod tests {
         let parent = tmp.path().join("results");
         let dirs: Vec<PathBuf> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| RunFolder::create(&parent, "same", "x = 1\n").unwrap().dir))
+                .map(|_| s.spawn(|| Folder::create(&parent, "same", "x = 1\n").unwrap().dir))
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
@@ -250,7 +365,7 @@ mod tests {
     #[test]
     fn a_column_that_appears_later_gets_into_the_header() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut rf = RunFolder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        let mut rf = Folder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
         rf.row(0.2, &[("a", 1.0)]).unwrap();
         rf.row(0.4, &[("a", 2.0), ("rate", 7.0)]).unwrap();
         rf.row(0.6, &[("rate", 8.0), ("a", 3.0)]).unwrap();
@@ -261,7 +376,7 @@ mod tests {
     #[test]
     fn files_are_valid_at_every_point() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut rf = RunFolder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        let mut rf = Folder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
         rf.row(0.2, &[("a", 1.0), ("b", f64::NAN)]).unwrap();
         rf.row(0.4, &[("b", 2.5), ("a", 3.0)]).unwrap();
         let ts = std::fs::read_to_string(rf.dir.join("timeseries.csv")).unwrap();
