@@ -73,5 +73,5 @@ fn main() {
         max * 1e3,
         max / interval
     );
-    c.shutdown();
+    c.shutdown().unwrap();
 }

@@ -562,7 +562,7 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
     );
     assert!(c.state.finished && c.state.knobs.paused);
     assert!(c.state.warnings.iter().any(|w| w.to_string() == want));
-    c.shutdown();
+    c.shutdown().unwrap();
 }
 
 /// A command target that exits at once: exit 2 (bad input), the reason on stderr and in

@@ -294,7 +294,7 @@ fn a_tui_session_judges_its_thresholds_live() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let v = c.state.verdicts.clone();
-    c.shutdown();
+    c.shutdown().unwrap();
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(
         v[0].passed && v[0].check.contains("throughput_per_s"),

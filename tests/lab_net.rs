@@ -131,7 +131,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         .unwrap_or(0.0);
     assert!(frames > 100.0, "router relayed {frames} frames/s");
 
-    c.shutdown();
+    c.shutdown().unwrap();
     drop(c);
     let left: Vec<String> = lab_namespaces()
         .into_iter()

@@ -83,5 +83,5 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         diff.abs() <= 2.0,
         "pcap counted {syns} SYNs, the client made {attempts} attempts ({diff:+.2}%)"
     );
-    c.shutdown();
+    c.shutdown().unwrap();
 }

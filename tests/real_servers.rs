@@ -102,7 +102,7 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     // the load pauses first and they finish, so the run's two counts cover the same requests.
     c.apply(synlab::lab::state::Command::Pause(true)).unwrap();
     run_for(&mut c, 1.0);
-    c.shutdown();
+    c.shutdown().unwrap();
     let (client, server, diff) = c.final_check.expect("server-vs-client check made");
     assert!(client > 200);
     assert!(
@@ -248,7 +248,7 @@ fn a_command_targets_access_log_is_the_servers_count() {
     assert_eq!(classes.lines, classes.s2xx + classes.s4xx, "{classes:?}");
     c.apply(synlab::lab::state::Command::Pause(true)).unwrap();
     run_for(&mut c, 1.0);
-    c.shutdown();
+    c.shutdown().unwrap();
     let (client, server, diff) = c.final_check.unwrap();
     assert!(
         diff.abs() <= 0.5,

@@ -22,7 +22,8 @@ pub struct Recorder {
 struct Folder {
     dir: PathBuf,
     log: BufWriter<File>,
-    ts: Option<(BufWriter<File>, Vec<String>)>,
+    /// timeseries.csv, once its first row is written, and its columns in order.
+    ts: Option<(BufWriter<File>, Vec<Col>)>,
     ts_path: PathBuf,
     summary: Vec<SummaryRow>,
     /// Extra facts for summary.json (backend, target, notices).
@@ -60,14 +61,10 @@ impl Recorder {
 
     /// Appends one row to timeseries.csv (a None cell is left empty).
     pub fn row(&mut self, t_s: f64, cols: &[(Col, Option<f64>)]) -> anyhow::Result<()> {
-        let Some(f) = &mut self.folder else {
-            return Ok(());
-        };
-        let vals: Vec<(std::borrow::Cow<'static, str>, f64)> = cols
-            .iter()
-            .map(|(c, v)| (c.name(), v.unwrap_or(f64::NAN)))
-            .collect();
-        f.row(t_s, &vals)
+        match &mut self.folder {
+            Some(f) => f.row(t_s, cols),
+            None => Ok(()),
+        }
     }
 
     /// Keeps a measured point's summary row (written by `write_summary`). Nothing is kept
@@ -100,15 +97,17 @@ impl Recorder {
     }
 
     /// The run folder's last files: events.csv, the run's totals into summary.json, and the
-    /// last line of run.log.
-    pub fn finish(&mut self, events: &[Event], totals: crate::model::Totals) {
+    /// last line of run.log. Both files are tried; the first that could not be written is the
+    /// error.
+    pub fn finish(&mut self, events: &[Event], totals: crate::model::Totals) -> anyhow::Result<()> {
         let Some(f) = &mut self.folder else {
-            return;
+            return Ok(());
         };
-        let _ = f.write_events(events);
+        let events = f.write_events(events);
         f.run_totals = Some(totals);
-        let _ = f.write_summary();
+        let summary = f.write_summary();
         f.log("stopped; everything started by this run has exited");
+        events.and(summary)
     }
 
     /// Writes the time series in memory and a text screenshot (`screen`) as
@@ -120,18 +119,12 @@ impl Recorder {
             .map_or_else(std::env::temp_dir, Path::to_path_buf);
         let base = dir.join(format!("snapshot-{t:07.1}s"));
         std::fs::write(base.with_extension("txt"), screen)?;
-        let names: Vec<_> = store.columns().iter().map(|c| c.name()).collect();
-        let mut csv = format!("t_s,{}\n", names.join(","));
+        // The rows as timeseries.csv writes them.
+        let cols = store.columns();
+        let mut csv = header(cols);
         for (i, t) in store.times().iter().enumerate() {
-            csv.push_str(&format!("{t:.3}"));
-            for c in store.columns() {
-                let v = store.col(*c).map(|c| c[i]).unwrap_or(f64::NAN);
-                csv.push(',');
-                if !v.is_nan() {
-                    csv.push_str(&format!("{v}"));
-                }
-            }
-            csv.push('\n');
+            let cells = cols.iter().map(|c| store.col(*c).map(|v| v[i]));
+            csv.push_str(&csv_row(*t, cells));
         }
         std::fs::write(base.with_extension("csv"), csv)?;
         Ok(base.with_extension("txt"))
@@ -185,37 +178,31 @@ impl Folder {
     /// Appends one time-series row. The first row sets the header; a column that first appears
     /// later (a rate needs two samples) is added to it then: the file is rewritten once, with
     /// empty cells for the earlier rows.
-    fn row<N: AsRef<str>>(&mut self, t_s: f64, values: &[(N, f64)]) -> anyhow::Result<()> {
+    fn row(&mut self, t_s: f64, values: &[(Col, Option<f64>)]) -> anyhow::Result<()> {
         if self.ts.is_none() {
-            let names: Vec<String> = values.iter().map(|v| v.0.as_ref().to_string()).collect();
+            let cols: Vec<Col> = values.iter().map(|v| v.0).collect();
             let f = File::create(&self.ts_path)
                 .with_context(|| format!("creating {}", self.ts_path.display()))?;
             let mut w = BufWriter::new(f);
-            writeln!(w, "t_s,{}", names.join(","))?;
-            self.ts = Some((w, names));
+            w.write_all(header(&cols).as_bytes())?;
+            self.ts = Some((w, cols));
         }
-        let late: Vec<String> = {
-            let names = &self.ts.as_ref().expect("header written").1;
+        let late: Vec<Col> = {
+            let cols = &self.ts.as_ref().expect("header written").1;
             values
                 .iter()
-                .filter(|(k, _)| !names.iter().any(|n| n == k.as_ref()))
-                .map(|(k, _)| k.as_ref().to_string())
+                .map(|v| v.0)
+                .filter(|c| !cols.contains(c))
                 .collect()
         };
         if !late.is_empty() {
             self.add_columns(late)?;
         }
-        let (w, names) = self.ts.as_mut().expect("header written");
-        let mut line = format!("{t_s:.3}");
-        for n in names.iter() {
-            line.push(',');
-            if let Some((_, v)) = values.iter().find(|(k, _)| k.as_ref() == n) {
-                if !v.is_nan() {
-                    line.push_str(&fmt_num(*v));
-                }
-            }
-        }
-        writeln!(w, "{line}")
+        let (w, cols) = self.ts.as_mut().expect("header written");
+        let cells = cols
+            .iter()
+            .map(|c| values.iter().find(|(k, _)| k == c).and_then(|(_, v)| *v));
+        w.write_all(csv_row(t_s, cells).as_bytes())
             .and_then(|_| w.flush())
             .with_context(|| format!("appending a row to {}", self.ts_path.display()))?;
         Ok(())
@@ -223,14 +210,14 @@ impl Folder {
 
     /// Adds columns to timeseries.csv: a new header, and an empty cell per new column on every
     /// row written so far.
-    fn add_columns(&mut self, late: Vec<String>) -> anyhow::Result<()> {
-        let (mut w, mut names) = self.ts.take().expect("header written");
+    fn add_columns(&mut self, late: Vec<Col>) -> anyhow::Result<()> {
+        let (mut w, mut cols) = self.ts.take().expect("header written");
         w.flush()?;
         drop(w);
         let old = std::fs::read_to_string(&self.ts_path)?;
-        names.extend(late.iter().cloned());
+        cols.extend(late.iter().copied());
         let pad = ",".repeat(late.len());
-        let mut out = format!("t_s,{}\n", names.join(","));
+        let mut out = header(&cols);
         for line in old.lines().skip(1) {
             out.push_str(line);
             out.push_str(&pad);
@@ -243,7 +230,7 @@ impl Folder {
         let f = std::fs::OpenOptions::new()
             .append(true)
             .open(&self.ts_path)?;
-        self.ts = Some((BufWriter::new(f), names));
+        self.ts = Some((BufWriter::new(f), cols));
         Ok(())
     }
 
@@ -296,6 +283,24 @@ impl Folder {
     }
 }
 
+/// timeseries.csv's header line: `t_s` and the columns' names.
+fn header(cols: &[Col]) -> String {
+    let names: Vec<_> = cols.iter().map(|c| c.name()).collect();
+    format!("t_s,{}\n", names.join(","))
+}
+
+/// One line of timeseries.csv (and of a snapshot): the time, then a cell per column, empty
+/// where there is no value.
+fn csv_row(t_s: f64, cells: impl Iterator<Item = Option<f64>>) -> String {
+    let mut line = format!("{t_s:.3}");
+    for v in cells {
+        line.push(',');
+        line.push_str(&v.map(fmt_num).unwrap_or_default());
+    }
+    line.push('\n');
+    line
+}
+
 fn fmt_num(v: f64) -> String {
     if v.is_nan() {
         String::new()
@@ -342,6 +347,7 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::col;
 
     #[test]
     fn runs_created_together_each_get_their_own_folder() {
@@ -366,21 +372,26 @@ mod tests {
     fn a_column_that_appears_later_gets_into_the_header() {
         let tmp = tempfile::tempdir().unwrap();
         let mut rf = Folder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
-        rf.row(0.2, &[("a", 1.0)]).unwrap();
-        rf.row(0.4, &[("a", 2.0), ("rate", 7.0)]).unwrap();
-        rf.row(0.6, &[("rate", 8.0), ("a", 3.0)]).unwrap();
+        let (a, rate) = (col::ACCEPT_QUEUE, col::ATTEMPTS);
+        rf.row(0.2, &[(a, Some(1.0))]).unwrap();
+        rf.row(0.4, &[(a, Some(2.0)), (rate, Some(7.0))]).unwrap();
+        rf.row(0.6, &[(rate, Some(8.0)), (a, Some(3.0))]).unwrap();
         let ts = std::fs::read_to_string(rf.dir.join("timeseries.csv")).unwrap();
-        assert_eq!(ts, "t_s,a,rate\n0.200,1,\n0.400,2,7\n0.600,3,8\n");
+        assert_eq!(
+            ts,
+            "t_s,accept_queue,attempts_per_s\n0.200,1,\n0.400,2,7\n0.600,3,8\n"
+        );
     }
 
     #[test]
     fn files_are_valid_at_every_point() {
         let tmp = tempfile::tempdir().unwrap();
         let mut rf = Folder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
-        rf.row(0.2, &[("a", 1.0), ("b", f64::NAN)]).unwrap();
-        rf.row(0.4, &[("b", 2.5), ("a", 3.0)]).unwrap();
+        let (a, b) = (col::ACCEPT_QUEUE, col::TIME_WAIT);
+        rf.row(0.2, &[(a, Some(1.0)), (b, None)]).unwrap();
+        rf.row(0.4, &[(b, Some(2.5)), (a, Some(3.0))]).unwrap();
         let ts = std::fs::read_to_string(rf.dir.join("timeseries.csv")).unwrap();
-        assert_eq!(ts, "t_s,a,b\n0.200,1,\n0.400,3,2.5000\n");
+        assert_eq!(ts, "t_s,accept_queue,time_wait\n0.200,1,\n0.400,3,2.5000\n");
         rf.summary.push(SummaryRow {
             value: "1,000".into(),
             offered_rate: f64::NAN,
@@ -394,5 +405,38 @@ mod tests {
                 .unwrap();
         assert_eq!(json["points"].as_array().unwrap().len(), 1);
         assert!(rf.dir.join("scenario.toml").exists());
+    }
+
+    #[test]
+    fn a_snapshot_writes_its_rows_as_timeseries_csv_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        let mut store = Store::new(60);
+        store.push(
+            0.2,
+            &[(col::ACCEPT_QUEUE, Some(1.0)), (col::TIME_WAIT, None)],
+        );
+        store.push(
+            0.4,
+            &[(col::ACCEPT_QUEUE, Some(3.0)), (col::TIME_WAIT, Some(2.5))],
+        );
+        for (t, cols) in [(0.2, [Some(1.0), None]), (0.4, [Some(3.0), Some(2.5)])] {
+            let row = [(col::ACCEPT_QUEUE, cols[0]), (col::TIME_WAIT, cols[1])];
+            rec.row(t, &row).unwrap();
+        }
+        let txt = rec.snapshot(0.4, "screen", &store).unwrap();
+        let dir = rec.dir().unwrap();
+        let ts = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+        let snap = std::fs::read_to_string(txt.with_extension("csv")).unwrap();
+        assert_eq!(snap, ts);
+    }
+
+    #[test]
+    fn the_last_files_that_cannot_be_written_are_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        std::fs::remove_dir_all(rec.dir().unwrap()).unwrap();
+        let e = rec.finish(&[], Default::default()).unwrap_err();
+        assert!(format!("{e:#}").contains("events.csv"), "{e:#}");
     }
 }

@@ -250,7 +250,7 @@ pub fn run_gated(
         verdicts.extend(gate.judge_run(ctrl.recorder.points()));
         ctrl.recorder.write_summary(&verdicts)?;
     }
-    ctrl.shutdown();
+    ctrl.shutdown()?;
     let dir = ctrl.folder_dir().map(Path::to_path_buf);
     let rows = ctrl.recorder.points().to_vec();
     Ok(Outcome {

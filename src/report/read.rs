@@ -285,7 +285,7 @@ pub fn parse_summary_json(src: &str) -> anyhow::Result<(Meta, Vec<Point>)> {
     Ok((meta, points))
 }
 
-/// Parses summary.csv (header + rows; quoted cells as run_folder writes them).
+/// Parses summary.csv (header + rows; quoted cells as the lab's recorder writes them).
 pub fn parse_summary_csv(src: &str) -> Vec<Point> {
     let mut lines = complete_lines(src);
     let Some(header) = lines.next() else {
@@ -377,7 +377,7 @@ fn complete_lines(src: &str) -> impl Iterator<Item = &str> {
     src[..end].lines().filter(|l| !l.trim().is_empty())
 }
 
-/// Splits one CSV line; `"a,b"` and `""` quoting as written by run_folder.
+/// Splits one CSV line; `"a,b"` and `""` quoting as written by the lab's recorder.
 pub fn split_csv(line: &str) -> Vec<String> {
     let mut cells = Vec::new();
     let mut cur = String::new();

@@ -25,12 +25,13 @@ impl Controller {
         let mut verdicts: Vec<_> = points.iter().flat_map(|r| gate.judge_point(r)).collect();
         verdicts.extend(gate.judge_run(points));
         self.recorder.write_summary(&verdicts)?;
-        self.shutdown();
-        Ok(())
+        self.shutdown()
     }
 
     /// Stops the workers and the target, then writes the events file and the run's totals.
-    pub fn shutdown(&mut self) {
+    /// Everything is stopped and removed whatever happens; the error is a last file that could
+    /// not be written.
+    pub fn shutdown(&mut self) -> anyhow::Result<()> {
         self.drain_workers();
         // Read once nothing connects any more, before the lab (and its namespaces) goes.
         let opens_end = self.client_active_opens();
@@ -54,7 +55,7 @@ impl Controller {
         let client_opens = opens_end
             .zip(self.client_opens_at_load_start)
             .map(|(end, start)| end.saturating_sub(start));
-        self.record_run_end(last_probe.as_ref(), client_opens);
+        self.record_run_end(last_probe.as_ref(), client_opens)
     }
 
     /// Stops the workers (they send their last report), the target and the access log.
@@ -104,11 +105,11 @@ impl Controller {
         &mut self,
         last_probe: Option<&crate::probe::ProbeSample>,
         client_opens: Option<u64>,
-    ) {
+    ) -> anyhow::Result<()> {
         let totals = self.core.run_totals(last_probe, client_opens);
         let access = self.access_summary();
         if self.recorder.dir().is_none() {
-            return;
+            return Ok(());
         }
         let (core, rec) = (&self.core, &mut self.recorder);
         let st = &core.state;
@@ -130,7 +131,7 @@ impl Controller {
                 serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": agree}),
             );
         }
-        rec.finish(&st.store.events, totals);
+        rec.finish(&st.store.events, totals)
     }
 
     /// A probe sample taken after the drain, so the run's SYN totals include the last

@@ -71,8 +71,6 @@ impl Controller {
                     }
                 }
                 Effect::Log(line) => self.log(&line),
-                // Who died stays in the core's state (`LabCore::child_died`), the one record.
-                Effect::FailPoint(_) => {}
                 Effect::Window(w) => done.window = Some(*w),
                 Effect::Summary(mut row) => {
                     row.point = self.recorder.points().len() + 1;

@@ -376,7 +376,10 @@ impl super::LabControl for Controller {
 impl Drop for Controller {
     fn drop(&mut self) {
         if !self.workers.is_empty() || self.server.is_some() || self.net.is_some() {
-            self.shutdown();
+            // An early exit: its own error is already on the way out.
+            if let Err(e) = self.shutdown() {
+                eprintln!("synlab: {e:#}");
+            }
         }
     }
 }

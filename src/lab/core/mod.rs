@@ -1,6 +1,6 @@
 //! The lab's pure core: folds inputs (worker reports, server stats, the access log, probe
 //! samples, router stats, ticks, commands, window edges, a child's death) into the lab state
-//! and returns effects (control messages, path changes, rows, log lines, a failed point) for
+//! and returns effects (control messages, path changes, rows, log lines, summary rows) for
 //! the runtime (`lab::controller`) to carry out. Time comes in as seconds since the run
 //! started: the core reads no clock and touches no channel, process, file or namespace, so
 //! every rule here is tested without root.
@@ -82,8 +82,6 @@ pub enum Effect {
     },
     /// A line for run.log.
     Log(String),
-    /// The current measurement point failed (why).
-    FailPoint(String),
     /// A measurement window ended (`Input::EndWindow`).
     Window(Box<Window>),
     /// A TUI stretch of settings closed into a summary row (the runtime numbers and keeps it).
@@ -302,7 +300,8 @@ impl LabCore {
         }
     }
 
-    /// A child died: the run stops (once per death), the point fails.
+    /// A child died: the run stops (once per death); the point it died in fails, read from
+    /// [`LabCore::child_died`].
     fn child_died_at(&mut self, d: String, now_s: f64, fx: &mut Vec<Effect>) {
         let w = Warning::ChildDied(d.clone());
         if self.state.warnings.contains(&w) {
@@ -316,7 +315,6 @@ impl LabCore {
             let _ = self.apply(Command::Pause(true), now_s, None, fx);
             self.state.finished = true;
         }
-        fx.push(Effect::FailPoint(d));
     }
 
     /// Who died and how, when a child the run depends on has exited (it fails the point it
