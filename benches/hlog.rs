@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use synlab::report::hlog::{read, Recorder};
+use synlab::lab::recorder::hlog::Latencies;
+use synlab::report::hlog::read;
 
 const RATES: [u32; 6] = [500, 1000, 2000, 3000, 4000, 5000];
 const REPLAYS: usize = 7;
@@ -102,7 +103,7 @@ fn main() {
     let mut per_run = Vec::new();
     let mut last_write = Vec::new();
     for _ in 0..REPLAYS {
-        let mut rec = Recorder::new("hlog-bench", std::time::SystemTime::now());
+        let mut rec = Latencies::new("hlog-bench", std::time::SystemTime::now());
         let mut spent = Duration::ZERO;
         for (k, ((_, c), (_, t))) in connect.iter().zip(&total).enumerate() {
             let t0 = thread_cpu();

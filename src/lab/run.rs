@@ -152,11 +152,8 @@ pub fn run_gated(
         .map(|s| s.param.clone())
         .unwrap_or_default();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
-    let name = sc.name.clone();
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
-    let t0 = std::time::SystemTime::now() - Duration::from_secs_f64(ctrl.elapsed());
-    let mut hlog = crate::report::hlog::Recorder::new(&name, t0);
     let pb = progress.then(|| progress_bar(total));
     let began = Instant::now();
     let published = std::cell::Cell::new(began);
@@ -177,54 +174,17 @@ pub fn run_gated(
     };
     let mut interrupted = false;
     for (i, p) in points.iter().enumerate() {
-        let label = point_label(i, points.len(), p, &param);
-        ctrl.log(&label);
-        ctrl.mark(&label);
-        let mut failed = set_up_point(&mut ctrl, p, kind);
-        if failed.is_none() && !run_for(&mut ctrl, p.warmup, &tick)? {
-            interrupted = true;
-        }
-        ctrl.begin_point();
-        if failed.is_none() && !interrupted && !run_for(&mut ctrl, p.hold, &tick)? {
-            interrupted = true;
-        }
-        let window = ctrl.end_point().expect("a point was begun");
-        let died = ctrl.child_died();
-        if let Some(d) = &died {
-            failed.get_or_insert(d.clone());
-        }
-        if failed.is_none() && !interrupted {
-            failed = window
-                .client
-                .measured_nothing(window.t1 - window.t0, ctrl.worker_count());
-        }
-        hlog.push(
-            i + 1,
-            window.t0,
-            window.t1 - window.t0,
-            &window.client.connect,
-            &window.client.total,
-        );
-        let mut row = summary_row(&ctrl, i + 1, window);
-        row.param = param.clone();
-        row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
-        if let Some(e) = failed {
-            row.failed = true;
-            row.error = e.clone();
-            ctrl.log(&format!("{label}: FAILED: {e}"));
-        }
-        let judged = gate.judge_point(&row);
+        let m = measure_point(&mut ctrl, (i, points.len()), p, (&param, kind), &tick)?;
+        interrupted = m.interrupted;
+        let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
         for v in judged.iter().filter(|v| !v.passed) {
             ctrl.log(&format!("FAIL {}", v.message));
         }
         verdicts.extend(judged);
-        ctrl.recorder.summary_point(row);
+        ctrl.recorder.summary_point(m.row);
         ctrl.recorder.write_summary(&verdicts)?;
-        if let Some(dir) = ctrl.recorder.dir() {
-            hlog.write(dir)?;
-        }
-        if interrupted || aborted || died.is_some() {
+        if interrupted || aborted || m.died {
             if aborted {
                 ctrl.log("a threshold with abort_on_fail failed: run stopped");
             }
@@ -260,6 +220,66 @@ pub fn run_gated(
         child_died: ctrl.child_died(),
         verdicts,
         aborted,
+    })
+}
+
+/// One point measured: its summary row, and whether the run stops after it.
+struct Measured {
+    row: SummaryRow,
+    interrupted: bool,
+    died: bool,
+}
+
+/// Point `i` of `n`: set up, warm up, hold (its measurement window), its latencies to the
+/// recorder and its summary row; a point fails when it could not be set up, a child died or
+/// it measured nothing.
+fn measure_point(
+    ctrl: &mut Controller,
+    (i, n): (usize, usize),
+    p: &Point,
+    (param, kind): (&str, Option<SweepParam>),
+    tick: &dyn Fn(&Controller),
+) -> anyhow::Result<Measured> {
+    let label = point_label(i, n, p, param);
+    ctrl.log(&label);
+    ctrl.mark(&label);
+    let mut interrupted = false;
+    let mut failed = set_up_point(ctrl, p, kind);
+    if failed.is_none() && !run_for(ctrl, p.warmup, tick)? {
+        interrupted = true;
+    }
+    ctrl.begin_point();
+    if failed.is_none() && !interrupted && !run_for(ctrl, p.hold, tick)? {
+        interrupted = true;
+    }
+    let window = ctrl.end_point().expect("a point was begun");
+    let died = ctrl.child_died();
+    if let Some(d) = &died {
+        failed.get_or_insert(d.clone());
+    }
+    if failed.is_none() && !interrupted {
+        failed = window
+            .client
+            .measured_nothing(window.t1 - window.t0, ctrl.worker_count());
+    }
+    ctrl.recorder.latencies(
+        i + 1,
+        (window.t0, window.t1 - window.t0),
+        &window.client.connect,
+        &window.client.total,
+    );
+    let mut row = summary_row(ctrl, i + 1, window);
+    row.param = param.to_string();
+    row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
+    if let Some(e) = failed {
+        row.failed = true;
+        row.error = e.clone();
+        ctrl.log(&format!("{label}: FAILED: {e}"));
+    }
+    Ok(Measured {
+        row,
+        interrupted,
+        died: died.is_some(),
     })
 }
 

@@ -66,15 +66,53 @@ pub fn report(
 ) -> String {
     let mut md = String::new();
     let single = runs.len() == 1;
-    if single {
-        let r = &runs[0];
+    heading(&mut md, runs);
+    facts(&mut md, runs, machine, written_at);
+    for r in runs {
+        let _ = writeln!(
+            md,
+            "## Summary{}\n",
+            if single {
+                String::new()
+            } else {
+                format!(": `{}`", r.name)
+            }
+        );
+        summary_table(&mut md, r);
+        super::thresholds::markdown(&mut md, r);
+    }
+    plot_section(&mut md, plots, plot_errors, missing);
+    for r in runs {
+        let suffix = if single {
+            String::new()
+        } else {
+            format!(": `{}`", r.name)
+        };
+        let _ = writeln!(md, "## Cross-checks{suffix}\n");
+        cross_checks(&mut md, r);
+        let _ = writeln!(md, "## Client-bound points{suffix}\n");
+        client_bound(&mut md, r);
+        if param_kind(&r.param()) == ParamKind::Rate
+            && r.points.iter().any(|p| p.has(SummaryCol::TotalP98Ms))
+        {
+            let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
+            capacity_section(&mut md, r);
+        }
+        notices(&mut md, r);
+    }
+    md
+}
+
+/// The title: one run's scenario and its story, or the runs compared.
+fn heading(md: &mut String, runs: &[RunData]) {
+    if let [r] = runs {
         let name = r
             .scenario
             .as_ref()
             .map(|s| s.name.clone())
             .unwrap_or_else(|| r.name.clone());
         let _ = writeln!(md, "# synlab report: {name}\n");
-        scenario_story(&mut md, r);
+        scenario_story(md, r);
     } else {
         let names: Vec<String> = runs.iter().map(|r| format!("`{}`", r.name)).collect();
         let _ = writeln!(md, "# synlab comparison: {}\n", names.join(" vs "));
@@ -83,6 +121,10 @@ pub fn report(
             "The plots overlay the runs' summary curves; each legend entry starts with its run.\n"
         );
     }
+}
+
+/// Each run's folder, backend, target and sweep; the machine; when; which runs were cut short.
+fn facts(md: &mut String, runs: &[RunData], machine: &MachineLine, written_at: &str) {
     for r in runs {
         let _ = writeln!(md, "- **Run folder:** `{}`", r.name);
         let _ = writeln!(md, "  - **Backend:** {}", esc(&r.backend()));
@@ -118,7 +160,6 @@ pub fn report(
         }
     );
     let _ = writeln!(md, "- **Report written:** {written_at}\n");
-
     for r in runs {
         if r.meta.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
             let _ = writeln!(
@@ -129,20 +170,10 @@ pub fn report(
             );
         }
     }
-    for r in runs {
-        let _ = writeln!(
-            md,
-            "## Summary{}\n",
-            if single {
-                String::new()
-            } else {
-                format!(": `{}`", r.name)
-            }
-        );
-        summary_table(&mut md, r);
-        super::thresholds::markdown(&mut md, r);
-    }
+}
 
+/// The plots, what could not be drawn, and the values missing from the curves.
+fn plot_section(md: &mut String, plots: &[PlotRef], plot_errors: &[String], missing: &[String]) {
     let _ = writeln!(md, "## Plots\n");
     if plots.is_empty() {
         let _ = writeln!(md, "No plots: the run has no measured points yet.\n");
@@ -166,26 +197,6 @@ pub fn report(
         }
         let _ = writeln!(md);
     }
-
-    for r in runs {
-        let suffix = if single {
-            String::new()
-        } else {
-            format!(": `{}`", r.name)
-        };
-        let _ = writeln!(md, "## Cross-checks{suffix}\n");
-        cross_checks(&mut md, r);
-        let _ = writeln!(md, "## Client-bound points{suffix}\n");
-        client_bound(&mut md, r);
-        if param_kind(&r.param()) == ParamKind::Rate
-            && r.points.iter().any(|p| p.has(SummaryCol::TotalP98Ms))
-        {
-            let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
-            capacity_section(&mut md, r);
-        }
-        notices(&mut md, r);
-    }
-    md
 }
 
 fn scenario_story(md: &mut String, r: &RunData) {

@@ -124,6 +124,7 @@ impl Controller {
         }
         // The core's clock starts now: its first row is one interval from here.
         c.start = Instant::now();
+        c.recorder.set_start(std::time::SystemTime::now());
         Ok(c)
     }
 

@@ -1,8 +1,11 @@
 //! The recorder: owns the run folder and writes its files as the run goes. `scenario.toml`
 //! (resolved), `timeseries.csv` (streamed, one row per sample), `summary.csv` /
 //! `summary.json` (rewritten whole after every sweep point, so an interrupted run leaves valid
-//! files), `events.csv`, `run.log` and the snapshots. The report (`report::read`) reads them
+//! files), the points' latency distributions (`connect.hlog`, `total.hlog`: hlog.rs),
+//! `events.csv`, `run.log` and the snapshots. The report (`report::read`) reads them
 //! back. Without a run folder (tests) it records nothing.
+
+pub mod hlog;
 
 use crate::metrics::store::{Event, Store};
 use crate::model::summary::SummaryRow;
@@ -12,6 +15,7 @@ use anyhow::Context;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// Records a run into its folder (or nowhere: `Recorder::off`).
 pub struct Recorder {
@@ -32,6 +36,8 @@ struct Folder {
     run_totals: Option<crate::model::Totals>,
     /// Verdicts of the scenario's thresholds and gate (summary.json `thresholds`).
     thresholds: Vec<Verdict>,
+    /// The points' latency distributions, written with the summary once there is one.
+    latencies: hlog::Latencies,
 }
 
 impl Recorder {
@@ -75,6 +81,27 @@ impl Recorder {
         }
     }
 
+    /// The run's t = 0 on the wall clock (when the lab had started): the latency logs' base.
+    pub fn set_start(&mut self, at: SystemTime) {
+        if let Some(f) = &mut self.folder {
+            f.latencies.set_base(at);
+        }
+    }
+
+    /// Keeps a point's latency distributions (microseconds), measured from `start_s` for
+    /// `dur_s` (written with the summary).
+    pub fn latencies(
+        &mut self,
+        point: usize,
+        (start_s, dur_s): (f64, f64),
+        connect: &hdrhistogram::Histogram<u64>,
+        total: &hdrhistogram::Histogram<u64>,
+    ) {
+        if let Some(f) = &mut self.folder {
+            f.latencies.push(point, start_s, dur_s, connect, total);
+        }
+    }
+
     /// The summary rows kept so far.
     pub fn points(&self) -> &[SummaryRow] {
         self.folder.as_ref().map_or(&[], |f| &f.summary)
@@ -93,7 +120,11 @@ impl Recorder {
             return Ok(());
         };
         f.thresholds = verdicts.to_vec();
-        f.write_summary()
+        f.write_summary()?;
+        if !f.latencies.is_empty() {
+            f.latencies.write(&f.dir)?;
+        }
+        Ok(())
     }
 
     /// The run folder's last files: events.csv, the run's totals into summary.json, and the
@@ -166,6 +197,7 @@ impl Folder {
             meta: Default::default(),
             run_totals: None,
             thresholds: Vec::new(),
+            latencies: hlog::Latencies::new(name, SystemTime::now()),
         })
     }
 

@@ -1,0 +1,111 @@
+//! HdrHistogram interval logs in the run folder: `connect.hlog` and `total.hlog`, one interval
+//! histogram per point (tagged `point-N`, timed from the run's start), in the standard `.hlog`
+//! format HdrHistogram's own log readers and processors take, so distributions from several runs
+//! or workers can be merged and re-plotted. Values are microseconds.
+
+use anyhow::Context;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::Histogram;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// The latency files, with what they hold.
+const FILES: [(&str, &str); 2] = [
+    (
+        "connect.hlog",
+        "connect latency (SYN sent to connection established)",
+    ),
+    (
+        "total.hlog",
+        "total latency (connect start to the response's last byte)",
+    ),
+];
+
+struct Interval {
+    point: usize,
+    start_s: f64,
+    dur_s: f64,
+    connect: Histogram<u64>,
+    total: Histogram<u64>,
+}
+
+/// The points measured so far; `write` rewrites both files whole (as summary.json is), so an
+/// interrupted run leaves valid logs.
+pub struct Latencies {
+    base: SystemTime,
+    scenario: String,
+    intervals: Vec<Interval>,
+}
+
+impl Latencies {
+    /// `base`: the wall-clock time of the run's t = 0.
+    pub fn new(scenario: &str, base: SystemTime) -> Self {
+        Latencies {
+            base,
+            scenario: scenario.to_string(),
+            intervals: Vec::new(),
+        }
+    }
+
+    /// Sets the wall-clock time of the run's t = 0.
+    pub fn set_base(&mut self, base: SystemTime) {
+        self.base = base;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.intervals.is_empty()
+    }
+
+    /// Adds one point's histograms (microseconds), measured from `start_s` for `dur_s`.
+    pub fn push(
+        &mut self,
+        point: usize,
+        start_s: f64,
+        dur_s: f64,
+        connect: &Histogram<u64>,
+        total: &Histogram<u64>,
+    ) {
+        self.intervals.push(Interval {
+            point,
+            start_s,
+            dur_s,
+            connect: connect.clone(),
+            total: total.clone(),
+        });
+    }
+
+    /// Writes `connect.hlog` and `total.hlog` into `dir`.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        for (i, (file, what)) in FILES.iter().enumerate() {
+            let mut buf = Vec::new();
+            let mut ser = V2DeflateSerializer::new();
+            let mut b = IntervalLogWriterBuilder::new();
+            b.add_comment(&format!(
+                "synlab {}: {what}, one interval per point (tag point-N); values in microseconds, \
+                 max column in milliseconds",
+                self.scenario
+            ))
+            .with_start_time(self.base)
+            .with_base_time(self.base)
+            .with_max_value_divisor(1000.0);
+            let mut w = b.begin_log_with(&mut buf, &mut ser)?;
+            for iv in &self.intervals {
+                let tag = format!("point-{}", iv.point);
+                let h = if i == 0 { &iv.connect } else { &iv.total };
+                w.write_histogram(
+                    h,
+                    Duration::from_secs_f64(iv.start_s.max(0.0)),
+                    Duration::from_secs_f64(iv.dur_s.max(0.0)),
+                    Tag::new(&tag),
+                )
+                .map_err(|e| anyhow::anyhow!("encoding the {file} histogram: {e:?}"))?;
+            }
+            let path = dir.join(file);
+            let tmp = path.with_extension("hlog.tmp");
+            std::fs::write(&tmp, &buf).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, &path)?;
+        }
+        Ok(())
+    }
+}
