@@ -106,7 +106,11 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
-    run_gated(sc, opts, progress, None).map(|o| (o.dir, o.rows, o.interrupted))
+    let o = run_gated(sc, opts, progress, None)?;
+    if let Some(e) = o.last_files {
+        anyhow::bail!(e);
+    }
+    Ok((o.dir, o.rows, o.interrupted))
 }
 
 /// What a headless run ends with.
@@ -122,6 +126,8 @@ pub struct Outcome {
     pub verdicts: Vec<Verdict>,
     /// A failing threshold with `abort_on_fail` stopped the run.
     pub aborted: bool,
+    /// The run folder's last files (events.csv, the run's totals) could not be written: why.
+    pub last_files: Option<String>,
 }
 
 /// `run_scenario`, with everything the run ended with.
@@ -210,7 +216,9 @@ pub fn run_gated(
         verdicts.extend(gate.judge_run(ctrl.recorder.points()));
         ctrl.recorder.write_summary(&verdicts)?;
     }
-    ctrl.shutdown()?;
+    // Everything is stopped whatever the outcome; a file it could not write fails the run
+    // after its table, verdicts and report are out.
+    let last_files = ctrl.shutdown().err().map(|e| format!("{e:#}"));
     let dir = ctrl.folder_dir().map(Path::to_path_buf);
     let rows = ctrl.recorder.points().to_vec();
     Ok(Outcome {
@@ -220,6 +228,7 @@ pub fn run_gated(
         child_died: ctrl.child_died(),
         verdicts,
         aborted,
+        last_files,
     })
 }
 
@@ -375,6 +384,7 @@ pub fn run_main(
         child_died,
         verdicts,
         aborted,
+        last_files,
     } = run_gated(sc, opts, progress, exporter.as_ref())?;
     print!("{}", summary_table(&rows));
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
@@ -392,6 +402,10 @@ pub fn run_main(
     if cut || interrupted.load(Ordering::Relaxed) {
         eprintln!("synlab: interrupted; the run folder holds what was measured");
         return Ok(ExitCode::from(130));
+    }
+    if let Some(e) = last_files {
+        eprintln!("synlab: the run folder is incomplete: {e} (exit 1)");
+        return Ok(ExitCode::from(1));
     }
     if let Some(d) = child_died {
         eprintln!("synlab: {d}; the run stopped there and everything it started was removed (exit 1); the run folder holds what was measured");

@@ -128,7 +128,7 @@ pub fn check_metric(name: &str) -> Result<SummaryCol, String> {
     let names = metric_names();
     if SummaryText::ALL.iter().any(|t| t.name() == name) {
         return Err(format!(
-            "`{name}` is a text column of summary.json; a threshold needs a number\nhelp: numeric columns: {}",
+            "`{name}` is a text column (or a nested object) of summary.json; a threshold needs a number\nhelp: numeric columns: {}",
             names.join(", ")
         ));
     }

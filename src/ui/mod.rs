@@ -66,17 +66,23 @@ pub fn tui_main(
         ),
         None => run_tui(&mut ctrl, UiOptions::default()),
     };
+    // After a hangup the terminal is gone: these lines are lost, never a panic (println!'s).
+    use std::io::Write;
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     if let Some(dir) = ctrl.folder_dir() {
         // The same report a headless run leaves (the time series; no sweep curves).
-        match crate::report::write_report(dir) {
-            Ok(md) => println!("report: {}", md.display()),
-            Err(e) => eprintln!("synlab: the report could not be written: {e:#}"),
-        }
-        println!("results: {}", dir.display());
+        let _ = match crate::report::write_report(dir) {
+            Ok(md) => writeln!(out, "report: {}", md.display()),
+            Err(e) => writeln!(err, "synlab: the report could not be written: {e:#}"),
+        };
+        let _ = writeln!(out, "results: {}", dir.display());
     }
     result?;
     if ctrl.state.interrupted {
-        eprintln!("synlab: interrupted; the run folder holds what was measured");
+        let _ = writeln!(
+            err,
+            "synlab: interrupted; the run folder holds what was measured"
+        );
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::from(u8::from(ctrl.child_died().is_some())))

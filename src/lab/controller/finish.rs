@@ -150,7 +150,8 @@ impl Controller {
                 self.fold_msg(m);
                 continue;
             };
-            // Not folded (the run's figures are taken), but what it notes reaches run.log.
+            // Not folded (the run's figures are taken), but what it notes reaches run.log and
+            // summary.json's notices, as a folded sample's notes do.
             let mut fx = Vec::new();
             self.core.probe_notes(&p, &mut fx);
             if let Err(e) = self.carry_out(fx) {
