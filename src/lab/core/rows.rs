@@ -10,6 +10,9 @@ use crate::model::{col, Col, Totals};
 use crate::net::router::{DirStats, RouterStats};
 use crate::probe::crosscheck;
 
+/// Departures the router's lateness verdict waits for (see `router_late_columns`).
+const ROUTER_VERDICT_DEPARTURES: u64 = 20_000;
+
 impl LabCore {
     /// Whether a row is due at `now_s`. The probes sample on their own grid of the same
     /// interval, with a phase of their own: a row waits (up to half an interval) for the
@@ -213,9 +216,9 @@ impl LabCore {
             .warnings
             .iter()
             .any(|w| matches!(w, Warning::RouterLate(_)));
-        // The verdict is over the lab's life and a thousand departures at least, so a slow
-        // start-up second is not one.
-        if departures >= 1000 && p99 > goal && !warned {
+        // The verdict is over the lab's life and enough departures that a slow start-up
+        // second (a thousand may leave in it) weighs under the 1 % a p99 lets through.
+        if departures >= ROUTER_VERDICT_DEPARTURES && p99 > goal && !warned {
             let line = format!(
                 "[{t:.1}s] the delay router's departures are late by up to {p99} us (p99; goal < {goal} us){}: delays are shaped less exactly than configured",
                 if now.realtime { "" } else { ", it runs without SCHED_FIFO (rootless, or the priority was refused)" }

@@ -403,3 +403,34 @@ fn the_live_verdicts_are_paced_by_the_cores_time() {
     );
     assert!(!c.verdicts_due(11.0));
 }
+
+#[test]
+fn the_routers_lateness_is_judged_once_past_its_start_up() {
+    let mut c = core(1, Vec::new());
+    let late = |t_ms: u64, departures: u64| Input::Router {
+        stats: Box::new(crate::net::router::RouterStats {
+            t_ms,
+            late_us: crate::metrics::hist::HistDelta(vec![(700, 1)]),
+            ..Default::default()
+        }),
+        late_life: (700, departures),
+    };
+    let warned = |c: &LabCore| {
+        c.state
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::RouterLate(_)))
+    };
+    // A thousand departures in the first second, late at start-up: no verdict yet.
+    at(&mut c, 0.6, late(600, 1000));
+    at(&mut c, 0.61, Input::Tick);
+    assert!(!warned(&c));
+    // Still late over enough departures: the verdict, logged once.
+    at(&mut c, 10.0, late(10_000, 30_000));
+    let fx = at(&mut c, 10.01, Input::Tick);
+    assert!(warned(&c));
+    assert!(logs(&fx).iter().any(|l| l.contains("late by up to 700 us")));
+    at(&mut c, 10.2, late(10_200, 31_000));
+    let fx = at(&mut c, 10.21, Input::Tick);
+    assert!(!logs(&fx).iter().any(|l| l.contains("late by up to")));
+}
