@@ -6,7 +6,7 @@ use super::state::Command;
 use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::SummaryRow;
-use crate::report::thresholds::{Gate, Verdict};
+use crate::report::thresholds::Verdict;
 use crate::scenario::{Scenario, SweepParam, SweepValue};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -147,7 +147,6 @@ pub fn run_gated(
     progress: bool,
     metrics: Option<&crate::metrics::openmetrics::Exporter>,
 ) -> anyhow::Result<Outcome> {
-    let gate = Gate::of(&sc);
     let mut verdicts = Vec::new();
     let mut aborted = false;
     let points = plan_points(&sc);
@@ -160,6 +159,7 @@ pub fn run_gated(
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
+    let gate = ctrl.gate().clone();
     let pb = progress.then(|| progress_bar(total));
     let began = Instant::now();
     let published = std::cell::Cell::new(began);

@@ -34,14 +34,47 @@ pub struct Verdict {
 /// What a scenario asks of its results.
 #[derive(Debug, Clone, Default)]
 pub struct Gate {
-    pub thresholds: Vec<ThresholdSpec>,
+    pub thresholds: Vec<Threshold>,
     pub gate: GateSpec,
 }
 
+/// A `[[threshold]]` ready to judge: its metric and bounds parsed once, when the gate is made.
+#[derive(Debug, Clone)]
+pub struct Threshold {
+    /// Its place in the scenario (`threshold[i]`).
+    pub index: usize,
+    pub spec: ThresholdSpec,
+    metric: SummaryCol,
+    bounds: Vec<(Op, RawBound, Bound)>,
+}
+
 impl Gate {
+    /// The scenario's thresholds and gate. A threshold whose metric or bound does not parse
+    /// was refused when the scenario was read (`scenario::gate::validate`); it is left out.
     pub fn of(sc: &Scenario) -> Self {
+        let thresholds = sc
+            .thresholds
+            .iter()
+            .enumerate()
+            .filter_map(|(index, t)| {
+                let metric = check_metric(&t.metric).ok()?;
+                let bounds = [(Op::Max, &t.max), (Op::Min, &t.min)]
+                    .into_iter()
+                    .filter_map(|(op, raw)| {
+                        let raw = raw.as_ref()?;
+                        Some((op, raw.clone(), parse_bound(raw, metric).ok()?))
+                    })
+                    .collect();
+                Some(Threshold {
+                    index,
+                    spec: t.clone(),
+                    metric,
+                    bounds,
+                })
+            })
+            .collect();
         Gate {
-            thresholds: sc.thresholds.clone(),
+            thresholds,
             gate: sc.gate.clone(),
         }
     }
@@ -53,21 +86,14 @@ impl Gate {
     /// The verdicts for one finished point (thresholds over points, and `[gate]` conditions).
     pub fn judge_point(&self, row: &SummaryRow) -> Vec<Verdict> {
         let mut out = Vec::new();
-        for (i, t) in self.thresholds.iter().enumerate() {
-            // An unknown metric was refused when the scenario was read.
-            let Ok(metric) = check_metric(&t.metric) else {
-                continue;
-            };
+        for th in &self.thresholds {
+            let (t, metric) = (&th.spec, th.metric);
             if t.over != Over::Points || !selects(t, row) {
                 continue;
             }
-            for (op, raw) in [(Op::Max, &t.max), (Op::Min, &t.min)] {
-                let Some(raw) = raw else { continue };
-                let Ok(bound) = parse_bound(raw, metric) else {
-                    continue;
-                };
+            for (op, raw, bound) in &th.bounds {
                 let measured = get(row, metric);
-                let limit = match &bound {
+                let limit = match bound {
                     Bound::Abs(v) => Some(*v),
                     Bound::Rel { factor, metric } => get(row, *metric).map(|v| v * factor),
                 };
@@ -75,10 +101,10 @@ impl Gate {
                     .failed
                     .then(|| format!("the point failed: {}", row.error));
                 out.push(verdict(
-                    i,
+                    th.index,
                     &t.metric,
-                    (op, raw),
-                    &bound,
+                    (*op, raw),
+                    bound,
                     Some(row),
                     measured,
                     limit,
@@ -148,10 +174,8 @@ impl Gate {
     pub fn judge_run(&self, rows: &[SummaryRow]) -> Vec<Verdict> {
         let all: Vec<&SummaryRow> = rows.iter().filter(|r| !r.failed).collect();
         let mut out = Vec::new();
-        for (i, t) in self.thresholds.iter().enumerate() {
-            let Ok(metric) = check_metric(&t.metric) else {
-                continue;
-            };
+        for th in &self.thresholds {
+            let (t, metric) = (&th.spec, th.metric);
             if t.over != Over::Run {
                 continue;
             }
@@ -166,12 +190,8 @@ impl Gate {
                     Aggregate::Min => vals.iter().copied().fold(f64::MAX, f64::min),
                 })
             };
-            for (op, raw) in [(Op::Max, &t.max), (Op::Min, &t.min)] {
-                let Some(raw) = raw else { continue };
-                let Ok(bound) = parse_bound(raw, metric) else {
-                    continue;
-                };
-                let limit = match &bound {
+            for (op, raw, bound) in &th.bounds {
+                let limit = match bound {
                     Bound::Abs(v) => Some(*v),
                     Bound::Rel { factor, metric } => agg(*metric).map(|v| v * factor),
                 };
@@ -179,10 +199,10 @@ impl Gate {
                     .is_empty()
                     .then(|| "no point of the run was measured".to_string());
                 out.push(verdict(
-                    i,
+                    th.index,
                     &t.metric,
-                    (op, raw),
-                    &bound,
+                    (*op, raw),
+                    bound,
                     None,
                     agg(metric),
                     limit,
@@ -200,13 +220,13 @@ impl Gate {
                 || v.source
                     .strip_prefix("threshold[")
                     .and_then(|s| s.trim_end_matches(']').parse::<usize>().ok())
-                    .and_then(|i| self.thresholds.get(i))
-                    .is_some_and(|t| t.abort_on_fail)
+                    .and_then(|i| self.thresholds.iter().find(|t| t.index == i))
+                    .is_some_and(|t| t.spec.abort_on_fail)
         })
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Op {
     Max,
     Min,

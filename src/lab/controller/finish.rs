@@ -20,7 +20,7 @@ impl Controller {
         let now = self.elapsed();
         self.core.end_stretch_now(now, &mut fx);
         self.carry_out(fx)?;
-        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        let gate = &self.gate;
         let points = self.recorder.points();
         let mut verdicts: Vec<_> = points.iter().flat_map(|r| gate.judge_point(r)).collect();
         verdicts.extend(gate.judge_run(points));

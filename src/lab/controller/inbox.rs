@@ -126,7 +126,7 @@ impl Controller {
         if !self.core.verdicts_due(now_s) {
             return;
         }
-        let gate = crate::report::thresholds::Gate::of(&self.scenario);
+        let gate = &self.gate;
         if gate.is_empty() {
             return;
         }

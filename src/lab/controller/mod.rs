@@ -76,6 +76,8 @@ pub struct Controller {
     interval: Duration,
     /// Owns the run folder: every file of it is written through the recorder.
     pub(crate) recorder: Recorder,
+    /// The scenario's thresholds and gate, parsed once.
+    gate: crate::report::thresholds::Gate,
     pub opts: RunOptions,
     /// The client namespaces' TcpActiveOpens when the load started (the readiness check's
     /// connects came before), for the run's count of connects.
@@ -141,6 +143,7 @@ impl Controller {
             interval.as_secs_f64(),
         );
         Controller {
+            gate: crate::report::thresholds::Gate::of(&scenario),
             n_workers: scenario.load.workers,
             workload: scenario.load.workload,
             scenario,
@@ -326,6 +329,11 @@ impl Controller {
     /// The scenario as read.
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
+    }
+
+    /// The scenario's thresholds and gate, as parsed when the run started.
+    pub fn gate(&self) -> &crate::report::thresholds::Gate {
+        &self.gate
     }
 
     pub fn folder_dir(&self) -> Option<&Path> {
