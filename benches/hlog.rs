@@ -108,7 +108,12 @@ fn main() {
         for (k, ((_, c), (_, t))) in connect.iter().zip(&total).enumerate() {
             let t0 = thread_cpu();
             rec.push(k + 1, k as f64 * 5.0, 4.0, c, t);
-            rec.write(Path::new(&out)).unwrap();
+            // As the recorder writes them: each file aside, then renamed over the old one.
+            for (file, bytes) in rec.encode().unwrap() {
+                let path = Path::new(&out).join(file);
+                std::fs::write(path.with_extension("tmp"), bytes).unwrap();
+                std::fs::rename(path.with_extension("tmp"), &path).unwrap();
+            }
             let d = thread_cpu() - t0;
             spent += d;
             if k + 1 == connect.len() {

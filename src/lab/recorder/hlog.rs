@@ -3,11 +3,9 @@
 //! format HdrHistogram's own log readers and processors take, so distributions from several runs
 //! or workers can be merged and re-plotted. Values are microseconds.
 
-use anyhow::Context;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// The latency files, with what they hold.
@@ -30,8 +28,8 @@ struct Interval {
     total: Histogram<u64>,
 }
 
-/// The points measured so far; `write` rewrites both files whole (as summary.json is), so an
-/// interrupted run leaves valid logs.
+/// The points measured so far; `encode` gives both files whole (the recorder rewrites them as
+/// it does summary.json), so an interrupted run leaves valid logs.
 pub struct Latencies {
     base: SystemTime,
     scenario: String,
@@ -53,8 +51,9 @@ impl Latencies {
         self.base = base;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.intervals.is_empty()
+    /// How many points it holds.
+    pub fn points(&self) -> usize {
+        self.intervals.len()
     }
 
     /// Adds one point's histograms (microseconds), measured from `start_s` for `dur_s`.
@@ -75,8 +74,9 @@ impl Latencies {
         });
     }
 
-    /// Writes `connect.hlog` and `total.hlog` into `dir`.
-    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+    /// Both logs with every point so far: (file name, bytes), for the recorder to write.
+    pub fn encode(&self) -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
+        let mut out = Vec::new();
         for (i, (file, what)) in FILES.iter().enumerate() {
             let mut buf = Vec::new();
             let mut ser = V2DeflateSerializer::new();
@@ -101,11 +101,8 @@ impl Latencies {
                 )
                 .map_err(|e| anyhow::anyhow!("encoding the {file} histogram: {e:?}"))?;
             }
-            let path = dir.join(file);
-            let tmp = path.with_extension("hlog.tmp");
-            std::fs::write(&tmp, &buf).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, &path)?;
+            out.push((*file, buf));
         }
-        Ok(())
+        Ok(out)
     }
 }

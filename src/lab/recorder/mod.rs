@@ -38,6 +38,8 @@ struct Folder {
     thresholds: Vec<Verdict>,
     /// The points' latency distributions, written with the summary once there is one.
     latencies: hlog::Latencies,
+    /// How many points the latency logs on disk hold.
+    latencies_written: usize,
 }
 
 impl Recorder {
@@ -121,10 +123,7 @@ impl Recorder {
         };
         f.thresholds = verdicts.to_vec();
         f.write_summary()?;
-        if !f.latencies.is_empty() {
-            f.latencies.write(&f.dir)?;
-        }
-        Ok(())
+        f.write_latencies()
     }
 
     /// The run folder's last files: events.csv, the run's totals into summary.json, and the
@@ -198,6 +197,7 @@ impl Folder {
             run_totals: None,
             thresholds: Vec::new(),
             latencies: hlog::Latencies::new(name, SystemTime::now()),
+            latencies_written: 0,
         })
     }
 
@@ -303,6 +303,18 @@ impl Folder {
             &self.dir.join("summary.json"),
             serde_json::to_string_pretty(&json)?.as_bytes(),
         )?;
+        Ok(())
+    }
+
+    /// Rewrites the latency logs when a point was added since they were last written.
+    fn write_latencies(&mut self) -> anyhow::Result<()> {
+        if self.latencies.points() == self.latencies_written {
+            return Ok(());
+        }
+        for (file, bytes) in self.latencies.encode()? {
+            atomic_write(&self.dir.join(file), &bytes)?;
+        }
+        self.latencies_written = self.latencies.points();
         Ok(())
     }
 
