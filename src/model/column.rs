@@ -127,6 +127,11 @@ impl Col {
             Id::Path(p, _) => Some(p),
         }
     }
+
+    /// The fixed figure a path's column is of (a fixed column is its own).
+    pub fn figure(self) -> Col {
+        Col(Id::Fixed(self.def()))
+    }
 }
 
 impl std::fmt::Display for Col {
