@@ -478,7 +478,7 @@ mod tests {
         );
         for line in t.lines().filter(|l| l.starts_with("# HELP ")) {
             let (name, help) = line[7..].split_once(' ').unwrap();
-            assert!(!help.contains("synlab's"), "{line}");
+            assert!(!help.contains("latest sample"), "{line}");
             assert!(help.len() > 30, "{line}");
             assert!(!help.contains(name.trim_start_matches("synlab_")), "{line}");
         }
