@@ -57,15 +57,29 @@ fn get_openmetrics(port: u16) -> Option<String> {
 fn a_metrics_address_not_on_this_host_is_named_as_such() {
     let synlab = |addr: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
-            .args(["probe", "--port", "1", "--no-pcap", "--count", "1", "--metrics", addr])
+            .args([
+                "probe",
+                "--port",
+                "1",
+                "--no-pcap",
+                "--count",
+                "1",
+                "--metrics",
+                addr,
+            ])
             .output()
             .unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (code, err) = synlab("192.0.2.1:9464");
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("--metrics: cannot listen on 192.0.2.1:9464: 192.0.2.1 is not an address of this host"),
+        err.contains(
+            "--metrics: cannot listen on 192.0.2.1:9464: 192.0.2.1 is not an address of this host"
+        ),
         "{err}"
     );
     assert!(!err.contains("in use"), "{err}");
@@ -73,7 +87,10 @@ fn a_metrics_address_not_on_this_host_is_named_as_such() {
     let addr = held.local_addr().unwrap().to_string();
     let (code, err) = synlab(&addr);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains(&format!("cannot listen on {addr}: port")) && err.contains("is in use"), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr}: port")) && err.contains("is in use"),
+        "{err}"
+    );
 }
 
 /// Polls `f` until it returns Some, up to `secs`.
@@ -143,7 +160,10 @@ fn prometheus_scrapes_a_run_and_promtool_accepts_the_exposition() {
     ] {
         assert!(om.contains(want), "{want} is not in:\n{om}");
     }
-    assert!(!om.contains("latest sample"), "a HELP repeats a name:\n{om}");
+    assert!(
+        !om.contains("latest sample"),
+        "a HELP repeats a name:\n{om}"
+    );
     assert!(
         body.contains("# TYPE synlab_total_latency_seconds histogram\n")
             && body.contains("synlab_connect_latency_seconds_bucket{le=\"+Inf\"}"),

@@ -73,7 +73,10 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         cpu_iowait_pct: mean(col::CPU_IOWAIT_PCT),
         cpu_steal_pct: mean(col::CPU_STEAL_PCT),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
-        check_syn_vs_attempts_pct: cross(tot.counts.attempts as f64 / dt, mean(col::SYN_IN)),
+        check_syn_vs_attempts_pct: cross(
+            tot.counts.attempts as f64 / dt,
+            crate::probe::crosscheck::first_syns(mean(col::SYN_IN), mean(col::SYN_RETRANS_PER_S)),
+        ),
         check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,
             dt,

@@ -474,7 +474,10 @@ mod tests {
                 (col::TOTAL_P99, 250.0),
                 (col::SYN_IN_TOTAL, 7.0),
             ],
-            &[("total_latency", Buckets::of(&crate::metrics::hist::new_hist()))],
+            &[(
+                "total_latency",
+                Buckets::of(&crate::metrics::hist::new_hist()),
+            )],
         );
         for line in t.lines().filter(|l| l.starts_with("# HELP ")) {
             let (name, help) = line[7..].split_once(' ').unwrap();
@@ -486,12 +489,20 @@ mod tests {
             t.contains("# UNIT synlab_target_rate_per_second per_second\n"),
             "{t}"
         );
-        assert!(t.contains("# UNIT synlab_total_p99_seconds seconds\n"), "{t}");
+        assert!(
+            t.contains("# UNIT synlab_total_p99_seconds seconds\n"),
+            "{t}"
+        );
         assert!(
             t.contains("# UNIT synlab_total_latency_seconds seconds\n"),
             "{t}"
         );
-        assert!(t.contains("# HELP synlab_time_wait TIME_WAIT sockets of the whole server network namespace"), "{t}");
+        assert!(
+            t.contains(
+                "# HELP synlab_time_wait TIME_WAIT sockets of the whole server network namespace"
+            ),
+            "{t}"
+        );
         assert!(!t.contains("# UNIT synlab_time_wait"), "{t}");
         assert!(!t.contains("# UNIT synlab_syn_in"), "{t}");
         assert!(!to_classic(&t).contains("# UNIT"));
@@ -499,9 +510,14 @@ mod tests {
 
     #[test]
     fn an_address_not_on_this_host_is_said_so() {
-        let e = Exporter::start("192.0.2.1:9464".parse().unwrap()).err().unwrap();
+        let e = Exporter::start("192.0.2.1:9464".parse().unwrap())
+            .err()
+            .unwrap();
         let m = format!("{e:#}");
-        assert!(m.contains("192.0.2.1 is not an address of this host"), "{m}");
+        assert!(
+            m.contains("192.0.2.1 is not an address of this host"),
+            "{m}"
+        );
         assert!(!m.contains("in use"), "{m}");
         let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let e = Exporter::start(held.local_addr().unwrap()).err().unwrap();

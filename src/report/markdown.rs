@@ -500,7 +500,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
     let keys = [
         (
             SummaryCol::CheckSynVsAttemptsPct,
-            "SYNs seen at the server vs client attempts",
+            "first SYNs at the server (retransmitted SYNs left out) vs client attempts",
         ),
         (
             SummaryCol::CheckServerVsClientPct,
@@ -544,7 +544,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
     }
     let _ = writeln!(
         md,
-        "\n| # | mode | {} | SYN vs attempts | server vs client |",
+        "\n| # | mode | {} | first SYNs vs attempts | server vs client |",
         param_head(&r.param())
     );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
@@ -568,8 +568,11 @@ fn cross_checks(md: &mut String, r: &RunData) {
     };
     let _ = writeln!(
         md,
-        "\nPer-point differences come from counting windows that do not line up exactly \
-         (SYNs are counted on the wire, attempts in the client); ⚠ marks a difference over \
+        "\nSYNs vs attempts counts each connection's first SYN: the SYNs pcap saw less the \
+         retransmitted ones (a lost SYN or SYN-ACK makes the client send its SYN again), which \
+         are no new attempts. What difference remains comes from counting windows that do not \
+         line up exactly (SYNs are counted on the wire, attempts in the client), or from \
+         attempts whose every SYN was lost before their timeout; ⚠ marks a difference over \
          {TOLERANCE_PCT} %{noise}.\n"
     );
 }
