@@ -764,6 +764,98 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
     }
 }
 
+/// Mounts a tmpfs of `size` on a new folder under `tmp`, unmounted on drop.
+fn tiny_disk(tmp: &Path, size: &str) -> (PathBuf, Tmpfs) {
+    let mnt = tmp.join("tiny");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount -t tmpfs failed");
+    (mnt.clone(), Tmpfs(mnt))
+}
+
+/// The disk fills up when the run writes its report (a 64 KiB tmpfs holds the run's own files,
+/// not its ~130 KB of plots): the run exits 1 naming each file that could not be written and
+/// why, and leaves no temporary file, no empty report.md and no truncated plot. `synlab report`
+/// on the same folder says the same and exits 1 too.
+#[test]
+fn a_full_disk_at_report_time_fails_the_run_naming_each_file() {
+    if !privileged("mounting a tiny tmpfs") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (mnt, _guard) = tiny_disk(tmp.path(), "64k");
+    let sc = tmp.path().join("report.toml");
+    std::fs::write(&sc, loopback("2s")).unwrap();
+    let run = Command::new(BIN)
+        .args(["run", "--no-progress"])
+        .arg(&sc)
+        .arg("--out")
+        .arg(mnt.join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = finish(run, Duration::from_secs(60));
+    assert_eq!(end.code, Some(1), "{}\n{}", end.stdout, end.stderr);
+    let folder = std::fs::read_dir(mnt.join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let svg = folder.join("plots/timeseries.svg");
+    assert!(
+        end.stderr.contains("synlab: the run folder is incomplete:")
+            && end
+                .stderr
+                .contains(&format!("writing {} (the disk is full", svg.display()))
+            && end.stderr.contains("No space left on device"),
+        "{}",
+        end.stderr
+    );
+    let files_whole = |dir: &Path| {
+        for f in std::fs::read_dir(dir).unwrap() {
+            let p = f.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
+            if p.is_file() {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(!bytes.is_empty(), "{name} is empty");
+                if name.ends_with(".svg") {
+                    assert!(
+                        String::from_utf8_lossy(&bytes)
+                            .trim_end()
+                            .ends_with("</svg>"),
+                        "{name} is cut"
+                    );
+                }
+                if name.ends_with(".png") {
+                    assert!(bytes.ends_with(&[0xAE, 0x42, 0x60, 0x82]), "{name} is cut");
+                }
+            }
+        }
+    };
+    files_whole(&folder);
+    files_whole(&folder.join("plots"));
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("could not be written") && err.contains("No space left on device"),
+        "{err}"
+    );
+    files_whole(&folder.join("plots"));
+}
+
 /// A run under a low RLIMIT_NOFILE (256, hard too): with CAP_SYS_RESOURCE the worker raises
 /// the hard limit itself and says so; without it (root in a container that drops it) the run
 /// notes the limit and names the missing capability. Either way the run completes (exit 0).

@@ -388,23 +388,33 @@ pub fn run_main(
     } = run_gated(sc, opts, progress, exporter.as_ref())?;
     print!("{}", summary_table(&rows));
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
+    // Every file that could not be written (each says its path and why) fails the run.
+    let mut unwritten: Vec<String> = last_files.into_iter().collect();
     if let Some(path) = &extras.junit {
-        crate::report::junit::write(path, &name, &verdicts)?;
-        println!("junit: {}", path.display());
+        match crate::report::junit::write(path, &name, &verdicts) {
+            Ok(()) => println!("junit: {}", path.display()),
+            Err(e) => unwritten.push(format!("{e:#}")),
+        }
     }
     if let Some(d) = &dir {
         match crate::report::write_report(d) {
             Ok(md) => println!("report: {}", md.display()),
-            Err(e) => eprintln!("synlab: the report could not be written: {e:#}"),
+            Err(e) => unwritten.push(format!("{e:#}")),
         }
         println!("results: {}", d.display());
     }
     if cut || interrupted.load(Ordering::Relaxed) {
+        for e in &unwritten {
+            eprintln!("synlab: not written: {e}");
+        }
         eprintln!("synlab: interrupted; the run folder holds what was measured");
         return Ok(ExitCode::from(130));
     }
-    if let Some(e) = last_files {
-        eprintln!("synlab: the run folder is incomplete: {e} (exit 1)");
+    if !unwritten.is_empty() {
+        eprintln!(
+            "synlab: the run folder is incomplete: {} (exit 1)",
+            unwritten.join("; ")
+        );
         return Ok(ExitCode::from(1));
     }
     if let Some(d) = child_died {
