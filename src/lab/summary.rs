@@ -31,7 +31,7 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let access = ctrl.point_access_counts();
     SummaryRow {
         point,
-        mode: format!("{:?}", ctrl.state.knobs.mode).to_lowercase(),
+        mode: crate::scenario::points::mode_name(ctrl.state.knobs.mode),
         hold_s: dt,
         offered_rate: nan_or(ctrl.state.knobs.rate),
         attempts_per_s: tot.counts.attempts as f64 / dt,
@@ -156,7 +156,7 @@ pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
 /// The short table printed at the end of a run.
 pub fn summary_table(rows: &[SummaryRow]) -> String {
     let mut s = format!(
-        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6}  notes\n",
+        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>11} {:>6}  notes\n",
         "pt",
         "mode",
         "value",
@@ -165,7 +165,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         "errors/s",
         "p50 ms",
         "p99 ms",
-        "acceptq",
+        "acceptq max",
         "cpu%"
     );
     for r in rows {
@@ -196,7 +196,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
             fmt(r.errors_per_s, 10),
             fmt(r.total_p50_ms, 9),
             fmt(r.total_p99_ms, 9),
-            fmt(r.accept_queue_max, 8),
+            fmt(r.accept_queue_max, 11),
             fmt(100.0 - r.cpu_idle_pct, 6),
             notes.join("; ")
         ));
