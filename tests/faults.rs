@@ -565,6 +565,32 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
     c.shutdown().unwrap();
 }
 
+/// An address target with nothing listening: the connect is refused at once, so the run is
+/// refused at once (exit 2, the address and what to do), not after the 10 s start-up wait.
+#[test]
+fn an_address_with_nothing_listening_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let toml = format!(
+        "name = \"nobody\"\nduration = \"3s\"\n\n[target]\naddress = \"127.0.0.1:{port}\"\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n"
+    );
+    let run = start_run(tmp.path(), "nobody.toml", &toml);
+    let end = finish(run, Duration::from_secs(60));
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(
+        end.stderr.contains(&format!(
+            "nothing listens at 127.0.0.1:{port} (connection refused): start the server there first, or correct target.address"
+        )),
+        "{}",
+        end.stderr
+    );
+    assert!(end.took < Duration::from_secs(5), "took {:?}", end.took);
+}
+
 /// A command target that exits at once: exit 2 (bad input), the reason on stderr and in
 /// run.log, a folder with its summary, nothing left running.
 #[test]

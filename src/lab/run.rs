@@ -348,10 +348,14 @@ fn set_up_point(ctrl: &mut Controller, p: &Point, kind: Option<SweepParam>) -> O
 /// Decides, before any thread starts, where a scenario's network lab is built: as root on
 /// the host, or in synlab's own user namespace (not root, or `force`). Scenarios without a
 /// [network] section stay as they are: their command targets keep the user's own identity.
-pub fn settle_lab_mode(sc: &Scenario, force: bool) {
+/// A target that cannot run in the lab so settled (nginx or Apache rootless without
+/// subordinate ids) is refused here, before any of the lab is built.
+pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<()> {
     if sc.network.is_some() || force {
-        crate::sys::userns::prepare(force);
+        let mode = crate::sys::userns::prepare(force);
+        super::real_server::fits_lab(sc.target.kind, mode)?;
     }
+    Ok(())
 }
 
 /// `synlab run SCENARIO [--out DIR] [--quick]`.
@@ -362,13 +366,16 @@ pub fn run_main(
     progress: bool,
     extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
-    let mut sc = crate::scenario::load(scenario)?;
+    let (mut sc, warnings) = crate::scenario::load_with_warnings(scenario)?;
+    for w in &warnings {
+        eprintln!("synlab: warning: {w}");
+    }
     let name = sc.name.clone();
     if quick {
         sc = sc.scaled(QUICK_FACTOR);
     }
     let parent = out_parent(&sc, out);
-    settle_lab_mode(&sc, extras.userns);
+    settle_lab_mode(&sc, extras.userns)?;
     let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
     let interrupted = interrupt_flag();
     let opts = RunOptions {

@@ -36,7 +36,7 @@ pub fn tui_main(
         Some(p) => crate::scenario::load(p)?,
         None => crate::scenario::default_scenario(),
     };
-    crate::lab::run::settle_lab_mode(&sc, userns);
+    crate::lab::run::settle_lab_mode(&sc, userns)?;
     let exporter = crate::lab::ci::start_metrics(metrics)?;
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
