@@ -134,6 +134,25 @@ fn probe_cost() {
             }),
         ));
         rows.push((
+            "  the same, one walk per family".into(),
+            cost(20, || {
+                _ = d
+                    .dump_per_family(states_mask(&SERVER_STATES), port)
+                    .unwrap()
+            }),
+        ));
+        rows.push((
+            "sock_diag server states + TW, port".into(),
+            cost(20, || {
+                _ = d
+                    .dump(
+                        states_mask(&SERVER_STATES) | states_mask(&[state::TIME_WAIT]),
+                        port,
+                    )
+                    .unwrap()
+            }),
+        ));
+        rows.push((
             "sock_diag all incl. TIME_WAIT".into(),
             cost(5, || _ = d.dump(!(1u32 << state::SYN_SENT), 0).unwrap()),
         ));

@@ -95,6 +95,7 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             .iter()
             .map(|(name, p)| path_summary(name, p, dt))
             .collect(),
+        states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
         ..Default::default()
     }
 }

@@ -94,6 +94,7 @@ const HELP: &[(Col, &str)] = &[
     (col::ROUTER_QUEUE, "Frames waiting in the delay router's queues"),
     (col::ROUTER_LATE_P50_US, "Median departure error of the delay router: send time minus scheduled departure"),
     (col::ROUTER_LATE_P99_US, "99th percentile departure error of the delay router: send time minus scheduled departure"),
+    (col::PORT_TIME_WAIT, "TIME_WAIT sockets of the server port (sock_diag)"),
 ];
 
 impl Col {

@@ -266,6 +266,10 @@ const COLS: &[Column] = &[
         key: SummaryCol::EstablishedMean,
     },
     Column {
+        head: "ESTAB samples",
+        key: SummaryCol::StatesSamples,
+    },
+    Column {
         head: "TIME_WAIT",
         key: SummaryCol::TimeWaitMean,
     },
@@ -390,7 +394,10 @@ fn summary_table(md: &mut String, r: &RunData) {
     }
     let _ = writeln!(
         md,
-        "\nValues are means over each point's hold. A point marked ⚠ (values in italics) was \
+        "\nValues are means over each point's hold; ESTAB is the mean of the hold's samples of \
+         the port's socket states (ESTAB samples: the walk of the kernel's socket table is \
+         paced to cost at most 0.5 % of a core, so it runs less often than the other probes \
+         when the machine holds many sockets). A point marked ⚠ (values in italics) was \
          client-bound: the load generator, not the server, set its numbers, so it is not a \
          server measurement. Failed points are gaps in the plots.{}\n",
         if covered {
