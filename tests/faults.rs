@@ -749,16 +749,7 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let mnt = tmp.path().join("tiny");
-    std::fs::create_dir(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mount -t tmpfs failed");
-    let _guard = Tmpfs(mnt.clone());
+    let (mnt, _guard) = tiny_disk(tmp.path(), "16k");
     let sc = tmp.path().join("full.toml");
     std::fs::write(&sc, loopback("60s")).unwrap();
     let run = Command::new(BIN)
