@@ -145,7 +145,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Serve(a) => crate::target::cli::serve_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Probe(a) => crate::probe::cli::probe_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Net(a) => crate::net::cli::net_main(a).map(|_| ExitCode::SUCCESS),
-        Cmd::Report { runs } => crate::report::report_main(&runs).map(|_| ExitCode::SUCCESS),
+        Cmd::Report { runs } => crate::report::report_main(&runs),
         Cmd::Compare {
             baseline,
             run,

@@ -565,6 +565,32 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
     c.shutdown().unwrap();
 }
 
+/// An address target with nothing listening: the connect is refused at once, so the run is
+/// refused at once (exit 2, the address and what to do), not after the 10 s start-up wait.
+#[test]
+fn an_address_with_nothing_listening_is_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let toml = format!(
+        "name = \"nobody\"\nduration = \"3s\"\n\n[target]\naddress = \"127.0.0.1:{port}\"\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n"
+    );
+    let run = start_run(tmp.path(), "nobody.toml", &toml);
+    let end = finish(run, Duration::from_secs(60));
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(
+        end.stderr.contains(&format!(
+            "nothing listens at 127.0.0.1:{port} (connection refused): start the server there first, or correct target.address"
+        )),
+        "{}",
+        end.stderr
+    );
+    assert!(end.took < Duration::from_secs(5), "took {:?}", end.took);
+}
+
 /// A command target that exits at once: exit 2 (bad input), the reason on stderr and in
 /// run.log, a folder with its summary, nothing left running.
 #[test]
@@ -723,16 +749,7 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let mnt = tmp.path().join("tiny");
-    std::fs::create_dir(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mount -t tmpfs failed");
-    let _guard = Tmpfs(mnt.clone());
+    let (mnt, _guard) = tiny_disk(tmp.path(), "16k");
     let sc = tmp.path().join("full.toml");
     std::fs::write(&sc, loopback("60s")).unwrap();
     let run = Command::new(BIN)
@@ -762,6 +779,98 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_cause() {
             assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
         }
     }
+}
+
+/// Mounts a tmpfs of `size` on a new folder under `tmp`, unmounted on drop.
+fn tiny_disk(tmp: &Path, size: &str) -> (PathBuf, Tmpfs) {
+    let mnt = tmp.join("tiny");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount -t tmpfs failed");
+    (mnt.clone(), Tmpfs(mnt))
+}
+
+/// The disk fills up when the run writes its report (a 64 KiB tmpfs holds the run's own files,
+/// not its ~130 KB of plots): the run exits 1 naming each file that could not be written and
+/// why, and leaves no temporary file, no empty report.md and no truncated plot. `synlab report`
+/// on the same folder says the same and exits 1 too.
+#[test]
+fn a_full_disk_at_report_time_fails_the_run_naming_each_file() {
+    if !privileged("mounting a tiny tmpfs") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (mnt, _guard) = tiny_disk(tmp.path(), "64k");
+    let sc = tmp.path().join("report.toml");
+    std::fs::write(&sc, loopback("2s")).unwrap();
+    let run = Command::new(BIN)
+        .args(["run", "--no-progress"])
+        .arg(&sc)
+        .arg("--out")
+        .arg(mnt.join("results"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = finish(run, Duration::from_secs(60));
+    assert_eq!(end.code, Some(1), "{}\n{}", end.stdout, end.stderr);
+    let folder = std::fs::read_dir(mnt.join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let svg = folder.join("plots/timeseries.svg");
+    assert!(
+        end.stderr.contains("synlab: the run folder is incomplete:")
+            && end
+                .stderr
+                .contains(&format!("writing {} (the disk is full", svg.display()))
+            && end.stderr.contains("No space left on device"),
+        "{}",
+        end.stderr
+    );
+    let files_whole = |dir: &Path| {
+        for f in std::fs::read_dir(dir).unwrap() {
+            let p = f.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
+            if p.is_file() {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(!bytes.is_empty(), "{name} is empty");
+                if name.ends_with(".svg") {
+                    assert!(
+                        String::from_utf8_lossy(&bytes)
+                            .trim_end()
+                            .ends_with("</svg>"),
+                        "{name} is cut"
+                    );
+                }
+                if name.ends_with(".png") {
+                    assert!(bytes.ends_with(&[0xAE, 0x42, 0x60, 0x82]), "{name} is cut");
+                }
+            }
+        }
+    };
+    files_whole(&folder);
+    files_whole(&folder.join("plots"));
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("could not be written") && err.contains("No space left on device"),
+        "{err}"
+    );
+    files_whole(&folder.join("plots"));
 }
 
 /// A run under a low RLIMIT_NOFILE (256, hard too): with CAP_SYS_RESOURCE the worker raises

@@ -108,3 +108,83 @@ fn a_server_twice_as_slow_regresses_and_the_same_server_does_not() {
     assert!(overlay.join("report.md").is_file(), "{stdout}");
     assert!(std::fs::read_dir(overlay.join("plots")).unwrap().count() > 0);
 }
+
+/// The same scenario as a 4-point sweep of the clients.
+fn sweep4() -> String {
+    scenario("5ms").replace("values = [16]", "values = [4, 8, 12, 16]")
+}
+
+/// A sweep stopped by SIGINT during its second point against the same sweep run whole: the
+/// candidate's point 2 is partial and points 3-4 are missing, so the comparison fails with its
+/// own exit code (4) and says why, instead of passing on the points it has.
+#[test]
+fn an_interrupted_candidate_fails_the_comparison() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("sweep.toml");
+    std::fs::write(&sc, sweep4()).unwrap();
+    let base_out = tmp.path().join("base");
+    let (code, stdout, stderr) = synlab(&[
+        "run".as_ref(),
+        "--no-progress".as_ref(),
+        "--out".as_ref(),
+        base_out.as_os_str(),
+        sc.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let base = std::fs::read_dir(&base_out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+
+    let cut_out = tmp.path().join("cut");
+    let child = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", "--no-progress", "--out"])
+        .arg(&cut_out)
+        .arg(&sc)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Into point 2's hold (its warm-up is 0.5 s), then SIGINT.
+    let t0 = std::time::Instant::now();
+    let cut = loop {
+        assert!(t0.elapsed().as_secs() < 60, "point 2 never began");
+        let dir = std::fs::read_dir(&cut_out)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path());
+        let log = dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join("run.log")).ok())
+            .unwrap_or_default();
+        if log.contains("point 2/4") {
+            break dir.unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (code, stdout, stderr) = synlab(&["compare".as_ref(), base.as_os_str(), cut.as_os_str()]);
+    assert_eq!(code, 4, "{stdout}\n{stderr}");
+    let whole = format!("INCOMPLETE the run {} is not whole: ", cut.display());
+    for want in [
+        format!("{whole}it was interrupted"),
+        format!("{whole}point 2 (closed 8) is partial: held "),
+        format!("{whole}2 of its 4 planned points are missing: 3 (closed 12), 4 (closed 16)"),
+        "synlab: the comparison fails (exit 4): only whole runs are compared".to_string(),
+    ] {
+        assert!(stderr.contains(&want), "{want}\nnot in:\n{stderr}");
+    }
+    assert!(!stdout.contains("no regression"), "{stdout}");
+}

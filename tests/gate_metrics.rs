@@ -37,6 +37,62 @@ fn get(port: u16, path: &str) -> Option<(String, String)> {
     Some((head.lines().next()?.to_string(), body.to_string()))
 }
 
+/// GET /metrics asking for OpenMetrics, as Prometheus does: the body.
+fn get_openmetrics(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    Some(buf.split_once("\r\n\r\n")?.1.to_string())
+}
+
+/// `--metrics` on an address this host does not have fails at once (exit 2) and says so,
+/// rather than guessing the port is in use; a port in use is said to be in use.
+#[test]
+fn a_metrics_address_not_on_this_host_is_named_as_such() {
+    let synlab = |addr: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
+            .args([
+                "probe",
+                "--port",
+                "1",
+                "--no-pcap",
+                "--count",
+                "1",
+                "--metrics",
+                addr,
+            ])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = synlab("192.0.2.1:9464");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--metrics: cannot listen on 192.0.2.1:9464: 192.0.2.1 is not an address of this host"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("in use"), "{err}");
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let (code, err) = synlab(&addr);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr}: port")) && err.contains("is in use"),
+        "{err}"
+    );
+}
+
 /// Polls `f` until it returns Some, up to `secs`.
 fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let end = Instant::now() + Duration::from_secs(secs);
@@ -93,6 +149,21 @@ fn prometheus_scrapes_a_run_and_promtool_accepts_the_exposition() {
     })
     .1;
     assert_eq!(get(port, "/nope").unwrap().0, "HTTP/1.1 404 Not Found");
+    // OpenMetrics, as Prometheus asks for it: each series says what it is and its unit.
+    let om = get_openmetrics(port).unwrap();
+    for want in [
+        "# HELP synlab_target_rate_per_second The arrival rate the load schedule aims at",
+        "# UNIT synlab_target_rate_per_second per_second\n",
+        "# UNIT synlab_total_p99_seconds seconds\n",
+        "# UNIT synlab_total_latency_seconds seconds\n",
+        "# HELP synlab_time_wait TIME_WAIT sockets of the whole server network namespace",
+    ] {
+        assert!(om.contains(want), "{want} is not in:\n{om}");
+    }
+    assert!(
+        !om.contains("latest sample"),
+        "a HELP repeats a name:\n{om}"
+    );
     assert!(
         body.contains("# TYPE synlab_total_latency_seconds histogram\n")
             && body.contains("synlab_connect_latency_seconds_bucket{le=\"+Inf\"}"),

@@ -177,6 +177,34 @@ fn thresholds_that_hold_exit_0_and_list_as_passing_tests() {
     let md = std::fs::read_to_string(r.run_dir.join("report.md")).unwrap();
     assert!(md.contains("### Thresholds: pass"), "{md}");
     hlogs_match_the_summary(&r.run_dir, &s);
+    states_say_their_samples(&r.run_dir, &s, &md);
+}
+
+/// Each point's ESTABLISHED mean says how many samples of the socket states it is over
+/// (`states_samples`; the walk is paced, so a short hold may have few), and the samples are
+/// the time series' ESTABLISHED cells: the run's walks in all number at least the points'.
+fn states_say_their_samples(dir: &Path, s: &serde_json::Value, md: &str) {
+    let points = s["points"].as_array().unwrap();
+    let ts = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let mut lines = ts.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let i = head.iter().position(|c| *c == "established").unwrap();
+    let walks = lines
+        .filter(|l| l.split(',').nth(i).is_some_and(|c| !c.is_empty()))
+        .count();
+    let mut in_points = 0;
+    for p in points {
+        let n = p["states_samples"].as_f64().expect("states_samples") as usize;
+        // A 1 s hold at 200 ms samples has at most 6 walks.
+        assert!(n <= 6, "{p}");
+        assert_eq!(n == 0, p["established_mean"].is_null(), "{p}");
+        in_points += n;
+    }
+    assert!(
+        walks >= in_points,
+        "{walks} walks in timeseries.csv, {in_points} in the points"
+    );
+    assert!(md.contains("ESTAB samples"), "{md}");
 }
 
 /// connect.hlog and total.hlog, read back with the hdrhistogram crate's log reader, give the

@@ -120,3 +120,52 @@ fn without_cap_net_raw_the_syn_rate_is_estimated_and_said_once() {
         "estimated SYNs {syns}, 20 connections made"
     );
 }
+
+/// One walk of both families (the older request) finds the same sockets of a port as one
+/// request per family: IPv4 and IPv6 listeners and connections, TIME_WAIT too. No privilege
+/// needed: the test's own sockets in its own namespace.
+#[test]
+fn one_walk_finds_what_a_walk_per_family_finds() {
+    use std::net::{TcpListener, TcpStream};
+    use synlab::probe::sockdiag::state;
+    let v4 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = v4.local_addr().unwrap().port();
+    let v6 = TcpListener::bind(("::1", port)).ok();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
+        held.push(v4.accept().unwrap().0);
+    }
+    if let Some(l) = &v6 {
+        held.push(TcpStream::connect(("::1", port)).unwrap());
+        held.push(l.accept().unwrap().0);
+    }
+    // A server-side close first: TIME_WAIT on the port.
+    let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    drop(v4.accept().unwrap().0);
+    std::thread::sleep(Duration::from_millis(20));
+    drop(c);
+    std::thread::sleep(Duration::from_millis(50));
+    let mask = states_mask(&SERVER_STATES) | states_mask(&[state::TIME_WAIT]);
+    let mut d = SockDiag::open().unwrap();
+    let key = |s: &synlab::sys::sockdiag::DiagSocket| (s.state, s.local, s.sport, s.dport);
+    let mut one: Vec<_> = d.dump(mask, port).unwrap().iter().map(key).collect();
+    assert_eq!(
+        d.one_walk(),
+        Some(true),
+        "the kernel refused the one-walk request"
+    );
+    let mut two: Vec<_> = d
+        .dump_per_family(mask, port)
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    one.sort();
+    two.sort();
+    assert_eq!(one, two);
+    let n = |st: u8| one.iter().filter(|s| s.0 == st).count();
+    assert_eq!(n(state::LISTEN), 1 + usize::from(v6.is_some()));
+    assert_eq!(n(state::ESTABLISHED), 3 + usize::from(v6.is_some()));
+    assert_eq!(n(state::TIME_WAIT), 1, "{one:?}");
+}

@@ -473,7 +473,9 @@ fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
 }
 
 /// Without a subordinate range the rootless lab says what nginx needs instead of starting a
-/// server whose workers cannot switch users.
+/// server whose workers cannot switch users: before any of the lab is built (no run folder),
+/// naming /etc/subuid, and not asking to install newuidmap when it is installed. `check` says
+/// the same as a warning.
 #[test]
 fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -506,9 +508,24 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("nginx cannot run in this rootless lab")
-            && err.contains("apt install uidmap")
-            && err.contains("usermod --add-subuids"),
+            && err.contains("/etc/subuid gives nobody no range of 65,536 ids")
+            && err.contains("usermod --add-subuids 100000-165535 nobody")
+            && err.contains("/etc/subgid gives nobody no range"),
         "{err}"
+    );
+    let tools = installed("/usr/bin/newuidmap") && installed("/usr/bin/newgidmap");
+    assert_eq!(err.contains("apt install uidmap"), !tools, "{err}");
+    assert!(
+        !p.dir.path().join("out").exists(),
+        "a run folder was made: the lab was started before the refusal\n{err}"
+    );
+    let out = p.synlab(&["check", sc.to_str().unwrap()]).output().unwrap();
+    let warned = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{warned}");
+    assert!(
+        warned.contains("nginx.toml: run as this user, nginx cannot run in its rootless lab")
+            && warned.contains("/etc/subuid gives nobody no range"),
+        "{warned}"
     );
     p.assert_none_left();
 }

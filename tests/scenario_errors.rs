@@ -38,6 +38,8 @@ broken! {
     remote_address => "remote_address.toml",
     address_with_builtin => "address_with_builtin.toml",
     rate_too_high => "rate_too_high.toml",
+    command_without_port => "command_without_port.toml",
+    empty => "empty.toml",
     threshold_typo => "threshold_typo.toml",
 }
 
@@ -46,7 +48,7 @@ fn address_or_command_alone_implies_the_kind() {
     use synlab::scenario::model::TargetKind;
     let s = synlab::scenario::parse("a.toml", "[target]\naddress = \"127.0.0.1:8080\"\n").unwrap();
     assert_eq!(s.target.kind, TargetKind::Address);
-    let s = synlab::scenario::parse("c.toml", "[target]\ncommand = \"nginx\"\n").unwrap();
+    let s = synlab::scenario::parse("c.toml", "[target]\ncommand = \"nginx {port}\"\n").unwrap();
     assert_eq!(s.target.kind, TargetKind::Command);
     let s = synlab::scenario::parse("b.toml", "[target]\narch = \"prefork\"\n").unwrap();
     assert_eq!(s.target.kind, TargetKind::Builtin);
@@ -95,4 +97,98 @@ fn embedded_default_round_trips_through_the_resolved_toml() {
 fn missing_file_says_where_to_look() {
     let e = synlab::scenario::load(Path::new("nope/none.toml")).unwrap_err();
     assert!(format!("{e}").contains("scenarios/"), "{e}");
+}
+
+/// `synlab check` on a file: (exit code, stdout, stderr).
+fn check(name: &str, toml: &str) -> (Option<i32>, String, String) {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join(name);
+    std::fs::write(&f, toml).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .arg("check")
+        .arg(&f)
+        .output()
+        .unwrap();
+    let strip =
+        |b: &[u8]| String::from_utf8_lossy(b).replace(&d.path().display().to_string(), "DIR");
+    (out.status.code(), strip(&out.stdout), strip(&out.stderr))
+}
+
+/// What `check` refuses (exit 2, file:line:column and key): a command target that does not say
+/// its port, an empty file.
+#[test]
+fn check_refuses_a_command_without_its_port_and_an_empty_file() {
+    let (code, _, err) = check(
+        "cmd.toml",
+        "[target]\ncommand = \"python3 -m http.server 9000\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("DIR/cmd.toml:2:11: `target.command`: does not say which port its server listens on: write {port}"),
+        "{err}"
+    );
+    // With the port said, the same command passes.
+    let (code, out, err) = check(
+        "cmd.toml",
+        "[target]\ncommand = \"python3 -m http.server 9000\"\nport = 9000\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("ok (cmd, "), "{out}");
+    let (code, out, err) = check("empty.toml", "\n# nothing\n");
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(
+        err.contains("DIR/empty.toml: the scenario is empty (no key set)"),
+        "{err}"
+    );
+    assert!(!out.contains("ok"), "{out}");
+}
+
+/// What `check` warns about (exit 0, file:line:column and key), and the length of a sweep.
+#[test]
+fn check_warns_of_what_no_point_uses_and_says_how_long_a_sweep_runs() {
+    let (code, out, err) = check(
+        "closed.toml",
+        "duration = \"30s\"\n[load]\nmode = \"closed\"\nclients = 8\nrate = 500\n\
+         [sweep]\nparam = \"load.clients\"\nvalues = [8, 16]\nwarmup = \"1s\"\nhold = \"3s\"\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: DIR/closed.toml:5:8: `load.rate`: is not used: every point runs mode = \"closed\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: DIR/closed.toml:1:12: `duration`: is not used with a [sweep]: the run lasts its points' warmup + hold + cooldown (~8 s)"),
+        "{err}"
+    );
+    assert!(
+        out.contains(
+            "sweep of load.clients over 2 points, ~8 s plus the lab's set-up, 2 warning(s)"
+        ),
+        "{out}"
+    );
+
+    let two_paths =
+        "[network]\nbackend = \"router\"\n[[network.path]]\nname = \"near\"\nrtt = \"10ms\"\n\
+         [[network.path]]\nname = \"far\"\nrtt = \"100ms\"\n[sweep]\nparam = \"network.rtt\"\n\
+         values = [\"20ms\", \"50ms\"]\n";
+    let (code, _, err) = check("rtt.toml", two_paths);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: DIR/rtt.toml:10:9: `sweep.param`: `network.rtt` sets all 2 paths at once: each value replaces every path's own (`near` 10ms, `far` 100ms), which no point uses"),
+        "{err}"
+    );
+
+    let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let (code, out, err) = check(
+        "long.toml",
+        &format!(
+            "[load]\nmode = \"open\"\nrate = 100\n[sweep]\nparam = \"load.rate\"\nwarmup = \"1s\"\nhold = \"3s\"\nvalues = [{}]\n",
+            values.join(", ")
+        ),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("sweep of load.rate over 1000 points, ~67 minutes"),
+        "{out}"
+    );
 }

@@ -218,6 +218,19 @@ fn temp_dir(what: &str) -> anyhow::Result<PathBuf> {
     Ok(d)
 }
 
+/// Whether a target of `kind` can run in a lab of `mode`: nginx and Apache switch their workers
+/// to another user, which a rootless lab without subordinate ids cannot map.
+pub fn fits_lab(kind: TargetKind, mode: &crate::sys::userns::LabMode) -> anyhow::Result<()> {
+    if kind.is_real_server() && *mode == (crate::sys::userns::LabMode::Rootless { wide: false }) {
+        bail!(
+            "{} cannot run in this rootless lab: {}",
+            kind.name(),
+            crate::sys::userns::wide_mapping_missing()
+        );
+    }
+    Ok(())
+}
+
 impl RealServer {
     /// Writes the config and the document root for the scenario's nginx or Apache listening on
     /// `listen`, into `dir` (None: a temporary folder). Fails, naming the package, when the
@@ -229,14 +242,8 @@ impl RealServer {
     ) -> anyhow::Result<Self> {
         let kind = sc.target.kind;
         let bin = find_binary(kind)?;
-        if let Some(crate::sys::userns::LabMode::Rootless { wide: false }) =
-            crate::sys::userns::mode()
-        {
-            bail!(
-                "{} cannot run in this rootless lab: {}",
-                kind.name(),
-                crate::sys::userns::wide_mapping_missing()
-            );
+        if let Some(mode) = crate::sys::userns::mode() {
+            fits_lab(kind, mode)?;
         }
         let modules = match kind {
             TargetKind::Apache => Some(apache_modules_dir()?),

@@ -348,10 +348,14 @@ fn set_up_point(ctrl: &mut Controller, p: &Point, kind: Option<SweepParam>) -> O
 /// Decides, before any thread starts, where a scenario's network lab is built: as root on
 /// the host, or in synlab's own user namespace (not root, or `force`). Scenarios without a
 /// [network] section stay as they are: their command targets keep the user's own identity.
-pub fn settle_lab_mode(sc: &Scenario, force: bool) {
+/// A target that cannot run in the lab so settled (nginx or Apache rootless without
+/// subordinate ids) is refused here, before any of the lab is built.
+pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<()> {
     if sc.network.is_some() || force {
-        crate::sys::userns::prepare(force);
+        let mode = crate::sys::userns::prepare(force);
+        super::real_server::fits_lab(sc.target.kind, mode)?;
     }
+    Ok(())
 }
 
 /// `synlab run SCENARIO [--out DIR] [--quick]`.
@@ -362,13 +366,16 @@ pub fn run_main(
     progress: bool,
     extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
-    let mut sc = crate::scenario::load(scenario)?;
+    let (mut sc, warnings) = crate::scenario::load_with_warnings(scenario)?;
+    for w in &warnings {
+        eprintln!("synlab: warning: {w}");
+    }
     let name = sc.name.clone();
     if quick {
         sc = sc.scaled(QUICK_FACTOR);
     }
     let parent = out_parent(&sc, out);
-    settle_lab_mode(&sc, extras.userns);
+    settle_lab_mode(&sc, extras.userns)?;
     let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
     let interrupted = interrupt_flag();
     let opts = RunOptions {
@@ -388,23 +395,33 @@ pub fn run_main(
     } = run_gated(sc, opts, progress, exporter.as_ref())?;
     print!("{}", summary_table(&rows));
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
+    // Every file that could not be written (each says its path and why) fails the run.
+    let mut unwritten: Vec<String> = last_files.into_iter().collect();
     if let Some(path) = &extras.junit {
-        crate::report::junit::write(path, &name, &verdicts)?;
-        println!("junit: {}", path.display());
+        match crate::report::junit::write(path, &name, &verdicts) {
+            Ok(()) => println!("junit: {}", path.display()),
+            Err(e) => unwritten.push(format!("{e:#}")),
+        }
     }
     if let Some(d) = &dir {
         match crate::report::write_report(d) {
             Ok(md) => println!("report: {}", md.display()),
-            Err(e) => eprintln!("synlab: the report could not be written: {e:#}"),
+            Err(e) => unwritten.push(format!("{e:#}")),
         }
         println!("results: {}", d.display());
     }
     if cut || interrupted.load(Ordering::Relaxed) {
+        for e in &unwritten {
+            eprintln!("synlab: not written: {e}");
+        }
         eprintln!("synlab: interrupted; the run folder holds what was measured");
         return Ok(ExitCode::from(130));
     }
-    if let Some(e) = last_files {
-        eprintln!("synlab: the run folder is incomplete: {e} (exit 1)");
+    if !unwritten.is_empty() {
+        eprintln!(
+            "synlab: the run folder is incomplete: {} (exit 1)",
+            unwritten.join("; ")
+        );
         return Ok(ExitCode::from(1));
     }
     if let Some(d) = child_died {

@@ -31,7 +31,7 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let access = ctrl.point_access_counts();
     SummaryRow {
         point,
-        mode: format!("{:?}", ctrl.state.knobs.mode).to_lowercase(),
+        mode: crate::scenario::points::mode_name(ctrl.state.knobs.mode),
         hold_s: dt,
         offered_rate: nan_or(ctrl.state.knobs.rate),
         attempts_per_s: tot.counts.attempts as f64 / dt,
@@ -73,7 +73,10 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         cpu_iowait_pct: mean(col::CPU_IOWAIT_PCT),
         cpu_steal_pct: mean(col::CPU_STEAL_PCT),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
-        check_syn_vs_attempts_pct: cross(tot.counts.attempts as f64 / dt, mean(col::SYN_IN)),
+        check_syn_vs_attempts_pct: cross(
+            tot.counts.attempts as f64 / dt,
+            crate::probe::crosscheck::first_syns(mean(col::SYN_IN), mean(col::SYN_RETRANS_PER_S)),
+        ),
         check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,
             dt,
@@ -92,6 +95,7 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             .iter()
             .map(|(name, p)| path_summary(name, p, dt))
             .collect(),
+        states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
         ..Default::default()
     }
 }
@@ -153,7 +157,7 @@ pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
 /// The short table printed at the end of a run.
 pub fn summary_table(rows: &[SummaryRow]) -> String {
     let mut s = format!(
-        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6}  notes\n",
+        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>11} {:>6}  notes\n",
         "pt",
         "mode",
         "value",
@@ -162,7 +166,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         "errors/s",
         "p50 ms",
         "p99 ms",
-        "acceptq",
+        "acceptq max",
         "cpu%"
     );
     for r in rows {
@@ -193,7 +197,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
             fmt(r.errors_per_s, 10),
             fmt(r.total_p50_ms, 9),
             fmt(r.total_p99_ms, 9),
-            fmt(r.accept_queue_max, 8),
+            fmt(r.accept_queue_max, 11),
             fmt(100.0 - r.cpu_idle_pct, 6),
             notes.join("; ")
         ));

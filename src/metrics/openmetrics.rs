@@ -7,7 +7,6 @@
 
 use crate::metrics::hist::{Buckets, BUCKET_BOUNDS_S};
 use crate::model::{Col, Kind, Unit};
-use anyhow::Context;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::io::{BufRead, BufReader, Write};
@@ -32,7 +31,8 @@ pub fn to_classic(openmetrics: &str) -> String {
         .collect();
     let mut out = String::with_capacity(openmetrics.len());
     for line in openmetrics.lines() {
-        if line == "# EOF" {
+        // Neither the end marker nor units are part of the text format 0.0.4.
+        if line == "# EOF" || line.starts_with("# UNIT ") {
             continue;
         }
         let meta = ["# HELP ", "# TYPE "]
@@ -79,38 +79,66 @@ fn base_unit(unit: Unit) -> Option<(&'static [&'static str], &'static str, f64)>
         Unit::Microseconds => Some((&["us"], "seconds", 1e-6)),
         Unit::Percent => Some((&["pct"], "ratio", 1e-2)),
         Unit::Megabytes => Some((&["mb"], "bytes", 1048576.0)),
-        Unit::Count | Unit::Pages | Unit::Flag => None,
+        Unit::Pages => Some((&["pages"], "pages", 1.0)),
+        Unit::Count | Unit::Flag => None,
+    }
+}
+
+/// A time-series column as Prometheus names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromSeries {
+    /// The name without the `synlab_` prefix, its unit, or a counter's `_total`.
+    pub stem: String,
+    /// The base unit the name ends with, said by a `# UNIT` line; None for counts and flags.
+    pub unit: Option<&'static str>,
+    /// The value in that unit.
+    pub value: f64,
+    /// A count since the run or its source started (the encoder adds `_total`).
+    pub counter: bool,
+}
+
+impl PromSeries {
+    /// Its name without the prefix: the stem and the unit.
+    pub fn name(&self) -> String {
+        match self.unit {
+            Some(u) => format!("{}_{u}", self.stem),
+            None => self.stem.clone(),
+        }
     }
 }
 
 /// A time-series column as Prometheus names it, from the column's unit and kind: the unit's
-/// word in the name swapped for its base unit (`_ms` -> `_seconds`, `_pct` -> `_ratio`, `_mb`
-/// -> `_bytes`, `_per_s` -> `_per_second`) and the value scaled to match; a counter (a count
-/// since the run or its source started) without its `_total` (the encoder adds it), and true.
-pub fn prom_series(column: Col, v: f64) -> (String, f64, bool) {
+/// word in the name swapped for its base unit at the end (`_ms` -> `_seconds`, `_pct` ->
+/// `_ratio`, `_mb` -> `_bytes`, `_per_s` -> `_per_second`), added where the name does not
+/// spell it (`target_rate` -> `target_rate_per_second`), and the value scaled to match; a
+/// counter (a count since the run or its source started) without its `_total`.
+pub fn prom_series(column: Col, v: f64) -> PromSeries {
     let name = column.name();
     let clean: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     let mut words: Vec<&str> = clean.split('_').filter(|w| !w.is_empty()).collect();
-    if column.kind() == Kind::Counter {
-        if words.last() == Some(&"total") {
-            words.pop();
-        }
-        return (words.join("_"), v, true);
+    let counter = column.kind() == Kind::Counter;
+    if counter && words.last() == Some(&"total") {
+        words.pop();
     }
-    let Some((spelt, base, scale)) = base_unit(column.unit()) else {
-        return (words.join("_"), v, false);
+    let (unit, value) = match base_unit(column.unit()) {
+        Some((spelt, base, scale)) if !counter => {
+            // The unit is the last word that spells it: a path may be called `ms`.
+            if let Some(i) = words.windows(spelt.len()).rposition(|w| w == spelt) {
+                words.drain(i..i + spelt.len());
+            }
+            (Some(base), v * scale)
+        }
+        _ => (None, v),
     };
-    // A name that does not spell its unit (`target_rate`) keeps its name and its value. The
-    // unit is the last word that spells it: a path may be called `ms`.
-    let Some(i) = words.windows(spelt.len()).rposition(|w| w == spelt) else {
-        return (words.join("_"), v, false);
-    };
-    words.drain(i..i + spelt.len());
-    words.push(base);
-    (words.join("_"), v * scale, false)
+    PromSeries {
+        stem: words.join("_"),
+        unit,
+        value,
+        counter,
+    }
 }
 
 /// A latency distribution since the run began, in fixed buckets, as an OpenMetrics histogram.
@@ -137,32 +165,59 @@ impl prometheus_client::encoding::EncodeMetric for FixedHistogram {
     }
 }
 
+/// What a latency histogram of the run is (its HELP).
+fn histogram_help(name: &str) -> String {
+    match name {
+        "connect_latency" => "Connect time of every connection the load clients completed since the run began, from the scheduled start".into(),
+        "total_latency" => "Response time (scheduled start to last byte) of every request the load clients completed since the run began".into(),
+        other => format!("Latency distribution `{other}` since the run began"),
+    }
+}
+
+/// Registers one series, with a `# UNIT` when it has a unit.
+fn register(
+    reg: &mut Registry,
+    stem: String,
+    help: String,
+    unit: Option<&'static str>,
+    m: impl prometheus_client::registry::Metric,
+) {
+    use prometheus_client::registry::Unit as P;
+    match unit {
+        Some("seconds") => reg.register_with_unit(stem, help, P::Seconds, m),
+        Some("bytes") => reg.register_with_unit(stem, help, P::Bytes, m),
+        Some(u) => reg.register_with_unit(stem, help, P::Other(u.into()), m),
+        None => reg.register(stem, help, m),
+    }
+}
+
 /// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
-/// series are left out: not measured), and latency distributions `(name, buckets)` as
-/// histograms (`synlab_<name>_seconds`).
+/// series are left out: not measured), each with its column's help and unit, and latency
+/// distributions `(name, buckets)` as histograms (`synlab_<name>_seconds`).
 pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
     use prometheus_client::metrics::counter::Counter;
     let mut reg = Registry::with_prefix("synlab");
-    for &(column, ref v) in series {
+    for &(column, v) in series {
         if !v.is_finite() {
             continue;
         }
-        let (name, v, counter) = prom_series(column, *v);
-        let help = format!("synlab's {column}, latest sample");
-        if counter {
+        let p = prom_series(column, v);
+        let help = column.help().into_owned();
+        if p.counter {
             let c = Counter::<f64, AtomicU64>::default();
-            c.inc_by(v.max(0.0));
-            reg.register(name, help, c);
+            c.inc_by(p.value.max(0.0));
+            register(&mut reg, p.stem, help, p.unit, c);
         } else {
             let g = Gauge::<f64, AtomicU64>::default();
-            g.set(v);
-            reg.register(name, help, g);
+            g.set(p.value);
+            register(&mut reg, p.stem, help, p.unit, g);
         }
     }
     for (name, b) in hists {
-        reg.register(
-            format!("{name}_seconds"),
-            format!("synlab's {name} latency since the run began"),
+        reg.register_with_unit(
+            name.to_string(),
+            histogram_help(name),
+            prometheus_client::registry::Unit::Seconds,
             FixedHistogram(b.clone()),
         );
     }
@@ -170,6 +225,30 @@ pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
     out
+}
+
+/// Why `--metrics ADDR` cannot listen, and what to do, from the bind's error.
+fn bind_error(addr: SocketAddr, e: std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind as K;
+    let why = match e.kind() {
+        K::AddrInUse => format!(
+            "port {} is in use on {}: pick another port",
+            addr.port(),
+            addr.ip()
+        ),
+        K::AddrNotAvailable => format!(
+            "{} is not an address of this host: name one of its addresses, 0.0.0.0 for all, \
+             or give a bare port for 127.0.0.1",
+            addr.ip()
+        ),
+        K::PermissionDenied => format!(
+            "port {} is below 1024, which needs root (CAP_NET_BIND_SERVICE): pick a port \
+             from 1024 up",
+            addr.port()
+        ),
+        _ => "see the cause below".to_string(),
+    };
+    anyhow::Error::new(e).context(format!("--metrics: cannot listen on {addr}: {why}"))
 }
 
 /// A running /metrics endpoint; `publish` replaces what it serves.
@@ -182,9 +261,7 @@ pub struct Exporter {
 impl Exporter {
     /// Binds `addr` and serves from a background thread (for the life of the process).
     pub fn start(addr: SocketAddr) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(addr).with_context(|| {
-            format!("--metrics: cannot listen on {addr} (in use? pick another port)")
-        })?;
+        let listener = TcpListener::bind(addr).map_err(|e| bind_error(addr, e))?;
         let addr = listener.local_addr()?;
         let body = Arc::new(Mutex::new(encode(&[], &[])));
         let served = Arc::clone(&body);
@@ -243,6 +320,11 @@ mod tests {
     use super::*;
     use crate::model::{col, PathName};
 
+    /// The full name, value and counter flag of a series.
+    fn named(p: PromSeries) -> (String, f64, bool) {
+        (p.name(), p.value, p.counter)
+    }
+
     #[test]
     fn series_become_prefixed_gauges_and_nan_is_left_out() {
         let t = encode(
@@ -259,20 +341,20 @@ mod tests {
         );
         assert!(t.contains("synlab_responses_per_second 412.5\n"), "{t}");
         assert_eq!(
-            prom_series(col::LAG_MAX, 20.0),
-            ("lag_max_seconds".into(), 0.02, false)
+            named(prom_series(col::LAG_MAX, 20.0)),
+            ("lag_max_seconds".to_string(), 0.02, false)
         );
         assert_eq!(
-            prom_series(col::CPU_IDLE, 50.0),
-            ("cpu_idle_ratio".into(), 0.5, false)
+            named(prom_series(col::CPU_IDLE, 50.0)),
+            ("cpu_idle_ratio".to_string(), 0.5, false)
         );
         assert_eq!(
-            prom_series(col::SYN_IN_TOTAL, 7.0),
-            ("syn_in".into(), 7.0, true)
+            named(prom_series(col::SYN_IN_TOTAL, 7.0)),
+            ("syn_in".to_string(), 7.0, true)
         );
         assert_eq!(
-            prom_series(col::SERVER_RSS_MB, 2.0),
-            ("server_rss_bytes".into(), 2097152.0, false)
+            named(prom_series(col::SERVER_RSS_MB, 2.0)),
+            ("server_rss_bytes".to_string(), 2097152.0, false)
         );
         let c = encode(&[(col::SYN_IN_TOTAL, 7.0)], &[]);
         assert!(
@@ -331,30 +413,30 @@ mod tests {
     fn unit_and_kind_come_from_the_column() {
         let wan = PathName::new("wan");
         assert_eq!(
-            prom_series(col::TOTAL_P99.of_path(wan), 250.0),
-            ("path_wan_total_p99_seconds".into(), 0.25, false)
+            named(prom_series(col::TOTAL_P99.of_path(wan), 250.0)),
+            ("path_wan_total_p99_seconds".to_string(), 0.25, false)
         );
         assert_eq!(
-            prom_series(col::ERRORS.of_path(wan), 4.0),
-            ("path_wan_errors_per_second".into(), 4.0, false)
+            named(prom_series(col::ERRORS.of_path(wan), 4.0)),
+            ("path_wan_errors_per_second".to_string(), 4.0, false)
         );
         // Microseconds reach seconds like milliseconds do.
         assert_eq!(
-            prom_series(col::ROUTER_LATE_P99_US, 1500.0),
-            ("router_late_p99_seconds".into(), 0.0015, false)
+            named(prom_series(col::ROUTER_LATE_P99_US, 1500.0)),
+            ("router_late_p99_seconds".to_string(), 0.0015, false)
         );
         // A count since the capture started is a counter whatever its name.
         assert_eq!(
-            prom_series(col::PCAP_DROPS, 3.0),
-            ("pcap_drops".into(), 3.0, true)
+            named(prom_series(col::PCAP_DROPS, 3.0)),
+            ("pcap_drops".to_string(), 3.0, true)
         );
         assert_eq!(
-            prom_series(col::TARGET_RATE, 500.0),
-            ("target_rate".into(), 500.0, false)
+            named(prom_series(col::TARGET_RATE, 500.0)),
+            ("target_rate_per_second".to_string(), 500.0, false)
         );
         assert_eq!(
-            prom_series(col::TCP_MEM_PAGES, 9.0),
-            ("tcp_mem_pages".into(), 9.0, false)
+            named(prom_series(col::TCP_MEM_PAGES, 9.0)),
+            ("tcp_mem_pages".to_string(), 9.0, false)
         );
         let t = encode(
             &[
@@ -368,10 +450,10 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("path_wan"), "{t}");
-        let named = encode(&[(col::TOTAL_P99.of_path(wan), 250.0)], &[]);
+        let one = encode(&[(col::TOTAL_P99.of_path(wan), 250.0)], &[]);
         assert!(
-            named.contains("synlab_path_wan_total_p99_seconds 0.25\n"),
-            "{named}"
+            one.contains("synlab_path_wan_total_p99_seconds 0.25\n"),
+            "{one}"
         );
         // A path named after a unit keeps its name: the unit is the name's last word.
         let ms = encode(&[(col::TOTAL_P99.of_path(PathName::new("ms")), 250.0)], &[]);
@@ -379,5 +461,66 @@ mod tests {
             ms.contains("synlab_path_ms_total_p99_seconds 0.25\n"),
             "{ms}"
         );
+    }
+
+    /// HELP says what a series is, not its name again; each unit has its `# UNIT` line in
+    /// OpenMetrics (none in the text format, which has no such line).
+    #[test]
+    fn help_and_unit_say_what_the_series_is() {
+        let t = encode(
+            &[
+                (col::TARGET_RATE, 500.0),
+                (col::TIME_WAIT, 12.0),
+                (col::TOTAL_P99, 250.0),
+                (col::SYN_IN_TOTAL, 7.0),
+            ],
+            &[(
+                "total_latency",
+                Buckets::of(&crate::metrics::hist::new_hist()),
+            )],
+        );
+        for line in t.lines().filter(|l| l.starts_with("# HELP ")) {
+            let (name, help) = line[7..].split_once(' ').unwrap();
+            assert!(!help.contains("latest sample"), "{line}");
+            assert!(help.len() > 30, "{line}");
+            assert!(!help.contains(name.trim_start_matches("synlab_")), "{line}");
+        }
+        assert!(
+            t.contains("# UNIT synlab_target_rate_per_second per_second\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("# UNIT synlab_total_p99_seconds seconds\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("# UNIT synlab_total_latency_seconds seconds\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "# HELP synlab_time_wait TIME_WAIT sockets of the whole server network namespace"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("# UNIT synlab_time_wait"), "{t}");
+        assert!(!t.contains("# UNIT synlab_syn_in"), "{t}");
+        assert!(!to_classic(&t).contains("# UNIT"));
+    }
+
+    #[test]
+    fn an_address_not_on_this_host_is_said_so() {
+        let e = Exporter::start("192.0.2.1:9464".parse().unwrap())
+            .err()
+            .unwrap();
+        let m = format!("{e:#}");
+        assert!(
+            m.contains("192.0.2.1 is not an address of this host"),
+            "{m}"
+        );
+        assert!(!m.contains("in use"), "{m}");
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let e = Exporter::start(held.local_addr().unwrap()).err().unwrap();
+        assert!(format!("{e:#}").contains("is in use"), "{e:#}");
     }
 }

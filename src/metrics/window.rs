@@ -65,6 +65,11 @@ impl SampleWindow {
         self.acc.get(&c).map(|a| a.sum / a.n as f64)
     }
 
+    /// How many values of a column the window holds.
+    pub fn count(&self, c: Col) -> usize {
+        self.acc.get(&c).map_or(0, |a| a.n)
+    }
+
     pub fn max(&self, c: Col) -> Option<f64> {
         self.acc.get(&c).map(|a| a.max)
     }
@@ -149,6 +154,7 @@ mod tests {
         w.feed(10.0, &[(col::ATTEMPTS, Some(10.0))]);
         w.feed(10.5, &[(col::ATTEMPTS, Some(20.0))]);
         assert_eq!(w.mean(col::ATTEMPTS), Some(15.0));
+        assert_eq!((w.count(col::ATTEMPTS), w.count(col::ESTABLISHED)), (2, 0));
         assert_eq!(w.max(col::ATTEMPTS), Some(20.0));
         assert_eq!(w.latest(col::ATTEMPTS), Some(20.0));
         assert_eq!(w.at_open(col::ATTEMPTS), None);

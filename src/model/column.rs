@@ -127,6 +127,11 @@ impl Col {
             Id::Path(p, _) => Some(p),
         }
     }
+
+    /// The fixed figure a path's column is of (a fixed column is its own).
+    pub fn figure(self) -> Col {
+        Col(Id::Fixed(self.def()))
+    }
 }
 
 impl std::fmt::Display for Col {
@@ -243,6 +248,9 @@ columns! {
     ROUTER_QUEUE = "router_queue", Count, Gauge;
     ROUTER_LATE_P50_US = "router_late_p50_us", Microseconds, Percentile;
     ROUTER_LATE_P99_US = "router_late_p99_us", Microseconds, Percentile;
+    // The probes' per-port TIME_WAIT (sock_diag; `synlab probe` walks it, the lab reads the
+    // namespace's from sockstat).
+    PORT_TIME_WAIT = "port_time_wait", Count, Gauge;
 }
 
 /// The figures a network path gets of its own (its rates and latencies), in their column order.

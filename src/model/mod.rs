@@ -2,6 +2,7 @@
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
 pub mod column;
+pub mod column_help;
 pub mod counters;
 pub mod limits;
 pub mod summary;

@@ -115,6 +115,10 @@ pub struct SummaryRow {
     /// Each network path's figures (summary.json only; timeseries.csv has `path_<name>_*`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<PathSummary>,
+    /// How many samples of the port's socket states `established_mean` is over: the state walk
+    /// is paced to keep the probes' cost low, so a short hold may have one or two.
+    #[serde(default)]
+    pub states_samples: f64,
 }
 
 /// A summary value as a number: flags are 0/1.
@@ -225,6 +229,7 @@ summary_cols! {
     CheckSynTolerancePct = check_syn_tolerance_pct: Percent,
     CheckServerVsClientPct = check_server_vs_client_pct: Percent,
     ClientBound = client_bound: Flag,
+    StatesSamples = states_samples: Count,
 }
 
 impl SummaryCol {

@@ -3,11 +3,12 @@
 
 use super::sample::{ProbeSample, SynSource};
 use super::sampler::{spawn, ProbeConfig};
+use super::scope::{self, Scope};
 use super::sockdiag::{state, states_mask};
 use crate::model::units::Dur;
 use crate::sys::procfs::{self, NetnsTarget};
 use crate::sys::sockdiag::SockDiag;
-use anyhow::{bail, Context};
+use anyhow::bail;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,61 +56,135 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// Listening sockets (port, inode) in `target`'s netns, any port: a LISTEN-only dump is cheap.
-fn listeners_in(target: Option<NetnsTarget>) -> anyhow::Result<Vec<(u16, u64)>> {
-    std::thread::spawn(move || -> anyhow::Result<Vec<(u16, u64)>> {
+/// A listening socket of the probed namespace.
+#[derive(Debug, Clone, Copy)]
+struct Listener {
+    port: u16,
+    inode: u64,
+    uid: u32,
+}
+
+/// Why a namespace cannot be entered, and what to do instead.
+fn cannot_enter(t: &NetnsTarget, e: impl std::fmt::Display) -> anyhow::Error {
+    match t {
+        NetnsTarget::OfPid(pid) => anyhow::anyhow!(
+            "cannot enter the network namespace of pid {pid} ({}: {e}): entering another \
+             process's namespace needs root (CAP_SYS_ADMIN), and another user's process cannot \
+             even be looked at; if the server listens in this namespace, probe it by its port \
+             instead: `synlab probe --port PORT` (without --pid)",
+            t.path().display()
+        ),
+        NetnsTarget::Named(n) => anyhow::anyhow!(
+            "cannot enter netns {n} ({}: {e}): entering another namespace needs root \
+             (CAP_SYS_ADMIN); is the name right? (`ip netns list`)",
+            t.path().display()
+        ),
+    }
+}
+
+/// Listening sockets in `target`'s netns, any port: a LISTEN-only dump is cheap.
+fn listeners_in(target: Option<NetnsTarget>) -> anyhow::Result<Vec<Listener>> {
+    std::thread::spawn(move || -> anyhow::Result<Vec<Listener>> {
         if let Some(t) = &target {
-            procfs::enter_netns(t)
-                .with_context(|| format!("cannot enter netns {}", t.path().display()))?;
+            procfs::enter_netns(t).map_err(|e| cannot_enter(t, e))?;
         }
         let socks = SockDiag::open()?.dump(states_mask(&[state::LISTEN]), 0)?;
-        Ok(socks.iter().map(|s| (s.sport, s.inode as u64)).collect())
+        Ok(socks
+            .iter()
+            .map(|s| Listener {
+                port: s.sport,
+                inode: s.inode as u64,
+                uid: s.uid,
+            })
+            .collect())
     })
     .join()
     .map_err(|_| anyhow::anyhow!("listener lookup thread panicked"))?
 }
 
-/// Fills in the port from a pid, or the pid from a port (best effort: none is fine).
-fn resolve(args: &ProbeArgs) -> anyhow::Result<(u16, Option<u32>)> {
+/// What `synlab probe` was pointed at, resolved.
+struct Resolved {
+    port: u16,
+    server_pid: Option<u32>,
+    /// Why there is no server process to follow (srv%cpu and procs are then "-").
+    no_server: Option<String>,
+}
+
+/// Fills in the port from a pid, or the pid from a port (best effort: none is fine, and said).
+fn resolve(args: &ProbeArgs) -> anyhow::Result<Resolved> {
     let target = match (&args.netns, args.pid) {
         (Some(n), _) => Some(NetnsTarget::Named(n.clone())),
         (None, Some(p)) => Some(NetnsTarget::OfPid(p)),
         _ => None,
     };
+    // Also when both are given: a namespace that cannot be entered is said here, once.
+    let listeners = listeners_in(target)?;
+    let found = |port, pid| Resolved {
+        port,
+        server_pid: Some(pid),
+        no_server: None,
+    };
     match (args.port, args.pid) {
-        (Some(port), Some(pid)) => Ok((port, Some(pid))),
+        (Some(port), Some(pid)) => Ok(found(port, pid)),
         (None, Some(pid)) => {
             let inodes = procfs::socket_inodes(pid);
-            let mut ports: Vec<u16> = listeners_in(target)?
-                .into_iter()
-                .filter(|(_, i)| inodes.contains(i))
-                .map(|(p, _)| p)
+            let mut ports: Vec<u16> = listeners
+                .iter()
+                .filter(|l| inodes.contains(&l.inode))
+                .map(|l| l.port)
                 .collect();
             ports.sort_unstable();
             ports.dedup();
             match ports.as_slice() {
                 [] => bail!("pid {pid} has no listening TCP socket (or it is not visible to us); pass --port"),
-                [p] => Ok((*p, Some(pid))),
+                [p] => Ok(found(*p, pid)),
                 [p, ..] => {
                     eprintln!("synlab probe: pid {pid} listens on ports {ports:?}; probing {p} (use --port to choose)");
-                    Ok((*p, Some(pid)))
+                    Ok(found(*p, pid))
                 }
             }
         }
         (Some(port), None) => {
-            let inodes: Vec<u64> = listeners_in(target)?
-                .into_iter()
-                .filter(|(p, _)| *p == port)
-                .map(|(_, i)| i)
-                .collect();
+            let on_port: Vec<&Listener> = listeners.iter().filter(|l| l.port == port).collect();
+            let inodes: Vec<u64> = on_port.iter().map(|l| l.inode).collect();
             // Nothing listening yet is fine (the sampler notes it once): probe anyway.
-            Ok((port, procfs::pids_holding(&inodes).first().copied()))
+            let pid = procfs::pids_holding(&inodes).first().copied();
+            let no_server = match (pid, on_port.first()) {
+                (Some(_), _) => None,
+                (None, None) => Some(format!(
+                    "srv%cpu and procs are \"-\": nothing listens on port {port} yet, so no server process is known; pass --pid PID to follow one"
+                )),
+                (None, Some(l)) => Some(format!(
+                    "srv%cpu and procs are \"-\": port {port}'s socket belongs to {}, and which process holds a socket is read from /proc/PID/fd, which only root may read for another user's process; run the probe as root to see the server's CPU and processes",
+                    user_named(l.uid)
+                )),
+            };
+            Ok(Resolved {
+                port,
+                server_pid: pid,
+                no_server,
+            })
         }
         (None, None) => bail!("give --port PORT or --pid PID"),
     }
 }
 
-const HEADER: &str = "    time   syn/s synack/s  rst/s retr/s  acceptq  synrcv   estab  timewt  ovfl/s  drop/s popen/s  us  sy  si  id srv%cpu procs probe%";
+/// `uid 0 (root)`.
+fn user_named(uid: u32) -> String {
+    match nix::unistd::User::from_uid(uid.into()).ok().flatten() {
+        Some(u) => format!("uid {uid} ({})", u.name),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// One column of the table: whose figure it is, its heading, and its cell (right-aligned to
+/// the heading's width or `width`).
+struct Field {
+    scope: Scope,
+    head: &'static str,
+    width: usize,
+    cell: fn(&ProbeSample, usize) -> String,
+}
 
 fn cell(v: Option<f64>, width: usize) -> String {
     match v {
@@ -123,56 +198,149 @@ fn cell1(v: Option<f64>, width: usize) -> String {
     v.map_or(format!("{:>width$}", "-"), |x| format!("{x:>width$.1}"))
 }
 
+fn sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? + b?)
+}
+
+/// The table's columns, grouped by whose they are. With pcap the SYN rate is the port's; its
+/// kernel-counter estimate is the namespace's (every port) and sits there, marked `*`.
+fn fields(source: SynSource) -> Vec<Field> {
+    let f = |scope, head, width, cell| Field {
+        scope,
+        head,
+        width,
+        cell,
+    };
+    let mut v = vec![
+        f(Scope::Port, "syn/s", 7, |s, w| match s.syn_source {
+            SynSource::Pcap => cell(s.m.syn_in_per_s, w),
+            SynSource::Estimated => cell(None, w),
+        }),
+        f(Scope::Port, "synack/s", 8, |s, w| {
+            cell(s.m.synack_out_per_s, w)
+        }),
+        f(Scope::Port, "rst/s", 6, |s, w| {
+            cell(sum(s.m.rst_in_per_s, s.m.rst_out_per_s), w)
+        }),
+        f(Scope::Port, "retr/s", 6, |s, w| {
+            cell(s.m.syn_retrans_per_s, w)
+        }),
+        f(Scope::Port, "acceptq", 8, |s, w| {
+            match (s.m.accept_queue, s.m.accept_queue_limit) {
+                (Some(q), Some(l)) => format!("{:>w$}", format!("{q:.0}/{l:.0}")),
+                _ => cell(None, w),
+            }
+        }),
+        f(Scope::Port, "synrcv", 7, |s, w| cell(s.m.syn_recv, w)),
+        f(Scope::Port, "estab", 7, |s, w| cell(s.m.established, w)),
+        f(Scope::Port, "timewt", 7, |s, w| cell(s.m.port_time_wait, w)),
+    ];
+    if source == SynSource::Estimated {
+        v.push(f(Scope::Netns, "syn/s*", 7, |s, w| {
+            cell(s.m.syn_in_per_s, w)
+        }));
+    }
+    v.extend([
+        f(Scope::Netns, "ovfl/s", 7, |s, w| {
+            cell(s.m.listen_overflows_per_s, w)
+        }),
+        f(Scope::Netns, "drop/s", 7, |s, w| {
+            cell(s.m.listen_drops_per_s, w)
+        }),
+        f(Scope::Netns, "popen/s", 7, |s, w| {
+            cell(s.m.passive_opens_per_s, w)
+        }),
+        f(Scope::Netns, "timewt", 7, |s, w| cell(s.m.time_wait, w)),
+        f(Scope::Machine, "us", 3, |s, w| cell(s.m.cpu_user_pct, w)),
+        f(Scope::Machine, "sy", 3, |s, w| cell(s.m.cpu_system_pct, w)),
+        f(Scope::Machine, "si", 3, |s, w| cell(s.m.cpu_softirq_pct, w)),
+        f(Scope::Machine, "id", 3, |s, w| cell(s.m.cpu_idle_pct, w)),
+        f(Scope::Server, "srv%cpu", 7, |s, w| {
+            cell1(sum(s.m.server_cpu_user_pct, s.m.server_cpu_sys_pct), w)
+        }),
+        f(Scope::Server, "procs", 5, |s, w| cell(s.m.server_procs, w)),
+        f(Scope::Probe, "probe%", 7, |s, w| {
+            cell1(s.m.probe_cpu_pct, w)
+        }),
+    ]);
+    v
+}
+
+/// The two header lines: whose each group of columns is, then the columns.
+fn header(fields: &[Field], port: u16, pid: Option<u32>) -> String {
+    let label = |sc: Scope| match sc {
+        Scope::Port => format!("port {port}"),
+        Scope::Netns => "netns: all ports".to_string(),
+        Scope::Machine => "machine".to_string(),
+        Scope::Server => pid.map_or("server".to_string(), |p| format!("pid {p}")),
+        Scope::Probe => "probe".to_string(),
+    };
+    let mut groups = format!("{:>8}", "");
+    let mut heads = format!("{:>8}", "time");
+    let mut i = 0;
+    while i < fields.len() {
+        let sc = fields[i].scope;
+        let n = fields[i..].iter().take_while(|f| f.scope == sc).count();
+        let span: usize = fields[i..i + n].iter().map(|f| f.width + 1).sum::<usize>() - 1;
+        // The label between dashes over its columns, as much of it as fits.
+        let l = label(sc);
+        let l = if l.len() + 2 <= span {
+            format!(" {l} ")
+        } else if l.len() <= span {
+            l
+        } else {
+            String::new()
+        };
+        let dashes = span - l.len();
+        groups.push_str(&format!(
+            " {}{l}{}",
+            "-".repeat(dashes / 2),
+            "-".repeat(dashes - dashes / 2)
+        ));
+        for f in &fields[i..i + n] {
+            heads.push_str(&format!(" {:>w$}", f.head, w = f.width));
+        }
+        i += n;
+    }
+    format!("{groups}\n{heads}")
+}
+
 /// One table line for a sample.
-pub fn format_line(s: &ProbeSample) -> String {
-    let m = &s.m;
-    let syn = match s.syn_source {
-        SynSource::Pcap => cell(m.syn_in_per_s, 7),
-        SynSource::Estimated => format!("{}*", cell(m.syn_in_per_s, 6)),
-    };
-    let rst = match (m.rst_in_per_s, m.rst_out_per_s) {
-        (Some(a), Some(b)) => Some(a + b),
-        _ => None,
-    };
-    let aq = match (m.accept_queue, m.accept_queue_limit) {
-        (Some(q), Some(l)) => format!("{:>8}", format!("{q:.0}/{l:.0}")),
-        _ => format!("{:>8}", "-"),
-    };
-    let srv = match (m.server_cpu_user_pct, m.server_cpu_sys_pct) {
-        (Some(u), Some(y)) => Some(u + y),
-        _ => None,
-    };
-    format!(
-        "{:>8.1} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
-        s.t_s,
-        syn,
-        cell(m.synack_out_per_s, 8),
-        cell(rst, 6),
-        cell(m.syn_retrans_per_s, 6),
-        aq,
-        cell(m.syn_recv, 7),
-        cell(m.established, 7),
-        cell(m.time_wait, 7),
-        cell(m.listen_overflows_per_s, 7),
-        cell(m.listen_drops_per_s, 7),
-        cell(m.passive_opens_per_s, 7),
-        cell(m.cpu_user_pct, 3),
-        cell(m.cpu_system_pct, 3),
-        cell(m.cpu_softirq_pct, 3),
-        cell(m.cpu_idle_pct, 3),
-        cell1(srv, 7),
-        cell(m.server_procs, 5),
-        cell1(m.probe_cpu_pct, 6),
-    )
+fn format_line(s: &ProbeSample, fields: &[Field]) -> String {
+    let mut line = format!("{:>8.1}", s.t_s);
+    for f in fields {
+        line.push(' ');
+        line.push_str(&(f.cell)(s, f.width));
+    }
+    line
 }
 
 /// What a probe without CAP_NET_RAW gives and what it does not.
-pub const UNPRIVILEGED_FIGURES: &str = "not root: given are the accept queue and SYN-RCVD (sock_diag), listen overflows and drops, TCP states, TIME_WAIT, the CPU split and the server's processes; \
-not given are SYN/s counted from packets (estimated from kernel counters instead, marked *) and SYN-ACK, RST and retransmitted-SYN counts, which need a packet capture: \
+pub const UNPRIVILEGED_FIGURES: &str = "not root: given are the port's accept queue, SYN-RCVD, socket states and TIME_WAIT (sock_diag), the namespace's listen overflows, drops and TIME_WAIT, the CPU split and the server's processes; \
+not given are the port's SYN/s counted from packets (the namespace's kernel counters estimate it instead, for every port: syn/s*) and its SYN-ACK, RST and retransmitted-SYN counts, which need a packet capture: \
 run the probe as root, or probe the server inside `synlab tui`/`synlab run`, whose rootless lab captures without root";
 
+/// Whose the figures are, said once at the start.
+fn legend(port: u16, pid: Option<u32>, netns: &str) -> String {
+    format!(
+        "figures by owner: port {port} = its packets (pcap) and its sockets (sock_diag); \
+         netns = {netns} network namespace, every port (kernel counters, sockstat); \
+         machine = every CPU; {}; rates per second",
+        match pid {
+            Some(p) => format!("pid {p} = the server process and its children"),
+            None => "no server process known".to_string(),
+        }
+    )
+}
+
 pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
-    let (port, server_pid) = resolve(&args)?;
+    let r = resolve(&args)?;
+    let (port, server_pid) = (r.port, r.server_pid);
+    let netns = match (&args.netns, args.pid) {
+        (Some(n), _) => format!("netns {n}'s"),
+        (None, Some(p)) => format!("pid {p}'s"),
+        (None, None) => "this process's".to_string(),
+    };
     let cfg = ProbeConfig {
         interval: args.interval,
         port,
@@ -181,6 +349,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
         iface: args.iface.clone(),
         pcap: !args.no_pcap,
         avoid_cpus: Vec::new(),
+        port_time_wait: true,
     };
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
@@ -188,16 +357,26 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     let (tx, rx) = crossbeam_channel::bounded(64);
     let exporter = crate::lab::ci::start_metrics(args.metrics.as_deref())?;
     let handle = spawn(cfg, tx)?;
+    let target = scope::Target {
+        port,
+        netns: netns.clone(),
+        server_pid,
+    };
     if !args.json {
         let who = server_pid.map_or(String::new(), |p| format!(" pid {p}"));
-        eprintln!("synlab probe: port {port}{who}, every {:?} (rates per second; * = estimated from kernel counters)", args.interval);
+        eprintln!("synlab probe: port {port}{who}, every {:?}", args.interval);
+        eprintln!("synlab probe: {}", legend(port, server_pid, &netns));
         if !crate::sys::privilege::Privileges::current().net_raw {
             eprintln!("synlab probe: {}", UNPRIVILEGED_FIGURES);
         }
     }
+    if let Some(why) = &r.no_server {
+        eprintln!("synlab probe: note: {why}");
+    }
     let out = std::io::stdout();
     let mut out = out.lock();
     let mut printed = 0u64;
+    let mut layout: Option<Vec<Field>> = None;
     while !interrupted.load(Ordering::Relaxed) && args.count.is_none_or(|c| printed < c) {
         let Ok(sample) = rx.recv_timeout(Duration::from_millis(100)) else {
             continue;
@@ -213,12 +392,18 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
                 .collect();
             e.publish(&series, &[]);
         }
+        let fields = layout.get_or_insert_with(|| fields(sample.syn_source));
         let res = if args.json {
-            writeln!(out, "{}", serde_json::to_string(&sample)?)
+            writeln!(out, "{}", scope::to_json(&sample, &target))
         } else if printed.is_multiple_of(20) {
-            writeln!(out, "{HEADER}\n{}", format_line(&sample))
+            writeln!(
+                out,
+                "{}\n{}",
+                header(fields, port, server_pid),
+                format_line(&sample, fields)
+            )
         } else {
-            writeln!(out, "{}", format_line(&sample))
+            writeln!(out, "{}", format_line(&sample, fields))
         };
         match res.and_then(|_| out.flush()) {
             Ok(()) => {}
@@ -229,4 +414,34 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     }
     drop(handle);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_says_whose_each_column_is() {
+        let f = fields(SynSource::Pcap);
+        let h = header(&f, 18080, Some(4711));
+        let (groups, heads) = h.split_once('\n').unwrap();
+        assert_eq!(groups.len(), heads.len(), "{h}");
+        for label in ["port 18080", "netns: all ports", "machine", "pid 4711"] {
+            assert!(groups.contains(label), "{label} in\n{h}");
+        }
+        // The port's TIME_WAIT sits under the port's dashes, the namespace's under netns'.
+        let netns_at = groups.find(" netns").unwrap();
+        let group_start = groups[..netns_at].rfind(' ').unwrap();
+        let first_tw = heads.find("timewt").unwrap();
+        assert!(first_tw < group_start, "{h}");
+        assert!(heads[group_start..].contains("timewt"), "{h}");
+        assert!(groups.contains(" probe "), "{h}");
+        // Estimated SYNs are the namespace's, marked *.
+        let e = header(&fields(SynSource::Estimated), 18080, None);
+        let (g, hd) = e.split_once('\n').unwrap();
+        assert!(
+            hd[g.find("netns").unwrap() - 10..].contains("syn/s*"),
+            "{e}"
+        );
+    }
 }

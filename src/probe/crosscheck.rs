@@ -36,6 +36,18 @@ pub fn syn_check_tolerance_pct(attempts_per_s: f64, hold_s: f64, interval_s: f64
     (300.0 * edge.sqrt() / n).max(floor)
 }
 
+/// The SYNs a point compares with the client's attempts: the first SYN of each connection,
+/// that is every SYN less the retransmitted ones (a lost SYN or SYN-ACK makes the client send
+/// its SYN again: one attempt, two SYNs; at 10 % loss that alone is ~+10 %). Without a count
+/// of retransmissions (NaN: no capture), the SYNs as they are.
+pub fn first_syns(syns: f64, retransmitted: f64) -> f64 {
+    if retransmitted.is_finite() {
+        syns - retransmitted
+    } else {
+        syns
+    }
+}
+
 /// The SYNs-vs-attempts tolerance of a point from its recorded `check_syn_tolerance_pct`: never
 /// below the default (summary files written before the noise was recorded read 0 or NaN).
 pub fn syn_tolerance_of(recorded_pct: f64) -> f64 {
@@ -136,6 +148,13 @@ mod tests {
             syn_check_tolerance_pct(500.0, 1.2, 0.02),
             syn_check_tolerance_pct(500.0, 1.2, 0.1)
         );
+    }
+
+    #[test]
+    fn retransmitted_syns_are_not_attempts() {
+        // 10 % of SYNs or SYN-ACKs lost: 1,000 attempts, 1,087 SYNs of which 87 retries.
+        assert_eq!(first_syns(1087.0, 87.0), 1000.0);
+        assert_eq!(first_syns(1087.0, f64::NAN), 1087.0);
     }
 
     #[test]

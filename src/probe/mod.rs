@@ -10,6 +10,7 @@ pub mod pidstat;
 pub mod procnet;
 pub mod sample;
 pub mod sampler;
+pub mod scope;
 
 pub use sample::{Metrics, ProbeSample, SynSource};
 pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle, SampleSink};

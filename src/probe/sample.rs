@@ -134,6 +134,9 @@ metrics! {
     rst_out_total => RST_OUT_TOTAL,
     passive_opens_total => PASSIVE_OPENS_TOTAL, listen_drops_total => LISTEN_DROPS_TOTAL,
     listen_overflows_total => LISTEN_OVERFLOWS_TOTAL, active_opens_total => ACTIVE_OPENS_TOTAL,
+    /// The server port's own TIME_WAIT sockets (sock_diag), when the walk counts them
+    /// (`ProbeConfig::port_time_wait`); `time_wait` is the whole namespace's.
+    port_time_wait => PORT_TIME_WAIT,
 }
 
 /// What the probes send each interval.
@@ -268,6 +271,9 @@ fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
             m.close_wait = f(d.close_wait);
             m.last_ack = f(d.last_ack);
             m.closing = f(d.closing);
+            if d.time_wait_walked {
+                m.port_time_wait = f(d.time_wait);
+            }
         }
     }
     if let Some(s) = &cur.sockstat {

@@ -33,6 +33,10 @@ pub struct ProbeConfig {
     /// take time from the load. The capture thread alone took ~1 % of the generator's core at
     /// 40,000 connections/s on loopback, ~9 % at 500,000 SYN/s.
     pub avoid_cpus: Vec<usize>,
+    /// Count the port's own TIME_WAIT sockets in the state walk (`synlab probe`, where the
+    /// namespace holds other ports' too). Each one crosses to user space (~0.7 µs apiece), so
+    /// the lab, whose server namespace holds only the server, reads the namespace's count.
+    pub port_time_wait: bool,
 }
 
 impl ProbeConfig {
@@ -46,6 +50,7 @@ impl ProbeConfig {
             iface: "lo".into(),
             pcap: true,
             avoid_cpus: Vec::new(),
+            port_time_wait: false,
         }
     }
 
@@ -83,10 +88,12 @@ impl Drop for ProbeHandle {
 const FAMILY_REFRESH: Duration = Duration::from_secs(2);
 
 /// The socket-state walk (any state but LISTEN) makes the kernel scan the whole established
-/// hash, shared by all namespaces and TIME_WAIT included: measured ~5 ms on this host even
-/// with no sockets in the probed netns. It runs at most once per this share of time
-/// (cost / budget), so it stays under 0.5 % of a core; between walks the last counts are
-/// carried forward. The LISTEN query (accept queue) is cheap and runs every sample.
+/// hash, shared by all namespaces and TIME_WAIT included: measured 5-30 ms on our machines
+/// even with no sockets in the probed netns, depending on what the rest of the machine holds
+/// (one walk covers both families: `SockDiag::dump`). It runs at most once per this share of
+/// time (cost / budget), so it stays under 0.5 % of a core; samples between walks leave the
+/// state counts empty, and a point's summary says how many walks its means are over
+/// (`states_samples`). The LISTEN query (accept queue) is cheap and runs every sample.
 const STATE_WALK_BUDGET: f64 = 0.005;
 const STATE_WALK_MAX_GAP: Duration = Duration::from_secs(5);
 
@@ -198,7 +205,7 @@ pub fn spawn_with(
         .name("probe-sampler".into())
         .spawn(move || {
             crate::sys::process::thread_avoid_cpus(&cfg.avoid_cpus);
-            let (mut sampler, base) = match Sampler::open(&cfg, target.as_ref(), capture) {
+            let (mut sampler, base) = match Sampler::open(target.as_ref(), capture) {
                 Ok((mut s, mut open_notes)) => {
                     notes.append(&mut open_notes);
                     // The base of every total is read before `spawn` returns: a caller that
@@ -274,7 +281,6 @@ fn read_parsed<T>(
 
 impl Sampler {
     fn open(
-        cfg: &ProbeConfig,
         target: Option<&NetnsTarget>,
         capture: Option<Arc<CaptureCounters>>,
     ) -> anyhow::Result<(Self, Vec<String>)> {
@@ -284,7 +290,10 @@ impl Sampler {
                 format!("cannot enter netns {} (entering another namespace needs CAP_SYS_ADMIN; is the name/pid right?)", t.path().display())
             })?;
         }
-        let net = procfs::net_dir(cfg.server_pid);
+        // The namespace this thread is in now (the target's): /proc/PID/net would be the
+        // namespace of the pid's main thread, which need not be the probed one (a process
+        // found by its socket, as `synlab probe --netns N --port P` does, can live elsewhere).
+        let net = procfs::net_dir();
         let mut open = |p: std::path::PathBuf| match ProcFile::open(&p) {
             Ok(f) => Some(f),
             Err(e) => {
@@ -363,10 +372,10 @@ impl Sampler {
     fn diag_summary(&mut self, cfg: &ProbeConfig) -> Option<DiagSummary> {
         let d = self.diag.as_mut()?;
         let walk_states = self.states_due.is_none_or(|t| Instant::now() >= t);
-        let mask = if walk_states {
-            states_mask(&SERVER_STATES)
-        } else {
-            states_mask(&[state::LISTEN])
+        let mask = match (walk_states, cfg.port_time_wait) {
+            (true, true) => states_mask(&SERVER_STATES) | states_mask(&[state::TIME_WAIT]),
+            (true, false) => states_mask(&SERVER_STATES),
+            (false, _) => states_mask(&[state::LISTEN]),
         };
         let t0 = Instant::now();
         match d.dump(mask, cfg.port) {
@@ -375,6 +384,7 @@ impl Sampler {
                 // unreported (not the last walk's, repeated).
                 let mut sum = DiagSummary {
                     states_fresh: walk_states,
+                    time_wait_walked: walk_states && cfg.port_time_wait,
                     ..Default::default()
                 };
                 sum.add(&socks);

@@ -8,7 +8,8 @@
 pub use crate::sys::sockdiag::{parse_replies, state, states_mask, DiagSocket};
 
 /// The states the probe counts each sample: everything of the server's port except TIME_WAIT
-/// (read from /proc/net/sockstat instead) and the client-side SYN_SENT.
+/// (the namespace's is read from /proc/net/sockstat; `synlab probe` adds the port's own to the
+/// walk) and the client-side SYN_SENT.
 pub const SERVER_STATES: [u8; 8] = [
     state::LISTEN,
     state::SYN_RECV,
@@ -39,8 +40,10 @@ pub struct DiagSummary {
     pub close_wait: u64,
     pub last_ack: u64,
     pub closing: u64,
-    /// Only filled when TIME_WAIT was asked for.
+    /// Only filled when TIME_WAIT was asked for (`time_wait_walked`).
     pub time_wait: u64,
+    /// TIME_WAIT was among the states walked.
+    pub time_wait_walked: bool,
     /// The state counts were walked for this sample. When not (with many sockets the walk runs
     /// less often than the samples), only the listeners were asked for and the counts mean
     /// nothing.

@@ -42,5 +42,5 @@ pub fn write(path: &Path, scenario: &str, verdicts: &[Verdict]) -> anyhow::Resul
     let xml = report(scenario, verdicts)
         .to_string()
         .context("serializing the JUnit report")?;
-    std::fs::write(path, xml).with_context(|| format!("writing the JUnit file {}", path.display()))
+    crate::sys::files::atomic_write(path, xml.as_bytes())
 }

@@ -266,6 +266,10 @@ const COLS: &[Column] = &[
         key: SummaryCol::EstablishedMean,
     },
     Column {
+        head: "ESTAB samples",
+        key: SummaryCol::StatesSamples,
+    },
+    Column {
         head: "TIME_WAIT",
         key: SummaryCol::TimeWaitMean,
     },
@@ -390,7 +394,10 @@ fn summary_table(md: &mut String, r: &RunData) {
     }
     let _ = writeln!(
         md,
-        "\nValues are means over each point's hold. A point marked ⚠ (values in italics) was \
+        "\nValues are means over each point's hold; ESTAB is the mean of the hold's samples of \
+         the port's socket states (ESTAB samples: the walk of the kernel's socket table is \
+         paced to cost at most 0.5 % of a core, so it runs less often than the other probes \
+         when the machine holds many sockets). A point marked ⚠ (values in italics) was \
          client-bound: the load generator, not the server, set its numbers, so it is not a \
          server measurement. Failed points are gaps in the plots.{}\n",
         if covered {
@@ -500,7 +507,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
     let keys = [
         (
             SummaryCol::CheckSynVsAttemptsPct,
-            "SYNs seen at the server vs client attempts",
+            "first SYNs at the server (retransmitted SYNs left out) vs client attempts",
         ),
         (
             SummaryCol::CheckServerVsClientPct,
@@ -544,7 +551,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
     }
     let _ = writeln!(
         md,
-        "\n| # | mode | {} | SYN vs attempts | server vs client |",
+        "\n| # | mode | {} | first SYNs vs attempts | server vs client |",
         param_head(&r.param())
     );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
@@ -568,8 +575,11 @@ fn cross_checks(md: &mut String, r: &RunData) {
     };
     let _ = writeln!(
         md,
-        "\nPer-point differences come from counting windows that do not line up exactly \
-         (SYNs are counted on the wire, attempts in the client); ⚠ marks a difference over \
+        "\nSYNs vs attempts counts each connection's first SYN: the SYNs pcap saw less the \
+         retransmitted ones (a lost SYN or SYN-ACK makes the client send its SYN again), which \
+         are no new attempts. What difference remains comes from counting windows that do not \
+         line up exactly (SYNs are counted on the wire, attempts in the client), or from \
+         attempts whose every SYN was lost before their timeout; ⚠ marks a difference over \
          {TOLERANCE_PCT} %{noise}.\n"
     );
 }

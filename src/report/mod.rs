@@ -17,16 +17,47 @@ use markdown::{MachineLine, PlotRef};
 use read::RunData;
 use std::path::{Path, PathBuf};
 
-/// `synlab report RUN [RUN2]`.
-pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<()> {
-    let md = match runs {
+/// Files of a report that could not be written, each with its path and why; report.md lists
+/// the plots among them when it could be written itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unwritten(pub Vec<String>);
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} file(s) of the report could not be written: {}",
+            self.0.len(),
+            self.0.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for Unwritten {}
+
+/// The exit code for a report that could not be written whole (a run folder that is not one
+/// stays bad input: exit 2).
+pub const EXIT_UNWRITTEN: u8 = 1;
+
+/// `synlab report RUN [RUN2]`: exit 0, or 1 when a file could not be written.
+pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<std::process::ExitCode> {
+    let written = match runs {
         [] => anyhow::bail!("synlab report takes at least one run folder"),
-        [one] => write_report(one)?,
-        several => write_overlay(several)?,
+        [one] => write_report(one),
+        several => write_overlay(several),
     };
-    println!("report: {}", md.display());
-    println!("plots:  {}", md.with_file_name("plots").display());
-    Ok(())
+    match written {
+        Ok(md) => {
+            println!("report: {}", md.display());
+            println!("plots:  {}", md.with_file_name("plots").display());
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) if e.is::<Unwritten>() => {
+            eprintln!("synlab: {e:#}");
+            Ok(std::process::ExitCode::from(EXIT_UNWRITTEN))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Writes `RUN_DIR/plots/*.svg|png` and `RUN_DIR/report.md`; returns report.md's path.
@@ -120,6 +151,7 @@ fn write_all(
         .with_context(|| format!("creating {}", plot_dir.display()))?;
     let mut refs = Vec::new();
     let mut errors = Vec::new();
+    let mut unwritten = Vec::new();
     for f in &figs {
         match plots::render(f, &plot_dir) {
             Ok(_) => refs.push(PlotRef {
@@ -127,14 +159,23 @@ fn write_all(
                 png: format!("plots/{}.png", f.stem),
                 svg: format!("plots/{}.svg", f.stem),
             }),
-            Err(e) => errors.push(format!("{}: {e:#}", f.stem)),
+            Err(e) => {
+                errors.push(format!("{}: {e:#}", f.stem));
+                unwritten.push(format!("{e:#}"));
+            }
         }
     }
     let written_at = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
     let md = markdown::report(runs, &refs, &errors, missing, machine, &written_at);
     let path = out.join("report.md");
-    std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    if let Err(e) = crate::sys::files::atomic_write(&path, md.as_bytes()) {
+        unwritten.push(format!("{e:#}"));
+    }
+    if unwritten.is_empty() {
+        Ok(path)
+    } else {
+        Err(Unwritten(unwritten).into())
+    }
 }
 
 /// The machine from summary.json's meta.machine if the run recorded it, else this host now.

@@ -137,7 +137,7 @@ pub fn render(fig: &Figure, dir: &Path) -> anyhow::Result<[PathBuf; 2]> {
         root.present()
             .map_err(|e| anyhow!("drawing {}: {e}", svg_path.display()))?;
     }
-    std::fs::write(&svg_path, svg)?;
+    crate::sys::files::atomic_write(&svg_path, svg.as_bytes())?;
 
     let mut rgb = vec![0u8; (size.0 * size.1 * 3) as usize];
     {
@@ -150,15 +150,18 @@ pub fn render(fig: &Figure, dir: &Path) -> anyhow::Result<[PathBuf; 2]> {
     Ok([svg_path, png_path])
 }
 
+/// Encodes the image in memory, then writes it whole (never a truncated PNG left behind).
 fn write_png(path: &Path, (w, h): (u32, u32), rgb: &[u8]) -> anyhow::Result<()> {
-    let f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut enc = png::Encoder::new(f, w, h);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    enc.set_compression(png::Compression::Best);
-    enc.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
-    enc.write_header()?.write_image_data(rgb)?;
-    Ok(())
+    let mut bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Best);
+        enc.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+        enc.write_header()?.write_image_data(rgb)?;
+    }
+    crate::sys::files::atomic_write(path, &bytes)
 }
 
 fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {

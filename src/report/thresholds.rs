@@ -134,14 +134,16 @@ impl Gate {
         }
         if self.gate.fail_on_crosscheck {
             let syn_tol = crosscheck::syn_tolerance_of(row.check_syn_tolerance_pct);
-            for (key, what, tol) in [
+            for (key, short, what, tol) in [
                 (
                     SummaryCol::CheckSynVsAttemptsPct,
-                    "SYNs at the server vs client attempts",
+                    "first SYNs vs client attempts",
+                    "first SYNs at the server (retransmitted SYNs left out) vs client attempts",
                     syn_tol,
                 ),
                 (
                     SummaryCol::CheckServerVsClientPct,
+                    "server vs client responses",
                     "server vs client responses",
                     crosscheck::TOLERANCE_PCT,
                 ),
@@ -149,7 +151,7 @@ impl Gate {
                 let d = get(row, key);
                 let passed = d.is_none_or(|d| !crosscheck::disagrees(d, tol));
                 out.push(Verdict {
-                    check: format!("gate: cross-check {what} within {tol:.1} %"),
+                    check: format!("gate: cross-check {short} within {tol:.1} %"),
                     source: "gate".into(),
                     point: Some(row.point),
                     value: row.value.clone(),
@@ -495,7 +497,7 @@ mod tests {
             [
                 "offered_rate >= 1",
                 "gate: not client-bound",
-                "gate: cross-check SYNs at the server vs client attempts within 2.0 %"
+                "gate: cross-check first SYNs vs client attempts within 2.0 %"
             ]
         );
         // The server-vs-client check was not measured: not a failure.

@@ -26,8 +26,13 @@ pub fn default_scenario() -> Scenario {
 
 /// Reads and validates a scenario file; `default` names the embedded one.
 pub fn load(path: &Path) -> anyhow::Result<Scenario> {
+    load_with_warnings(path).map(|(s, _)| s)
+}
+
+/// [`load`], with what the file says that no point does (see [`validate::warnings`]).
+pub fn load_with_warnings(path: &Path) -> anyhow::Result<(Scenario, Vec<Diagnostic>)> {
     if path.as_os_str() == "default" {
-        return Ok(default_scenario());
+        return Ok((default_scenario(), Vec::new()));
     }
     let src = std::fs::read_to_string(path).map_err(|e| {
         anyhow::anyhow!(
@@ -40,18 +45,34 @@ pub fn load(path: &Path) -> anyhow::Result<Scenario> {
             }
         )
     })?;
-    let mut s = parse(&path.display().to_string(), &src)?;
+    // A file of nothing (or comments only) would run the defaults as if they were meant.
+    if src.parse::<toml::Table>().is_ok_and(|t| t.is_empty()) {
+        anyhow::bail!(
+            "{}: the scenario is empty (no key set): write at least a [target] or [load] \
+             section (see scenarios/ for examples), or run `default`, the embedded scenario",
+            path.display()
+        );
+    }
+    let (mut s, warnings) = parse_with_warnings(&path.display().to_string(), &src)?;
     if s.name.is_empty() {
         s.name = path
             .file_stem()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "scenario".into());
     }
-    Ok(s)
+    Ok((s, warnings))
 }
 
 /// Parses and validates scenario text; `file` is used in error messages.
 pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
+    parse_with_warnings(file, src).map(|(s, _)| s)
+}
+
+/// [`parse`], with the warnings of [`validate::warnings`] at their lines.
+pub fn parse_with_warnings(
+    file: &str,
+    src: &str,
+) -> Result<(Scenario, Vec<Diagnostic>), ScenarioError> {
     let de = toml::Deserializer::new(src);
     let mut s: Scenario = match serde_path_to_error::deserialize(de) {
         Ok(s) => s,
@@ -86,19 +107,22 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
     let mut problems = validate::validate(&s);
     problems.extend(gate::validate(&s));
     problems.extend(foreign_target_keys(s.target.kind, &target_keys));
-    if problems.is_empty() {
-        return Ok(s);
-    }
     let doc = toml_edit::ImDocument::parse(src.to_string()).ok();
-    Err(ScenarioError(
+    let at_lines = |problems: Vec<validate::Problem>| -> Vec<Diagnostic> {
         problems
             .into_iter()
             .map(|(key, msg)| {
                 let span = doc.as_ref().and_then(|d| span_of(d, &key));
                 Diagnostic::new(file, src, span, &key, &msg)
             })
-            .collect(),
-    ))
+            .collect()
+    };
+    if problems.is_empty() {
+        let top: Vec<String> = raw.map(|t| t.keys().cloned().collect()).unwrap_or_default();
+        let warnings = validate::warnings(&s, &top);
+        return Ok((s, at_lines(warnings)));
+    }
+    Err(ScenarioError(at_lines(problems)))
 }
 
 /// The keys written in the file's table `name` (none if it has none).
@@ -373,21 +397,39 @@ impl Scenario {
     }
 }
 
-/// `synlab check FILE...`: validates each file, prints every problem; exit 2 (bad input, as
-/// `synlab run` exits on the same file) if any failed.
+/// `synlab check FILE...`: validates each file, prints every problem and warning (with file
+/// and line) and how long a run of it lasts; exit 2 (bad input, as `synlab run` exits on the
+/// same file) if any failed. Warnings alone pass.
 pub fn check_main(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     for f in files {
-        match load(f) {
-            Ok(s) => println!(
-                "{}: ok ({}{})",
-                f.display(),
-                s.name,
-                match &s.sweep {
-                    Some(sw) => format!(", sweep of {} over {} values", sw.param, sw.values.len()),
-                    None => format!(", {} run", s.duration),
+        match load_with_warnings(f) {
+            Ok((s, warnings)) => {
+                for w in &warnings {
+                    eprintln!("warning: {w}");
                 }
-            ),
+                if let Some(w) = host_warning(&s) {
+                    eprintln!("warning: {}: {w}", f.display());
+                }
+                let length = validate::about(validate::run_length_s(&s));
+                println!(
+                    "{}: ok ({}{}{})",
+                    f.display(),
+                    s.name,
+                    match &s.sweep {
+                        Some(sw) => format!(
+                            ", sweep of {} over {} points, ~{length} plus the lab's set-up",
+                            sw.param,
+                            points::plan_points(&s).len()
+                        ),
+                        None => format!(", {} run", s.duration),
+                    },
+                    match warnings.len() {
+                        0 => String::new(),
+                        n => format!(", {n} warning(s)"),
+                    }
+                );
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("{e:#}");
@@ -400,4 +442,17 @@ pub fn check_main(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         eprintln!("{failed} of {} scenario file(s) have errors", files.len());
         ExitCode::from(2)
     })
+}
+
+/// What this host keeps a scenario from doing as this user, said before any lab is built:
+/// nginx or Apache in a rootless lab need subordinate ids (/etc/subuid, /etc/subgid).
+pub fn host_warning(s: &Scenario) -> Option<String> {
+    if s.network.is_none() || !s.target.kind.is_real_server() || crate::sys::userns::host_root() {
+        return None;
+    }
+    let lacks = crate::sys::userns::wide_mapping_would_lack()?;
+    Some(format!(
+        "run as this user, {} cannot run in its rootless lab: {lacks}",
+        s.target.kind.name()
+    ))
 }

@@ -14,6 +14,11 @@ pub struct Point {
     pub cooldown: f64,
 }
 
+/// A mode as the summary's `mode` column says it (`open`, `sclient`, `closed`).
+pub fn mode_name(m: Mode) -> String {
+    format!("{m:?}").to_lowercase()
+}
+
 /// The points a scenario runs, in order.
 pub fn plan_points(sc: &Scenario) -> Vec<Point> {
     match &sc.sweep {

@@ -91,6 +91,12 @@ fn check_target_kind(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             "target.command",
             "kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {port}".into(),
         ),
+        // synlab would wait for the server on a port of its own choosing while it listens on
+        // its own, then say the server does not accept connections.
+        TargetKind::Command if !t.command.contains("{port}") && t.port == 0 => bad(
+            "target.command",
+            "does not say which port its server listens on: write {port} where the port goes (synlab puts a free one there, 8080 in the lab), or set target.port to the port the command listens on".into(),
+        ),
         TargetKind::Address => match t.address.parse::<std::net::SocketAddr>() {
             Err(_) => bad(
                 "target.address",
@@ -417,5 +423,83 @@ fn check_burst(ratio: f64, fraction: f64, key: &str, bad: &mut impl FnMut(&str, 
                 ratio * fraction
             ),
         );
+    }
+}
+
+/// What a scenario says that no point of it does: a key nothing reads, a sweep that replaces
+/// per-path values. Warnings, not errors (the run is what it would be without them);
+/// `written_top` are the keys written at the file's top level.
+pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
+    let mut w: Vec<Problem> = Vec::new();
+    let sweep_kind = s.sweep.as_ref().and_then(|sw| sw.kind());
+    let modes: Vec<Mode> = match &s.sweep {
+        Some(sw) if !sw.modes.is_empty() => sw.modes.clone(),
+        _ => vec![s.load.mode],
+    };
+    if s.load.rate.is_some()
+        && modes.iter().all(|m| *m == Mode::Closed)
+        && sweep_kind != Some(SweepParam::Rate)
+    {
+        w.push((
+            "load.rate".into(),
+            "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".into(),
+        ));
+    }
+    if let Some(sw) = &s.sweep {
+        if written_top.iter().any(|k| k == "duration") {
+            w.push((
+                "duration".into(),
+                format!(
+                    "is not used with a [sweep]: the run lasts its points' warmup + hold + cooldown (~{}); remove it",
+                    about(run_length_s(s))
+                ),
+            ));
+        }
+        let paths = s.network.as_ref().map_or(&[][..], |n| &n.paths[..]);
+        let per_path = |p: &crate::net::spec::PathSpec| match sweep_kind {
+            Some(SweepParam::Rtt) => Some(p.rtt.to_string()),
+            Some(SweepParam::Loss) => Some(p.loss.to_string()),
+            Some(SweepParam::Bandwidth) => Some(
+                p.bandwidth
+                    .map_or("unlimited".to_string(), |b| b.to_string()),
+            ),
+            _ => None,
+        };
+        if paths.len() > 1 && paths.first().and_then(per_path).is_some() {
+            let own: Vec<String> = paths
+                .iter()
+                .map(|p| format!("`{}` {}", p.name, per_path(p).unwrap_or_default()))
+                .collect();
+            w.push((
+                "sweep.param".into(),
+                format!(
+                    "`{}` sets all {} paths at once: each value replaces every path's own ({}), which no point uses",
+                    sw.param,
+                    paths.len(),
+                    own.join(", ")
+                ),
+            ));
+        }
+    }
+    w
+}
+
+/// How long a run of `s` lasts, in seconds: its points' warmup + hold + cooldown (the lab's
+/// set-up and drain come on top).
+pub fn run_length_s(s: &Scenario) -> f64 {
+    super::points::plan_points(s)
+        .iter()
+        .map(|p| p.warmup + p.hold + p.cooldown)
+        .sum()
+}
+
+/// A length as a person reads it: `45 s`, `67 minutes`, `3.5 hours`.
+pub fn about(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{secs:.0} s")
+    } else if secs < 2.0 * 3600.0 {
+        format!("{:.0} minutes", secs / 60.0)
+    } else {
+        format!("{:.1} hours", secs / 3600.0)
     }
 }

@@ -5,6 +5,7 @@
 pub mod client_io;
 pub mod control_packets;
 pub mod ethtool;
+pub mod files;
 pub mod netns;
 pub mod packet;
 pub mod privilege;

@@ -39,13 +39,10 @@ impl ProcFile {
     }
 }
 
-/// The /proc/.../net directory of the namespace to probe: the server's (`/proc/PID/net`) or,
-/// after [`enter_netns`], the calling thread's.
-pub fn net_dir(server_pid: Option<u32>) -> PathBuf {
-    match server_pid {
-        Some(pid) => PathBuf::from(format!("/proc/{pid}/net")),
-        None => PathBuf::from("/proc/thread-self/net"),
-    }
+/// The /proc/.../net directory of the namespace the calling thread is in (after
+/// [`enter_netns`], the probed one).
+pub fn net_dir() -> PathBuf {
+    PathBuf::from("/proc/thread-self/net")
 }
 
 /// Which network namespace a probe thread should live in.

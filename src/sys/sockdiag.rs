@@ -30,6 +30,8 @@ const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 /// SOCK_DIAG_BY_FAMILY.
 pub const SOCK_DIAG_BY_FAMILY: u16 = 20;
+/// TCPDIAG_GETSOCK: the older inet_diag request, whose dump covers both families in one walk.
+pub const TCPDIAG_GETSOCK: u16 = 18;
 const NLM_F_REQUEST: u16 = 1;
 const NLM_F_DUMP: u16 = 0x300;
 const IPPROTO_TCP: u8 = 6;
@@ -52,6 +54,27 @@ pub fn build_request(family: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
     b
 }
 
+/// The bytes of one dump request in the older format (nlmsghdr + inet_diag_req, message type
+/// TCPDIAG_GETSOCK): TCP sockets of both families in `states` whose local port is `sport`.
+/// The kernel answers it with family AF_UNSPEC, so one walk of its socket hash covers IPv4 and
+/// IPv6, where a SOCK_DIAG_BY_FAMILY request per family walks the hash once for each. The
+/// walk is of the whole hash, shared by every namespace: halving the walks halves the cost.
+pub fn build_request_both(states: u32, sport: u16, seq: u32) -> Vec<u8> {
+    let len = NLMSG_HDR + 60;
+    let mut b = Vec::with_capacity(len);
+    b.extend_from_slice(&(len as u32).to_ne_bytes());
+    b.extend_from_slice(&TCPDIAG_GETSOCK.to_ne_bytes());
+    b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    b.extend_from_slice(&seq.to_ne_bytes());
+    b.extend_from_slice(&0u32.to_ne_bytes());
+    b.extend_from_slice(&[0, 0, 0, 0]); // family (ignored), src_len, dst_len, ext
+    b.extend_from_slice(&sport.to_be_bytes()); // id.idiag_sport, network order
+    b.resize(NLMSG_HDR + 4 + 48, 0); // dport, addresses, interface, cookie: any
+    b.extend_from_slice(&states.to_ne_bytes());
+    b.extend_from_slice(&0u32.to_ne_bytes()); // dbs
+    b
+}
+
 /// One socket of a reply (the part of struct inet_diag_msg the probe uses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DiagSocket {
@@ -63,6 +86,8 @@ pub struct DiagSocket {
     pub rqueue: u32,
     /// LISTEN: accept-queue limit (the backlog after the somaxconn cap); others: bytes unsent.
     pub wqueue: u32,
+    /// The owner's uid (as the probed namespace's user namespace sees it).
+    pub uid: u32,
     pub inode: u32,
 }
 
@@ -100,7 +125,9 @@ pub fn parse_replies(bytes: &[u8]) -> Result<(Vec<DiagSocket>, bool), DiagError>
                     return Err(DiagError::Kernel(-errno));
                 }
             }
-            SOCK_DIAG_BY_FAMILY if body.len() >= INET_DIAG_MSG_LEN => out.push(parse_msg(body)),
+            SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK if body.len() >= INET_DIAG_MSG_LEN => {
+                out.push(parse_msg(body))
+            }
             _ => {}
         }
         off += (len + 3) & !3;
@@ -126,6 +153,7 @@ fn parse_msg(m: &[u8]) -> DiagSocket {
         dport: be16(6),
         rqueue: ne32(56),
         wqueue: ne32(60),
+        uid: ne32(64),
         inode: ne32(68),
     }
 }
@@ -136,6 +164,8 @@ pub struct SockDiag {
     fd: OwnedFd,
     buf: Vec<u8>,
     seq: u32,
+    /// Whether the kernel answers the one-walk request (None: not asked yet).
+    both_in_one: Option<bool>,
 }
 
 impl SockDiag {
@@ -157,6 +187,7 @@ impl SockDiag {
             fd,
             buf: vec![0; 64 * 1024],
             seq: 0,
+            both_in_one: None,
         })
     }
 
@@ -164,6 +195,18 @@ impl SockDiag {
     pub fn dump_raw(&mut self, family: u8, states: u32, sport: u16) -> std::io::Result<Vec<u8>> {
         self.seq = self.seq.wrapping_add(1);
         let req = build_request(family, states, sport, self.seq);
+        self.exchange(&req)
+    }
+
+    /// One dump of both families in one walk (the older request), as [`Self::dump_raw`].
+    pub fn dump_raw_both(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<u8>> {
+        self.seq = self.seq.wrapping_add(1);
+        let req = build_request_both(states, sport, self.seq);
+        self.exchange(&req)
+    }
+
+    /// Sends a request and gathers its replies up to NLMSG_DONE.
+    fn exchange(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
         // SAFETY: req is a valid buffer; the kernel is the destination (zeroed sockaddr_nl).
         let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         sa.nl_family = libc::AF_NETLINK as u16;
@@ -209,8 +252,33 @@ impl SockDiag {
         }
     }
 
-    /// TCP sockets of both families in `states` with local port `sport` (0: any).
+    /// TCP sockets of both families in `states` with local port `sport` (0: any): one walk of
+    /// the kernel's socket hash where the kernel takes the older request, else one per family.
     pub fn dump(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<DiagSocket>> {
+        if self.both_in_one != Some(false) {
+            match self
+                .dump_raw_both(states, sport)
+                .and_then(|raw| parse_replies(&raw).map_err(std::io::Error::other))
+            {
+                Ok((socks, _)) => {
+                    self.both_in_one = Some(true);
+                    return Ok(socks);
+                }
+                // A kernel without the older request: per family from now on.
+                Err(_) if self.both_in_one.is_none() => self.both_in_one = Some(false),
+                Err(e) => return Err(e),
+            }
+        }
+        self.dump_per_family(states, sport)
+    }
+
+    /// Whether [`Self::dump`] walks both families at once (None before its first dump).
+    pub fn one_walk(&self) -> Option<bool> {
+        self.both_in_one
+    }
+
+    /// [`Self::dump`] with one request per family (two walks).
+    pub fn dump_per_family(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<DiagSocket>> {
         let mut out = Vec::new();
         for fam in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
             let raw = self.dump_raw(fam, states, sport)?;
@@ -235,6 +303,17 @@ mod tests {
         assert_eq!(&r[16..20], &[2, 6, 0, 0]);
         assert_eq!(u32::from_ne_bytes(r[20..24].try_into().unwrap()), 1 << 10);
         assert_eq!(&r[24..26], &8080u16.to_be_bytes());
+    }
+
+    #[test]
+    fn the_one_walk_request_is_inet_diag_req() {
+        let r = build_request_both(states_mask(&[state::LISTEN]), 8080, 7);
+        assert_eq!(r.len(), 76);
+        assert_eq!(u32::from_ne_bytes(r[0..4].try_into().unwrap()), 76);
+        assert_eq!(u16::from_ne_bytes(r[4..6].try_into().unwrap()), 18);
+        assert_eq!(&r[16..20], &[0, 0, 0, 0]);
+        assert_eq!(&r[20..22], &8080u16.to_be_bytes());
+        assert_eq!(u32::from_ne_bytes(r[68..72].try_into().unwrap()), 1 << 10);
     }
 
     #[test]

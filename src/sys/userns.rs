@@ -204,38 +204,101 @@ struct Wide {
     gids: SubRange,
 }
 
-fn wide_mapping(uid: u32, gid: u32) -> Option<Wide> {
-    let name = nix::unistd::User::from_uid(uid.into()).ok()??.name;
+/// Where the wider mapping's parts are read (tests point them elsewhere).
+struct WideSources<'a> {
+    bin_dirs: &'a [&'a str],
+    subuid: &'a str,
+    subgid: &'a str,
+}
+
+const HOST_SOURCES: WideSources<'static> = WideSources {
+    bin_dirs: &["/usr/bin", "/usr/sbin", "/bin", "/sbin"],
+    subuid: "/etc/subuid",
+    subgid: "/etc/subgid",
+};
+
+/// The wider mapping for user `who` (uid, gid), or each part that is missing, said as what to
+/// do: the tools to install, the files that give `who` no range.
+fn wide_mapping_of(who: &str, uid: u32, gid: u32, src: &WideSources) -> Result<Wide, Vec<String>> {
     let find = |tool: &str| {
-        ["/usr/bin", "/usr/sbin", "/bin", "/sbin"]
+        src.bin_dirs
             .iter()
             .map(|d| std::path::Path::new(d).join(tool))
             .find(|p| p.exists())
     };
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    Some(Wide {
-        newuidmap: find("newuidmap")?,
-        newgidmap: find("newgidmap")?,
-        uids: sub_range(&read("/etc/subuid"), &name, uid)?,
-        gids: sub_range(&read("/etc/subgid"), &name, gid)?,
-    })
+    let (newuidmap, newgidmap) = (find("newuidmap"), find("newgidmap"));
+    let uids = sub_range(&read(src.subuid), who, uid);
+    let gids = sub_range(&read(src.subgid), who, gid);
+    let mut lacks = Vec::new();
+    if newuidmap.is_none() || newgidmap.is_none() {
+        lacks.push("install newuidmap and newgidmap (`sudo apt install uidmap`)".to_string());
+    }
+    for (file, range, flag) in [
+        (src.subuid, uids, "--add-subuids"),
+        (src.subgid, gids, "--add-subgids"),
+    ] {
+        if range.is_none() {
+            lacks.push(format!(
+                "{file} gives {who} no range of 65,536 ids: add one (`sudo usermod {flag} 100000-165535 {who}`)"
+            ));
+        }
+    }
+    match (newuidmap, newgidmap, uids, gids) {
+        (Some(newuidmap), Some(newgidmap), Some(uids), Some(gids)) => Ok(Wide {
+            newuidmap,
+            newgidmap,
+            uids,
+            gids,
+        }),
+        _ => Err(lacks),
+    }
 }
 
-/// How the wider mapping is missing, for a server that needs it (nginx, Apache).
+/// This user's name (its uid when it has none).
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(uid.into())
+        .ok()
+        .flatten()
+        .map_or(uid.to_string(), |u| u.name)
+}
+
+fn wide_mapping(uid: u32, gid: u32) -> Result<Wide, Vec<String>> {
+    wide_mapping_of(&user_name(uid), uid, gid, &HOST_SOURCES)
+}
+
+/// Why the wider mapping was not taken although its parts were there (newuidmap refused it).
+static WIDE_REFUSED: OnceLock<String> = OnceLock::new();
+
+/// How the wider mapping is missing, for a server that needs it (nginx, Apache): what to
+/// install or configure, only what is missing. Can be asked before any lab is built.
 pub fn wide_mapping_missing() -> String {
     let uid = HOST_UID
         .get()
         .copied()
         .unwrap_or_else(|| nix::unistd::getuid().as_raw());
-    let who = nix::unistd::User::from_uid(uid.into())
-        .ok()
-        .flatten()
-        .map_or(uid.to_string(), |u| u.name);
+    let gid = nix::unistd::getgid().as_raw();
+    let what = match (wide_mapping(uid, gid), WIDE_REFUSED.get()) {
+        (Err(lacks), _) => lacks.join("; "),
+        (Ok(_), Some(why)) => why.clone(),
+        (Ok(_), None) => {
+            "the subordinate ids of /etc/subuid and /etc/subgid were not mapped".into()
+        }
+    };
     format!(
         "it switches its workers to another user, and this rootless lab maps only your own uid: \
-         install newuidmap (`sudo apt install uidmap`) and give {who} a range of 65,536 ids \
-         (`sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 {who}`), or run synlab as root"
+         {what}; or run synlab as root"
     )
+}
+
+/// Whether a rootless lab of this user would map subordinate ids, asked without building one
+/// (`synlab check`): None when it would, else what is missing.
+pub fn wide_mapping_would_lack() -> Option<String> {
+    let (uid, gid) = (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    );
+    wide_mapping(uid, gid).err().map(|_| wide_mapping_missing())
 }
 
 fn threads() -> usize {
@@ -267,11 +330,19 @@ fn enter() -> Result<bool, String> {
             .map_err(|e| (Step::Unshare, e))?
             .wait()
     };
-    let mut wide = wide_mapping(uid, gid);
+    let mut wide = wide_mapping(uid, gid).ok();
     // A subordinate range that newuidmap refuses (a stale /etc/subuid, a newuidmap without
     // its setuid bit) still leaves the one-id lab, which most targets need.
-    if wide.is_some() && trial(wide.as_ref()).is_err() {
-        wide = None;
+    if let Some(w) = &wide {
+        if let Err((_, errno)) = trial(Some(w)) {
+            let _ = WIDE_REFUSED.set(format!(
+                "{} refused the range /etc/subuid gives {} ({}: a stale entry, or newuidmap without its setuid bit)",
+                w.newuidmap.display(),
+                user_name(uid),
+                std::io::Error::from_raw_os_error(errno)
+            ));
+            wide = None;
+        }
     }
     if let Err((step, errno)) = trial(wide.as_ref()) {
         return Err(diagnose(step, errno, &KernelView::read()));
@@ -477,6 +548,36 @@ fn unshare_with_helper(uid: u32, gid: u32, w: &Wide) -> SetupResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wide_mapping_names_only_what_is_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let (bin, sub) = (d.path().join("bin"), d.path().join("subuid"));
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(&sub, "other:100000:65536\n").unwrap();
+        let bins = [bin.to_str().unwrap()];
+        let src = WideSources {
+            bin_dirs: &bins,
+            subuid: sub.to_str().unwrap(),
+            subgid: sub.to_str().unwrap(),
+        };
+        let lacks = wide_mapping_of("ci", 1000, 1000, &src).err().unwrap();
+        assert_eq!(lacks.len(), 3, "{lacks:?}");
+        assert!(lacks[0].contains("apt install uidmap"));
+        assert!(lacks[1].starts_with(&format!("{} gives ci no range", sub.display())));
+        // The tools installed: only the ranges are asked for, never the install.
+        for t in ["newuidmap", "newgidmap"] {
+            std::fs::write(bin.join(t), "").unwrap();
+        }
+        let lacks = wide_mapping_of("ci", 1000, 1000, &src).err().unwrap();
+        assert_eq!(lacks.len(), 2, "{lacks:?}");
+        assert!(
+            lacks.iter().all(|l| !l.contains("apt install")),
+            "{lacks:?}"
+        );
+        std::fs::write(&sub, "ci:100000:65536\n").unwrap();
+        assert!(wide_mapping_of("ci", 1000, 1000, &src).is_ok());
+    }
 
     fn view() -> KernelView {
         KernelView {

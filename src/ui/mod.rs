@@ -36,7 +36,7 @@ pub fn tui_main(
         Some(p) => crate::scenario::load(p)?,
         None => crate::scenario::default_scenario(),
     };
-    crate::lab::run::settle_lab_mode(&sc, userns);
+    crate::lab::run::settle_lab_mode(&sc, userns)?;
     let exporter = crate::lab::ci::start_metrics(metrics)?;
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
@@ -69,11 +69,15 @@ pub fn tui_main(
     // After a hangup the terminal is gone: these lines are lost, never a panic (println!'s).
     use std::io::Write;
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    let mut unwritten = false;
     if let Some(dir) = ctrl.folder_dir() {
         // The same report a headless run leaves (the time series; no sweep curves).
         let _ = match crate::report::write_report(dir) {
             Ok(md) => writeln!(out, "report: {}", md.display()),
-            Err(e) => writeln!(err, "synlab: the report could not be written: {e:#}"),
+            Err(e) => {
+                unwritten = true;
+                writeln!(err, "synlab: the run folder is incomplete: {e:#} (exit 1)")
+            }
         };
         let _ = writeln!(out, "results: {}", dir.display());
     }
@@ -85,7 +89,9 @@ pub fn tui_main(
         );
         return Ok(ExitCode::from(130));
     }
-    Ok(ExitCode::from(u8::from(ctrl.child_died().is_some())))
+    Ok(ExitCode::from(u8::from(
+        ctrl.child_died().is_some() || unwritten,
+    )))
 }
 
 /// Set once the event loop has returned: the terminal no longer holds the process, and the lab's

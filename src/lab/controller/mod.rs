@@ -252,6 +252,7 @@ impl Controller {
             iface,
             pcap: self.scenario.probe.pcap,
             avoid_cpus: self.scenario.load.cpus.clone(),
+            port_time_wait: false,
         };
         let tx = self.tx.clone();
         let sink = move |p| tx.send(Input::Probe(Box::new(p))).is_ok();

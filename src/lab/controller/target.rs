@@ -188,14 +188,25 @@ impl Controller {
                 }
             }
             let addr = self.target_addr;
-            let connect =
-                move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
-            let up = match self.net.as_ref().and_then(|n| n.paths.first()) {
-                Some(p) => crate::sys::netns::in_netns(&p.netns, connect).unwrap_or(false),
+            let connect = move || {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+                    .map(drop)
+                    .map_err(|e| e.kind())
+            };
+            let tried = match self.net.as_ref().and_then(|n| n.paths.first()) {
+                Some(p) => crate::sys::netns::in_netns(&p.netns, connect)
+                    .unwrap_or(Err(std::io::ErrorKind::Other)),
                 None => connect(),
             };
-            if up {
-                return Ok(());
+            match tried {
+                Ok(()) => return Ok(()),
+                // A server synlab did not start is up already or not at all: nothing listens
+                // there, and waiting will not change it.
+                Err(std::io::ErrorKind::ConnectionRefused) if self.server.is_none() => bail!(
+                    "nothing listens at {} (connection refused): start the server there first, or correct target.address",
+                    self.target_addr
+                ),
+                Err(_) => {}
             }
             if Instant::now() > deadline {
                 bail!(

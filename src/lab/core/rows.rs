@@ -135,17 +135,19 @@ impl LabCore {
         ) else {
             return;
         };
+        let retries = store.mean_max(col::SYN_RETRANS_PER_S, from, t + 1e-9);
+        let s = crosscheck::first_syns(s, retries.map_or(f64::NAN, |r| r.0));
         if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
             return;
         }
         let tol = crosscheck::syn_check_tolerance_pct(a, WINDOW, self.interval_s);
-        let check = crosscheck::compare("pcap SYNs", s, "client attempts", a, tol);
+        let check = crosscheck::compare("pcap first SYNs", s, "client attempts", a, tol);
         self.state
             .warnings
             .retain(|w| !matches!(w, Warning::CrossCheck(_)));
         if check.disagrees {
             let line = format!(
-                "SYN/s {s:.0} vs attempts/s {a:.0} ({:+.1}%)",
+                "first SYN/s {s:.0} (retries left out) vs attempts/s {a:.0} ({:+.1}%)",
                 check.diff_pct
             );
             fx.push(Effect::Log(format!(

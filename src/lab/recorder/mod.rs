@@ -11,8 +11,9 @@ use crate::metrics::store::{Event, Store};
 use crate::model::summary::SummaryRow;
 use crate::model::Col;
 use crate::report::thresholds::Verdict;
+use crate::sys::files::atomic_write;
 use anyhow::Context;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -148,7 +149,7 @@ impl Recorder {
             .dir()
             .map_or_else(std::env::temp_dir, Path::to_path_buf);
         let base = dir.join(format!("snapshot-{t:07.1}s"));
-        std::fs::write(base.with_extension("txt"), screen)?;
+        atomic_write(&base.with_extension("txt"), screen.as_bytes())?;
         // The rows as timeseries.csv writes them.
         let cols = store.columns();
         let mut csv = header(cols);
@@ -156,7 +157,7 @@ impl Recorder {
             let cells = cols.iter().map(|c| store.col(*c).map(|v| v[i]));
             csv.push_str(&csv_row(*t, cells));
         }
-        std::fs::write(base.with_extension("csv"), csv)?;
+        atomic_write(&base.with_extension("csv"), csv.as_bytes())?;
         Ok(base.with_extension("txt"))
     }
 }
@@ -185,7 +186,7 @@ impl Folder {
                 }
             }
         };
-        std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
+        atomic_write(&dir.join("scenario.toml"), scenario_toml.as_bytes())?;
         let log = BufWriter::new(File::create(dir.join("run.log"))?);
         Ok(Folder {
             ts_path: dir.join("timeseries.csv"),
@@ -361,31 +362,6 @@ fn csv_cell(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// Write to a temp file and rename, so a reader (or a crash) never sees half a file.
-fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.flush()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        let hint = if e.raw_os_error() == Some(libc::ENOSPC) {
-            " (the disk is full: free space or pass --out on another disk)"
-        } else {
-            ""
-        };
-        return Err(e).with_context(|| format!("writing {}{hint}", path.display()));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,144 @@
+//! What each time-series column is, in a sentence: whose figure it is (the clients', the
+//! server port's, the server's network namespace's, the machine's) and where it is read. Said
+//! by OpenMetrics' HELP and wherever a figure needs explaining. A table of its own (rather than
+//! a field of every column) so adding a column stays one line; a test holds every column to
+//! having one.
+
+use super::column::{col, Col};
+use std::borrow::Cow;
+
+const HELP: &[(Col, &str)] = &[
+    (col::ATTEMPTS, "Connection attempts the load clients started per second"),
+    (col::ESTABLISHED, "Connections the load clients saw established per second"),
+    (col::RESPONSES, "Complete responses the load clients received per second, any status"),
+    (col::ERRORS, "Failed attempts at the load clients per second (timeouts, refusals, resets, other errors)"),
+    (col::CONNECT_TIMEOUTS, "Attempts whose connect did not complete within the timeout T, per second"),
+    (col::REFUSED, "Attempts refused by a RST to the SYN, per second"),
+    (col::RESETS, "Connections reset after they were established, per second"),
+    (col::TARGET_RATE, "The arrival rate the load schedule aims at (open and sclient modes), attempts per second"),
+    (col::CONNECT_P50, "Median connect time of the sample's completed connects, from the scheduled start"),
+    (col::CONNECT_P90, "90th percentile connect time of the sample's completed connects, from the scheduled start"),
+    (col::CONNECT_P99, "99th percentile connect time of the sample's completed connects, from the scheduled start"),
+    (col::TOTAL_P50, "Median response time (scheduled start to last byte) of the sample's completed requests"),
+    (col::TOTAL_P90, "90th percentile response time (scheduled start to last byte) of the sample's completed requests"),
+    (col::TOTAL_P99, "99th percentile response time (scheduled start to last byte) of the sample's completed requests"),
+    (col::IN_FLIGHT, "Connections open at the load clients: connecting or waiting for the response"),
+    (col::LAG_MAX, "How late the load workers started their most delayed attempt in the sample"),
+    (col::WORKER_CPU, "CPU the load worker processes used, percent of one core"),
+    (col::SERVER_RESPONSES, "Responses the server counted itself (its own counter or access log), per second"),
+    (col::SYN_IN, "SYNs arriving at the server port per second (pcap); without a capture, the server namespace's PassiveOpens + ListenDrops per second (all ports)"),
+    (col::SYN_IN_ESTIMATED, "1 when syn_in_per_s is the kernel-counter estimate for the whole server namespace, 0 when counted by pcap on the server port"),
+    (col::SYNACK_OUT_PER_S, "SYN-ACKs the server port sent per second (pcap)"),
+    (col::RST_IN_PER_S, "RSTs arriving at the server port per second (pcap)"),
+    (col::RST_OUT_PER_S, "RSTs the server port sent per second (pcap)"),
+    (col::SYN_RETRANS_PER_S, "SYNs arriving at the server port again (same 4-tuple and sequence number: client retries) per second (pcap)"),
+    (col::PCAP_DROPS, "Packets the kernel dropped before the capture of the server port saw them, since it started"),
+    (col::PCAP_IF_DROPS, "Packets the capture interface dropped, since the capture started"),
+    (col::ACCEPT_QUEUE, "Connections waiting in the server port's accept queues (sock_diag, LISTEN sockets)"),
+    (col::ACCEPT_QUEUE_LIMIT, "The server port's accept-queue limit: its listen backlog after the somaxconn cap (sock_diag)"),
+    (col::SYN_RECV, "Handshakes of the server port in SYN-RCVD (sock_diag)"),
+    (col::ESTABLISHED_SOCKS, "ESTABLISHED sockets of the server port (sock_diag)"),
+    (col::FIN_WAIT, "FIN-WAIT-1 and FIN-WAIT-2 sockets of the server port (sock_diag)"),
+    (col::CLOSE_WAIT, "CLOSE-WAIT sockets of the server port (sock_diag)"),
+    (col::LAST_ACK, "LAST-ACK sockets of the server port (sock_diag)"),
+    (col::CLOSING, "CLOSING sockets of the server port (sock_diag)"),
+    (col::TIME_WAIT, "TIME_WAIT sockets of the whole server network namespace, all ports (/proc/net/sockstat tw)"),
+    (col::TCP_INUSE, "TCP sockets in use in the whole server network namespace, every state but TIME_WAIT (/proc/net/sockstat inuse)"),
+    (col::TCP_ORPHAN, "Orphaned TCP sockets (closed, not yet gone) of the whole machine (/proc/net/sockstat orphan)"),
+    (col::TCP_MEM_PAGES, "Memory pages held by TCP buffers on the whole machine (/proc/net/sockstat mem)"),
+    (col::LISTEN_OVERFLOWS, "Connections dropped because an accept queue was full, per second, whole server namespace (TcpExt ListenOverflows)"),
+    (col::LISTEN_DROPS_PER_S, "SYNs and final ACKs dropped at listening sockets per second, whole server namespace (TcpExt ListenDrops)"),
+    (col::PASSIVE_OPENS_PER_S, "Handshakes completed by listening sockets per second, whole server namespace (Tcp PassiveOpens)"),
+    (col::ACTIVE_OPENS_PER_S, "Connects started per second, whole server namespace (Tcp ActiveOpens)"),
+    (col::ATTEMPT_FAILS_PER_S, "Connections that failed before ESTABLISHED per second, whole server namespace (Tcp AttemptFails)"),
+    (col::ESTAB_RESETS_PER_S, "ESTABLISHED connections reset per second, whole server namespace (Tcp EstabResets)"),
+    (col::RETRANS_SEGS_PER_S, "TCP segments retransmitted per second, whole server namespace (Tcp RetransSegs)"),
+    (col::OUT_RSTS_PER_S, "RSTs sent per second, whole server namespace (Tcp OutRsts)"),
+    (col::TCP_TIMEOUTS_PER_S, "TCP retransmission timeouts per second, whole server namespace (TcpExt TCPTimeouts)"),
+    (col::SYNCOOKIES_SENT_PER_S, "SYN cookies sent per second, whole server namespace (TcpExt SyncookiesSent)"),
+    (col::REQQ_FULL_DROPS_PER_S, "SYNs dropped because a SYN queue was full, per second, whole server namespace (TcpExt TCPReqQFullDrop)"),
+    (col::CPU_USER, "Share of the whole machine's CPU time in user mode (/proc/stat)"),
+    (col::CPU_NICE_PCT, "Share of the whole machine's CPU time in niced user mode (/proc/stat)"),
+    (col::CPU_SYSTEM, "Share of the whole machine's CPU time in the kernel, system calls (/proc/stat)"),
+    (col::CPU_IRQ, "Share of the whole machine's CPU time in hardware interrupts (/proc/stat)"),
+    (col::CPU_SOFTIRQ, "Share of the whole machine's CPU time in softirqs, where packets are received (/proc/stat)"),
+    (col::CPU_IOWAIT_PCT, "Share of the whole machine's CPU time idle waiting for I/O (/proc/stat)"),
+    (col::CPU_IDLE, "Share of the whole machine's CPU time idle (/proc/stat)"),
+    (col::CPU_STEAL_PCT, "Share of the whole machine's CPU time taken by the hypervisor (/proc/stat)"),
+    (col::CTXT_PER_S, "Context switches of the whole machine per second (/proc/stat ctxt)"),
+    (col::INTR_PER_S, "Interrupts of the whole machine per second (/proc/stat intr)"),
+    (col::NET_RX_SOFTIRQ_PER_S, "NET_RX softirqs (packet receive) of the whole machine per second (/proc/softirqs)"),
+    (col::NET_TX_SOFTIRQ_PER_S, "NET_TX softirqs (packet transmit) of the whole machine per second (/proc/softirqs)"),
+    (col::PROCS_RUNNING, "Runnable threads on the whole machine (/proc/stat procs_running)"),
+    (col::PROCS_BLOCKED, "Threads blocked on I/O on the whole machine (/proc/stat procs_blocked)"),
+    (col::SERVER_PROCS, "Processes of the server: its pid and descendants"),
+    (col::SERVER_THREADS, "Threads of the server's processes"),
+    (col::SERVER_CPU_USER_PCT, "User-mode CPU of the server's processes, percent of one core"),
+    (col::SERVER_CPU_SYS_PCT, "Kernel-mode CPU of the server's processes, percent of one core"),
+    (col::SERVER_RSS_MB, "Resident memory of the server's processes"),
+    (col::PROBE_CPU, "CPU synlab's probe threads used, percent of one core"),
+    (col::SYN_IN_TOTAL, "SYNs that arrived at the server port since the capture started (pcap)"),
+    (col::SYN_RETRANS_TOTAL, "Retransmitted SYNs that arrived at the server port since the capture started (pcap)"),
+    (col::SYNACK_OUT_TOTAL, "SYN-ACKs the server port sent since the capture started (pcap)"),
+    (col::RST_IN_TOTAL, "RSTs that arrived at the server port since the capture started (pcap)"),
+    (col::RST_OUT_TOTAL, "RSTs the server port sent since the capture started (pcap)"),
+    (col::PASSIVE_OPENS_TOTAL, "Handshakes completed by listening sockets since the probes started, whole server namespace (Tcp PassiveOpens)"),
+    (col::LISTEN_DROPS_TOTAL, "SYNs and final ACKs dropped at listening sockets since the probes started, whole server namespace (TcpExt ListenDrops)"),
+    (col::LISTEN_OVERFLOWS_TOTAL, "Connections dropped at a full accept queue since the probes started, whole server namespace (TcpExt ListenOverflows)"),
+    (col::ACTIVE_OPENS_TOTAL, "Connects started since the probes started, whole server namespace (Tcp ActiveOpens)"),
+    (col::ROUTER_FRAMES_PER_S, "Frames the delay router relayed per second, both directions of every path"),
+    (col::ROUTER_LOST_PER_S, "Frames the delay router dropped as the paths' configured loss, per second"),
+    (col::ROUTER_QUEUE_DROPS_PER_S, "Frames the delay router dropped at a full bandwidth queue, per second"),
+    (col::ROUTER_RING_DROPS_PER_S, "Frames dropped at the delay router's ports because it fell behind (not the path's loss), per second"),
+    (col::ROUTER_CPU_PCT, "CPU the delay router used, percent of one core"),
+    (col::ROUTER_QUEUE, "Frames waiting in the delay router's queues"),
+    (col::ROUTER_LATE_P50_US, "Median departure error of the delay router: send time minus scheduled departure"),
+    (col::ROUTER_LATE_P99_US, "99th percentile departure error of the delay router: send time minus scheduled departure"),
+    (col::PORT_TIME_WAIT, "TIME_WAIT sockets of the server port (sock_diag)"),
+];
+
+impl Col {
+    /// What the figure is, whose it is and where it is read, in a sentence (OpenMetrics' HELP).
+    pub fn help(self) -> Cow<'static, str> {
+        let fixed = match self.path() {
+            None => self,
+            Some(_) => self.figure(),
+        };
+        let text = HELP
+            .iter()
+            .find(|(c, _)| *c == fixed)
+            .map_or("", |(_, h)| *h);
+        match self.path() {
+            None => Cow::Borrowed(text),
+            Some(p) => Cow::Owned(format!(
+                "{text}, of the clients on network path {}",
+                p.as_str()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PathName;
+
+    #[test]
+    fn every_column_says_what_it_is_not_its_name_again() {
+        for c in col::ALL {
+            let h = c.help();
+            assert!(h.len() > 20, "{c} has no help");
+            // The kernel's own name of a source may appear in parentheses, not as the text.
+            assert!(!h.starts_with(&*c.name()), "{c}: `{h}` repeats the name");
+            assert!(!h.chars().next().unwrap().is_lowercase(), "{c}: `{h}`");
+        }
+        assert_eq!(
+            HELP.len(),
+            col::ALL.len(),
+            "one help line per column, no more"
+        );
+        let p = col::TOTAL_P99.of_path(PathName::new("wan"));
+        assert!(p.help().ends_with("on network path wan"), "{}", p.help());
+        assert!(p.help().starts_with("99th percentile response time"));
+    }
+}

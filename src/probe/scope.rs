@@ -1,0 +1,302 @@
+//! Whose each probe figure is: the server port's (pcap with a port filter, sock_diag of the
+//! port), the server's network namespace's (its kernel counters and sockstat: every port), the
+//! machine's (CPU, and the few TCP counts the kernel keeps only machine-wide), the server
+//! process family's, or the probes' own. `synlab probe` groups its table columns and its JSON
+//! keys by it, so a namespace-wide count never passes for the port's.
+
+use super::sample::{ProbeSample, SynSource};
+use crate::model::{col, Col};
+use serde_json::{Map, Value};
+
+/// Whose a figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The server's port: pcap's port filter, sock_diag's port.
+    Port,
+    /// The server's network namespace, every port: /proc/net/{snmp,netstat,sockstat}.
+    Netns,
+    /// The whole machine: /proc/stat, /proc/softirqs, sockstat's machine-wide counts.
+    Machine,
+    /// The server process and its descendants.
+    Server,
+    /// synlab's probe threads and capture.
+    Probe,
+}
+
+impl Scope {
+    /// The key of its group in `synlab probe --json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Scope::Port => "port",
+            Scope::Netns => "netns",
+            Scope::Machine => "machine",
+            Scope::Server => "server",
+            Scope::Probe => "probe",
+        }
+    }
+}
+
+/// Each figure of a sample but the SYN rate (whose scope depends on its source: [`syn_rate`]),
+/// its scope, and its key in that scope's JSON group.
+const SCOPES: &[(Col, Scope, &str)] = &[
+    (col::SYNACK_OUT_PER_S, Scope::Port, "synack_out_per_s"),
+    (col::RST_IN_PER_S, Scope::Port, "rst_in_per_s"),
+    (col::RST_OUT_PER_S, Scope::Port, "rst_out_per_s"),
+    (col::SYN_RETRANS_PER_S, Scope::Port, "syn_retrans_per_s"),
+    (col::ACCEPT_QUEUE, Scope::Port, "accept_queue"),
+    (col::ACCEPT_QUEUE_LIMIT, Scope::Port, "accept_queue_limit"),
+    (col::SYN_RECV, Scope::Port, "syn_recv"),
+    (col::ESTABLISHED_SOCKS, Scope::Port, "established"),
+    (col::FIN_WAIT, Scope::Port, "fin_wait"),
+    (col::CLOSE_WAIT, Scope::Port, "close_wait"),
+    (col::LAST_ACK, Scope::Port, "last_ack"),
+    (col::CLOSING, Scope::Port, "closing"),
+    (col::PORT_TIME_WAIT, Scope::Port, "time_wait"),
+    (col::SYN_IN_TOTAL, Scope::Port, "syn_in_total"),
+    (col::SYN_RETRANS_TOTAL, Scope::Port, "syn_retrans_total"),
+    (col::SYNACK_OUT_TOTAL, Scope::Port, "synack_out_total"),
+    (col::RST_IN_TOTAL, Scope::Port, "rst_in_total"),
+    (col::RST_OUT_TOTAL, Scope::Port, "rst_out_total"),
+    (col::TIME_WAIT, Scope::Netns, "time_wait"),
+    (col::TCP_INUSE, Scope::Netns, "tcp_inuse"),
+    (
+        col::LISTEN_OVERFLOWS,
+        Scope::Netns,
+        "listen_overflows_per_s",
+    ),
+    (col::LISTEN_DROPS_PER_S, Scope::Netns, "listen_drops_per_s"),
+    (
+        col::PASSIVE_OPENS_PER_S,
+        Scope::Netns,
+        "passive_opens_per_s",
+    ),
+    (col::ACTIVE_OPENS_PER_S, Scope::Netns, "active_opens_per_s"),
+    (
+        col::ATTEMPT_FAILS_PER_S,
+        Scope::Netns,
+        "attempt_fails_per_s",
+    ),
+    (col::ESTAB_RESETS_PER_S, Scope::Netns, "estab_resets_per_s"),
+    (col::RETRANS_SEGS_PER_S, Scope::Netns, "retrans_segs_per_s"),
+    (col::OUT_RSTS_PER_S, Scope::Netns, "out_rsts_per_s"),
+    (col::TCP_TIMEOUTS_PER_S, Scope::Netns, "tcp_timeouts_per_s"),
+    (
+        col::SYNCOOKIES_SENT_PER_S,
+        Scope::Netns,
+        "syncookies_sent_per_s",
+    ),
+    (
+        col::REQQ_FULL_DROPS_PER_S,
+        Scope::Netns,
+        "reqq_full_drops_per_s",
+    ),
+    (
+        col::PASSIVE_OPENS_TOTAL,
+        Scope::Netns,
+        "passive_opens_total",
+    ),
+    (col::LISTEN_DROPS_TOTAL, Scope::Netns, "listen_drops_total"),
+    (
+        col::LISTEN_OVERFLOWS_TOTAL,
+        Scope::Netns,
+        "listen_overflows_total",
+    ),
+    (col::ACTIVE_OPENS_TOTAL, Scope::Netns, "active_opens_total"),
+    (col::TCP_ORPHAN, Scope::Machine, "tcp_orphan"),
+    (col::TCP_MEM_PAGES, Scope::Machine, "tcp_mem_pages"),
+    (col::CPU_USER, Scope::Machine, "cpu_user_pct"),
+    (col::CPU_NICE_PCT, Scope::Machine, "cpu_nice_pct"),
+    (col::CPU_SYSTEM, Scope::Machine, "cpu_system_pct"),
+    (col::CPU_IRQ, Scope::Machine, "cpu_irq_pct"),
+    (col::CPU_SOFTIRQ, Scope::Machine, "cpu_softirq_pct"),
+    (col::CPU_IOWAIT_PCT, Scope::Machine, "cpu_iowait_pct"),
+    (col::CPU_IDLE, Scope::Machine, "cpu_idle_pct"),
+    (col::CPU_STEAL_PCT, Scope::Machine, "cpu_steal_pct"),
+    (col::CTXT_PER_S, Scope::Machine, "ctxt_per_s"),
+    (col::INTR_PER_S, Scope::Machine, "intr_per_s"),
+    (
+        col::NET_RX_SOFTIRQ_PER_S,
+        Scope::Machine,
+        "net_rx_softirq_per_s",
+    ),
+    (
+        col::NET_TX_SOFTIRQ_PER_S,
+        Scope::Machine,
+        "net_tx_softirq_per_s",
+    ),
+    (col::PROCS_RUNNING, Scope::Machine, "procs_running"),
+    (col::PROCS_BLOCKED, Scope::Machine, "procs_blocked"),
+    (col::SERVER_PROCS, Scope::Server, "procs"),
+    (col::SERVER_THREADS, Scope::Server, "threads"),
+    (col::SERVER_CPU_USER_PCT, Scope::Server, "cpu_user_pct"),
+    (col::SERVER_CPU_SYS_PCT, Scope::Server, "cpu_sys_pct"),
+    (col::SERVER_RSS_MB, Scope::Server, "rss_mb"),
+    (col::PROBE_CPU, Scope::Probe, "cpu_pct"),
+    (col::PCAP_DROPS, Scope::Probe, "pcap_drops"),
+    (col::PCAP_IF_DROPS, Scope::Probe, "pcap_if_drops"),
+];
+
+/// The SYN rate's scope and key: counted on the port's packets by pcap, or estimated from the
+/// namespace's counters (PassiveOpens + ListenDrops of every port).
+pub fn syn_rate(source: SynSource) -> (Scope, &'static str) {
+    match source {
+        SynSource::Pcap => (Scope::Port, "syn_in_per_s"),
+        SynSource::Estimated => (Scope::Netns, "syn_in_estimate_per_s"),
+    }
+}
+
+/// A figure's scope and key (None for the flag that says the SYN rate's source, said by
+/// `syn_source` instead).
+pub fn of(c: Col, source: SynSource) -> Option<(Scope, &'static str)> {
+    if c == col::SYN_IN {
+        return Some(syn_rate(source));
+    }
+    SCOPES
+        .iter()
+        .find(|(x, _, _)| *x == c)
+        .map(|&(_, s, k)| (s, k))
+}
+
+/// What the probe was pointed at: said in the JSON beside each group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub port: u16,
+    /// The namespace, as the person named it (`pid 4711's`, `named lab-srv`, `this process's`).
+    pub netns: String,
+    pub server_pid: Option<u32>,
+}
+
+/// A sample as JSON grouped by whose each figure is:
+/// `{"t_s", "seq", "dt_s", "syn_source", "port": {"port": P, ...}, "netns": {...},
+/// "machine": {..., "per_cpu"}, "server": {"pid", ...}, "probe": {...}, "notes"}`.
+pub fn to_json(s: &ProbeSample, t: &Target) -> Value {
+    let mut groups: Vec<(Scope, Map<String, Value>)> = [
+        Scope::Port,
+        Scope::Netns,
+        Scope::Machine,
+        Scope::Server,
+        Scope::Probe,
+    ]
+    .into_iter()
+    .map(|g| (g, Map::new()))
+    .collect();
+    let group = |groups: &mut Vec<(Scope, Map<String, Value>)>, sc: Scope| -> usize {
+        groups.iter().position(|(g, _)| *g == sc).unwrap_or(0)
+    };
+    let i = group(&mut groups, Scope::Port);
+    groups[i].1.insert("port".into(), t.port.into());
+    let i = group(&mut groups, Scope::Netns);
+    groups[i].1.insert("netns".into(), t.netns.clone().into());
+    let i = group(&mut groups, Scope::Server);
+    groups[i].1.insert("pid".into(), t.server_pid.into());
+    for (c, v) in s.columns() {
+        let Some((sc, key)) = of(c, s.syn_source) else {
+            continue;
+        };
+        let i = group(&mut groups, sc);
+        groups[i].1.insert(key.into(), v.into());
+    }
+    let i = group(&mut groups, Scope::Port);
+    groups[i].1.insert(
+        "listeners".into(),
+        serde_json::to_value(&s.listeners).unwrap_or_default(),
+    );
+    let i = group(&mut groups, Scope::Machine);
+    groups[i].1.insert(
+        "per_cpu".into(),
+        serde_json::to_value(&s.per_cpu).unwrap_or_default(),
+    );
+    let mut out = Map::new();
+    out.insert("t_s".into(), s.t_s.into());
+    out.insert("seq".into(), s.seq.into());
+    out.insert("dt_s".into(), s.dt_s.into());
+    out.insert(
+        "syn_source".into(),
+        serde_json::to_value(s.syn_source).unwrap_or_default(),
+    );
+    for (g, m) in groups {
+        out.insert(g.key().into(), Value::Object(m));
+    }
+    out.insert("notes".into(), s.notes.clone().into());
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::Metrics;
+
+    #[test]
+    fn every_figure_has_one_scope() {
+        for c in Metrics::COLUMNS {
+            let scoped = SCOPES.iter().filter(|(x, _, _)| x == c).count();
+            let special = *c == col::SYN_IN || *c == col::SYN_IN_ESTIMATED;
+            assert_eq!(scoped, usize::from(!special), "{c}: give it one scope");
+        }
+        // Keys are unique within a group.
+        for (c, s, k) in SCOPES {
+            let same = SCOPES
+                .iter()
+                .filter(|(_, s2, k2)| s2 == s && k2 == k)
+                .count();
+            assert_eq!(same, 1, "{c}: key {k} twice in {}", s.key());
+        }
+        assert_eq!(
+            of(col::TIME_WAIT, SynSource::Pcap),
+            Some((Scope::Netns, "time_wait"))
+        );
+        assert_eq!(
+            of(col::PORT_TIME_WAIT, SynSource::Pcap),
+            Some((Scope::Port, "time_wait"))
+        );
+        assert_eq!(
+            of(col::TCP_ORPHAN, SynSource::Pcap).unwrap().0,
+            Scope::Machine
+        );
+        assert_eq!(
+            of(col::SYN_IN, SynSource::Pcap),
+            Some((Scope::Port, "syn_in_per_s"))
+        );
+        assert_eq!(
+            of(col::SYN_IN, SynSource::Estimated),
+            Some((Scope::Netns, "syn_in_estimate_per_s"))
+        );
+    }
+
+    #[test]
+    fn the_json_groups_each_figure_under_its_owner() {
+        let m = Metrics {
+            time_wait: Some(31737.0),
+            port_time_wait: Some(0.0),
+            tcp_orphan: Some(12.0),
+            syn_in_per_s: Some(600.0),
+            passive_opens_per_s: Some(600.0),
+            ..Default::default()
+        };
+        let s = ProbeSample {
+            at: std::time::Instant::now(),
+            t_s: 1.0,
+            seq: 5,
+            dt_s: Some(0.2),
+            syn_source: SynSource::Estimated,
+            m,
+            per_cpu: Vec::new(),
+            listeners: Vec::new(),
+            notes: Vec::new(),
+        };
+        let t = Target {
+            port: 18080,
+            netns: "this process's".into(),
+            server_pid: None,
+        };
+        let j = to_json(&s, &t);
+        assert_eq!(j["port"]["port"], 18080);
+        assert_eq!(j["port"]["time_wait"], 0.0);
+        assert_eq!(j["netns"]["time_wait"], 31737.0);
+        assert_eq!(j["machine"]["tcp_orphan"], 12.0);
+        assert!(j["port"].get("syn_in_per_s").is_none());
+        assert_eq!(j["netns"]["syn_in_estimate_per_s"], 600.0);
+        assert_eq!(j["server"]["pid"], Value::Null);
+        assert_eq!(j["syn_source"], "estimated");
+    }
+}
