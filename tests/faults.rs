@@ -555,13 +555,13 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
     }
     let want = format!("the target server (pid {server}) was killed by signal 9 (SIGKILL)");
     assert_eq!(c.child_died().as_deref(), Some(want.as_str()));
-    let caption = c.state.caption.clone().unwrap_or_default();
+    let caption = c.state().caption.clone().unwrap_or_default();
     assert!(
         caption.contains(&want) && caption.contains("run stopped"),
         "{caption}"
     );
-    assert!(c.state.finished && c.state.knobs.paused);
-    assert!(c.state.warnings.iter().any(|w| w.to_string() == want));
+    assert!(c.state().finished && c.state().knobs.paused);
+    assert!(c.state().warnings.iter().any(|w| w.to_string() == want));
     c.shutdown().unwrap();
 }
 

@@ -288,12 +288,12 @@ fn a_tui_session_judges_its_thresholds_live() {
     let end = Instant::now() + Duration::from_secs(20);
     // Until both are judged on some responses (the first judgement may precede any).
     while Instant::now() < end
-        && !(c.state.verdicts.len() == 2 && c.state.verdicts.iter().any(|v| v.passed))
+        && !(c.state().verdicts.len() == 2 && c.state().verdicts.iter().any(|v| v.passed))
     {
         LabControl::pump(&mut c).unwrap();
         std::thread::sleep(Duration::from_millis(20));
     }
-    let v = c.state.verdicts.clone();
+    let v = c.state().verdicts.clone();
     c.shutdown().unwrap();
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(
@@ -310,7 +310,7 @@ fn a_tui_session_judges_its_thresholds_live() {
 fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
     use std::time::{Duration, Instant};
     use synlab::lab::controller::Controller;
-    use synlab::lab::state::Command;
+    use synlab::lab::knobs::Command;
     use synlab::lab::LabControl;
     let tmp = tempfile::tempdir().unwrap();
     let mut c = tui_session("stretches", "", Some(tmp.path()));
@@ -322,7 +322,9 @@ fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
         }
     };
     run_for(&mut c, 3.5);
-    c.apply(Command::SetRate(Some(200.0))).unwrap();
+    c.apply(Command::SetRate(Some(200.0)))
+        .into_result()
+        .unwrap();
     run_for(&mut c, 3.5);
     c.finish_interactive().unwrap();
     let dir = c.folder_dir().unwrap().to_path_buf();

@@ -5,7 +5,8 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use synlab::lab::controller::{Controller, RunOptions};
-use synlab::lab::state::Command;
+use synlab::lab::knobs::Command;
+use synlab::model::knob::PathKnob;
 use synlab::sys::privilege::{require_privileged, Privileges};
 
 fn privileged() -> bool {
@@ -76,7 +77,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         ours.len() >= 4,
         "server, router and two client namespaces: {ours:?}"
     );
-    assert_eq!(c.state.backend, "router");
+    assert_eq!(c.state().backend, "router");
     assert!(c.target_addr.ip().to_string().starts_with("198.18."));
 
     let run_for = |c: &mut Controller, secs: f64| {
@@ -105,10 +106,11 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     );
 
     // Live: the far path to 20 ms; new connections see it, none are reset.
-    c.apply(Command::SetRtt {
+    c.apply(Command::SetPath {
         path: Some("far".into()),
-        rtt_ms: 20.0,
+        value: PathKnob::Rtt.parse("20ms").unwrap(),
     })
+    .into_result()
     .unwrap();
     run_for(&mut c, 1.0);
     c.begin_point();
@@ -125,7 +127,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         "a live change must not reset connections"
     );
     let frames = c
-        .state
+        .state()
         .store
         .last(synlab::model::col::ROUTER_FRAMES_PER_S)
         .unwrap_or(0.0);

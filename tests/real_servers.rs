@@ -91,7 +91,7 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     );
     assert_eq!(tot.counts.responses_non2xx, 0, "every response 2xx");
     assert_eq!(tot.errors(), 0, "no connection errors");
-    let classes = c.point_access_counts().expect("access log counted");
+    let classes = c.core().point_access_counts().expect("access log counted");
     assert!(classes.lines > 200, "{classes:?}");
     assert_eq!(
         classes.lines, classes.s2xx,
@@ -100,10 +100,12 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     assert!(server_rate.is_some_and(|r| r > 0.0), "{server_rate:?}");
     // Stopping drops the requests in flight (the server logs some the clients never read):
     // the load pauses first and they finish, so the run's two counts cover the same requests.
-    c.apply(synlab::lab::state::Command::Pause(true)).unwrap();
+    c.apply(synlab::lab::knobs::Command::Pause(true))
+        .into_result()
+        .unwrap();
     run_for(&mut c, 1.0);
     c.shutdown().unwrap();
-    let (client, server, diff) = c.final_check.expect("server-vs-client check made");
+    let (client, server, diff) = c.core().final_check().expect("server-vs-client check made");
     assert!(client > 200);
     assert!(
         diff.abs() <= 0.5,
@@ -242,14 +244,16 @@ fn a_command_targets_access_log_is_the_servers_count() {
     c.begin_point();
     run_for(&mut c, 2.0);
     let tot = c.end_point().unwrap().client;
-    let classes = c.point_access_counts().unwrap();
+    let classes = c.core().point_access_counts().unwrap();
     assert!(tot.counts.responses > 200, "{}", tot.counts.responses);
     assert!(classes.s4xx > 0 && classes.s2xx > 0, "{classes:?}");
     assert_eq!(classes.lines, classes.s2xx + classes.s4xx, "{classes:?}");
-    c.apply(synlab::lab::state::Command::Pause(true)).unwrap();
+    c.apply(synlab::lab::knobs::Command::Pause(true))
+        .into_result()
+        .unwrap();
     run_for(&mut c, 1.0);
     c.shutdown().unwrap();
-    let (client, server, diff) = c.final_check.unwrap();
+    let (client, server, diff) = c.core().final_check().unwrap();
     assert!(
         diff.abs() <= 0.5,
         "client {client}, log {server} ({diff:+.2} %)"

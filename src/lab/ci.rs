@@ -70,7 +70,7 @@ impl super::LabControl for Published<'_> {
         }
         Ok(())
     }
-    fn command(&mut self, cmd: super::state::Command) -> super::state::Reply {
+    fn command(&mut self, cmd: super::knobs::Command) -> super::knobs::Reply {
         self.lab.command(cmd)
     }
     fn mark(&mut self, label: &str) {

@@ -25,7 +25,7 @@ pub trait LabControl {
     /// for long. A signal is not an error: the state says `interrupted` (and `finished`).
     fn pump(&mut self) -> anyhow::Result<()>;
     /// A knob change: applied (what changed) or refused (why).
-    fn command(&mut self, cmd: state::Command) -> state::Reply;
+    fn command(&mut self, cmd: knobs::Command) -> knobs::Reply;
     /// Puts a mark on the charts and in the results.
     fn mark(&mut self, label: &str);
     /// Jumps to the scenario's next step; returns its caption/description, None if none left.

@@ -2,12 +2,13 @@
 //! warm-up, hold and cool-down — with a progress bar, a run folder and a summary table.
 
 use super::controller::{Controller, RunOptions};
-use super::state::Command;
+use super::knobs::{Command, Reply};
 use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::SummaryRow;
+use crate::model::{SweepParam, SweepPoint, SweepValue};
 use crate::report::thresholds::Verdict;
-use crate::scenario::{Scenario, SweepParam, SweepValue};
+use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,18 +64,9 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
             Command::SetBurst { ratio, fraction },
             Command::BurstOn(ratio > 1.0),
         ],
-        (SweepParam::Rtt, SweepValue::Rtt(d)) => vec![Command::SetRtt {
-            path: None,
-            rtt_ms: d.secs() * 1000.0,
-        }],
-        (SweepParam::Loss, SweepValue::Loss(p)) => vec![Command::SetLoss {
-            path: None,
-            loss_pct: p.0,
-        }],
-        (SweepParam::Bandwidth, SweepValue::Bandwidth(b)) => vec![Command::SetBandwidth {
-            path: None,
-            bps: Some(b.0),
-        }],
+        (SweepParam::Path(_), SweepValue::Path(value)) => {
+            vec![Command::SetPath { path: None, value }]
+        }
         // No knob: the sweep restarts the workers with the new count or request mix.
         (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
         // sweep_value gives each parameter its own kind of value.
@@ -92,7 +84,7 @@ fn run_for(ctrl: &mut Controller, secs: f64, tick: &dyn Fn(&Controller)) -> anyh
         if ctrl.child_died().is_some() {
             return Ok(true);
         }
-        if ctrl.state.finished {
+        if ctrl.state().finished {
             return Ok(false);
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -151,11 +143,6 @@ pub fn run_gated(
     let mut aborted = false;
     let points = plan_points(&sc);
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
-    let param = sc
-        .sweep
-        .as_ref()
-        .map(|s| s.param.clone())
-        .unwrap_or_default();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
@@ -167,20 +154,20 @@ pub fn run_gated(
         if let Some(m) = metrics {
             // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
             if published.get().elapsed() >= Duration::from_millis(500) {
-                super::ci::publish(m, &c.state);
+                super::ci::publish(m, c.state());
                 published.set(Instant::now());
             }
         }
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
-            let r = c.state.store.last(col::RESPONSES).unwrap_or(0.0);
-            let a = c.state.store.last(col::ATTEMPTS).unwrap_or(0.0);
+            let r = c.state().store.last(col::RESPONSES).unwrap_or(0.0);
+            let a = c.state().store.last(col::ATTEMPTS).unwrap_or(0.0);
             pb.set_message(format!("attempts {a:.0}/s, responses {r:.0}/s"));
         }
     };
     let mut interrupted = false;
     for (i, p) in points.iter().enumerate() {
-        let m = measure_point(&mut ctrl, (i, points.len()), p, (&param, kind), &tick)?;
+        let m = measure_point(&mut ctrl, (i, points.len()), p, kind, &tick)?;
         interrupted = m.interrupted;
         let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
@@ -197,12 +184,12 @@ pub fn run_gated(
             break;
         }
         if p.cooldown > 0.0 {
-            ctrl.apply(Command::Pause(true)).ok();
+            ctrl.apply(Command::Pause(true));
             if !run_for(&mut ctrl, p.cooldown, &tick)? {
                 interrupted = true;
                 break;
             }
-            ctrl.apply(Command::Pause(false)).ok();
+            ctrl.apply(Command::Pause(false));
         }
     }
     if let Some(pb) = &pb {
@@ -232,6 +219,22 @@ pub fn run_gated(
     })
 }
 
+/// Why a point failed: its summary row's `error` and the run table's FAILED note.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PointFailure {
+    /// A knob change the point needs was refused (its mode, its sweep value).
+    #[error("{0}")]
+    Refused(super::knobs::Refusal),
+    /// The workers could not be restarted with the point's count or request mix.
+    #[error("{0}")]
+    Restart(String),
+    /// A child the run depends on died in it (who and how).
+    #[error("{0}")]
+    ChildDied(String),
+    #[error(transparent)]
+    Nothing(#[from] super::client_agg::NothingMeasured),
+}
+
 /// One point measured: its summary row, and whether the run stops after it.
 struct Measured {
     row: SummaryRow,
@@ -246,10 +249,10 @@ fn measure_point(
     ctrl: &mut Controller,
     (i, n): (usize, usize),
     p: &Point,
-    (param, kind): (&str, Option<SweepParam>),
+    kind: Option<SweepParam>,
     tick: &dyn Fn(&Controller),
 ) -> anyhow::Result<Measured> {
-    let label = point_label(i, n, p, param);
+    let label = point_label(i, n, p, kind);
     ctrl.log(&label);
     ctrl.mark(&label);
     let mut interrupted = false;
@@ -264,12 +267,13 @@ fn measure_point(
     let window = ctrl.end_point().expect("a point was begun");
     let died = ctrl.child_died();
     if let Some(d) = &died {
-        failed.get_or_insert(d.clone());
+        failed.get_or_insert(PointFailure::ChildDied(d.clone()));
     }
     if failed.is_none() && !interrupted {
         failed = window
             .client
-            .measured_nothing(window.t1 - window.t0, ctrl.worker_count());
+            .measured_nothing(window.t1 - window.t0, ctrl.worker_count())
+            .map(PointFailure::from);
     }
     ctrl.recorder.latencies(
         i + 1,
@@ -277,12 +281,13 @@ fn measure_point(
         &window.client.connect,
         &window.client.total,
     );
-    let mut row = summary_row(ctrl, i + 1, window);
-    row.param = param.to_string();
-    row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
+    let mut row = summary_row(ctrl.core(), i + 1, window);
+    row.sweep = kind
+        .zip(p.value)
+        .map(|(param, value)| SweepPoint { param, value });
     if let Some(e) = failed {
         row.failed = true;
-        row.error = e.clone();
+        row.error = e.to_string();
         ctrl.log(&format!("{label}: FAILED: {e}"));
     }
     Ok(Measured {
@@ -304,10 +309,10 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// "point 2/6: open rate = 2000" (or "run" without a sweep).
-fn point_label(i: usize, n: usize, p: &Point, param: &str) -> String {
-    match (&p.mode, &p.value) {
-        (m, Some(v)) => format!(
+/// "point 2/6: open load.rate = 2000" (or "run" without a sweep).
+fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
+    match (&p.mode, kind.zip(p.value)) {
+        (m, Some((param, v))) => format!(
             "point {}/{n}: {}{param} = {v}",
             i + 1,
             m.map(|m| format!("{m:?} ").to_lowercase())
@@ -318,11 +323,15 @@ fn point_label(i: usize, n: usize, p: &Point, param: &str) -> String {
 }
 
 /// Puts the lab in the point's settings (mode, sweep value); why it could not, if so.
-fn set_up_point(ctrl: &mut Controller, p: &Point, kind: Option<SweepParam>) -> Option<String> {
+fn set_up_point(
+    ctrl: &mut Controller,
+    p: &Point,
+    kind: Option<SweepParam>,
+) -> Option<PointFailure> {
     let mut failed = None;
     if let Some(m) = p.mode {
-        if let Err(e) = ctrl.apply(Command::SetMode(m)) {
-            failed = Some(e);
+        if let Reply::Refused(why) = ctrl.apply(Command::SetMode(m)) {
+            failed = Some(PointFailure::Refused(why));
         }
     }
     let Some(v) = p.value else {
@@ -335,11 +344,11 @@ fn set_up_point(ctrl: &mut Controller, p: &Point, kind: Option<SweepParam>) -> O
         _ => None,
     };
     if let Some(Err(e)) = restarted {
-        failed = Some(format!("{e:#}"));
+        failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
     for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
-        if let Err(e) = ctrl.apply(c) {
-            failed = Some(e);
+        if let Reply::Refused(why) = ctrl.apply(c) {
+            failed = Some(PointFailure::Refused(why));
         }
     }
     failed

@@ -25,15 +25,15 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let cross =
         |a: f64, b: f64| crate::probe::crosscheck::signed_diff_pct(b, a).unwrap_or(f64::NAN);
     let bound = tot.client_bound(&LoadShape {
-        mode: ctrl.state.knobs.mode,
-        timeout_s: ctrl.state.knobs.timeout.as_secs_f64(),
+        mode: ctrl.state().knobs.mode,
+        timeout_s: ctrl.state().knobs.timeout.as_secs_f64(),
     });
     let access = ctrl.point_access_counts();
     SummaryRow {
         point,
-        mode: format!("{:?}", ctrl.state.knobs.mode).to_lowercase(),
+        mode: format!("{:?}", ctrl.state().knobs.mode).to_lowercase(),
         hold_s: dt,
-        offered_rate: nan_or(ctrl.state.knobs.rate),
+        offered_rate: nan_or(ctrl.state().knobs.rate),
         attempts_per_s: tot.counts.attempts as f64 / dt,
         established_per_s: tot.counts.established as f64 / dt,
         throughput_per_s: tot.counts.responses as f64 / dt,
@@ -77,15 +77,15 @@ pub fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,
             dt,
-            ctrl.state.interval_s,
+            ctrl.state().interval_s,
         ),
         check_server_vs_client_pct: match server_rate {
             Some(s) => cross(tot.counts.responses as f64 / dt, s),
             None => f64::NAN,
         },
-        client_bound: bound.is_some(),
-        client_bound_reason: bound.unwrap_or_default(),
-        backend: ctrl.state.backend.clone(),
+        client_bound: !bound.is_empty(),
+        client_bound_reason: super::client_agg::client_bound_line(&bound),
+        backend: ctrl.state().backend.clone(),
         totals: Some(window_totals(ctrl, &w)),
         paths: w
             .paths
@@ -118,7 +118,7 @@ fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
 /// the server's own count.
 fn window_totals(ctrl: &LabCore, w: &Window) -> Totals {
     let mut t = Totals::of(&w.client.counts, w.client.in_flight);
-    let pcap = ctrl.state.store.last(col::SYN_IN_ESTIMATED) == Some(0.0);
+    let pcap = ctrl.state().store.last(col::SYN_IN_ESTIMATED) == Some(0.0);
     if pcap {
         // The pcap total of the last sample at or before each edge.
         let (a, b) = (
@@ -187,7 +187,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
             "{:>3} {:>8} {:>12} {} {} {} {} {} {} {}  {}\n",
             r.point,
             r.mode,
-            if r.value.is_empty() { "-" } else { &r.value },
+            r.sweep.map_or("-".into(), |s| s.value.to_string()),
             fmt(r.attempts_per_s, 10),
             fmt(r.throughput_per_s, 11),
             fmt(r.errors_per_s, 10),

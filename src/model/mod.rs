@@ -3,10 +3,16 @@
 
 pub mod column;
 pub mod counters;
+pub mod knob;
 pub mod limits;
 pub mod summary;
+pub mod sweep;
 pub mod units;
+pub mod workload;
 
 pub use column::{col, Col, Kind, PathName, Unit, PATH_FIGURES};
 pub use counters::{Counters, ErrorKinds, Totals};
+pub use knob::{KnobError, PathKnob, PathStep, PathValue};
 pub use summary::{PathSummary, SummaryRow};
+pub use sweep::{SweepParam, SweepPoint, SweepValue};
+pub use workload::Workload;

@@ -47,10 +47,19 @@ pub struct ProbeArgs {
     pub metrics: Option<String>,
 }
 
-fn parse_interval(s: &str) -> Result<Duration, String> {
+/// Why `--interval` cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum IntervalError {
+    #[error(transparent)]
+    Unit(#[from] crate::model::units::UnitError),
+    #[error("interval `{0}` is below 10ms")]
+    TooShort(String),
+}
+
+fn parse_interval(s: &str) -> Result<Duration, IntervalError> {
     let d = Dur::parse(s)?.0;
     if d < Duration::from_millis(10) {
-        return Err(format!("interval `{s}` is below 10ms"));
+        return Err(IntervalError::TooShort(s.into()));
     }
     Ok(d)
 }

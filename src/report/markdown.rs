@@ -5,6 +5,7 @@
 use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
 use crate::model::summary::{non2xx_flag_pct, SummaryCol, SummaryText};
+use crate::model::sweep::SweepParam;
 use crate::probe::crosscheck::{disagrees, syn_tolerance_of, TOLERANCE_PCT};
 use std::fmt::Write;
 
@@ -92,7 +93,7 @@ pub fn report(
         cross_checks(&mut md, r);
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
-        if param_kind(&r.param()) == ParamKind::Rate
+        if param_kind(r.param()) == ParamKind::Rate
             && r.points.iter().any(|p| p.has(SummaryCol::TotalP98Ms))
         {
             let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
@@ -320,11 +321,10 @@ fn status(p: &Point) -> String {
 }
 
 /// The column of the swept value: its parameter, or what a run without a sweep has instead.
-fn param_head(param: &str) -> String {
-    if param.is_empty() {
-        "window".into()
-    } else {
-        format!("`{}`", esc(param))
+fn param_head(param: Option<SweepParam>) -> String {
+    match param {
+        None => "window".into(),
+        Some(p) => format!("`{}`", esc(p.name())),
     }
 }
 
@@ -348,7 +348,7 @@ fn summary_table(md: &mut String, r: &RunData) {
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
     let covered = r.points.iter().any(|p| point_totals(p).is_some());
-    let mut head = vec!["#".to_string(), "mode".into(), param_head(&param)];
+    let mut head = vec!["#".to_string(), "mode".into(), param_head(param)];
     head.extend(cols.iter().map(|c| c.head.to_string()));
     if covered {
         head.push("latencies over".into());
@@ -435,10 +435,10 @@ fn path_tables(md: &mut String, r: &RunData) {
         if paths.is_empty() {
             continue;
         }
-        let at = if param.is_empty() {
+        let at = if param.is_none() {
             "whole run".to_string()
         } else {
-            format!("{} = {}", param_head(&param), value_cell(p))
+            format!("{} = {}", param_head(param), value_cell(p))
         };
         let _ = writeln!(md, "**Point {} per path** ({at}):\n", p.number());
         let _ = writeln!(
@@ -545,7 +545,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
     let _ = writeln!(
         md,
         "\n| # | mode | {} | SYN vs attempts | server vs client |",
-        param_head(&r.param())
+        param_head(r.param())
     );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
     for p in checked {

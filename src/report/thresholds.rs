@@ -117,7 +117,7 @@ impl Gate {
                 check: "gate: not client-bound".into(),
                 source: "gate".into(),
                 point: Some(row.point),
-                value: row.value.clone(),
+                value: row.value_text(),
                 measured: Some(if row.client_bound { 1.0 } else { 0.0 }),
                 limit: None,
                 passed: !row.client_bound,
@@ -152,7 +152,7 @@ impl Gate {
                     check: format!("gate: cross-check {what} within {tol:.1} %"),
                     source: "gate".into(),
                     point: Some(row.point),
-                    value: row.value.clone(),
+                    value: row.value_text(),
                     measured: d,
                     limit: Some(tol),
                     passed,
@@ -286,7 +286,7 @@ fn verdict(
         check,
         source: format!("threshold[{i}]"),
         point: row.map(|r| r.point),
-        value: row.map(|r| r.value.clone()).unwrap_or_default(),
+        value: row.map(SummaryRow::value_text).unwrap_or_default(),
         measured,
         limit,
         passed,
@@ -304,10 +304,9 @@ fn short(v: f64) -> String {
 
 /// `3 (load.rate = 2000)`, or `1` without a sweep.
 pub fn point_label(r: &SummaryRow) -> String {
-    if r.value.is_empty() {
-        r.point.to_string()
-    } else {
-        format!("{} ({} = {})", r.point, r.param, r.value)
+    match r.sweep {
+        None => r.point.to_string(),
+        Some(s) => format!("{} ({} = {})", r.point, s.param, s.value),
     }
 }
 
@@ -322,9 +321,9 @@ fn selects(t: &ThresholdSpec, row: &SummaryRow) -> bool {
     }
     t.points.contains(&row.point)
         || t.values.iter().any(|v| {
-            crate::scenario::SweepParam::from_name(&row.param)
-                .and_then(|k| crate::scenario::sweep_value(k, v).ok())
-                .is_some_and(|v| v.to_string() == row.value)
+            row.sweep.is_some_and(|s| {
+                crate::model::SweepValue::parse(s.param, v).is_ok_and(|v| v == s.value)
+            })
         })
 }
 
@@ -419,8 +418,12 @@ mod tests {
     fn row(point: usize, value: &str) -> SummaryRow {
         SummaryRow {
             point,
-            param: "load.rate".into(),
-            value: value.into(),
+            // "" is a row without a sweep.
+            sweep: (!value.is_empty()).then(|| crate::model::SweepPoint {
+                param: crate::model::SweepParam::Rate,
+                value: crate::model::SweepValue::parse_text(crate::model::SweepParam::Rate, value)
+                    .unwrap(),
+            }),
             offered_rate: 1000.0,
             throughput_per_s: 900.0,
             total_p99_ms: 40.0,

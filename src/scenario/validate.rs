@@ -312,11 +312,20 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         if let (Some(r), Some(f)) = (st.burst_ratio, st.burst_fraction) {
             check_burst(r, f.fraction(), &k, bad);
         }
-        if (st.rtt.is_some() || st.loss.is_some() || st.bandwidth.is_some()) && s.network.is_none()
-        {
+        let path_values = st.path_values();
+        for v in &path_values {
+            if let Err(e) = v.checked() {
+                bad(&format!("{k}.{}", v.knob().key()), e.to_string());
+            }
+        }
+        if !path_values.is_empty() && s.network.is_none() {
+            let keys: Vec<&str> = path_values.iter().map(|v| v.knob().key()).collect();
             bad(
                 &k,
-                "changes rtt/loss/bandwidth but the scenario has no [network] section".into(),
+                format!(
+                    "changes {} but the scenario has no [network] section",
+                    keys.join("/")
+                ),
             );
         }
     }
@@ -325,10 +334,7 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 /// The sweep: a known parameter with at least one valid value.
 fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(sw) = &s.sweep {
-        let names: Vec<String> = SweepParam::ALL
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect();
+        let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
         match sw.kind() {
             None => {
                 let hint = super::diag::nearest(&sw.param, &names)
@@ -354,8 +360,8 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         }
         if let Some(k) = sw.kind() {
             for (i, v) in sw.values.iter().enumerate() {
-                if let Err(e) = super::sweep_value(k, v) {
-                    bad(&format!("sweep.values[{i}]"), e);
+                if let Err(e) = super::SweepValue::parse(k, v) {
+                    bad(&format!("sweep.values[{i}]"), e.to_string());
                 }
             }
         }

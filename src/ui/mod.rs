@@ -78,7 +78,7 @@ pub fn tui_main(
         let _ = writeln!(out, "results: {}", dir.display());
     }
     result?;
-    if ctrl.state.interrupted {
+    if ctrl.state().interrupted {
         let _ = writeln!(
             err,
             "synlab: interrupted; the run folder holds what was measured"
