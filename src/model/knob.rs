@@ -236,15 +236,16 @@ impl PathValue {
         }
     }
 
-    /// As the status line shows it: "rtt 100ms".
-    pub fn status(self) -> String {
-        match self {
+    /// As the status line shows it: "rtt 100ms" (None: a knob that says nothing at its
+    /// default, to keep the line short).
+    pub fn status(self) -> Option<String> {
+        Some(match self {
             PathValue::Rtt(d) => format!("rtt {:.0}ms", d.secs() * 1000.0),
             PathValue::Loss(p) => format!("loss {:.1}%", p.0),
             PathValue::Bandwidth(b) => {
                 format!("bw {}", b.map_or("∞".into(), |b| b.to_string()))
             }
-        }
+        })
     }
 }
 

@@ -102,9 +102,9 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     for (i, p) in k.paths.iter().enumerate() {
         let sel = i == k.selected_path;
         let mut text = format!("{}{}", if sel { "▶" } else { "" }, p.name);
-        for &knob in PathKnob::ALL {
+        for shown in PathKnob::ALL.iter().filter_map(|&k| p.get(k).status()) {
             text.push(' ');
-            text.push_str(&p.get(knob).status());
+            text.push_str(&shown);
         }
         knobs.push(vec![Span::styled(
             text,
