@@ -278,6 +278,11 @@ fn bernoulli_loss_of_five_percent_on_20000_frames() {
     let counter = std::thread::spawn(move || {
         netns::enter(&server_ns).unwrap();
         let s = UdpSocket::bind((addr, 0)).unwrap();
+        // Room for the whole burst: with the default buffer (~270 of these datagrams) a
+        // receiver that waits 15 ms for a CPU on a busy machine drops frames the router
+        // delivered, and they would count as the path's loss.
+        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::RcvBufForce, &(16 << 20))
+            .unwrap();
         s.set_read_timeout(Some(Duration::from_millis(800)))
             .unwrap();
         tx.send(s.local_addr().unwrap()).unwrap();
