@@ -17,9 +17,15 @@ fn setup() -> (App, FakeLab) {
     let mut st = fixture::under_load();
     st.knobs.burst.ratio = 4.0;
     st.knobs.burst.fraction = 0.1;
-    for v in ["100ms", "1%", "10mbit"].map(|v| v.to_string()) {
-        let knob = PathKnob::ALL.iter().find_map(|k| k.parse(&v).ok()).unwrap();
-        st.knobs.paths[0].set(knob);
+    // Every path knob away from its limits, so each key's step is applied.
+    for &knob in PathKnob::ALL {
+        let v = match knob {
+            PathKnob::Rtt => "100ms",
+            PathKnob::Jitter => "5ms",
+            PathKnob::Loss => "1%",
+            PathKnob::Bandwidth => "10mbit",
+        };
+        st.knobs.paths[0].set(knob.parse(v).unwrap());
     }
     (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
 }

@@ -1,4 +1,4 @@
-//! A network path's live knobs (RTT, loss, bandwidth): one type that says, per knob, its key in
+//! A network path's live knobs (RTT, jitter, loss, bandwidth): one type that says, per knob, its key in
 //! scenario files, its sweep name, its limits, how a key press steps it, how it reads on screen
 //! and on a report's axis. Scenario validation, steps, sweeps, keys, the status line, the lab's
 //! replies and the report all go through it, so a new live path knob is a variant here (and a
@@ -13,6 +13,9 @@ use std::time::Duration;
 pub enum PathKnob {
     /// Added round-trip delay, half in each direction.
     Rtt,
+    /// A random extra delay per frame, uniform in +-jitter, in each direction (frames keep
+    /// their order unless the path has `reorder = true`).
+    Jitter,
     /// Loss in each direction (Bernoulli).
     Loss,
     /// Bottleneck rate in each direction (or unlimited).
@@ -23,6 +26,7 @@ pub enum PathKnob {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PathValue {
     Rtt(Dur),
+    Jitter(Dur),
     Loss(Percent),
     /// None: unlimited.
     Bandwidth(Option<Bandwidth>),
@@ -57,12 +61,18 @@ const BW_UNLIMITED_ABOVE: u64 = 10_000_000_000;
 
 impl PathKnob {
     /// Every live path knob, in the order the status line shows them.
-    pub const ALL: &'static [PathKnob] = &[PathKnob::Rtt, PathKnob::Loss, PathKnob::Bandwidth];
+    pub const ALL: &'static [PathKnob] = &[
+        PathKnob::Rtt,
+        PathKnob::Jitter,
+        PathKnob::Loss,
+        PathKnob::Bandwidth,
+    ];
 
     /// Its key in `[[network.path]]` and `[[step]]`.
     pub fn key(self) -> &'static str {
         match self {
             PathKnob::Rtt => "rtt",
+            PathKnob::Jitter => "jitter",
             PathKnob::Loss => "loss",
             PathKnob::Bandwidth => "bandwidth",
         }
@@ -72,6 +82,7 @@ impl PathKnob {
     pub fn sweep_name(self) -> &'static str {
         match self {
             PathKnob::Rtt => "network.rtt",
+            PathKnob::Jitter => "network.jitter",
             PathKnob::Loss => "network.loss",
             PathKnob::Bandwidth => "network.bandwidth",
         }
@@ -81,17 +92,9 @@ impl PathKnob {
     pub fn label(self) -> &'static str {
         match self {
             PathKnob::Rtt => "RTT",
+            PathKnob::Jitter => "jitter",
             PathKnob::Loss => "loss",
             PathKnob::Bandwidth => "bandwidth",
-        }
-    }
-
-    /// Its name in the status line ("rtt 100ms").
-    pub fn short(self) -> &'static str {
-        match self {
-            PathKnob::Rtt => "rtt",
-            PathKnob::Loss => "loss",
-            PathKnob::Bandwidth => "bw",
         }
     }
 
@@ -100,6 +103,7 @@ impl PathKnob {
     pub fn what(self) -> (&'static str, Option<&'static str>) {
         match self {
             PathKnob::Rtt => ("WAN delay", Some("seed 000 Figs. 9 and 10")),
+            PathKnob::Jitter => ("delay jitter", None),
             PathKnob::Loss => ("packet loss", Some("seed 000 §5.6")),
             PathKnob::Bandwidth => ("bandwidth", None),
         }
@@ -109,6 +113,7 @@ impl PathKnob {
     pub fn axis(self) -> &'static str {
         match self {
             PathKnob::Rtt => "round-trip time (ms)",
+            PathKnob::Jitter => "delay jitter, each direction (+- ms)",
             PathKnob::Loss => "packet loss (%)",
             PathKnob::Bandwidth => "bandwidth (Mbit/s)",
         }
@@ -125,6 +130,7 @@ impl PathKnob {
     fn limits_text(self) -> String {
         match self {
             PathKnob::Rtt => format!("0..{} ms", RTT_MAX.as_millis()),
+            PathKnob::Jitter => format!("0..{} ms", JITTER_MAX.as_millis()),
             PathKnob::Loss => format!("0..{LOSS_MAX_PCT}%"),
             PathKnob::Bandwidth => format!(
                 "{}kbit..{}gbit",
@@ -139,6 +145,7 @@ impl PathKnob {
     pub fn parse(self, text: &str) -> Result<PathValue, KnobError> {
         let v = match self {
             PathKnob::Rtt => PathValue::Rtt(Dur::parse(text)?),
+            PathKnob::Jitter => PathValue::Jitter(Dur::parse(text)?),
             PathKnob::Loss => PathValue::Loss(Percent::parse(text)?),
             PathKnob::Bandwidth => PathValue::Bandwidth(Some(Bandwidth::parse(text)?)),
         };
@@ -153,12 +160,14 @@ impl fmt::Display for PathKnob {
 }
 
 const RTT_MAX: Duration = Duration::from_secs(10);
+const JITTER_MAX: Duration = Duration::from_secs(1);
 const LOSS_MAX_PCT: f64 = 50.0;
 
 impl PathValue {
     pub fn knob(self) -> PathKnob {
         match self {
             PathValue::Rtt(_) => PathKnob::Rtt,
+            PathValue::Jitter(_) => PathKnob::Jitter,
             PathValue::Loss(_) => PathKnob::Loss,
             PathValue::Bandwidth(_) => PathKnob::Bandwidth,
         }
@@ -168,6 +177,7 @@ impl PathValue {
     pub fn checked(self) -> Result<PathValue, KnobError> {
         let ok = match self {
             PathValue::Rtt(d) => d.0 <= RTT_MAX,
+            PathValue::Jitter(d) => d.0 <= JITTER_MAX,
             PathValue::Loss(p) => (0.0..=LOSS_MAX_PCT).contains(&p.0),
             PathValue::Bandwidth(b) => b.is_none_or(|b| (BW_MIN_BPS..=BW_MAX_BPS).contains(&b.0)),
         };
@@ -193,6 +203,8 @@ impl PathValue {
         let next = match (self, step) {
             (PathValue::Rtt(d), PathStep::Add(x)) => PathValue::Rtt(dur(ms(d) + x)?),
             (PathValue::Rtt(d), PathStep::Scale(f)) => PathValue::Rtt(dur(ms(d) * f)?),
+            (PathValue::Jitter(d), PathStep::Add(x)) => PathValue::Jitter(dur(ms(d) + x)?),
+            (PathValue::Jitter(d), PathStep::Scale(f)) => PathValue::Jitter(dur(ms(d) * f)?),
             (PathValue::Loss(p), PathStep::Add(x)) => {
                 PathValue::Loss(Percent(((p.0 + x) * 10.0).round() / 10.0))
             }
@@ -221,7 +233,7 @@ impl PathValue {
     /// The number on a report's x axis, in the unit [`PathKnob::axis`] says (None: unlimited).
     pub fn x(self) -> Option<f64> {
         match self {
-            PathValue::Rtt(d) => Some(d.secs() * 1000.0),
+            PathValue::Rtt(d) | PathValue::Jitter(d) => Some(d.secs() * 1000.0),
             PathValue::Loss(p) => Some(p.0),
             PathValue::Bandwidth(b) => b.map(|b| b.bits_per_sec() as f64 / 1e6),
         }
@@ -231,6 +243,7 @@ impl PathValue {
     pub fn assignment(self) -> String {
         match self {
             PathValue::Rtt(d) => format!("rtt = {:.0} ms", d.secs() * 1000.0),
+            PathValue::Jitter(d) => format!("jitter = +-{:.1} ms", d.secs() * 1000.0),
             PathValue::Loss(p) => format!("loss = {:.1}%", p.0),
             PathValue::Bandwidth(b) => format!("bandwidth = {}", unlimited_or(b)),
         }
@@ -241,6 +254,8 @@ impl PathValue {
     pub fn status(self) -> Option<String> {
         Some(match self {
             PathValue::Rtt(d) => format!("rtt {:.0}ms", d.secs() * 1000.0),
+            PathValue::Jitter(d) if d.0.is_zero() => return None,
+            PathValue::Jitter(d) => format!("±{:.0}ms", d.secs() * 1000.0),
             PathValue::Loss(p) => format!("loss {:.1}%", p.0),
             PathValue::Bandwidth(b) => {
                 format!("bw {}", b.map_or("∞".into(), |b| b.to_string()))
@@ -257,7 +272,7 @@ fn unlimited_or(b: Option<Bandwidth>) -> String {
 impl fmt::Display for PathValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PathValue::Rtt(d) => write!(f, "{d}"),
+            PathValue::Rtt(d) | PathValue::Jitter(d) => write!(f, "{d}"),
             PathValue::Loss(p) => write!(f, "{p}"),
             PathValue::Bandwidth(b) => f.write_str(&unlimited_or(*b)),
         }
@@ -274,7 +289,7 @@ mod tests {
 
     #[test]
     fn every_knob_parses_what_it_displays_and_names_its_sweep() {
-        for (&k, text) in PathKnob::ALL.iter().zip(["100ms", "1.5%", "10mbit"]) {
+        for (&k, text) in PathKnob::ALL.iter().zip(["100ms", "5ms", "1.5%", "10mbit"]) {
             let v = k.parse(text).unwrap();
             assert_eq!((v.knob(), v.to_string()), (k, text.to_string()));
             assert_eq!(PathKnob::from_sweep_name(k.sweep_name()), Some(k));

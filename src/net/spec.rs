@@ -249,6 +249,7 @@ impl PathSpec {
     pub fn get(&self, k: PathKnob) -> PathValue {
         match k {
             PathKnob::Rtt => PathValue::Rtt(self.rtt),
+            PathKnob::Jitter => PathValue::Jitter(self.jitter),
             PathKnob::Loss => PathValue::Loss(self.loss),
             PathKnob::Bandwidth => PathValue::Bandwidth(self.bandwidth),
         }
@@ -258,6 +259,7 @@ impl PathSpec {
     pub fn set(&mut self, v: PathValue) {
         match v {
             PathValue::Rtt(d) => self.rtt = d,
+            PathValue::Jitter(d) => self.jitter = d,
             PathValue::Loss(p) => {
                 self.loss = p;
                 self.loss_model = LossModel::Bernoulli;

@@ -341,11 +341,13 @@ pub struct Step {
     pub burst_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_fraction: Option<Percent>,
-    /// Network path the rtt/loss/bandwidth below apply to (default: all paths).
+    /// Network path the rtt/jitter/loss/bandwidth below apply to (default: all paths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Percent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +365,7 @@ impl Step {
         use crate::model::knob::PathValue as V;
         [
             self.rtt.map(V::Rtt),
+            self.jitter.map(V::Jitter),
             self.loss.map(V::Loss),
             self.bandwidth.map(|b| V::Bandwidth(Some(b))),
         ]

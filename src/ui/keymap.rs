@@ -79,7 +79,7 @@ const fn b(key: Key, action: Action, help: &'static str) -> Binding {
 
 use Action as A;
 use Key::Char as C;
-use PathKnob::{Bandwidth as BW, Loss, Rtt};
+use PathKnob::{Bandwidth as BW, Jitter, Loss, Rtt};
 use PathStep::{Add, Scale};
 
 /// The one source of truth for keys. Lower case turns a knob down, upper case up.
@@ -105,6 +105,8 @@ pub const KEYMAP: &[Binding] = &[
     b(C('R'), A::PathStep(Rtt, Add(10.0)), "RTT +10 ms"),
     b(C('<'), A::PathStep(Rtt, Add(-50.0)), "RTT -50 ms"),
     b(C('>'), A::PathStep(Rtt, Add(50.0)), "RTT +50 ms"),
+    b(C('j'), A::PathStep(Jitter, Add(-1.0)), "jitter -1 ms"),
+    b(C('J'), A::PathStep(Jitter, Add(1.0)), "jitter +1 ms"),
     b(C('l'), A::PathStep(Loss, Add(-0.5)), "loss -0.5%"),
     b(C('L'), A::PathStep(Loss, Add(0.5)), "loss +0.5%"),
     b(C('w'), A::PathStep(BW, Scale(0.5)), "bandwidth /2"),
@@ -162,7 +164,7 @@ mod tests {
 
     #[test]
     fn unbound_keys_and_releases_do_nothing() {
-        assert_eq!(action_for(Key::Char('j').event()), None);
+        assert_eq!(action_for(Key::Char('k').event()), None);
         let mut ev = Key::Char('q').event();
         ev.kind = KeyEventKind::Release;
         assert_eq!(action_for(ev), None);
