@@ -554,7 +554,15 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let want = format!("the target server (pid {server}) was killed by signal 9 (SIGKILL)");
-    assert_eq!(c.child_died().as_deref(), Some(want.as_str()));
+    let died = c.child_died().expect("the death is recorded");
+    assert_eq!(
+        (died.pid, &died.how),
+        (
+            server,
+            &synlab::model::death::Exit::Signal(9, "SIGKILL".into())
+        )
+    );
+    assert_eq!(died.to_string(), want);
     let caption = c.state().caption.clone().unwrap_or_default();
     assert!(
         caption.contains(&want) && caption.contains("run stopped"),

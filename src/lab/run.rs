@@ -113,7 +113,7 @@ pub struct Outcome {
     /// Cut short by a signal.
     pub interrupted: bool,
     /// A child the run depended on died (who and how); the run stopped there.
-    pub child_died: Option<String>,
+    pub child_died: Option<crate::model::death::Death>,
     /// The verdicts of the scenario's thresholds and gate, in the order judged.
     pub verdicts: Vec<Verdict>,
     /// A failing threshold with `abort_on_fail` stopped the run.
@@ -230,7 +230,7 @@ pub enum PointFailure {
     Restart(String),
     /// A child the run depends on died in it (who and how).
     #[error("{0}")]
-    ChildDied(String),
+    ChildDied(crate::model::death::Death),
     #[error(transparent)]
     Nothing(#[from] super::client_agg::NothingMeasured),
 }

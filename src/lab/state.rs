@@ -19,7 +19,7 @@ pub enum Warning {
     OutOfFds,
     /// A child the run depends on died: who and how ("the delay router (pid 7) was killed by
     /// signal 9 (SIGKILL)").
-    ChildDied(String),
+    ChildDied(crate::model::death::Death),
     /// The delay router could not keep up: its receive rings overflowed (loss nobody asked for).
     RouterBehind,
     /// The router's departures were late past its goal (p99, microseconds).

@@ -3,6 +3,7 @@
 
 pub mod column;
 pub mod counters;
+pub mod death;
 pub mod knob;
 pub mod limits;
 pub mod summary;

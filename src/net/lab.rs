@@ -261,7 +261,7 @@ impl LabNet {
 
     /// If the delay router has died: who and how ("the delay router (pid N) was killed by
     /// signal 9 (SIGKILL)"). None while it runs, and for netem/none.
-    pub fn router_death(&mut self) -> Option<String> {
+    pub fn router_death(&mut self) -> Option<crate::model::death::Death> {
         self.router.as_mut().and_then(|r| r.death())
     }
 

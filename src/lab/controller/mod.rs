@@ -331,7 +331,7 @@ impl Controller {
     }
 
     /// Who died and how, when a child the run depends on has exited.
-    pub fn child_died(&self) -> Option<String> {
+    pub fn child_died(&self) -> Option<crate::model::death::Death> {
         self.core.child_died()
     }
 

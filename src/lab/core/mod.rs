@@ -74,7 +74,7 @@ pub enum Input {
     /// Closes it: `Effect::Window` carries it.
     EndWindow,
     /// A child the run depends on died (who and how): the load stops, the point fails.
-    ChildDied(String),
+    ChildDied(crate::model::death::Death),
     /// A signal asked the run to stop.
     Interrupted,
 }
@@ -360,13 +360,13 @@ impl LabCore {
 
     /// A child died: the run stops (once per death); the point it died in fails, read from
     /// [`LabCore::child_died`].
-    fn child_died_at(&mut self, d: String, now_s: f64, fx: &mut Vec<Effect>) {
+    fn child_died_at(&mut self, d: crate::model::death::Death, now_s: f64, fx: &mut Vec<Effect>) {
         let w = Warning::ChildDied(d.clone());
         if self.state.warnings.contains(&w) {
             return;
         }
         fx.push(Effect::Log(format!("[{now_s:.1}s] {d}: the run stops")));
-        self.notice_once(&d);
+        self.notice_once(&d.to_string());
         self.state.warn(w);
         self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
         if !self.state.finished {
@@ -377,7 +377,7 @@ impl LabCore {
 
     /// Who died and how, when a child the run depends on has exited (it fails the point it
     /// died in and stops the run).
-    pub fn child_died(&self) -> Option<String> {
+    pub fn child_died(&self) -> Option<crate::model::death::Death> {
         self.state.warnings.iter().find_map(|w| match w {
             Warning::ChildDied(d) => Some(d.clone()),
             _ => None,

@@ -326,7 +326,11 @@ fn a_sweep_points_window_makes_its_summary_row() {
 #[test]
 fn a_childs_death_stops_the_load_and_fails_the_point_once() {
     let mut c = core(2, Vec::new());
-    let who = "load worker 1 (pid 7) was killed by signal 9 (SIGKILL)".to_string();
+    let who = crate::model::death::Death {
+        who: "load worker 1".into(),
+        pid: 7,
+        how: crate::model::death::Exit::Signal(9, "SIGKILL".into()),
+    };
     let fx = at(&mut c, 3.0, Input::ChildDied(who.clone()));
     let pauses = fx
         .iter()
@@ -345,7 +349,7 @@ fn a_childs_death_stops_the_load_and_fails_the_point_once() {
         c.state.caption,
         Some(format!("{who}: run stopped (press q to quit)"))
     );
-    assert!(c.notices().contains(&who));
+    assert!(c.notices().contains(&who.to_string()));
     assert!(at(&mut c, 3.1, Input::ChildDied(who)).is_empty(), "once");
 }
 
