@@ -25,6 +25,7 @@ fn main() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).expect("controller");
     let pump_for = |c: &mut Controller, secs: f64| {

@@ -542,6 +542,7 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     c.tui_mode();

@@ -268,6 +268,7 @@ fn tui_session(name: &str, extra: &str, out: Option<&Path>) -> synlab::lab::cont
         out_parent: out.map(Path::to_path_buf),
         interrupted: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     c.tui_mode();
@@ -279,7 +280,7 @@ fn tui_session(name: &str, extra: &str, out: Option<&Path>) -> synlab::lab::cont
 #[test]
 fn a_tui_session_judges_its_thresholds_live() {
     use std::time::{Duration, Instant};
-    use synlab::lab::LabControl;
+    use synlab::lab::control::LabControl;
     let mut c = tui_session(
         "gate",
         "\n[[threshold]]\nmetric = \"total_p50_ms\"\nmax = \"1ms\"\n",
@@ -309,9 +310,9 @@ fn a_tui_session_judges_its_thresholds_live() {
 #[test]
 fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
     use std::time::{Duration, Instant};
+    use synlab::lab::control::LabControl;
     use synlab::lab::controller::Controller;
     use synlab::lab::knobs::Command;
-    use synlab::lab::LabControl;
     let tmp = tempfile::tempdir().unwrap();
     let mut c = tui_session("stretches", "", Some(tmp.path()));
     let run_for = |c: &mut Controller, secs: f64| {

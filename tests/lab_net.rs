@@ -65,6 +65,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     // This run's namespaces only: another lab (a concurrent run) may be up too.

@@ -48,6 +48,7 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     pump_for(&mut c, 3.0);

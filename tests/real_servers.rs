@@ -30,6 +30,7 @@ fn opts(out: Option<&std::path::Path>) -> RunOptions {
         out_parent: out.map(|p| p.to_path_buf()),
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     }
 }
 

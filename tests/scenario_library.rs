@@ -82,6 +82,7 @@ fn run_in(sc: Scenario) -> (tempfile::TempDir, Vec<SummaryRow>, PathBuf) {
         out_parent: Some(tmp.path().to_path_buf()),
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let (dir, rows, cut) = run_scenario(sc, opts, false).unwrap_or_else(|e| panic!("{e:#}"));
     assert!(!cut, "{name}: run was cut short");

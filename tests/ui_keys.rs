@@ -3,8 +3,8 @@
 //! checked.
 //! The match in `check` has no wildcard: a new Action cannot be added without a check here.
 
+use synlab::lab::control::LabControl;
 use synlab::lab::knobs::Command;
-use synlab::lab::LabControl;
 use synlab::load::protocol::Mode;
 use synlab::model::knob::{PathKnob, PathStep};
 use synlab::ui::app::App;

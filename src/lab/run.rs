@@ -3,6 +3,7 @@
 
 use super::controller::{Controller, RunOptions};
 use super::knobs::{Command, Reply};
+use super::session::{self, Start};
 use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::SummaryRow;
@@ -11,7 +12,7 @@ use crate::report::thresholds::Verdict;
 use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,31 +20,7 @@ use std::time::{Duration, Instant};
 /// point figures are running sums, and the rolling cross-check looks back 10 s.
 const HEADLESS_KEEP_S: f64 = 60.0;
 
-/// Factor `--quick` scales a scenario's durations by.
-pub const QUICK_FACTOR: f64 = 0.25;
-
-/// Registers Ctrl-C / SIGTERM / SIGHUP to set the returned flag (a second Ctrl-C exits at once).
-pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
-    }
-    flag
-}
-
-/// The parent folder of run folders: --out, else the scenario's [output] dir, else ./results.
-pub fn out_parent(sc: &Scenario, out: Option<&Path>) -> PathBuf {
-    out.map(Path::to_path_buf)
-        .or_else(|| sc.output.dir.clone())
-        .unwrap_or_else(|| PathBuf::from("results"))
-}
-
-pub use super::summary::{non2xx_note, summary_row, summary_table};
+pub use super::summary::{non2xx_note, summary_table};
 pub use crate::scenario::points::{plan_points, Point};
 
 /// The knob changes that set a sweep value (every parameter named: a new one is a compile
@@ -98,7 +75,7 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
-    let o = run_gated(sc, opts, progress, None)?;
+    let o = run_gated(sc, opts, progress)?;
     if let Some(e) = o.last_files {
         anyhow::bail!(e);
     }
@@ -128,17 +105,11 @@ pub fn run_scenario_outcome(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<Outcome> {
-    run_gated(sc, opts, progress, None)
+    run_gated(sc, opts, progress)
 }
 
-/// Runs a scenario headless, judging its thresholds point by point (and publishing the time
-/// series to `metrics` when given).
-pub fn run_gated(
-    sc: Scenario,
-    opts: RunOptions,
-    progress: bool,
-    metrics: Option<&crate::metrics::openmetrics::Exporter>,
-) -> anyhow::Result<Outcome> {
+/// Runs a scenario headless, judging its thresholds point by point.
+pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
     let mut verdicts = Vec::new();
     let mut aborted = false;
     let points = plan_points(&sc);
@@ -149,15 +120,7 @@ pub fn run_gated(
     let gate = ctrl.gate().clone();
     let pb = progress.then(|| progress_bar(total));
     let began = Instant::now();
-    let published = std::cell::Cell::new(began);
     let tick = |c: &Controller| {
-        if let Some(m) = metrics {
-            // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
-            if published.get().elapsed() >= Duration::from_millis(500) {
-                super::ci::publish(m, c.state());
-                published.set(Instant::now());
-            }
-        }
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
             let r = c.state().store.last(col::RESPONSES).unwrap_or(0.0);
@@ -281,7 +244,7 @@ fn measure_point(
         &window.client.connect,
         &window.client.total,
     );
-    let mut row = summary_row(ctrl.core(), i + 1, window);
+    let mut row = ctrl.core().summary_row(i + 1, window);
     row.sweep = kind
         .zip(p.value)
         .map(|(param, value)| SweepPoint { param, value });
@@ -354,15 +317,6 @@ fn set_up_point(
     failed
 }
 
-/// Decides, before any thread starts, where a scenario's network lab is built: as root on
-/// the host, or in synlab's own user namespace (not root, or `force`). Scenarios without a
-/// [network] section stay as they are: their command targets keep the user's own identity.
-pub fn settle_lab_mode(sc: &Scenario, force: bool) {
-    if sc.network.is_some() || force {
-        crate::sys::userns::prepare(force);
-    }
-}
-
 /// `synlab run SCENARIO [--out DIR] [--quick]`.
 pub fn run_main(
     scenario: &Path,
@@ -371,20 +325,16 @@ pub fn run_main(
     progress: bool,
     extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
-    let mut sc = crate::scenario::load(scenario)?;
-    let name = sc.name.clone();
-    if quick {
-        sc = sc.scaled(QUICK_FACTOR);
-    }
-    let parent = out_parent(&sc, out);
-    settle_lab_mode(&sc, extras.userns);
-    let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
-    let interrupted = interrupt_flag();
-    let opts = RunOptions {
-        out_parent: Some(parent),
-        interrupted: Arc::clone(&interrupted),
-        network_fallback: scenario.as_os_str() == "default",
+    let start = Start {
+        scenario: Some(scenario),
+        out,
+        metrics: extras.metrics.as_deref(),
+        userns: extras.userns,
+        quick,
     };
+    let (sc, opts) = start.open()?;
+    let name = sc.name.clone();
+    let interrupted = Arc::clone(&opts.interrupted);
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let Outcome {
         dir,
@@ -394,31 +344,21 @@ pub fn run_main(
         verdicts,
         aborted,
         last_files,
-    } = run_gated(sc, opts, progress, exporter.as_ref())?;
+    } = run_gated(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     if let Some(path) = &extras.junit {
         crate::report::junit::write(path, &name, &verdicts)?;
         println!("junit: {}", path.display());
     }
-    if let Some(d) = &dir {
-        match crate::report::write_report(d) {
-            Ok(md) => println!("report: {}", md.display()),
-            Err(e) => eprintln!("synlab: the report could not be written: {e:#}"),
-        }
-        println!("results: {}", d.display());
-    }
-    if cut || interrupted.load(Ordering::Relaxed) {
-        eprintln!("synlab: interrupted; the run folder holds what was measured");
-        return Ok(ExitCode::from(130));
-    }
-    if let Some(e) = last_files {
+    session::report_and_folder(dir.as_deref());
+    let signalled = cut || interrupted.load(Ordering::Relaxed);
+    if let (false, Some(e)) = (signalled, last_files) {
         eprintln!("synlab: the run folder is incomplete: {e} (exit 1)");
         return Ok(ExitCode::from(1));
     }
-    if let Some(d) = child_died {
-        eprintln!("synlab: {d}; the run stopped there and everything it started was removed (exit 1); the run folder holds what was measured");
-        return Ok(ExitCode::from(1));
+    if let Some(code) = session::cut_short(signalled, child_died.as_ref()) {
+        return Ok(code);
     }
     let failed = rows.iter().filter(|r| r.failed).count();
     if failed > 0 {

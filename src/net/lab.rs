@@ -182,6 +182,11 @@ impl LabNet {
         bail!("the delay router did not report within 5 s")
     }
 
+    /// The start of every name of this lab's namespaces (what `synlab net down` matches).
+    pub fn netns_prefix(&self) -> String {
+        netns::lab_prefix(&self.run_id)
+    }
+
     /// The plan this lab was built from.
     pub fn plan(&self) -> &Plan {
         &self.plan

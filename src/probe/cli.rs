@@ -195,7 +195,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, interrupted.clone())?;
     let (tx, rx) = crossbeam_channel::bounded(64);
-    let exporter = crate::lab::ci::start_metrics(args.metrics.as_deref())?;
+    let exporter = crate::metrics::openmetrics::Exporter::start_at(args.metrics.as_deref())?;
     let handle = spawn(cfg, tx)?;
     if !args.json {
         let who = server_pid.map_or(String::new(), |p| format!(" pid {p}"));

@@ -80,7 +80,7 @@ pub fn report(
             }
         );
         summary_table(&mut md, r);
-        super::thresholds::markdown(&mut md, r);
+        thresholds_section(&mut md, r);
     }
     plot_section(&mut md, plots, plot_errors, missing);
     for r in runs {
@@ -669,4 +669,36 @@ fn notices(md: &mut String, r: &RunData) {
         let _ = writeln!(md, "- {}", esc(&l));
     }
     let _ = writeln!(md);
+}
+
+/// report.md's threshold section (nothing when the scenario had no thresholds or gate).
+fn thresholds_section(md: &mut String, r: &RunData) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let failed = r.thresholds.iter().filter(|v| !v.passed).count();
+    let _ = writeln!(
+        md,
+        "### Thresholds: {}\n\n{} of {} checks passed.\n\n| check | point | measured | limit | verdict |\n|---|---|---:|---:|---|",
+        if failed == 0 { "pass" } else { "**FAIL**" },
+        r.thresholds.len() - failed,
+        r.thresholds.len()
+    );
+    let n = |v: Option<f64>| v.map(num).unwrap_or_else(|| "–".into());
+    for v in &r.thresholds {
+        let point = match (v.point, v.value.is_empty()) {
+            (None, _) => "run".to_string(),
+            (Some(p), true) => p.to_string(),
+            (Some(p), false) => format!("{p} ({})", v.value),
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {point} | {} | {} | {} |",
+            v.check.replace('|', "\\|"),
+            n(v.measured),
+            n(v.limit),
+            if v.passed { "pass" } else { "**FAIL**" }
+        );
+    }
+    md.push('\n');
 }

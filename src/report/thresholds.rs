@@ -50,7 +50,7 @@ pub struct Threshold {
 
 impl Gate {
     /// The scenario's thresholds and gate. A threshold whose metric or bound does not parse
-    /// was refused when the scenario was read (`scenario::gate::validate`); it is left out.
+    /// was refused when the scenario was read (`scenario::validate::gate_problems`); it is left out.
     pub fn of(sc: &Scenario) -> Self {
         let thresholds = sc
             .thresholds
@@ -350,39 +350,6 @@ pub fn verdict_lines(v: &[Verdict]) -> String {
 pub fn read_verdicts(summary_json: &str) -> Option<Vec<Verdict>> {
     let v: serde_json::Value = serde_json::from_str(summary_json).ok()?;
     serde_json::from_value(v.get("thresholds")?.clone()).ok()
-}
-
-/// report.md's threshold section (nothing when the scenario had no thresholds or gate).
-pub fn markdown(md: &mut String, r: &super::read::RunData) {
-    use std::fmt::Write;
-    if r.thresholds.is_empty() {
-        return;
-    }
-    let failed = r.thresholds.iter().filter(|v| !v.passed).count();
-    let _ = writeln!(
-        md,
-        "### Thresholds: {}\n\n{} of {} checks passed.\n\n| check | point | measured | limit | verdict |\n|---|---|---:|---:|---|",
-        if failed == 0 { "pass" } else { "**FAIL**" },
-        r.thresholds.len() - failed,
-        r.thresholds.len()
-    );
-    let n = |v: Option<f64>| v.map(super::markdown::num).unwrap_or_else(|| "–".into());
-    for v in &r.thresholds {
-        let point = match (v.point, v.value.is_empty()) {
-            (None, _) => "run".to_string(),
-            (Some(p), true) => p.to_string(),
-            (Some(p), false) => format!("{p} ({})", v.value),
-        };
-        let _ = writeln!(
-            md,
-            "| `{}` | {point} | {} | {} | {} |",
-            v.check.replace('|', "\\|"),
-            n(v.measured),
-            n(v.limit),
-            if v.passed { "pass" } else { "**FAIL**" }
-        );
-    }
-    md.push('\n');
 }
 
 /// Exit code 3 when a verdict failed, after saying which on stderr.

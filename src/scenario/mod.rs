@@ -84,7 +84,7 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
     infer_target_kind(&mut s.target, &target_keys);
     infer_workload(&mut s.load, &written_keys(raw.as_ref(), "load"));
     let mut problems = validate::validate(&s);
-    problems.extend(gate::validate(&s));
+    problems.extend(validate::gate_problems(&s));
     problems.extend(foreign_target_keys(s.target.kind, &target_keys));
     if problems.is_empty() {
         return Ok(s);

@@ -1,6 +1,7 @@
 //! Range and consistency checks on a parsed scenario. Each problem names its key path so the
 //! loader can point at the line.
 
+use super::gate::{check_metric, parse_bound, Aggregate, Over};
 use super::model::*;
 use crate::model::limits::RATE_MAX;
 use std::time::Duration;
@@ -424,4 +425,84 @@ fn check_burst(ratio: f64, fraction: f64, key: &str, bad: &mut impl FnMut(&str, 
             ),
         );
     }
+}
+
+/// Problems in `[[threshold]]` and `[gate]`, keyed `threshold[i].key`.
+pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
+    let mut p = Vec::new();
+    let n_points = super::points::plan_points(s).len();
+    for (i, t) in s.thresholds.iter().enumerate() {
+        let k = |key: &str| format!("threshold[{i}].{key}");
+        let metric = check_metric(&t.metric);
+        if let Err(e) = &metric {
+            p.push((k("metric"), e.to_string()));
+        }
+        if t.max.is_none() && t.min.is_none() {
+            p.push((
+                k("metric"),
+                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".into(),
+            ));
+        }
+        for (key, b) in [("max", &t.max), ("min", &t.min)] {
+            if let (Some(b), Ok(metric)) = (b, &metric) {
+                if let Err(e) = parse_bound(b, *metric) {
+                    p.push((k(key), e.to_string()));
+                }
+            }
+        }
+        if t.over == Over::Run && !(t.points.is_empty() && t.values.is_empty()) {
+            p.push((
+                k("over"),
+                "over = \"run\" judges the whole run: remove `points` / `values`, or judge \
+                 points one by one (over = \"points\")"
+                    .into(),
+            ));
+        }
+        if t.over == Over::Points && t.aggregate != Aggregate::default() {
+            p.push((
+                k("aggregate"),
+                "aggregate applies only with over = \"run\"".into(),
+            ));
+        }
+        for (j, n) in t.points.iter().enumerate() {
+            if *n == 0 || *n > n_points {
+                p.push((
+                    format!("threshold[{i}].points[{j}]"),
+                    format!("point {n} does not exist: this scenario runs points 1 to {n_points}"),
+                ));
+            }
+        }
+        match &s.sweep {
+            None if !t.values.is_empty() => p.push((
+                k("values"),
+                "this scenario has no [sweep]: choose points by number (`points = [1]`)".into(),
+            )),
+            // An unknown sweep parameter is reported by the sweep's own validation.
+            Some(sw) if sw.kind().is_some() => {
+                let kind = sw.kind().expect("checked");
+                let swept: Vec<String> = sw
+                    .values
+                    .iter()
+                    .filter_map(|v| crate::model::SweepValue::parse(kind, v).ok())
+                    .map(|v| v.to_string())
+                    .collect();
+                for (j, v) in t.values.iter().enumerate() {
+                    let key = format!("threshold[{i}].values[{j}]");
+                    match crate::model::SweepValue::parse(kind, v) {
+                        Err(e) => p.push((key, e.to_string())),
+                        Ok(v) if !swept.contains(&v.to_string()) => p.push((
+                            key,
+                            format!(
+                                "{v} is not one of the sweep's values ({})",
+                                swept.join(", ")
+                            ),
+                        )),
+                        Ok(_) => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    p
 }

@@ -3,8 +3,8 @@
 
 use super::keymap::Action;
 use super::theme::Theme;
+use crate::lab::control::LabControl;
 use crate::lab::knobs::{Command, Reply};
-use crate::lab::LabControl;
 use crate::load::protocol::Mode;
 use std::borrow::Cow;
 

@@ -3,9 +3,9 @@
 //! and a lab whose commands go through `lab::knobs::apply_knobs` like the core's.
 
 use crate::lab::client_agg::ClientBound;
+use crate::lab::control::LabControl;
 use crate::lab::knobs::{apply_knobs, Change, Command, Knobs, Reply};
 use crate::lab::state::{LabState, Warning};
-use crate::lab::LabControl;
 use crate::load::protocol::{Burst, Mode};
 use crate::metrics::store::EventKind;
 use crate::model::col as c;

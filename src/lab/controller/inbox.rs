@@ -148,7 +148,7 @@ impl Controller {
             // This stretch of settings as a point, the session's earlier stretches with it for
             // the thresholds over the whole run.
             let mut rows = self.recorder.points().to_vec();
-            let row = crate::lab::summary::summary_row(&self.core, rows.len() + 1, w);
+            let row = self.core.summary_row(rows.len() + 1, w);
             let mut v = gate.judge_point(&row);
             rows.push(row);
             v.extend(gate.judge_run(&rows));

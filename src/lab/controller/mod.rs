@@ -51,6 +51,8 @@ pub struct RunOptions {
     /// Without the privileges for the network lab, run on loopback (with a warning) instead of
     /// refusing. Only for the embedded default scenario: an explicit [network] is a request.
     pub network_fallback: bool,
+    /// The `--metrics` endpoint the lab's time series are published to as it is pumped.
+    pub metrics: Option<crate::metrics::openmetrics::Exporter>,
 }
 
 pub struct Controller {
@@ -87,6 +89,8 @@ pub struct Controller {
     access: AccessLogFiles,
     /// kind = "nginx" / "apache": its config, logs and document root.
     real: Option<super::real_server::RealServer>,
+    /// The `--metrics` endpoint, fed from the state twice a second.
+    publisher: Option<crate::metrics::openmetrics::Publisher>,
 }
 
 /// A server's access log followed for its own count of responses (the counts are the core's).
@@ -137,6 +141,10 @@ impl Controller {
         let (tx, rx) = unbounded();
         let interval = scenario.probe.interval.0;
         let knobs = knobs_of(&scenario);
+        let publisher = opts
+            .metrics
+            .clone()
+            .map(crate::metrics::openmetrics::Publisher::new);
         let core = LabCore::new(
             &scenario.name,
             knobs,
@@ -165,6 +173,7 @@ impl Controller {
             client_opens_at_load_start: None,
             access: AccessLogFiles::default(),
             real: None,
+            publisher,
         }
     }
 
@@ -296,6 +305,10 @@ impl Controller {
         if self.core.in_session() {
             self.live_verdicts(now);
         }
+        if let Some(p) = &mut self.publisher {
+            let st = self.core.state();
+            p.tick(&st.store, &st.latency);
+        }
         Ok(())
     }
 
@@ -354,7 +367,7 @@ impl Controller {
     }
 }
 
-impl super::LabControl for Controller {
+impl super::control::LabControl for Controller {
     fn state(&self) -> &LabState {
         self.core.state()
     }
@@ -457,6 +470,7 @@ mod tests {
             out_parent: None,
             interrupted: Arc::default(),
             network_fallback: false,
+            metrics: None,
         };
         let sc = crate::scenario::default_scenario();
         let mut c = Controller::assemble(sc, opts, Recorder::off());
@@ -492,6 +506,7 @@ mod tests {
             out_parent: None,
             interrupted: Arc::default(),
             network_fallback: false,
+            metrics: None,
         };
         let mut c = Controller::assemble(crate::scenario::default_scenario(), opts, recorder);
         std::fs::remove_dir_all(&dir).unwrap();

@@ -20,6 +20,7 @@ use crate::target::config::ServerStats;
 mod commands;
 mod rows;
 mod steps;
+mod summary;
 #[cfg(test)]
 mod tests;
 mod window;

@@ -306,7 +306,7 @@ fn a_sweep_points_window_makes_its_summary_row() {
         (w.server_responses, w.server_rate),
         (Some(980), Some(980.0))
     );
-    let r = crate::lab::summary::summary_row(&c, 3, *w);
+    let r = c.summary_row(3, *w);
     assert_eq!(
         (r.point, r.mode.as_str(), r.offered_rate),
         (3, "open", 1000.0)
