@@ -378,7 +378,7 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        let hint = if e.raw_os_error() == Some(libc::ENOSPC) {
+        let hint = if crate::sys::errno_of(&e) == Some(crate::sys::Errno::ENOSPC) {
             " (the disk is full: free space or pass --out on another disk)"
         } else {
             ""
