@@ -12,28 +12,15 @@
 //! paths' spread must be that of (the plain paths' connect times + the model's delay), within
 //! 10 %.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use synlab::lab::controller::{Controller, RunOptions};
+mod lab_support;
+
+use lab_support::{opts, privileged, run_for};
+use synlab::lab::controller::Controller;
 use synlab::lab::knobs::Command;
 use synlab::lab::run::run_scenario;
 use synlab::model::knob::{PathKnob, PathValue};
 use synlab::model::units::Dur;
 use synlab::model::{SweepParam, SweepValue};
-use synlab::sys::privilege::{require_privileged, Privileges};
-
-fn privileged() -> bool {
-    if Privileges::current().can_build_lab() {
-        return true;
-    }
-    let why = Privileges::current().lab_missing().unwrap_or_default();
-    if require_privileged() {
-        panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
-}
 
 const JITTER_MS: f64 = 5.0;
 
@@ -63,23 +50,6 @@ backend = "router"
         ));
     }
     s
-}
-
-fn opts(out: Option<&std::path::Path>) -> RunOptions {
-    RunOptions {
-        out_parent: out.map(|p| p.to_path_buf()),
-        interrupted: Arc::new(AtomicBool::new(false)),
-        network_fallback: false,
-        metrics: None,
-    }
-}
-
-fn run_for(c: &mut Controller, secs: f64) {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < end {
-        c.pump().unwrap();
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// The `q` quantile (ms) of `base` (microseconds) plus the model's delay: the sum of two

@@ -58,6 +58,24 @@ fn without_tests(src: &str) -> String {
     out
 }
 
+/// Every .rs file under src/ (path, path from the crate root with `/`).
+fn src_files() -> Vec<(std::path::PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rs_files(&root.join("src"), &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (f, rel)
+        })
+        .collect()
+}
+
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -71,16 +89,8 @@ fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 
 #[test]
 fn lower_layers_import_nothing_from_higher_ones() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rs_files(&root.join("src"), &mut files);
     let mut bad = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (f, rel) in &src_files() {
         let module = rel
             .trim_start_matches("src/")
             .split(['/', '.'])
@@ -549,19 +559,9 @@ fn node(p: &ModPath) -> String {
 }
 
 fn crate_modules() -> BTreeMap<ModPath, Module> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rs_files(&root.join("src"), &mut files);
-    let sources: Vec<(String, String)> = files
-        .iter()
-        .map(|f| {
-            let rel = f
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .replace('\\', "/");
-            (rel, std::fs::read_to_string(f).unwrap())
-        })
+    let sources: Vec<(String, String)> = src_files()
+        .into_iter()
+        .map(|(f, rel)| (rel, std::fs::read_to_string(f).unwrap()))
         .collect();
     let test_only = test_only_modules(&sources);
     sources
@@ -737,17 +737,9 @@ fn touches_the_kernel(line: &str) -> bool {
 
 #[test]
 fn only_src_sys_touches_the_kernel() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rs_files(&root.join("src"), &mut files);
     let mut bad = Vec::new();
     let mut allowed_seen = vec![0usize; KERNEL_ALLOWED.len()];
-    for f in &files {
-        let rel = f
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (f, rel) in &src_files() {
         if rel.starts_with("src/sys/") {
             continue;
         }

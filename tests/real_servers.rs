@@ -3,12 +3,11 @@
 //! access logs agree with the clients' count, and nothing they started is left running. A
 //! command target's `access_log` is counted the same way; a missing log is refused at start.
 
+mod lab_support;
 mod probe_support;
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use synlab::lab::controller::{Controller, RunOptions};
+use lab_support::{opts, run_for};
+use synlab::lab::controller::Controller;
 use synlab::scenario::TargetKind;
 
 /// The server's binary, or None (skip, saying why; fail when CI requires every test).
@@ -22,23 +21,6 @@ fn installed(kind: TargetKind) -> bool {
             eprintln!("skipped: {e:#}");
             false
         }
-    }
-}
-
-fn opts(out: Option<&std::path::Path>) -> RunOptions {
-    RunOptions {
-        out_parent: out.map(|p| p.to_path_buf()),
-        interrupted: Arc::new(AtomicBool::new(false)),
-        network_fallback: false,
-        metrics: None,
-    }
-}
-
-fn run_for(c: &mut Controller, secs: f64) {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < end {
-        c.pump().unwrap();
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
