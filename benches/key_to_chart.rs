@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use synlab::lab::controller::{Controller, RunOptions};
-use synlab::lab::state::Command;
+use synlab::lab::knobs::Command;
 
 fn main() {
     std::env::set_var(
@@ -25,6 +25,7 @@ fn main() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).expect("controller");
     let pump_for = |c: &mut Controller, secs: f64| {
@@ -42,12 +43,12 @@ fn main() {
         } else {
             (0.5, 500.0)
         };
-        let rows_before = c.state.store.len();
+        let rows_before = c.state().store.len();
         let t0 = Instant::now();
-        c.apply(Command::ScaleRate(factor)).unwrap();
+        c.apply(Command::ScaleRate(factor)).into_result().unwrap();
         loop {
             c.pump().unwrap();
-            let store = &c.state.store;
+            let store = &c.state().store;
             if store.len() > rows_before {
                 let v = store.last(synlab::model::col::ATTEMPTS).unwrap_or(0.0);
                 if (v - target).abs() / target < 0.15 {

@@ -542,6 +542,7 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     c.tui_mode();
@@ -554,14 +555,22 @@ fn a_childs_death_is_in_the_state_the_tui_draws() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let want = format!("the target server (pid {server}) was killed by signal 9 (SIGKILL)");
-    assert_eq!(c.child_died().as_deref(), Some(want.as_str()));
-    let caption = c.state.caption.clone().unwrap_or_default();
+    let died = c.child_died().expect("the death is recorded");
+    assert_eq!(
+        (died.pid, &died.how),
+        (
+            server,
+            &synlab::model::death::Exit::Signal(9, "SIGKILL".into())
+        )
+    );
+    assert_eq!(died.to_string(), want);
+    let caption = c.state().caption.clone().unwrap_or_default();
     assert!(
         caption.contains(&want) && caption.contains("run stopped"),
         "{caption}"
     );
-    assert!(c.state.finished && c.state.knobs.paused);
-    assert!(c.state.warnings.iter().any(|w| w.to_string() == want));
+    assert!(c.state().finished && c.state().knobs.paused);
+    assert!(c.state().warnings.iter().any(|w| w.to_string() == want));
     c.shutdown().unwrap();
 }
 

@@ -296,6 +296,7 @@ fn tui_session(name: &str, extra: &str, out: Option<&Path>) -> synlab::lab::cont
         out_parent: out.map(Path::to_path_buf),
         interrupted: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     c.tui_mode();
@@ -307,7 +308,7 @@ fn tui_session(name: &str, extra: &str, out: Option<&Path>) -> synlab::lab::cont
 #[test]
 fn a_tui_session_judges_its_thresholds_live() {
     use std::time::{Duration, Instant};
-    use synlab::lab::LabControl;
+    use synlab::lab::control::LabControl;
     let mut c = tui_session(
         "gate",
         "\n[[threshold]]\nmetric = \"total_p50_ms\"\nmax = \"1ms\"\n",
@@ -316,12 +317,12 @@ fn a_tui_session_judges_its_thresholds_live() {
     let end = Instant::now() + Duration::from_secs(20);
     // Until both are judged on some responses (the first judgement may precede any).
     while Instant::now() < end
-        && !(c.state.verdicts.len() == 2 && c.state.verdicts.iter().any(|v| v.passed))
+        && !(c.state().verdicts.len() == 2 && c.state().verdicts.iter().any(|v| v.passed))
     {
         LabControl::pump(&mut c).unwrap();
         std::thread::sleep(Duration::from_millis(20));
     }
-    let v = c.state.verdicts.clone();
+    let v = c.state().verdicts.clone();
     c.shutdown().unwrap();
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(
@@ -337,9 +338,9 @@ fn a_tui_session_judges_its_thresholds_live() {
 #[test]
 fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
     use std::time::{Duration, Instant};
+    use synlab::lab::control::LabControl;
     use synlab::lab::controller::Controller;
-    use synlab::lab::state::Command;
-    use synlab::lab::LabControl;
+    use synlab::lab::knobs::Command;
     let tmp = tempfile::tempdir().unwrap();
     let mut c = tui_session("stretches", "", Some(tmp.path()));
     let run_for = |c: &mut Controller, secs: f64| {
@@ -350,7 +351,9 @@ fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
         }
     };
     run_for(&mut c, 3.5);
-    c.apply(Command::SetRate(Some(200.0))).unwrap();
+    c.apply(Command::SetRate(Some(200.0)))
+        .into_result()
+        .unwrap();
     run_for(&mut c, 3.5);
     c.finish_interactive().unwrap();
     let dir = c.folder_dir().unwrap().to_path_buf();

@@ -2,23 +2,12 @@
 //! path share, the delay router between them; the added RTT shows in the client's connect
 //! times, live changes reach the router, and nothing of the lab is left after the run.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use synlab::lab::controller::{Controller, RunOptions};
-use synlab::lab::state::Command;
-use synlab::sys::privilege::{require_privileged, Privileges};
+mod lab_support;
 
-fn privileged() -> bool {
-    if Privileges::current().can_build_lab() {
-        return true;
-    }
-    let why = Privileges::current().lab_missing().unwrap_or_default();
-    if require_privileged() {
-        panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
-}
+use lab_support::{opts, privileged, run_for};
+use synlab::lab::controller::Controller;
+use synlab::lab::knobs::Command;
+use synlab::model::knob::PathKnob;
 
 fn lab_namespaces() -> Vec<String> {
     std::fs::read_dir("/run/netns")
@@ -60,12 +49,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     }
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
     let sc = synlab::scenario::parse("lab.toml", SCENARIO).unwrap();
-    let opts = RunOptions {
-        out_parent: None,
-        interrupted: Arc::new(AtomicBool::new(false)),
-        network_fallback: false,
-    };
-    let mut c = Controller::start(sc, opts).unwrap();
+    let mut c = Controller::start(sc, opts(None)).unwrap();
     // This run's namespaces only: another lab (a concurrent run) may be up too.
     let prefix = format!("synlab-{}-", c.net.as_ref().expect("lab up").run_id);
     let ours: Vec<String> = lab_namespaces()
@@ -76,16 +60,9 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         ours.len() >= 4,
         "server, router and two client namespaces: {ours:?}"
     );
-    assert_eq!(c.state.backend, "router");
+    assert_eq!(c.state().backend, "router");
     assert!(c.target_addr.ip().to_string().starts_with("198.18."));
 
-    let run_for = |c: &mut Controller, secs: f64| {
-        let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
-        while std::time::Instant::now() < end {
-            c.pump().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    };
     run_for(&mut c, 1.0);
     c.begin_point();
     run_for(&mut c, 3.0);
@@ -105,10 +82,11 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     );
 
     // Live: the far path to 20 ms; new connections see it, none are reset.
-    c.apply(Command::SetRtt {
+    c.apply(Command::SetPath {
         path: Some("far".into()),
-        rtt_ms: 20.0,
+        value: PathKnob::Rtt.parse("20ms").unwrap(),
     })
+    .into_result()
     .unwrap();
     run_for(&mut c, 1.0);
     c.begin_point();
@@ -125,7 +103,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
         "a live change must not reset connections"
     );
     let frames = c
-        .state
+        .state()
         .store
         .last(synlab::model::col::ROUTER_FRAMES_PER_S)
         .unwrap_or(0.0);

@@ -22,6 +22,7 @@ fn run(toml: &str) -> (std::path::PathBuf, Vec<SummaryRow>, tempfile::TempDir) {
         out_parent: Some(tmp.path().to_path_buf()),
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let (dir, rows, cut) = run_scenario(sc, opts, false).unwrap();
     assert!(!cut);

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use synlab::lab::controller::{Controller, RunOptions};
-use synlab::lab::state::Command;
+use synlab::lab::knobs::Command;
 
 const SCENARIO: &str = r#"
 duration = "30s"
@@ -48,13 +48,14 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         out_parent: None,
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let mut c = Controller::start(sc, opts).unwrap();
     pump_for(&mut c, 3.0);
     // Stop offering load; let every attempt resolve (T = 0.5 s) and the probes catch up.
-    c.apply(Command::Pause(true)).unwrap();
+    c.apply(Command::Pause(true)).into_result().unwrap();
     pump_for(&mut c, 1.5);
-    let store = &c.state.store;
+    let store = &c.state().store;
     let (_, q_max) = store
         .mean_max(synlab::model::col::ACCEPT_QUEUE, 0.0, 1e9)
         .expect("accept queue sampled");
@@ -76,7 +77,7 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
     let syns = store
         .last(synlab::model::col::SYN_IN_TOTAL)
         .expect("pcap SYN total");
-    let attempts = c.run.attempts as f64;
+    let attempts = c.core().run_counts().attempts as f64;
     assert!(attempts > 4000.0, "only {attempts} attempts");
     let diff = (syns - attempts) / attempts * 100.0;
     assert!(

@@ -3,12 +3,11 @@
 //! access logs agree with the clients' count, and nothing they started is left running. A
 //! command target's `access_log` is counted the same way; a missing log is refused at start.
 
+mod lab_support;
 mod probe_support;
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use synlab::lab::controller::{Controller, RunOptions};
+use lab_support::{opts, run_for};
+use synlab::lab::controller::Controller;
 use synlab::scenario::TargetKind;
 
 /// The server's binary, or None (skip, saying why; fail when CI requires every test).
@@ -22,22 +21,6 @@ fn installed(kind: TargetKind) -> bool {
             eprintln!("skipped: {e:#}");
             false
         }
-    }
-}
-
-fn opts(out: Option<&std::path::Path>) -> RunOptions {
-    RunOptions {
-        out_parent: out.map(|p| p.to_path_buf()),
-        interrupted: Arc::new(AtomicBool::new(false)),
-        network_fallback: false,
-    }
-}
-
-fn run_for(c: &mut Controller, secs: f64) {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < end {
-        c.pump().unwrap();
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -91,7 +74,7 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     );
     assert_eq!(tot.counts.responses_non2xx, 0, "every response 2xx");
     assert_eq!(tot.errors(), 0, "no connection errors");
-    let classes = c.point_access_counts().expect("access log counted");
+    let classes = c.core().point_access_counts().expect("access log counted");
     assert!(classes.lines > 200, "{classes:?}");
     assert_eq!(
         classes.lines, classes.s2xx,
@@ -100,10 +83,12 @@ fn serves_and_agrees(scenario: &str, hold_s: f64, out: Option<&std::path::Path>)
     assert!(server_rate.is_some_and(|r| r > 0.0), "{server_rate:?}");
     // Stopping drops the requests in flight (the server logs some the clients never read):
     // the load pauses first and they finish, so the run's two counts cover the same requests.
-    c.apply(synlab::lab::state::Command::Pause(true)).unwrap();
+    c.apply(synlab::lab::knobs::Command::Pause(true))
+        .into_result()
+        .unwrap();
     run_for(&mut c, 1.0);
     c.shutdown().unwrap();
-    let (client, server, diff) = c.final_check.expect("server-vs-client check made");
+    let (client, server, diff) = c.core().final_check().expect("server-vs-client check made");
     assert!(client > 200);
     assert!(
         diff.abs() <= 0.5,
@@ -242,14 +227,16 @@ fn a_command_targets_access_log_is_the_servers_count() {
     c.begin_point();
     run_for(&mut c, 2.0);
     let tot = c.end_point().unwrap().client;
-    let classes = c.point_access_counts().unwrap();
+    let classes = c.core().point_access_counts().unwrap();
     assert!(tot.counts.responses > 200, "{}", tot.counts.responses);
     assert!(classes.s4xx > 0 && classes.s2xx > 0, "{classes:?}");
     assert_eq!(classes.lines, classes.s2xx + classes.s4xx, "{classes:?}");
-    c.apply(synlab::lab::state::Command::Pause(true)).unwrap();
+    c.apply(synlab::lab::knobs::Command::Pause(true))
+        .into_result()
+        .unwrap();
     run_for(&mut c, 1.0);
     c.shutdown().unwrap();
-    let (client, server, diff) = c.final_check.unwrap();
+    let (client, server, diff) = c.core().final_check().unwrap();
     assert!(
         diff.abs() <= 0.5,
         "client {client}, log {server} ({diff:+.2} %)"

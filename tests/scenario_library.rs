@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use synlab::lab::controller::RunOptions;
 use synlab::lab::run::run_scenario;
-use synlab::model::SummaryRow;
+use synlab::model::{SummaryRow, SweepValue, Workload};
 use synlab::scenario::units::Dur;
 use synlab::scenario::Scenario;
 use synlab::sys::privilege::{require_privileged, Privileges};
@@ -82,6 +82,7 @@ fn run_in(sc: Scenario) -> (tempfile::TempDir, Vec<SummaryRow>, PathBuf) {
         out_parent: Some(tmp.path().to_path_buf()),
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
+        metrics: None,
     };
     let (dir, rows, cut) = run_scenario(sc, opts, false).unwrap_or_else(|e| panic!("{e:#}"));
     assert!(!cut, "{name}: run was cut short");
@@ -107,7 +108,7 @@ fn run_in(sc: Scenario) -> (tempfile::TempDir, Vec<SummaryRow>, PathBuf) {
         eprintln!(
             "{name} {} {}: attempts {:.0}/s responses {:.0}/s p98 {:.1} ms est {:.0} tw {:.0} procs {:.1} llf {:.2} usr {:.0}% sys {:.0}%",
             r.mode,
-            r.value,
+            r.value_text(),
             r.attempts_per_s,
             r.throughput_per_s,
             r.total_p98_ms,
@@ -166,7 +167,7 @@ fn simple_clients_track_throughput_while_sclient_attempts_grow_with_d() {
         assert!(
             (0.9..most).contains(&ratio),
             "closed loop, {} clients: attempts/responses = {ratio:.2}",
-            c.value
+            c.value_text()
         );
     }
     assert!(
@@ -203,7 +204,10 @@ fn ecommerce_servlets_outrun_cgi() {
         2.5,
     );
     let r = run(sc);
-    assert_eq!(r[0].value, "heavy_cgi");
+    assert_eq!(
+        r[0].sweep.map(|s| s.value),
+        Some(SweepValue::Workload(Workload::HeavyCgi))
+    );
     assert!(
         r[1].throughput_per_s > 1.3 * r[0].throughput_per_s,
         "heavy servlet {:.0}/s vs heavy CGI {:.0}/s",
@@ -257,7 +261,11 @@ fn client_check_runs_with_one_and_two_workers() {
     shrink(&mut sc, "[1, 2]", 1.0, 2.0);
     sc.load.rate = Some(synlab::scenario::units::Num(3000.0));
     let r = run(sc);
-    assert_eq!((r[0].value.as_str(), r[1].value.as_str()), ("1", "2"));
+    let values: Vec<_> = r.iter().map(|r| r.sweep.map(|s| s.value)).collect();
+    assert_eq!(
+        values,
+        [Some(SweepValue::Count(1)), Some(SweepValue::Count(2))]
+    );
 }
 
 #[test]

@@ -8,6 +8,14 @@ use std::process::Command;
 use std::time::Duration;
 use tmux_support::{figure, have_tmux, tmux, wait_for, Session};
 
+/// The run.log of the one run folder under `out`.
+fn run_log(out: &std::path::Path) -> Option<String> {
+    std::fs::read_dir(out)
+        .ok()?
+        .filter_map(Result::ok)
+        .find_map(|e| std::fs::read_to_string(e.path().join("run.log")).ok())
+}
+
 fn namespaces() -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -97,9 +105,21 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
         "the terminal was left on the alternate screen"
     );
     assert!(screen.contains("results:"), "{screen}");
+    // Only this session's lab counts: other tests (here and in other checkouts on the machine)
+    // build labs of their own meanwhile. run.log names it: "network lab <run id> up".
+    let run_id = run_log(tmp.path()).and_then(|log| {
+        log.lines()
+            .find_map(|l| l.split("network lab ").nth(1))
+            .and_then(|rest| rest.split_whitespace().next().map(str::to_string))
+    });
     let left: Vec<String> = namespaces()
         .into_iter()
         .filter(|n| !before.contains(n))
+        .filter(|n| {
+            run_id
+                .as_ref()
+                .is_some_and(|id| n.contains(&format!("-{id}-")))
+        })
         .collect();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
     let procs = Command::new("pgrep")

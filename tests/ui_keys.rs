@@ -1,9 +1,12 @@
 //! Every key in the `?` overlay (the KEYMAP table) is pressed on a fake lab and its effect on
-//! the knobs (through `LabState::apply`, as the controller does) or on the UI state is checked.
+//! the knobs (through `lab::knobs::apply_knobs`, as the lab's core does) or on the UI state is
+//! checked.
 //! The match in `check` has no wildcard: a new Action cannot be added without a check here.
 
-use synlab::lab::state::Command;
+use synlab::lab::control::LabControl;
+use synlab::lab::knobs::Command;
 use synlab::load::protocol::Mode;
+use synlab::model::knob::{PathKnob, PathStep};
 use synlab::ui::app::App;
 use synlab::ui::fixture::{self, FakeLab};
 use synlab::ui::keymap::{action_for, Action, Key, KEYMAP};
@@ -14,9 +17,16 @@ fn setup() -> (App, FakeLab) {
     let mut st = fixture::under_load();
     st.knobs.burst.ratio = 4.0;
     st.knobs.burst.fraction = 0.1;
-    st.knobs.paths[0].rtt_ms = 100.0;
-    st.knobs.paths[0].loss_pct = 1.0;
-    st.knobs.paths[0].bandwidth_bps = Some(10_000_000);
+    // Every path knob away from its limits, so each key's step is applied.
+    for &knob in PathKnob::ALL {
+        let v = match knob {
+            PathKnob::Rtt => "100ms",
+            PathKnob::Jitter => "5ms",
+            PathKnob::Loss => "1%",
+            PathKnob::Bandwidth => "10mbit",
+        };
+        st.knobs.paths[0].set(knob.parse(v).unwrap());
+    }
     (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
 }
 
@@ -54,12 +64,15 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
             assert!(close(k.burst.fraction, k0.burst.fraction + d / 100.0))
         }
         Action::ToggleBurst => assert_eq!(k.burst_on, !k0.burst_on),
-        Action::RttBy(d) => assert!(close(k.paths[0].rtt_ms, k0.paths[0].rtt_ms + d)),
-        Action::LossBy(d) => assert!(close(k.paths[0].loss_pct, k0.paths[0].loss_pct + d)),
-        Action::ScaleBandwidth(f) => assert_eq!(
-            k.paths[0].bandwidth_bps,
-            Some((k0.paths[0].bandwidth_bps.unwrap() as f64 * f) as u64)
-        ),
+        // On the axis's number (ms, %, Mbit/s): a step adds in that unit or scales.
+        Action::PathStep(knob, step) => {
+            let (x0, x) = (k0.paths[0].get(knob).x(), k.paths[0].get(knob).x());
+            let want = match step {
+                PathStep::Add(d) => x0.unwrap() + d,
+                PathStep::Scale(f) => x0.unwrap() * f,
+            };
+            assert!(close(x.unwrap(), want), "{knob}: {x:?}, want {want}");
+        }
         Action::SelectPath => assert_eq!(k.selected_path, (k0.selected_path + 1) % 2),
         Action::TogglePause => assert_eq!(k.paused, !k0.paused),
         Action::Mark => {
@@ -148,6 +161,6 @@ fn a_later_lab_change_replaces_our_message() {
     press(&mut app, &mut lab, Key::Char('m'));
     assert!(message(&app, &lab).starts_with("mark 1"));
     // A scenario step changes a knob on the controller's side.
-    lab.state.apply(Command::SetRate(Some(500.0))).unwrap();
+    lab.command(Command::SetRate(Some(500.0)));
     assert_eq!(message(&app, &lab), "rate 2000/s -> 500/s");
 }

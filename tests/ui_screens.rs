@@ -147,7 +147,10 @@ fn after_actions() {
         ],
     );
     assert_eq!(lab.state.knobs.rate, Some(4840.0));
-    assert_eq!(lab.state.knobs.paths[1].rtt_ms, 110.0);
+    assert_eq!(
+        lab.state.knobs.paths[1].rtt,
+        synlab::model::units::Dur(std::time::Duration::from_millis(110))
+    );
     snap("after_actions", &app, &lab.state);
 }
 

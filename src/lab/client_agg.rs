@@ -25,6 +25,56 @@ pub struct LoadShape {
     pub timeout_s: f64,
 }
 
+/// Why a measurement window measured nothing trustworthy (the point fails).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NothingMeasured {
+    #[error("no connection attempt in the {window_s:.1} s window although load was asked for: the load generator measured nothing (see run.log)")]
+    NoAttempt { window_s: f64 },
+    #[error("{silent} of {workers} load workers never reported in the {window_s:.1} s window")]
+    Silent {
+        silent: usize,
+        workers: usize,
+        window_s: f64,
+    },
+    #[error("load worker {worker} reported for only {span_s:.1} s of the {window_s:.1} s window")]
+    Stopped {
+        worker: u32,
+        span_s: f64,
+        window_s: f64,
+    },
+}
+
+/// One reason the client, not the server, limited a measurement (seed 000 §4.3).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientBound {
+    #[error("client ran out of ephemeral ports")]
+    PortsOut,
+    #[error("client ran out of file descriptors")]
+    FdsOut,
+    #[error("{0} arrivals found all D sockets busy (raise load.sockets)")]
+    SocketsBusy(u64),
+    #[error("{pct:.0} % fewer attempts than the schedule intended ({attempts} of {intended:.0})", pct = (1.0 - .started / .intended) * 100.0)]
+    Shortfall {
+        started: f64,
+        attempts: u64,
+        intended: f64,
+    },
+    #[error("attempts started {:.1} ms late on average, {:.0} % of the timeout T", .lag_s * 1000.0, .of_t * 100.0)]
+    LateForT { lag_s: f64, of_t: f64 },
+    #[error("attempts started {:.1} ms late on average, more than the {:.2} ms between a worker's arrivals", .lag_s * 1000.0, .gap_s * 1000.0)]
+    LateForGap { lag_s: f64, gap_s: f64 },
+    #[error("a worker used {:.0}% of a core", .cpu * 100.0)]
+    WorkerCpu { cpu: f64 },
+}
+
+/// Every reason that holds, as one line ("...; ...").
+pub fn client_bound_line(why: &[ClientBound]) -> String {
+    why.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Counter sums over some span of time, with merged latency histograms.
 #[derive(Debug, Clone)]
 pub struct ClientTotals {
@@ -105,33 +155,29 @@ impl ClientTotals {
     /// that the lag is a material share of the timeout T (it eats the connect budget and shows
     /// in every latency, which is measured from the scheduled start) or, for open arrivals, of
     /// the gap between arrivals; D exhausted; a worker on a whole core; ports or descriptors out.
-    pub fn client_bound(&self, load: &LoadShape) -> Option<String> {
+    pub fn client_bound(&self, load: &LoadShape) -> Vec<ClientBound> {
         let c = &self.counts;
         // Every reason that holds, the client's own limits first: they are causes, where a
         // shortfall or a late start may be their effect (or the machine's load).
         let mut why = Vec::new();
         if c.addr_not_avail > 0 {
-            why.push("client ran out of ephemeral ports".to_string());
+            why.push(ClientBound::PortsOut);
         }
         if c.out_of_fds > 0 {
-            why.push("client ran out of file descriptors".to_string());
+            why.push(ClientBound::FdsOut);
         }
         if c.client_cap_drops > 0 {
-            why.push(format!(
-                "{} arrivals found all D sockets busy (raise load.sockets)",
-                c.client_cap_drops
-            ));
+            why.push(ClientBound::SocketsBusy(c.client_cap_drops));
         }
         if load.mode != Mode::Closed && self.intended >= 1.0 {
             let started = (c.attempts + c.client_cap_drops) as f64;
             let noise = (3.0 * self.intended.sqrt()).max(SHORTFALL_FLOOR * self.intended);
             if started < self.intended - noise {
-                why.push(format!(
-                    "{:.0} % fewer attempts than the schedule intended ({} of {:.0})",
-                    (1.0 - started / self.intended) * 100.0,
-                    c.attempts,
-                    self.intended
-                ));
+                why.push(ClientBound::Shortfall {
+                    started,
+                    attempts: c.attempts,
+                    intended: self.intended,
+                });
             }
         }
         if c.scheduled > 0 {
@@ -144,45 +190,33 @@ impl ClientTotals {
                 _ => None,
             };
             if of_t > LAG_SHARE_OF_T {
-                why.push(format!(
-                    "attempts started {:.1} ms late on average, {:.0} % of the timeout T",
-                    lag_s * 1000.0,
-                    of_t * 100.0
-                ));
+                why.push(ClientBound::LateForT { lag_s, of_t });
             } else if let Some(gap_s) = gap_s.filter(|g| lag_s > g.max(LAG_FLOOR_S)) {
-                why.push(format!(
-                    "attempts started {:.1} ms late on average, more than the {:.2} ms between a \
-                     worker's arrivals",
-                    lag_s * 1000.0,
-                    gap_s * 1000.0
-                ));
+                why.push(ClientBound::LateForGap { lag_s, gap_s });
             }
         }
         if self.worker_cpu_max > WORKER_CPU_LIMIT {
-            why.push(format!(
-                "a worker used {:.0}% of a core",
-                self.worker_cpu_max * 100.0
-            ));
+            why.push(ClientBound::WorkerCpu {
+                cpu: self.worker_cpu_max,
+            });
         }
-        (!why.is_empty()).then(|| why.join("; "))
+        why
     }
 
     /// Why a measurement window of `window_s` seconds with `workers` load workers measured
     /// nothing trustworthy: no attempt at all while load was asked for (a schedule that stopped
     /// advancing, a worker stuck), or a worker that never reported or stopped reporting.
-    pub fn measured_nothing(&self, window_s: f64, workers: usize) -> Option<String> {
+    pub fn measured_nothing(&self, window_s: f64, workers: usize) -> Option<NothingMeasured> {
         if self.counts.attempts == 0 && self.counts.client_cap_drops == 0 {
-            return Some(format!(
-                "no connection attempt in the {window_s:.1} s window although load was asked \
-                 for: the load generator measured nothing (see run.log)"
-            ));
+            return Some(NothingMeasured::NoAttempt { window_s });
         }
         let reported = self.span_by_worker.len();
         if reported < workers {
-            return Some(format!(
-                "{} of {workers} load workers never reported in the {window_s:.1} s window",
-                workers - reported
-            ));
+            return Some(NothingMeasured::Silent {
+                silent: workers - reported,
+                workers,
+                window_s,
+            });
         }
         // Reports every 100 ms: a worker whose reports cover under half the window stopped.
         if window_s >= 1.0 {
@@ -191,9 +225,11 @@ impl ClientTotals {
                 .iter()
                 .find(|(_, &span)| span < 0.5 * window_s)
             {
-                return Some(format!(
-                    "load worker {w} reported for only {span:.1} s of the {window_s:.1} s window"
-                ));
+                return Some(NothingMeasured::Stopped {
+                    worker: *w,
+                    span_s: *span,
+                    window_s,
+                });
             }
         }
         None
@@ -303,7 +339,7 @@ mod tests {
         assert_eq!(get("responses_per_s"), Some(500.0));
         assert_eq!(get("errors_per_s"), Some(30.0));
         assert_eq!(get("connect_p50_ms"), None);
-        assert!(t.client_bound(&OPEN).is_none());
+        assert!(t.client_bound(&OPEN).is_empty());
     }
 
     #[test]
@@ -332,10 +368,16 @@ mod tests {
     fn late_starts_and_busy_workers_flag_client_bound() {
         let mut t = ClientTotals::default();
         t.add(&delta(100, 150_000, 0.01));
-        assert!(t.client_bound(&OPEN).unwrap().contains("of the timeout T"));
+        assert!(matches!(
+            t.client_bound(&OPEN)[..],
+            [ClientBound::LateForT { .. }]
+        ));
         let mut t = ClientTotals::default();
         t.add(&delta(100, 10, 0.095));
-        assert!(t.client_bound(&OPEN).unwrap().contains("core"));
+        assert!(matches!(
+            t.client_bound(&OPEN)[..],
+            [ClientBound::WorkerCpu { .. }]
+        ));
     }
 
     #[test]
@@ -345,12 +387,14 @@ mod tests {
         d.counts.addr_not_avail = 40;
         let mut t = ClientTotals::default();
         t.add(&d);
-        let why = t.client_bound(&OPEN).unwrap();
+        let why = t.client_bound(&OPEN);
         assert!(
-            why.starts_with("client ran out of ephemeral ports; "),
-            "{why}"
+            matches!(
+                why[..],
+                [ClientBound::PortsOut, ClientBound::LateForT { .. }]
+            ),
+            "{why:?}"
         );
-        assert!(why.contains("of the timeout T"), "{why}");
     }
 
     #[test]
@@ -380,7 +424,7 @@ mod tests {
                 ..Default::default()
             });
         }
-        assert_eq!(t.client_bound(&sclient), None);
+        assert_eq!(t.client_bound(&sclient), []);
     }
 
     #[test]
@@ -407,8 +451,12 @@ mod tests {
                 ..Default::default()
             });
         }
-        let why = t.client_bound(&sclient).unwrap();
-        assert!(why.contains("20 % fewer attempts"), "{why}");
+        let why = t.client_bound(&sclient);
+        assert!(
+            matches!(why[..], [ClientBound::Shortfall { started, intended, .. }]
+                if (1.0 - started / intended - 0.2).abs() < 0.01),
+            "{why:?}"
+        );
         // Small counts: a shortfall within Poisson noise is not flagged.
         let mut t = ClientTotals::default();
         t.add(&StatsDelta {
@@ -421,7 +469,7 @@ mod tests {
             },
             ..Default::default()
         });
-        assert_eq!(t.client_bound(&OPEN), None);
+        assert_eq!(t.client_bound(&OPEN), []);
         // Closed loop: fewer attempts than clients / think is the server's doing.
         let closed = LoadShape {
             mode: Mode::Closed,
@@ -430,7 +478,7 @@ mod tests {
         let mut t = ClientTotals::default();
         t.add(&delta(100, 10, 0.01));
         t.intended = 1_000.0;
-        assert_eq!(t.client_bound(&closed), None);
+        assert_eq!(t.client_bound(&closed), []);
     }
 
     #[test]
@@ -438,8 +486,10 @@ mod tests {
         // 100/s per worker: a gap of 10 ms; starts 15 ms late on average reorder the arrivals.
         let mut t = ClientTotals::default();
         t.add(&delta(10, 15_000, 0.01));
-        let why = t.client_bound(&OPEN).unwrap();
-        assert!(why.contains("between a worker's arrivals"), "{why}");
+        assert!(matches!(
+            t.client_bound(&OPEN)[..],
+            [ClientBound::LateForGap { .. }]
+        ));
     }
 
     #[test]
@@ -464,10 +514,10 @@ mod tests {
     #[test]
     fn a_window_without_attempts_or_with_a_silent_worker_measured_nothing() {
         let t = ClientTotals::default();
-        assert!(t
-            .measured_nothing(5.0, 1)
-            .unwrap()
-            .contains("no connection attempt"));
+        assert_eq!(
+            t.measured_nothing(5.0, 1),
+            Some(NothingMeasured::NoAttempt { window_s: 5.0 })
+        );
         let mut t = ClientTotals::default();
         for _ in 0..50 {
             let mut d = delta(100, 10, 0.01);
@@ -475,12 +525,22 @@ mod tests {
             t.add(&d);
         }
         assert_eq!(t.measured_nothing(5.0, 1), None);
-        assert!(t.measured_nothing(5.0, 2).unwrap().contains("1 of 2"));
+        assert!(matches!(
+            t.measured_nothing(5.0, 2),
+            Some(NothingMeasured::Silent {
+                silent: 1,
+                workers: 2,
+                ..
+            })
+        ));
         let mut d = delta(100, 10, 0.01);
         d.worker = 1;
         t.add(&d);
-        let why = t.measured_nothing(5.0, 2).unwrap();
-        assert!(why.contains("worker 1 reported for only 0.1 s"), "{why}");
+        let why = t.measured_nothing(5.0, 2);
+        assert!(
+            matches!(why, Some(NothingMeasured::Stopped { worker: 1, span_s, .. }) if (span_s - 0.1).abs() < 1e-9),
+            "{why:?}"
+        );
     }
 
     #[test]

@@ -1,26 +1,225 @@
-//! Knob arithmetic: a command changes the knobs within their limits, purely, and returns the
-//! effect the controller must carry out and a line saying what changed (or why nothing did).
-//! One function per knob; `apply_knobs` only dispatches, by family (load, burst, paths).
+//! The knobs a person can turn, the commands that turn them, and their arithmetic: a command
+//! changes the knobs within their limits, purely, and says what the core must carry out and
+//! what changed (or, typed, why nothing did). One function per knob; `apply_knobs` only
+//! dispatches, by family (load, burst, paths).
 
-use super::state::{Command, Effect, Knobs, PathKnobs};
 use crate::load::protocol::{Burst, Mode};
+use crate::model::knob::{PathKnob, PathStep, PathValue};
+use crate::net::spec::PathSpec;
 use crate::scenario::Scenario;
+use std::time::Duration;
 
-/// Limits enforced on live changes (a visible message, never a panic).
+/// Limits enforced on live changes (a visible message, never a panic). The paths' knobs carry
+/// their own (`model::knob`).
 pub const RATE_MIN: f64 = 1.0;
 pub use crate::model::limits::RATE_MAX;
 pub const SOCKETS_MAX: u32 = 200_000;
 pub const CLIENTS_MAX: u32 = 20_000;
 pub const BURST_RATIO_MAX: f64 = 20.0;
-pub const RTT_MAX_MS: f64 = 2_000.0;
-pub const LOSS_MAX_PCT: f64 = 50.0;
-pub const BW_MIN_BPS: u64 = 64_000;
-pub const BW_MAX_BPS: u64 = 100_000_000_000;
+
+/// Every knob a person can turn, with its current value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Knobs {
+    pub mode: Mode,
+    /// Total attempts/s over all workers; None = S-Client flat out.
+    pub rate: Option<f64>,
+    pub sockets: u32,
+    pub clients: u32,
+    pub timeout: Duration,
+    /// The burst shape (kept while bursts are off so `b` can turn it back on).
+    pub burst: Burst,
+    pub burst_on: bool,
+    pub paused: bool,
+    /// Each network path's profile: the one copy, which the network lab is put under.
+    pub paths: Vec<PathSpec>,
+    pub selected_path: usize,
+    /// Why a scenario's [network] section has no paths in this run (the lab could not be
+    /// built); None when the scenario has none.
+    pub lab_off: Option<String>,
+}
+
+/// A change asked for by a key, a scenario step or a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Multiply the rate (e.g. 1.1 fine up, 2.0 coarse up, 0.5 coarse down).
+    ScaleRate(f64),
+    SetRate(Option<f64>),
+    SetMode(Mode),
+    CycleMode,
+    SetSockets(u32),
+    SetClients(u32),
+    /// Add to the burst ratio / fraction (percentage points).
+    BurstRatioBy(f64),
+    BurstFractionBy(f64),
+    SetBurst {
+        ratio: f64,
+        fraction: f64,
+    },
+    BurstOn(bool),
+    ToggleBurst,
+    /// A key's step of one knob of the selected path.
+    StepPath(PathKnob, PathStep),
+    /// A knob's value on the path named `path` (None: every path), from a step or a sweep.
+    SetPath {
+        path: Option<String>,
+        value: PathValue,
+    },
+    SelectNextPath,
+    Pause(bool),
+    TogglePause,
+}
+
+/// What the core must do after a command changed the knobs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Tell the workers (the core splits totals across workers).
+    Load,
+    /// Put these network paths (indices) under their new profiles; the change holds once the
+    /// lab has applied it.
+    Paths(Vec<usize>),
+    /// Nothing to send (e.g. a path selection).
+    None,
+}
+
+/// What a command changed, as a reply, the caption bar and run.log say it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    Rate {
+        from: Option<f64>,
+        to: Option<f64>,
+    },
+    Mode(Mode),
+    Sockets(u32),
+    Clients(u32),
+    Paused(bool),
+    /// The burst shape (and whether bursts are on).
+    Burst(Burst, bool),
+    Bursts(bool),
+    /// A knob of the path named (None: of every path).
+    Path {
+        path: Option<String>,
+        value: PathValue,
+    },
+    Selected(String),
+}
+
+fn fmt_rate(r: Option<f64>) -> String {
+    match r {
+        Some(r) => format!("{r:.0}/s"),
+        None => "flat out".into(),
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Rate { from, to } => write!(f, "rate {} -> {}", fmt_rate(*from), fmt_rate(*to)),
+            Change::Mode(m) => write!(f, "{}", format!("mode {m:?}").to_lowercase()),
+            Change::Sockets(n) => write!(f, "D = {n}"),
+            Change::Clients(n) => write!(f, "clients = {n}"),
+            Change::Paused(true) => write!(f, "load paused"),
+            Change::Paused(false) => write!(f, "load resumed"),
+            Change::Burst(b, on) => write!(
+                f,
+                "burst {:.1}x at {:.0}% of {}s{}",
+                b.ratio,
+                b.fraction * 100.0,
+                b.period_s,
+                if *on { "" } else { " (off)" }
+            ),
+            Change::Bursts(on) => write!(f, "bursts {}", if *on { "on" } else { "off" }),
+            Change::Path {
+                path: Some(name),
+                value,
+            } => write!(f, "path {name}: {}", value.assignment()),
+            Change::Path { path: None, value } => write!(f, "all paths: {}", value.assignment()),
+            Change::Selected(name) => write!(f, "path {name} selected"),
+        }
+    }
+}
+
+/// Why a command changed nothing: the line a person reads after "refused: ".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the S-Client runs flat out (no rate set): change D with the socket keys or set a rate in the scenario")]
+    FlatOut,
+    #[error("rate limit reached ({min} to {max} /s)", min = RATE_MIN, max = RATE_MAX)]
+    RateLimit,
+    #[error("rate {0} is outside {min}..{max} /s", min = RATE_MIN, max = RATE_MAX)]
+    RateOutside(f64),
+    #[error("open mode needs a rate; set one first")]
+    OpenNeedsRate,
+    #[error("D must be 1..{max}", max = SOCKETS_MAX)]
+    Sockets,
+    #[error("clients must be 1..{max}", max = CLIENTS_MAX)]
+    Clients,
+    #[error("burst ratio must be 1..{max}", max = BURST_RATIO_MAX)]
+    BurstRatio,
+    #[error("time at peak must be 1%..100%")]
+    BurstFraction,
+    #[error("ratio {ratio:.1} x {pct:.0}% at peak > 100%: lower one of them", pct = .fraction * 100.0)]
+    BurstOver { ratio: f64, fraction: f64 },
+    #[error("bursts modulate a rate; set a rate first")]
+    BurstsNeedRate,
+    #[error("no network paths: this run is on loopback (add a [network] section)")]
+    Loopback,
+    #[error("no network paths: the network lab is off ({0})")]
+    LabOff(String),
+    #[error("no network path named `{0}`")]
+    NoPath(String),
+    #[error(transparent)]
+    Knob(#[from] crate::model::knob::KnobError),
+    /// The network lab could not put a path under its new profile; every knob kept its value.
+    #[error("path {path} unchanged: {why}")]
+    NotApplied { path: String, why: String },
+}
+
+/// What became of a knob command, as the front ends show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Applied: what changed ("rate 1000/s -> 2000/s").
+    Applied(Change),
+    /// Refused, knobs unchanged: why.
+    Refused(Refusal),
+}
+
+impl Reply {
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Reply::Refused(_))
+    }
+
+    /// As a result: what changed, or why nothing did.
+    pub fn into_result(self) -> Result<Change, Refusal> {
+        match self {
+            Reply::Applied(c) => Ok(c),
+            Reply::Refused(why) => Err(why),
+        }
+    }
+}
+
+/// The line to show: the change, or "refused: " and the reason.
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Applied(c) => write!(f, "{c}"),
+            Reply::Refused(why) => write!(f, "refused: {why}"),
+        }
+    }
+}
+
+impl From<Result<Change, Refusal>> for Reply {
+    fn from(r: Result<Change, Refusal>) -> Self {
+        match r {
+            Ok(c) => Reply::Applied(c),
+            Err(why) => Reply::Refused(why),
+        }
+    }
+}
 
 /// Ok(effect, what changed) or Err(why it was refused; the knobs are unchanged).
-type Applied = Result<(Effect, String), String>;
+type Applied = Result<(Effect, Change), Refusal>;
 
-/// Initial knobs from a scenario.
+/// Initial knobs from a scenario (the paths come when the network lab is up).
 pub fn knobs_of(sc: &Scenario) -> Knobs {
     let b = sc.load.burst;
     Knobs {
@@ -36,7 +235,7 @@ pub fn knobs_of(sc: &Scenario) -> Knobs {
         },
         burst_on: b.is_some_and(|b| b.enabled),
         paused: false,
-        paths: Vec::<PathKnobs>::new(),
+        paths: Vec::new(),
         selected_path: 0,
         lab_off: None,
     }
@@ -62,66 +261,36 @@ pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Applied {
         BurstOn(on) => burst_on(k, on),
         ToggleBurst => burst_on(k, !k.burst_on),
         // The network paths: keys change the selected one, steps and sweeps name one or all.
-        RttBy(d) => {
+        StepPath(knob, step) => {
             let p = selected(k)?;
-            let (name, v) = (p.name.clone(), p.rtt_ms + d);
-            set_rtt(k, &Some(name), v)
+            let (name, v) = (p.name.clone(), p.get(knob).stepped(step)?);
+            set_path(k, &Some(name), v)
         }
-        SetRtt { path, rtt_ms } => set_rtt(k, &path, rtt_ms),
-        LossBy(d) => {
-            let p = selected(k)?;
-            let (name, v) = (p.name.clone(), ((p.loss_pct + d) * 10.0).round() / 10.0);
-            set_loss(k, &Some(name), v)
-        }
-        SetLoss { path, loss_pct } => set_loss(k, &path, loss_pct),
-        ScaleBandwidth(f) => {
-            let p = selected(k)?;
-            let (name, v) = (p.name.clone(), scaled_bandwidth(p.bandwidth_bps, f)?);
-            set_bandwidth(k, &Some(name), v)
-        }
-        SetBandwidth { path, bps } => set_bandwidth(k, &path, bps),
+        SetPath { path, value } => set_path(k, &path, value),
         SelectNextPath => select_next_path(k),
     }
 }
 
-fn fmt_rate(r: Option<f64>) -> String {
-    match r {
-        Some(r) => format!("{r:.0}/s"),
-        None => "flat out".into(),
-    }
-}
-
 fn scale_rate(k: &mut Knobs, f: f64) -> Applied {
-    let old = k.rate;
-    let Some(base) = old else {
-        return Err("the S-Client runs flat out (no rate set): change D with the socket keys or set a rate in the scenario".into());
+    let Some(base) = k.rate else {
+        return Err(Refusal::FlatOut);
     };
     let new = (base * f).round();
     if !(RATE_MIN..=RATE_MAX).contains(&new) {
-        return Err(format!(
-            "rate limit reached ({} to {} /s)",
-            RATE_MIN, RATE_MAX
-        ));
+        return Err(Refusal::RateLimit);
     }
-    k.rate = Some(new);
-    Ok((
-        Effect::Load,
-        format!("rate {} -> {}", fmt_rate(old), fmt_rate(k.rate)),
-    ))
+    let from = k.rate.replace(new);
+    Ok((Effect::Load, Change::Rate { from, to: k.rate }))
 }
 
 fn set_rate(k: &mut Knobs, r: Option<f64>) -> Applied {
     if let Some(v) = r {
         if !(RATE_MIN..=RATE_MAX).contains(&v) {
-            return Err(format!("rate {v} is outside {RATE_MIN}..{RATE_MAX} /s"));
+            return Err(Refusal::RateOutside(v));
         }
     }
-    let old = k.rate;
-    k.rate = r;
-    Ok((
-        Effect::Load,
-        format!("rate {} -> {}", fmt_rate(old), fmt_rate(r)),
-    ))
+    let from = std::mem::replace(&mut k.rate, r);
+    Ok((Effect::Load, Change::Rate { from, to: r }))
 }
 
 /// The mode after the current one: S-Client, open (with a rate), closed.
@@ -135,47 +304,43 @@ fn next_mode(k: &Knobs) -> Mode {
 
 fn set_mode(k: &mut Knobs, m: Mode) -> Applied {
     if m == Mode::Open && k.rate.is_none() {
-        return Err("open mode needs a rate; set one first".into());
+        return Err(Refusal::OpenNeedsRate);
     }
     k.mode = m;
-    Ok((Effect::Load, format!("mode {m:?}").to_lowercase()))
+    Ok((Effect::Load, Change::Mode(m)))
 }
 
 fn set_sockets(k: &mut Knobs, n: u32) -> Applied {
     if n == 0 || n > SOCKETS_MAX {
-        return Err(format!("D must be 1..{SOCKETS_MAX}"));
+        return Err(Refusal::Sockets);
     }
     k.sockets = n;
-    Ok((Effect::Load, format!("D = {n}")))
+    Ok((Effect::Load, Change::Sockets(n)))
 }
 
 fn set_clients(k: &mut Knobs, n: u32) -> Applied {
     if n == 0 || n > CLIENTS_MAX {
-        return Err(format!("clients must be 1..{CLIENTS_MAX}"));
+        return Err(Refusal::Clients);
     }
     k.clients = n;
-    Ok((Effect::Load, format!("clients = {n}")))
+    Ok((Effect::Load, Change::Clients(n)))
 }
 
 fn pause(k: &mut Knobs, p: bool) -> Applied {
     k.paused = p;
-    let text = if p { "load paused" } else { "load resumed" };
-    Ok((Effect::Load, text.into()))
+    Ok((Effect::Load, Change::Paused(p)))
 }
 
 /// A new burst shape; sent to the workers only while bursts are on.
 fn set_burst(k: &mut Knobs, ratio: f64, fraction: f64) -> Applied {
     if !(1.0..=BURST_RATIO_MAX).contains(&ratio) {
-        return Err(format!("burst ratio must be 1..{BURST_RATIO_MAX}"));
+        return Err(Refusal::BurstRatio);
     }
     if !(0.009..=1.0).contains(&fraction) {
-        return Err("time at peak must be 1%..100%".into());
+        return Err(Refusal::BurstFraction);
     }
     if ratio * fraction > 1.0 + 1e-9 {
-        return Err(format!(
-            "ratio {ratio:.1} x {:.0}% at peak > 100%: lower one of them",
-            fraction * 100.0
-        ));
+        return Err(Refusal::BurstOver { ratio, fraction });
     }
     k.burst.ratio = (ratio * 10.0).round() / 10.0;
     k.burst.fraction = (fraction * 1000.0).round() / 1000.0;
@@ -184,39 +349,27 @@ fn set_burst(k: &mut Knobs, ratio: f64, fraction: f64) -> Applied {
     } else {
         Effect::None
     };
-    Ok((
-        effect,
-        format!(
-            "burst {:.1}x at {:.0}% of {}s{}",
-            k.burst.ratio,
-            k.burst.fraction * 100.0,
-            k.burst.period_s,
-            if k.burst_on { "" } else { " (off)" }
-        ),
-    ))
+    Ok((effect, Change::Burst(k.burst, k.burst_on)))
 }
 
 fn burst_on(k: &mut Knobs, on: bool) -> Applied {
     if on && k.rate.is_none() {
-        return Err("bursts modulate a rate; set a rate first".into());
+        return Err(Refusal::BurstsNeedRate);
     }
     k.burst_on = on;
-    Ok((
-        Effect::Load,
-        format!("bursts {}", if on { "on" } else { "off" }),
-    ))
+    Ok((Effect::Load, Change::Bursts(on)))
 }
 
 /// Why a path key does nothing in this run.
-fn no_paths(k: &Knobs) -> String {
+fn no_paths(k: &Knobs) -> Refusal {
     match &k.lab_off {
-        Some(why) => format!("no network paths: the network lab is off ({why})"),
-        None => "no network paths: this run is on loopback (add a [network] section)".into(),
+        Some(why) => Refusal::LabOff(why.clone()),
+        None => Refusal::Loopback,
     }
 }
 
 /// The path the keys change: the selected one.
-fn selected(k: &Knobs) -> Result<&PathKnobs, String> {
+fn selected(k: &Knobs) -> Result<&PathSpec, Refusal> {
     if k.paths.is_empty() {
         return Err(no_paths(k));
     }
@@ -224,7 +377,7 @@ fn selected(k: &Knobs) -> Result<&PathKnobs, String> {
 }
 
 /// The paths a change names: one by name, or all (None).
-fn path_index(k: &Knobs, p: &Option<String>) -> Result<Vec<usize>, String> {
+fn path_index(k: &Knobs, p: &Option<String>) -> Result<Vec<usize>, Refusal> {
     if k.paths.is_empty() {
         return Err(no_paths(k));
     }
@@ -235,79 +388,22 @@ fn path_index(k: &Knobs, p: &Option<String>) -> Result<Vec<usize>, String> {
             .iter()
             .position(|x| &x.name == name)
             .map(|i| vec![i])
-            .ok_or_else(|| format!("no network path named `{name}`")),
+            .ok_or_else(|| Refusal::NoPath(name.clone())),
     }
 }
 
-/// Sets a value on the paths `path` names once `valid` holds; `what` says the new value.
-fn set_paths(
-    k: &mut Knobs,
-    path: &Option<String>,
-    valid: Result<(), String>,
-    set: impl Fn(&mut PathKnobs),
-    what: &str,
-) -> Applied {
+/// Sets a knob's value on the paths `path` names, within the knob's limits.
+fn set_path(k: &mut Knobs, path: &Option<String>, value: PathValue) -> Applied {
     let idx = path_index(k, path)?;
-    valid?;
+    let value = value.checked()?;
     for &i in &idx {
-        set(&mut k.paths[i]);
+        k.paths[i].set(value);
     }
-    let (effect, label) = match idx[..] {
-        [i] => (Effect::Path(i), format!("path {}:", k.paths[i].name)),
-        // Several paths: the controller re-sends every path (cheap).
-        _ => (Effect::AllPaths, "all paths:".to_string()),
+    let path = match idx[..] {
+        [i] => Some(k.paths[i].name.clone()),
+        _ => None,
     };
-    Ok((effect, format!("{label} {what}")))
-}
-
-fn set_rtt(k: &mut Knobs, path: &Option<String>, rtt_ms: f64) -> Applied {
-    let valid = if (0.0..=RTT_MAX_MS).contains(&rtt_ms) {
-        Ok(())
-    } else {
-        Err(format!("RTT must be 0..{RTT_MAX_MS} ms"))
-    };
-    let what = format!("rtt = {rtt_ms:.0} ms");
-    set_paths(k, path, valid, |p| p.rtt_ms = rtt_ms, &what)
-}
-
-fn set_loss(k: &mut Knobs, path: &Option<String>, loss_pct: f64) -> Applied {
-    let valid = if (0.0..=LOSS_MAX_PCT).contains(&loss_pct) {
-        Ok(())
-    } else {
-        Err(format!("loss must be 0..{LOSS_MAX_PCT}%"))
-    };
-    let what = format!("loss = {loss_pct:.1}%");
-    set_paths(k, path, valid, |p| p.loss_pct = loss_pct, &what)
-}
-
-/// The bandwidth after scaling by `f`: from unlimited, down starts at 100 Mbit/s; up past
-/// 10 Gbit/s is unlimited.
-fn scaled_bandwidth(bps: Option<u64>, f: f64) -> Result<Option<u64>, String> {
-    match bps {
-        None if f < 1.0 => Ok(Some(100_000_000)),
-        None => Err("bandwidth is already unlimited".into()),
-        Some(b) => {
-            let v = (b as f64 * f).round() as u64;
-            Ok((v <= 10_000_000_000).then_some(v))
-        }
-    }
-}
-
-fn set_bandwidth(k: &mut Knobs, path: &Option<String>, bps: Option<u64>) -> Applied {
-    let valid = match bps {
-        Some(b) if !(BW_MIN_BPS..=BW_MAX_BPS).contains(&b) => Err(format!(
-            "bandwidth must be {}kbit..{}gbit",
-            BW_MIN_BPS / 1000,
-            BW_MAX_BPS / 1_000_000_000
-        )),
-        _ => Ok(()),
-    };
-    let shown = match bps {
-        Some(b) => crate::model::units::Bandwidth(b).to_string(),
-        None => "unlimited".into(),
-    };
-    let what = format!("bandwidth = {shown}");
-    set_paths(k, path, valid, |p| p.bandwidth_bps = bps, &what)
+    Ok((Effect::Paths(idx), Change::Path { path, value }))
 }
 
 fn select_next_path(k: &mut Knobs) -> Applied {
@@ -317,7 +413,7 @@ fn select_next_path(k: &mut Knobs) -> Applied {
     k.selected_path = (k.selected_path + 1) % k.paths.len();
     Ok((
         Effect::None,
-        format!("path {} selected", k.paths[k.selected_path].name),
+        Change::Selected(k.paths[k.selected_path].name.clone()),
     ))
 }
 
@@ -329,18 +425,32 @@ fn test_knobs() -> Knobs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::knob::KnobError;
+    use crate::model::units::{Bandwidth, Dur, Percent};
 
     #[test]
     fn rate_scales_and_stops_at_limits() {
         let mut k = test_knobs();
-        let (e, t) = apply_knobs(&mut k, Command::ScaleRate(2.0)).unwrap();
+        let (e, c) = apply_knobs(&mut k, Command::ScaleRate(2.0)).unwrap();
         assert_eq!((e, k.rate), (Effect::Load, Some(2000.0)));
-        assert!(t.contains("1000/s -> 2000/s"), "{t}");
+        assert_eq!(
+            c,
+            Change::Rate {
+                from: Some(1000.0),
+                to: Some(2000.0)
+            }
+        );
         k.rate = Some(RATE_MAX);
-        assert!(apply_knobs(&mut k, Command::ScaleRate(2.0)).is_err());
+        assert_eq!(
+            apply_knobs(&mut k, Command::ScaleRate(2.0)),
+            Err(Refusal::RateLimit)
+        );
         assert_eq!(k.rate, Some(RATE_MAX));
         k.rate = Some(1.0);
-        assert!(apply_knobs(&mut k, Command::ScaleRate(0.4)).is_err());
+        assert_eq!(
+            apply_knobs(&mut k, Command::ScaleRate(0.4)),
+            Err(Refusal::RateLimit)
+        );
     }
 
     #[test]
@@ -349,7 +459,7 @@ mod tests {
         apply_knobs(&mut k, Command::BurstRatioBy(6.0)).unwrap(); // 10 x 10% = 1.0 ok
         assert_eq!(k.burst.ratio, 10.0);
         let e = apply_knobs(&mut k, Command::BurstRatioBy(1.0)).unwrap_err();
-        assert!(e.contains("> 100%"), "{e}");
+        assert!(matches!(e, Refusal::BurstOver { .. }), "{e:?}");
         assert_eq!(k.burst.ratio, 10.0);
         apply_knobs(&mut k, Command::BurstOn(true)).unwrap();
         assert!(k.burst_on);
@@ -359,14 +469,14 @@ mod tests {
     fn a_path_key_without_paths_says_why_there_are_none() {
         let mut k = test_knobs();
         k.paths.clear();
-        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
-        assert!(e.contains("add a [network] section"), "{e}");
+        assert_eq!(
+            apply_knobs(&mut k, Command::SelectNextPath),
+            Err(Refusal::Loopback)
+        );
         k.lab_off = Some("user namespaces are switched off".into());
-        let e = apply_knobs(&mut k, Command::SelectNextPath).unwrap_err();
-        assert!(
-            e.contains("the network lab is off (user namespaces are switched off)")
-                && !e.contains("add a [network]"),
-            "{e}"
+        assert_eq!(
+            apply_knobs(&mut k, Command::SelectNextPath),
+            Err(Refusal::LabOff("user namespaces are switched off".into()))
         );
     }
 
@@ -374,29 +484,35 @@ mod tests {
     fn path_knobs_apply_to_the_selected_path() {
         let mut k = test_knobs();
         apply_knobs(&mut k, Command::SelectNextPath).unwrap();
-        let (e, _) = apply_knobs(&mut k, Command::RttBy(10.0)).unwrap();
-        assert_eq!(e, Effect::Path(1));
-        assert_eq!(k.paths[1].rtt_ms, 110.0);
-        apply_knobs(&mut k, Command::ScaleBandwidth(0.5)).unwrap();
-        assert_eq!(k.paths[1].bandwidth_bps, Some(5_000_000));
-        assert!(apply_knobs(&mut k, Command::LossBy(-1.0)).is_err());
-        let (e, _) = apply_knobs(
-            &mut k,
-            Command::SetLoss {
-                path: None,
-                loss_pct: 2.0,
-            },
-        )
-        .unwrap();
-        assert_eq!(e, Effect::AllPaths);
+        let rtt_up = Command::StepPath(PathKnob::Rtt, PathStep::Add(10.0));
+        let (e, _) = apply_knobs(&mut k, rtt_up).unwrap();
+        assert_eq!(e, Effect::Paths(vec![1]));
+        assert_eq!(k.paths[1].rtt, Dur(std::time::Duration::from_millis(110)));
+        let bw_down = Command::StepPath(PathKnob::Bandwidth, PathStep::Scale(0.5));
+        apply_knobs(&mut k, bw_down).unwrap();
+        assert_eq!(k.paths[1].bandwidth, Some(Bandwidth(5_000_000)));
+        assert_eq!(
+            apply_knobs(
+                &mut k,
+                Command::StepPath(PathKnob::Loss, PathStep::Add(-1.0))
+            ),
+            Err(Refusal::Knob(KnobError::OutOfRange(PathKnob::Loss)))
+        );
+        let all = Command::SetPath {
+            path: None,
+            value: PathValue::Loss(Percent(2.0)),
+        };
+        let (e, c) = apply_knobs(&mut k, all).unwrap();
+        assert_eq!(e, Effect::Paths(vec![0, 1]));
+        assert_eq!(c.to_string(), "all paths: loss = 2.0%");
     }
 
     #[test]
     fn network_keys_on_loopback_explain_themselves() {
         let mut k = test_knobs();
         k.paths.clear();
-        let e = apply_knobs(&mut k, Command::RttBy(10.0)).unwrap_err();
-        assert!(e.contains("loopback"), "{e}");
+        let rtt_up = Command::StepPath(PathKnob::Rtt, PathStep::Add(10.0));
+        assert_eq!(apply_knobs(&mut k, rtt_up), Err(Refusal::Loopback));
     }
 
     #[test]

@@ -99,20 +99,11 @@ fn apache_modules_dir() -> anyhow::Result<PathBuf> {
 /// The user a root-started server's workers become: one that can read a world-readable
 /// document root (www-data where it exists, else nobody), with its primary group.
 fn worker_user() -> Option<(String, String)> {
-    if !nix::unistd::geteuid().is_root() {
+    use crate::sys::privilege::{effective_root, user_and_group};
+    if !effective_root() {
         return None;
     }
-    for name in ["www-data", "nobody"] {
-        if let Ok(Some(u)) = nix::unistd::User::from_name(name) {
-            let group = nix::unistd::Group::from_gid(u.gid)
-                .ok()
-                .flatten()
-                .map(|g| g.name)
-                .unwrap_or_else(|| name.to_string());
-            return Some((name.to_string(), group));
-        }
-    }
-    None
+    ["www-data", "nobody"].into_iter().find_map(user_and_group)
 }
 
 /// The `/bytes/N` sizes the scenario's workloads request (the built-in server makes any N on
@@ -288,8 +279,8 @@ impl RealServer {
             dir: server.dir.clone(),
             docroot: server.docroot.clone(),
             user: worker_user(),
-            nofile: nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-                .map(|(_, hard)| hard.min(65536))
+            nofile: crate::sys::privilege::nofile_hard_limit()
+                .map(|hard| hard.min(65536))
                 .unwrap_or(1024),
             extra: t.extra_config.clone(),
         };
@@ -399,10 +390,7 @@ impl RealServer {
 /// Asks a server we started (by its pid) to stop: nginx's fast shutdown and Apache's stop
 /// both answer SIGTERM, closing their workers and logs.
 pub fn ask_to_stop(pid: u32) {
-    // SAFETY: kill(2) on the pid of a child we started and have not yet reaped.
-    unsafe {
-        libc::kill(pid as i32, libc::SIGTERM);
-    }
+    crate::sys::server_io::kill_pid(pid as i32, crate::sys::Signal::SIGTERM);
 }
 
 impl Drop for RealServer {

@@ -2,15 +2,17 @@
 //! warm-up, hold and cool-down — with a progress bar, a run folder and a summary table.
 
 use super::controller::{Controller, RunOptions};
-use super::state::Command;
+use super::knobs::{Command, Reply};
+use super::session::{self, Start};
 use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::SummaryRow;
+use crate::model::{SweepParam, SweepPoint, SweepValue};
 use crate::report::thresholds::Verdict;
-use crate::scenario::{Scenario, SweepParam, SweepValue};
+use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,31 +20,7 @@ use std::time::{Duration, Instant};
 /// point figures are running sums, and the rolling cross-check looks back 10 s.
 const HEADLESS_KEEP_S: f64 = 60.0;
 
-/// Factor `--quick` scales a scenario's durations by.
-pub const QUICK_FACTOR: f64 = 0.25;
-
-/// Registers Ctrl-C / SIGTERM / SIGHUP to set the returned flag (a second Ctrl-C exits at once).
-pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
-    }
-    flag
-}
-
-/// The parent folder of run folders: --out, else the scenario's [output] dir, else ./results.
-pub fn out_parent(sc: &Scenario, out: Option<&Path>) -> PathBuf {
-    out.map(Path::to_path_buf)
-        .or_else(|| sc.output.dir.clone())
-        .unwrap_or_else(|| PathBuf::from("results"))
-}
-
-pub use super::summary::{non2xx_note, summary_row, summary_table};
+pub use super::summary::{non2xx_note, summary_table};
 pub use crate::scenario::points::{plan_points, Point};
 
 /// The knob changes that set a sweep value (every parameter named: a new one is a compile
@@ -63,18 +41,9 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
             Command::SetBurst { ratio, fraction },
             Command::BurstOn(ratio > 1.0),
         ],
-        (SweepParam::Rtt, SweepValue::Rtt(d)) => vec![Command::SetRtt {
-            path: None,
-            rtt_ms: d.secs() * 1000.0,
-        }],
-        (SweepParam::Loss, SweepValue::Loss(p)) => vec![Command::SetLoss {
-            path: None,
-            loss_pct: p.0,
-        }],
-        (SweepParam::Bandwidth, SweepValue::Bandwidth(b)) => vec![Command::SetBandwidth {
-            path: None,
-            bps: Some(b.0),
-        }],
+        (SweepParam::Path(_), SweepValue::Path(value)) => {
+            vec![Command::SetPath { path: None, value }]
+        }
         // No knob: the sweep restarts the workers with the new count or request mix.
         (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
         // sweep_value gives each parameter its own kind of value.
@@ -92,7 +61,7 @@ fn run_for(ctrl: &mut Controller, secs: f64, tick: &dyn Fn(&Controller)) -> anyh
         if ctrl.child_died().is_some() {
             return Ok(true);
         }
-        if ctrl.state.finished {
+        if ctrl.state().finished {
             return Ok(false);
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -106,7 +75,7 @@ pub fn run_scenario(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<(Option<PathBuf>, Vec<SummaryRow>, bool)> {
-    let o = run_gated(sc, opts, progress, None)?;
+    let o = run_gated(sc, opts, progress)?;
     if let Some(e) = o.last_files {
         anyhow::bail!(e);
     }
@@ -121,7 +90,7 @@ pub struct Outcome {
     /// Cut short by a signal.
     pub interrupted: bool,
     /// A child the run depended on died (who and how); the run stopped there.
-    pub child_died: Option<String>,
+    pub child_died: Option<crate::model::death::Death>,
     /// The verdicts of the scenario's thresholds and gate, in the order judged.
     pub verdicts: Vec<Verdict>,
     /// A failing threshold with `abort_on_fail` stopped the run.
@@ -136,51 +105,32 @@ pub fn run_scenario_outcome(
     opts: RunOptions,
     progress: bool,
 ) -> anyhow::Result<Outcome> {
-    run_gated(sc, opts, progress, None)
+    run_gated(sc, opts, progress)
 }
 
-/// Runs a scenario headless, judging its thresholds point by point (and publishing the time
-/// series to `metrics` when given).
-pub fn run_gated(
-    sc: Scenario,
-    opts: RunOptions,
-    progress: bool,
-    metrics: Option<&crate::metrics::openmetrics::Exporter>,
-) -> anyhow::Result<Outcome> {
+/// Runs a scenario headless, judging its thresholds point by point.
+pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
     let mut verdicts = Vec::new();
     let mut aborted = false;
     let points = plan_points(&sc);
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
-    let param = sc
-        .sweep
-        .as_ref()
-        .map(|s| s.param.clone())
-        .unwrap_or_default();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
     let gate = ctrl.gate().clone();
     let pb = progress.then(|| progress_bar(total));
     let began = Instant::now();
-    let published = std::cell::Cell::new(began);
     let tick = |c: &Controller| {
-        if let Some(m) = metrics {
-            // Twice a second: fresh for a 1 s scrape, and no work per 10 ms pump.
-            if published.get().elapsed() >= Duration::from_millis(500) {
-                super::ci::publish(m, &c.state);
-                published.set(Instant::now());
-            }
-        }
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
-            let r = c.state.store.last(col::RESPONSES).unwrap_or(0.0);
-            let a = c.state.store.last(col::ATTEMPTS).unwrap_or(0.0);
+            let r = c.state().store.last(col::RESPONSES).unwrap_or(0.0);
+            let a = c.state().store.last(col::ATTEMPTS).unwrap_or(0.0);
             pb.set_message(format!("attempts {a:.0}/s, responses {r:.0}/s"));
         }
     };
     let mut interrupted = false;
     for (i, p) in points.iter().enumerate() {
-        let m = measure_point(&mut ctrl, (i, points.len()), p, (&param, kind), &tick)?;
+        let m = measure_point(&mut ctrl, (i, points.len()), p, kind, &tick)?;
         interrupted = m.interrupted;
         let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
@@ -197,12 +147,12 @@ pub fn run_gated(
             break;
         }
         if p.cooldown > 0.0 {
-            ctrl.apply(Command::Pause(true)).ok();
+            ctrl.apply(Command::Pause(true));
             if !run_for(&mut ctrl, p.cooldown, &tick)? {
                 interrupted = true;
                 break;
             }
-            ctrl.apply(Command::Pause(false)).ok();
+            ctrl.apply(Command::Pause(false));
         }
     }
     if let Some(pb) = &pb {
@@ -232,6 +182,22 @@ pub fn run_gated(
     })
 }
 
+/// Why a point failed: its summary row's `error` and the run table's FAILED note.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PointFailure {
+    /// A knob change the point needs was refused (its mode, its sweep value).
+    #[error("{0}")]
+    Refused(super::knobs::Refusal),
+    /// The workers could not be restarted with the point's count or request mix.
+    #[error("{0}")]
+    Restart(String),
+    /// A child the run depends on died in it (who and how).
+    #[error("{0}")]
+    ChildDied(crate::model::death::Death),
+    #[error(transparent)]
+    Nothing(#[from] super::client_agg::NothingMeasured),
+}
+
 /// One point measured: its summary row, and whether the run stops after it.
 struct Measured {
     row: SummaryRow,
@@ -246,10 +212,10 @@ fn measure_point(
     ctrl: &mut Controller,
     (i, n): (usize, usize),
     p: &Point,
-    (param, kind): (&str, Option<SweepParam>),
+    kind: Option<SweepParam>,
     tick: &dyn Fn(&Controller),
 ) -> anyhow::Result<Measured> {
-    let label = point_label(i, n, p, param);
+    let label = point_label(i, n, p, kind);
     ctrl.log(&label);
     ctrl.mark(&label);
     let mut interrupted = false;
@@ -264,12 +230,13 @@ fn measure_point(
     let window = ctrl.end_point().expect("a point was begun");
     let died = ctrl.child_died();
     if let Some(d) = &died {
-        failed.get_or_insert(d.clone());
+        failed.get_or_insert(PointFailure::ChildDied(d.clone()));
     }
     if failed.is_none() && !interrupted {
         failed = window
             .client
-            .measured_nothing(window.t1 - window.t0, ctrl.worker_count());
+            .measured_nothing(window.t1 - window.t0, ctrl.worker_count())
+            .map(PointFailure::from);
     }
     ctrl.recorder.latencies(
         i + 1,
@@ -277,12 +244,13 @@ fn measure_point(
         &window.client.connect,
         &window.client.total,
     );
-    let mut row = summary_row(ctrl, i + 1, window);
-    row.param = param.to_string();
-    row.value = p.value.map(|v| v.to_string()).unwrap_or_default();
+    let mut row = ctrl.core().summary_row(i + 1, window);
+    row.sweep = kind
+        .zip(p.value)
+        .map(|(param, value)| SweepPoint { param, value });
     if let Some(e) = failed {
         row.failed = true;
-        row.error = e.clone();
+        row.error = e.to_string();
         ctrl.log(&format!("{label}: FAILED: {e}"));
     }
     Ok(Measured {
@@ -304,10 +272,10 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// "point 2/6: open rate = 2000" (or "run" without a sweep).
-fn point_label(i: usize, n: usize, p: &Point, param: &str) -> String {
-    match (&p.mode, &p.value) {
-        (m, Some(v)) => format!(
+/// "point 2/6: open load.rate = 2000" (or "run" without a sweep).
+fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
+    match (&p.mode, kind.zip(p.value)) {
+        (m, Some((param, v))) => format!(
             "point {}/{n}: {}{param} = {v}",
             i + 1,
             m.map(|m| format!("{m:?} ").to_lowercase())
@@ -318,11 +286,15 @@ fn point_label(i: usize, n: usize, p: &Point, param: &str) -> String {
 }
 
 /// Puts the lab in the point's settings (mode, sweep value); why it could not, if so.
-fn set_up_point(ctrl: &mut Controller, p: &Point, kind: Option<SweepParam>) -> Option<String> {
+fn set_up_point(
+    ctrl: &mut Controller,
+    p: &Point,
+    kind: Option<SweepParam>,
+) -> Option<PointFailure> {
     let mut failed = None;
     if let Some(m) = p.mode {
-        if let Err(e) = ctrl.apply(Command::SetMode(m)) {
-            failed = Some(e);
+        if let Reply::Refused(why) = ctrl.apply(Command::SetMode(m)) {
+            failed = Some(PointFailure::Refused(why));
         }
     }
     let Some(v) = p.value else {
@@ -335,27 +307,14 @@ fn set_up_point(ctrl: &mut Controller, p: &Point, kind: Option<SweepParam>) -> O
         _ => None,
     };
     if let Some(Err(e)) = restarted {
-        failed = Some(format!("{e:#}"));
+        failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
     for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
-        if let Err(e) = ctrl.apply(c) {
-            failed = Some(e);
+        if let Reply::Refused(why) = ctrl.apply(c) {
+            failed = Some(PointFailure::Refused(why));
         }
     }
     failed
-}
-
-/// Decides, before any thread starts, where a scenario's network lab is built: as root on
-/// the host, or in synlab's own user namespace (not root, or `force`). Scenarios without a
-/// [network] section stay as they are: their command targets keep the user's own identity.
-/// A target that cannot run in the lab so settled (nginx or Apache rootless without
-/// subordinate ids) is refused here, before any of the lab is built.
-pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<()> {
-    if sc.network.is_some() || force {
-        let mode = crate::sys::userns::prepare(force);
-        super::real_server::fits_lab(sc.target.kind, mode)?;
-    }
-    Ok(())
 }
 
 /// `synlab run SCENARIO [--out DIR] [--quick]`.
@@ -366,23 +325,16 @@ pub fn run_main(
     progress: bool,
     extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
-    let (mut sc, warnings) = crate::scenario::load_with_warnings(scenario)?;
-    for w in &warnings {
-        eprintln!("synlab: warning: {w}");
-    }
-    let name = sc.name.clone();
-    if quick {
-        sc = sc.scaled(QUICK_FACTOR);
-    }
-    let parent = out_parent(&sc, out);
-    settle_lab_mode(&sc, extras.userns)?;
-    let exporter = super::ci::start_metrics(extras.metrics.as_deref())?;
-    let interrupted = interrupt_flag();
-    let opts = RunOptions {
-        out_parent: Some(parent),
-        interrupted: Arc::clone(&interrupted),
-        network_fallback: scenario.as_os_str() == "default",
+    let start = Start {
+        scenario: Some(scenario),
+        out,
+        metrics: extras.metrics.as_deref(),
+        userns: extras.userns,
+        quick,
     };
+    let (sc, opts) = start.open()?;
+    let name = sc.name.clone();
+    let interrupted = Arc::clone(&opts.interrupted);
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let Outcome {
         dir,
@@ -392,7 +344,7 @@ pub fn run_main(
         verdicts,
         aborted,
         last_files,
-    } = run_gated(sc, opts, progress, exporter.as_ref())?;
+    } = run_gated(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     // Every file that could not be written (each says its path and why) fails the run.
@@ -403,30 +355,23 @@ pub fn run_main(
             Err(e) => unwritten.push(format!("{e:#}")),
         }
     }
-    if let Some(d) = &dir {
-        match crate::report::write_report(d) {
-            Ok(md) => println!("report: {}", md.display()),
-            Err(e) => unwritten.push(format!("{e:#}")),
-        }
-        println!("results: {}", d.display());
+    if let Err(e) = session::report_and_folder(dir.as_deref()) {
+        unwritten.push(e);
     }
-    if cut || interrupted.load(Ordering::Relaxed) {
+    let signalled = cut || interrupted.load(Ordering::Relaxed);
+    if signalled {
         for e in &unwritten {
             eprintln!("synlab: not written: {e}");
         }
-        eprintln!("synlab: interrupted; the run folder holds what was measured");
-        return Ok(ExitCode::from(130));
-    }
-    if !unwritten.is_empty() {
+    } else if !unwritten.is_empty() {
         eprintln!(
             "synlab: the run folder is incomplete: {} (exit 1)",
             unwritten.join("; ")
         );
         return Ok(ExitCode::from(1));
     }
-    if let Some(d) = child_died {
-        eprintln!("synlab: {d}; the run stopped there and everything it started was removed (exit 1); the run folder holds what was measured");
-        return Ok(ExitCode::from(1));
+    if let Some(code) = session::cut_short(signalled, child_died.as_ref()) {
+        return Ok(code);
     }
     let failed = rows.iter().filter(|r| r.failed).count();
     if failed > 0 {

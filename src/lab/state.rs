@@ -1,135 +1,16 @@
-//! The lab's state, owned by one place (the controller loop) and read by the TUI and the
-//! headless writers: knob values, the time-series store, warnings, captions. Commands change
-//! the knobs purely (`lab::knobs`) and return the effects (control messages) the controller
-//! must carry out, so every knob and its limits are tested without processes.
+//! The lab's state, owned by the lab's core (`lab::core`) and read by the TUI and the headless
+//! writers: knob values, the time-series store, warnings, captions; the commands that change
+//! the knobs and what became of them. The knob arithmetic itself is `lab::knobs`.
 
-use crate::load::protocol::{Burst, Mode};
+use super::knobs::{Knobs, Reply};
 use crate::metrics::store::EventKind;
 use crate::metrics::store::Store;
-use std::time::Duration;
-
-pub use super::knobs::apply_knobs;
-
-/// A network path's live knobs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PathKnobs {
-    pub name: String,
-    pub rtt_ms: f64,
-    pub loss_pct: f64,
-    /// None = unlimited.
-    pub bandwidth_bps: Option<u64>,
-}
-
-/// Every knob a person can turn, with its current value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Knobs {
-    pub mode: Mode,
-    /// Total attempts/s over all workers; None = S-Client flat out.
-    pub rate: Option<f64>,
-    pub sockets: u32,
-    pub clients: u32,
-    pub timeout: Duration,
-    /// The burst shape (kept while bursts are off so `b` can turn it back on).
-    pub burst: Burst,
-    pub burst_on: bool,
-    pub paused: bool,
-    pub paths: Vec<PathKnobs>,
-    pub selected_path: usize,
-    /// Why a scenario's [network] section has no paths in this run (the lab could not be
-    /// built); None when the scenario has none.
-    pub lab_off: Option<String>,
-}
-
-/// A change asked for by a key, a scenario step or a sweep.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Command {
-    /// Multiply the rate (e.g. 1.1 fine up, 2.0 coarse up, 0.5 coarse down).
-    ScaleRate(f64),
-    SetRate(Option<f64>),
-    SetMode(Mode),
-    CycleMode,
-    SetSockets(u32),
-    SetClients(u32),
-    /// Add to the burst ratio / fraction (percentage points).
-    BurstRatioBy(f64),
-    BurstFractionBy(f64),
-    SetBurst {
-        ratio: f64,
-        fraction: f64,
-    },
-    BurstOn(bool),
-    ToggleBurst,
-    /// Add milliseconds to the selected path's RTT (or all paths with `all`).
-    RttBy(f64),
-    SetRtt {
-        path: Option<String>,
-        rtt_ms: f64,
-    },
-    LossBy(f64),
-    SetLoss {
-        path: Option<String>,
-        loss_pct: f64,
-    },
-    /// Multiply the selected path's bandwidth (2.0 / 0.5); from unlimited, down starts at 100 Mbit/s.
-    ScaleBandwidth(f64),
-    SetBandwidth {
-        path: Option<String>,
-        bps: Option<u64>,
-    },
-    SelectNextPath,
-    Pause(bool),
-    TogglePause,
-}
-
-/// What the controller must do after a command changed the knobs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    /// Tell the workers (the controller splits totals across workers).
-    Load,
-    /// Reconfigure network path `index`.
-    Path(usize),
-    /// Reconfigure every network path.
-    AllPaths,
-    /// Nothing to send (e.g. a path selection).
-    None,
-}
-
-/// What became of a knob command, as the front ends show it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// Applied: what changed ("rate 1000/s -> 2000/s").
-    Applied(String),
-    /// Refused, knobs unchanged: why.
-    Refused(String),
-}
-
-impl Reply {
-    pub fn is_refused(&self) -> bool {
-        matches!(self, Reply::Refused(_))
-    }
-
-    /// The line to show: the change, or "refused: " and the reason.
-    pub fn line(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Reply::Applied(text) => text.into(),
-            Reply::Refused(why) => format!("refused: {why}").into(),
-        }
-    }
-}
-
-impl From<Result<String, String>> for Reply {
-    fn from(r: Result<String, String>) -> Self {
-        match r {
-            Ok(text) => Reply::Applied(text),
-            Err(why) => Reply::Refused(why),
-        }
-    }
-}
 
 /// A warning shown in the status line and recorded in the results.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Warning {
-    ClientBound(String),
+    /// Why the client limited the open window, as of now.
+    ClientBound(Vec<super::client_agg::ClientBound>),
     CrossCheck(String),
     NoPcap,
     /// The scenario's network lab could not be built (why, in short).
@@ -138,7 +19,7 @@ pub enum Warning {
     OutOfFds,
     /// A child the run depends on died: who and how ("the delay router (pid 7) was killed by
     /// signal 9 (SIGKILL)").
-    ChildDied(String),
+    ChildDied(crate::model::death::Death),
     /// The delay router could not keep up: its receive rings overflowed (loss nobody asked for).
     RouterBehind,
     /// The router's departures were late past its goal (p99, microseconds).
@@ -148,7 +29,11 @@ pub enum Warning {
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Warning::ClientBound(why) => write!(f, "CLIENT-BOUND: {why}"),
+            Warning::ClientBound(why) => write!(
+                f,
+                "CLIENT-BOUND: {}",
+                super::client_agg::client_bound_line(why)
+            ),
             Warning::CrossCheck(what) => write!(f, "cross-check: {what}"),
             Warning::NoPcap => write!(f, "no pcap: SYN/s estimated"),
             Warning::NoLab(what) => write!(f, "network lab off: {what}"),
@@ -239,17 +124,13 @@ impl LabState {
         }
     }
 
-    /// Applies a command to the knobs. Ok(effect, description) or Err(why it was refused).
-    pub fn apply(&mut self, cmd: Command) -> Result<(Effect, String), String> {
-        let r = apply_knobs(&mut self.knobs, cmd);
-        match &r {
-            Ok((_, text)) => {
-                self.last_action = Some(Reply::Applied(text.clone()));
-                let t = self.elapsed_s;
-                self.store.event(t, EventKind::Change, text.clone());
-            }
-            Err(e) => self.last_action = Some(Reply::Refused(e.clone())),
+    /// Records what became of a command: the caption bar's last action and, for a change, an
+    /// event on the charts (at the latest sample's time).
+    pub fn record(&mut self, reply: &Reply) {
+        if let Reply::Applied(c) = reply {
+            let t = self.elapsed_s;
+            self.store.event(t, EventKind::Change, c.to_string());
         }
-        r
+        self.last_action = Some(reply.clone());
     }
 }

@@ -4,7 +4,7 @@
 use super::engine::Engine;
 use super::protocol::{Control, WorkerConfig};
 use super::{rates, validate};
-use crate::sys::client_io::{raise_nofile, EventFd};
+use crate::sys::client_io::{raise_nofile, EventFd, Notifier};
 use anyhow::Context;
 use std::io::BufRead;
 
@@ -42,21 +42,16 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
     }
     let (tx, rx) = crossbeam_channel::unbounded();
     let wake = EventFd::new()?;
-    let wake_fd = wake.fd;
+    let notifier = wake.notifier()?;
     std::thread::Builder::new()
         .name("control".into())
-        .spawn(move || read_controls(tx, wake_fd))?;
+        .spawn(move || read_controls(tx, notifier))?;
     Engine::new(cfg, rx, wake, notices)?.run()
 }
 
 /// Reads Control lines from stdin; EOF (the controller closed the pipe or died) means Stop.
-fn read_controls(tx: crossbeam_channel::Sender<Result<Control, String>>, wake_fd: i32) {
-    let notify = || {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to an eventfd owned by the engine, which
-        // outlives this thread's useful life (the process exits when the engine returns).
-        unsafe { libc::write(wake_fd, &one as *const u64 as *const libc::c_void, 8) };
-    };
+fn read_controls(tx: crossbeam_channel::Sender<Result<Control, String>>, wake: Notifier) {
+    let notify = || wake.notify();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {

@@ -252,13 +252,21 @@ fn bind_error(addr: SocketAddr, e: std::io::Error) -> anyhow::Error {
 }
 
 /// A running /metrics endpoint; `publish` replaces what it serves.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Exporter {
     body: Arc<Mutex<String>>,
     pub addr: SocketAddr,
 }
 
 impl Exporter {
+    /// The `--metrics ADDR` endpoint when one is asked for (and where it is, on stderr).
+    pub fn start_at(addr: Option<&str>) -> anyhow::Result<Option<Exporter>> {
+        let Some(a) = addr else { return Ok(None) };
+        let e = Exporter::start(parse_addr(a)?)?;
+        eprintln!("metrics: http://{}/metrics", e.addr);
+        Ok(Some(e))
+    }
+
     /// Binds `addr` and serves from a background thread (for the life of the process).
     pub fn start(addr: SocketAddr) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(addr).map_err(|e| bind_error(addr, e))?;
@@ -311,6 +319,44 @@ impl Exporter {
         let text = encode(series, hists);
         if let Ok(mut b) = self.body.lock() {
             *b = text;
+        }
+    }
+}
+
+/// The latest sample of every series of the store.
+pub fn latest(store: &crate::metrics::store::Store) -> Vec<(Col, f64)> {
+    store
+        .columns()
+        .iter()
+        .map(|&c| (c, store.last(c).unwrap_or(f64::NAN)))
+        .collect()
+}
+
+/// An exporter fed from a time-series store, at most twice a second: fresh for a 1 s scrape,
+/// and no work per pump or frame.
+#[derive(Debug)]
+pub struct Publisher {
+    exporter: Exporter,
+    last: Option<std::time::Instant>,
+}
+
+impl Publisher {
+    pub fn new(exporter: Exporter) -> Self {
+        Publisher {
+            exporter,
+            last: None,
+        }
+    }
+
+    /// Publishes the store's latest samples and these distributions, unless it did less than
+    /// half a second ago.
+    pub fn tick(&mut self, store: &crate::metrics::store::Store, hists: &[(&str, Buckets)]) {
+        let due = self
+            .last
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(500));
+        if due {
+            self.exporter.publish(&latest(store), hists);
+            self.last = Some(std::time::Instant::now());
         }
     }
 }

@@ -4,10 +4,17 @@
 pub mod column;
 pub mod column_help;
 pub mod counters;
+pub mod death;
+pub mod knob;
 pub mod limits;
 pub mod summary;
+pub mod sweep;
 pub mod units;
+pub mod workload;
 
 pub use column::{col, Col, Kind, PathName, Unit, PATH_FIGURES};
 pub use counters::{Counters, ErrorKinds, Totals};
+pub use knob::{KnobError, PathKnob, PathStep, PathValue};
 pub use summary::{PathSummary, SummaryRow};
+pub use sweep::{SweepParam, SweepPoint, SweepValue};
+pub use workload::Workload;

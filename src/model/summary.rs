@@ -33,8 +33,10 @@ pub struct PathSummary {
 pub struct SummaryRow {
     pub point: usize,
     pub mode: String,
-    pub param: String,
-    pub value: String,
+    /// The sweep's parameter and value at this point (None without a sweep): the `param` and
+    /// `value` columns, as the scenario writes them.
+    #[serde(flatten, with = "super::sweep::columns")]
+    pub sweep: Option<super::sweep::SweepPoint>,
     pub failed: bool,
     pub error: String,
     pub hold_s: f64,
@@ -119,6 +121,13 @@ pub struct SummaryRow {
     /// is paced to keep the probes' cost low, so a short hold may have one or two.
     #[serde(default)]
     pub states_samples: f64,
+}
+
+impl SummaryRow {
+    /// The sweep value as the `value` column writes it ("" without a sweep).
+    pub fn value_text(&self) -> String {
+        self.sweep.map(|s| s.value.to_string()).unwrap_or_default()
+    }
 }
 
 /// A summary value as a number: flags are 0/1.
@@ -288,8 +297,10 @@ mod tests {
     fn every_summary_key_is_one_typed_column() {
         let row = SummaryRow {
             mode: "m".into(),
-            param: "p".into(),
-            value: "v".into(),
+            sweep: Some(crate::model::SweepPoint {
+                param: crate::model::SweepParam::Rate,
+                value: crate::model::SweepValue::Rate(100.0),
+            }),
             error: "e".into(),
             client_bound_reason: "r".into(),
             backend: "b".into(),

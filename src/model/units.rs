@@ -7,6 +7,49 @@ use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::time::Duration;
 
+/// Why a value with a unit could not be read: the line a person reads, quoting what they wrote.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UnitError {
+    #[error("`{0}` is not a duration; write e.g. `500ms` or `2s`")]
+    NotADuration(String),
+    #[error("`{0}` has no unit; write e.g. `{0}ms` or `{0}s`")]
+    NoTimeUnit(String),
+    #[error("unknown time unit `{unit}` in `{text}`; use us, ms, s, m or h")]
+    UnknownTimeUnit { unit: String, text: String },
+    #[error("`{0}` is negative; a duration must be >= 0")]
+    NegativeDuration(String),
+    /// A bare number where a duration was expected (TOML `d = 5`).
+    #[error("{0} has no unit; write \"{0}ms\" or \"{0}s\"")]
+    BareDuration(f64),
+    #[error("`{0}` is not a number")]
+    NotANumber(String),
+    #[error("`{0}`: `m` is ambiguous (milli or mega?); write `M` for millions")]
+    AmbiguousM(String),
+    #[error("unknown suffix `{unit}` in `{text}`; use k, M or G")]
+    UnknownSuffix { unit: String, text: String },
+    #[error("`{0}` is not a bandwidth; write e.g. `10mbit`")]
+    NotABandwidth(String),
+    #[error("`{0}` has no unit; write e.g. `{0}mbit`")]
+    NoBandwidthUnit(String),
+    #[error("unknown bandwidth unit `{unit}` in `{text}`; use bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps for bytes/s)")]
+    UnknownBandwidthUnit { unit: String, text: String },
+    #[error("`{0}`: a bandwidth must be > 0")]
+    BandwidthNotPositive(String),
+    /// A bare number where a bandwidth was expected (TOML `bandwidth = 10`).
+    #[error("{0} has no unit; write \"{0}mbit\" or \"{0}kbit\"")]
+    BareBandwidth(f64),
+    #[error("`{0}` is not a size")]
+    NotASize(String),
+    #[error("unknown size unit `{unit}` in `{text}`; use k, M or G (x1024)")]
+    UnknownSizeUnit { unit: String, text: String },
+    #[error("`{0}`: a size must be >= 0")]
+    NegativeSize(String),
+    #[error("`{0}` is not a percentage; write e.g. `5%`")]
+    NotAPercentage(String),
+    #[error("{0}% is out of range; a percentage is between 0% and 100%")]
+    PercentOutOfRange(f64),
+}
+
 fn split_number(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
     let end = s
@@ -23,24 +66,24 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
 pub struct Dur(pub Duration);
 
 impl Dur {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let (v, unit) = split_number(s)
-            .ok_or_else(|| format!("`{s}` is not a duration; write e.g. `500ms` or `2s`"))?;
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        let (v, unit) = split_number(s).ok_or_else(|| UnitError::NotADuration(s.into()))?;
         let secs = match unit.to_ascii_lowercase().as_str() {
             "us" | "µs" => v / 1e6,
             "ms" => v / 1e3,
             "s" | "sec" => v,
             "m" | "min" => v * 60.0,
             "h" => v * 3600.0,
-            "" => return Err(format!("`{s}` has no unit; write e.g. `{s}ms` or `{s}s`")),
+            "" => return Err(UnitError::NoTimeUnit(s.into())),
             u => {
-                return Err(format!(
-                    "unknown time unit `{u}` in `{s}`; use us, ms, s, m or h"
-                ))
+                return Err(UnitError::UnknownTimeUnit {
+                    unit: u.into(),
+                    text: s.into(),
+                })
             }
         };
         if secs < 0.0 {
-            return Err(format!("`{s}` is negative; a duration must be >= 0"));
+            return Err(UnitError::NegativeDuration(s.into()));
         }
         Ok(Dur(Duration::from_secs_f64(secs)))
     }
@@ -72,20 +115,21 @@ impl fmt::Display for Dur {
 pub struct Num(pub f64);
 
 impl Num {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let (v, unit) = split_number(s).ok_or_else(|| format!("`{s}` is not a number"))?;
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        let (v, unit) = split_number(s).ok_or_else(|| UnitError::NotANumber(s.into()))?;
         let unit = unit.trim_end_matches("/s");
         let mult = match unit {
             "" => 1.0,
             "k" | "K" => 1e3,
             "M" => 1e6,
             "G" => 1e9,
-            "m" => {
-                return Err(format!(
-                    "`{s}`: `m` is ambiguous (milli or mega?); write `M` for millions"
-                ))
+            "m" => return Err(UnitError::AmbiguousM(s.into())),
+            u => {
+                return Err(UnitError::UnknownSuffix {
+                    unit: u.into(),
+                    text: s.into(),
+                })
             }
-            u => return Err(format!("unknown suffix `{u}` in `{s}`; use k, M or G")),
         };
         Ok(Num(v * mult))
     }
@@ -103,9 +147,8 @@ impl fmt::Display for Num {
 pub struct Bandwidth(pub u64);
 
 impl Bandwidth {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let (v, unit) = split_number(s)
-            .ok_or_else(|| format!("`{s}` is not a bandwidth; write e.g. `10mbit`"))?;
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        let (v, unit) = split_number(s).ok_or_else(|| UnitError::NotABandwidth(s.into()))?;
         let bits = match unit.to_ascii_lowercase().as_str() {
             "bit" => v,
             "kbit" => v * 1e3,
@@ -115,15 +158,16 @@ impl Bandwidth {
             "kbps" => v * 8e3,
             "mbps" => v * 8e6,
             "gbps" => v * 8e9,
-            "" => return Err(format!("`{s}` has no unit; write e.g. `{s}mbit`")),
+            "" => return Err(UnitError::NoBandwidthUnit(s.into())),
             u => {
-                return Err(format!(
-                    "unknown bandwidth unit `{u}` in `{s}`; use bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps for bytes/s)"
-                ))
+                return Err(UnitError::UnknownBandwidthUnit {
+                    unit: u.into(),
+                    text: s.into(),
+                })
             }
         };
         if bits <= 0.0 {
-            return Err(format!("`{s}`: a bandwidth must be > 0"));
+            return Err(UnitError::BandwidthNotPositive(s.into()));
         }
         Ok(Bandwidth(bits.round() as u64))
     }
@@ -152,21 +196,22 @@ impl fmt::Display for Bandwidth {
 pub struct Bytes(pub u64);
 
 impl Bytes {
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let (v, unit) = split_number(s).ok_or_else(|| format!("`{s}` is not a size"))?;
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        let (v, unit) = split_number(s).ok_or_else(|| UnitError::NotASize(s.into()))?;
         let mult = match unit.to_ascii_lowercase().as_str() {
             "" | "b" => 1.0,
             "k" | "kb" | "kib" => 1024.0,
             "m" | "mb" | "mib" => 1024.0 * 1024.0,
             "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
             u => {
-                return Err(format!(
-                    "unknown size unit `{u}` in `{s}`; use k, M or G (x1024)"
-                ))
+                return Err(UnitError::UnknownSizeUnit {
+                    unit: u.into(),
+                    text: s.into(),
+                })
             }
         };
         if v < 0.0 {
-            return Err(format!("`{s}`: a size must be >= 0"));
+            return Err(UnitError::NegativeSize(s.into()));
         }
         Ok(Bytes((v * mult).round() as u64))
     }
@@ -183,19 +228,15 @@ impl fmt::Display for Bytes {
 pub struct Percent(pub f64);
 
 impl Percent {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
         let t = s.trim();
         let t = t.strip_suffix('%').unwrap_or(t).trim();
-        let v: f64 = t
-            .parse()
-            .map_err(|_| format!("`{s}` is not a percentage; write e.g. `5%`"))?;
+        let v: f64 = t.parse().map_err(|_| UnitError::NotAPercentage(s.into()))?;
         Self::checked(v)
     }
-    fn checked(v: f64) -> Result<Self, String> {
+    fn checked(v: f64) -> Result<Self, UnitError> {
         if !(0.0..=100.0).contains(&v) || !v.is_finite() {
-            return Err(format!(
-                "{v}% is out of range; a percentage is between 0% and 100%"
-            ));
+            return Err(UnitError::PercentOutOfRange(v));
         }
         Ok(Percent(v))
     }
@@ -225,14 +266,14 @@ macro_rules! serde_unit {
                         <$t>::parse(s).map_err(E::custom)
                     }
                     fn visit_i64<E: de::Error>(self, v: i64) -> Result<$t, E> {
-                        let f: fn(f64) -> Result<$t, String> = $int;
+                        let f: fn(f64) -> Result<$t, UnitError> = $int;
                         f(v as f64).map_err(E::custom)
                     }
                     fn visit_u64<E: de::Error>(self, v: u64) -> Result<$t, E> {
                         self.visit_i64(v as i64)
                     }
                     fn visit_f64<E: de::Error>(self, v: f64) -> Result<$t, E> {
-                        let f: fn(f64) -> Result<$t, String> = $int;
+                        let f: fn(f64) -> Result<$t, UnitError> = $int;
                         f(v).map_err(E::custom)
                     }
                 }
@@ -254,7 +295,7 @@ serde_unit!(
         if v == 0.0 {
             Ok(Dur::default())
         } else {
-            Err(format!("{v} has no unit; write \"{v}ms\" or \"{v}s\""))
+            Err(UnitError::BareDuration(v))
         }
     }
 );
@@ -266,14 +307,14 @@ serde_unit!(
 serde_unit!(
     Bandwidth,
     "a bandwidth such as \"10mbit\"",
-    int = |v| { Err(format!("{v} has no unit; write \"{v}mbit\" or \"{v}kbit\"")) }
+    int = |v| Err(UnitError::BareBandwidth(v))
 );
 serde_unit!(
     Bytes,
     "a size such as 1294 or \"4k\"",
     int = |v| {
         if v < 0.0 {
-            Err(format!("{v}: a size must be >= 0"))
+            Err(UnitError::NegativeSize(v.to_string()))
         } else {
             Ok(Bytes(v as u64))
         }
@@ -295,11 +336,15 @@ mod tests {
         assert_eq!(Dur::parse("2s").unwrap().secs(), 2.0);
         assert_eq!(Dur::parse("1.5m").unwrap().secs(), 90.0);
         assert_eq!(Dur::parse("250us").unwrap().0.as_micros(), 250);
-        assert!(Dur::parse("5").unwrap_err().contains("no unit"));
-        assert!(Dur::parse("5parsecs")
-            .unwrap_err()
-            .contains("unknown time unit"));
-        assert!(Dur::parse("-1s").unwrap_err().contains("negative"));
+        assert_eq!(Dur::parse("5"), Err(UnitError::NoTimeUnit("5".into())));
+        assert!(matches!(
+            Dur::parse("5parsecs"),
+            Err(UnitError::UnknownTimeUnit { .. })
+        ));
+        assert!(matches!(
+            Dur::parse("-1s"),
+            Err(UnitError::NegativeDuration(_))
+        ));
         assert_eq!(Dur::parse("1500ms").unwrap().to_string(), "1500ms");
         assert_eq!(Dur::parse("2s").unwrap().to_string(), "2s");
     }
@@ -310,7 +355,7 @@ mod tests {
         assert_eq!(Num::parse("2M").unwrap().0, 2e6);
         assert_eq!(Num::parse("20000").unwrap().0, 20000.0);
         assert_eq!(Num::parse("5k/s").unwrap().0, 5000.0);
-        assert!(Num::parse("2m").unwrap_err().contains("ambiguous"));
+        assert!(matches!(Num::parse("2m"), Err(UnitError::AmbiguousM(_))));
     }
 
     #[test]
@@ -319,7 +364,10 @@ mod tests {
         assert_eq!(Bandwidth::parse("1Gbit").unwrap().0, 1_000_000_000);
         assert_eq!(Bandwidth::parse("1mbps").unwrap().0, 8_000_000);
         assert_eq!(Bandwidth::parse("1.5mbit").unwrap().to_string(), "1500kbit");
-        assert!(Bandwidth::parse("10").unwrap_err().contains("no unit"));
+        assert!(matches!(
+            Bandwidth::parse("10"),
+            Err(UnitError::NoBandwidthUnit(_))
+        ));
         assert!(Bandwidth::parse("0mbit").is_err());
     }
 
@@ -330,7 +378,10 @@ mod tests {
         assert_eq!(Bytes::parse("1.5MiB").unwrap().0, 1_572_864);
         assert_eq!(Percent::parse("5%").unwrap().fraction(), 0.05);
         assert_eq!(Percent::parse("0.5").unwrap().0, 0.5);
-        assert!(Percent::parse("101%").unwrap_err().contains("out of range"));
+        assert_eq!(
+            Percent::parse("101%"),
+            Err(UnitError::PercentOutOfRange(101.0))
+        );
     }
 
     #[test]

@@ -110,6 +110,7 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
                 .map(|r| (r.netns.clone(), r.config.clone()));
             let server = (lab.server_netns.clone(), lab.server_addr);
             let paths = lab.paths.clone();
+            let profiles = spec.effective_paths();
             lab.leak();
             if let Some((ns, cfg)) = router {
                 let cfg = RouterConfig {
@@ -128,12 +129,12 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
             }
             println!("lab {run_id} is up (backend: {backend})");
             println!("server: netns {}  address {}", server.0, server.1);
-            for p in &paths {
+            for (p, profile) in paths.iter().zip(&profiles) {
                 let a: Vec<String> = p.addrs.iter().map(|a| a.to_string()).collect();
                 println!(
                     "path {:<8} rtt {:<8} netns {}  addresses {}",
                     p.name,
-                    p.spec.rtt.to_string(),
+                    profile.rtt.to_string(),
                     p.netns,
                     a.join(" ")
                 );

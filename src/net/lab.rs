@@ -5,7 +5,7 @@
 use crate::metrics::hist::{self, HistDelta};
 use crate::net::plan::{self, Backend, Plan};
 use crate::net::router::{ControlMsg, RouterStats};
-use crate::net::spec::{BackendChoice, NetworkSpec, PathChange, PathSpec};
+use crate::net::spec::{BackendChoice, NetworkSpec, PathSpec};
 use crate::sys::netns::{self, TopologyGuard};
 use crate::sys::privilege::Privileges;
 use crate::sys::process::{ChildProc, Spawn};
@@ -22,8 +22,6 @@ pub struct LabPath {
     pub share: f64,
     pub netns: String,
     pub addrs: Vec<Ipv4Addr>,
-    /// The profile now in force (updated by `set_path`).
-    pub spec: PathSpec,
 }
 
 /// Router stats as the controller sees them: the latest line, plus realised delays merged
@@ -127,7 +125,6 @@ impl Lab {
                     share: p.share,
                     netns: p.netns.clone(),
                     addrs: p.addrs.clone(),
-                    spec: p.spec.clone(),
                 })
                 .collect(),
             leftovers_removed,
@@ -185,6 +182,11 @@ impl LabNet {
         bail!("the delay router did not report within 5 s")
     }
 
+    /// The start of every name of this lab's namespaces (what `synlab net down` matches).
+    pub fn netns_prefix(&self) -> String {
+        netns::lab_prefix(&self.run_id)
+    }
+
     /// The plan this lab was built from.
     pub fn plan(&self) -> &Plan {
         &self.plan
@@ -195,23 +197,22 @@ impl LabNet {
         self.paths.iter().find(|p| p.name == name)
     }
 
-    /// Changes a path live (router: a control line; netem: `tc qdisc change` on both ends).
-    pub fn set_path(&mut self, name: &str, change: &PathChange) -> anyhow::Result<()> {
+    /// Puts path `profile.name` under `profile` live (router: a control line; netem: `tc
+    /// qdisc change` on both ends). The lab keeps no profile of its own: its caller owns it.
+    pub fn set_path(&mut self, profile: &PathSpec) -> anyhow::Result<()> {
+        let name = &profile.name;
         let i = self
             .paths
             .iter()
-            .position(|p| p.name == name)
+            .position(|p| &p.name == name)
             .with_context(|| {
                 let names: Vec<&str> = self.paths.iter().map(|p| p.name.as_str()).collect();
                 format!("no path `{name}` in the lab (paths: {})", names.join(", "))
             })?;
-        let mut next = self.paths[i].spec.clone();
-        change.apply_to(&mut next);
         match self.backend {
             Backend::Router => {
                 let msg = ControlMsg {
-                    path: name.to_string(),
-                    change: change.clone(),
+                    path: profile.clone(),
                 };
                 self.router
                     .as_mut()
@@ -220,7 +221,7 @@ impl LabNet {
                     .context("sending the change to the delay router (has it exited?)")?;
             }
             Backend::Netem => {
-                let args = plan::netem_args(&next);
+                let args = plan::netem_args(profile);
                 let p = &self.plan.paths[i];
                 netns::netem_change(&self.plan.router_netns, &p.router_port, &args)?;
                 netns::netem_change(&p.netns, &p.dev, &args)?;
@@ -229,7 +230,6 @@ impl LabNet {
                 bail!("backend \"none\" does not shape; use backend = \"router\" or \"netem\"")
             }
         }
-        self.paths[i].spec = next;
         Ok(())
     }
 
@@ -266,7 +266,7 @@ impl LabNet {
 
     /// If the delay router has died: who and how ("the delay router (pid N) was killed by
     /// signal 9 (SIGKILL)"). None while it runs, and for netem/none.
-    pub fn router_death(&mut self) -> Option<String> {
+    pub fn router_death(&mut self) -> Option<crate::model::death::Death> {
         self.router.as_mut().and_then(|r| r.death())
     }
 

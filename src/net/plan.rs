@@ -189,7 +189,8 @@ pub fn netem_args(p: &PathSpec) -> Vec<String> {
 pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, PlanError> {
     check_run_id(run_id)?;
     spec.validate().map_err(PlanError::Spec)?;
-    let name = |s: &str| format!("{PREFIX}{run_id}-{s}");
+    let prefix = crate::sys::netns::lab_prefix(run_id);
+    let name = |s: &str| format!("{prefix}{s}");
     let server = HostPlan {
         netns: name("srv"),
         dev: name("s"),

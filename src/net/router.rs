@@ -11,7 +11,7 @@
 
 use crate::metrics::hist::{self, HistDelta};
 use crate::net::shaper::{DirParams, Shaper, Verdict};
-use crate::net::spec::{PathChange, PathSpec};
+use crate::net::spec::PathSpec;
 use crate::net::wake::{may_defer_rx, next_step, Next, WakeStats, MAX_BATCH};
 use crate::sys::packet::{self, PacketPort, Poller, Timer};
 use anyhow::Context;
@@ -39,12 +39,12 @@ pub struct RouterConfig {
     pub detached: bool,
 }
 
-/// A live change on stdin: `{"path":"dsl","change":{"rtt":"20ms"}}`.
+/// A live change on stdin: the path's whole new profile, named by its `name`
+/// (`{"path":{"name":"dsl","rtt":"20ms",...}}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlMsg {
-    pub path: String,
-    pub change: PathChange,
+    pub path: PathSpec,
 }
 
 /// Counters of one direction of a path. Counters are totals since start; `delay_us` holds
@@ -485,13 +485,17 @@ fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64)
         return;
     }
     match serde_json::from_str::<ControlMsg>(text.trim()) {
-        Ok(msg) => match ports.iter().position(|p| p.path.name == msg.path) {
+        Ok(msg) => match ports.iter().position(|p| p.path.name == msg.path.name) {
             Some(i) => {
+                let params = DirParams::from_path(&msg.path);
                 for s in relay.shapers[i].iter_mut() {
-                    s.change(now, &msg.change);
+                    s.change(now, params);
                 }
             }
-            None => eprintln!("synlab router: no path `{}`; ignoring {text}", msg.path),
+            None => eprintln!(
+                "synlab router: no path `{}`; ignoring {text}",
+                msg.path.name
+            ),
         },
         Err(e) => eprintln!("synlab router: bad control line {}: {e}", text.trim()),
     }
@@ -552,7 +556,7 @@ mod tests {
         apply_control(
             &mut r,
             &c.ports,
-            br#"{"path":"b","change":{"rtt":"40ms"}}"#,
+            br#"{"path":{"name":"b","rtt":"40ms"}}"#,
             0,
         );
         assert_eq!(r.shapers[0][UP].params().latency_ns, 0);

@@ -11,7 +11,7 @@
 //! already queued (no reordering) and all would leave together, a burst. Gliding keeps
 //! departures in order with their spacing shrunk by at most 2x, so 100 ms -> 20 ms takes 160 ms.
 
-use crate::net::spec::{LossModel, PathChange, PathSpec};
+use crate::net::spec::{LossModel, PathSpec};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
@@ -190,33 +190,14 @@ impl Shaper {
         Verdict::Forward { depart_ns: depart }
     }
 
-    /// Applies a live change at `now` (see the module doc for what happens to queued frames).
-    pub fn change(&mut self, now: u64, change: &PathChange) {
+    /// Takes a path's new parameters at `now` (see the module doc for what happens to queued
+    /// frames); the loss chain and the queue's contents carry on.
+    pub fn change(&mut self, now: u64, params: DirParams) {
         let current_latency = self.latency_at(now);
-        let mut p = self.params;
-        if let Some(rtt) = change.rtt {
-            p.latency_ns = rtt.0.as_nanos() as u64 / 2;
-        }
-        if let Some(j) = change.jitter {
-            p.jitter_ns = j.0.as_nanos() as u64;
-        }
-        if let Some(l) = change.loss {
-            p.loss = if l.0 > 0.0 {
-                Loss::Bernoulli(l.fraction())
-            } else {
-                Loss::None
-            };
-        }
-        if let Some(b) = change.bandwidth {
-            p.bandwidth_bps = Some(b.0);
-        }
-        if change.unlimited {
-            p.bandwidth_bps = None;
-        }
-        if let Some(q) = change.queue {
-            p.queue = q.max(1);
-        }
-        self.params = p;
+        self.params = DirParams {
+            queue: params.queue.max(1),
+            ..params
+        };
         self.glide_from_ns = current_latency;
         self.glide_at_ns = now;
     }
@@ -225,7 +206,6 @@ impl Shaper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::units::{Dur, Percent};
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
@@ -411,13 +391,7 @@ mod tests {
         for i in 0..400u64 {
             let now = i * MS;
             if i == 100 {
-                s.change(
-                    now,
-                    &PathChange {
-                        rtt: Some(Dur(std::time::Duration::from_millis(20))),
-                        ..Default::default()
-                    },
-                );
+                s.change(now, params(10));
             }
             d.push(depart(s.on_frame(now, 100)));
         }
@@ -436,13 +410,7 @@ mod tests {
     fn latency_increase_applies_at_once() {
         let mut s = Shaper::new(params(10), 1);
         s.on_frame(0, 100);
-        s.change(
-            MS,
-            &PathChange {
-                rtt: Some(Dur(std::time::Duration::from_millis(200))),
-                ..Default::default()
-            },
-        );
+        s.change(MS, params(100));
         assert_eq!(depart(s.on_frame(MS, 100)), 101 * MS);
     }
 
@@ -459,10 +427,9 @@ mod tests {
         let b = depart(s.on_frame(0, 1000));
         s.change(
             0,
-            &PathChange {
-                bandwidth: Some(crate::model::units::Bandwidth(80_000_000)),
-                loss: Some(Percent(0.0)),
-                ..Default::default()
+            DirParams {
+                bandwidth_bps: Some(80_000_000),
+                ..params(0)
             },
         );
         // The faster rate starts after the frames already in the bottleneck.

@@ -2,6 +2,7 @@
 //! `[[network.path]]` profiles (rtt, jitter, loss model, bandwidth, queue), with validation
 //! errors that name the key path (`network.path[1].loss`).
 
+use crate::model::knob::{PathKnob, PathValue};
 use crate::model::units::{Bandwidth, Dur, Percent};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -107,19 +108,31 @@ impl SysctlSet {
     }
 }
 
+/// Why a port range cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PortRangeError {
+    #[error("`{0}` is not a port range; write e.g. \"1024-65535\"")]
+    NotARange(String),
+    #[error("`{port}` in `{range}` is not a port (1-65535)")]
+    NotAPort { port: String, range: String },
+}
+
 /// A port range written `"1024-65535"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PortRange(pub u16, pub u16);
 
 impl PortRange {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, PortRangeError> {
         let (a, b) = s
             .split_once('-')
-            .ok_or_else(|| format!("`{s}` is not a port range; write e.g. \"1024-65535\""))?;
+            .ok_or_else(|| PortRangeError::NotARange(s.into()))?;
         let p = |x: &str| {
             x.trim()
                 .parse::<u16>()
-                .map_err(|_| format!("`{x}` in `{s}` is not a port (1-65535)"))
+                .map_err(|_| PortRangeError::NotAPort {
+                    port: x.into(),
+                    range: s.into(),
+                })
         };
         Ok(PortRange(p(a)?, p(b)?))
     }
@@ -231,6 +244,32 @@ impl Default for PathSpec {
     }
 }
 
+impl PathSpec {
+    /// The value of one of its live knobs.
+    pub fn get(&self, k: PathKnob) -> PathValue {
+        match k {
+            PathKnob::Rtt => PathValue::Rtt(self.rtt),
+            PathKnob::Jitter => PathValue::Jitter(self.jitter),
+            PathKnob::Loss => PathValue::Loss(self.loss),
+            PathKnob::Bandwidth => PathValue::Bandwidth(self.bandwidth),
+        }
+    }
+
+    /// Sets one of its live knobs. A loss set live is Bernoulli loss (a Gilbert model ends).
+    pub fn set(&mut self, v: PathValue) {
+        match v {
+            PathValue::Rtt(d) => self.rtt = d,
+            PathValue::Jitter(d) => self.jitter = d,
+            PathValue::Loss(p) => {
+                self.loss = p;
+                self.loss_model = LossModel::Bernoulli;
+                self.gilbert = None;
+            }
+            PathValue::Bandwidth(b) => self.bandwidth = b,
+        }
+    }
+}
+
 /// A validation error: the key path and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {msg}")]
@@ -337,8 +376,10 @@ impl NetworkSpec {
             if !(p.share.is_finite() && p.share > 0.0) {
                 errs.push(err(key("share"), format!("{} must be > 0", p.share)));
             }
-            if p.rtt.0 > std::time::Duration::from_secs(10) {
-                errs.push(err(key("rtt"), format!("{} is above the 10s limit", p.rtt)));
+            for &k in PathKnob::ALL {
+                if let Err(e) = p.get(k).checked() {
+                    errs.push(err(key(k.key()), e.to_string()));
+                }
             }
             if p.queue == 0 || p.queue > 1_000_000 {
                 errs.push(err(
@@ -380,49 +421,6 @@ impl NetworkSpec {
     }
 }
 
-/// A live change to one path; absent fields keep their value.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PathChange {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rtt: Option<Dur>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter: Option<Dur>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss: Option<Percent>,
-    /// `Some(None)` is not expressible in JSON lines; use `unlimited = true` to lift a limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bandwidth: Option<Bandwidth>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unlimited: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue: Option<u32>,
-}
-
-impl PathChange {
-    /// Applies the change to a path profile.
-    pub fn apply_to(&self, p: &mut PathSpec) {
-        if let Some(v) = self.rtt {
-            p.rtt = v;
-        }
-        if let Some(v) = self.jitter {
-            p.jitter = v;
-        }
-        if let Some(v) = self.loss {
-            p.loss = v;
-        }
-        if let Some(v) = self.bandwidth {
-            p.bandwidth = Some(v);
-        }
-        if self.unlimited {
-            p.bandwidth = None;
-        }
-        if let Some(v) = self.queue {
-            p.queue = v.max(1);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,10 +430,8 @@ mod tests {
         network: NetworkSpec,
     }
 
-    fn parse(s: &str) -> Result<NetworkSpec, String> {
-        toml::from_str::<Wrap>(s)
-            .map(|w| w.network)
-            .map_err(|e| e.to_string())
+    fn parse(s: &str) -> Result<NetworkSpec, toml::de::Error> {
+        toml::from_str::<Wrap>(s).map(|w| w.network)
     }
 
     #[test]
@@ -488,7 +484,7 @@ mod tests {
     fn unknown_key_is_rejected() {
         let e =
             parse("[network]\n[[network.path]]\nname = \"a\"\nlatency = \"1ms\"\n").unwrap_err();
-        assert!(e.contains("latency"), "{e}");
+        assert!(e.to_string().contains("latency"), "{e}");
     }
 
     #[test]
@@ -538,11 +534,19 @@ mod tests {
     }
 
     #[test]
-    fn path_change_parses_from_json_and_applies() {
-        let c: PathChange = serde_json::from_str(r#"{"rtt":"20ms","loss":"2%"}"#).unwrap();
-        let mut p = PathSpec::default();
-        c.apply_to(&mut p);
-        assert_eq!(p.rtt.0.as_millis(), 20);
-        assert_eq!(p.loss.0, 2.0);
+    fn a_live_loss_replaces_a_gilbert_model() {
+        let mut p = PathSpec {
+            loss_model: LossModel::Gilbert,
+            gilbert: Some(Gilbert {
+                p: Percent(1.0),
+                r: Percent(19.0),
+                loss_bad: Percent(100.0),
+                loss_good: Percent(0.0),
+            }),
+            ..PathSpec::default()
+        };
+        p.set(PathValue::Loss(Percent(2.0)));
+        assert_eq!(p.get(PathKnob::Loss), PathValue::Loss(Percent(2.0)));
+        assert_eq!((p.loss_model, p.gilbert), (LossModel::Bernoulli, None));
     }
 }

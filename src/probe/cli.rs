@@ -48,10 +48,19 @@ pub struct ProbeArgs {
     pub metrics: Option<String>,
 }
 
-fn parse_interval(s: &str) -> Result<Duration, String> {
+/// Why `--interval` cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum IntervalError {
+    #[error(transparent)]
+    Unit(#[from] crate::model::units::UnitError),
+    #[error("interval `{0}` is below 10ms")]
+    TooShort(String),
+}
+
+fn parse_interval(s: &str) -> Result<Duration, IntervalError> {
     let d = Dur::parse(s)?.0;
     if d < Duration::from_millis(10) {
-        return Err(format!("interval `{s}` is below 10ms"));
+        return Err(IntervalError::TooShort(s.into()));
     }
     Ok(d)
 }
@@ -171,8 +180,8 @@ fn resolve(args: &ProbeArgs) -> anyhow::Result<Resolved> {
 
 /// `uid 0 (root)`.
 fn user_named(uid: u32) -> String {
-    match nix::unistd::User::from_uid(uid.into()).ok().flatten() {
-        Some(u) => format!("uid {uid} ({})", u.name),
+    match crate::sys::privilege::user_name(uid) {
+        Some(name) => format!("uid {uid} ({name})"),
         None => format!("uid {uid}"),
     }
 }
@@ -355,7 +364,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, interrupted.clone())?;
     let (tx, rx) = crossbeam_channel::bounded(64);
-    let exporter = crate::lab::ci::start_metrics(args.metrics.as_deref())?;
+    let exporter = crate::metrics::openmetrics::Exporter::start_at(args.metrics.as_deref())?;
     let handle = spawn(cfg, tx)?;
     let target = scope::Target {
         port,

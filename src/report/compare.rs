@@ -120,7 +120,7 @@ pub fn deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
     let mut out = Vec::new();
     for (i, b) in base.points.iter().enumerate() {
         let r = run.points.iter().find(|r| key(r) == key(b)).or_else(|| {
-            (base.param().is_empty())
+            (base.param().is_none())
                 .then(|| run.points.get(i))
                 .flatten()
         });
@@ -316,7 +316,7 @@ pub fn compare_main(
     }
     println!("baseline: {}\nrun:      {}", b.name, r.name);
     print!("{}", table(&d, limit, &on_metrics));
-    let overlay_failed = if !b.param().is_empty() && b.param() == r.param() {
+    let overlay_failed = if b.param().is_some() && b.param() == r.param() {
         match super::write_comparison(base, run) {
             Ok(md) => {
                 println!("overlay: {}", md.display());

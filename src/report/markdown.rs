@@ -5,6 +5,7 @@
 use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
 use crate::model::summary::{non2xx_flag_pct, SummaryCol, SummaryText};
+use crate::model::sweep::SweepParam;
 use crate::probe::crosscheck::{disagrees, syn_tolerance_of, TOLERANCE_PCT};
 use std::fmt::Write;
 
@@ -79,7 +80,7 @@ pub fn report(
             }
         );
         summary_table(&mut md, r);
-        super::thresholds::markdown(&mut md, r);
+        thresholds_section(&mut md, r);
     }
     plot_section(&mut md, plots, plot_errors, missing);
     for r in runs {
@@ -92,7 +93,7 @@ pub fn report(
         cross_checks(&mut md, r);
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
-        if param_kind(&r.param()) == ParamKind::Rate
+        if param_kind(r.param()) == ParamKind::Rate
             && r.points.iter().any(|p| p.has(SummaryCol::TotalP98Ms))
         {
             let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
@@ -324,11 +325,10 @@ fn status(p: &Point) -> String {
 }
 
 /// The column of the swept value: its parameter, or what a run without a sweep has instead.
-fn param_head(param: &str) -> String {
-    if param.is_empty() {
-        "window".into()
-    } else {
-        format!("`{}`", esc(param))
+fn param_head(param: Option<SweepParam>) -> String {
+    match param {
+        None => "window".into(),
+        Some(p) => format!("`{}`", esc(p.name())),
     }
 }
 
@@ -352,7 +352,7 @@ fn summary_table(md: &mut String, r: &RunData) {
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
     let covered = r.points.iter().any(|p| point_totals(p).is_some());
-    let mut head = vec!["#".to_string(), "mode".into(), param_head(&param)];
+    let mut head = vec!["#".to_string(), "mode".into(), param_head(param)];
     head.extend(cols.iter().map(|c| c.head.to_string()));
     if covered {
         head.push("latencies over".into());
@@ -442,10 +442,10 @@ fn path_tables(md: &mut String, r: &RunData) {
         if paths.is_empty() {
             continue;
         }
-        let at = if param.is_empty() {
+        let at = if param.is_none() {
             "whole run".to_string()
         } else {
-            format!("{} = {}", param_head(&param), value_cell(p))
+            format!("{} = {}", param_head(param), value_cell(p))
         };
         let _ = writeln!(md, "**Point {} per path** ({at}):\n", p.number());
         let _ = writeln!(
@@ -552,7 +552,7 @@ fn cross_checks(md: &mut String, r: &RunData) {
     let _ = writeln!(
         md,
         "\n| # | mode | {} | first SYNs vs attempts | server vs client |",
-        param_head(&r.param())
+        param_head(r.param())
     );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
     for p in checked {
@@ -679,4 +679,36 @@ fn notices(md: &mut String, r: &RunData) {
         let _ = writeln!(md, "- {}", esc(&l));
     }
     let _ = writeln!(md);
+}
+
+/// report.md's threshold section (nothing when the scenario had no thresholds or gate).
+fn thresholds_section(md: &mut String, r: &RunData) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let failed = r.thresholds.iter().filter(|v| !v.passed).count();
+    let _ = writeln!(
+        md,
+        "### Thresholds: {}\n\n{} of {} checks passed.\n\n| check | point | measured | limit | verdict |\n|---|---|---:|---:|---|",
+        if failed == 0 { "pass" } else { "**FAIL**" },
+        r.thresholds.len() - failed,
+        r.thresholds.len()
+    );
+    let n = |v: Option<f64>| v.map(num).unwrap_or_else(|| "–".into());
+    for v in &r.thresholds {
+        let point = match (v.point, v.value.is_empty()) {
+            (None, _) => "run".to_string(),
+            (Some(p), true) => p.to_string(),
+            (Some(p), false) => format!("{p} ({})", v.value),
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {point} | {} | {} | {} |",
+            v.check.replace('|', "\\|"),
+            n(v.measured),
+            n(v.limit),
+            if v.passed { "pass" } else { "**FAIL**" }
+        );
+    }
+    md.push('\n');
 }

@@ -75,7 +75,7 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
     let ctx = Ctx::new(runs, subtitle.clone());
     // A run without a sweep (a TUI session, a run of timed steps) has one summary row: curves
     // against a sweep parameter would be single dots, so it gets its time series only.
-    let mut figs = if run.param().is_empty() {
+    let mut figs = if run.param().is_none() {
         Vec::new()
     } else {
         figures::sweep_figures(&ctx)
@@ -108,7 +108,7 @@ pub fn write_overlay(dirs: &[PathBuf]) -> anyhow::Result<PathBuf> {
         .iter()
         .map(|d| read::read_run(d))
         .collect::<anyhow::Result<Vec<RunData>>>()?;
-    if let Some(i) = runs.iter().position(|r| r.param().is_empty()) {
+    if let Some(i) = runs.iter().position(|r| r.param().is_none()) {
         anyhow::bail!(
             "{} has no sweep (a TUI session or a run of timed steps): `synlab report A B ...` \
              overlays the curves of sweeps over the same parameter; run `synlab report` on each \
@@ -118,12 +118,15 @@ pub fn write_overlay(dirs: &[PathBuf]) -> anyhow::Result<PathBuf> {
     }
     let p0 = runs[0].param();
     if let Some(i) = runs.iter().position(|r| r.param() != p0) {
+        use crate::model::SweepParam;
+        let name = |p: Option<SweepParam>| p.map_or("", SweepParam::name);
         anyhow::bail!(
-            "cannot overlay {} (sweeps `{p0}`) and {} (sweeps `{}`): compare runs of the same \
+            "cannot overlay {} (sweeps `{}`) and {} (sweeps `{}`): compare runs of the same \
              sweep parameter",
             dirs[0].display(),
+            name(p0),
             dirs[i].display(),
-            runs[i].param()
+            name(runs[i].param())
         );
     }
     let machine = machine_line(&runs[0]);

@@ -3,6 +3,7 @@
 //! unknown or missing summary columns are fine (columns are looked up by name).
 
 use crate::model::summary::{SummaryCol, SummaryText};
+use crate::model::sweep::{SweepParam, SweepValue};
 use crate::model::Col;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
@@ -61,6 +62,10 @@ impl Point {
     pub fn mode(&self) -> String {
         self.text(SummaryText::Mode)
     }
+    /// Its sweep value as a value of `param` (None without one, or one that does not read).
+    pub fn sweep_value(&self, param: SweepParam) -> Option<SweepValue> {
+        SweepValue::parse_text(param, self.text(SummaryText::Value).trim()).ok()
+    }
 }
 
 /// timeseries.csv: `t_s` plus named columns, NaN where a cell was empty. Read by column id
@@ -118,18 +123,17 @@ pub struct RunData {
 }
 
 impl RunData {
-    /// The sweep parameter of the run ("" without a sweep).
-    pub fn param(&self) -> String {
+    /// The sweep parameter of the run (None without a sweep, or one this version does not
+    /// know).
+    pub fn param(&self) -> Option<SweepParam> {
         self.points
             .iter()
-            .map(|p| p.text(SummaryText::Param))
-            .find(|p| !p.is_empty())
+            .find_map(|p| SweepParam::from_name(&p.text(SummaryText::Param)))
             .or_else(|| {
                 self.scenario
                     .as_ref()
-                    .and_then(|s| s.sweep.as_ref().map(|w| w.param.clone()))
+                    .and_then(|s| s.sweep.as_ref().and_then(|w| w.kind()))
             })
-            .unwrap_or_default()
     }
 
     /// The modes in order of first appearance.

@@ -50,7 +50,7 @@ pub struct Threshold {
 
 impl Gate {
     /// The scenario's thresholds and gate. A threshold whose metric or bound does not parse
-    /// was refused when the scenario was read (`scenario::gate::validate`); it is left out.
+    /// was refused when the scenario was read (`scenario::validate::gate_problems`); it is left out.
     pub fn of(sc: &Scenario) -> Self {
         let thresholds = sc
             .thresholds
@@ -117,7 +117,7 @@ impl Gate {
                 check: "gate: not client-bound".into(),
                 source: "gate".into(),
                 point: Some(row.point),
-                value: row.value.clone(),
+                value: row.value_text(),
                 measured: Some(if row.client_bound { 1.0 } else { 0.0 }),
                 limit: None,
                 passed: !row.client_bound,
@@ -154,7 +154,7 @@ impl Gate {
                     check: format!("gate: cross-check {short} within {tol:.1} %"),
                     source: "gate".into(),
                     point: Some(row.point),
-                    value: row.value.clone(),
+                    value: row.value_text(),
                     measured: d,
                     limit: Some(tol),
                     passed,
@@ -288,7 +288,7 @@ fn verdict(
         check,
         source: format!("threshold[{i}]"),
         point: row.map(|r| r.point),
-        value: row.map(|r| r.value.clone()).unwrap_or_default(),
+        value: row.map(SummaryRow::value_text).unwrap_or_default(),
         measured,
         limit,
         passed,
@@ -306,10 +306,9 @@ fn short(v: f64) -> String {
 
 /// `3 (load.rate = 2000)`, or `1` without a sweep.
 pub fn point_label(r: &SummaryRow) -> String {
-    if r.value.is_empty() {
-        r.point.to_string()
-    } else {
-        format!("{} ({} = {})", r.point, r.param, r.value)
+    match r.sweep {
+        None => r.point.to_string(),
+        Some(s) => format!("{} ({} = {})", r.point, s.param, s.value),
     }
 }
 
@@ -324,9 +323,9 @@ fn selects(t: &ThresholdSpec, row: &SummaryRow) -> bool {
     }
     t.points.contains(&row.point)
         || t.values.iter().any(|v| {
-            crate::scenario::SweepParam::from_name(&row.param)
-                .and_then(|k| crate::scenario::sweep_value(k, v).ok())
-                .is_some_and(|v| v.to_string() == row.value)
+            row.sweep.is_some_and(|s| {
+                crate::model::SweepValue::parse(s.param, v).is_ok_and(|v| v == s.value)
+            })
         })
 }
 
@@ -353,39 +352,6 @@ pub fn verdict_lines(v: &[Verdict]) -> String {
 pub fn read_verdicts(summary_json: &str) -> Option<Vec<Verdict>> {
     let v: serde_json::Value = serde_json::from_str(summary_json).ok()?;
     serde_json::from_value(v.get("thresholds")?.clone()).ok()
-}
-
-/// report.md's threshold section (nothing when the scenario had no thresholds or gate).
-pub fn markdown(md: &mut String, r: &super::read::RunData) {
-    use std::fmt::Write;
-    if r.thresholds.is_empty() {
-        return;
-    }
-    let failed = r.thresholds.iter().filter(|v| !v.passed).count();
-    let _ = writeln!(
-        md,
-        "### Thresholds: {}\n\n{} of {} checks passed.\n\n| check | point | measured | limit | verdict |\n|---|---|---:|---:|---|",
-        if failed == 0 { "pass" } else { "**FAIL**" },
-        r.thresholds.len() - failed,
-        r.thresholds.len()
-    );
-    let n = |v: Option<f64>| v.map(super::markdown::num).unwrap_or_else(|| "–".into());
-    for v in &r.thresholds {
-        let point = match (v.point, v.value.is_empty()) {
-            (None, _) => "run".to_string(),
-            (Some(p), true) => p.to_string(),
-            (Some(p), false) => format!("{p} ({})", v.value),
-        };
-        let _ = writeln!(
-            md,
-            "| `{}` | {point} | {} | {} | {} |",
-            v.check.replace('|', "\\|"),
-            n(v.measured),
-            n(v.limit),
-            if v.passed { "pass" } else { "**FAIL**" }
-        );
-    }
-    md.push('\n');
 }
 
 /// Exit code 3 when a verdict failed, after saying which on stderr.
@@ -421,8 +387,12 @@ mod tests {
     fn row(point: usize, value: &str) -> SummaryRow {
         SummaryRow {
             point,
-            param: "load.rate".into(),
-            value: value.into(),
+            // "" is a row without a sweep.
+            sweep: (!value.is_empty()).then(|| crate::model::SweepPoint {
+                param: crate::model::SweepParam::Rate,
+                value: crate::model::SweepValue::parse_text(crate::model::SweepParam::Rate, value)
+                    .unwrap(),
+            }),
             offered_rate: 1000.0,
             throughput_per_s: 900.0,
             total_p99_ms: 40.0,

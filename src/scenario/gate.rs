@@ -3,6 +3,7 @@
 //! validation against summary.json's columns. Evaluation lives in `report::thresholds`.
 
 use crate::model::summary::{SummaryCol, SummaryText};
+use crate::model::units::UnitError;
 use crate::model::Unit;
 use serde::{Deserialize, Serialize};
 
@@ -120,32 +121,53 @@ fn metric_names() -> Vec<String> {
         .collect()
 }
 
+/// Why a threshold's metric or bound cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GateError {
+    #[error("`{0}` is a text column (or a nested object) of summary.json; a threshold needs a number\nhelp: numeric columns: {names}", names = metric_names().join(", "))]
+    TextColumn(String),
+    #[error("unknown metric `{name}`\nhelp: did you mean `{nearest}`? (any numeric column of summary.json)")]
+    UnknownMetricNear { name: String, nearest: String },
+    #[error("unknown metric `{0}`\nhelp: use a numeric column of summary.json: {names}", names = metric_names().join(", "))]
+    UnknownMetric(String),
+    #[error("in `{bound}`: the factor {unit}; write e.g. \"0.95 x offered_rate\"")]
+    Factor { bound: String, unit: UnitError },
+    #[error("in `{bound}`: {metric}")]
+    RelativeTo {
+        bound: String,
+        metric: Box<GateError>,
+    },
+    #[error("`{0}` is not a percentage; write e.g. \"2%\"")]
+    NotAPercentage(String),
+    #[error("{unit}\nhelp: a bound is a number in {}'s unit, a value with a unit, or \"F x METRIC\"", .metric.name())]
+    Bound { unit: UnitError, metric: SummaryCol },
+    #[error("{bad}\nhelp: a bound is a number in {}'s unit, a value with a unit, or \"F x METRIC\"", .metric.name())]
+    Percentage {
+        bad: Box<GateError>,
+        metric: SummaryCol,
+    },
+}
+
 /// The summary column a metric names; the error names the nearest column.
-pub fn check_metric(name: &str) -> Result<SummaryCol, String> {
+pub fn check_metric(name: &str) -> Result<SummaryCol, GateError> {
     if let Some(c) = SummaryCol::parse(name) {
         return Ok(c);
     }
-    let names = metric_names();
     if SummaryText::ALL.iter().any(|t| t.name() == name) {
-        return Err(format!(
-            "`{name}` is a text column (or a nested object) of summary.json; a threshold needs a number\nhelp: numeric columns: {}",
-            names.join(", ")
-        ));
+        return Err(GateError::TextColumn(name.into()));
     }
-    Err(match super::diag::nearest(name, &names) {
-        Some(n) => format!(
-            "unknown metric `{name}`\nhelp: did you mean `{n}`? (any numeric column of summary.json)"
-        ),
-        None => format!(
-            "unknown metric `{name}`\nhelp: use a numeric column of summary.json: {}",
-            names.join(", ")
-        ),
+    Err(match super::diag::nearest(name, &metric_names()) {
+        Some(n) => GateError::UnknownMetricNear {
+            name: name.into(),
+            nearest: n.to_string(),
+        },
+        None => GateError::UnknownMetric(name.into()),
     })
 }
 
 /// Parses a bound for `metric`: numbers are in the metric's unit (ms, s, %, /s); strings may
 /// carry a unit, or be `F x METRIC`.
-pub fn parse_bound(raw: &RawBound, metric: SummaryCol) -> Result<Bound, String> {
+pub fn parse_bound(raw: &RawBound, metric: SummaryCol) -> Result<Bound, GateError> {
     let s = match raw {
         RawBound::Num(v) => return Ok(Bound::Abs(*v)),
         RawBound::Text(s) => s.trim(),
@@ -156,9 +178,15 @@ pub fn parse_bound(raw: &RawBound, metric: SummaryCol) -> Result<Bound, String> 
         .or_else(|| s.split_once('×'));
     if let Some((f, m)) = rel {
         let factor: f64 = super::units::Num::parse(f.trim())
-            .map_err(|e| format!("in `{s}`: the factor {e}; write e.g. \"0.95 x offered_rate\""))?
+            .map_err(|unit| GateError::Factor {
+                bound: s.into(),
+                unit,
+            })?
             .0;
-        let metric = check_metric(m.trim()).map_err(|e| format!("in `{s}`: {e}"))?;
+        let metric = check_metric(m.trim()).map_err(|e| GateError::RelativeTo {
+            bound: s.into(),
+            metric: Box::new(e),
+        })?;
         return Ok(Bound::Rel { factor, metric });
     }
     if let Some(metric) = SummaryCol::parse(s) {
@@ -171,108 +199,26 @@ pub fn parse_bound(raw: &RawBound, metric: SummaryCol) -> Result<Bound, String> 
 }
 
 /// An absolute value in `metric`'s unit.
-fn parse_abs(s: &str, metric: SummaryCol) -> Result<f64, String> {
+fn parse_abs(s: &str, metric: SummaryCol) -> Result<f64, GateError> {
     use super::units::{Dur, Num};
     let plain = s.parse::<f64>().ok().filter(|v| v.is_finite());
     if let Some(v) = plain {
         return Ok(v);
     }
+    let bound = |unit| GateError::Bound { unit, metric };
     match metric.unit() {
-        Unit::Milliseconds => Dur::parse(s).map(|d| d.secs() * 1e3),
-        Unit::Seconds => Dur::parse(s).map(|d| d.secs()),
+        Unit::Milliseconds => Dur::parse(s).map(|d| d.secs() * 1e3).map_err(bound),
+        Unit::Seconds => Dur::parse(s).map(|d| d.secs()).map_err(bound),
         Unit::Percent => s
             .strip_suffix('%')
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("`{s}` is not a percentage; write e.g. \"2%\"")),
-        _ => Num::parse(s).map(|n| n.0),
+            .ok_or_else(|| {
+                let bad = Box::new(GateError::NotAPercentage(s.into()));
+                GateError::Percentage { bad, metric }
+            }),
+        _ => Num::parse(s).map(|n| n.0).map_err(bound),
     }
-    .map_err(|e| {
-        format!(
-            "{e}\nhelp: a bound is a number in {}'s unit, a value with a unit, or \"F x METRIC\"",
-            metric.name()
-        )
-    })
-}
-
-/// Problems in `[[threshold]]` and `[gate]`, keyed `threshold[i].key`.
-pub fn validate(s: &super::Scenario) -> Vec<super::validate::Problem> {
-    let mut p = Vec::new();
-    let n_points = super::points::plan_points(s).len();
-    for (i, t) in s.thresholds.iter().enumerate() {
-        let k = |key: &str| format!("threshold[{i}].{key}");
-        let metric = check_metric(&t.metric);
-        if let Err(e) = &metric {
-            p.push((k("metric"), e.clone()));
-        }
-        if t.max.is_none() && t.min.is_none() {
-            p.push((
-                k("metric"),
-                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".into(),
-            ));
-        }
-        for (key, b) in [("max", &t.max), ("min", &t.min)] {
-            if let (Some(b), Ok(metric)) = (b, &metric) {
-                if let Err(e) = parse_bound(b, *metric) {
-                    p.push((k(key), e));
-                }
-            }
-        }
-        if t.over == Over::Run && !(t.points.is_empty() && t.values.is_empty()) {
-            p.push((
-                k("over"),
-                "over = \"run\" judges the whole run: remove `points` / `values`, or judge \
-                 points one by one (over = \"points\")"
-                    .into(),
-            ));
-        }
-        if t.over == Over::Points && t.aggregate != Aggregate::default() {
-            p.push((
-                k("aggregate"),
-                "aggregate applies only with over = \"run\"".into(),
-            ));
-        }
-        for (j, n) in t.points.iter().enumerate() {
-            if *n == 0 || *n > n_points {
-                p.push((
-                    format!("threshold[{i}].points[{j}]"),
-                    format!("point {n} does not exist: this scenario runs points 1 to {n_points}"),
-                ));
-            }
-        }
-        match &s.sweep {
-            None if !t.values.is_empty() => p.push((
-                k("values"),
-                "this scenario has no [sweep]: choose points by number (`points = [1]`)".into(),
-            )),
-            // An unknown sweep parameter is reported by the sweep's own validation.
-            Some(sw) if sw.kind().is_some() => {
-                let kind = sw.kind().expect("checked");
-                let swept: Vec<String> = sw
-                    .values
-                    .iter()
-                    .filter_map(|v| super::sweep_value(kind, v).ok())
-                    .map(|v| v.to_string())
-                    .collect();
-                for (j, v) in t.values.iter().enumerate() {
-                    let key = format!("threshold[{i}].values[{j}]");
-                    match super::sweep_value(kind, v) {
-                        Err(e) => p.push((key, e)),
-                        Ok(v) if !swept.contains(&v.to_string()) => p.push((
-                            key,
-                            format!(
-                                "{v} is not one of the sweep's values ({})",
-                                swept.join(", ")
-                            ),
-                        )),
-                        Ok(_) => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    p
 }
 
 #[cfg(test)]
@@ -304,7 +250,11 @@ mod tests {
             })
         );
         let e = b("0.95 x offered_rat", "throughput_per_s").unwrap_err();
-        assert!(e.contains("did you mean `offered_rate`"), "{e}");
+        assert!(
+            matches!(&e, GateError::RelativeTo { metric, .. }
+                if matches!(&**metric, GateError::UnknownMetricNear { nearest, .. } if nearest == "offered_rate")),
+            "{e:?}"
+        );
         assert!(b("50", "total_p99_ms").is_ok());
         assert!(b("fast", "total_p99_ms").is_err());
     }
@@ -315,9 +265,17 @@ mod tests {
         assert!(names.contains(&"total_p99_ms".to_string()));
         assert!(names.contains(&"client_bound".to_string()));
         assert!(!names.contains(&"backend".to_string()));
-        let e = check_metric("throughput_per_sec").unwrap_err();
-        assert!(e.contains("did you mean `throughput_per_s`"), "{e}");
+        assert_eq!(
+            check_metric("throughput_per_sec"),
+            Err(GateError::UnknownMetricNear {
+                name: "throughput_per_sec".into(),
+                nearest: "throughput_per_s".into()
+            })
+        );
         assert_eq!(check_metric("total_p99_ms"), Ok(SummaryCol::TotalP99Ms));
-        assert!(check_metric("backend").unwrap_err().contains("text column"));
+        assert_eq!(
+            check_metric("backend"),
+            Err(GateError::TextColumn("backend".into()))
+        );
     }
 }

@@ -14,7 +14,7 @@ pub use model::*;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use units::{Bandwidth, Dur, Num, Percent};
+use units::Dur;
 
 /// The default scenario, embedded in the binary (scenarios/default.toml).
 pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
@@ -105,7 +105,7 @@ pub fn parse_with_warnings(
     infer_target_kind(&mut s.target, &target_keys);
     infer_workload(&mut s.load, &written_keys(raw.as_ref(), "load"));
     let mut problems = validate::validate(&s);
-    problems.extend(gate::validate(&s));
+    problems.extend(validate::gate_problems(&s));
     problems.extend(foreign_target_keys(s.target.kind, &target_keys));
     let doc = toml_edit::ImDocument::parse(src.to_string()).ok();
     let at_lines = |problems: Vec<validate::Problem>| -> Vec<Diagnostic> {
@@ -267,96 +267,7 @@ fn span_in(
     }
 }
 
-/// A typed sweep value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SweepValue {
-    Rate(f64),
-    Count(u32),
-    Burst {
-        ratio: f64,
-        fraction: f64,
-    },
-    Rtt(Dur),
-    Loss(Percent),
-    Bandwidth(Bandwidth),
-    /// A named request mix (load.workload; the workers restart with it).
-    Workload(Workload),
-}
-
-impl std::fmt::Display for SweepValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SweepValue::Rate(r) => write!(f, "{r}"),
-            SweepValue::Count(n) => write!(f, "{n}"),
-            SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
-            SweepValue::Rtt(d) => write!(f, "{d}"),
-            SweepValue::Loss(p) => write!(f, "{p}"),
-            SweepValue::Bandwidth(b) => write!(f, "{b}"),
-            SweepValue::Workload(w) => write!(f, "{}", w.name()),
-        }
-    }
-}
-
-/// Converts one `[sweep] values` entry for `param`.
-pub fn sweep_value(kind: SweepParam, v: &toml::Value) -> Result<SweepValue, String> {
-    let param = kind.name();
-    let text = |v: &toml::Value| match v {
-        toml::Value::String(s) => Ok(s.clone()),
-        toml::Value::Integer(i) => Ok(i.to_string()),
-        toml::Value::Float(f) => Ok(f.to_string()),
-        other => Err(format!("`{other}` is not a {param} value")),
-    };
-    match kind {
-        SweepParam::Rate => {
-            let n = Num::parse(&text(v)?)?.0;
-            if n <= 0.0 {
-                return Err("a rate must be > 0".into());
-            }
-            Ok(SweepValue::Rate(n))
-        }
-        SweepParam::Sockets
-        | SweepParam::Clients
-        | SweepParam::Concurrency
-        | SweepParam::Workers => {
-            let n = Num::parse(&text(v)?)?.0;
-            if n < 1.0 || n.fract() != 0.0 || n > 1e6 {
-                return Err(format!("{param} takes whole numbers >= 1 (got {n})"));
-            }
-            Ok(SweepValue::Count(n as u32))
-        }
-        SweepParam::Burst => {
-            let arr = v
-                .as_array()
-                .filter(|a| a.len() == 2)
-                .ok_or("load.burst values are [ratio, fraction] pairs, e.g. [4, \"10%\"]")?;
-            let ratio = arr[0]
-                .as_float()
-                .or(arr[0].as_integer().map(|i| i as f64))
-                .ok_or("the burst ratio must be a number")?;
-            let fraction = Percent::parse(&text(&arr[1])?)?.fraction();
-            if ratio < 1.0 || fraction <= 0.0 || ratio * fraction > 1.0 + 1e-9 {
-                return Err(format!(
-                    "[{ratio}, {}%]: need ratio >= 1, fraction > 0 and ratio x fraction <= 1",
-                    fraction * 100.0
-                ));
-            }
-            Ok(SweepValue::Burst { ratio, fraction })
-        }
-        SweepParam::Rtt => Ok(SweepValue::Rtt(Dur::parse(&text(v)?)?)),
-        SweepParam::Loss => Ok(SweepValue::Loss(Percent::parse(&text(v)?)?)),
-        SweepParam::Bandwidth => Ok(SweepValue::Bandwidth(Bandwidth::parse(&text(v)?)?)),
-        SweepParam::Workload => v
-            .clone()
-            .try_into::<Workload>()
-            .map(SweepValue::Workload)
-            .map_err(|_| {
-                format!(
-                    "`{v}` is not a workload; use one of {}",
-                    Workload::ALL.map(|w| w.name()).join(", ")
-                )
-            }),
-    }
-}
+pub use crate::model::sweep::{SweepPoint, SweepValue, SweepValueError};
 
 impl Scenario {
     /// The scenario as TOML (the run folder's resolved `scenario.toml`).

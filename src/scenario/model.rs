@@ -207,74 +207,7 @@ pub enum HttpVersion {
     Http11,
 }
 
-/// A named request mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Workload {
-    /// One small file (`/bytes/1294`), like the usual benchmark.
-    #[default]
-    Single,
-    /// SPECweb96 classes: 35 % 0-1 KB, 50 % 1-10 KB, 14 % 10-100 KB, 1 % 100 KB-1 MB.
-    Specweb96,
-    /// One SPECweb96 class alone (seed 001 Table 2): 0-1 KB, 1-10 KB, 10-100 KB, 100 KB-1 MB,
-    /// so a sweep over them shows how request size moves the CPU split.
-    Specweb96Class0,
-    Specweb96Class1,
-    Specweb96Class2,
-    Specweb96Class3,
-    /// Only the `[[load.mix]]` entries.
-    Custom,
-    /// Seed 003's workloads on the built-in server's dynamic endpoints (scenario/workloads.rs):
-    /// static pages only (SPECweb96 files),
-    Static,
-    /// 80 % static, 20 % simple CGI (fork+exec per request),
-    LightCgi,
-    /// 10 % static, 90 % simple CGI,
-    HeavyCgi,
-    /// 10 % static, 90 % servlets (the same work inside the server),
-    HeavyServlet,
-    /// 10 % static, 90 % database queries,
-    HeavyDb,
-    /// and the mixed e-commerce profile: 55 % static, 7 % CGI, 8 % servlet, 30 % database.
-    Ecommerce,
-}
-
-impl Workload {
-    pub const ALL: [Workload; 13] = [
-        Workload::Single,
-        Workload::Specweb96,
-        Workload::Specweb96Class0,
-        Workload::Specweb96Class1,
-        Workload::Specweb96Class2,
-        Workload::Specweb96Class3,
-        Workload::Custom,
-        Workload::Static,
-        Workload::LightCgi,
-        Workload::HeavyCgi,
-        Workload::HeavyServlet,
-        Workload::HeavyDb,
-        Workload::Ecommerce,
-    ];
-
-    /// The SPECweb96 class a one-class workload keeps (`class0`..`class3`).
-    pub fn specweb96_class(self) -> Option<&'static str> {
-        match self {
-            Workload::Specweb96Class0 => Some("class0"),
-            Workload::Specweb96Class1 => Some("class1"),
-            Workload::Specweb96Class2 => Some("class2"),
-            Workload::Specweb96Class3 => Some("class3"),
-            _ => None,
-        }
-    }
-
-    /// The name a scenario file uses.
-    pub fn name(self) -> String {
-        toml::Value::try_from(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-}
+pub use crate::model::workload::Workload;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -408,11 +341,13 @@ pub struct Step {
     pub burst_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_fraction: Option<Percent>,
-    /// Network path the rtt/loss/bandwidth below apply to (default: all paths).
+    /// Network path the rtt/jitter/loss/bandwidth below apply to (default: all paths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Percent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -424,63 +359,23 @@ pub struct Step {
     pub mark: Option<String>,
 }
 
-/// The parameters a sweep can vary (`[sweep] param`), one name each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SweepParam {
-    Rate,
-    Sockets,
-    Clients,
-    Concurrency,
-    Workers,
-    Burst,
-    Workload,
-    Rtt,
-    Loss,
-    Bandwidth,
-}
-
-impl SweepParam {
-    pub const ALL: [SweepParam; 10] = [
-        SweepParam::Rate,
-        SweepParam::Sockets,
-        SweepParam::Clients,
-        SweepParam::Concurrency,
-        SweepParam::Workers,
-        SweepParam::Burst,
-        SweepParam::Workload,
-        SweepParam::Rtt,
-        SweepParam::Loss,
-        SweepParam::Bandwidth,
-    ];
-
-    /// Its name in scenario files and results.
-    pub fn name(self) -> &'static str {
-        match self {
-            SweepParam::Rate => "load.rate",
-            SweepParam::Sockets => "load.sockets",
-            SweepParam::Clients => "load.clients",
-            SweepParam::Concurrency => "load.concurrency",
-            SweepParam::Workers => "load.workers",
-            SweepParam::Burst => "load.burst",
-            SweepParam::Workload => "load.workload",
-            SweepParam::Rtt => "network.rtt",
-            SweepParam::Loss => "network.loss",
-            SweepParam::Bandwidth => "network.bandwidth",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// A path's property: the scenario needs a [network] section.
-    pub fn needs_network(self) -> bool {
-        matches!(
-            self,
-            SweepParam::Rtt | SweepParam::Loss | SweepParam::Bandwidth
-        )
+impl Step {
+    /// The path knobs it sets, in the order they are applied.
+    pub fn path_values(&self) -> Vec<crate::model::knob::PathValue> {
+        use crate::model::knob::PathValue as V;
+        [
+            self.rtt.map(V::Rtt),
+            self.jitter.map(V::Jitter),
+            self.loss.map(V::Loss),
+            self.bandwidth.map(|b| V::Bandwidth(Some(b))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
+
+pub use crate::model::sweep::SweepParam;
 
 impl Sweep {
     /// The swept parameter; None only in a scenario that failed validation.

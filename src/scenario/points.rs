@@ -33,7 +33,7 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
                 .flat_map(|m| {
                     sw.values.iter().map(move |v| Point {
                         mode: m,
-                        value: sw.kind().and_then(|k| super::sweep_value(k, v).ok()),
+                        value: sw.kind().and_then(|k| super::SweepValue::parse(k, v).ok()),
                         warmup: sw.warmup.secs(),
                         hold: sw.hold.secs(),
                         cooldown: sw.cooldown.secs(),

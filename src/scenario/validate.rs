@@ -1,6 +1,7 @@
 //! Range and consistency checks on a parsed scenario. Each problem names its key path so the
 //! loader can point at the line.
 
+use super::gate::{check_metric, parse_bound, Aggregate, Over};
 use super::model::*;
 use crate::model::limits::RATE_MAX;
 use std::time::Duration;
@@ -318,11 +319,20 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         if let (Some(r), Some(f)) = (st.burst_ratio, st.burst_fraction) {
             check_burst(r, f.fraction(), &k, bad);
         }
-        if (st.rtt.is_some() || st.loss.is_some() || st.bandwidth.is_some()) && s.network.is_none()
-        {
+        let path_values = st.path_values();
+        for v in &path_values {
+            if let Err(e) = v.checked() {
+                bad(&format!("{k}.{}", v.knob().key()), e.to_string());
+            }
+        }
+        if !path_values.is_empty() && s.network.is_none() {
+            let keys: Vec<&str> = path_values.iter().map(|v| v.knob().key()).collect();
             bad(
                 &k,
-                "changes rtt/loss/bandwidth but the scenario has no [network] section".into(),
+                format!(
+                    "changes {} but the scenario has no [network] section",
+                    keys.join("/")
+                ),
             );
         }
     }
@@ -331,10 +341,7 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 /// The sweep: a known parameter with at least one valid value.
 fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(sw) = &s.sweep {
-        let names: Vec<String> = SweepParam::ALL
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect();
+        let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
         match sw.kind() {
             None => {
                 let hint = super::diag::nearest(&sw.param, &names)
@@ -360,8 +367,8 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         }
         if let Some(k) = sw.kind() {
             for (i, v) in sw.values.iter().enumerate() {
-                if let Err(e) = super::sweep_value(k, v) {
-                    bad(&format!("sweep.values[{i}]"), e);
+                if let Err(e) = super::SweepValue::parse(k, v) {
+                    bad(&format!("sweep.values[{i}]"), e.to_string());
                 }
             }
         }
@@ -456,13 +463,9 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
             ));
         }
         let paths = s.network.as_ref().map_or(&[][..], |n| &n.paths[..]);
+        // The path knob a sweep sets on every path, as each path's own value reads.
         let per_path = |p: &crate::net::spec::PathSpec| match sweep_kind {
-            Some(SweepParam::Rtt) => Some(p.rtt.to_string()),
-            Some(SweepParam::Loss) => Some(p.loss.to_string()),
-            Some(SweepParam::Bandwidth) => Some(
-                p.bandwidth
-                    .map_or("unlimited".to_string(), |b| b.to_string()),
-            ),
+            Some(SweepParam::Path(k)) => Some(p.get(k).to_string()),
             _ => None,
         };
         if paths.len() > 1 && paths.first().and_then(per_path).is_some() {
@@ -502,4 +505,84 @@ pub fn about(secs: f64) -> String {
     } else {
         format!("{:.1} hours", secs / 3600.0)
     }
+}
+
+/// Problems in `[[threshold]]` and `[gate]`, keyed `threshold[i].key`.
+pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
+    let mut p = Vec::new();
+    let n_points = super::points::plan_points(s).len();
+    for (i, t) in s.thresholds.iter().enumerate() {
+        let k = |key: &str| format!("threshold[{i}].{key}");
+        let metric = check_metric(&t.metric);
+        if let Err(e) = &metric {
+            p.push((k("metric"), e.to_string()));
+        }
+        if t.max.is_none() && t.min.is_none() {
+            p.push((
+                k("metric"),
+                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".into(),
+            ));
+        }
+        for (key, b) in [("max", &t.max), ("min", &t.min)] {
+            if let (Some(b), Ok(metric)) = (b, &metric) {
+                if let Err(e) = parse_bound(b, *metric) {
+                    p.push((k(key), e.to_string()));
+                }
+            }
+        }
+        if t.over == Over::Run && !(t.points.is_empty() && t.values.is_empty()) {
+            p.push((
+                k("over"),
+                "over = \"run\" judges the whole run: remove `points` / `values`, or judge \
+                 points one by one (over = \"points\")"
+                    .into(),
+            ));
+        }
+        if t.over == Over::Points && t.aggregate != Aggregate::default() {
+            p.push((
+                k("aggregate"),
+                "aggregate applies only with over = \"run\"".into(),
+            ));
+        }
+        for (j, n) in t.points.iter().enumerate() {
+            if *n == 0 || *n > n_points {
+                p.push((
+                    format!("threshold[{i}].points[{j}]"),
+                    format!("point {n} does not exist: this scenario runs points 1 to {n_points}"),
+                ));
+            }
+        }
+        match &s.sweep {
+            None if !t.values.is_empty() => p.push((
+                k("values"),
+                "this scenario has no [sweep]: choose points by number (`points = [1]`)".into(),
+            )),
+            // An unknown sweep parameter is reported by the sweep's own validation.
+            Some(sw) if sw.kind().is_some() => {
+                let kind = sw.kind().expect("checked");
+                let swept: Vec<String> = sw
+                    .values
+                    .iter()
+                    .filter_map(|v| crate::model::SweepValue::parse(kind, v).ok())
+                    .map(|v| v.to_string())
+                    .collect();
+                for (j, v) in t.values.iter().enumerate() {
+                    let key = format!("threshold[{i}].values[{j}]");
+                    match crate::model::SweepValue::parse(kind, v) {
+                        Err(e) => p.push((key, e.to_string())),
+                        Ok(v) if !swept.contains(&v.to_string()) => p.push((
+                            key,
+                            format!(
+                                "{v} is not one of the sweep's values ({})",
+                                swept.join(", ")
+                            ),
+                        )),
+                        Ok(_) => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    p
 }

@@ -6,7 +6,7 @@
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// An errno value.
@@ -287,10 +287,39 @@ impl EventFd {
         unsafe { libc::write(self.fd, &one as *const u64 as *const libc::c_void, 8) };
     }
 
+    /// Another handle on the same eventfd, for a thread that wakes the loop (the duplicate is
+    /// closed on its own).
+    pub fn notifier(&self) -> io::Result<Notifier> {
+        // SAFETY: fd is this EventFd's, open until it drops; dup makes a descriptor of our own.
+        let fd = unsafe { libc::dup(self.fd) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: dup just returned it, and nothing else owns it.
+        Ok(Notifier(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
     pub fn drain(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a valid u64.
         unsafe { libc::read(self.fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
+    }
+}
+
+/// Wakes the event loop of an [`EventFd`] from another thread.
+pub struct Notifier(OwnedFd);
+
+impl Notifier {
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to the eventfd this handle owns.
+        unsafe {
+            libc::write(
+                self.0.as_raw_fd(),
+                &one as *const u64 as *const libc::c_void,
+                8,
+            )
+        };
     }
 }
 

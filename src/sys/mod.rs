@@ -13,6 +13,16 @@ pub mod process;
 pub mod server_io;
 pub mod sysctl;
 
+/// An errno, named (`Errno::EMFILE`): how the layers above tell one kernel refusal from another.
+pub use nix::errno::Errno;
+/// A signal, named (`Signal::SIGTERM`).
+pub use nix::sys::signal::Signal;
+
+/// The errno an I/O error carries, if it came from the kernel.
+pub fn errno_of(e: &std::io::Error) -> Option<Errno> {
+    e.raw_os_error().map(Errno::from_raw)
+}
+
 /// Enters the named netns (/run/netns/NAME) in the calling thread. Used between fork and exec,
 /// so it only makes raw, async-signal-safe calls.
 pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {

@@ -10,6 +10,11 @@ use std::process::Command;
 /// Every name the lab creates starts with this (leftovers are found by it).
 pub const PREFIX: &str = "synlab-";
 
+/// The start of every name (namespace, link) of lab `run_id`.
+pub fn lab_prefix(run_id: &str) -> String {
+    format!("{PREFIX}{run_id}-")
+}
+
 /// One kernel operation of building the lab (`net::plan` lists them). Undo is by namespace:
 /// deleting a netns deletes its links.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -336,7 +341,7 @@ pub fn cleanup_matching(prefix: &str) -> anyhow::Result<Vec<String>> {
     if let Ok(dir) = std::fs::read_dir(OWNERS) {
         for e in dir.filter_map(|e| e.ok()) {
             let id = e.file_name().to_string_lossy().into_owned();
-            let mine = format!("{PREFIX}{id}-");
+            let mine = lab_prefix(&id);
             if (mine.starts_with(prefix) || prefix.starts_with(&mine))
                 && !left.iter().any(|n| n.starts_with(&mine))
             {

@@ -92,6 +92,39 @@ pub fn require_privileged() -> bool {
     std::env::var("SYNLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
 }
 
+/// Whether this process runs as uid 0 (the host's root, or root inside synlab's user
+/// namespace).
+pub fn effective_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A user that exists here, with the name of its primary group (the user's name when the
+/// group has none).
+pub fn user_and_group(name: &str) -> Option<(String, String)> {
+    let u = nix::unistd::User::from_name(name).ok().flatten()?;
+    let group = nix::unistd::Group::from_gid(u.gid)
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_else(|| name.to_string());
+    Some((name.to_string(), group))
+}
+
+/// The name of the user with this uid, if it has one here.
+pub fn user_name(uid: u32) -> Option<String> {
+    nix::unistd::User::from_uid(uid.into())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
+/// This process's hard limit on open files (RLIMIT_NOFILE), if it can be read.
+pub fn nofile_hard_limit() -> Option<u64> {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .ok()
+        .map(|(_, hard)| hard)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

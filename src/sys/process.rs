@@ -147,16 +147,14 @@ impl ChildProc {
         self.child.try_wait().ok().flatten()
     }
 
-    /// If the child has exited: "NAME (pid N) was killed by signal 9 (SIGKILL)" or
-    /// "NAME (pid N) exited with code 1", for the run's notices.
-    pub fn death(&mut self) -> Option<String> {
+    /// If the child has exited: who (its name), its pid and how it ended.
+    pub fn death(&mut self) -> Option<Death> {
         let st = self.try_wait()?;
-        Some(format!(
-            "{} (pid {}) {}",
-            self.name,
-            self.pid(),
-            describe_exit(&st)
-        ))
+        Some(Death {
+            who: self.name.clone(),
+            pid: self.pid(),
+            how: exit_of(&st),
+        })
     }
 
     /// Closes stdin (the child's cue to stop), waits up to `grace`, then SIGKILLs by pid.
@@ -205,13 +203,15 @@ impl Drop for ChildProc {
     }
 }
 
-/// How a process ended, as words: "exited with code 1", "was killed by signal 9 (SIGKILL)".
-pub fn describe_exit(st: &std::process::ExitStatus) -> String {
+pub use crate::model::death::{Death, Exit};
+
+/// How a process ended (its signal named).
+pub fn exit_of(st: &std::process::ExitStatus) -> Exit {
     use std::os::unix::process::ExitStatusExt;
     match (st.code(), st.signal()) {
-        (Some(c), _) => format!("exited with code {c}"),
-        (None, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
-        (None, None) => format!("ended ({st})"),
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(sig)) => Exit::Signal(sig, signal_name(sig)),
+        (None, None) => Exit::Other(st.to_string()),
     }
 }
 
@@ -303,9 +303,9 @@ mod affinity_tests {
     fn exits_are_described_by_code_or_signal() {
         use std::os::unix::process::ExitStatusExt;
         let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
-        assert_eq!(describe_exit(&killed), "was killed by signal 9 (SIGKILL)");
+        assert_eq!(exit_of(&killed), Exit::Signal(9, "SIGKILL".into()));
         let code = std::process::ExitStatus::from_raw(3 << 8);
-        assert_eq!(describe_exit(&code), "exited with code 3");
+        assert_eq!(exit_of(&code), Exit::Code(3));
     }
 
     #[test]

@@ -359,12 +359,35 @@ pub fn ignore_sigint() {
     }
 }
 
-/// Sends `sig` to one process we started.
-pub fn kill_pid(pid: i32, sig: libc::c_int) {
-    // SAFETY: kill on a pid we forked; an error (already gone) is harmless.
+/// Sends `sig` to one process we started (by pid; an error, the process already gone, is
+/// harmless).
+pub fn kill_pid(pid: i32, sig: super::Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+}
+
+/// Lets `fds` survive into the child `cmd` starts (and has the child die with us): the
+/// prefork manager gets the listener and the counters' memfd this way.
+pub fn pass_fds(cmd: &mut std::process::Command, fds: [RawFd; 2]) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (prctl, fcntl) between fork and exec.
     unsafe {
-        libc::kill(pid, sig);
+        cmd.pre_exec(move || {
+            die_with_parent();
+            for fd in fds {
+                inherit_fd(fd)?;
+            }
+            Ok(())
+        });
     }
+}
+
+/// Takes ownership of descriptor `fd`, inherited from our parent under this number: checked
+/// open, marked close-on-exec.
+pub fn adopt_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    set_cloexec(fd)?;
+    // SAFETY: fcntl just showed `fd` open; our parent passed it to us and nothing else here
+    // owns it (the caller adopts each inherited number once).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Has this child of ours exited? Reaps it if so (never blocks, never touches other children).

@@ -19,8 +19,19 @@ pub enum LabMode {
     /// In synlab's own user namespace; `wide` when a subordinate uid range is mapped too
     /// (servers that switch to another user, as nginx and Apache do, need one).
     Rootless { wide: bool },
-    /// The kernel refused the user namespace; the sentence says why and what to do.
-    Refused(String),
+    /// The kernel refused the user namespace: why and what to do.
+    Refused(Refused),
+}
+
+/// Why synlab could not enter its own user namespace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("the rootless lab is not available: synlab had already started {0} threads (a bug: the user namespace must be entered first)")]
+    Threaded(usize),
+    /// A setup step failed: the kernel's settings that explain it and what to change
+    /// (`diagnose`).
+    #[error("{0}")]
+    Setup(String),
 }
 
 impl LabMode {
@@ -313,12 +324,9 @@ fn threads() -> usize {
 }
 
 /// Tries the setup in a child, then does it here. Ok(wide mapping) or the diagnosis.
-fn enter() -> Result<bool, String> {
+fn enter() -> Result<bool, Refused> {
     if threads() > 1 {
-        return Err(format!(
-            "the rootless lab is not available: synlab had already started {} threads (a bug: the user namespace must be entered first)",
-            threads()
-        ));
+        return Err(Refused::Threaded(threads()));
     }
     let (uid, gid) = (
         nix::unistd::getuid().as_raw(),
@@ -344,11 +352,11 @@ fn enter() -> Result<bool, String> {
             wide = None;
         }
     }
+    let refused = |step, errno| Refused::Setup(diagnose(step, errno, &KernelView::read()));
     if let Err((step, errno)) = trial(wide.as_ref()) {
-        return Err(diagnose(step, errno, &KernelView::read()));
+        return Err(refused(step, errno));
     }
-    setup(uid, gid, wide.as_ref(), false)
-        .map_err(|(step, errno)| diagnose(step, errno, &KernelView::read()))?;
+    setup(uid, gid, wide.as_ref(), false).map_err(|(step, errno)| refused(step, errno))?;
     Ok(wide.is_some())
 }
 

@@ -3,7 +3,7 @@
 //! (JSON stats lines on stdout, stops when stdin reaches EOF).
 
 use super::config::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
-use crate::model::units::{Bytes, Dur};
+use crate::model::units::{Bytes, Dur, UnitError};
 use anyhow::Context;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -67,25 +67,43 @@ pub struct ServeArgs {
     pub stats_interval: Duration,
 }
 
-fn parse_dur(s: &str) -> Result<Duration, String> {
+fn parse_dur(s: &str) -> Result<Duration, UnitError> {
     Dur::parse(s).map(|d| d.0)
 }
 
-fn parse_bytes(s: &str) -> Result<u64, String> {
+fn parse_bytes(s: &str) -> Result<u64, UnitError> {
     Bytes::parse(s).map(|b| b.0)
 }
 
+/// Why a `--files` item cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FileSetError {
+    #[error("pareto {name} `{value}` is not a number in `{item}`")]
+    NotANumber {
+        name: &'static str,
+        value: String,
+        item: String,
+    },
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error("unknown file set `{0}`; use specweb96, pareto[:ALPHA[:MIN[:COUNT[:SEED]]]] or none (explicit sizes go in --sizes)")]
+    Unknown(String),
+}
+
 /// Parses one `--files` item.
-pub fn parse_fileset(s: &str) -> Result<Option<FileSet>, String> {
+pub fn parse_fileset(s: &str) -> Result<Option<FileSet>, FileSetError> {
     let mut it = s.split(':');
     match it.next().unwrap_or("") {
         "specweb96" => Ok(Some(FileSet::Specweb96)),
         "none" => Ok(None),
         "pareto" => {
-            let f = |v: Option<&str>, name: &str, dflt: f64| -> Result<f64, String> {
+            let f = |v: Option<&str>, name: &'static str, dflt: f64| {
                 v.map_or(Ok(dflt), |v| {
-                    v.parse::<f64>()
-                        .map_err(|_| format!("pareto {name} `{v}` is not a number in `{s}`"))
+                    v.parse::<f64>().map_err(|_| FileSetError::NotANumber {
+                        name,
+                        value: v.into(),
+                        item: s.into(),
+                    })
                 })
             };
             let alpha = f(it.next(), "alpha", 1.2)?;
@@ -102,10 +120,7 @@ pub fn parse_fileset(s: &str) -> Result<Option<FileSet>, String> {
                 seed,
             }))
         }
-        other => Err(format!(
-            "unknown file set `{other}`; use specweb96, pareto[:ALPHA[:MIN[:COUNT[:SEED]]]] or none \
-             (explicit sizes go in --sizes)"
-        )),
+        other => Err(FileSetError::Unknown(other.into())),
     }
 }
 
@@ -114,7 +129,7 @@ impl ServeArgs {
     pub fn to_config(&self) -> anyhow::Result<ServeConfig> {
         let mut files = Vec::new();
         for f in &self.files {
-            if let Some(set) = parse_fileset(f).map_err(anyhow::Error::msg)? {
+            if let Some(set) = parse_fileset(f)? {
                 files.push(set);
             }
         }
@@ -269,9 +284,14 @@ mod tests {
                 seed: 9
             }))
         );
-        let e = parse_fileset("spec").unwrap_err();
-        assert!(e.contains("specweb96"), "{e}");
-        assert!(parse_fileset("pareto:x").unwrap_err().contains("alpha"));
+        assert_eq!(
+            parse_fileset("spec"),
+            Err(FileSetError::Unknown("spec".into()))
+        );
+        assert!(matches!(
+            parse_fileset("pareto:x"),
+            Err(FileSetError::NotANumber { name: "alpha", .. })
+        ));
     }
 
     #[test]

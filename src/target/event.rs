@@ -9,6 +9,7 @@ use super::core::{self, Counters, Ctx, Response, WriteProgress, IDLE_TIMEOUT};
 use super::dynamic::{self, CgiPool, DynRequest, Endpoint};
 use super::http::{self, Parse};
 use crate::sys::server_io::{Epoll, EV_ERR, EV_IN, EV_OUT};
+use crate::sys::{errno_of, Errno};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read};
@@ -143,7 +144,7 @@ impl EventLoop<'_> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                Err(e) if matches!(errno_of(&e), Some(Errno::EMFILE | Errno::ENFILE)) => {
                     // Leave the rest in the accept queue (the kernel keeps counting overflows)
                     // and stop polling the listener until the sweep, so we do not spin.
                     self.accept_paused = true;

@@ -89,8 +89,23 @@ pub fn fileset_paths(set: &FileSet) -> Vec<(String, String, u64)> {
     }
 }
 
-/// Checks a file set before the server starts; the message says what to change.
-pub fn validate(set: &FileSet) -> Result<(), String> {
+/// What is wrong with a file set, and what to change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FileSetInvalid {
+    #[error("pareto alpha {0} must be > 0 (typical: 1.1-1.5)")]
+    Alpha(f64),
+    #[error("pareto count {0} must be in 1..=1000000")]
+    Count(u32),
+    #[error("pareto min_bytes {0} exceeds {MAX_BODY}")]
+    MinBytes(u64),
+    #[error("file size {0} exceeds the {MAX_BODY}-byte cap")]
+    TooBig(u64),
+    #[error("explicit file set has no sizes")]
+    NoSizes,
+}
+
+/// Checks a file set before the server starts.
+pub fn validate(set: &FileSet) -> Result<(), FileSetInvalid> {
     match set {
         FileSet::Pareto {
             alpha,
@@ -99,21 +114,19 @@ pub fn validate(set: &FileSet) -> Result<(), String> {
             ..
         } => {
             if !(alpha.is_finite() && *alpha > 0.0) {
-                return Err(format!(
-                    "pareto alpha {alpha} must be > 0 (typical: 1.1-1.5)"
-                ));
+                return Err(FileSetInvalid::Alpha(*alpha));
             }
             if *count == 0 || *count > 1_000_000 {
-                return Err(format!("pareto count {count} must be in 1..=1000000"));
+                return Err(FileSetInvalid::Count(*count));
             }
             if *min_bytes > MAX_BODY {
-                return Err(format!("pareto min_bytes {min_bytes} exceeds {MAX_BODY}"));
+                return Err(FileSetInvalid::MinBytes(*min_bytes));
             }
             Ok(())
         }
         FileSet::Explicit { sizes } => match sizes.iter().find(|&&s| s > MAX_BODY) {
-            Some(s) => Err(format!("file size {s} exceeds the {MAX_BODY}-byte cap")),
-            None if sizes.is_empty() => Err("explicit file set has no sizes".into()),
+            Some(s) => Err(FileSetInvalid::TooBig(*s)),
+            None if sizes.is_empty() => Err(FileSetInvalid::NoSizes),
             None => Ok(()),
         },
         FileSet::Specweb96 => Ok(()),
@@ -259,18 +272,20 @@ mod tests {
 
     #[test]
     fn validate_says_what_is_wrong() {
-        let e = validate(&FileSet::Explicit {
+        let too_big = FileSet::Explicit {
             sizes: vec![MAX_BODY + 1],
-        })
-        .unwrap_err();
-        assert!(e.contains("cap"), "{e}");
-        assert!(validate(&FileSet::Pareto {
+        };
+        assert_eq!(
+            validate(&too_big),
+            Err(FileSetInvalid::TooBig(MAX_BODY + 1))
+        );
+        let flat = FileSet::Pareto {
             alpha: 0.0,
             min_bytes: 1,
             count: 1,
-            seed: 0
-        })
-        .is_err());
+            seed: 0,
+        };
+        assert_eq!(validate(&flat), Err(FileSetInvalid::Alpha(0.0)));
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
         );
     }
     for f in &cfg.files {
-        files::validate(f).map_err(anyhow::Error::msg)?;
+        files::validate(f)?;
     }
     Ok(())
 }

@@ -15,11 +15,11 @@
 use super::config::ServeConfig;
 use super::core::{self, Counters, Ctx, Shared};
 use crate::sys::server_io::{self, SharedMem};
+use crate::sys::{errno_of, Errno, Signal};
 use anyhow::Context;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
@@ -55,10 +55,10 @@ fn worker_loop(
                 counters.open_conns.fetch_sub(1, Relaxed);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            Err(e) if matches!(errno_of(&e), Some(Errno::EMFILE | Errno::ENFILE)) => {
                 std::thread::sleep(Duration::from_millis(10));
             }
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return, // listener shut down
+            Err(e) if errno_of(&e) == Some(Errno::EINVAL) => return, // listener shut down
             Err(_) => {}
         }
     }
@@ -100,14 +100,7 @@ pub fn run_prefork(
     if let Some(db) = db {
         cmd.arg("--db").arg(db);
     }
-    // SAFETY: only async-signal-safe calls (prctl, fcntl) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            server_io::die_with_parent();
-            server_io::inherit_fd(lfd)?;
-            server_io::inherit_fd(sfd)
-        });
-    }
+    server_io::pass_fds(&mut cmd, [lfd, sfd]);
     let mut manager = cmd.spawn().with_context(|| {
         format!(
             "cannot start the prefork manager `{} prefork-manager`",
@@ -179,16 +172,17 @@ pub fn manager_main(a: ManagerArgs) -> anyhow::Result<()> {
             a.config_json
         )
     })?;
-    for fd in [a.listen_fd, a.shm_fd] {
-        server_io::set_cloexec(fd)
-            .with_context(|| format!("fd {fd} was not inherited from the server"))?;
-    }
-    // SAFETY: the server made this memfd for a Shared (checked for size by from_fd); the fd is
-    // ours to close once mapped.
-    let shared = unsafe { SharedMem::<Shared>::from_fd(a.shm_fd) }.context("mapping counters")?;
-    drop(unsafe { OwnedFd::from_raw_fd(a.shm_fd) });
-    // SAFETY: the server passed us its listening socket under this number.
-    let listener = unsafe { TcpListener::from_raw_fd(a.listen_fd) };
+    let adopt = |fd| {
+        server_io::adopt_fd(fd)
+            .with_context(|| format!("fd {fd} was not inherited from the server"))
+    };
+    let (listener, shm) = (adopt(a.listen_fd)?, adopt(a.shm_fd)?);
+    // SAFETY: the server made this memfd for a Shared (checked for size by from_fd); it is
+    // closed once mapped.
+    let shared =
+        unsafe { SharedMem::<Shared>::from_fd(shm.as_raw_fd()) }.context("mapping counters")?;
+    drop(shm);
+    let listener = TcpListener::from(listener);
     let ctx = Ctx {
         catalog: super::files::Catalog::new(&cfg.files),
         pattern: super::files::pattern_buf(),
@@ -262,7 +256,7 @@ fn run_manager(listener: &TcpListener, ctx: &Ctx, shared: &Shared, parent: i32) 
         Ok(())
     })();
     for &p in &pids {
-        server_io::kill_pid(p, libc::SIGKILL);
+        server_io::kill_pid(p, Signal::SIGKILL);
     }
     for &p in &pids {
         server_io::wait_pid(p);

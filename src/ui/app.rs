@@ -3,8 +3,8 @@
 
 use super::keymap::Action;
 use super::theme::Theme;
-use crate::lab::state::{Command, Reply};
-use crate::lab::LabControl;
+use crate::lab::control::LabControl;
+use crate::lab::knobs::{Command, Reply};
 use crate::load::protocol::Mode;
 use std::borrow::Cow;
 
@@ -55,16 +55,12 @@ impl App {
             Some(m) if m.seen_last_action.as_ref() == last_action => {
                 Some((Cow::Borrowed(m.text.as_str()), m.refused))
             }
-            _ => last_action.map(|r| (r.line(), r.is_refused())),
+            _ => last_action.map(|r| (Cow::Owned(r.to_string()), r.is_refused())),
         }
     }
 
-    /// Ok(text) is shown plainly, Err(text) as a warning.
-    fn say(&mut self, lab: &dyn LabControl, r: Result<String, String>) {
-        let (text, refused) = match r {
-            Ok(t) => (t, false),
-            Err(e) => (e, true),
-        };
+    /// Shows `text` in the caption bar, as a warning when `refused`.
+    fn say(&mut self, lab: &dyn LabControl, text: String, refused: bool) {
         self.message = Some(Message {
             text,
             refused,
@@ -73,11 +69,8 @@ impl App {
     }
 
     fn command(&mut self, lab: &mut dyn LabControl, cmd: Command) {
-        let r = match lab.command(cmd) {
-            r @ Reply::Applied(_) => Ok(r.line().into_owned()),
-            r @ Reply::Refused(_) => Err(r.line().into_owned()),
-        };
-        self.say(lab, r);
+        let r = lab.command(cmd);
+        self.say(lab, r.to_string(), r.is_refused());
     }
 
     /// Carries out an action. `screen` renders the current screen as text (for snapshots); it
@@ -105,9 +98,7 @@ impl App {
             BurstRatioBy(d) => self.command(lab, Command::BurstRatioBy(d)),
             BurstFractionBy(d) => self.command(lab, Command::BurstFractionBy(d)),
             ToggleBurst => self.command(lab, Command::ToggleBurst),
-            RttBy(d) => self.command(lab, Command::RttBy(d)),
-            LossBy(d) => self.command(lab, Command::LossBy(d)),
-            ScaleBandwidth(f) => self.command(lab, Command::ScaleBandwidth(f)),
+            PathStep(knob, step) => self.command(lab, Command::StepPath(knob, step)),
             SelectPath => self.command(lab, Command::SelectNextPath),
             TogglePause => self.command(lab, Command::TogglePause),
             Mark => {
@@ -115,36 +106,32 @@ impl App {
                 let label = format!("mark {}", self.marks);
                 lab.mark(&label);
                 let t = lab.state().elapsed_s;
-                self.say(lab, Ok(format!("{label} at {t:.1}s")));
+                self.say(lab, format!("{label} at {t:.1}s"), false);
             }
             Snapshot => {
                 let text = screen(self, lab.state());
-                let r = lab
-                    .snapshot(&text)
-                    .map(|p| format!("snapshot written to {}", p.display()))
-                    .map_err(|e| format!("snapshot failed: {e:#}"));
-                self.say(lab, r);
+                match lab.snapshot(&text) {
+                    Ok(p) => self.say(lab, format!("snapshot written to {}", p.display()), false),
+                    Err(e) => self.say(lab, format!("snapshot failed: {e:#}"), true),
+                }
             }
             Zoom(f) => {
                 let w = (self.window_s * f).clamp(WINDOW_MIN_S, WINDOW_MAX_S);
-                let r = if w == self.window_s {
-                    Err(format!(
+                if w == self.window_s {
+                    let text = format!(
                         "window stays {:.0}s (limits {WINDOW_MIN_S:.0}..{WINDOW_MAX_S:.0}s)",
                         self.window_s
-                    ))
+                    );
+                    self.say(lab, text, true);
                 } else {
                     self.window_s = w;
-                    Ok(format!("window {w:.0}s"))
-                };
-                self.say(lab, r);
+                    self.say(lab, format!("window {w:.0}s"), false);
+                }
             }
-            NextStep => {
-                let r = lab
-                    .next_step()
-                    .map(|s| format!("next step: {s}"))
-                    .ok_or_else(|| "no more scenario steps".to_string());
-                self.say(lab, r);
-            }
+            NextStep => match lab.next_step() {
+                Some(s) => self.say(lab, format!("next step: {s}"), false),
+                None => self.say(lab, "no more scenario steps".into(), true),
+            },
             ToggleHelp => self.show_help = !self.show_help,
             CloseHelp => self.show_help = false,
             Quit => self.quit = true,

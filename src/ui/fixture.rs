@@ -1,12 +1,16 @@
 //! Synthetic lab states and a fake `LabControl` for the TUI's tests and its render benchmark:
 //! a store filled with rows from a simple saturating-server model (deterministic, no clock),
-//! and a lab whose commands go through `LabState::apply` like the controller's.
+//! and a lab whose commands go through `lab::knobs::apply_knobs` like the core's.
 
-use crate::lab::state::{Command, Knobs, LabState, PathKnobs, Reply, Warning};
-use crate::lab::LabControl;
+use crate::lab::client_agg::ClientBound;
+use crate::lab::control::LabControl;
+use crate::lab::knobs::{apply_knobs, Change, Command, Knobs, Reply};
+use crate::lab::state::{LabState, Warning};
 use crate::load::protocol::{Burst, Mode};
 use crate::metrics::store::EventKind;
 use crate::model::col as c;
+use crate::model::units::{Bandwidth, Dur};
+use crate::net::spec::PathSpec;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,17 +31,15 @@ pub fn knobs() -> Knobs {
         burst_on: false,
         paused: false,
         paths: vec![
-            PathKnobs {
+            PathSpec {
                 name: "near".into(),
-                rtt_ms: 0.0,
-                loss_pct: 0.0,
-                bandwidth_bps: None,
+                ..PathSpec::default()
             },
-            PathKnobs {
+            PathSpec {
                 name: "far".into(),
-                rtt_ms: 100.0,
-                loss_pct: 0.0,
-                bandwidth_bps: Some(10_000_000),
+                rtt: Dur(Duration::from_millis(100)),
+                bandwidth: Some(Bandwidth(10_000_000)),
+                ..PathSpec::default()
             },
         ],
         selected_path: 0,
@@ -197,7 +199,7 @@ pub fn idle() -> LabState {
         },
     );
     st.warn(Warning::NoPcap);
-    st.last_action = Some(Reply::Applied("load paused".into()));
+    st.last_action = Some(Reply::Applied(Change::Paused(true)));
     st
 }
 
@@ -215,7 +217,10 @@ pub fn under_load() -> LabState {
     );
     st.store
         .event(30.0, EventKind::Change, "rate 1000/s -> 2000/s");
-    st.last_action = Some(Reply::Applied("rate 1000/s -> 2000/s".into()));
+    st.last_action = Some(Reply::Applied(Change::Rate {
+        from: Some(1000.0),
+        to: Some(2000.0),
+    }));
     st
 }
 
@@ -236,7 +241,10 @@ pub fn overloaded() -> LabState {
     st.store.event(70.0, EventKind::Mark, "mark 1");
     st.step = Some((3, 5));
     st.caption = Some("the accept queue is full: SYNs are now dropped".into());
-    st.last_action = Some(Reply::Applied("rate 3000/s -> 12000/s".into()));
+    st.last_action = Some(Reply::Applied(Change::Rate {
+        from: Some(3000.0),
+        to: Some(12000.0),
+    }));
     let verdict = |check: &str, measured: f64, limit: f64| crate::report::thresholds::Verdict {
         check: check.into(),
         source: "threshold[0]".into(),
@@ -270,15 +278,19 @@ pub fn client_bound() -> LabState {
             ..Synth::default()
         },
     );
-    st.warn(Warning::ClientBound(
-        "schedule lag 800 ms, workers at 99% CPU: results measure the client".into(),
-    ));
+    st.warn(Warning::ClientBound(vec![
+        ClientBound::LateForT {
+            lag_s: 0.8,
+            of_t: 1.6,
+        },
+        ClientBound::WorkerCpu { cpu: 0.99 },
+    ]));
     st.warn(Warning::PortsRunningOut);
     st
 }
 
-/// A `LabControl` over a fixed state: commands go through `LabState::apply` (the same limits
-/// and effects as the controller); marks, steps, snapshots and stop are recorded.
+/// A `LabControl` over a fixed state: commands go through `apply_knobs` (the same limits as the
+/// core, every change held at once); marks, steps, snapshots and stop are recorded.
 #[derive(Debug)]
 pub struct FakeLab {
     pub state: LabState,
@@ -314,7 +326,10 @@ impl LabControl for FakeLab {
     }
     fn command(&mut self, cmd: Command) -> Reply {
         self.commands.push(cmd.clone());
-        self.state.apply(cmd).map(|(_, text)| text).into()
+        // A fake lab applies every change at once (no network lab to refuse a path change).
+        let reply = Reply::from(apply_knobs(&mut self.state.knobs, cmd).map(|(_, c)| c));
+        self.state.record(&reply);
+        reply
     }
     fn mark(&mut self, label: &str) {
         self.marks.push(label.to_string());

@@ -1,6 +1,7 @@
 //! The keymap: one table from keys to `Action`s with their help text. The `?` overlay, the
 //! one-line hint and key dispatch all read this table, so what is shown is what is bound.
 
+use crate::model::knob::{PathKnob, PathStep};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Everything a person can ask of the TUI. Lab-changing actions become a `Command` in
@@ -16,9 +17,8 @@ pub enum Action {
     /// Percentage points of time at peak.
     BurstFractionBy(f64),
     ToggleBurst,
-    RttBy(f64),
-    LossBy(f64),
-    ScaleBandwidth(f64),
+    /// Step a knob of the selected network path.
+    PathStep(PathKnob, PathStep),
     SelectPath,
     TogglePause,
     Mark,
@@ -79,6 +79,8 @@ const fn b(key: Key, action: Action, help: &'static str) -> Binding {
 
 use Action as A;
 use Key::Char as C;
+use PathKnob::{Bandwidth as BW, Jitter, Loss, Rtt};
+use PathStep::{Add, Scale};
 
 /// The one source of truth for keys. Lower case turns a knob down, upper case up.
 pub const KEYMAP: &[Binding] = &[
@@ -95,14 +97,20 @@ pub const KEYMAP: &[Binding] = &[
     b(C('f'), A::BurstFractionBy(-5.0), "burst time at peak -5%"),
     b(C('F'), A::BurstFractionBy(5.0), "burst time at peak +5%"),
     b(C('b'), A::ToggleBurst, "bursts on/off"),
-    b(C('r'), A::RttBy(-10.0), "RTT -10 ms (selected path)"),
-    b(C('R'), A::RttBy(10.0), "RTT +10 ms"),
-    b(C('<'), A::RttBy(-50.0), "RTT -50 ms"),
-    b(C('>'), A::RttBy(50.0), "RTT +50 ms"),
-    b(C('l'), A::LossBy(-0.5), "loss -0.5%"),
-    b(C('L'), A::LossBy(0.5), "loss +0.5%"),
-    b(C('w'), A::ScaleBandwidth(0.5), "bandwidth /2"),
-    b(C('W'), A::ScaleBandwidth(2.0), "bandwidth x2"),
+    b(
+        C('r'),
+        A::PathStep(Rtt, Add(-10.0)),
+        "RTT -10 ms (selected path)",
+    ),
+    b(C('R'), A::PathStep(Rtt, Add(10.0)), "RTT +10 ms"),
+    b(C('<'), A::PathStep(Rtt, Add(-50.0)), "RTT -50 ms"),
+    b(C('>'), A::PathStep(Rtt, Add(50.0)), "RTT +50 ms"),
+    b(C('j'), A::PathStep(Jitter, Add(-1.0)), "jitter -1 ms"),
+    b(C('J'), A::PathStep(Jitter, Add(1.0)), "jitter +1 ms"),
+    b(C('l'), A::PathStep(Loss, Add(-0.5)), "loss -0.5%"),
+    b(C('L'), A::PathStep(Loss, Add(0.5)), "loss +0.5%"),
+    b(C('w'), A::PathStep(BW, Scale(0.5)), "bandwidth /2"),
+    b(C('W'), A::PathStep(BW, Scale(2.0)), "bandwidth x2"),
     b(Key::Tab, A::SelectPath, "select next path"),
     b(C('p'), A::TogglePause, "pause/resume load"),
     b(C('m'), A::Mark, "mark an event"),
@@ -156,7 +164,7 @@ mod tests {
 
     #[test]
     fn unbound_keys_and_releases_do_nothing() {
-        assert_eq!(action_for(Key::Char('j').event()), None);
+        assert_eq!(action_for(Key::Char('k').event()), None);
         let mut ev = Key::Char('q').event();
         ev.kind = KeyEventKind::Release;
         assert_eq!(action_for(ev), None);

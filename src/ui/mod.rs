@@ -11,13 +11,13 @@ pub mod render;
 pub mod terminal;
 pub mod theme;
 
-use crate::lab::LabControl;
+use crate::lab::control::LabControl;
+use crate::lab::session::{self, Start};
 use anyhow::Context;
 use app::App;
 use crossterm::event::{self, Event};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,73 +25,39 @@ use std::time::{Duration, Instant};
 use theme::Theme;
 
 /// `synlab` / `synlab tui`: the live TUI on a scenario (the embedded default without one).
-pub fn tui_main(
-    scenario: Option<&Path>,
-    out: Option<&Path>,
-    metrics: Option<&str>,
-    userns: bool,
-) -> anyhow::Result<ExitCode> {
+pub fn tui_main(start: Start) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
-    let sc = match scenario {
-        Some(p) => crate::scenario::load(p)?,
-        None => crate::scenario::default_scenario(),
-    };
-    crate::lab::run::settle_lab_mode(&sc, userns)?;
-    let exporter = crate::lab::ci::start_metrics(metrics)?;
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the TUI needs a terminal; for a headless run use `synlab run {}`",
-            scenario
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "default".into())
+            start.name()
         );
     }
-    let interrupted = crate::lab::run::interrupt_flag();
-    let opts = crate::lab::controller::RunOptions {
-        out_parent: Some(crate::lab::run::out_parent(&sc, out)),
-        interrupted: interrupted.clone(),
-        network_fallback: scenario.is_none(),
-    };
+    let (sc, opts) = start.open()?;
+    let interrupted = opts.interrupted.clone();
     eprintln!("synlab: starting {} ...", sc.name);
     let mut ctrl = crate::lab::controller::Controller::start(sc, opts)?;
     ctrl.tui_mode();
-    hangup_watchdog(
-        &interrupted,
-        ctrl.net.as_ref().map(|n| format!("synlab-{}-", n.run_id)),
-    );
-    let result = match exporter {
-        Some(e) => run_tui(
-            &mut crate::lab::ci::Published::new(&mut ctrl, e),
-            UiOptions::default(),
-        ),
-        None => run_tui(&mut ctrl, UiOptions::default()),
-    };
-    // After a hangup the terminal is gone: these lines are lost, never a panic (println!'s).
-    use std::io::Write;
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-    let mut unwritten = false;
-    if let Some(dir) = ctrl.folder_dir() {
-        // The same report a headless run leaves (the time series; no sweep curves).
-        let _ = match crate::report::write_report(dir) {
-            Ok(md) => writeln!(out, "report: {}", md.display()),
-            Err(e) => {
-                unwritten = true;
-                writeln!(err, "synlab: the run folder is incomplete: {e:#} (exit 1)")
-            }
-        };
-        let _ = writeln!(out, "results: {}", dir.display());
-    }
+    hangup_watchdog(&interrupted, ctrl.net.as_ref().map(|n| n.netns_prefix()));
+    let result = run_tui(&mut ctrl, UiOptions::default());
+    let unwritten = session::report_and_folder(ctrl.folder_dir());
     result?;
-    if ctrl.state.interrupted {
-        let _ = writeln!(
-            err,
-            "synlab: interrupted; the run folder holds what was measured"
-        );
-        return Ok(ExitCode::from(130));
+    let died = ctrl.child_died();
+    if let Some(code) = session::cut_short(ctrl.state().interrupted, died.as_ref()) {
+        return Ok(code);
     }
-    Ok(ExitCode::from(u8::from(
-        ctrl.child_died().is_some() || unwritten,
-    )))
+    match unwritten {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            // The terminal may be gone (a hangup): the line is lost, never a panic.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "synlab: the run folder is incomplete: {e} (exit 1)"
+            );
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 /// Set once the event loop has returned: the terminal no longer holds the process, and the lab's

@@ -8,7 +8,9 @@ impl Controller {
     /// every row) and a text screenshot into the run folder.
     pub fn write_snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
         let t = self.elapsed();
-        let written = self.recorder.snapshot(t, screen, &self.core.state.store)?;
+        let written = self
+            .recorder
+            .snapshot(t, screen, &self.core.state().store)?;
         self.mark("snapshot");
         Ok(written)
     }
@@ -112,7 +114,7 @@ impl Controller {
             return Ok(());
         }
         let (core, rec) = (&self.core, &mut self.recorder);
-        let st = &core.state;
+        let st = core.state();
         if let Some(a) = access {
             rec.meta("access_log", a);
         }
@@ -123,7 +125,7 @@ impl Controller {
             rec.meta("lab", st.lab.clone().into());
         }
         rec.meta("machine", crate::sys::machine::Machine::read().to_json());
-        if let Some((c, sv, d)) = core.final_check {
+        if let Some((c, sv, d)) = core.final_check() {
             let agree =
                 !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);
             rec.meta(

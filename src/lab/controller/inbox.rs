@@ -7,10 +7,22 @@ use super::*;
 /// What a batch of effects left for its caller.
 #[derive(Default)]
 pub(super) struct Done {
-    /// A command's reply (a failed path change refuses it).
-    pub reply: Option<Result<String, String>>,
+    /// A command's reply.
+    pub reply: Option<Reply>,
     /// A window that ended.
     pub window: Option<Window>,
+    /// The first row that could not be written (every effect after it was still carried out).
+    pub error: Option<anyhow::Error>,
+}
+
+impl Done {
+    /// The batch as a result: its first error, else what it left.
+    pub fn result(mut self) -> anyhow::Result<Self> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(self),
+        }
+    }
 }
 
 impl Controller {
@@ -23,21 +35,24 @@ impl Controller {
 
     /// Folds an input that writes no row (so nothing can fail; a failure would only be logged).
     pub(super) fn fold_msg(&mut self, m: Input) {
-        if let Err(e) = self.fold(m) {
+        let done = self.fold(m);
+        if let Some(e) = done.error {
             self.log(&format!("{e:#}"));
         }
     }
 
     /// Folds an input now and carries out its effects.
-    pub(super) fn fold(&mut self, input: Input) -> anyhow::Result<Done> {
+    pub(super) fn fold(&mut self, input: Input) -> Done {
         let now = self.elapsed();
         self.fold_at(input, now)
     }
 
-    pub(super) fn fold_at(&mut self, input: Input, now_s: f64) -> anyhow::Result<Done> {
+    pub(super) fn fold_at(&mut self, input: Input, now_s: f64) -> Done {
         let mut fx = Vec::new();
         self.core.fold(input, now_s, &mut fx);
-        self.carry_out(fx)
+        let mut done = Done::default();
+        self.carry_out_into(fx, now_s, &mut done);
+        done
     }
 
     /// Carries out the core's effects in order, every one of them: a row that cannot be
@@ -45,8 +60,12 @@ impl Controller {
     /// first such error is returned once all are done.
     pub(super) fn carry_out(&mut self, fx: Vec<Effect>) -> anyhow::Result<Done> {
         let mut done = Done::default();
-        let mut refused = None;
-        let mut failed = None;
+        let now = self.elapsed();
+        self.carry_out_into(fx, now, &mut done);
+        done.result()
+    }
+
+    fn carry_out_into(&mut self, fx: Vec<Effect>, now_s: f64, done: &mut Done) {
         for e in fx {
             match e {
                 Effect::Send { worker, msgs } => {
@@ -56,18 +75,17 @@ impl Controller {
                         }
                     }
                 }
-                Effect::Path {
-                    only,
-                    then_log,
-                    step,
-                } => match (self.push_path_knobs(only), step) {
-                    (Ok(()), _) => self.log(&then_log),
-                    (Err(e), Some(i)) => self.log(&format!("step {i}: {e}")),
-                    (Err(e), None) => refused = Some(e),
-                },
+                Effect::Path(profiles) => {
+                    // The core holds the change once the lab has it, or keeps the knobs.
+                    let applied = self.apply_paths(&profiles);
+                    let mut then = Vec::new();
+                    self.core
+                        .fold(Input::PathApplied(applied), now_s, &mut then);
+                    self.carry_out_into(then, now_s, done);
+                }
                 Effect::Row { t, cols } => {
                     if let Err(e) = self.recorder.row(t, &cols) {
-                        failed.get_or_insert(e);
+                        done.error.get_or_insert(e);
                     }
                 }
                 Effect::Log(line) => self.log(&line),
@@ -76,10 +94,9 @@ impl Controller {
                     row.point = self.recorder.points().len() + 1;
                     self.recorder.summary_point(*row);
                 }
-                Effect::Reply(r) => done.reply = Some(refused.take().map_or(r, Err)),
+                Effect::Reply(r) => done.reply = Some(r),
             }
         }
-        failed.map_or(Ok(done), Err)
     }
 
     /// Starts counting a measurement window (a sweep point's hold).
@@ -92,10 +109,7 @@ impl Controller {
     /// responses in it.
     pub fn end_point(&mut self) -> Option<Window> {
         self.pump_messages();
-        match self.fold(Input::EndWindow) {
-            Ok(done) => done.window,
-            Err(_) => None,
-        }
+        self.fold(Input::EndWindow).window
     }
 
     /// The open window as it stands now, left open (the TUI's live threshold verdicts).
@@ -134,11 +148,11 @@ impl Controller {
             // This stretch of settings as a point, the session's earlier stretches with it for
             // the thresholds over the whole run.
             let mut rows = self.recorder.points().to_vec();
-            let row = crate::lab::summary::summary_row(&self.core, rows.len() + 1, w);
+            let row = self.core.summary_row(rows.len() + 1, w);
             let mut v = gate.judge_point(&row);
             rows.push(row);
             v.extend(gate.judge_run(&rows));
-            self.core.state.verdicts = v;
+            self.fold_msg(Input::Verdicts(v));
         }
     }
 

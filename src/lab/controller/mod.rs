@@ -4,8 +4,9 @@
 //! it returns (control messages, path changes, rows, run.log). The headless runner and the TUI
 //! both drive it through the one `pump`.
 
-use super::core::{Effect, Input, LabCore, Slot};
-use super::state::{Command, LabState, PathKnobs, Warning};
+use super::core::{Effect, Input, LabCore, PathFailure, Slot};
+use super::knobs::{Command, Reply};
+use super::state::LabState;
 use crate::lab::recorder::Recorder;
 use crate::load::protocol::{Control, Mode, StatsDelta, WorkerConfig};
 use crate::scenario::{HttpVersion, Scenario, TargetKind};
@@ -50,6 +51,8 @@ pub struct RunOptions {
     /// Without the privileges for the network lab, run on loopback (with a warning) instead of
     /// refusing. Only for the embedded default scenario: an explicit [network] is a request.
     pub network_fallback: bool,
+    /// The `--metrics` endpoint the lab's time series are published to as it is pumped.
+    pub metrics: Option<crate::metrics::openmetrics::Exporter>,
 }
 
 pub struct Controller {
@@ -58,7 +61,7 @@ pub struct Controller {
     scenario: Scenario,
     /// The request mix the workers are started with (a workload sweep sets it per point).
     workload: crate::scenario::Workload,
-    /// The state and everything folded into it; the controller reads as it (`Deref`).
+    /// The state and everything folded into it: the controller reads it and sends it inputs.
     core: LabCore,
     tx: Sender<Input>,
     rx: Receiver<Input>,
@@ -86,6 +89,8 @@ pub struct Controller {
     access: AccessLogFiles,
     /// kind = "nginx" / "apache": its config, logs and document root.
     real: Option<super::real_server::RealServer>,
+    /// The `--metrics` endpoint, fed from the state twice a second.
+    publisher: Option<crate::metrics::openmetrics::Publisher>,
 }
 
 /// A server's access log followed for its own count of responses (the counts are the core's).
@@ -136,6 +141,10 @@ impl Controller {
         let (tx, rx) = unbounded();
         let interval = scenario.probe.interval.0;
         let knobs = knobs_of(&scenario);
+        let publisher = opts
+            .metrics
+            .clone()
+            .map(crate::metrics::openmetrics::Publisher::new);
         let core = LabCore::new(
             &scenario.name,
             knobs,
@@ -164,6 +173,7 @@ impl Controller {
             client_opens_at_load_start: None,
             access: AccessLogFiles::default(),
             real: None,
+            publisher,
         }
     }
 
@@ -181,7 +191,7 @@ impl Controller {
             return Ok(());
         };
         let blocker = match crate::sys::userns::mode() {
-            Some(crate::sys::userns::LabMode::Refused(why)) => Some(why.clone()),
+            Some(crate::sys::userns::LabMode::Refused(why)) => Some(why.to_string()),
             _ => crate::sys::privilege::Privileges::current().lab_missing(),
         };
         if let Some(missing) = blocker {
@@ -189,10 +199,7 @@ impl Controller {
                 let line = format!("network lab off, running on loopback: {missing}");
                 self.log(&line);
                 self.core.notice(line);
-                self.state.knobs.lab_off = Some(missing.clone());
-                self.state.warn(Warning::NoLab(
-                    "loopback only, no WAN shaping (run.log says why)".into(),
-                ));
+                self.fold_msg(Input::LabOff(missing));
                 return Ok(());
             }
             bail!("{missing}");
@@ -200,37 +207,30 @@ impl Controller {
         let run_id = crate::net::plan::new_run_id();
         let net = crate::net::lab::Lab::up(&spec, &run_id)
             .context("bringing the network lab up (`synlab net status` lists leftovers, `synlab net down` removes them)")?;
-        self.state.backend = format!("{:?}", net.backend).to_lowercase();
+        let mut backend = format!("{:?}", net.backend).to_lowercase();
         if spec.backend == crate::net::spec::BackendChoice::Auto {
-            self.state.backend.push_str(" (auto)");
+            backend.push_str(" (auto)");
         }
-        self.state.knobs.paths = net
-            .paths
-            .iter()
-            .map(|p| PathKnobs {
-                name: p.name.clone(),
-                rtt_ms: p.spec.rtt.secs() * 1000.0,
-                loss_pct: p.spec.loss.0,
-                bandwidth_bps: p.spec.bandwidth.map(|b| b.0),
-            })
-            .collect();
         for r in &net.leftovers_removed {
             let line = format!("removed a leftover of a crashed earlier run: {r}");
             self.log(&line);
             self.core.notice(line);
         }
-        self.state.lab = lab_label();
+        let lab = lab_label();
         let line = format!(
-            "network lab {run_id} up: lab: {}, backend {}, server netns {}, {} path(s)",
-            self.state.lab,
-            self.state.backend,
+            "network lab {run_id} up: lab: {lab}, backend {backend}, server netns {}, {} path(s)",
             net.server_netns,
             net.paths.len()
         );
         self.log(&line);
-        self.core
-            .set_paths(net.paths.iter().map(|p| p.name.as_str()));
         self.net = Some(net);
+        // The paths as built: the core keeps their profiles from here on.
+        let paths = spec.effective_paths();
+        self.fold_msg(Input::LabUp {
+            backend,
+            lab,
+            paths,
+        });
         Ok(())
     }
 
@@ -269,15 +269,17 @@ impl Controller {
         }
     }
 
-    /// Applies a knob change and carries out its effects: Ok(what changed) or Err(why
-    /// refused).
-    pub fn apply(&mut self, cmd: Command) -> Result<String, String> {
+    /// Applies a knob change and carries out its effects: applied (what changed) or refused
+    /// (why; every knob kept its value).
+    pub fn apply(&mut self, cmd: Command) -> Reply {
         // The stretch a change may close holds every report that came before it.
         self.pump_messages();
-        match self.fold(Input::Command(cmd)) {
-            Ok(done) => done.reply.unwrap_or_else(|| Err("no reply".into())),
-            Err(e) => Err(format!("{e:#}")),
+        let done = self.fold(Input::Command(cmd));
+        if let Some(e) = &done.error {
+            self.log(&format!("{e:#}"));
         }
+        done.reply
+            .expect("the core answers every command once its effects are carried out")
     }
 
     /// Folds pending messages, watches the children, plays steps; at each sample interval
@@ -292,16 +294,21 @@ impl Controller {
                 if let Some(stats) = net.router_stats() {
                     let late_life = net.router_late_life();
                     let stats = Box::new(stats);
-                    self.fold_at(Input::Router { stats, late_life }, now)?;
+                    self.fold_at(Input::Router { stats, late_life }, now)
+                        .result()?;
                 }
             }
         }
-        self.fold_at(Input::Tick, now)?;
+        self.fold_at(Input::Tick, now).result()?;
         if self.opts.interrupted.load(Ordering::Relaxed) {
             self.note_interrupted();
         }
         if self.core.in_session() {
             self.live_verdicts(now);
+        }
+        if let Some(p) = &mut self.publisher {
+            let st = self.core.state();
+            p.tick(&st.store, &st.latency);
         }
         Ok(())
     }
@@ -309,10 +316,10 @@ impl Controller {
     /// A signal asked the run to stop: the state says so (the drivers stop pumping, exit 130)
     /// and so does the run folder. Once; a second call changes nothing.
     pub fn note_interrupted(&mut self) {
-        if self.core.state.interrupted {
+        if self.core.state().interrupted {
             return;
         }
-        let _ = self.fold(Input::Interrupted);
+        self.fold_msg(Input::Interrupted);
         self.recorder.meta("interrupted", true.into());
     }
 
@@ -324,7 +331,22 @@ impl Controller {
 
     /// Keeps only the last `secs` seconds of the time series in memory (headless runs).
     pub fn keep_series(&mut self, secs: f64) {
-        self.core.state.store.keep_only(secs);
+        self.core.keep_series(secs);
+    }
+
+    /// The lab's state (the core's; the controller only reads it).
+    pub fn state(&self) -> &LabState {
+        self.core.state()
+    }
+
+    /// The lab's core, to read.
+    pub fn core(&self) -> &LabCore {
+        &self.core
+    }
+
+    /// Who died and how, when a child the run depends on has exited.
+    pub fn child_died(&self) -> Option<crate::model::death::Death> {
+        self.core.child_died()
     }
 
     /// The scenario as read.
@@ -342,32 +364,19 @@ impl Controller {
     }
 
     pub fn mode(&self) -> Mode {
-        self.state.knobs.mode
+        self.core.state().knobs.mode
     }
 }
 
-impl std::ops::Deref for Controller {
-    type Target = LabCore;
-    fn deref(&self) -> &LabCore {
-        &self.core
-    }
-}
-
-impl std::ops::DerefMut for Controller {
-    fn deref_mut(&mut self) -> &mut LabCore {
-        &mut self.core
-    }
-}
-
-impl super::LabControl for Controller {
+impl super::control::LabControl for Controller {
     fn state(&self) -> &LabState {
-        &self.state
+        self.core.state()
     }
     fn pump(&mut self) -> anyhow::Result<()> {
         Controller::pump(self)
     }
-    fn command(&mut self, cmd: Command) -> crate::lab::state::Reply {
-        self.apply(cmd).into()
+    fn command(&mut self, cmd: Command) -> Reply {
+        self.apply(cmd)
     }
     fn mark(&mut self, label: &str) {
         Controller::mark(self, label)
@@ -454,6 +463,41 @@ mod tests {
             .sum();
         assert!((class0 - 0.35).abs() < 1e-9, "{class0}");
     }
+    /// The runtime's side of issue 32's two-phase path change: the lab cannot take the change
+    /// (here: there is no lab), so the command is refused with why and no knob moves.
+    #[test]
+    fn a_path_change_the_runtime_cannot_apply_is_refused_and_rolled_back() {
+        let opts = RunOptions {
+            out_parent: None,
+            interrupted: Arc::default(),
+            network_fallback: false,
+            metrics: None,
+        };
+        let sc = crate::scenario::default_scenario();
+        let mut c = Controller::assemble(sc, opts, Recorder::off());
+        let wan = crate::net::spec::PathSpec {
+            name: "wan".into(),
+            ..Default::default()
+        };
+        c.fold_msg(Input::LabUp {
+            backend: "router".into(),
+            lab: "root".into(),
+            paths: vec![wan],
+        });
+        let before = c.state().knobs.clone();
+        let reply = c.apply(Command::SetPath {
+            path: Some("wan".into()),
+            value: crate::model::knob::PathKnob::Rtt.parse("40ms").unwrap(),
+        });
+        let refusal = crate::lab::knobs::Refusal::NotApplied {
+            path: "wan".into(),
+            why: "no network lab in this run (add a [network] section)".into(),
+        };
+        assert_eq!(reply, Reply::Refused(refusal));
+        assert_eq!(c.state().knobs, before);
+        assert_eq!(c.state().last_action, Some(reply));
+    }
+
     #[test]
     fn a_row_that_cannot_be_written_drops_no_effect_after_it() {
         let tmp = tempfile::tempdir().unwrap();
@@ -463,6 +507,7 @@ mod tests {
             out_parent: None,
             interrupted: Arc::default(),
             network_fallback: false,
+            metrics: None,
         };
         let mut c = Controller::assemble(crate::scenario::default_scenario(), opts, recorder);
         std::fs::remove_dir_all(&dir).unwrap();

@@ -2,6 +2,7 @@
 //! stops the load and fails the point.
 
 use super::*;
+use crate::model::death::Death;
 
 impl Controller {
     /// Watches every child the run depends on (workers, target, delay router). A death stops
@@ -10,18 +11,23 @@ impl Controller {
         let mut died = Vec::new();
         for w in &mut self.workers {
             if let Some(d) = w.death() {
-                died.push(format!("load {d}"));
+                died.push(Death {
+                    who: format!("load {}", d.who),
+                    ..d
+                });
             }
         }
         if let Some(s) = &mut self.server {
-            if let Some(st) = s.try_wait() {
+            if let Some(d) = s.death() {
                 let who = if s.name == "server" {
                     "the target server"
                 } else {
                     "the target command"
                 };
-                let how = crate::sys::process::describe_exit(&st);
-                died.push(format!("{who} (pid {}) {how}", s.pid()));
+                died.push(Death {
+                    who: who.into(),
+                    ..d
+                });
             }
         }
         if let Some(d) = self.net.as_mut().and_then(|n| n.router_death()) {

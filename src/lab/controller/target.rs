@@ -10,6 +10,7 @@ impl Controller {
             Some(n) => IpAddr::V4(n.server_addr),
             None => IpAddr::from([127, 0, 0, 1]),
         };
+        let label;
         match t.kind {
             TargetKind::Builtin => {
                 let listen = self.server_addr(server_ip, t.port)?;
@@ -49,7 +50,7 @@ impl Controller {
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
                 self.target_addr = listen;
-                self.state.target = format!(
+                label = format!(
                     "built-in {:?} server on {listen} ({} of {:?} per request, backlog {})",
                     t.arch, t.service_time, t.service, t.backlog
                 )
@@ -69,11 +70,11 @@ impl Controller {
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
                 self.target_addr = addr;
-                self.state.target = format!("`{cmdline}` on {}", self.target_addr);
+                label = format!("`{cmdline}` on {}", self.target_addr);
             }
             TargetKind::Address => {
                 self.target_addr = t.address.parse().context("target.address")?;
-                self.state.target = format!("server at {}", self.target_addr);
+                label = format!("server at {}", self.target_addr);
             }
             kind => {
                 self.target_addr = self.server_addr(server_ip, t.port)?;
@@ -87,7 +88,7 @@ impl Controller {
                 self.log(&format!("{}: {}", kind.name(), real.command));
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
-                self.state.target = format!("{} on {}", kind.name(), self.target_addr);
+                label = format!("{} on {}", kind.name(), self.target_addr);
                 self.access.path = Some(real.access_log.clone());
                 self.real = Some(real);
             }
@@ -104,8 +105,8 @@ impl Controller {
         if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
             self.server_pid = Some(real.main_pid(pid));
         }
-        let line = format!("target: {}", self.state.target);
-        self.log(&line);
+        self.log(&format!("target: {label}"));
+        self.fold_msg(Input::TargetUp(label));
         if let Some(path) = self.access.path.clone() {
             let tx = self.tx.clone();
             self.access.follower = Some(crate::probe::accesslog::Follower::spawn(

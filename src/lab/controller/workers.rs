@@ -2,10 +2,11 @@
 
 use super::*;
 use crate::lab::core::share_count;
+use crate::net::spec::PathSpec;
 
 impl Controller {
     pub(super) fn worker_config(&self, id: u32) -> WorkerConfig {
-        let k = &self.state.knobs;
+        let k = &self.core.state().knobs;
         let slot = &self.slots[id as usize];
         WorkerConfig {
             id,
@@ -147,25 +148,27 @@ impl Controller {
         }
     }
 
-    /// Sends path `only`'s knobs (None: every path's) to the shaping backend.
-    pub(super) fn push_path_knobs(&mut self, only: Option<usize>) -> Result<(), String> {
-        let Some(net) = self.net.as_mut() else {
-            return Err("no network lab in this run (add a [network] section)".into());
+    /// Puts the network lab's paths under `profiles`, all or none: when one cannot be
+    /// applied, those changed before it go back to the profiles the core still holds.
+    pub(super) fn apply_paths(&mut self, profiles: &[PathSpec]) -> Result<(), PathFailure> {
+        let failure = |path: &PathSpec, why: String| PathFailure {
+            path: path.name.clone(),
+            why,
         };
-        let paths = self.core.state.knobs.paths.clone();
-        for (j, p) in paths.iter().enumerate() {
-            if only.is_some_and(|i| i != j) {
-                continue;
+        let Some(net) = self.net.as_mut() else {
+            let why = "no network lab in this run (add a [network] section)".to_string();
+            return Err(failure(&profiles[0], why));
+        };
+        for (j, p) in profiles.iter().enumerate() {
+            if let Err(e) = net.set_path(p) {
+                let held = &self.core.state().knobs.paths;
+                for done in &profiles[..j] {
+                    if let Some(old) = held.iter().find(|h| h.name == done.name) {
+                        let _ = net.set_path(old);
+                    }
+                }
+                return Err(failure(p, format!("{e:#}")));
             }
-            let change = crate::net::spec::PathChange {
-                rtt: Some(crate::model::units::Dur::from_secs(p.rtt_ms / 1000.0)),
-                loss: Some(crate::model::units::Percent(p.loss_pct)),
-                bandwidth: p.bandwidth_bps.map(crate::model::units::Bandwidth),
-                unlimited: p.bandwidth_bps.is_none(),
-                ..Default::default()
-            };
-            net.set_path(&p.name, &change)
-                .map_err(|e| format!("{e:#}"))?;
         }
         Ok(())
     }
@@ -178,8 +181,8 @@ impl Controller {
             return;
         }
         self.send_all(&Control::Drain);
-        let bound =
-            self.state.knobs.timeout.as_secs_f64() + self.scenario.load.response_timeout.secs();
+        let bound = self.core.state().knobs.timeout.as_secs_f64()
+            + self.scenario.load.response_timeout.secs();
         let deadline = Instant::now() + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
         while Instant::now() < deadline {
             self.pump_messages();
@@ -189,7 +192,7 @@ impl Controller {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.pump_messages();
-        let in_flight = self.core.run.in_flight_at_end;
+        let in_flight = self.core.run_counts().in_flight_at_end;
         self.log(&format!(
             "drained: the workers finished what was in flight ({in_flight} still open at the bound)"
         ));

@@ -1,47 +1,137 @@
-//! Knob changes: applied to the state, turned into control messages per worker and path
-//! changes; in a TUI session the stretch of settings a change ends is summarised first.
+//! Knob changes: proposed, then held or dropped. A change of the load or the burst holds at
+//! once (the workers take what they are sent); a path change is two-phase: the core proposes
+//! the new profiles (`Effect::Path`), the runtime answers whether the lab applied them
+//! (`Input::PathApplied`), and only then do the knobs change, or the command is refused with
+//! the lab's reason and every knob keeps its value. In a TUI session the stretch of settings a
+//! change ends is summarised first.
 
-use super::{Effect, LabCore};
-use crate::lab::state::{apply_knobs, Command, Effect as KnobEffect};
+use super::{Effect, LabCore, PathFailure};
+use crate::lab::knobs::{
+    apply_knobs, Change, Command, Effect as KnobEffect, Knobs, Refusal, Reply,
+};
 use crate::load::protocol::Control;
 
+/// Where a command came from, which says where its outcome goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Origin {
+    /// `Input::Command` (a key, a sweep, the runtime): answered by `Effect::Reply`.
+    Command,
+    /// Scenario step `i` (1-based): a refusal is that step's line in run.log.
+    Step(usize),
+    /// The core itself (a deadline, a death): no reply.
+    Core,
+}
+
+/// A path change waiting for the runtime's answer: the knobs it would make, what it changes,
+/// who asked.
+struct Pending {
+    knobs: Knobs,
+    change: Change,
+    origin: Origin,
+}
+
+/// The path change the runtime has not answered yet, and the commands that came after it (a
+/// step that changes two knobs), proposed in order once it is answered.
+#[derive(Default)]
+pub(super) struct Proposals {
+    pending: Option<Pending>,
+    queued: std::collections::VecDeque<(Command, Origin)>,
+}
+
 impl LabCore {
-    /// Applies a knob change at `now_s` and says what must be carried out. `step` (1-based)
-    /// names the scenario step it comes from, if any. Ok(what changed) or Err(why refused).
-    pub(super) fn apply(
+    /// A knob change at `now_s`: refused, held at once, or (paths) proposed to the runtime.
+    pub(super) fn propose(
         &mut self,
         cmd: Command,
         now_s: f64,
-        step: Option<usize>,
+        origin: Origin,
         fx: &mut Vec<Effect>,
-    ) -> Result<String, String> {
+    ) {
+        if self.proposals.pending.is_some() {
+            self.proposals.queued.push_back((cmd, origin));
+            return;
+        }
+        let mut next = self.state.knobs.clone();
+        match apply_knobs(&mut next, cmd) {
+            Err(why) => self.settle(origin, Err(why), fx),
+            Ok((KnobEffect::Paths(idx), change)) => {
+                let profiles = idx.iter().map(|&i| next.paths[i].clone()).collect();
+                self.proposals.pending = Some(Pending {
+                    knobs: next,
+                    change,
+                    origin,
+                });
+                fx.push(Effect::Path(profiles));
+            }
+            Ok((effect, change)) => self.hold(next, effect, change, origin, now_s, fx),
+        }
+    }
+
+    /// The runtime's answer to the pending path change: held, or refused with the lab's reason.
+    pub(super) fn path_applied(
+        &mut self,
+        r: Result<(), PathFailure>,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(p) = self.proposals.pending.take() else {
+            fx.push(Effect::Log(format!(
+                "[{now_s:.1}s] a path change was answered that nobody asked for ({r:?})"
+            )));
+            return;
+        };
+        match r {
+            Ok(()) => {
+                let effect = KnobEffect::Paths(Vec::new());
+                self.hold(p.knobs, effect, p.change, p.origin, now_s, fx)
+            }
+            Err(PathFailure { path, why }) => {
+                self.settle(p.origin, Err(Refusal::NotApplied { path, why }), fx)
+            }
+        }
+        while self.proposals.pending.is_none() {
+            let Some((cmd, origin)) = self.proposals.queued.pop_front() else {
+                break;
+            };
+            self.propose(cmd, now_s, origin, fx);
+        }
+    }
+
+    /// The knobs become `next`: the stretch they end is closed first, the workers are told,
+    /// run.log and the state say what changed.
+    fn hold(
+        &mut self,
+        next: Knobs,
+        effect: KnobEffect,
+        change: Change,
+        origin: Origin,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
         // A TUI session is summarised per stretch of settings: the stretch that a change of the
         // load or of a path ends is closed first, under the settings it ran with.
-        let changes = apply_knobs(&mut self.state.knobs.clone(), cmd.clone())
-            .is_ok_and(|(e, _)| e != KnobEffect::None);
-        if changes && self.deadline.is_some() && !self.state.finished {
+        if effect != KnobEffect::None && self.deadline.is_some() && !self.state.finished {
             self.end_stretch(now_s, fx);
         }
-        let (effect, text) = self.state.apply(cmd)?;
-        let then_log = format!("[{now_s:.1}s] {text}");
-        match effect {
-            KnobEffect::Load => {
-                self.push_load_knobs(fx);
-                fx.push(Effect::Log(then_log));
-            }
-            KnobEffect::Path(i) => fx.push(Effect::Path {
-                only: Some(i),
-                then_log,
-                step,
-            }),
-            KnobEffect::AllPaths => fx.push(Effect::Path {
-                only: None,
-                then_log,
-                step,
-            }),
-            KnobEffect::None => fx.push(Effect::Log(then_log)),
+        self.state.knobs = next;
+        if effect == KnobEffect::Load {
+            self.push_load_knobs(fx);
         }
-        Ok(text)
+        fx.push(Effect::Log(format!("[{now_s:.1}s] {change}")));
+        self.settle(origin, Ok(change), fx);
+    }
+
+    /// Records a command's outcome and sends it where its origin says.
+    fn settle(&mut self, origin: Origin, outcome: Result<Change, Refusal>, fx: &mut Vec<Effect>) {
+        let reply = Reply::from(outcome);
+        self.state.record(&reply);
+        match (origin, reply) {
+            (Origin::Command, r) => fx.push(Effect::Reply(r)),
+            (Origin::Step(i), Reply::Refused(why)) => {
+                fx.push(Effect::Log(format!("step {i}: {why}")))
+            }
+            _ => {}
+        }
     }
 
     /// The load knobs for every worker, split by its share.

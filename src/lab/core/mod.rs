@@ -6,7 +6,8 @@
 //! every rule here is tested without root.
 
 use super::client_agg::ClientTotals;
-use super::state::{Command, Knobs, LabState, Warning};
+use super::knobs::{Command, Knobs, Reply};
+use super::state::{LabState, Warning};
 use crate::load::protocol::{Control, StatsDelta};
 use crate::metrics::window::SampleWindow;
 use crate::model::SummaryRow;
@@ -19,6 +20,7 @@ use crate::target::config::ServerStats;
 mod commands;
 mod rows;
 mod steps;
+mod summary;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -48,8 +50,24 @@ pub enum Input {
     /// Time passed: plays the steps that are due, appends a row when one is due, ends the
     /// TUI's session at its duration.
     Tick,
-    /// A knob change; its reply comes back as `Effect::Reply`.
+    /// A knob change; its reply comes back as `Effect::Reply` (for a path change, once the
+    /// runtime said whether the lab applied it).
     Command(Command),
+    /// The runtime's answer to `Effect::Path`: the lab is under the proposed profiles, or it
+    /// could not be put there (the path and why; the core then keeps the knobs as they were).
+    PathApplied(Result<(), PathFailure>),
+    /// The network lab is up: its backend, where it runs, and each path's profile as built.
+    LabUp {
+        backend: String,
+        lab: String,
+        paths: Vec<crate::net::spec::PathSpec>,
+    },
+    /// The scenario's network lab could not be built and the run goes on on loopback: why.
+    LabOff(String),
+    /// The target answers: what it is, for the status line and run.log.
+    TargetUp(String),
+    /// The scenario's thresholds judged on the session so far (the TUI's live verdicts).
+    Verdicts(Vec<crate::report::thresholds::Verdict>),
     /// A mark on the charts and in the results.
     Mark(String),
     /// Opens a measurement window (a sweep point's hold, a TUI stretch).
@@ -57,7 +75,7 @@ pub enum Input {
     /// Closes it: `Effect::Window` carries it.
     EndWindow,
     /// A child the run depends on died (who and how): the load stops, the point fails.
-    ChildDied(String),
+    ChildDied(crate::model::death::Death),
     /// A signal asked the run to stop.
     Interrupted,
 }
@@ -67,14 +85,9 @@ pub enum Input {
 pub enum Effect {
     /// Control messages for worker `worker` (an index into the slots).
     Send { worker: usize, msgs: Vec<Control> },
-    /// Reconfigure path `only` (None: every path) to its knobs in `state.knobs.paths`. Once
-    /// done, `then_log` goes to run.log; a failure refuses the command, or inside step
-    /// `step` (1-based) is logged as that step's.
-    Path {
-        only: Option<usize>,
-        then_log: String,
-        step: Option<usize>,
-    },
+    /// Put these paths under these profiles (a proposal: the knobs change once the runtime
+    /// answers `Input::PathApplied`).
+    Path(Vec<crate::net::spec::PathSpec>),
     /// A row of timeseries.csv at `t` seconds.
     Row {
         t: f64,
@@ -86,9 +99,15 @@ pub enum Effect {
     Window(Box<Window>),
     /// A TUI stretch of settings closed into a summary row (the runtime numbers and keeps it).
     Summary(Box<SummaryRow>),
-    /// The outcome of `Input::Command`: applied (what changed) or refused (why). A refused
-    /// `Path` effect before it turns an applied one into a refusal.
-    Reply(Result<String, String>),
+    /// The outcome of `Input::Command`: applied (what changed) or refused (why).
+    Reply(Reply),
+}
+
+/// A path change the network lab could not apply: which path, and the lab's error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathFailure {
+    pub path: String,
+    pub why: String,
 }
 
 /// One network path's share of the client figures.
@@ -137,9 +156,10 @@ struct OpenWindow {
     rows: SampleWindow,
 }
 
-/// The lab's state and everything folded into it (one owner).
+/// The lab's state and everything folded into it (one owner: the runtime reads it and sends
+/// inputs, it never writes it).
 pub struct LabCore {
-    pub state: LabState,
+    state: LabState,
     interval_s: f64,
     slots: Vec<Slot>,
     paths: Vec<PathTotals>,
@@ -157,11 +177,11 @@ pub struct LabCore {
     router_now: Option<(crate::net::router::RouterStats, (u64, u64))>,
     router_last: Option<crate::net::router::RouterStats>,
     /// Every worker report's counts since the start, the final drain included.
-    pub run: Counters,
+    run: Counters,
     /// Connect and total latency since the start (for the OpenMetrics histograms).
     run_latency: [hdrhistogram::Histogram<u64>; 2],
     /// (client responses, server responses, difference %) once the run has stopped.
-    pub final_check: Option<(u64, u64, f64)>,
+    final_check: Option<(u64, u64, f64)>,
     notices: Vec<String>,
     steps: Vec<Step>,
     next_step: usize,
@@ -171,6 +191,8 @@ pub struct LabCore {
     deadline: Option<f64>,
     /// When the TUI next judges the thresholds live.
     next_verdicts_s: f64,
+    /// A path change proposed to the runtime and not yet answered, and what waits for it.
+    proposals: commands::Proposals,
 }
 
 /// How often the TUI judges the thresholds live, in seconds of the run.
@@ -209,7 +231,28 @@ impl LabCore {
             last_tick_s: 0.0,
             deadline: None,
             next_verdicts_s: 0.0,
+            proposals: Default::default(),
         }
+    }
+
+    /// The state the front ends draw and the runtime reads.
+    pub fn state(&self) -> &LabState {
+        &self.state
+    }
+
+    /// Every worker report's counts since the start, the final drain included.
+    pub fn run_counts(&self) -> &Counters {
+        &self.run
+    }
+
+    /// (client responses, server responses, difference %) once the run has stopped.
+    pub fn final_check(&self) -> Option<(u64, u64, f64)> {
+        self.final_check
+    }
+
+    /// Keeps only the last `secs` seconds of the time series in memory (headless runs).
+    pub fn keep_series(&mut self, secs: f64) {
+        self.state.store.keep_only(secs);
     }
 
     /// Folds one input at `now_s` (seconds since the run started); effects go to `fx`.
@@ -230,10 +273,26 @@ impl LabCore {
             Input::Probe(p) => self.fold_probe(*p, fx),
             Input::Router { stats, late_life } => self.router_now = Some((*stats, late_life)),
             Input::Tick => self.tick(now_s, fx),
-            Input::Command(cmd) => {
-                let reply = self.apply(cmd, now_s, None, fx);
-                fx.push(Effect::Reply(reply));
+            Input::Command(cmd) => self.propose(cmd, now_s, commands::Origin::Command, fx),
+            Input::PathApplied(r) => self.path_applied(r, now_s, fx),
+            Input::LabUp {
+                backend,
+                lab,
+                paths,
+            } => {
+                self.paths = paths.iter().map(|p| PathTotals::new(&p.name)).collect();
+                self.state.backend = backend;
+                self.state.lab = lab;
+                self.state.knobs.paths = paths;
             }
+            Input::LabOff(why) => {
+                self.state.knobs.lab_off = Some(why);
+                self.state.warn(Warning::NoLab(
+                    "loopback only, no WAN shaping (run.log says why)".into(),
+                ));
+            }
+            Input::TargetUp(what) => self.state.target = what,
+            Input::Verdicts(v) => self.state.verdicts = v,
             Input::Mark(label) => self.mark(&label, now_s, fx),
             Input::BeginWindow => self.begin_window(now_s),
             Input::EndWindow => {
@@ -302,24 +361,24 @@ impl LabCore {
 
     /// A child died: the run stops (once per death); the point it died in fails, read from
     /// [`LabCore::child_died`].
-    fn child_died_at(&mut self, d: String, now_s: f64, fx: &mut Vec<Effect>) {
+    fn child_died_at(&mut self, d: crate::model::death::Death, now_s: f64, fx: &mut Vec<Effect>) {
         let w = Warning::ChildDied(d.clone());
         if self.state.warnings.contains(&w) {
             return;
         }
         fx.push(Effect::Log(format!("[{now_s:.1}s] {d}: the run stops")));
-        self.notice_once(&d);
+        self.notice_once(&d.to_string());
         self.state.warn(w);
         self.state.caption = Some(format!("{d}: run stopped (press q to quit)"));
         if !self.state.finished {
-            let _ = self.apply(Command::Pause(true), now_s, None, fx);
+            self.propose(Command::Pause(true), now_s, commands::Origin::Core, fx);
             self.state.finished = true;
         }
     }
 
     /// Who died and how, when a child the run depends on has exited (it fails the point it
     /// died in and stops the run).
-    pub fn child_died(&self) -> Option<String> {
+    pub fn child_died(&self) -> Option<crate::model::death::Death> {
         self.state.warnings.iter().find_map(|w| match w {
             Warning::ChildDied(d) => Some(d.clone()),
             _ => None,
@@ -348,11 +407,6 @@ impl LabCore {
     /// Where the workers run: their paths and shares (the runtime plans them).
     pub fn set_slots(&mut self, slots: Vec<Slot>) {
         self.slots = slots;
-    }
-
-    /// The network lab's paths, by name (empty on loopback).
-    pub fn set_paths<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
-        self.paths = names.into_iter().map(PathTotals::new).collect();
     }
 
     /// Probes run: a row waits (up to half an interval) for its interval's sample.

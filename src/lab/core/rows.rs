@@ -1,9 +1,11 @@
 //! Rows at their sample times: the grid they keep, their columns (client, server, paths,
 //! router, probes), the rolling cross-check, and the final one of the run.
 
+use super::commands::Origin;
 use super::{Effect, LabCore};
 use crate::lab::client_agg::LoadShape;
-use crate::lab::state::{Command, Warning};
+use crate::lab::knobs::Command;
+use crate::lab::state::Warning;
 use crate::metrics::hist::Buckets;
 use crate::metrics::store::EventKind;
 use crate::model::{col, Col, Totals};
@@ -42,7 +44,7 @@ impl LabCore {
         if let Some(d) = self.deadline {
             if now_s >= d && !self.state.finished {
                 self.deadline = None;
-                let _ = self.apply(Command::Pause(true), now_s, None, fx);
+                self.propose(Command::Pause(true), now_s, Origin::Core, fx);
                 self.state.finished = true;
                 self.state.caption = Some(format!(
                     "the scenario's {d:.0} s are over: load stopped (press q to quit)"
@@ -89,12 +91,11 @@ impl LabCore {
             mode: self.state.knobs.mode,
             timeout_s: self.state.knobs.timeout.as_secs_f64(),
         };
-        if let Some(why) = self
-            .point
-            .as_ref()
-            .and_then(|p| p.client.client_bound(&load))
-        {
-            self.state.warn(Warning::ClientBound(why));
+        if let Some(p) = &self.point {
+            let why = p.client.client_bound(&load);
+            if !why.is_empty() {
+                self.state.warn(Warning::ClientBound(why));
+            }
         }
         self.state.store.push(t, &cols);
         if let Some(p) = &mut self.point {

@@ -1,7 +1,8 @@
 //! Scenario steps at their times, marks, and the TUI's jump to the next step.
 
+use super::commands::Origin;
 use super::{Effect, LabCore};
-use crate::lab::state::Command;
+use crate::lab::knobs::Command;
 use crate::metrics::store::EventKind;
 use crate::scenario::Step;
 
@@ -26,9 +27,7 @@ impl LabCore {
             self.mark(m, now_s, fx);
         }
         for c in self.step_commands(&st) {
-            if let Err(e) = self.apply(c, now_s, Some(i + 1), fx) {
-                fx.push(Effect::Log(format!("step {}: {e}", i + 1)));
-            }
+            self.propose(c, now_s, Origin::Step(i + 1), fx);
         }
     }
 
@@ -63,22 +62,10 @@ impl LabCore {
         if let Some(p) = st.pause {
             cmds.push(Command::Pause(p));
         }
-        if let Some(r) = st.rtt {
-            cmds.push(Command::SetRtt {
+        for value in st.path_values() {
+            cmds.push(Command::SetPath {
                 path: st.path.clone(),
-                rtt_ms: r.secs() * 1000.0,
-            });
-        }
-        if let Some(l) = st.loss {
-            cmds.push(Command::SetLoss {
-                path: st.path.clone(),
-                loss_pct: l.0,
-            });
-        }
-        if let Some(b) = st.bandwidth {
-            cmds.push(Command::SetBandwidth {
-                path: st.path.clone(),
-                bps: Some(b.0),
+                value,
             });
         }
         cmds

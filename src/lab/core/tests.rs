@@ -1,9 +1,10 @@
 //! The core without root, processes or clocks: inputs in, state and effects out.
 
 use super::*;
-use crate::lab::knobs::knobs_of;
+use crate::lab::knobs::{knobs_of, Refusal};
 use crate::load::protocol::Mode;
 use crate::model::col;
+use crate::model::knob::PathValue;
 use crate::model::units::{Dur, Num};
 use crate::probe::crosscheck;
 use std::collections::HashMap;
@@ -68,6 +69,22 @@ fn probe(syn_per_s: f64) -> Input {
         listeners: Vec::new(),
         notes: Vec::new(),
     }))
+}
+
+/// The network lab came up with these paths (20 ms RTT each).
+fn lab_up(names: &[&str]) -> Input {
+    Input::LabUp {
+        backend: "router".into(),
+        lab: "root".into(),
+        paths: names
+            .iter()
+            .map(|n| crate::net::spec::PathSpec {
+                name: n.to_string(),
+                rtt: Dur::from_secs(0.02),
+                ..Default::default()
+            })
+            .collect(),
+    }
 }
 
 /// Folds `input` at `t`; its effects.
@@ -231,12 +248,7 @@ fn steps_play_at_their_times_and_split_the_load_over_the_workers() {
         },
     ];
     let mut c = core(2, steps);
-    c.state.knobs.paths = vec![crate::lab::state::PathKnobs {
-        name: "wan".into(),
-        rtt_ms: 20.0,
-        loss_pct: 0.0,
-        bandwidth_bps: None,
-    }];
+    at(&mut c, 0.0, lab_up(&["wan"]));
     assert_eq!(c.state.step, Some((0, 2)));
     assert!(logs(&at(&mut c, 0.9, Input::Tick)).is_empty());
     let fx = at(&mut c, 1.0, Input::Tick);
@@ -256,10 +268,19 @@ fn steps_play_at_their_times_and_split_the_load_over_the_workers() {
         .collect();
     assert_eq!(rates, [(0, Some(1000.0)), (1, Some(1000.0))]);
     assert!(logs(&fx)[0].starts_with("[2.1s] "), "{:?}", logs(&fx));
-    // The path change is the runtime's; a failure is logged as the step's.
-    assert!(fx
-        .iter()
-        .any(|e| matches!(e, Effect::Path { step: Some(2), .. })));
+    // The path change is proposed to the runtime; the knob holds once it is applied.
+    let proposed = fx.iter().find_map(|e| match e {
+        Effect::Path(p) => Some(p.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        proposed.expect("a path change")[0].rtt,
+        Dur::from_secs(0.05)
+    );
+    assert_eq!(c.state.knobs.paths[0].rtt, Dur::from_secs(0.02));
+    let fx = at(&mut c, 2.1, Input::PathApplied(Ok(())));
+    assert_eq!(c.state.knobs.paths[0].rtt, Dur::from_secs(0.05));
+    assert_eq!(logs(&fx), ["[2.1s] path wan: rtt = 50 ms"]);
     assert_eq!(c.state.step, Some((2, 2)));
     assert_eq!(c.next_step(3.0, &mut Vec::new()), None, "none left");
 }
@@ -285,7 +306,7 @@ fn a_sweep_points_window_makes_its_summary_row() {
         (w.server_responses, w.server_rate),
         (Some(980), Some(980.0))
     );
-    let r = crate::lab::summary::summary_row(&c, 3, *w);
+    let r = c.summary_row(3, *w);
     assert_eq!(
         (r.point, r.mode.as_str(), r.offered_rate),
         (3, "open", 1000.0)
@@ -305,7 +326,11 @@ fn a_sweep_points_window_makes_its_summary_row() {
 #[test]
 fn a_childs_death_stops_the_load_and_fails_the_point_once() {
     let mut c = core(2, Vec::new());
-    let who = "load worker 1 (pid 7) was killed by signal 9 (SIGKILL)".to_string();
+    let who = crate::model::death::Death {
+        who: "load worker 1".into(),
+        pid: 7,
+        how: crate::model::death::Exit::Signal(9, "SIGKILL".into()),
+    };
     let fx = at(&mut c, 3.0, Input::ChildDied(who.clone()));
     let pauses = fx
         .iter()
@@ -324,7 +349,7 @@ fn a_childs_death_stops_the_load_and_fails_the_point_once() {
         c.state.caption,
         Some(format!("{who}: run stopped (press q to quit)"))
     );
-    assert!(c.notices().contains(&who));
+    assert!(c.notices().contains(&who.to_string()));
     assert!(at(&mut c, 3.1, Input::ChildDied(who)).is_empty(), "once");
 }
 
@@ -340,11 +365,17 @@ fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
         _ => None,
     });
     assert_eq!(row.expect("the stretch closed").offered_rate, 1000.0);
-    assert!(matches!(fx.last(), Some(Effect::Reply(Ok(_)))));
+    assert!(matches!(fx.last(), Some(Effect::Reply(Reply::Applied(_)))));
     assert_eq!(c.window_start(), Some(4.0), "the next stretch opened");
     // Refused: knobs unchanged, no effect but the reply.
     let fx = at(&mut c, 4.5, Input::Command(Command::SetRate(Some(-1.0))));
-    assert!(matches!(fx.as_slice(), [Effect::Reply(Err(_))]), "{fx:?}");
+    assert!(
+        matches!(
+            fx.as_slice(),
+            [Effect::Reply(Reply::Refused(Refusal::RateOutside(_)))]
+        ),
+        "{fx:?}"
+    );
     // The duration ends the session: load paused, once.
     let fx = at(&mut c, 60.0, Input::Tick);
     assert!(logs(&fx).contains(&"duration reached: load stopped"));
@@ -433,4 +464,95 @@ fn the_routers_lateness_is_judged_once_past_its_start_up() {
     at(&mut c, 10.2, late(10_200, 31_000));
     let fx = at(&mut c, 10.21, Input::Tick);
     assert!(!logs(&fx).iter().any(|l| l.contains("late by up to")));
+}
+
+/// Issue 32: a path change the runtime fails to apply leaves every knob as it was, and the
+/// reply (and the caption bar's last action) says Refused with the lab's reason.
+#[test]
+fn a_path_change_the_lab_fails_is_refused_and_changes_no_knob() {
+    let mut c = core(1, Vec::new());
+    at(&mut c, 0.0, lab_up(&["near", "far"]));
+    let before = c.state.knobs.clone();
+    let cmd = Command::SetPath {
+        path: None,
+        value: PathValue::Rtt(Dur::from_secs(0.1)),
+    };
+    let fx = at(&mut c, 1.0, Input::Command(cmd));
+    // Proposed, not held: no reply yet, the knobs as they were.
+    assert!(
+        matches!(fx.as_slice(), [Effect::Path(p)] if p.len() == 2),
+        "{fx:?}"
+    );
+    assert_eq!(c.state.knobs, before);
+    let failure = PathFailure {
+        path: "far".into(),
+        why: "sending the change to the delay router (has it exited?)".into(),
+    };
+    let fx = at(&mut c, 1.0, Input::PathApplied(Err(failure)));
+    let refusal = Refusal::NotApplied {
+        path: "far".into(),
+        why: "sending the change to the delay router (has it exited?)".into(),
+    };
+    assert!(
+        matches!(fx.as_slice(), [Effect::Reply(Reply::Refused(r))] if *r == refusal),
+        "{fx:?}"
+    );
+    assert_eq!(c.state.knobs, before, "every knob keeps its value");
+    assert_eq!(c.state.last_action, Some(Reply::Refused(refusal)));
+    assert!(
+        c.state.store.events.is_empty(),
+        "no change on the charts: {:?}",
+        c.state.store.events
+    );
+    // The same change, applied: held, and said.
+    at(&mut c, 2.0, Input::Command(cmd_rtt(0.1)));
+    let fx = at(&mut c, 2.0, Input::PathApplied(Ok(())));
+    assert!(c
+        .state
+        .knobs
+        .paths
+        .iter()
+        .all(|p| p.rtt == Dur::from_secs(0.1)));
+    assert!(matches!(fx.last(), Some(Effect::Reply(Reply::Applied(_)))));
+}
+
+/// A step that changes two knobs of a path proposes the second once the first is answered.
+#[test]
+fn a_steps_second_path_change_waits_for_the_first() {
+    let steps = vec![Step {
+        at: Dur::from_secs(1.0),
+        rtt: Some(Dur::from_secs(0.05)),
+        loss: Some(crate::model::units::Percent(1.0)),
+        ..Default::default()
+    }];
+    let mut c = core(1, steps);
+    at(&mut c, 0.0, lab_up(&["wan"]));
+    let fx = at(&mut c, 1.0, Input::Tick);
+    assert_eq!(
+        fx.iter().filter(|e| matches!(e, Effect::Path(_))).count(),
+        1
+    );
+    let fx = at(&mut c, 1.0, Input::PathApplied(Ok(())));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Path(p) if p[0].loss.0 == 1.0)));
+    // The lab refuses the second: the step says so in run.log, the first holds.
+    let why = PathFailure {
+        path: "wan".into(),
+        why: "the delay router is not running".into(),
+    };
+    let fx = at(&mut c, 1.0, Input::PathApplied(Err(why)));
+    assert_eq!(
+        logs(&fx),
+        ["step 1: path wan unchanged: the delay router is not running"]
+    );
+    assert_eq!(c.state.knobs.paths[0].rtt, Dur::from_secs(0.05));
+    assert_eq!(c.state.knobs.paths[0].loss.0, 0.0);
+}
+
+fn cmd_rtt(secs: f64) -> Command {
+    Command::SetPath {
+        path: None,
+        value: PathValue::Rtt(Dur::from_secs(secs)),
+    }
 }

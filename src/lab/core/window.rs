@@ -112,7 +112,7 @@ impl LabCore {
     /// Closes the open window into a summary row (numbered by the runtime).
     pub fn end_stretch_now(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
         if let Some(window) = self.end_window(now_s) {
-            let row = crate::lab::summary::summary_row(self, 0, window);
+            let row = self.summary_row(0, window);
             fx.push(Effect::Summary(Box::new(row)));
         }
     }

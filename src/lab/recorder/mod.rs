@@ -413,7 +413,7 @@ mod tests {
         let ts = std::fs::read_to_string(rf.dir.join("timeseries.csv")).unwrap();
         assert_eq!(ts, "t_s,accept_queue,time_wait\n0.200,1,\n0.400,3,2.5000\n");
         rf.summary.push(SummaryRow {
-            value: "1,000".into(),
+            error: "1,000".into(),
             offered_rate: f64::NAN,
             ..Default::default()
         });

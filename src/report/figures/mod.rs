@@ -10,72 +10,50 @@ pub use timeseries::timeseries_figure;
 
 use super::plots::{Figure, LineKind, Panel, Series, XAxis, XY};
 use super::read::{Point, RunData};
+use crate::model::knob::PathKnob;
 use crate::model::summary::{SummaryCol, SummaryText};
-use crate::model::units::{Bandwidth, Dur, Num, Percent};
+use crate::model::sweep::SweepParam;
 
 /// Seed 004's example capacity criterion: 98 % of requests served in under 0.1 s.
 pub const P98_TARGET_MS: f64 = 100.0;
 
-/// What kind of x axis a sweep parameter gives.
+/// Which figures a sweep parameter calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
     Rate,
     Count,
-    Rtt,
-    Loss,
+    /// A network path's knob: throughput and connections against it.
+    Path(PathKnob),
     Burst,
     Other,
 }
 
-pub fn param_kind(param: &str) -> ParamKind {
-    use crate::scenario::SweepParam as P;
-    match P::from_name(param) {
+pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
+    use SweepParam as P;
+    match param {
         Some(P::Rate) => ParamKind::Rate,
         Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
-        Some(P::Rtt) => ParamKind::Rtt,
-        Some(P::Loss) => ParamKind::Loss,
+        Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst) => ParamKind::Burst,
-        Some(P::Workload | P::Bandwidth) | None => ParamKind::Other,
+        Some(P::Workload) | None => ParamKind::Other,
     }
 }
 
 /// The x axis label, with units, for a sweep parameter.
-pub fn x_label(param: &str) -> String {
-    use crate::scenario::SweepParam as P;
-    match P::from_name(param) {
-        Some(P::Rate) => "offered rate (connection attempts/s)".into(),
-        Some(P::Concurrency) => {
-            "concurrency: clients (closed loop) or descriptors D (S-Client)".into()
-        }
-        Some(P::Sockets) => "descriptors per S-Client (D)".into(),
-        Some(P::Clients) => "clients (closed-loop processes)".into(),
-        Some(P::Workers) => "load-generator workers".into(),
-        Some(P::Workload) => "workload (request mix)".into(),
-        Some(P::Rtt) => "round-trip time (ms)".into(),
-        Some(P::Loss) => "packet loss (%)".into(),
-        Some(P::Bandwidth) => "bandwidth (Mbit/s)".into(),
-        Some(P::Burst) => "burst (peak/average ratio, % of time at peak)".into(),
-        None if param.is_empty() => "sweep point".into(),
-        None => param.to_string(),
-    }
+pub fn x_label(param: Option<SweepParam>) -> String {
+    param.map_or("sweep point", SweepParam::axis).into()
 }
 
-/// The numeric x of a point for `param`, None if its value is not a number of that kind.
-pub fn x_number(param: &str, p: &Point) -> Option<f64> {
-    let v = p.text(SummaryText::Value);
-    let v = v.trim();
-    let x = match param_kind(param) {
-        ParamKind::Rate => Some(p.num(SummaryCol::OfferedRate))
+/// The numeric x of a point for `param`, None if its value is not a number (a category, an
+/// unlimited bandwidth). A rate sweep's x is the rate the schedule aimed at, as measured.
+pub fn x_number(param: Option<SweepParam>, p: &Point) -> Option<f64> {
+    let param = param?;
+    let value = || p.sweep_value(param).and_then(|v| v.x());
+    let x = match param {
+        SweepParam::Rate => Some(p.num(SummaryCol::OfferedRate))
             .filter(|x| x.is_finite())
-            .or_else(|| Num::parse(v).ok().map(|n| n.0)),
-        ParamKind::Count => Num::parse(v).ok().map(|n| n.0),
-        ParamKind::Rtt => Dur::parse(v).ok().map(|d| d.secs() * 1000.0),
-        ParamKind::Loss => Percent::parse(v).ok().map(|p| p.fraction() * 100.0),
-        ParamKind::Burst => None,
-        ParamKind::Other if param == "network.bandwidth" => Bandwidth::parse(v)
-            .ok()
-            .map(|b| b.bits_per_sec() as f64 / 1e6),
-        ParamKind::Other => Num::parse(v).ok().map(|n| n.0),
+            .or_else(value),
+        _ => value(),
     };
     x.filter(|x| x.is_finite())
 }
@@ -91,7 +69,7 @@ pub fn category_label(v: &str) -> String {
 /// The runs being drawn and how their series are named.
 pub struct Ctx<'a> {
     pub runs: &'a [RunData],
-    pub param: String,
+    pub param: Option<SweepParam>,
     pub x_axis: XAxis,
     pub subtitle: String,
     /// Points a curve has no value at (drawn as gaps), as report.md lists them: "point 5: no
@@ -101,11 +79,11 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub fn new(runs: &'a [RunData], subtitle: String) -> Ctx<'a> {
-        let param = runs.first().map(|r| r.param()).unwrap_or_default();
+        let param = runs.first().and_then(|r| r.param());
         let numeric = runs
             .iter()
             .flat_map(|r| &r.points)
-            .all(|p| x_number(&param, p).is_some());
+            .all(|p| x_number(param, p).is_some());
         let x_axis = if !numeric {
             let mut labels: Vec<String> = Vec::new();
             for p in runs.iter().flat_map(|r| &r.points) {
@@ -115,11 +93,11 @@ impl<'a> Ctx<'a> {
                 }
             }
             XAxis::Labels(labels)
-        } else if param_kind(&param) == ParamKind::Count {
+        } else if param_kind(param) == ParamKind::Count {
             let xs: Vec<f64> = runs
                 .iter()
                 .flat_map(|r| &r.points)
-                .filter_map(|p| x_number(&param, p))
+                .filter_map(|p| x_number(param, p))
                 .collect();
             let (lo, hi) = xs
                 .iter()
@@ -167,7 +145,7 @@ impl<'a> Ctx<'a> {
                 let v = category_label(&p.text(SummaryText::Value));
                 l.iter().position(|c| *c == v).map(|i| i as f64)
             }
-            _ => x_number(&self.param, p),
+            _ => x_number(self.param, p),
         }
     }
 
@@ -300,7 +278,7 @@ impl<'a> Ctx<'a> {
             stem: stem.into(),
             title: title.into(),
             subtitle: self.subtitle.clone(),
-            x_label: x_label(&self.param),
+            x_label: x_label(self.param),
             x_axis: self.x_axis.clone(),
             panels,
             failed_x: self.failed_x(),
@@ -342,16 +320,24 @@ mod tests {
 
     #[test]
     fn x_values_take_units() {
-        assert_eq!(x_number("network.rtt", &pt("100ms", &[])), Some(100.0));
-        assert_eq!(x_number("network.rtt", &pt("0.2s", &[])), Some(200.0));
-        assert_eq!(x_number("network.loss", &pt("2.5%", &[])), Some(2.5));
-        assert_eq!(x_number("load.concurrency", &pt("64", &[])), Some(64.0));
+        let p = |name| SweepParam::from_name(name);
+        assert_eq!(x_number(p("network.rtt"), &pt("100ms", &[])), Some(100.0));
+        assert_eq!(x_number(p("network.rtt"), &pt("0.2s", &[])), Some(200.0));
+        assert_eq!(x_number(p("network.loss"), &pt("2.5%", &[])), Some(2.5));
         assert_eq!(
-            x_number("load.rate", &pt("500", &[(SummaryCol::OfferedRate, 480.0)])),
+            x_number(p("network.bandwidth"), &pt("10mbit", &[])),
+            Some(10.0)
+        );
+        assert_eq!(x_number(p("load.concurrency"), &pt("64", &[])), Some(64.0));
+        assert_eq!(
+            x_number(
+                p("load.rate"),
+                &pt("500", &[(SummaryCol::OfferedRate, 480.0)])
+            ),
             Some(480.0)
         );
-        assert_eq!(x_number("load.rate", &pt("500", &[])), Some(500.0));
-        assert_eq!(x_number("load.burst", &pt("4x@10%", &[])), None);
+        assert_eq!(x_number(p("load.rate"), &pt("500", &[])), Some(500.0));
+        assert_eq!(x_number(p("load.burst"), &pt("4x@10%", &[])), None);
         assert_eq!(category_label("4x@10%"), "(4, 10%)");
     }
 

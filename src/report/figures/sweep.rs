@@ -3,6 +3,7 @@
 
 use super::{param_kind, Ctx, ParamKind, P98_TARGET_MS};
 use crate::model::summary::SummaryCol;
+use crate::model::sweep::SweepParam;
 use crate::report::plots::{Figure, LineKind, Panel, Series};
 
 const RESP: (SummaryCol, &str, LineKind) = (
@@ -19,15 +20,15 @@ const ATT: (SummaryCol, &str, LineKind) = (
 /// The sweep figures for these runs (one run, or several overlaid): the figures chosen by the
 /// sweep parameter's kind, then those every sweep gets; figures without data are left out.
 pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
-    let kind = param_kind(&ctx.param);
+    let kind = param_kind(ctx.param);
     let mut figs = kind_figures(ctx, kind);
     figs.push(latency_figure(ctx));
     if kind == ParamKind::Rate && ctx.has(SummaryCol::TotalP98Ms) {
         figs.push(capacity_figure(ctx));
     }
     figs.push(accept_queue_figure(ctx));
-    // Rtt and Loss sweeps already drew their connections figure among the kind's own.
-    if kind != ParamKind::Rtt && kind != ParamKind::Loss {
+    // Path sweeps already drew their connections figure among the kind's own.
+    if !matches!(kind, ParamKind::Path(_)) {
         figs.push(connection_states_figure(ctx));
     }
     figs.push(cpu_figure(ctx));
@@ -55,21 +56,18 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
             )]
         }
         ParamKind::Count => count_figures(ctx),
-        ParamKind::Rtt | ParamKind::Loss => {
-            let (what, fig) = if kind == ParamKind::Rtt {
-                ("WAN delay", "seed 000 Figs. 9 and 10")
-            } else {
-                ("packet loss", "seed 000 §5.6")
-            };
+        ParamKind::Path(knob) => {
+            let (what, seed) = knob.what();
+            let cf = seed.map(|s| format!(" (cf. {s})")).unwrap_or_default();
             vec![
                 ctx.figure(
                     "throughput",
-                    &format!("Server throughput vs {what} (cf. {fig})"),
+                    &format!("Server throughput vs {what}{cf}"),
                     vec![panel("rate (1/s)", ctx.series(&[RESP, ATT]))],
                 ),
                 ctx.figure(
                     "connections",
-                    &format!("Active connections and server processes vs {what} (cf. {fig})"),
+                    &format!("Active connections and server processes vs {what}{cf}"),
                     vec![panel(
                         "count",
                         ctx.series(&[
@@ -116,7 +114,7 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
         )],
         ParamKind::Other => vec![ctx.figure(
             "throughput",
-            &format!("Throughput vs {}", ctx.param),
+            &format!("Throughput vs {}", short_param(ctx.param)),
             vec![panel("rate (1/s)", ctx.series(&[RESP, ATT]))],
         )],
     }
@@ -125,7 +123,7 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
 /// A count sweep (clients, descriptors, workers): request rate, and Little's Load Factor when
 /// the runs measured it.
 fn count_figures(ctx: &Ctx) -> Vec<Figure> {
-    let title = if ctx.param == "load.workers" {
+    let title = if ctx.param == Some(SweepParam::Workers) {
         "Request rate vs load-generator workers (the client check of seed 000 §4.3)"
     } else {
         "Request rate vs clients / descriptors (cf. seed 000 Figs. 5 and 6)"
@@ -171,7 +169,7 @@ fn count_figures(ctx: &Ctx) -> Vec<Figure> {
 fn latency_figure(ctx: &Ctx) -> Figure {
     ctx.figure(
         "latency",
-        &format!("Response time vs {}", short_param(&ctx.param)),
+        &format!("Response time vs {}", short_param(ctx.param)),
         vec![panel(
             "response time, connect to last byte (ms)",
             ctx.series(&[
@@ -232,7 +230,7 @@ fn accept_queue_figure(ctx: &Ctx) -> Figure {
     ]);
     ctx.figure(
         "accept_queue",
-        &format!("Accept queue and overflows vs {}", short_param(&ctx.param)),
+        &format!("Accept queue and overflows vs {}", short_param(ctx.param)),
         vec![
             panel("accept queue (connections)", queue),
             panel("drops and failures (1/s)", drops),
@@ -243,7 +241,7 @@ fn accept_queue_figure(ctx: &Ctx) -> Figure {
 fn connection_states_figure(ctx: &Ctx) -> Figure {
     ctx.figure(
         "connections",
-        &format!("Connection states vs {}", short_param(&ctx.param)),
+        &format!("Connection states vs {}", short_param(ctx.param)),
         vec![panel(
             "count",
             ctx.series(&[
@@ -280,7 +278,7 @@ fn cpu_figure(ctx: &Ctx) -> Figure {
         });
     ctx.figure(
         "cpu",
-        &format!("CPU split vs {} (whole machine)", short_param(&ctx.param)),
+        &format!("CPU split vs {} (whole machine)", short_param(ctx.param)),
         vec![panel(
             "CPU time (% of all CPUs)",
             user_system.into_iter().chain(interrupts).collect(),
@@ -288,15 +286,13 @@ fn cpu_figure(ctx: &Ctx) -> Figure {
     )
 }
 
-fn short_param(param: &str) -> &str {
+fn short_param(param: Option<SweepParam>) -> &'static str {
     match param_kind(param) {
         ParamKind::Rate => "offered rate",
         ParamKind::Count => "clients / descriptors",
-        ParamKind::Rtt => "RTT",
-        ParamKind::Loss => "loss",
+        ParamKind::Path(k) => k.label(),
         ParamKind::Burst => "burst",
-        ParamKind::Other if param.is_empty() => "sweep point",
-        ParamKind::Other if param == "load.workload" => "workload",
-        ParamKind::Other => param,
+        ParamKind::Other if param.is_none() => "sweep point",
+        ParamKind::Other => "workload",
     }
 }

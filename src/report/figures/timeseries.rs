@@ -51,7 +51,7 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
         stem: "timeseries".into(),
         title: format!("The run over time: {}", run.name),
         subtitle: subtitle.into(),
-        x_label: if run.param().is_empty() {
+        x_label: if run.param().is_none() {
             "time since start (s); vertical lines: marked events".into()
         } else {
             "time since start (s); vertical lines: sweep points".into()

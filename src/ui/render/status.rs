@@ -4,7 +4,7 @@
 use super::common::pack;
 use crate::lab::state::{LabState, Warning};
 use crate::load::protocol::Mode;
-use crate::model::units::Bandwidth;
+use crate::model::knob::PathKnob;
 use crate::ui::app::App;
 use ratatui::text::{Line, Span};
 
@@ -101,16 +101,11 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     }
     for (i, p) in k.paths.iter().enumerate() {
         let sel = i == k.selected_path;
-        let bw = p
-            .bandwidth_bps
-            .map_or("∞".into(), |b| Bandwidth(b).to_string());
-        let text = format!(
-            "{}{} rtt {:.0}ms loss {:.1}% bw {bw}",
-            if sel { "▶" } else { "" },
-            p.name,
-            p.rtt_ms,
-            p.loss_pct
-        );
+        let mut text = format!("{}{}", if sel { "▶" } else { "" }, p.name);
+        for shown in PathKnob::ALL.iter().filter_map(|&k| p.get(k).status()) {
+            text.push(' ');
+            text.push_str(&shown);
+        }
         knobs.push(vec![Span::styled(
             text,
             if sel { t.selected() } else { t.label() },

@@ -1,0 +1,144 @@
+//! A measurement window as a summary row (summary.csv/json, the gate's input): the client's,
+//! the paths', the server's and the probes' figures over it.
+
+use super::{LabCore, Window};
+use crate::lab::client_agg::{ClientTotals, LoadShape};
+use crate::model::SummaryRow;
+use crate::model::{col, Col, PathSummary, Totals};
+
+fn nan_or(v: Option<f64>) -> f64 {
+    v.unwrap_or(f64::NAN)
+}
+
+impl LabCore {
+    /// A measurement window as summary row `point`.
+    pub fn summary_row(&self, point: usize, w: Window) -> SummaryRow {
+        summary_row(self, point, w)
+    }
+}
+
+fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
+    let (t0, t1, tot, server_rate) = (w.t0, w.t1, &w.client, w.server_rate);
+    // Client rates over the time the workers' reports cover (not the controller's wall
+    // window, whose edges fall between reports), as the time series does.
+    let dt = tot.covered_s().unwrap_or(t1 - t0).max(1e-3);
+    // The sample rows' figures come from the window's running sums (the store keeps minutes).
+    let mean = |c: Col| nan_or(w.rows.mean(c));
+    let max = |c: Col| nan_or(w.rows.max(c));
+    let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
+    let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
+    // `b` against the reference `a`, NaN where there is nothing to compare.
+    let cross =
+        |a: f64, b: f64| crate::probe::crosscheck::signed_diff_pct(b, a).unwrap_or(f64::NAN);
+    let bound = tot.client_bound(&LoadShape {
+        mode: ctrl.state().knobs.mode,
+        timeout_s: ctrl.state().knobs.timeout.as_secs_f64(),
+    });
+    let access = ctrl.point_access_counts();
+    SummaryRow {
+        point,
+        mode: crate::scenario::points::mode_name(ctrl.state().knobs.mode),
+        hold_s: dt,
+        offered_rate: nan_or(ctrl.state().knobs.rate),
+        attempts_per_s: tot.counts.attempts as f64 / dt,
+        established_per_s: tot.counts.established as f64 / dt,
+        throughput_per_s: tot.counts.responses as f64 / dt,
+        non2xx_per_s: tot.counts.responses_non2xx as f64 / dt,
+        server_responses_per_s: nan_or(server_rate),
+        server_2xx_per_s: nan_or(access.map(|c| c.s2xx as f64 / dt)),
+        server_3xx_per_s: nan_or(access.map(|c| c.s3xx as f64 / dt)),
+        server_4xx_per_s: nan_or(access.map(|c| c.s4xx as f64 / dt)),
+        server_5xx_per_s: nan_or(access.map(|c| c.s5xx as f64 / dt)),
+        bytes_in_per_s: tot.counts.bytes_in as f64 / dt,
+        errors_per_s: tot.errors() as f64 / dt,
+        connect_timeouts_per_s: tot.counts.connect_timeouts as f64 / dt,
+        refused_per_s: tot.counts.refused as f64 / dt,
+        connect_p50_ms: q(&tot.connect, 0.5),
+        connect_p99_ms: q(&tot.connect, 0.99),
+        total_p50_ms: q(&tot.total, 0.5),
+        total_p90_ms: q(&tot.total, 0.9),
+        total_p98_ms: q(&tot.total, 0.98),
+        total_p99_ms: q(&tot.total, 0.99),
+        little_load_factor: little,
+        syn_in_per_s: mean(col::SYN_IN),
+        accept_queue_mean: mean(col::ACCEPT_QUEUE),
+        accept_queue_max: max(col::ACCEPT_QUEUE),
+        listen_overflows_per_s: mean(col::LISTEN_OVERFLOWS),
+        established_mean: mean(col::ESTABLISHED_SOCKS),
+        server_sockets_mean: mean(col::TCP_INUSE),
+        client_open_mean: mean(col::IN_FLIGHT),
+        time_wait_mean: mean(col::TIME_WAIT),
+        time_wait_max: max(col::TIME_WAIT),
+        server_procs_mean: mean(col::SERVER_PROCS),
+        cpu_user_pct: mean(col::CPU_USER),
+        cpu_system_pct: mean(col::CPU_SYSTEM),
+        cpu_irq_pct: mean(col::CPU_IRQ),
+        cpu_softirq_pct: mean(col::CPU_SOFTIRQ),
+        cpu_idle_pct: mean(col::CPU_IDLE),
+        cpu_nice_pct: mean(col::CPU_NICE_PCT),
+        cpu_iowait_pct: mean(col::CPU_IOWAIT_PCT),
+        cpu_steal_pct: mean(col::CPU_STEAL_PCT),
+        worker_cpu_pct: tot.cpu_s / dt * 100.0,
+        check_syn_vs_attempts_pct: cross(
+            tot.counts.attempts as f64 / dt,
+            crate::probe::crosscheck::first_syns(mean(col::SYN_IN), mean(col::SYN_RETRANS_PER_S)),
+        ),
+        check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
+            tot.counts.attempts as f64 / dt,
+            dt,
+            ctrl.state().interval_s,
+        ),
+        check_server_vs_client_pct: match server_rate {
+            Some(s) => cross(tot.counts.responses as f64 / dt, s),
+            None => f64::NAN,
+        },
+        client_bound: !bound.is_empty(),
+        client_bound_reason: crate::lab::client_agg::client_bound_line(&bound),
+        backend: ctrl.state().backend.clone(),
+        totals: Some(window_totals(ctrl, &w)),
+        paths: w
+            .paths
+            .iter()
+            .map(|(name, p)| path_summary(name, p, dt))
+            .collect(),
+        states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
+        ..Default::default()
+    }
+}
+
+/// One network path's figures over a window of `dt` seconds (its workers' covered time).
+fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
+    let dt = p.covered_s().unwrap_or(dt).max(1e-3);
+    let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
+    PathSummary {
+        name: name.to_string(),
+        attempts_per_s: p.counts.attempts as f64 / dt,
+        throughput_per_s: p.counts.responses as f64 / dt,
+        errors_per_s: p.errors() as f64 / dt,
+        connect_timeouts: p.counts.connect_timeouts,
+        connect_p50_ms: q(&p.connect, 0.5),
+        connect_p99_ms: q(&p.connect, 0.99),
+        total_p50_ms: q(&p.total, 0.5),
+        total_p90_ms: q(&p.total, 0.9),
+        total_p99_ms: q(&p.total, 0.99),
+    }
+}
+
+/// A window's counts: the client's, the SYNs pcap saw between the samples at its edges, and
+/// the server's own count.
+fn window_totals(ctrl: &LabCore, w: &Window) -> Totals {
+    let mut t = Totals::of(&w.client.counts, w.client.in_flight);
+    let pcap = ctrl.state().store.last(col::SYN_IN_ESTIMATED) == Some(0.0);
+    if pcap {
+        // The pcap total of the last sample at or before each edge.
+        let (a, b) = (
+            w.rows.at_open(col::SYN_IN_TOTAL),
+            w.rows.latest(col::SYN_IN_TOTAL),
+        );
+        if let (Some(a), Some(b)) = (a, b) {
+            t.syn_in = Some((b - a).max(0.0) as u64);
+        }
+    }
+    t.server_responses = w.server_responses;
+    t
+}

@@ -1,0 +1,318 @@
+//! What a sweep varies (`[sweep] param`) and its typed values: parsed once from the scenario,
+//! carried in summary rows, written as the scenario writes them and read back by the report.
+
+use super::knob::{KnobError, PathKnob, PathValue};
+use super::units::{Num, Percent, UnitError};
+use super::workload::Workload;
+use std::fmt;
+
+/// The parameters a sweep can vary, one name each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SweepParam {
+    Rate,
+    Sockets,
+    Clients,
+    Concurrency,
+    Workers,
+    Burst,
+    Workload,
+    /// A live knob of every network path.
+    Path(PathKnob),
+}
+
+const LOAD_PARAMS: [SweepParam; 7] = [
+    SweepParam::Rate,
+    SweepParam::Sockets,
+    SweepParam::Clients,
+    SweepParam::Concurrency,
+    SweepParam::Workers,
+    SweepParam::Burst,
+    SweepParam::Workload,
+];
+
+impl SweepParam {
+    /// Every parameter, the load's first.
+    pub fn all() -> impl Iterator<Item = SweepParam> {
+        LOAD_PARAMS
+            .into_iter()
+            .chain(PathKnob::ALL.iter().map(|&k| SweepParam::Path(k)))
+    }
+
+    /// Its name in scenario files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepParam::Rate => "load.rate",
+            SweepParam::Sockets => "load.sockets",
+            SweepParam::Clients => "load.clients",
+            SweepParam::Concurrency => "load.concurrency",
+            SweepParam::Workers => "load.workers",
+            SweepParam::Burst => "load.burst",
+            SweepParam::Workload => "load.workload",
+            SweepParam::Path(k) => k.sweep_name(),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::all().find(|p| p.name() == name)
+    }
+
+    /// A path's property: the scenario needs a [network] section.
+    pub fn needs_network(self) -> bool {
+        matches!(self, SweepParam::Path(_))
+    }
+
+    /// A report's x axis for it, with units.
+    pub fn axis(self) -> &'static str {
+        match self {
+            SweepParam::Rate => "offered rate (connection attempts/s)",
+            SweepParam::Concurrency => {
+                "concurrency: clients (closed loop) or descriptors D (S-Client)"
+            }
+            SweepParam::Sockets => "descriptors per S-Client (D)",
+            SweepParam::Clients => "clients (closed-loop processes)",
+            SweepParam::Workers => "load-generator workers",
+            SweepParam::Workload => "workload (request mix)",
+            SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
+            SweepParam::Path(k) => k.axis(),
+        }
+    }
+}
+
+impl fmt::Display for SweepParam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A typed sweep value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SweepValue {
+    Rate(f64),
+    Count(u32),
+    Burst {
+        ratio: f64,
+        fraction: f64,
+    },
+    /// A named request mix (load.workload; the workers restart with it).
+    Workload(Workload),
+    Path(PathValue),
+}
+
+/// Why a `[sweep] values` entry is not a value of its parameter.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SweepValueError {
+    #[error("`{text}` is not a {param} value")]
+    NotAValue { param: SweepParam, text: String },
+    #[error("a rate must be > 0")]
+    RateNotPositive,
+    #[error("{param} takes whole numbers >= 1 (got {n})")]
+    NotACount { param: SweepParam, n: f64 },
+    #[error("load.burst values are [ratio, fraction] pairs, e.g. [4, \"10%\"]")]
+    NotABurstPair,
+    #[error("the burst ratio must be a number")]
+    BurstRatioNotANumber,
+    #[error("[{ratio}, {pct}%]: need ratio >= 1, fraction > 0 and ratio x fraction <= 1", pct = .fraction * 100.0)]
+    BurstShape { ratio: f64, fraction: f64 },
+    #[error("`{0}` is not a workload; use one of {names}", names = Workload::ALL.map(|w| w.name()).join(", "))]
+    NotAWorkload(String),
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error(transparent)]
+    Knob(#[from] KnobError),
+}
+
+impl SweepValue {
+    /// One `[sweep] values` entry of `param`.
+    pub fn parse(param: SweepParam, v: &toml::Value) -> Result<SweepValue, SweepValueError> {
+        let text = |v: &toml::Value| match v {
+            toml::Value::String(s) => Ok(s.clone()),
+            toml::Value::Integer(i) => Ok(i.to_string()),
+            toml::Value::Float(f) => Ok(f.to_string()),
+            other => Err(SweepValueError::NotAValue {
+                param,
+                text: other.to_string(),
+            }),
+        };
+        match param {
+            SweepParam::Burst => {
+                let arr = v
+                    .as_array()
+                    .filter(|a| a.len() == 2)
+                    .ok_or(SweepValueError::NotABurstPair)?;
+                let ratio = arr[0]
+                    .as_float()
+                    .or(arr[0].as_integer().map(|i| i as f64))
+                    .ok_or(SweepValueError::BurstRatioNotANumber)?;
+                let fraction = Percent::parse(&text(&arr[1])?)?.fraction();
+                burst(ratio, fraction)
+            }
+            SweepParam::Workload => v
+                .clone()
+                .try_into::<Workload>()
+                .map(SweepValue::Workload)
+                .map_err(|_| SweepValueError::NotAWorkload(v.to_string())),
+            _ => Self::parse_text(param, &text(v)?),
+        }
+    }
+
+    /// A value as [`Display`](fmt::Display) writes it (summary.csv's `value`), or a scalar
+    /// as a scenario writes it.
+    pub fn parse_text(param: SweepParam, text: &str) -> Result<SweepValue, SweepValueError> {
+        match param {
+            SweepParam::Rate => {
+                let n = Num::parse(text)?.0;
+                if n <= 0.0 {
+                    return Err(SweepValueError::RateNotPositive);
+                }
+                Ok(SweepValue::Rate(n))
+            }
+            SweepParam::Sockets
+            | SweepParam::Clients
+            | SweepParam::Concurrency
+            | SweepParam::Workers => {
+                let n = Num::parse(text)?.0;
+                if n < 1.0 || n.fract() != 0.0 || n > 1e6 {
+                    return Err(SweepValueError::NotACount { param, n });
+                }
+                Ok(SweepValue::Count(n as u32))
+            }
+            SweepParam::Burst => {
+                let (r, f) = text
+                    .split_once("x@")
+                    .ok_or(SweepValueError::NotABurstPair)?;
+                let ratio = r
+                    .trim()
+                    .parse()
+                    .map_err(|_| SweepValueError::BurstRatioNotANumber)?;
+                burst(ratio, Percent::parse(f)?.fraction())
+            }
+            SweepParam::Workload => Workload::ALL
+                .into_iter()
+                .find(|w| w.name() == text.trim())
+                .map(SweepValue::Workload)
+                .ok_or_else(|| SweepValueError::NotAWorkload(text.to_string())),
+            SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
+        }
+    }
+
+    /// The number on a report's x axis ([`SweepParam::axis`]); None for values that are
+    /// categories (bursts, workloads) or not a number (unlimited bandwidth).
+    pub fn x(self) -> Option<f64> {
+        match self {
+            SweepValue::Rate(r) => Some(r),
+            SweepValue::Count(n) => Some(n as f64),
+            SweepValue::Burst { .. } | SweepValue::Workload(_) => None,
+            SweepValue::Path(v) => v.x(),
+        }
+    }
+}
+
+fn burst(ratio: f64, fraction: f64) -> Result<SweepValue, SweepValueError> {
+    if ratio < 1.0 || fraction <= 0.0 || ratio * fraction > 1.0 + 1e-9 {
+        return Err(SweepValueError::BurstShape { ratio, fraction });
+    }
+    Ok(SweepValue::Burst { ratio, fraction })
+}
+
+/// As summary.csv's `value` column writes it (the scenario's notation; bursts as `4x@10%`).
+impl fmt::Display for SweepValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepValue::Rate(r) => write!(f, "{r}"),
+            SweepValue::Count(n) => write!(f, "{n}"),
+            SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
+            SweepValue::Workload(w) => write!(f, "{}", w.name()),
+            SweepValue::Path(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A point's sweep setting: the parameter and its value there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SweepPoint {
+    pub param: SweepParam,
+    pub value: SweepValue,
+}
+
+/// `param` and `value` columns of a summary row ("" and "" without a sweep).
+pub mod columns {
+    use super::{SweepParam, SweepPoint, SweepValue};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Cols {
+        param: String,
+        value: String,
+    }
+
+    pub fn serialize<S: Serializer>(p: &Option<SweepPoint>, s: S) -> Result<S::Ok, S::Error> {
+        let (param, value) = match p {
+            Some(p) => (p.param.to_string(), p.value.to_string()),
+            None => (String::new(), String::new()),
+        };
+        Cols { param, value }.serialize(s)
+    }
+
+    /// A row of an unknown parameter (another synlab version's) reads as no sweep.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SweepPoint>, D::Error> {
+        let c = Cols::deserialize(d)?;
+        Ok(SweepParam::from_name(&c.param).and_then(|param| {
+            SweepValue::parse_text(param, &c.value)
+                .ok()
+                .map(|value| SweepPoint { param, value })
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_back_from_what_the_summary_writes() {
+        let cases: [(SweepParam, toml::Value); 6] = [
+            (SweepParam::Rate, 2000.into()),
+            (SweepParam::Concurrency, 8.into()),
+            (
+                SweepParam::Burst,
+                toml::Value::Array(vec![4.into(), "10%".into()]),
+            ),
+            (SweepParam::Workload, "heavy_cgi".into()),
+            (SweepParam::Path(PathKnob::Rtt), "50ms".into()),
+            (SweepParam::Path(PathKnob::Bandwidth), "10mbit".into()),
+        ];
+        for (p, v) in cases {
+            let parsed = SweepValue::parse(p, &v).unwrap();
+            assert_eq!(
+                SweepValue::parse_text(p, &parsed.to_string()),
+                Ok(parsed),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            SweepValue::parse(SweepParam::Path(PathKnob::Rtt), &"50ms".into())
+                .unwrap()
+                .x(),
+            Some(50.0)
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_kind_is_refused() {
+        assert_eq!(
+            SweepValue::parse(SweepParam::Clients, &"1.5".into()),
+            Err(SweepValueError::NotACount {
+                param: SweepParam::Clients,
+                n: 1.5
+            })
+        );
+        assert!(matches!(
+            SweepValue::parse(SweepParam::Workload, &"nope".into()),
+            Err(SweepValueError::NotAWorkload(_))
+        ));
+        assert_eq!(
+            SweepParam::from_name("network.loss"),
+            Some(SweepParam::Path(PathKnob::Loss))
+        );
+    }
+}
