@@ -8,15 +8,21 @@
 #      counted by tcpdump and by TcpActiveOpens, for synlab, httperf and wrk. An S-Client whose
 #      connects all time out offers at most D / T, so synlab runs D = 15,000 (up to 30,000/s);
 #      D = 10,000 would cap it at exactly 20,000/s;
-#   3. worker RSS with 20,000 sockets in flight.
+#   3. worker RSS with 20,000 sockets in flight;
+#   4. keep-alive (issue 27), 64 persistent connections to nginx (keepalive_requests 1,000,000):
+#      the closed keep-alive loop's requests/s and CPU us per request, synlab vs wrk -c64; and
+#      the highest fixed request rate each holds (>= 99 % of the asked rate, no errors), synlab's
+#      open mode over a pool of 64 connections vs oha -q R -c 64 --latency-correction, found by
+#      a ladder of rates x KA_STEP from KA_START, KA_SECS each (median over runs).
 # Usage: sudo bench/load.sh [runs=3] [seconds=10]     (prints a table of figures and ratios)
 #        SECTIONS=23 bench/load.sh ...                 (only some sections)
+#        KA_START=10000 KA_STEP=1.15 KA_SECS=5 SECTIONS=4 bench/load.sh ...
 #        SYN=/tmp/synlab-before bench/load.sh ...      (that binary, not a fresh release build:
 #                                                       an A/B of two builds in one session)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
-SECTIONS=${SECTIONS:-123}
+SECTIONS=${SECTIONS:-1234}
 SECS=${2:-10}
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -55,6 +61,10 @@ taskset -c 0 nginx -c "$WORK/ngx/nginx.conf" -p "$WORK/ngx" &
 PIDS+=($!)
 sleep 1
 URL=http://127.0.0.1:$NGX_PORT/f.bin
+
+# The machine's load with every figure: rerun on a quiet machine to compare.
+loadavg() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"; }
+loadavg
 
 cpu_of() { # user+sys seconds from GNU time's output file
   awk '{print $1 + $2}' "$1"
@@ -113,7 +123,7 @@ PY
 }
 
 if [[ $SECTIONS == *1* ]]; then
-echo "== 1. connection-per-request rate vs nginx (runs=$RUNS, ${SECS}s each)"
+echo "== 1. connection-per-request rate vs nginx (runs=$RUNS, ${SECS}s each); $(loadavg)"
 declare -A RATE CPU
 for i in $(seq "$RUNS"); do
   read -r r c < <(run_synlab_closed | awk '{print $1, $2/$3*'"$SECS"'}'); RATE[synlab]+="$r "; CPU[synlab]+="$(python3 -c "print($c/($r*$SECS)*1e6)") "
@@ -142,6 +152,143 @@ print(f"synlab/oha {s/o:.2f}x (goal >= 1.2)" if o > 0 else "oha: not installed (
 PY
 fi
 kill "${PIDS[0]}" 2>/dev/null || true
+
+if [[ $SECTIONS == *4* ]]; then
+echo "== 4. keep-alive: 64 persistent connections to nginx (runs=$RUNS, ${SECS}s each); $(loadavg)"
+KA_PORT=18083
+mkdir -p "$WORK/ngx-ka"
+cat > "$WORK/ngx-ka/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+pid $WORK/ngx-ka/nginx.pid;
+error_log $WORK/ngx-ka/error.log;
+events { worker_connections 65536; }
+http {
+  access_log off;
+  keepalive_timeout 65;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$KA_PORT backlog=4096; root $WORK/www; }
+}
+NGX
+taskset -c 0 nginx -c "$WORK/ngx-ka/nginx.conf" -p "$WORK/ngx-ka" &
+KA_NGX=$!
+PIDS+=($KA_NGX)
+# Until nginx listens (a busy machine starts it slowly).
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$KA_PORT) 2>/dev/null && break; sleep 0.1; done
+KA_URL=http://127.0.0.1:$KA_PORT/f.bin
+ka_scenario() { # mode extra-lines... : a keep-alive scenario of 64 connections on CPU 1
+  local mode=$1; shift
+  cat <<TOML
+duration = "${KA_RUN_SECS}s"
+[target]
+kind = "address"
+address = "127.0.0.1:$KA_PORT"
+[load]
+mode = "$mode"
+http = "1.1"
+requests_per_conn = 1000000
+cpus = [1]
+workload = "custom"
+$(printf '%s\n' "$@")
+[[load.mix]]
+path = "/f.bin"
+[probe]
+interval = "1s"
+TOML
+}
+synlab_point() { # scenario file: prints requests/s, worker CPU s, hold s, errors, p99 ms
+  # A run that failed (its table says why, on stderr) counts as 0 requests/s with errors.
+  rm -rf "$WORK/res"
+  if ! "$SYN" run "$1" --no-progress --out "$WORK/res" > "$WORK/o" 2>&1; then
+    tail -5 "$WORK/o" >&2
+  fi
+  local d; d=$(ls -td "$WORK"/res/*/ 2>/dev/null | head -1)
+  python3 - "$d/summary.json" <<'PY'
+import json,sys
+try:
+    p=json.load(open(sys.argv[1]))["points"][0]
+    print(p["requests_per_s"], p["worker_cpu_pct"]/100.0*p["hold_s"], p["hold_s"], p["errors_per_s"], p["total_p99_ms"])
+except (OSError, KeyError, IndexError, ValueError):
+    print(0, 0, 1, 1, "nan")
+PY
+}
+run_synlab_ka() {
+  KA_RUN_SECS=$SECS ka_scenario closed "clients = 64" > "$WORK/ka-closed.toml"
+  synlab_point "$WORK/ka-closed.toml" | awk '{print $1, $2/$3*'"$SECS"'}'
+}
+run_wrk_ka() {
+  /usr/bin/time -f "%U %S" -o "$WORK/t" taskset -c 1 wrk -t1 -c64 -d${SECS}s "$KA_URL" > "$WORK/o" 2>&1
+  echo "$(awk '/Requests\/sec/ {print $2}' "$WORK/o") $(cpu_of "$WORK/t")"
+}
+declare -A KRATE KCPU
+for i in $(seq "$RUNS"); do
+  read -r r c < <(run_synlab_ka); KRATE[synlab]+="$r "; KCPU[synlab]+="$(python3 -c "print($c/(max($r,1)*$SECS)*1e6)") "
+  read -r r c < <(run_wrk_ka);    KRATE[wrk]+="$r ";    KCPU[wrk]+="$(python3 -c "print($c/(max(${r:-0},1)*$SECS)*1e6)") "
+done
+printf "%-10s %12s %14s\n" tool "req/s (med)" "CPU us/req"
+for t in synlab wrk; do
+  m=$(echo "${KRATE[$t]}" | tr ' ' '\n' | grep . | median)
+  u=$(echo "${KCPU[$t]}" | tr ' ' '\n' | grep . | median)
+  printf "%-10s %12.0f %14.1f\n" "$t" "$m" "$u"
+  eval "KMED_$t=$m; KCPUMED_$t=$u"
+done
+python3 -c "print(f'closed keep-alive: synlab/wrk {$KMED_synlab/max($KMED_wrk,1):.2f}x requests/s (goal >= 1.0), CPU per request {$KCPUMED_synlab/$KCPUMED_wrk:.2f}x (goal <= 1.0)')"
+
+# 4b. The highest fixed request rate each holds: >= 99 % of the asked rate, no errors.
+KA_START=${KA_START:-10000}; KA_STEP=${KA_STEP:-1.15}; KA_SECS=${KA_SECS:-5}
+held_synlab() { # rate: prints "achieved p99_ms" and succeeds when held
+  KA_RUN_SECS=$KA_SECS ka_scenario open "rate = $1" 'arrivals = "constant"' "connections = 64" > "$WORK/ka-fixed.toml"
+  read -r got cpu hold errs p99 < <(synlab_point "$WORK/ka-fixed.toml")
+  echo "$got $p99 $(python3 -c "print(round($cpu / (max($got, 1) * $hold) * 1e6, 1))")"
+  python3 -c "import sys; sys.exit(0 if $got >= 0.99 * $1 and $errs == 0 else 1)" ||
+    { echo "  synlab stopped at $1/s: $got/s, errors $errs/s, p99 $p99 ms" >&2; return 1; }
+}
+held_oha() {
+  /usr/bin/time -f "%U %S" -o "$WORK/t" taskset -c 1 "$OHA" --no-tui -z ${KA_SECS}s -c 64 -q "$1" --latency-correction "$KA_URL" > "$WORK/o" 2>&1 || true
+  local got ok p99
+  got=$(awk '/Requests\/sec/ {print $2}' "$WORK/o"); ok=$(awk '/Success rate/ {print $3 + 0}' "$WORK/o")
+  p99=$(awk '/99.00% in/ {v = $3; if ($4 == "sec") v *= 1000; print v}' "$WORK/o")
+  echo "${got:-0} ${p99:-nan} $(python3 -c "print(round($(cpu_of "$WORK/t") / (max(${got:-0}, 1) * $KA_SECS) * 1e6, 1))")"
+  python3 -c "import sys; sys.exit(0 if ${got:-0} >= 0.99 * $1 and ${ok:-0} >= 100 else 1)" ||
+    { echo "  oha stopped at $1/s: ${got:-0}/s, success ${ok:-0} %, p99 ${p99:-nan} ms" >&2; return 1; }
+}
+ladder() { # both tools step by step (each step's noise hits both): prints per tool the highest
+           # rate held and its p99, as "synlab_rate synlab_p99 oha_rate oha_p99"
+  local r=$KA_START out s_on=1 o_on=1 s_best=0 s_p99=nan s_cpu=nan o_best=0 o_p99=nan o_cpu=nan
+  while [ "$r" -le 2000000 ] && [ $((s_on + o_on)) -gt 0 ]; do
+    if [ $s_on = 1 ]; then
+      if out=$(held_synlab "$r"); then s_best=$r; read -r _ s_p99 s_cpu <<< "$out"; else s_on=0; fi
+    fi
+    if [ $o_on = 1 ]; then
+      if out=$(held_oha "$r"); then o_best=$r; read -r _ o_p99 o_cpu <<< "$out"; else o_on=0; fi
+    fi
+    r=$(python3 -c "print(int($r * $KA_STEP))")
+  done
+  echo "$s_best $s_p99 $s_cpu $o_best $o_p99 $o_cpu"
+}
+if [ -z "$OHA" ]; then
+  echo "oha: not installed (cargo install oha --locked), fixed-rate comparison skipped"
+else
+  declare -A HELD P99 HCPU
+  for i in $(seq "$RUNS"); do
+    read -r hs ps cs ho po co < <(ladder)
+    HELD[synlab]+="$hs "; P99[synlab]+="$ps "; HCPU[synlab]+="$cs "
+    HELD[oha]+="$ho "; P99[oha]+="$po "; HCPU[oha]+="$co "
+    echo "  ladder $i: synlab held $hs/s (p99 $ps ms, $cs us CPU/req), oha held $ho/s (p99 $po ms, $co us CPU/req); $(loadavg)"
+  done
+  printf "%-10s %16s %14s %14s   (ladder from %s x %s, %ss a step)\n" tool "held req/s (med)" "p99 ms there" "CPU us/req" "$KA_START" "$KA_STEP" "$KA_SECS"
+  for t in synlab oha; do
+    m=$(echo "${HELD[$t]}" | tr ' ' '\n' | grep . | median)
+    p=$(echo "${P99[$t]}" | tr ' ' '\n' | grep . | median)
+    u=$(echo "${HCPU[$t]}" | tr ' ' '\n' | grep . | median)
+    printf "%-10s %16.0f %14s %14s\n" "$t" "$m" "$p" "$u"
+    eval "HMED_$t=$m; HCPUMED_$t=$u"
+  done
+  python3 -c "print(f'fixed rate: synlab/oha {$HMED_synlab/max($HMED_oha,1):.2f}x the highest held rate (goal >= 1.0), CPU per request {$HCPUMED_synlab/$HCPUMED_oha:.2f}x')"
+fi
+kill "$KA_NGX" 2>/dev/null || true
+echo "$(loadavg)"
+fi
 # Sections 2 and 3 share the built-in server; section 1 alone is done here.
 [[ $SECTIONS == *2* || $SECTIONS == *3* ]] || exit 0
 

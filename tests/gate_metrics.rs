@@ -169,6 +169,16 @@ fn prometheus_scrapes_a_run_and_promtool_accepts_the_exposition() {
             && body.contains("synlab_connect_latency_seconds_bucket{le=\"+Inf\"}"),
         "latency is not published as histograms:\n{body}"
     );
+    // Connections and requests apart (issue 27), with what is in progress of each.
+    for series in [
+        "synlab_requests_per_second ",
+        "synlab_connection_errors_per_second ",
+        "synlab_request_errors_per_second ",
+        "synlab_connecting ",
+        "synlab_requests_in_flight ",
+    ] {
+        assert!(body.contains(series), "no {series}in:\n{body}");
+    }
 
     let mut check = Command::new("/usr/bin/promtool")
         .args(["check", "metrics"])

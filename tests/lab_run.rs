@@ -1,6 +1,8 @@
 //! End-to-end runs on loopback: the built-in server with a known capacity, real workers, the
 //! controller, the run folder. Seed 000 Fig. 5 vs 6, asserted.
 
+mod totals_support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
@@ -9,6 +11,7 @@ use std::time::{Duration, Instant};
 use synlab::lab::controller::RunOptions;
 use synlab::lab::run::run_scenario;
 use synlab::model::SummaryRow;
+use totals_support::assert_identities;
 
 /// Runs take turns: two load tests sharing two cores would measure each other.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -353,4 +356,67 @@ fn run_totals_account_for_every_attempt_and_match_the_servers_count() {
     // The point's own counts are there too.
     let p = rows[0].totals.as_ref().expect("point totals");
     assert!(p.attempts > 0 && p.attempts <= attempts);
+}
+
+/// issue 27: keep-alive is a first-class load. A closed keep-alive point (8 clients, each on
+/// one connection) and a fixed request rate over a pool of 8 persistent connections, against
+/// the built-in server at 15 % of its capacity: neither point is "measured nothing", both
+/// identities hold at each point and for the run, the pool holds its rate within 1 %, and the
+/// server's own count agrees with the clients'.
+#[test]
+fn keepalive_closed_and_fixed_rate_pool_points_hold_both_identities() {
+    // A server of ~2,000/s (0.5 ms of CPU a request), so 300/s is well within it also on a
+    // busy machine.
+    let server = SERVER.replace("2ms", "0.5ms");
+    let toml = format!(
+        "{server}\n[load]\nmode = \"open\"\nrate = 300\narrivals = \"constant\"\nclients = 8\nconnections = 8\nhttp = \"1.1\"\nrequests_per_conn = 1000000\n\n[sweep]\nparam = \"load.rate\"\nvalues = [300]\nmodes = [\"closed\", \"open\"]\nwarmup = \"1s\"\nhold = \"4s\"\n"
+    );
+    let (dir, rows, _tmp) = run(&toml);
+    assert_eq!(rows.len(), 2);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    for (r, p) in rows.iter().zip(json["points"].as_array().unwrap()) {
+        assert!(!r.failed, "{}: {}", r.mode, r.error);
+        assert!(!r.client_bound, "{}: {}", r.mode, r.client_bound_reason);
+        let (attempts, sent) = assert_identities(&p["totals"]);
+        println!(
+            "{}: {attempts} connections, {sent} requests, {:.1} requests/s, {:.1} responses/s",
+            r.mode, r.requests_per_s, r.throughput_per_s
+        );
+        assert_eq!(
+            attempts, 0,
+            "{}: the connections were open before the hold",
+            r.mode
+        );
+        assert!(sent > 1000, "{}: {sent} requests", r.mode);
+        assert_eq!(r.errors_per_s, 0.0);
+    }
+    // Closed: the server's pace; the pool: 300/s, held.
+    assert!(rows[0].throughput_per_s > 400.0, "{:?}", rows[0]);
+    assert!(
+        (rows[1].requests_per_s / 300.0 - 1.0).abs() < 0.01,
+        "pool: {:.1} requests/s for 300",
+        rows[1].requests_per_s
+    );
+    let t = &json["run_totals"];
+    let (attempts, sent) = assert_identities(t);
+    // 8 clients' connections and the pool's 8, opened again for the open point; the workers
+    // start in the scenario's mode (open), so the pool may also have opened once before the
+    // first (closed) point switched the mode: 16 or 24, whichever came first.
+    assert!(
+        attempts == 16 || attempts == 24,
+        "8 clients' and 8 (or twice 8) pool connections: {t}"
+    );
+    if let Some(syn) = t["syn_in"].as_u64() {
+        assert_eq!(syn, attempts, "each connection one SYN (pcap): {t}");
+    }
+    let (responses, server) = (
+        t["responses"].as_u64().unwrap(),
+        t["server_responses"].as_u64().unwrap(),
+    );
+    assert!(sent > 3000);
+    assert_eq!(
+        server, responses,
+        "the server answered what the clients counted: {t}"
+    );
 }

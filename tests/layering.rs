@@ -704,8 +704,6 @@ fn no_module_depends_on_itself_through_others() {
 /// Uses left above src/sys for another issue's change (the lead removes them at merge): a
 /// path prefix, the text the line holds (empty: any line of those files), why.
 const KERNEL_ALLOWED: &[(&str, &str, &str)] = &[
-    // Issue 27 rewrites the engine and moves its errno and fd handling into src/sys.
-    ("src/load/engine/", "", "issue 27"),
     // Mapping the server's counters (target::core::Shared) is unsafe until that type says it
     // may be shared zeroed (a Zeroable-like bound on its definition, in issue 26's file).
     (

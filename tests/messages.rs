@@ -138,8 +138,21 @@ fn every_message_a_person_reads() {
             ClientBound::SocketsBusy(12),
             ClientBound::Shortfall {
                 started: 800.0,
-                attempts: 790,
+                unit: "attempts",
+                done: 790,
                 intended: 1000.0,
+            },
+            ClientBound::Shortfall {
+                started: 800.0,
+                unit: "requests",
+                done: 800,
+                intended: 1000.0,
+            },
+            ClientBound::NoIdleConnection {
+                waits: 100,
+                scheduled: 1000,
+                pool: 16,
+                mean_wait_ms: 2.5,
             },
             ClientBound::LateForT {
                 lag_s: 0.2,

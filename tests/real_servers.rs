@@ -5,10 +5,12 @@
 
 mod lab_support;
 mod probe_support;
+mod totals_support;
 
 use lab_support::{opts, run_for};
 use synlab::lab::controller::Controller;
 use synlab::scenario::TargetKind;
+use totals_support::assert_identities;
 
 /// The server's binary, or None (skip, saying why; fail when CI requires every test).
 fn installed(kind: TargetKind) -> bool {
@@ -392,4 +394,116 @@ loss = "1%"
             p["name"]
         );
     }
+}
+
+/// issue 27's truth test, on loopback (`lab` false) or in the lab: nginx (one worker, its
+/// default keepalive_requests of 1,000, so connections are reopened) under a closed keep-alive
+/// point and a fixed request rate over a pool, run as `synlab run`. Exit 0; both identities at
+/// each point and for the run; the responses are nginx's access-log lines; the connections
+/// are the SYNs pcap saw (and, in the lab, the clients' kernels' TcpActiveOpens); the pool
+/// holds its rate within 1 %.
+fn nginx_keepalive_truth(lab: bool) {
+    let net = if lab {
+        "[network]\nbackend = \"router\"\n[[network.path]]\nname = \"lan\"\nrtt = \"1ms\"\n"
+    } else {
+        ""
+    };
+    // Closed clients run flat out: a few in the lab, where the delay router carries them.
+    let clients: u64 = if lab { 4 } else { 16 };
+    let rate = 2000;
+    // Room for a few ms of stall on a busy machine (2,000/s x 30 ms = 60 requests).
+    const POOL: u64 = 64;
+    let sc = format!(
+        "name = \"ka-nginx\"\n[target]\nkind = \"nginx\"\nworkers = 1\n\
+         [load]\nmode = \"open\"\nrate = {rate}\narrivals = \"constant\"\nclients = {clients}\n\
+         connections = {POOL}\nhttp = \"1.1\"\nrequests_per_conn = 1000000\ntimeout = \"1s\"\n\
+         [sweep]\nparam = \"load.rate\"\nvalues = [{rate}]\nmodes = [\"closed\", \"open\"]\n\
+         warmup = \"1s\"\nhold = \"3s\"\n{net}"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("ka-nginx.toml");
+    std::fs::write(&file, sc).unwrap();
+    let res = out.path().join("res");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", file.to_str().unwrap(), "--no-progress", "--out"])
+        .arg(&res)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "synlab run exited {}: {text}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let dir = std::fs::read_dir(&res)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a run folder");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{text}");
+    for p in points {
+        assert!(!p["failed"].as_bool().unwrap(), "{p}");
+        let (_, sent) = assert_identities(&p["totals"]);
+        assert!(sent > 1000, "{}: {sent} requests: {p}", p["mode"]);
+    }
+    let pool_rate = points[1]["requests_per_s"].as_f64().unwrap();
+    assert!(
+        (pool_rate / rate as f64 - 1.0).abs() < 0.01,
+        "the pool's {pool_rate:.1} requests/s, asked {rate} (client-bound: {}): {}",
+        points[1]["client_bound_reason"],
+        points[1]["totals"]
+    );
+    let t = &v["run_totals"];
+    let (attempts, sent) = assert_identities(t);
+    let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{k}: {t}"));
+    // Responses against nginx's own log: every request was answered before the drain ended.
+    let log = std::fs::read_to_string(dir.join("nginx/access.log")).unwrap();
+    let lines = log.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+    let failed_after_sending = n("in_flight_at_end") + t["requests"]["errors"].as_u64().unwrap();
+    eprintln!(
+        "{}: {attempts} connections, {sent} requests, {} responses, access log {lines} lines, \
+         pcap SYNs {:?}, ActiveOpens {:?}",
+        if lab { "lab" } else { "loopback" },
+        n("responses"),
+        t["syn_in"],
+        t["client_active_opens"]
+    );
+    assert!(
+        n("responses") <= lines && lines <= n("responses") + failed_after_sending,
+        "responses {} vs access log lines {lines}: {t}",
+        n("responses")
+    );
+    // Connections past nginx's keepalive_requests were closed by nginx and reopened.
+    assert!(attempts > clients + POOL, "{t}");
+    // Connections against the SYNs pcap saw (none lost on these paths) and the kernels' count.
+    let syn = n("syn_in") - t["syn_retrans"].as_u64().unwrap_or(0);
+    assert_eq!(syn, attempts, "pcap SYNs vs connection attempts: {t}");
+    if lab {
+        assert_eq!(n("client_active_opens"), attempts, "TcpActiveOpens: {t}");
+    }
+}
+
+#[test]
+fn nginx_keepalive_closed_and_fixed_rate_on_loopback_count_true() {
+    if !probe_support::privileged("nginx keep-alive truth test (pcap)")
+        || !installed(TargetKind::Nginx)
+    {
+        return;
+    }
+    nginx_keepalive_truth(false);
+}
+
+#[test]
+fn nginx_keepalive_closed_and_fixed_rate_in_the_lab_count_true() {
+    if !probe_support::privileged("nginx keep-alive truth test in the lab")
+        || !installed(TargetKind::Nginx)
+    {
+        return;
+    }
+    nginx_keepalive_truth(true);
 }

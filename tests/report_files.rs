@@ -476,3 +476,45 @@ fn curves_with_missing_points_are_gaps_and_report_md_lists_them() {
         "{md}"
     );
 }
+
+/// issue 27: a point whose totals count connections and requests apart gets a row in the
+/// counts table, whose two identities a reader can check.
+#[test]
+fn report_md_counts_connections_and_requests_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = fixture_run(tmp.path(), "overload-20261122-043749");
+    let path = run.join("summary.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let t = synlab::model::Totals::of(
+        &synlab::model::Counters {
+            attempts: 3,
+            established: 2,
+            refused: 1,
+            requests: 40_000,
+            responses: 39_990,
+            response_timeouts: 4,
+            ..Default::default()
+        },
+        synlab::model::InProgress {
+            connecting: 0,
+            requests: 64,
+        },
+        synlab::model::InProgress {
+            connecting: 0,
+            requests: 70,
+        },
+    );
+    assert_eq!(t.identities_broken(), None);
+    v["points"][2]["totals"] = serde_json::to_value(&t).unwrap();
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let md = std::fs::read_to_string(synlab::report::write_report(&run).unwrap()).unwrap();
+    assert!(
+        md.contains("| # | connection attempts | established | connection errors | connecting at start / end | requests | responses | request errors | requests in flight at start / end |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 3 | 3 | 2 | 1 | 0 / 0 | 40000 | 39990 | 4 | 64 / 70 |"),
+        "{md}"
+    );
+}

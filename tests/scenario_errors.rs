@@ -41,6 +41,7 @@ broken! {
     command_without_port => "command_without_port.toml",
     empty => "empty.toml",
     threshold_typo => "threshold_typo.toml",
+    pool_without_keepalive => "pool_without_keepalive.toml",
 }
 
 #[test]

@@ -326,3 +326,26 @@ fn time_wait_is_rate_times_elapsed_time_within_60s() {
         "TIME_WAIT max {tw:.0}, expected ~{served:.0} (throughput x 5 s)"
     );
 }
+
+#[test]
+fn keepalive_pool_follows_the_request_rate_then_the_backlog_shows_in_p99() {
+    let mut sc = load("keepalive");
+    shrink(&mut sc, "[300, 2000]", 1.0, 3.0);
+    let rows = run(sc);
+    let (below, over) = (&rows[0], &rows[1]);
+    // Below capacity: the rate held on the pool, no new connection in the hold.
+    assert!(
+        (below.requests_per_s / 300.0 - 1.0).abs() < 0.1,
+        "{below:?}"
+    );
+    assert_eq!(below.attempts_per_s, 0.0, "{below:?}");
+    assert!(!below.failed && !over.failed);
+    // Past capacity: the requests wait for a connection, timed from their schedule.
+    assert!(over.client_bound, "{over:?}");
+    assert!(
+        over.client_bound_reason.contains("no idle connection"),
+        "{}",
+        over.client_bound_reason
+    );
+    assert!(over.total_p99_ms > 10.0 * below.total_p99_ms, "{over:?}");
+}

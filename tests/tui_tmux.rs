@@ -16,6 +16,14 @@ fn run_log(out: &std::path::Path) -> Option<String> {
         .find_map(|e| std::fs::read_to_string(e.path().join("run.log")).ok())
 }
 
+/// The sessions take turns: the first test checks that no synlab worker, server or router is
+/// left once it quit, which another session's would break.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn namespaces() -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -40,6 +48,7 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
     if !have_tmux() {
         return;
     }
+    let _turn = turn();
     let lab = lab_possible();
     let before = namespaces();
     let tmp = tempfile::tempdir().unwrap();
@@ -52,11 +61,11 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
 
     let screen = wait_for(
         &session.0,
-        &|s| s.contains("rate 500/s") && s.contains("attempts"),
+        &|s| s.contains("rate 500 conn/s") && s.contains("connections"),
         30,
     );
     assert!(
-        screen.contains("rate 500/s"),
+        screen.contains("rate 500 conn/s"),
         "the TUI did not come up:\n{screen}"
     );
     for _ in 0..3 {
@@ -67,17 +76,17 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
     let screen = wait_for(
         &session.0,
         &|s| {
-            s.contains("rate 4000/s")
-                && figure(s, "attempts").unwrap_or(0.0) > 1000.0
+            s.contains("rate 4000 conn/s")
+                && figure(s, "connections").unwrap_or(0.0) > 1000.0
                 && (!lab || s.contains("rtt 30ms"))
         },
         15,
     );
     assert!(
-        screen.contains("rate 4000/s"),
+        screen.contains("rate 4000 conn/s"),
         "rate keys had no effect:\n{screen}"
     );
-    let attempts = figure(&screen, "attempts").unwrap_or(0.0);
+    let attempts = figure(&screen, "connections").unwrap_or(0.0);
     assert!(
         attempts > 1000.0,
         "attempts/s {attempts} after raising the rate:\n{screen}"
@@ -144,6 +153,7 @@ fn tmux_two_paths_show_each_paths_latency() {
     if !have_tmux() {
         return;
     }
+    let _turn = turn();
     if !lab_possible() {
         if synlab::sys::privilege::require_privileged() {
             panic!("neither root nor a user namespace: no network lab for two paths");
@@ -197,6 +207,59 @@ fn tmux_two_paths_show_each_paths_latency() {
     assert!(
         p50(&screen, "far total").is_some_and(|v| v >= 100.0),
         "far path total p50 (two round trips):\n{screen}"
+    );
+    let screen = session.quit();
+    assert!(
+        screen.contains("SYNLAB-EXIT=0"),
+        "synlab did not exit cleanly:\n{screen}"
+    );
+}
+
+/// issue 27: a keep-alive scenario in a real terminal (loopback, any user): a fixed request
+/// rate over a pool of 16 persistent connections, well within the server's capacity (50 us of
+/// CPU a request). The status line says the rate is requests/s
+/// over the pool; the rates panel shows requests/s at the rate and connections/s near 0; a
+/// rate key changes the request rate.
+#[test]
+fn tmux_keepalive_pool_shows_requests_and_connections_apart() {
+    if !have_tmux() {
+        return;
+    }
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("keepalive.toml");
+    std::fs::write(
+        &sc,
+        "name = \"keepalive\"\nduration = \"2m\"\n\n[target]\narch = \"event\"\nservice_time = \"50us\"\n\n\
+         [load]\nmode = \"open\"\nrate = 500\narrivals = \"constant\"\nhttp = \"1.1\"\n\
+         connections = 16\nrequests_per_conn = 1000000\n",
+    )
+    .unwrap();
+    let cmd = format!(
+        "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_synlab"),
+        sc.display(),
+        tmp.path().display()
+    );
+    let session = Session::start(&format!("synlab-ka-{}", std::process::id()), &cmd);
+    let shows = |rate: f64| {
+        move |s: &str| {
+            s.contains(&format!("rate {rate:.0} req/s over 16 conns"))
+                && figure(s, "requests").is_some_and(|r| (r / rate - 1.0).abs() < 0.05)
+                && figure(s, "connections").is_some_and(|c| c < 5.0)
+        }
+    };
+    let screen = wait_for(&session.0, &shows(500.0), 30);
+    assert!(
+        shows(500.0)(&screen),
+        "requests/s at the rate over 16 connections, no new connections:\n{screen}"
+    );
+    // `*` doubles the rate: the request rate follows, still on the same connections.
+    tmux(&["send-keys", "-t", &session.0, "*"]);
+    let screen = wait_for(&session.0, &shows(1000.0), 15);
+    assert!(
+        shows(1000.0)(&screen),
+        "the rate key moved the request rate:\n{screen}"
     );
     let screen = session.quit();
     assert!(

@@ -200,3 +200,43 @@ fn tiny_and_odd_sizes_do_not_panic() {
     }
     let _ = Action::Quit;
 }
+
+/// A keep-alive pool (open mode with `connections`): the status line says the rate is
+/// requests/s over the pool, and the rates panel shows requests/s apart from connections/s.
+#[test]
+fn keepalive_pool_rates() {
+    use synlab::model::col as c;
+    let mut st = fixture::under_load();
+    let t0 = st.store.times().last().copied().unwrap_or(0.0);
+    for i in 1..=50 {
+        let t = t0 + i as f64 * 0.2;
+        st.store.push(
+            t,
+            &[
+                (c::TARGET_RATE, Some(20_000.0)),
+                (c::ATTEMPTS, Some(0.0)),
+                (c::ESTABLISHED, Some(0.0)),
+                (c::REQUESTS, Some(20_000.0)),
+                (c::RESPONSES, Some(20_000.0)),
+                (c::CONNECTION_ERRORS, Some(0.0)),
+                (c::REQUEST_ERRORS, Some(0.0)),
+                (c::POOL_CONNECTIONS, Some(64.0)),
+            ],
+        );
+        st.elapsed_s = t;
+    }
+    st.knobs.rate = Some(20_000.0);
+    for (w, h) in SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        assert!(text.contains("rate 20000 req/s over 64 conns"), "{text}");
+        assert!(
+            text.contains("req 20k") || text.contains("requests 20k"),
+            "{text}"
+        );
+        assert!(
+            text.contains("conn 0") || text.contains("connections 0"),
+            "{text}"
+        );
+    }
+    snap("keepalive_pool", &colour_app(), &st);
+}

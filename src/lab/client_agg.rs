@@ -3,7 +3,7 @@
 
 use crate::load::protocol::{Mode, StatsDelta};
 use crate::metrics::hist::{new_hist, HistDelta};
-use crate::model::{Col, Counters, PathName, PATH_FIGURES};
+use crate::model::{Col, Counters, InProgress, PathName, Totals, PATH_FIGURES};
 use hdrhistogram::Histogram;
 
 /// Attempts short of the schedule by more than this share (or 3 sd of a Poisson count) mean
@@ -17,6 +17,9 @@ const LAG_SHARE_OF_T: f64 = 0.1;
 const LAG_FLOOR_S: f64 = 0.005;
 /// A worker using more of a core than this cannot be trusted to keep its schedule.
 const WORKER_CPU_LIMIT: f64 = 0.9;
+/// Pool mode: more than this share of the requests waiting for an idle connection means the
+/// pool, not the server, set the pace.
+const POOL_WAIT_SHARE: f64 = 0.01;
 
 /// What the client-bound test needs to know of the load.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -28,7 +31,7 @@ pub struct LoadShape {
 /// Why a measurement window measured nothing trustworthy (the point fails).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum NothingMeasured {
-    #[error("no connection attempt in the {window_s:.1} s window although load was asked for: the load generator measured nothing (see run.log)")]
+    #[error("no connection attempt and no request in the {window_s:.1} s window although load was asked for: the load generator measured nothing (see run.log)")]
     NoAttempt { window_s: f64 },
     #[error("{silent} of {workers} load workers never reported in the {window_s:.1} s window")]
     Silent {
@@ -53,10 +56,19 @@ pub enum ClientBound {
     FdsOut,
     #[error("{0} arrivals found all D sockets busy (raise load.sockets)")]
     SocketsBusy(u64),
-    #[error("{pct:.0} % fewer attempts than the schedule intended ({attempts} of {intended:.0})", pct = (1.0 - .started / .intended) * 100.0)]
+    #[error("no idle connection: {waits} of {scheduled} requests waited for one of the pool's {pool} (mean wait {mean_wait_ms:.1} ms), so the server never had more than {pool} at once; raise load.connections")]
+    NoIdleConnection {
+        waits: u64,
+        scheduled: u64,
+        pool: u64,
+        mean_wait_ms: f64,
+    },
+    /// `unit` is "attempts" (new connections) or "requests" (a pool's).
+    #[error("{pct:.0} % fewer {unit} than the schedule intended ({done} of {intended:.0})", pct = (1.0 - .started / .intended) * 100.0)]
     Shortfall {
         started: f64,
-        attempts: u64,
+        unit: &'static str,
+        done: u64,
         intended: f64,
     },
     #[error("attempts started {:.1} ms late on average, {:.0} % of the timeout T", .lag_s * 1000.0, .of_t * 100.0)]
@@ -94,6 +106,12 @@ pub struct ClientTotals {
     pub in_flight_by_worker: std::collections::BTreeMap<u32, u64>,
     /// Connections open at all workers (sum of their latest reports).
     pub in_flight: u64,
+    /// Connects and requests in progress at each worker at the start of its first report
+    /// in these sums, and at its latest report.
+    pub at_start_by_worker: std::collections::BTreeMap<u32, InProgress>,
+    pub at_end_by_worker: std::collections::BTreeMap<u32, InProgress>,
+    /// The pool of persistent connections each worker keeps (latest report; 0: none).
+    pub pool_by_worker: std::collections::BTreeMap<u32, u32>,
     pub connect: Histogram<u64>,
     pub ttfb: Histogram<u64>,
     pub total: Histogram<u64>,
@@ -111,6 +129,9 @@ impl Default for ClientTotals {
             span_by_worker: Default::default(),
             in_flight_by_worker: Default::default(),
             in_flight: 0,
+            at_start_by_worker: Default::default(),
+            at_end_by_worker: Default::default(),
+            pool_by_worker: Default::default(),
             connect: new_hist(),
             ttfb: new_hist(),
             total: new_hist(),
@@ -133,6 +154,20 @@ impl ClientTotals {
         self.in_flight_by_worker
             .insert(d.worker, d.connecting + d.active);
         self.in_flight = self.in_flight_by_worker.values().sum();
+        self.at_start_by_worker
+            .entry(d.worker)
+            .or_insert(InProgress {
+                connecting: d.connecting_at_start,
+                requests: d.requests_in_flight_at_start,
+            });
+        self.at_end_by_worker.insert(
+            d.worker,
+            InProgress {
+                connecting: d.connecting,
+                requests: d.requests_in_flight,
+            },
+        );
+        self.pool_by_worker.insert(d.worker, d.pool);
         merge(&d.connect_us, &mut self.connect);
         merge(&d.ttfb_us, &mut self.ttfb);
         merge(&d.total_us, &mut self.total);
@@ -146,6 +181,28 @@ impl ClientTotals {
     /// All errors a person would count as failed requests (see [`Counters::errors`]).
     pub fn errors(&self) -> u64 {
         self.counts.errors()
+    }
+
+    /// Connects and requests in progress when these sums began (each worker's state before
+    /// its first report in them).
+    pub fn at_start(&self) -> InProgress {
+        sum_in_progress(self.at_start_by_worker.values())
+    }
+
+    /// Connects and requests in progress at the workers' latest reports (a worker that
+    /// stopped reports nothing in progress: it counts what it left in `*_at_end`).
+    pub fn at_end(&self) -> InProgress {
+        sum_in_progress(self.at_end_by_worker.values())
+    }
+
+    /// The counts of these sums, with both identities (see [`Totals`]).
+    pub fn totals(&self) -> Totals {
+        Totals::of(&self.counts, self.at_start(), self.at_end())
+    }
+
+    /// The persistent connections the workers keep (0: no pool).
+    pub fn pool(&self) -> u64 {
+        self.pool_by_worker.values().map(|&p| p as u64).sum()
     }
 
     /// Why the client, not the server, limited this measurement; None if it did not.
@@ -169,13 +226,31 @@ impl ClientTotals {
         if c.client_cap_drops > 0 {
             why.push(ClientBound::SocketsBusy(c.client_cap_drops));
         }
+        let pool = self.pool();
+        let scheduled = c.scheduled + c.pool_waits;
+        if pool > 0 && c.pool_waits as f64 > POOL_WAIT_SHARE * scheduled as f64 {
+            why.push(ClientBound::NoIdleConnection {
+                waits: c.pool_waits,
+                scheduled,
+                pool,
+                mean_wait_ms: c.pool_wait_us_sum as f64 / c.pool_waits as f64 / 1000.0,
+            });
+        }
         if load.mode != Mode::Closed && self.intended >= 1.0 {
-            let started = (c.attempts + c.client_cap_drops) as f64;
+            // What the schedule handed out: arrivals started, dropped at the cap, or (a pool's
+            // requests) sent after waiting for a connection.
+            let (started, unit, done) = if pool > 0 {
+                (scheduled, "requests", c.requests)
+            } else {
+                (c.attempts + c.client_cap_drops, "attempts", c.attempts)
+            };
+            let started = started as f64;
             let noise = (3.0 * self.intended.sqrt()).max(SHORTFALL_FLOOR * self.intended);
             if started < self.intended - noise {
                 why.push(ClientBound::Shortfall {
                     started,
-                    attempts: c.attempts,
+                    unit,
+                    done,
                     intended: self.intended,
                 });
             }
@@ -204,10 +279,15 @@ impl ClientTotals {
     }
 
     /// Why a measurement window of `window_s` seconds with `workers` load workers measured
-    /// nothing trustworthy: no attempt at all while load was asked for (a schedule that stopped
-    /// advancing, a worker stuck), or a worker that never reported or stopped reporting.
+    /// nothing trustworthy: no attempt, no request and nothing in progress while load was asked
+    /// for (a schedule that stopped advancing, a worker stuck), or a worker that never reported
+    /// or stopped reporting. Requests in flight throughout (a server that hung on a pool's
+    /// connections) are a measurement: of a server that answered nothing.
     pub fn measured_nothing(&self, window_s: f64, workers: usize) -> Option<NothingMeasured> {
-        if self.counts.attempts == 0 && self.counts.client_cap_drops == 0 {
+        // Kept-alive connections carry requests without a new attempt: either counts.
+        let c = &self.counts;
+        let waiting = self.at_start().requests + self.at_start().connecting + c.pool_waits;
+        if c.attempts == 0 && c.client_cap_drops == 0 && c.requests == 0 && waiting == 0 {
             return Some(NothingMeasured::NoAttempt { window_s });
         }
         let reported = self.span_by_worker.len();
@@ -265,6 +345,21 @@ impl ClientTotals {
             (CONNECT_TIMEOUTS, rate(self.counts.connect_timeouts)),
             (REFUSED, rate(self.counts.refused)),
             (RESETS, rate(self.counts.resets)),
+            (REQUESTS, rate(self.counts.requests)),
+            (CONNECTION_ERRORS, rate(self.counts.connection_errors())),
+            (REQUEST_ERRORS, rate(self.counts.request_errors())),
+            (RESPONSE_TIMEOUTS, rate(self.counts.response_timeouts)),
+            (BAD_RESPONSES, rate(self.counts.bad_responses)),
+            (POOL_WAITS, rate(self.counts.pool_waits)),
+            (
+                CONNECTING,
+                reported.then(|| self.at_end().connecting as f64),
+            ),
+            (
+                REQUESTS_IN_FLIGHT,
+                reported.then(|| self.at_end().requests as f64),
+            ),
+            (POOL_CONNECTIONS, reported.then(|| self.pool() as f64)),
             (TARGET_RATE, self.target_rate()),
             (CONNECT_P50, Self::q_ms(&self.connect, 0.5)),
             (CONNECT_P90, Self::q_ms(&self.connect, 0.9)),
@@ -293,6 +388,13 @@ impl ClientTotals {
             })
             .collect()
     }
+}
+
+fn sum_in_progress<'a>(v: impl Iterator<Item = &'a InProgress>) -> InProgress {
+    v.fold(InProgress::default(), |a, b| InProgress {
+        connecting: a.connecting + b.connecting,
+        requests: a.requests + b.requests,
+    })
 }
 
 fn merge(d: &HistDelta, into: &mut Histogram<u64>) {
@@ -540,6 +642,116 @@ mod tests {
         assert!(
             matches!(why, Some(NothingMeasured::Stopped { worker: 1, span_s, .. }) if (span_s - 0.1).abs() < 1e-9),
             "{why:?}"
+        );
+    }
+
+    /// A keep-alive worker's reports: `n` requests answered a report, 4 connections open.
+    fn keepalive_delta(worker: u32, n: u64) -> StatsDelta {
+        StatsDelta {
+            worker,
+            interval_s: 0.1,
+            counts: Counters {
+                requests: n,
+                responses: n,
+                ..Default::default()
+            },
+            active: 4,
+            requests_in_flight: 4,
+            requests_in_flight_at_start: 4,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_keepalive_window_without_attempts_measured_something_and_adds_up() {
+        // The run: closed keep-alive clients on connections opened before the window.
+        let mut t = ClientTotals::default();
+        for _ in 0..50 {
+            t.add(&keepalive_delta(0, 3_800));
+        }
+        assert_eq!(t.counts.attempts, 0);
+        assert_eq!(t.measured_nothing(5.0, 1), None);
+        // A server that hung on the pool's connections: requests in flight all window long.
+        let mut hung = ClientTotals::default();
+        for _ in 0..50 {
+            hung.add(&keepalive_delta(0, 0));
+        }
+        assert_eq!(hung.measured_nothing(5.0, 1), None);
+        let totals = t.totals();
+        assert_eq!(totals.identities_broken(), None, "{totals:?}");
+        assert_eq!(
+            (
+                totals.requests.in_flight_at_start,
+                totals.requests.in_flight_at_end
+            ),
+            (4, 4)
+        );
+        let cols = t.columns(5.0);
+        let get = |n: &str| cols.iter().find(|c| c.0.name() == n).unwrap().1;
+        assert!((get("requests_per_s").unwrap() - 38_000.0).abs() < 1e-6);
+        assert_eq!(get("attempts_per_s"), Some(0.0));
+        assert_eq!(get("requests_in_flight"), Some(4.0));
+    }
+
+    #[test]
+    fn a_window_takes_each_workers_state_at_its_first_and_last_report() {
+        // Two workers; the window opened with 2 + 1 requests in flight and 1 connect in progress.
+        let mut t = ClientTotals::default();
+        let mut first = keepalive_delta(0, 10);
+        (first.requests_in_flight_at_start, first.requests_in_flight) = (2, 3);
+        first.counts.requests = 11;
+        first.connecting_at_start = 1;
+        first.counts.established = 1;
+        first.counts.attempts = 0;
+        t.add(&first);
+        let mut other = keepalive_delta(1, 5);
+        (other.requests_in_flight_at_start, other.requests_in_flight) = (1, 1);
+        t.add(&other);
+        // Worker 0 stops: what it left is counted, its gauges go to 0.
+        let mut last = keepalive_delta(0, 3);
+        (last.requests_in_flight_at_start, last.requests_in_flight) = (3, 0);
+        last.counts.requests_at_end = 0;
+        last.counts.bad_responses = 3;
+        last.counts.responses = 0;
+        last.counts.requests = 0;
+        t.add(&last);
+        let totals = t.totals();
+        assert_eq!(totals.identities_broken(), None, "{totals:?}");
+        assert_eq!(totals.requests.in_flight_at_start, 3);
+        assert_eq!(totals.connections.connecting_at_start, 1);
+        assert_eq!(totals.requests.in_flight_at_end, 1);
+    }
+
+    #[test]
+    fn a_pool_without_idle_connections_is_client_bound_and_says_which_to_raise() {
+        let mut t = ClientTotals::default();
+        let mut d = keepalive_delta(0, 1_000);
+        d.pool = 16;
+        d.target_rate = 10_000.0;
+        d.counts.scheduled = 900;
+        d.counts.pool_waits = 100;
+        d.counts.pool_wait_us_sum = 100 * 2_500;
+        t.add(&d);
+        let why = client_bound_line(&t.client_bound(&OPEN));
+        assert!(
+            why.starts_with("no idle connection: 100 of 1000 requests waited for one of the pool's 16 (mean wait 2.5 ms)"),
+            "{why}"
+        );
+        assert!(why.contains("raise load.connections"), "{why}");
+        // A pool that kept up: a few waits under 1 % are not a bound.
+        let mut t = ClientTotals::default();
+        d.counts.scheduled = 999;
+        d.counts.pool_waits = 1;
+        t.add(&d);
+        assert!(t.client_bound(&OPEN).is_empty());
+        // The schedule's shortfall is counted in requests for a pool.
+        let mut t = ClientTotals::default();
+        d.target_rate = 20_000.0;
+        t.add(&d);
+        let why = client_bound_line(&t.client_bound(&OPEN));
+        assert!(
+            why.contains("50 % fewer requests than the schedule intended"),
+            "{why}"
         );
     }
 

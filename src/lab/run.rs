@@ -426,7 +426,7 @@ mod tests {
         let row = SummaryRow {
             point: 1,
             total_p99_ms: 140.0,
-            totals: Some(Totals::of(&c, 0)),
+            totals: Some(Totals::of_run(&c)),
             ..Default::default()
         };
         let table = summary_table(&[row, SummaryRow::default()]);

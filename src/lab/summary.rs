@@ -22,11 +22,12 @@ pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
 /// The short table printed at the end of a run.
 pub fn summary_table(rows: &[SummaryRow]) -> String {
     let mut s = format!(
-        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>11} {:>6}  notes\n",
+        "{:>3} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>11} {:>6}  notes\n",
         "pt",
         "mode",
         "value",
         "attempts/s",
+        "requests/s",
         "responses/s",
         "errors/s",
         "p50 ms",
@@ -53,11 +54,12 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
             ));
         }
         s.push_str(&format!(
-            "{:>3} {:>8} {:>12} {} {} {} {} {} {} {}  {}\n",
+            "{:>3} {:>8} {:>12} {} {} {} {} {} {} {} {}  {}\n",
             r.point,
             r.mode,
             r.sweep.map_or("-".into(), |s| s.value.to_string()),
             fmt(r.attempts_per_s, 10),
+            fmt(r.requests_per_s, 10),
             fmt(r.throughput_per_s, 11),
             fmt(r.errors_per_s, 10),
             fmt(r.total_p50_ms, 9),

@@ -4,9 +4,10 @@
 use super::engine::Engine;
 use super::protocol::{Control, WorkerConfig};
 use super::{rates, validate};
-use crate::sys::client_io::{raise_nofile, EventFd, Notifier};
+use crate::sys::client_io::{raise_nofile, EventFd};
 use anyhow::Context;
 use std::io::BufRead;
+use std::sync::Arc;
 
 /// Runs a worker from its JSON configuration until Stop, stdin EOF or its duration bound.
 pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
@@ -41,16 +42,16 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
         Err(e) => notices.push(format!("could not raise RLIMIT_NOFILE to {want}: {e}")),
     }
     let (tx, rx) = crossbeam_channel::unbounded();
-    let wake = EventFd::new()?;
-    let notifier = wake.notifier()?;
+    let wake = Arc::new(EventFd::new()?);
+    let waker = Arc::clone(&wake);
     std::thread::Builder::new()
         .name("control".into())
-        .spawn(move || read_controls(tx, notifier))?;
+        .spawn(move || read_controls(tx, &waker))?;
     Engine::new(cfg, rx, wake, notices)?.run()
 }
 
 /// Reads Control lines from stdin; EOF (the controller closed the pipe or died) means Stop.
-fn read_controls(tx: crossbeam_channel::Sender<Result<Control, String>>, wake: Notifier) {
+fn read_controls(tx: crossbeam_channel::Sender<Result<Control, String>>, wake: &EventFd) {
     let notify = || wake.notify();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };

@@ -18,7 +18,9 @@ pub enum Mode {
     /// `rate`, slots take their start times from an arrival schedule; without, they run flat out.
     Sclient,
     /// Open loop: a connection starts at each scheduled arrival; D caps concurrent attempts
-    /// (an arrival finding the cap reached is counted in `client_cap_drops`).
+    /// (an arrival finding the cap reached is counted in `client_cap_drops`). With a pool of
+    /// `connections`, each arrival is a request instead, sent on an idle connection of the
+    /// pool (see [`WorkerConfig::connections`]).
     Open,
     /// Closed loop ("simple clients", seed 000 §3): N clients, each waits for its response
     /// (or an error), then thinks, then sends the next request.
@@ -59,7 +61,8 @@ pub struct WorkerConfig {
     #[serde(default)]
     pub bind_addrs: Vec<IpAddr>,
     pub mode: Mode,
-    /// Attempts/s for this worker (open; sclient when throttled). None = sclient flat out.
+    /// Arrivals/s for this worker (open; sclient when throttled): connection attempts, or
+    /// requests with a pool of `connections`. None = sclient flat out.
     pub rate: Option<f64>,
     pub arrivals: Arrivals,
     /// D: sclient slots, or the cap on concurrent attempts in open mode.
@@ -76,6 +79,12 @@ pub struct WorkerConfig {
     /// HTTP/1.1 keep-alive with `requests_per_conn` requests per connection; else HTTP/1.0.
     pub keepalive: bool,
     pub requests_per_conn: u32,
+    /// Open mode with keep-alive: a pool of this many persistent connections (reopened when
+    /// the server closes one or after `requests_per_conn` requests); each scheduled arrival is
+    /// a request sent on an idle one, its latency measured from its scheduled time (a request
+    /// that waits for a free connection waits on the clock). 0 = no pool.
+    #[serde(default)]
+    pub connections: u32,
     pub host_header: String,
     /// Hard bound on the worker's lifetime; it stops by itself after this.
     pub duration_s: f64,
@@ -128,14 +137,29 @@ pub struct StatsDelta {
     /// Seconds since the worker started (monotonic clock) at the end of this interval.
     pub t_s: f64,
     pub interval_s: f64,
-    /// The rate the schedule aimed at during this interval (burst phase included), attempts/s.
+    /// The rate the schedule aimed at during this interval (burst phase included): attempts/s,
+    /// or requests/s with a pool of connections.
     pub target_rate: f64,
     /// Counter deltas over this interval (flattened: the wire format is unchanged).
     #[serde(flatten)]
     pub counts: Counters,
-    /// Gauges.
+    /// Gauges at the end of the interval: connects in progress, established connections,
+    /// requests sent (or being sent) and not yet answered or failed.
     pub connecting: u64,
     pub active: u64,
+    #[serde(default)]
+    pub requests_in_flight: u64,
+    /// The same gauges at the start of the interval (the previous report's), so a window of
+    /// reports states both identities: attempts + connecting at its start = established +
+    /// connection errors + connecting at its end, and requests + in flight at its start =
+    /// responses + request errors + in flight at its end.
+    #[serde(default)]
+    pub connecting_at_start: u64,
+    #[serde(default)]
+    pub requests_in_flight_at_start: u64,
+    /// The pool of persistent connections this worker keeps (0: none).
+    #[serde(default)]
+    pub pool: u32,
     /// How late the latest scheduled start of this interval was, at most (us).
     pub lag_us_max: u64,
     /// The worker's own CPU time in this interval (s).

@@ -23,12 +23,26 @@ pub fn offered_rate(
     }
 }
 
+/// What the rate knob means in `mode` (a pool of `pool` persistent connections in open mode
+/// makes it a request rate), as the status line says it.
+pub fn rate_text(mode: Mode, rate: Option<f64>, pool: u64) -> String {
+    match (mode, rate) {
+        (Mode::Closed, _) => "n/a (closed loop)".into(),
+        (Mode::Sclient, None) => "flat out (D/T conn/s)".into(),
+        (Mode::Open, Some(r)) if pool > 0 => format!("{r:.0} req/s over {pool} conns"),
+        (_, Some(r)) => format!("{r:.0} conn/s"),
+        (Mode::Open, None) => "none".into(),
+    }
+}
+
 /// Descriptors a configuration may hold at once: D connecting plus the connections waiting for
-/// responses (at most the offered rate x response timeout), or N closed clients; plus slack.
+/// responses (at most the offered rate x response timeout), N closed clients, or the pool of
+/// persistent connections; plus slack.
 pub fn fds_needed(cfg: &WorkerConfig) -> u64 {
     const SLACK: u64 = 64;
     let conns = match cfg.mode {
         Mode::Closed => cfg.clients as u64,
+        Mode::Open if cfg.connections > 0 => cfg.connections as u64,
         _ => {
             let r = offered_rate(cfg.mode, cfg.rate, cfg.sockets, cfg.timeout_s, 0, 0.0);
             cfg.sockets as u64 + (r * cfg.response_timeout_s.max(cfg.timeout_s)).ceil() as u64
@@ -57,5 +71,17 @@ mod tests {
         );
         assert_eq!(offered_rate(Mode::Closed, None, 0, 0.5, 20, 0.5), 40.0);
         assert_eq!(offered_rate(Mode::Closed, None, 0, 0.5, 20, 0.0), 0.0);
+    }
+
+    #[test]
+    fn the_status_line_says_which_rate_each_mode_is() {
+        assert_eq!(rate_text(Mode::Open, Some(2000.0), 0), "2000 conn/s");
+        assert_eq!(
+            rate_text(Mode::Open, Some(2000.0), 64),
+            "2000 req/s over 64 conns"
+        );
+        assert_eq!(rate_text(Mode::Sclient, Some(300.0), 0), "300 conn/s");
+        assert_eq!(rate_text(Mode::Sclient, None, 0), "flat out (D/T conn/s)");
+        assert_eq!(rate_text(Mode::Closed, Some(5.0), 64), "n/a (closed loop)");
     }
 }

@@ -99,6 +99,13 @@ pub fn check_config(cfg: &WorkerConfig) -> Result<(), BadConfig> {
             want: "at least one positive weight",
         });
     }
+    if cfg.connections > 0 && !cfg.keepalive {
+        return Err(BadConfig {
+            key: "connections",
+            value: cfg.connections.to_string(),
+            want: "0 without keepalive (a pool of persistent connections needs HTTP/1.1)",
+        });
+    }
     if let Some(ip) = cfg
         .bind_addrs
         .iter()

@@ -178,6 +178,17 @@ columns! {
     LAG_MAX = "lag_ms_max", Milliseconds, Gauge;
     WORKER_CPU = "worker_cpu_pct", Percent, Gauge;
     SERVER_RESPONSES = "server_responses_per_s", PerSecond, Rate;
+    // The clients' requests apart from their connections (keep-alive: many per connection),
+    // what failed of each, what is in progress, and the pool a request rate is sent over.
+    REQUESTS = "requests_per_s", PerSecond, Rate;
+    CONNECTION_ERRORS = "connection_errors_per_s", PerSecond, Rate;
+    REQUEST_ERRORS = "request_errors_per_s", PerSecond, Rate;
+    RESPONSE_TIMEOUTS = "response_timeouts_per_s", PerSecond, Rate;
+    BAD_RESPONSES = "bad_responses_per_s", PerSecond, Rate;
+    POOL_WAITS = "pool_waits_per_s", PerSecond, Rate;
+    CONNECTING = "connecting", Count, Gauge;
+    REQUESTS_IN_FLIGHT = "requests_in_flight", Count, Gauge;
+    POOL_CONNECTIONS = "pool_connections", Count, Gauge;
     // The probes' figures (`probe::Metrics`, one per field).
     SYN_IN = "syn_in_per_s", PerSecond, Rate;
     SYN_IN_ESTIMATED = "syn_in_estimated", Flag, Gauge;

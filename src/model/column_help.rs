@@ -95,6 +95,15 @@ const HELP: &[(Col, &str)] = &[
     (col::ROUTER_LATE_P50_US, "Median departure error of the delay router: send time minus scheduled departure"),
     (col::ROUTER_LATE_P99_US, "99th percentile departure error of the delay router: send time minus scheduled departure"),
     (col::PORT_TIME_WAIT, "TIME_WAIT sockets of the server port (sock_diag)"),
+    (col::REQUESTS, "Requests the load clients began per second (keep-alive carries many on one connection)"),
+    (col::CONNECTION_ERRORS, "Connects that failed at the load clients per second (timeouts, refused, ports or descriptors out, other)"),
+    (col::REQUEST_ERRORS, "Requests that failed at the load clients per second (response timeouts, resets mid-request, bad responses, other)"),
+    (col::RESPONSE_TIMEOUTS, "Requests whose response did not complete within the response timeout, per second"),
+    (col::BAD_RESPONSES, "Responses the load clients could not parse as HTTP, per second"),
+    (col::POOL_WAITS, "Scheduled requests that found no idle connection in the pool and waited for one, per second"),
+    (col::CONNECTING, "Connects in progress at the load clients (SYN sent, not yet established)"),
+    (col::REQUESTS_IN_FLIGHT, "Requests sent by the load clients and not yet answered"),
+    (col::POOL_CONNECTIONS, "Persistent connections the load clients keep open in their pool (open mode with a request rate)"),
 ];
 
 impl Col {

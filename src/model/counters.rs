@@ -1,42 +1,66 @@
 //! The client's event counters: one type for a worker's per-interval deltas and for the sums
 //! the controller folds them into, with one `add` and one rule for what counts as an error.
+//!
+//! Connections and requests are counted apart, each with an identity that holds over any span
+//! (a report interval, a point, the run), given what was in progress at its two ends:
+//! - connections: `attempts + connecting at start = established + connection errors +
+//!   connecting at end`;
+//! - requests: `requests + in flight at start = responses + request errors + in flight at end`.
+//!
+//! With one request per connection (HTTP/1.0) every established connection carries one
+//! request, so `attempts = responses + errors + in_flight_at_end` over a run; with keep-alive a
+//! connection carries many, and only the two identities hold.
 
 use serde::{Deserialize, Serialize};
 
 /// Counts of client events over some span of time (a report interval, a sample, a point, a run).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Counters {
+    // Connections.
+    /// Connects started (a socket asked for, whether or not the kernel gave one).
     pub attempts: u64,
     pub established: u64,
     pub connect_timeouts: u64,
-    /// ECONNREFUSED (an RST in answer to the SYN).
+    /// ECONNREFUSED, or a reset before the connection was established (an RST for the SYN).
     pub refused: u64,
-    /// ECONNRESET / EPIPE after establishment.
-    pub resets: u64,
     /// EADDRNOTAVAIL: the client ran out of ephemeral ports.
     pub addr_not_avail: u64,
     /// EMFILE / ENFILE: out of descriptors.
     pub out_of_fds: u64,
-    pub other_errors: u64,
+    /// Any other failure before the connection was established (a bind to an address not on
+    /// this host, ENETUNREACH, ...).
+    pub connect_other_errors: u64,
     /// Arrivals not started because the D cap was reached (open mode).
     pub client_cap_drops: u64,
+    // Requests.
+    /// Requests begun on an established connection (its first byte handed to the kernel).
     pub requests: u64,
     pub responses: u64,
     pub responses_2xx: u64,
     pub responses_non2xx: u64,
     pub response_timeouts: u64,
+    /// ECONNRESET / EPIPE while a request was being sent or answered.
+    pub resets: u64,
     /// Responses that were not HTTP, or connections closed before the response was complete.
-    #[serde(default)]
     pub bad_responses: u64,
+    /// Any other failure of a request's send or receive.
+    pub request_other_errors: u64,
+    /// Pool mode: requests that found no idle connection when they were due and waited for
+    /// one, and those waits in sum (us, from the scheduled time to the send).
+    pub pool_waits: u64,
+    pub pool_wait_us_sum: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
-    /// Scheduled starts and how late they were in sum (us).
+    /// Scheduled starts taken on time (not waiting for a pool connection) and how late they
+    /// were in sum (us).
     pub scheduled: u64,
     pub lag_us_sum: u64,
-    /// Connections still open when the worker stopped (not finished: neither responses nor
-    /// errors).
-    #[serde(default)]
-    pub in_flight_at_end: u64,
+    // What a worker still had in progress when it stopped (its last report only).
+    /// Connects still in progress.
+    pub connecting_at_end: u64,
+    /// Requests sent and not yet answered or failed.
+    pub requests_at_end: u64,
 }
 
 impl Counters {
@@ -49,61 +73,92 @@ impl Counters {
             established,
             connect_timeouts,
             refused,
-            resets,
             addr_not_avail,
             out_of_fds,
-            other_errors,
+            connect_other_errors,
             client_cap_drops,
             requests,
             responses,
             responses_2xx,
             responses_non2xx,
             response_timeouts,
+            resets,
             bad_responses,
+            request_other_errors,
+            pool_waits,
+            pool_wait_us_sum,
             bytes_in,
             bytes_out,
             scheduled,
             lag_us_sum,
-            in_flight_at_end,
+            connecting_at_end,
+            requests_at_end,
         } = *o;
         self.attempts += attempts;
         self.established += established;
         self.connect_timeouts += connect_timeouts;
         self.refused += refused;
-        self.resets += resets;
         self.addr_not_avail += addr_not_avail;
         self.out_of_fds += out_of_fds;
-        self.other_errors += other_errors;
+        self.connect_other_errors += connect_other_errors;
         self.client_cap_drops += client_cap_drops;
         self.requests += requests;
         self.responses += responses;
         self.responses_2xx += responses_2xx;
         self.responses_non2xx += responses_non2xx;
         self.response_timeouts += response_timeouts;
+        self.resets += resets;
         self.bad_responses += bad_responses;
+        self.request_other_errors += request_other_errors;
+        self.pool_waits += pool_waits;
+        self.pool_wait_us_sum += pool_wait_us_sum;
         self.bytes_in += bytes_in;
         self.bytes_out += bytes_out;
         self.scheduled += scheduled;
         self.lag_us_sum += lag_us_sum;
-        self.in_flight_at_end += in_flight_at_end;
+        self.connecting_at_end += connecting_at_end;
+        self.requests_at_end += requests_at_end;
     }
 
-    /// Every failed request a person would count: connections that never got a response.
-    /// Malformed or truncated responses are errors, not responses.
-    pub fn errors(&self) -> u64 {
+    /// Connects that failed: never established.
+    pub fn connection_errors(&self) -> u64 {
         self.connect_timeouts
             + self.refused
-            + self.resets
             + self.addr_not_avail
             + self.out_of_fds
-            + self.other_errors
-            + self.response_timeouts
-            + self.bad_responses
+            + self.connect_other_errors
+    }
+
+    /// Requests that failed: sent (or begun) and never answered. Malformed or truncated
+    /// responses are errors, not responses.
+    pub fn request_errors(&self) -> u64 {
+        self.response_timeouts + self.resets + self.bad_responses + self.request_other_errors
+    }
+
+    /// Every failure a person would count: connections that never got through and requests
+    /// that never got a response.
+    pub fn errors(&self) -> u64 {
+        self.connection_errors() + self.request_errors()
+    }
+
+    /// Connects and requests still in progress when the workers stopped.
+    pub fn in_flight_at_end(&self) -> u64 {
+        self.connecting_at_end + self.requests_at_end
     }
 }
 
-/// Counts of a point or a run as summary.json gives them, to hold against a server's log or
-/// a packet capture: every attempt ends as a response, an error, or in flight at the end.
+/// What the clients had in progress at one instant (a window's edge).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InProgress {
+    /// Connects begun and not yet established or failed.
+    pub connecting: u64,
+    /// Requests begun and not yet answered or failed.
+    pub requests: u64,
+}
+
+/// Counts of a point or a run as summary.json gives them, to hold against a server's log
+/// or a packet capture. `connections` and `requests` each state their identity; the flat
+/// fields are the totals of both, kept for scripts written before the split.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub attempts: u64,
@@ -111,9 +166,10 @@ pub struct Totals {
     /// Complete HTTP responses, any status.
     pub responses: u64,
     pub non2xx: u64,
+    /// Connection errors and request errors.
     pub errors: u64,
     pub errors_by_kind: ErrorKinds,
-    /// Attempts neither answered nor failed when the window (or the run) ended.
+    /// Connects and requests neither finished nor failed when the window (or the run) ended.
     pub in_flight_at_end: u64,
     /// SYNs the server's interface saw (pcap), when captured, as of the probe sample nearest
     /// before the end.
@@ -128,6 +184,12 @@ pub struct Totals {
     pub client_active_opens: Option<u64>,
     /// The server's own count of responses (built-in server, or its access log), when known.
     pub server_responses: Option<u64>,
+    /// The connections' counts and identity.
+    #[serde(default)]
+    pub connections: ConnectionTotals,
+    /// The requests' counts and identity.
+    #[serde(default)]
+    pub requests: RequestTotals,
 }
 
 /// [`Counters::errors`] split by cause.
@@ -145,9 +207,70 @@ pub struct ErrorKinds {
     pub other: u64,
 }
 
+/// A span's connections: `attempts + connecting_at_start = established + errors +
+/// connecting_at_end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionTotals {
+    pub attempts: u64,
+    pub established: u64,
+    pub errors: u64,
+    pub errors_by_kind: ConnectionErrorKinds,
+    pub connecting_at_start: u64,
+    pub connecting_at_end: u64,
+}
+
+/// [`Counters::connection_errors`] split by cause.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionErrorKinds {
+    pub connect_timeouts: u64,
+    pub refused: u64,
+    pub addr_not_avail: u64,
+    pub out_of_fds: u64,
+    pub other: u64,
+}
+
+/// A span's requests: `sent + in_flight_at_start = responses + errors + in_flight_at_end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestTotals {
+    pub sent: u64,
+    pub responses: u64,
+    pub errors: u64,
+    pub errors_by_kind: RequestErrorKinds,
+    pub in_flight_at_start: u64,
+    pub in_flight_at_end: u64,
+}
+
+/// [`Counters::request_errors`] split by cause.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestErrorKinds {
+    pub response_timeouts: u64,
+    /// Reset mid-request (ECONNRESET / EPIPE).
+    pub resets: u64,
+    pub bad_responses: u64,
+    pub other: u64,
+}
+
+impl ConnectionTotals {
+    /// True when every attempt is accounted for.
+    pub fn identity_holds(&self) -> bool {
+        self.attempts + self.connecting_at_start
+            == self.established + self.errors + self.connecting_at_end
+    }
+}
+
+impl RequestTotals {
+    /// True when every request is accounted for.
+    pub fn identity_holds(&self) -> bool {
+        self.sent + self.in_flight_at_start == self.responses + self.errors + self.in_flight_at_end
+    }
+}
+
 impl Totals {
-    /// The counts of `c`; `in_flight_at_end` is what was still open when they were taken.
-    pub fn of(c: &Counters, in_flight_at_end: u64) -> Self {
+    /// The counts of `c` over a span that began with `at_start` in progress and ended with
+    /// `at_end` in progress (beyond what `c` says its workers left when they stopped).
+    pub fn of(c: &Counters, at_start: InProgress, at_end: InProgress) -> Self {
+        let connecting_at_end = c.connecting_at_end + at_end.connecting;
+        let requests_at_end = c.requests_at_end + at_end.requests;
         Totals {
             attempts: c.attempts,
             established: c.established,
@@ -162,14 +285,68 @@ impl Totals {
                 response_timeouts: c.response_timeouts,
                 addr_not_avail: c.addr_not_avail,
                 out_of_fds: c.out_of_fds,
-                other: c.other_errors,
+                other: c.connect_other_errors + c.request_other_errors,
             },
-            in_flight_at_end,
+            in_flight_at_end: connecting_at_end + requests_at_end,
             syn_in: None,
             syn_retrans: None,
             client_active_opens: None,
             server_responses: None,
+            connections: ConnectionTotals {
+                attempts: c.attempts,
+                established: c.established,
+                errors: c.connection_errors(),
+                errors_by_kind: ConnectionErrorKinds {
+                    connect_timeouts: c.connect_timeouts,
+                    refused: c.refused,
+                    addr_not_avail: c.addr_not_avail,
+                    out_of_fds: c.out_of_fds,
+                    other: c.connect_other_errors,
+                },
+                connecting_at_start: at_start.connecting,
+                connecting_at_end,
+            },
+            requests: RequestTotals {
+                sent: c.requests,
+                responses: c.responses,
+                errors: c.request_errors(),
+                errors_by_kind: RequestErrorKinds {
+                    response_timeouts: c.response_timeouts,
+                    resets: c.resets,
+                    bad_responses: c.bad_responses,
+                    other: c.request_other_errors,
+                },
+                in_flight_at_start: at_start.requests,
+                in_flight_at_end: requests_at_end,
+            },
         }
+    }
+
+    /// A whole run's counts: nothing in progress at its start, and at its end what the
+    /// workers said they left when they stopped.
+    pub fn of_run(c: &Counters) -> Self {
+        Self::of(c, InProgress::default(), InProgress::default())
+    }
+
+    /// Why the counts do not add up, None when both identities hold.
+    pub fn identities_broken(&self) -> Option<String> {
+        let (c, r) = (&self.connections, &self.requests);
+        let mut why = Vec::new();
+        if !c.identity_holds() {
+            why.push(format!(
+                "connections: {} attempts + {} connecting at the start != {} established + {} \
+                 errors + {} connecting at the end",
+                c.attempts, c.connecting_at_start, c.established, c.errors, c.connecting_at_end
+            ));
+        }
+        if !r.identity_holds() {
+            why.push(format!(
+                "requests: {} sent + {} in flight at the start != {} responses + {} errors + \
+                 {} in flight at the end",
+                r.sent, r.in_flight_at_start, r.responses, r.errors, r.in_flight_at_end
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 }
 
@@ -179,42 +356,84 @@ mod tests {
 
     #[test]
     fn add_sums_every_counter_and_bad_responses_are_errors() {
-        let one = Counters {
-            attempts: 1,
-            established: 1,
-            connect_timeouts: 1,
-            refused: 1,
-            resets: 1,
-            addr_not_avail: 1,
-            out_of_fds: 1,
-            other_errors: 1,
-            client_cap_drops: 1,
-            requests: 1,
-            responses: 1,
-            responses_2xx: 1,
-            responses_non2xx: 1,
-            response_timeouts: 1,
-            bad_responses: 1,
-            bytes_in: 1,
-            bytes_out: 1,
-            scheduled: 1,
-            lag_us_sum: 1,
-            in_flight_at_end: 1,
-        };
+        // Every field 1, through serde so a new field cannot be left out of the test.
+        let mut v = serde_json::to_value(Counters::default()).unwrap();
+        for (_, x) in v.as_object_mut().unwrap() {
+            *x = 1.into();
+        }
+        let one: Counters = serde_json::from_value(v).unwrap();
         let mut sum = Counters::default();
         sum.add(&one);
         sum.add(&one);
-        // Every field doubled: serialise and check each value is 2.
         let v = serde_json::to_value(sum).unwrap();
         for (k, x) in v.as_object().unwrap() {
             assert_eq!(x, 2, "{k} was not summed");
         }
-        assert_eq!(sum.errors(), 16);
+        assert_eq!(sum.connection_errors(), 10);
+        assert_eq!(sum.request_errors(), 8);
+        assert_eq!(sum.errors(), 18);
+        assert_eq!(sum.in_flight_at_end(), 4);
         let garbage = Counters {
             attempts: 5,
+            established: 5,
+            requests: 5,
             bad_responses: 5,
             ..Default::default()
         };
         assert_eq!(garbage.errors(), 5);
+        assert_eq!(garbage.request_errors(), 5);
+    }
+
+    #[test]
+    fn totals_state_both_identities_and_keep_the_flat_fields() {
+        // A keep-alive window: 3 connects (1 refused), 40 requests, 2 in flight at its start.
+        let c = Counters {
+            attempts: 3,
+            established: 2,
+            refused: 1,
+            requests: 40,
+            responses: 39,
+            resets: 1,
+            requests_at_end: 1,
+            ..Default::default()
+        };
+        let at_start = InProgress {
+            connecting: 1,
+            requests: 2,
+        };
+        let at_end = InProgress {
+            connecting: 1,
+            requests: 1,
+        };
+        let t = Totals::of(&c, at_start, at_end);
+        assert_eq!(t.identities_broken(), None, "{t:?}");
+        assert_eq!(t.requests.in_flight_at_end, 2);
+        assert_eq!((t.errors, t.in_flight_at_end), (2, 3));
+        let sum: u64 = serde_json::to_value(&t.errors_by_kind)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, t.errors);
+        let broken = Totals::of(&c, InProgress::default(), at_end);
+        let why = broken.identities_broken().unwrap();
+        assert!(
+            why.starts_with("connections: 3 attempts + 0 connecting"),
+            "{why}"
+        );
+        assert!(why.contains("requests: 40 sent + 0 in flight"), "{why}");
+    }
+
+    #[test]
+    fn totals_of_an_older_run_without_the_split_still_read() {
+        let old = r#"{"attempts": 5, "established": 5, "responses": 5, "non2xx": 0,
+            "errors": 0, "errors_by_kind": {"connect_timeouts": 0, "refused": 0, "resets": 0,
+            "bad_responses": 0, "response_timeouts": 0, "addr_not_avail": 0, "out_of_fds": 0,
+            "other": 0}, "in_flight_at_end": 0, "syn_in": null, "server_responses": null}"#;
+        let t: Totals = serde_json::from_str(old).unwrap();
+        assert_eq!(t.responses, 5);
+        assert_eq!(t.requests, RequestTotals::default());
     }
 }

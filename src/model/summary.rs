@@ -121,6 +121,14 @@ pub struct SummaryRow {
     /// is paced to keep the probes' cost low, so a short hold may have one or two.
     #[serde(default)]
     pub states_samples: f64,
+    /// Requests apart from connections (keep-alive carries many on one): requests begun/s,
+    /// and the errors of each (`errors_per_s` is their sum).
+    #[serde(default)]
+    pub requests_per_s: f64,
+    #[serde(default)]
+    pub connection_errors_per_s: f64,
+    #[serde(default)]
+    pub request_errors_per_s: f64,
 }
 
 impl SummaryRow {
@@ -239,6 +247,9 @@ summary_cols! {
     CheckServerVsClientPct = check_server_vs_client_pct: Percent,
     ClientBound = client_bound: Flag,
     StatesSamples = states_samples: Count,
+    RequestsPerS = requests_per_s: PerSecond,
+    ConnectionErrorsPerS = connection_errors_per_s: PerSecond,
+    RequestErrorsPerS = request_errors_per_s: PerSecond,
 }
 
 impl SummaryCol {

@@ -231,6 +231,10 @@ const COLS: &[Column] = &[
         key: SummaryCol::AttemptsPerS,
     },
     Column {
+        head: "requests/s",
+        key: SummaryCol::RequestsPerS,
+    },
+    Column {
         head: "SYN/s (server)",
         key: SummaryCol::SynInPerS,
     },
@@ -407,7 +411,53 @@ fn summary_table(md: &mut String, r: &RunData) {
             ""
         }
     );
+    counts_table(md, r);
     path_tables(md, r);
+}
+
+/// Each point's connections and requests counted apart (keep-alive carries many requests on a
+/// connection), with what was in progress at its start and end, so each row's two identities
+/// can be checked by hand. Only for runs that recorded the split.
+fn counts_table(md: &mut String, r: &RunData) {
+    let rows: Vec<(&Point, crate::model::Totals)> = r
+        .points
+        .iter()
+        .filter_map(|p| point_totals(p).map(|t| (p, t)))
+        .filter(|(_, t)| t.requests.sent + t.requests.in_flight_at_start > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "| # | connection attempts | established | connection errors | connecting at start / end \
+         | requests | responses | request errors | requests in flight at start / end |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for (p, t) in &rows {
+        let (c, q) = (&t.connections, &t.requests);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} / {} | {} | {} | {} | {} / {} |",
+            p.number(),
+            c.attempts,
+            c.established,
+            c.errors,
+            c.connecting_at_start,
+            c.connecting_at_end,
+            q.sent,
+            q.responses,
+            q.errors,
+            q.in_flight_at_start,
+            q.in_flight_at_end
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nCounts over each point's hold: attempts + connecting at the start = established + \
+         connection errors + connecting at the end, and requests + in flight at the start = \
+         responses + request errors + in flight at the end.\n"
+    );
 }
 
 /// A point's counts (summary.json `points[i].totals`), when the run recorded them.

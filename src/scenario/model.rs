@@ -238,6 +238,11 @@ pub struct LoadSpec {
     /// Pin workers to these CPUs (empty = no pinning).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
+    /// Open mode with http = "1.1": a pool of this many persistent connections over all
+    /// workers; `rate` is then requests/s, each request sent on an idle connection of the pool
+    /// and timed from its scheduled time. None: `rate` is connections/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
 }
 
 impl Default for LoadSpec {
@@ -258,6 +263,7 @@ impl Default for LoadSpec {
             mix: Vec::new(),
             burst: None,
             cpus: Vec::new(),
+            connections: None,
         }
     }
 }

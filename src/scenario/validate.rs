@@ -216,6 +216,37 @@ fn check_network(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
 }
 
+/// `connections`: a pool of persistent connections a request rate is sent over.
+fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
+    let Some(n) = l.connections else {
+        return;
+    };
+    if n == 0 || n > POOL_MAX {
+        bad(
+            "load.connections",
+            format!("must be 1-{POOL_MAX} persistent connections (got {n})"),
+        );
+    }
+    if l.mode != Mode::Open {
+        bad(
+            "load.connections",
+            format!(
+                "a pool of persistent connections carries an open-loop request rate: it needs mode = \"open\" (got \"{}\"); closed clients keep their connections with http = \"1.1\" alone",
+                format!("{:?}", l.mode).to_lowercase()
+            ),
+        );
+    }
+    if l.http != HttpVersion::Http11 {
+        bad(
+            "load.connections",
+            "persistent connections need keep-alive: add http = \"1.1\"".into(),
+        );
+    }
+}
+
+/// Most persistent connections a pool may hold (the same bound as D's live limit).
+const POOL_MAX: u32 = 200_000;
+
 /// The load generator's mode, sizes, workload mix and burst.
 fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let l = &s.load;
@@ -255,6 +286,7 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if l.requests_per_conn == 0 {
         bad("load.requests_per_conn", "must be >= 1".into());
     }
+    check_pool(l, bad);
     if l.workload == Workload::Custom && l.mix.is_empty() {
         bad(
             "load.mix",

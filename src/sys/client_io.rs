@@ -1,21 +1,69 @@
-//! Raw calls for the load worker's event loop: non-blocking TCP client sockets (socket, bind with
-//! IP_BIND_ADDRESS_NO_PORT, connect, send, recv, close), epoll with nanosecond timeouts
-//! (epoll_pwait2), an eventfd for wake-ups, getrusage and RLIMIT_NOFILE. Errors are raw errnos
-//! (no allocation on the hot path); the caller classifies them.
+//! Kernel calls of the load worker's event loop: non-blocking TCP client sockets (socket, bind
+//! with IP_BIND_ADDRESS_NO_PORT, connect, send, recv) as owned descriptors, epoll with
+//! nanosecond timeouts (epoll_pwait2), an eventfd for wake-ups, getrusage and RLIMIT_NOFILE.
+//! Failures are an [`Errno`] (no allocation on the hot path) whose [`SockError`] is what the
+//! engine counts; no errno constant leaves this module.
 
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// An errno value.
-pub type Errno = i32;
+/// The errno a system call failed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(i32);
 
-fn errno() -> Errno {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+/// What a failed socket call means to the load engine (how it is counted, whether to back off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SockError {
+    /// EAGAIN: nothing to read, no room to write, or the handshake is not done yet.
+    WouldBlock,
+    /// ECONNREFUSED: an RST answered the SYN.
+    Refused,
+    /// ECONNRESET, EPIPE: the peer reset or closed the connection.
+    Reset,
+    /// EADDRNOTAVAIL: no ephemeral port left (or the source address is not on this host).
+    AddrNotAvail,
+    /// EMFILE, ENFILE: out of descriptors.
+    OutOfFds,
+    /// ENOBUFS, ENOMEM: the kernel is short of memory.
+    OutOfMemory,
+    /// ETIMEDOUT: the kernel gave up (SYN or data retransmissions).
+    TimedOut,
+    Other,
+}
+
+impl Errno {
+    fn last() -> Errno {
+        Errno(
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
+    }
+
+    pub fn kind(self) -> SockError {
+        match self.0 {
+            libc::EAGAIN => SockError::WouldBlock,
+            libc::ECONNREFUSED => SockError::Refused,
+            libc::ECONNRESET | libc::EPIPE => SockError::Reset,
+            libc::EADDRNOTAVAIL => SockError::AddrNotAvail,
+            libc::EMFILE | libc::ENFILE => SockError::OutOfFds,
+            libc::ENOBUFS | libc::ENOMEM => SockError::OutOfMemory,
+            libc::ETIMEDOUT => SockError::TimedOut,
+            _ => SockError::Other,
+        }
+    }
+
+    /// A peer that hung up without saying why (EPOLLHUP with no pending error).
+    pub const HANGUP: Errno = Errno(libc::ECONNRESET);
+}
+
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        io::Error::from_raw_os_error(self.0).fmt(f)
+    }
 }
 
 /// A socket address in the kernel's layout.
@@ -64,52 +112,13 @@ impl RawAddr {
         }
     }
 
-    pub fn family(&self) -> libc::c_int {
+    fn family(&self) -> libc::c_int {
         self.storage.ss_family as libc::c_int
     }
 
     fn ptr(&self) -> *const libc::sockaddr {
         &self.storage as *const _ as *const libc::sockaddr
     }
-}
-
-/// A non-blocking, close-on-exec TCP socket of `family`.
-pub fn tcp_socket(family: libc::c_int) -> Result<RawFd, Errno> {
-    // SAFETY: plain syscall.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        Err(errno())
-    } else {
-        Ok(fd)
-    }
-}
-
-/// Binds `fd` to `ip` with the port left to connect() (IP_BIND_ADDRESS_NO_PORT), so ports are
-/// chosen per 4-tuple and a source address is not limited to one ephemeral range per target.
-pub fn bind_source(fd: RawFd, ip: IpAddr) -> Result<(), Errno> {
-    let one: libc::c_int = 1;
-    // SAFETY: valid fd and option buffer.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            &one as *const _ as *const libc::c_void,
-            size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-    let a = RawAddr::new(SocketAddr::new(ip, 0));
-    // SAFETY: a holds a valid sockaddr of a.len bytes.
-    if unsafe { libc::bind(fd, a.ptr(), a.len) } != 0 {
-        return Err(errno());
-    }
-    Ok(())
 }
 
 /// How a non-blocking connect began.
@@ -119,74 +128,128 @@ pub enum ConnectStart {
     InProgress,
 }
 
-pub fn connect(fd: RawFd, addr: &RawAddr) -> Result<ConnectStart, Errno> {
-    // SAFETY: addr holds a valid sockaddr of addr.len bytes.
-    if unsafe { libc::connect(fd, addr.ptr(), addr.len) } == 0 {
-        return Ok(ConnectStart::Connected);
+/// A non-blocking, close-on-exec TCP client socket; closed when dropped.
+#[derive(Debug)]
+pub struct TcpSocket(OwnedFd);
+
+impl TcpSocket {
+    /// A socket of the family of `to` (the address it will connect to).
+    pub fn for_addr(to: &RawAddr) -> Result<TcpSocket, Errno> {
+        // SAFETY: plain syscall.
+        let fd = unsafe {
+            libc::socket(
+                to.family(),
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        Ok(TcpSocket(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
-    match errno() {
-        libc::EINPROGRESS | libc::EINTR => Ok(ConnectStart::InProgress),
-        e => Err(e),
+
+    /// Binds to `ip` with the port left to connect() (IP_BIND_ADDRESS_NO_PORT), so ports are
+    /// chosen per 4-tuple and a source address is not limited to one ephemeral range per target.
+    pub fn bind_source(&self, ip: IpAddr) -> Result<(), Errno> {
+        let fd = self.0.as_raw_fd();
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd and option buffer.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                &one as *const _ as *const libc::c_void,
+                size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        let a = RawAddr::new(SocketAddr::new(ip, 0));
+        // SAFETY: a holds a valid sockaddr of a.len bytes.
+        if unsafe { libc::bind(fd, a.ptr(), a.len) } != 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    pub fn connect(&self, addr: &RawAddr) -> Result<ConnectStart, Errno> {
+        // SAFETY: addr holds a valid sockaddr of addr.len bytes.
+        if unsafe { libc::connect(self.0.as_raw_fd(), addr.ptr(), addr.len) } == 0 {
+            return Ok(ConnectStart::Connected);
+        }
+        match Errno::last() {
+            Errno(libc::EINPROGRESS | libc::EINTR) => Ok(ConnectStart::InProgress),
+            e => Err(e),
+        }
+    }
+
+    /// The socket's pending error (SO_ERROR), None if there is none.
+    pub fn pending_error(&self) -> Option<Errno> {
+        let mut err: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: valid buffers for getsockopt.
+        let r = unsafe {
+            libc::getsockopt(
+                self.0.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                &mut err as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        match (r, err) {
+            (0, 0) => None,
+            (0, e) => Some(Errno(e)),
+            _ => Some(Errno::last()),
+        }
+    }
+
+    /// send() without SIGPIPE.
+    pub fn send(&self, buf: &[u8]) -> Result<usize, Errno> {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe {
+            libc::send(
+                self.0.as_raw_fd(),
+                buf.as_ptr() as *const libc::c_void,
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            Err(Errno::last())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    pub fn recv(&self, buf: &mut [u8]) -> Result<usize, Errno> {
+        // SAFETY: buf is valid for writes of buf.len() bytes.
+        let n = unsafe {
+            libc::recv(
+                self.0.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                0,
+            )
+        };
+        if n < 0 {
+            Err(Errno::last())
+        } else {
+            Ok(n as usize)
+        }
     }
 }
 
-/// The pending error of a socket (SO_ERROR), 0 if none.
-pub fn socket_error(fd: RawFd) -> Errno {
-    let mut err: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: valid buffers for getsockopt.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ERROR,
-            &mut err as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r != 0 {
-        errno()
-    } else {
-        err
+impl AsFd for TcpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
-}
-
-/// send() without SIGPIPE.
-pub fn send(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let n = unsafe {
-        libc::send(
-            fd,
-            buf.as_ptr() as *const libc::c_void,
-            buf.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
-    if n < 0 {
-        Err(errno())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-pub fn recv(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-    if n < 0 {
-        Err(errno())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-pub fn close(fd: RawFd) {
-    // SAFETY: the caller owns fd and never uses it again.
-    unsafe { libc::close(fd) };
 }
 
 /// An epoll instance.
 pub struct Epoll {
-    fd: RawFd,
+    fd: OwnedFd,
 }
 
 pub const EV_IN: u32 = libc::EPOLLIN as u32;
@@ -197,10 +260,23 @@ pub const EV_RDHUP: u32 = libc::EPOLLRDHUP as u32;
 pub const EV_ET: u32 = libc::EPOLLET as u32;
 
 /// One epoll event: readiness bits and the registered data word.
-pub type Event = libc::epoll_event;
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct Event(libc::epoll_event);
+
+impl Event {
+    /// The readiness bits (`EV_*`).
+    pub fn bits(&self) -> u32 {
+        self.0.events
+    }
+    /// The data word given to [`Epoll::add`].
+    pub fn key(&self) -> u64 {
+        self.0.u64
+    }
+}
 
 pub fn empty_events(n: usize) -> Vec<Event> {
-    vec![Event { events: 0, u64: 0 }; n]
+    vec![Event(libc::epoll_event { events: 0, u64: 0 }); n]
 }
 
 impl Epoll {
@@ -210,22 +286,25 @@ impl Epoll {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Epoll { fd })
+        // SAFETY: a fresh descriptor nothing else owns.
+        Ok(Epoll {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
     }
 
-    pub fn add(&self, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
-        self.ctl(libc::EPOLL_CTL_ADD, fd, events, data)
+    pub fn add(&self, fd: BorrowedFd<'_>, events: u32, data: u64) -> Result<(), Errno> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd.as_raw_fd(), events, data)
     }
 
-    pub fn modify(&self, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
-        self.ctl(libc::EPOLL_CTL_MOD, fd, events, data)
+    pub fn modify(&self, fd: BorrowedFd<'_>, events: u32, data: u64) -> Result<(), Errno> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd.as_raw_fd(), events, data)
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> Result<(), Errno> {
-        let mut ev = Event { events, u64: data };
+        let mut ev = libc::epoll_event { events, u64: data };
         // SAFETY: valid epoll fd and event.
-        if unsafe { libc::epoll_ctl(self.fd, op, fd, &mut ev) } != 0 {
-            return Err(errno());
+        if unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) } != 0 {
+            return Err(Errno::last());
         }
         Ok(())
     }
@@ -239,11 +318,12 @@ impl Epoll {
         let tsp = ts
             .as_ref()
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: events is a valid buffer of events.len() entries; tsp is null or valid.
+        // SAFETY: events is a valid buffer of events.len() entries (Event is a transparent
+        // epoll_event); tsp is null or valid.
         let n = unsafe {
             libc::epoll_pwait2(
-                self.fd,
-                events.as_mut_ptr(),
+                self.fd.as_raw_fd(),
+                events.as_mut_ptr() as *mut libc::epoll_event,
                 events.len() as libc::c_int,
                 tsp,
                 std::ptr::null(),
@@ -260,15 +340,9 @@ impl Epoll {
     }
 }
 
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        close(self.fd);
-    }
-}
-
-/// An eventfd another thread uses to wake the event loop.
+/// An eventfd another thread uses to wake the event loop (share it in an `Arc`).
 pub struct EventFd {
-    pub fd: RawFd,
+    fd: OwnedFd,
 }
 
 impl EventFd {
@@ -278,54 +352,40 @@ impl EventFd {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(EventFd { fd })
+        // SAFETY: a fresh descriptor nothing else owns.
+        Ok(EventFd {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
     }
 
     pub fn notify(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a valid u64.
-        unsafe { libc::write(self.fd, &one as *const u64 as *const libc::c_void, 8) };
-    }
-
-    /// Another handle on the same eventfd, for a thread that wakes the loop (the duplicate is
-    /// closed on its own).
-    pub fn notifier(&self) -> io::Result<Notifier> {
-        // SAFETY: fd is this EventFd's, open until it drops; dup makes a descriptor of our own.
-        let fd = unsafe { libc::dup(self.fd) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: dup just returned it, and nothing else owns it.
-        Ok(Notifier(unsafe { OwnedFd::from_raw_fd(fd) }))
+        unsafe {
+            libc::write(
+                self.fd.as_raw_fd(),
+                &one as *const u64 as *const libc::c_void,
+                8,
+            )
+        };
     }
 
     pub fn drain(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a valid u64.
-        unsafe { libc::read(self.fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
-    }
-}
-
-/// Wakes the event loop of an [`EventFd`] from another thread.
-pub struct Notifier(OwnedFd);
-
-impl Notifier {
-    pub fn notify(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to the eventfd this handle owns.
         unsafe {
-            libc::write(
-                self.0.as_raw_fd(),
-                &one as *const u64 as *const libc::c_void,
+            libc::read(
+                self.fd.as_raw_fd(),
+                &mut v as *mut u64 as *mut libc::c_void,
                 8,
             )
         };
     }
 }
 
-impl Drop for EventFd {
-    fn drop(&mut self) {
-        close(self.fd);
+impl AsFd for EventFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -396,4 +456,49 @@ pub fn raise_nofile(want: u64) -> io::Result<NofileChange> {
         new_soft: new.rlim_cur,
         hard: rl.rlim_max,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errnos_mean_what_the_engine_counts() {
+        assert_eq!(Errno(libc::EAGAIN).kind(), SockError::WouldBlock);
+        assert_eq!(Errno(libc::ECONNREFUSED).kind(), SockError::Refused);
+        assert_eq!(Errno(libc::EPIPE).kind(), SockError::Reset);
+        assert_eq!(Errno::HANGUP.kind(), SockError::Reset);
+        assert_eq!(Errno(libc::ENFILE).kind(), SockError::OutOfFds);
+        assert_eq!(Errno(libc::ENETUNREACH).kind(), SockError::Other);
+        assert_eq!(
+            Errno(libc::ECONNREFUSED).to_string(),
+            "Connection refused (os error 111)"
+        );
+    }
+
+    #[test]
+    fn a_connect_to_a_closed_port_is_refused() {
+        // A port just released by a listener: nothing listens there now.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let to = RawAddr::new(SocketAddr::from(([127, 0, 0, 1], port)));
+        let sock = TcpSocket::for_addr(&to).unwrap();
+        let refused = match sock.connect(&to) {
+            Err(e) => e.kind() == SockError::Refused,
+            Ok(_) => {
+                // Loopback answers the SYN with an RST at once: the error is pending.
+                let epoll = Epoll::new().unwrap();
+                epoll.add(sock.as_fd(), EV_OUT, 7).unwrap();
+                let mut ev = empty_events(1);
+                let n = epoll.wait(&mut ev, Some(Duration::from_secs(2))).unwrap();
+                assert_eq!((n, ev[0].key()), (1, 7));
+                assert_ne!(ev[0].bits() & (EV_ERR | EV_HUP), 0);
+                sock.pending_error().map(Errno::kind) == Some(SockError::Refused)
+            }
+        };
+        assert!(refused);
+    }
 }

@@ -121,6 +121,10 @@ pub fn fill(st: &mut LabState, m: &Synth) {
             (c::CONNECT_TIMEOUTS, Some(over * 0.9)),
             (c::REFUSED, Some(0.0)),
             (c::RESETS, Some(0.0)),
+            // One request per connection, as the rows above; errors of each apart.
+            (c::REQUESTS, Some(done)),
+            (c::CONNECTION_ERRORS, Some(over * 0.9)),
+            (c::REQUEST_ERRORS, Some(over * 0.02)),
             (c::CONNECT_P50, Some(0.08 + 0.4 * load.powi(3))),
             (c::CONNECT_P90, Some(0.2 + 2.0 * load.powi(3))),
             // Dropped SYNs are retransmitted after 1 s: the p99 jumps to ~1000 ms.

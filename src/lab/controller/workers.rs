@@ -24,6 +24,8 @@ impl Controller {
             mix: crate::scenario::workloads::mix_for(&self.scenario, self.workload),
             keepalive: self.scenario.load.http == HttpVersion::Http11,
             requests_per_conn: self.scenario.load.requests_per_conn,
+            connections: (self.scenario.load.connections)
+                .map_or(0, |n| share_count(n, slot.share.weight)),
             host_header: self.target_addr.to_string(),
             duration_s: self.max_run_secs(),
             stats_interval_ms: crate::load::protocol::REPORT_INTERVAL_MS,
@@ -192,7 +194,7 @@ impl Controller {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.pump_messages();
-        let in_flight = self.core.run_counts().in_flight_at_end;
+        let in_flight = self.core.run_counts().in_flight_at_end();
         self.log(&format!(
             "drained: the workers finished what was in flight ({in_flight} still open at the bound)"
         ));

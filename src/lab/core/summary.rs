@@ -102,6 +102,9 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             .map(|(name, p)| path_summary(name, p, dt))
             .collect(),
         states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
+        requests_per_s: tot.counts.requests as f64 / dt,
+        connection_errors_per_s: tot.counts.connection_errors() as f64 / dt,
+        request_errors_per_s: tot.counts.request_errors() as f64 / dt,
         ..Default::default()
     }
 }
@@ -127,7 +130,7 @@ fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
 /// A window's counts: the client's, the SYNs pcap saw between the samples at its edges, and
 /// the server's own count.
 fn window_totals(ctrl: &LabCore, w: &Window) -> Totals {
-    let mut t = Totals::of(&w.client.counts, w.client.in_flight);
+    let mut t = w.client.totals();
     let pcap = ctrl.state().store.last(col::SYN_IN_ESTIMATED) == Some(0.0);
     if pcap {
         // The pcap total of the last sample at or before each edge.

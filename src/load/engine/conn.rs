@@ -1,12 +1,19 @@
-//! One connection's state machine: its slab entry (`Conn`, `Phase`), the attempt (socket, bind,
-//! connect, the request sent with the connect when the handshake is already done), its
-//! readiness events, its errors counted, and its end.
+//! One connection's state machine: its slab entry (`Conn`, its `Phase` and `Role`), the
+//! attempt (socket, bind, connect, the request sent with the connect when the handshake is
+//! already done), its readiness events, its failures counted (as a connection's or a
+//! request's, by the phase it failed in), and its end.
+//!
+//! The stages of a connection are explicit phases: `Connecting` -> (established) -> a request
+//! (`Sending` -> `Receiving`) -> `Idle` between requests on a kept-alive connection, or
+//! `Pooled` between the scheduled requests of a pool connection, or `Draining` for the server's
+//! FIN after an HTTP/1.0 response. A handshake stage (TLS) goes
+//! between `Connecting` and the first request.
 
 use super::Engine;
 use crate::load::http::ResponseParser;
 use crate::metrics::hist::record;
-use crate::sys::client_io::{self as io, ConnectStart};
-use std::os::fd::RawFd;
+use crate::sys::client_io::{self as io, ConnectStart, Errno, SockError, TcpSocket};
+use std::os::fd::AsFd;
 
 /// Pause before retrying after the kernel refused a socket or a port (EMFILE, EADDRNOTAVAIL).
 const RESOURCE_BACKOFF_NS: u64 = 1_000_000;
@@ -20,17 +27,56 @@ pub const FDS_NOTICE: &str =
 pub(super) enum Phase {
     Free,
     Connecting,
+    /// A request is going out (counted in `requests` from its first byte).
     Sending,
+    /// The request is out; its response is coming.
     Receiving,
     /// HTTP/1.0 response complete; waiting for the server's FIN so TIME_WAIT stays on its side.
     Draining,
-    /// Keep-alive closed client thinking before its next request on this connection.
+    /// Kept alive between requests (a closed client thinking, a response just in).
     Idle,
+    /// Idle in the pool of persistent connections, for the next scheduled request.
+    Pooled,
+}
+
+impl Phase {
+    /// A request is in flight on the connection.
+    pub(super) fn in_request(self) -> bool {
+        matches!(self, Phase::Sending | Phase::Receiving)
+    }
+}
+
+/// What a connection is for: what starts it and what follows its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// An S-Client slot's or an open arrival's connection: its own request(s), then closed.
+    Attempt,
+    /// A closed-loop client's: the client thinks and goes again when it ends.
+    Client,
+    /// A connection of the persistent pool: scheduled requests are sent on it while idle;
+    /// reopened when it ends.
+    Pool,
+}
+
+/// Why a connection ended before its time, counted as the connection's error while it was
+/// connecting and as its request's error while a request was in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failure {
+    Sys(Errno),
+    /// T passed before the handshake completed.
+    ConnectTimeout,
+    /// The response timeout passed with the request in flight.
+    ResponseTimeout,
+    /// Not HTTP, or closed before the response was complete.
+    BadResponse,
 }
 
 /// Readiness a connection waits for once its request is out; `EV_OUT` is added while a request
 /// still has bytes to send.
 pub(super) const EV_RESPONSE: u32 = io::EV_IN | io::EV_RDHUP | io::EV_ET;
+
+/// A connection's timer when it has none (an idle pool connection).
+pub(super) const NO_DEADLINE: u64 = u64::MAX;
 
 /// Whether to send the request right after connect(): kept up while it works (loopback), and
 /// on a path where handshakes take a round trip (the lab's), tried only every 64th attempt,
@@ -63,19 +109,22 @@ impl EarlySend {
     }
 }
 
-#[derive(Clone, Copy)]
 pub(super) struct Conn {
-    pub(super) fd: RawFd,
+    pub(super) sock: Option<TcpSocket>,
     pub(super) gen: u32,
     pub(super) phase: Phase,
-    /// Belongs to a closed-mode client (which wakes again when this connection ends).
-    pub(super) client: bool,
+    pub(super) role: Role,
     pub(super) saw_first_byte: bool,
     /// Scheduled start of the current request (the attempt's for the first one), ns.
     pub(super) sched_ns: u64,
+    /// When the current stage times out (`NO_DEADLINE`: never).
     pub(super) deadline_ns: u64,
+    /// The time of this connection's entry in the timer heap (0: none); one entry per
+    /// connection, moved on lazily when the deadline moved later.
+    pub(super) timer_at: u64,
     pub(super) req: u16,
     pub(super) sent: u32,
+    /// Requests begun on this connection.
     pub(super) requests: u32,
     /// Registered for EPOLLOUT (not when the request went out with the connect).
     pub(super) out_armed: bool,
@@ -84,79 +133,85 @@ pub(super) struct Conn {
 
 impl Conn {
     pub(super) const FREE: Conn = Conn {
-        fd: -1,
+        sock: None,
         gen: 0,
         phase: Phase::Free,
-        client: false,
+        role: Role::Attempt,
         saw_first_byte: false,
         sched_ns: 0,
-        deadline_ns: 0,
+        deadline_ns: NO_DEADLINE,
+        timer_at: 0,
         req: 0,
         sent: 0,
         requests: 0,
         out_armed: false,
         parser: ResponseParser::DEFAULT,
     };
+
+    /// Its socket (a connection past `Free` always has one).
+    pub(super) fn sock(&self) -> &TcpSocket {
+        self.sock.as_ref().expect("a live connection has a socket")
+    }
 }
 
 impl Engine {
     /// Opens a socket and starts a non-blocking connect whose scheduled start was `sched`.
-    pub(super) fn start_attempt(&mut self, sched: u64, now: u64, client: bool) {
+    pub(super) fn start_attempt(&mut self, sched: u64, now: u64, role: Role) {
         self.stats.counts.attempts += 1;
-        let fd = match io::tcp_socket(self.target.family()) {
-            Ok(fd) => fd,
-            Err(e) => return self.attempt_failed(e, now, client),
+        let sock = match TcpSocket::for_addr(&self.target) {
+            Ok(s) => s,
+            Err(e) => return self.attempt_failed(Some(e), now, role),
         };
         if !self.cfg.bind_addrs.is_empty() {
             let ip = self.cfg.bind_addrs[self.bind_next % self.cfg.bind_addrs.len()];
             self.bind_next = self.bind_next.wrapping_add(1);
-            if let Err(e) = io::bind_source(fd, ip) {
-                io::close(fd);
-                if e == libc::EADDRNOTAVAIL {
+            if let Err(e) = sock.bind_source(ip) {
+                if e.kind() == SockError::AddrNotAvail {
                     // Not a port shortage: the source address is not on this host.
-                    self.stats.counts.other_errors += 1;
+                    self.stats.counts.connect_other_errors += 1;
                     if !self.told_bind {
                         self.told_bind = true;
                         self.notices.push(format!(
                             "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
                         ));
                     }
-                    return self.attempt_failed(0, now, client);
+                    return self.attempt_failed(None, now, role);
                 }
-                return self.attempt_failed(e, now, client);
+                return self.attempt_failed(Some(e), now, role);
             }
         }
-        let started = match io::connect(fd, &self.target) {
+        let started = match sock.connect(&self.target) {
             Ok(s) => s,
-            Err(e) => {
-                io::close(fd);
-                return self.attempt_failed(e, now, client);
-            }
+            Err(e) => return self.attempt_failed(Some(e), now, role),
         };
         let idx = self.alloc();
         let key = self.key(idx);
         let c = &mut self.slab[idx];
-        c.fd = fd;
-        c.client = client;
+        c.sock = Some(sock);
+        c.role = role;
         c.sched_ns = sched;
         c.deadline_ns = now;
         c.saw_first_byte = false;
         c.requests = 0;
         c.phase = Phase::Connecting;
         self.connecting += 1;
+        if role == Role::Pool {
+            self.pool.open += 1;
+        }
+        // A pool connection has no request of its own to send with the connect.
         if started == ConnectStart::InProgress
+            && role != Role::Pool
             && self.early.try_now()
             && self.send_with_connect(idx, now)
         {
             return;
         }
         // Edge-triggered and registered once: no epoll_ctl MOD between connect, send and receive.
-        if let Err(e) = self.epoll.add(fd, EV_RESPONSE | io::EV_OUT, key) {
-            io::close(fd);
-            self.connecting -= 1;
-            self.slab[idx].phase = Phase::Free;
-            self.release(idx);
-            return self.attempt_failed(e, now, client);
+        let added = self
+            .epoll
+            .add(self.slab[idx].sock().as_fd(), EV_RESPONSE | io::EV_OUT, key);
+        if let Err(e) = added {
+            return self.fail(idx, Failure::Sys(e), now);
         }
         self.slab[idx].out_armed = true;
         if started == ConnectStart::Connected {
@@ -165,7 +220,7 @@ impl Engine {
             // A simple client (seed 000 §3) has no short timeout T: it waits out the kernel's
             // own SYN retransmissions (exponential backoff), bounded by the response timeout.
             // That is why closed-loop load cannot push past the server's capacity.
-            let wait = if client {
+            let wait = if role == Role::Client {
                 self.cfg.response_timeout_s
             } else {
                 self.cfg.timeout_s
@@ -175,45 +230,77 @@ impl Engine {
         }
     }
 
-    /// A socket, bind or connect call failed before the connection existed.
-    /// `e` = 0: already counted by the caller.
-    pub(super) fn attempt_failed(&mut self, e: io::Errno, now: u64, client: bool) {
-        if e != 0 {
-            self.count_error(e);
+    /// A socket, bind or connect call failed before the connection existed: a connection
+    /// error (`e` None: already counted by the caller).
+    pub(super) fn attempt_failed(&mut self, e: Option<Errno>, now: u64, role: Role) {
+        if let Some(e) = e {
+            self.count_connection_error(Failure::Sys(e));
+            if matches!(
+                e.kind(),
+                SockError::OutOfFds | SockError::AddrNotAvail | SockError::OutOfMemory
+            ) {
+                self.backoff_until_ns = now + RESOURCE_BACKOFF_NS;
+            }
         }
-        if matches!(
-            e,
-            libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM
-        ) {
-            self.backoff_until_ns = now + RESOURCE_BACKOFF_NS;
-        }
-        if client {
-            self.client_done(now.max(self.backoff_until_ns));
+        match role {
+            Role::Client => self.client_done(now.max(self.backoff_until_ns)),
+            Role::Pool => self.pool_reconnect_later(now),
+            Role::Attempt => {}
         }
     }
 
-    pub(super) fn count_error(&mut self, e: io::Errno) {
+    fn count_connection_error(&mut self, f: Failure) {
         let s = &mut self.stats.counts;
-        match e {
-            libc::ECONNREFUSED => s.refused += 1,
-            libc::ECONNRESET | libc::EPIPE => s.resets += 1,
-            libc::EADDRNOTAVAIL => {
-                s.addr_not_avail += 1;
-                if !self.told_ports {
-                    self.told_ports = true;
-                    self.notices.push(PORTS_NOTICE.into());
+        match f {
+            Failure::ConnectTimeout => s.connect_timeouts += 1,
+            Failure::Sys(e) => match e.kind() {
+                SockError::Refused | SockError::Reset => s.refused += 1,
+                SockError::TimedOut => s.connect_timeouts += 1,
+                SockError::AddrNotAvail => {
+                    s.addr_not_avail += 1;
+                    if !self.told_ports {
+                        self.told_ports = true;
+                        self.notices.push(PORTS_NOTICE.into());
+                    }
                 }
-            }
-            libc::EMFILE | libc::ENFILE => {
-                s.out_of_fds += 1;
-                if !self.told_fds {
-                    self.told_fds = true;
-                    self.notices.push(FDS_NOTICE.into());
+                SockError::OutOfFds => {
+                    s.out_of_fds += 1;
+                    if !self.told_fds {
+                        self.told_fds = true;
+                        self.notices.push(FDS_NOTICE.into());
+                    }
                 }
-            }
-            libc::ETIMEDOUT => s.connect_timeouts += 1,
-            _ => s.other_errors += 1,
+                _ => s.connect_other_errors += 1,
+            },
+            // Not reached while connecting: counted as a connection's other error if it were.
+            Failure::ResponseTimeout | Failure::BadResponse => s.connect_other_errors += 1,
         }
+    }
+
+    fn count_request_error(&mut self, f: Failure) {
+        let s = &mut self.stats.counts;
+        match f {
+            Failure::ResponseTimeout => s.response_timeouts += 1,
+            Failure::BadResponse => s.bad_responses += 1,
+            Failure::Sys(e) => match e.kind() {
+                SockError::Reset => s.resets += 1,
+                SockError::TimedOut => s.response_timeouts += 1,
+                _ => s.request_other_errors += 1,
+            },
+            Failure::ConnectTimeout => s.request_other_errors += 1,
+        }
+    }
+
+    /// The connection failed: counted as its connect's error or its request's, by the phase it
+    /// failed in (between requests a connection that ends is no one's error), then closed.
+    pub(super) fn fail(&mut self, idx: usize, f: Failure, now: u64) {
+        let phase = self.slab[idx].phase;
+        match phase {
+            Phase::Connecting => self.count_connection_error(f),
+            Phase::Sending | Phase::Receiving => self.count_request_error(f),
+            Phase::Draining | Phase::Idle | Phase::Pooled | Phase::Free => {}
+        }
+        self.close(idx, now, phase == Phase::Connecting);
     }
 
     pub(super) fn on_event(&mut self, key: u64, bits: u32, buf: &mut [u8]) {
@@ -224,11 +311,8 @@ impl Engine {
         let now = self.now_ns();
         if self.slab[idx].phase == Phase::Connecting {
             if bits & (io::EV_ERR | io::EV_HUP) != 0 {
-                let fd = self.slab[idx].fd;
-                let e = io::socket_error(fd);
-                self.count_error(if e == 0 { libc::ECONNRESET } else { e });
-                self.finish(idx, now);
-                return;
+                let e = self.slab[idx].sock().pending_error();
+                return self.fail(idx, Failure::Sys(e.unwrap_or(Errno::HANGUP)), now);
             }
             if bits & io::EV_OUT == 0 {
                 return;
@@ -244,8 +328,10 @@ impl Engine {
             }
         }
         let phase = self.slab[idx].phase;
-        if matches!(phase, Phase::Receiving | Phase::Draining | Phase::Idle)
-            && bits & (io::EV_IN | io::EV_RDHUP | io::EV_HUP | io::EV_ERR) != 0
+        if matches!(
+            phase,
+            Phase::Receiving | Phase::Draining | Phase::Idle | Phase::Pooled
+        ) && bits & (io::EV_IN | io::EV_RDHUP | io::EV_HUP | io::EV_ERR) != 0
         {
             self.read_ready(idx, bits, now, buf);
         }
@@ -253,7 +339,11 @@ impl Engine {
 
     pub(super) fn on_established(&mut self, idx: usize, now: u64) {
         self.count_established(idx, now);
-        self.begin_request(idx, now);
+        if self.slab[idx].role == Role::Pool {
+            self.pool_free(idx, now);
+        } else {
+            self.begin_request(idx, now);
+        }
     }
 
     pub(super) fn count_established(&mut self, idx: usize, now: u64) {
@@ -272,59 +362,88 @@ impl Engine {
     /// connection was dealt with here (its request sent, or it failed and is finished).
     pub(super) fn send_with_connect(&mut self, idx: usize, now: u64) -> bool {
         let req = self.pick_request();
-        let fd = self.slab[idx].fd;
-        let n = match io::send(fd, &self.requests[req]) {
+        let n = match self.slab[idx].sock().send(&self.requests[req]) {
             Ok(n) => n,
-            Err(libc::EAGAIN) => {
+            Err(e) if e.kind() == SockError::WouldBlock => {
                 self.early.missed();
                 return false;
             }
             Err(e) => {
                 // Refused or reset during the handshake: the same count as from an epoll error.
-                self.count_error(e);
-                self.finish(idx, now);
+                self.fail(idx, Failure::Sys(e), now);
                 return true;
             }
         };
         self.early.hit();
+        // Established when connect() returned, which is after `now` (taken before socket()).
+        let t = self.now_ns();
+        self.count_established(idx, t);
+        self.setup_request(idx, req, t);
+        self.request_bytes_sent(idx, n);
         let whole = n == self.requests[req].len();
         let mask = if whole {
             EV_RESPONSE
         } else {
             EV_RESPONSE | io::EV_OUT
         };
-        if let Err(e) = self.epoll.add(fd, mask, self.key(idx)) {
-            self.count_error(e);
-            self.finish(idx, now);
+        let key = self.key(idx);
+        if let Err(e) = self.epoll.add(self.slab[idx].sock().as_fd(), mask, key) {
+            self.fail(idx, Failure::Sys(e), t);
             return true;
         }
         self.slab[idx].out_armed = !whole;
-        // Established when connect() returned, which is after `now` (taken before socket()).
-        let t = self.now_ns();
-        self.count_established(idx, t);
-        self.setup_request(idx, req, t);
-        self.request_bytes_sent(idx, n);
         true
     }
 
-    /// Closes a connection and frees its slot; a closed client then thinks and goes again.
+    /// Ends a connection that did not fail (its response is in, or it was idle).
     pub(super) fn finish(&mut self, idx: usize, now: u64) {
-        let c = self.slab[idx];
-        match c.phase {
+        debug_assert!(
+            !self.slab[idx].phase.in_request(),
+            "a connection with a request in flight ends through fail()"
+        );
+        self.close(idx, now, false);
+    }
+
+    /// Closes a connection and frees its slot; what follows depends on its role: a closed
+    /// client thinks and goes again, a pool connection is reopened.
+    fn close(&mut self, idx: usize, now: u64, connect_failed: bool) {
+        let (phase, role, deadline) = {
+            let c = &self.slab[idx];
+            (c.phase, c.role, c.deadline_ns)
+        };
+        match phase {
+            Phase::Free => return,
             Phase::Connecting => {
                 self.connecting -= 1;
                 // A timed-out slot was due to reconnect at its deadline, not when we noticed.
-                self.slot_freed(idx, c.deadline_ns.min(now));
+                self.slot_freed(idx, deadline.min(now));
             }
-            Phase::Free => return,
-            _ => self.active -= 1,
+            Phase::Pooled => {
+                self.pool.idle -= 1;
+                self.active -= 1;
+            }
+            p => {
+                if p.in_request() {
+                    self.requests_in_flight -= 1;
+                }
+                self.active -= 1;
+            }
         }
-        io::close(c.fd);
+        self.slab[idx].sock = None;
         self.slab[idx].phase = Phase::Free;
         self.release(idx);
-        if c.client {
-            let at = now + (self.cfg.think_s * 1e9) as u64;
-            self.client_done(at);
+        match role {
+            Role::Client => {
+                let at = now + (self.cfg.think_s * 1e9) as u64;
+                self.client_done(at);
+            }
+            Role::Pool => {
+                self.pool.open -= 1;
+                if connect_failed {
+                    self.pool_reconnect_later(now);
+                }
+            }
+            Role::Attempt => {}
         }
     }
 }

@@ -33,7 +33,10 @@ impl Engine {
             Control::SetMode { mode } => {
                 self.cfg.mode = mode;
                 self.schedule.restart(t);
+                self.pool_warm_up(now);
                 self.spawn_clients(now);
+                self.retire_idle_clients();
+                self.trim_pool(now);
             }
             Control::SetSockets { sockets } => {
                 anyhow::ensure!(sockets >= 1, "sockets must be >= 1, got 0");
@@ -54,11 +57,13 @@ impl Engine {
             Control::Pause => {
                 self.paused = true;
                 self.retire_idle_clients();
+                self.trim_pool(now);
             }
             Control::Resume => {
                 self.paused = false;
                 // Continue from now: the paused time is not caught up.
                 self.schedule.restart(t);
+                self.pool_warm_up(now);
                 self.spawn_clients(now);
             }
             Control::Drain => {
@@ -66,6 +71,7 @@ impl Engine {
                 self.paused = true;
                 self.draining = true;
                 self.retire_idle_clients();
+                self.trim_pool(now);
             }
             Control::Stop => self.stop = true,
         }

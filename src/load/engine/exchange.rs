@@ -1,13 +1,14 @@
 //! A connection's request and response: the request picked from the mix and sent (resumed when
 //! the socket was full), the response read and parsed, and what follows it (the next request on
-//! a kept-alive connection, a wait for the server's FIN, or the close).
+//! a kept-alive connection, back to the pool, a wait for the server's FIN, or the close).
 
-use super::conn::{Phase, EV_RESPONSE};
+use super::conn::{Failure, Phase, Role, EV_RESPONSE};
 use super::Engine;
 use crate::load::http::{self, Progress};
 use crate::metrics::hist::record;
-use crate::sys::client_io as io;
+use crate::sys::client_io::{self as io, SockError};
 use rand::Rng;
+use std::os::fd::AsFd;
 
 impl Engine {
     /// The next request of the mix.
@@ -30,11 +31,15 @@ impl Engine {
         self.send_more(idx, now);
     }
 
-    /// A connection's next request, nothing of it sent yet; its response timeout armed.
+    /// A connection's next request, counted from here, nothing of it sent yet; its response
+    /// timeout armed.
     pub(super) fn setup_request(&mut self, idx: usize, req: usize, now: u64) {
+        self.stats.counts.requests += 1;
+        self.requests_in_flight += 1;
         let c = &mut self.slab[idx];
         c.req = req as u16;
         c.sent = 0;
+        c.requests += 1;
         c.saw_first_byte = false;
         c.parser.reset();
         c.phase = Phase::Sending;
@@ -43,29 +48,26 @@ impl Engine {
     }
 
     pub(super) fn send_more(&mut self, idx: usize, now: u64) {
-        let (fd, req, sent) = {
+        let (req, sent) = {
             let c = &self.slab[idx];
-            (c.fd, c.req as usize, c.sent as usize)
+            (c.req as usize, c.sent as usize)
         };
-        let blocked = match io::send(fd, &self.requests[req][sent..]) {
+        let blocked = match self.slab[idx].sock().send(&self.requests[req][sent..]) {
             Ok(n) => {
                 self.request_bytes_sent(idx, n);
                 self.slab[idx].phase == Phase::Sending
             }
-            Err(libc::EAGAIN) => true,
-            Err(e) => {
-                self.count_error(e);
-                return self.finish(idx, now);
-            }
+            Err(e) if e.kind() == SockError::WouldBlock => true,
+            Err(e) => return self.fail(idx, Failure::Sys(e), now),
         };
         // The rest goes out when the socket is writable: make sure that is reported.
         if blocked && !self.slab[idx].out_armed {
-            if let Err(e) = self
-                .epoll
-                .modify(fd, EV_RESPONSE | io::EV_OUT, self.key(idx))
-            {
-                self.count_error(e);
-                return self.finish(idx, now);
+            let key = self.key(idx);
+            let armed =
+                self.epoll
+                    .modify(self.slab[idx].sock().as_fd(), EV_RESPONSE | io::EV_OUT, key);
+            if let Err(e) = armed {
+                return self.fail(idx, Failure::Sys(e), now);
             }
             self.slab[idx].out_armed = true;
         }
@@ -78,26 +80,20 @@ impl Engine {
         c.sent += n as u32;
         if c.sent as usize == self.requests[c.req as usize].len() {
             c.phase = Phase::Receiving;
-            c.requests += 1;
-            self.stats.counts.requests += 1;
         }
     }
 
     pub(super) fn read_ready(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
-        let fd = self.slab[idx].fd;
         loop {
-            match io::recv(fd, buf) {
+            match self.slab[idx].sock().recv(buf) {
                 Ok(0) => {
                     let phase = self.slab[idx].phase;
-                    if phase == Phase::Draining || phase == Phase::Idle {
+                    if matches!(phase, Phase::Draining | Phase::Idle | Phase::Pooled) {
                         return self.finish(idx, now);
                     }
                     return match self.slab[idx].parser.eof() {
                         Progress::Done(r) => self.response_done(idx, r, true, now),
-                        _ => {
-                            self.stats.counts.bad_responses += 1;
-                            self.finish(idx, now)
-                        }
+                        _ => self.fail(idx, Failure::BadResponse, now),
                     };
                 }
                 Ok(n) => {
@@ -122,45 +118,50 @@ impl Engine {
                             }
                         }
                         Progress::Invalid(_) => {
-                            self.stats.counts.bad_responses += 1;
-                            return self.finish(idx, now);
+                            return self.fail(idx, Failure::BadResponse, now);
                         }
                     }
                 }
-                Err(libc::EAGAIN) => return,
-                Err(e) => {
-                    self.count_error(e);
-                    return self.finish(idx, now);
-                }
+                Err(e) if e.kind() == SockError::WouldBlock => return,
+                Err(e) => return self.fail(idx, Failure::Sys(e), now),
             }
         }
     }
 
     pub(super) fn response_done(&mut self, idx: usize, r: http::Response, fin: bool, now: u64) {
         self.stats.counts.responses += 1;
+        self.requests_in_flight -= 1;
         if (200..300).contains(&r.status) {
             self.stats.counts.responses_2xx += 1;
         } else {
             self.stats.counts.responses_non2xx += 1;
         }
-        let c = &self.slab[idx];
-        record(&mut self.hists.total, now.saturating_sub(c.sched_ns) / 1000);
-        let retiring = c.client && self.clients_alive > self.closed_target();
-        let more = self.cfg.keepalive
+        let (role, sched, requests) = {
+            let c = &self.slab[idx];
+            (c.role, c.sched_ns, c.requests)
+        };
+        record(&mut self.hists.total, now.saturating_sub(sched) / 1000);
+        // The request is answered: the connection is between requests from here.
+        self.slab[idx].phase = Phase::Idle;
+        let reusable = self.cfg.keepalive
             && !r.close
             && !fin
-            && c.requests < self.cfg.requests_per_conn
-            && !self.paused
-            && !retiring;
-        if more {
-            if c.client && self.cfg.think_s > 0.0 {
-                self.slab[idx].phase = Phase::Idle;
+            && requests < self.cfg.requests_per_conn
+            && !self.paused;
+        if reusable && role == Role::Pool {
+            self.pool_free(idx, now);
+        } else if reusable && role == Role::Client && self.clients_alive <= self.closed_target() {
+            if self.cfg.think_s > 0.0 {
                 let at = now + (self.cfg.think_s * 1e9) as u64;
                 self.arm(idx, at);
             } else {
                 self.slab[idx].sched_ns = now;
                 self.begin_request(idx, now);
             }
+        } else if reusable && role == Role::Attempt {
+            // An open arrival's connection sends its requests back to back.
+            self.slab[idx].sched_ns = now;
+            self.begin_request(idx, now);
         } else if fin || self.cfg.keepalive || !r.close {
             // The FIN is in, or the server means to keep the connection (we end it, our FIN
             // first): close now. Otherwise wait for the server's FIN.

@@ -7,10 +7,17 @@
 //! leaves) and replaced. Open mode starts connections at scheduled arrivals, closed mode runs N
 //! clients that each wait for their response. Latency is measured from the scheduled start.
 //!
-//! The parts: `policy` (where each mode's attempts come from, and closed clients), `conn` (one
-//! connection's states, from connect to close), `exchange` (its request out, its response in),
-//! `slab` (connection slots, their keys and timers), `control` (the controller's commands),
-//! `stats` (the periodic report).
+//! Open mode with a pool of `connections` sends scheduled requests, not connections, over
+//! persistent connections (wrk2's constant throughput), each timed from its scheduled time.
+//!
+//! Connections and requests are counted apart, with gauges of what is in progress, so each
+//! report states two identities (see `model::counters`).
+//!
+//! The parts: `policy` (where each mode's attempts come from, and closed clients), `pool` (the
+//! persistent connections a request rate is sent over), `conn` (one connection's states, from
+//! connect to close), `exchange` (its request out, its response in), `slab` (connection slots,
+//! their keys and timers), `control` (the controller's commands), `stats` (the periodic
+//! report).
 
 use super::arrival::Schedule;
 use super::http;
@@ -22,17 +29,21 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::os::fd::AsFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod conn;
 mod control;
 mod exchange;
 mod policy;
+mod pool;
 mod slab;
 mod stats;
 
 use conn::{Conn, EarlySend, Phase};
 pub use conn::{FDS_NOTICE, PORTS_NOTICE};
+use pool::Pool;
 
 /// Epoll data word of the control eventfd (slab keys never reach it: gen < u32::MAX).
 const CONTROL_KEY: u64 = u64::MAX;
@@ -52,7 +63,7 @@ pub struct Engine {
     start: Instant,
     end_ns: u64,
     epoll: Epoll,
-    control_fd: EventFd,
+    control_fd: Arc<EventFd>,
     control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
     slab: Vec<Conn>,
     free: Vec<u32>,
@@ -72,6 +83,11 @@ pub struct Engine {
     early: EarlySend,
     connecting: u64,
     active: u64,
+    /// Requests begun and not yet answered or failed.
+    requests_in_flight: u64,
+    /// `connecting` and `requests_in_flight` as of the last report (the next one's start).
+    reported_in_progress: (u64, u64),
+    pool: Pool,
     /// Closed clients alive (connected, connecting or thinking).
     clients_alive: u32,
     paused: bool,
@@ -96,13 +112,13 @@ impl Engine {
     pub fn new(
         cfg: WorkerConfig,
         control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
-        control_fd: EventFd,
+        control_fd: Arc<EventFd>,
         notices: Vec<String>,
     ) -> anyhow::Result<Self> {
         let epoll = Epoll::new()?;
         epoll
-            .add(control_fd.fd, io::EV_IN, CONTROL_KEY)
-            .map_err(std::io::Error::from_raw_os_error)?;
+            .add(control_fd.as_fd(), io::EV_IN, CONTROL_KEY)
+            .map_err(|e| anyhow::anyhow!("registering the control eventfd with epoll: {e}"))?;
         let schedule = Schedule::new(cfg.rate, cfg.arrivals, cfg.burst.as_ref(), cfg.seed, 0.0)?;
         let host = if cfg.host_header.is_empty() {
             cfg.target.to_string()
@@ -154,6 +170,9 @@ impl Engine {
             early: EarlySend::default(),
             connecting: 0,
             active: 0,
+            requests_in_flight: 0,
+            reported_in_progress: (0, 0),
+            pool: Pool::default(),
             clients_alive: 0,
             paused: cfg.paused,
             draining: false,
@@ -176,6 +195,7 @@ impl Engine {
             cfg,
         };
         e.spawn_clients(0);
+        e.pool_warm_up(0);
         Ok(e)
     }
 
@@ -206,7 +226,7 @@ impl Engine {
                 .map(|t| Duration::from_nanos(t.saturating_sub(now)));
             let n = self.epoll.wait(&mut events, timeout)?;
             for ev in &events[..n] {
-                let (bits, key) = (ev.events, ev.u64);
+                let (bits, key) = (ev.bits(), ev.key());
                 if key == CONTROL_KEY {
                     self.control_fd.drain();
                     self.apply_controls();
@@ -215,8 +235,9 @@ impl Engine {
                 }
             }
         }
-        // Connections still open now never finish: counted apart, so the totals add up.
-        self.stats.counts.in_flight_at_end += self.connecting + self.active;
+        // What is still in progress now never finishes: counted apart, so the totals add up.
+        self.stats.counts.connecting_at_end += self.connecting;
+        self.stats.counts.requests_at_end += self.requests_in_flight;
         self.close_all();
         let now = self.now_ns();
         self.emit_stats(now, true);
@@ -226,8 +247,8 @@ impl Engine {
     /// The earliest moment the loop has something to do.
     fn next_wake_ns(&self, now: u64) -> Option<u64> {
         let mut t = self.end_ns.min(self.next_stats_ns);
-        if let Some(Reverse((at, _, _))) = self.timers.peek() {
-            t = t.min(*at);
+        if let Some(at) = self.next_timer_ns() {
+            t = t.min(at);
         }
         if let Some(start) = self.next_start_ns(now) {
             t = t.min(start);
@@ -237,12 +258,12 @@ impl Engine {
 
     fn close_all(&mut self) {
         for c in &mut self.slab {
-            if c.phase != Phase::Free {
-                io::close(c.fd);
-                c.phase = Phase::Free;
-            }
+            c.sock = None;
+            c.phase = Phase::Free;
         }
         self.connecting = 0;
         self.active = 0;
+        self.requests_in_flight = 0;
+        self.pool = Pool::default();
     }
 }

@@ -2,6 +2,7 @@
 //! clients' wakes, an S-Client's free slots, scheduled arrivals), when the next one is due and
 //! what caps them; and the closed-loop clients' lifecycle.
 
+use super::conn::Role;
 use super::Engine;
 use crate::load::protocol::Mode;
 use std::cmp::Reverse;
@@ -20,6 +21,9 @@ pub(super) enum Starts {
     ArrivalsIntoSlots,
     /// Open: scheduled arrivals; one beyond D connecting is dropped (a client-cap drop).
     Arrivals,
+    /// Open with a pool of persistent connections: scheduled arrivals are requests, each sent
+    /// on an idle connection of the pool (see `pool`).
+    RequestsOnPool,
 }
 
 impl Engine {
@@ -30,6 +34,7 @@ impl Engine {
             Mode::Closed => Starts::Clients,
             Mode::Sclient if self.schedule.rate().is_none() => Starts::FreeSlots,
             Mode::Sclient => Starts::ArrivalsIntoSlots,
+            Mode::Open if self.cfg.connections > 0 => Starts::RequestsOnPool,
             Mode::Open => Starts::Arrivals,
         }
     }
@@ -41,6 +46,11 @@ impl Engine {
             return None;
         }
         let starts = self.starts();
+        if starts == Starts::RequestsOnPool {
+            return self
+                .pool_next_ns(now)
+                .map(|due| due.max(self.backoff_until_ns.max(now)));
+        }
         if self.waits_for_slot(starts) {
             return None;
         }
@@ -64,7 +74,7 @@ impl Engine {
         match starts {
             Starts::Clients => self.wakes.peek().map(|&Reverse(at)| at),
             Starts::FreeSlots => self.slots_due.peek().map(|&Reverse(at)| at),
-            Starts::ArrivalsIntoSlots | Starts::Arrivals => {
+            Starts::ArrivalsIntoSlots | Starts::Arrivals | Starts::RequestsOnPool => {
                 self.schedule.next_due().map(|due| (due * 1e9) as u64)
             }
         }
@@ -79,7 +89,7 @@ impl Engine {
             Starts::FreeSlots => {
                 self.slots_due.pop();
             }
-            Starts::ArrivalsIntoSlots | Starts::Arrivals => {
+            Starts::ArrivalsIntoSlots | Starts::Arrivals | Starts::RequestsOnPool => {
                 self.schedule.pop();
             }
         }
@@ -95,6 +105,9 @@ impl Engine {
             return;
         }
         let starts = self.starts();
+        if starts == Starts::RequestsOnPool {
+            return self.pool_starts(now, STARTS_PER_PASS);
+        }
         if starts == Starts::FreeSlots {
             self.queue_missing_slots(now);
         }
@@ -110,7 +123,12 @@ impl Engine {
             if starts == Starts::Arrivals && self.connecting >= self.cfg.sockets as u64 {
                 self.stats.counts.client_cap_drops += 1;
             } else {
-                self.start_attempt(due, now, starts == Starts::Clients);
+                let role = if starts == Starts::Clients {
+                    Role::Client
+                } else {
+                    Role::Attempt
+                };
+                self.start_attempt(due, now, role);
             }
         }
         if starts == Starts::FreeSlots {
@@ -149,7 +167,7 @@ impl Engine {
 
     /// Records when an sclient slot became free (flat out only; scheduled modes have arrivals).
     pub(super) fn slot_freed(&mut self, idx: usize, due: u64) {
-        if self.starts() == Starts::FreeSlots && !self.slab[idx].client {
+        if self.starts() == Starts::FreeSlots && self.slab[idx].role == Role::Attempt {
             self.slots_due.push(Reverse(due));
         }
     }

@@ -1,7 +1,12 @@
 //! The slab of connection states: slots reused through a free list, the epoll keys that name a
-//! slot and its generation, and the timer heap (lazily deleted) that ends connects and responses.
+//! slot and its generation, and the timer heap that ends connects, responses and think times.
+//!
+//! A connection has at most one entry in the heap. Re-arming for a later deadline (every
+//! request on a kept-alive connection moves its response deadline) only writes the new
+//! deadline; the old entry, when it comes due, finds the deadline moved and goes back in at
+//! it. So the heap holds one entry per live connection, not one per request.
 
-use super::conn::{Conn, Phase};
+use super::conn::{Conn, Failure, Phase, Role, NO_DEADLINE};
 use super::Engine;
 use std::cmp::Reverse;
 
@@ -17,7 +22,8 @@ impl Engine {
     pub(super) fn release(&mut self, idx: usize) {
         let c = &mut self.slab[idx];
         c.gen = c.gen.wrapping_add(1) % (u32::MAX - 1);
-        c.fd = -1;
+        c.timer_at = 0;
+        c.deadline_ns = NO_DEADLINE;
         self.free.push(idx as u32);
     }
 
@@ -25,10 +31,24 @@ impl Engine {
         (self.slab[idx].gen as u64) << 32 | idx as u64
     }
 
+    /// Sets the connection's deadline; a heap entry is added only when none is due before it.
     pub(super) fn arm(&mut self, idx: usize, deadline: u64) {
         let c = &mut self.slab[idx];
         c.deadline_ns = deadline;
-        self.timers.push(Reverse((deadline, idx as u32, c.gen)));
+        if c.timer_at == 0 || c.timer_at > deadline {
+            c.timer_at = deadline;
+            self.timers.push(Reverse((deadline, idx as u32, c.gen)));
+        }
+    }
+
+    /// No deadline until the next `arm` (its heap entry, if any, lapses when due).
+    pub(super) fn disarm(&mut self, idx: usize) {
+        self.slab[idx].deadline_ns = NO_DEADLINE;
+    }
+
+    /// When the earliest heap entry is due (it may find its deadline moved).
+    pub(super) fn next_timer_ns(&self) -> Option<u64> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
     }
 
     pub(super) fn expire_timers(&mut self, now: u64) {
@@ -38,26 +58,29 @@ impl Engine {
             }
             self.timers.pop();
             let idx = idx as usize;
-            let c = &self.slab[idx];
-            // Stale entries (connection gone or re-armed) are skipped: lazy deletion.
-            if c.gen != gen || c.deadline_ns != at || c.phase == Phase::Free {
+            let c = &mut self.slab[idx];
+            // Entries of an ended connection, or superseded by an earlier one, are skipped.
+            if c.gen != gen || c.timer_at != at || c.phase == Phase::Free {
+                continue;
+            }
+            c.timer_at = 0;
+            if c.deadline_ns > now {
+                // The deadline moved on (or went): follow it.
+                if c.deadline_ns != NO_DEADLINE {
+                    c.timer_at = c.deadline_ns;
+                    self.timers.push(Reverse((c.deadline_ns, idx as u32, gen)));
+                }
                 continue;
             }
             match c.phase {
-                Phase::Connecting => {
-                    self.stats.counts.connect_timeouts += 1;
-                    self.finish(idx, now);
-                }
-                Phase::Sending | Phase::Receiving => {
-                    self.stats.counts.response_timeouts += 1;
-                    self.finish(idx, now);
-                }
+                Phase::Connecting => self.fail(idx, Failure::ConnectTimeout, now),
+                Phase::Sending | Phase::Receiving => self.fail(idx, Failure::ResponseTimeout, now),
                 Phase::Draining => self.finish(idx, now),
-                Phase::Idle => {
+                Phase::Idle if c.role == Role::Client => {
                     self.slab[idx].sched_ns = now;
                     self.begin_request(idx, now);
                 }
-                Phase::Free => {}
+                Phase::Idle | Phase::Pooled | Phase::Free => {}
             }
         }
     }

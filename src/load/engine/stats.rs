@@ -16,7 +16,8 @@ impl Engine {
         let t1 = now as f64 / 1e9;
         let cpu = io::cpu_times();
         let cfg = &self.cfg;
-        let target_rate = if self.paused {
+        // A pool still opening has not started its schedule.
+        let target_rate = if self.paused || self.pool_warming() {
             0.0
         } else if self.schedule.rate().is_some() && cfg.mode != Mode::Closed && t1 > t0 {
             self.schedule.expected_arrivals(t0, t1) / (t1 - t0)
@@ -38,6 +39,10 @@ impl Engine {
         s.target_rate = target_rate;
         s.connecting = self.connecting;
         s.active = self.active;
+        s.requests_in_flight = self.requests_in_flight;
+        (s.connecting_at_start, s.requests_in_flight_at_start) = self.reported_in_progress;
+        self.reported_in_progress = (self.connecting, self.requests_in_flight);
+        s.pool = self.pool_target() as u32;
         s.cpu_user_s = (cpu.0 - self.last_cpu.0).max(0.0);
         s.cpu_sys_s = (cpu.1 - self.last_cpu.1).max(0.0);
         s.connect_us = HistDelta::drain(&mut self.hists.connect);

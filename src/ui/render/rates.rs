@@ -1,5 +1,6 @@
-//! Panel: offered vs achieved. Target rate, SYNs arriving at the server (pcap), attempts,
-//! established and responses per second, and errors + connect timeouts per second.
+//! Panel: offered vs achieved. Target rate, SYNs arriving at the server (pcap), connections
+//! (attempts and established) and requests per second apart (keep-alive carries many requests
+//! on one connection), responses per second, and the errors of each.
 
 use super::common::{line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
@@ -17,16 +18,12 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let mut series = vec![
         Series::column(st, l("target", "tgt"), c::TARGET_RATE, w),
         Series::column(st, l("SYN in", "SYN"), c::SYN_IN, w),
-        Series::column(st, l("attempts", "att"), c::ATTEMPTS, w),
+        Series::column(st, l("connections", "conn"), c::ATTEMPTS, w),
         Series::column(st, l("established", "est"), c::ESTABLISHED, w),
+        Series::column(st, l("requests", "req"), c::REQUESTS, w),
         Series::column(st, l("responses", "resp"), c::RESPONSES, w),
-        Series::sum(
-            st,
-            l("err+timeout", "err"),
-            c::ERRORS,
-            c::CONNECT_TIMEOUTS,
-            w,
-        ),
+        Series::column(st, l("conn err", "cerr"), c::CONNECTION_ERRORS, w),
+        Series::column(st, l("req err", "rerr"), c::REQUEST_ERRORS, w),
     ];
     // What the latest dotted column on the charts is.
     if let Some(e) = st.store.events.iter().rev().find(|e| e.t_s >= w.since) {

@@ -74,10 +74,15 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     if k.paused {
         knobs.push(vec![Span::styled("PAUSED", t.warn())]);
     }
+    // What the rate is: the workers' pool (their reports) makes it requests/s.
+    let pool = st
+        .store
+        .last(crate::model::col::POOL_CONNECTIONS)
+        .unwrap_or(0.0) as u64;
     knobs.push(kv(
         app,
         "rate",
-        k.rate.map_or("flat out".into(), |r| format!("{r:.0}/s")),
+        crate::load::rates::rate_text(k.mode, k.rate, pool),
     ));
     knobs.push(kv(app, "mode", format!("{:?}", k.mode).to_lowercase()));
     knobs.push(kv(app, "D", k.sockets.to_string()));

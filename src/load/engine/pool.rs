@@ -1,0 +1,217 @@
+//! The pool of persistent connections (open mode with `connections`): an open-loop request
+//! rate over kept-alive connections, as wrk2 does it. Each arrival of the schedule is a
+//! request, sent on an idle connection of the pool (the one idle longest) and timed from its
+//! scheduled time, so a request that waits for a free connection waits on the clock (no
+//! coordinated omission). The pool is kept at its size: a connection the server closes, or
+//! that has carried `requests_per_conn` requests, is reopened. The schedule starts once the
+//! pool is open (or T has passed), so the first requests are not timed against the handshakes.
+
+use super::conn::{Phase, Role};
+use super::Engine;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Pause before reopening a pool connection whose connect failed (refused, timed out), so a
+/// server that is down is not hammered in a loop.
+const RECONNECT_PAUSE_NS: u64 = 10_000_000;
+
+/// The pool's bookkeeping.
+#[derive(Debug, Default)]
+pub(super) struct Pool {
+    /// Pool connections that exist (connecting, idle or carrying a request).
+    pub(super) open: u64,
+    /// Of those, idle ones.
+    pub(super) idle: u64,
+    /// Idle connections, longest idle first, as (slot, generation); an entry whose connection
+    /// ended or left idleness is stale and skipped.
+    queue: VecDeque<(u32, u32)>,
+    /// When a connection that failed to connect may be reopened.
+    reopen_due: BinaryHeap<Reverse<u64>>,
+    /// The last time a request was due and no connection was idle: requests due before it
+    /// waited for the pool.
+    dry_at: Option<u64>,
+    /// Opening: the schedule waits until every connection is open, or until this time.
+    warming_until: Option<u64>,
+}
+
+impl Engine {
+    /// The pool's size now: the configured one in open mode, none when paused or in another
+    /// mode (its connections then close as they come free).
+    pub(super) fn pool_target(&self) -> u64 {
+        if self.pooled() && !self.paused {
+            self.cfg.connections as u64
+        } else {
+            0
+        }
+    }
+
+    /// Open mode with a pool: arrivals are requests.
+    pub(super) fn pooled(&self) -> bool {
+        self.cfg.mode == crate::load::protocol::Mode::Open && self.cfg.connections > 0
+    }
+
+    /// A pool connection is free (just established, or its response is in): idle for the next
+    /// due request, or closed when the pool is over its size (a pause, a drain, another mode).
+    pub(super) fn pool_free(&mut self, idx: usize, now: u64) {
+        if self.pool.open > self.pool_target() {
+            self.slab[idx].phase = Phase::Idle;
+            self.finish(idx, now);
+        } else if let Some(due) = self.due_request(now) {
+            // A request is waiting: it goes out on this connection at once, not after the
+            // rest of the event batch, so a server with requests queued is not left idle.
+            self.send_scheduled(idx, due, now);
+        } else {
+            self.pool_idle(idx);
+        }
+    }
+
+    /// The scheduled time of the next request, if it is due by `now` (none while opening).
+    fn due_request(&self, now: u64) -> Option<u64> {
+        if self.pool.warming_until.is_some() {
+            return None;
+        }
+        let due = (self.schedule.next_due()? * 1e9) as u64;
+        (due <= now).then_some(due)
+    }
+
+    /// Sends the due request (scheduled at `due`) on connection `idx`: timed from `due`, and
+    /// counted as a wait for the pool when it was due while no connection was idle.
+    fn send_scheduled(&mut self, idx: usize, due: u64, now: u64) {
+        self.schedule.pop();
+        if self.pool.dry_at.is_some_and(|dry| due <= dry) {
+            let s = &mut self.stats.counts;
+            s.pool_waits += 1;
+            s.pool_wait_us_sum += now.saturating_sub(due) / 1000;
+        } else {
+            self.note_lag(now, due);
+        }
+        self.slab[idx].sched_ns = due;
+        self.begin_request(idx, now);
+    }
+
+    /// A pool connection is idle: it takes the next due request.
+    fn pool_idle(&mut self, idx: usize) {
+        let gen = self.slab[idx].gen;
+        self.slab[idx].phase = Phase::Pooled;
+        self.disarm(idx);
+        self.pool.idle += 1;
+        self.pool.queue.push_back((idx as u32, gen));
+    }
+
+    /// The idle connection that waited longest, taken out of idleness.
+    fn pool_take_idle(&mut self) -> Option<usize> {
+        while let Some((idx, gen)) = self.pool.queue.pop_front() {
+            let c = &self.slab[idx as usize];
+            if c.gen == gen && c.phase == Phase::Pooled {
+                self.pool.idle -= 1;
+                self.slab[idx as usize].phase = Phase::Idle;
+                return Some(idx as usize);
+            }
+        }
+        None
+    }
+
+    /// The pool (re)starts (the worker's start, a resume, open mode again): the schedule waits
+    /// for its connections, at most T.
+    pub(super) fn pool_warm_up(&mut self, now: u64) {
+        if self.pooled() {
+            self.pool.warming_until = Some(now + (self.cfg.timeout_s * 1e9) as u64);
+        }
+    }
+
+    /// True while the pool is opening and the schedule has not started.
+    pub(super) fn pool_warming(&self) -> bool {
+        self.pool.warming_until.is_some()
+    }
+
+    /// A pool connection failed to connect: its place is reopened after a pause.
+    pub(super) fn pool_reconnect_later(&mut self, now: u64) {
+        self.pool.reopen_due.push(Reverse(now + RECONNECT_PAUSE_NS));
+    }
+
+    /// When the pool next has something to start: a connection to open, or a request due
+    /// while a connection is idle.
+    pub(super) fn pool_next_ns(&self, now: u64) -> Option<u64> {
+        let target = self.pool_target();
+        let open = if self.pool.open + (self.pool.reopen_due.len() as u64) < target {
+            Some(now)
+        } else if self.pool.open < target {
+            self.pool.reopen_due.peek().map(|&Reverse(at)| at)
+        } else {
+            None
+        };
+        let request = match self.pool.warming_until {
+            Some(until) => Some(until),
+            None if self.pool.idle > 0 => self.schedule.next_due().map(|due| (due * 1e9) as u64),
+            None => None,
+        };
+        match (open, request) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Opens the pool's missing connections and sends the requests that are due on idle
+    /// ones, at most `budget` starts of each.
+    pub(super) fn pool_starts(&mut self, now: u64, budget: usize) {
+        self.pool_open_missing(now, budget);
+        if let Some(until) = self.pool.warming_until {
+            if self.pool.idle < self.pool_target() && now < until {
+                return;
+            }
+            self.pool.warming_until = None;
+            self.schedule.restart(now as f64 / 1e9);
+        }
+        for _ in 0..budget {
+            let Some(due) = self.due_request(now) else {
+                break;
+            };
+            let Some(idx) = self.pool_take_idle() else {
+                self.pool.dry_at = Some(now);
+                break;
+            };
+            self.send_scheduled(idx, due, now);
+        }
+    }
+
+    fn pool_open_missing(&mut self, now: u64, budget: usize) {
+        let target = self.pool_target();
+        // Connections never opened (start, resume, a larger pool) open now.
+        let known = self.pool.open + self.pool.reopen_due.len() as u64;
+        for _ in known..target {
+            self.pool.reopen_due.push(Reverse(now));
+        }
+        // A smaller pool: forget the reopenings beyond it.
+        if self.pool.open + self.pool.reopen_due.len() as u64 > target {
+            let mut v = std::mem::take(&mut self.pool.reopen_due).into_vec();
+            v.sort_unstable();
+            // Reverse order: the latest times first.
+            let keep = target.saturating_sub(self.pool.open) as usize;
+            v.drain(..v.len() - keep);
+            self.pool.reopen_due = v.into_iter().collect();
+        }
+        let mut n = 0;
+        while n < budget && now >= self.backoff_until_ns {
+            match self.pool.reopen_due.peek() {
+                Some(&Reverse(at)) if at <= now => {}
+                _ => break,
+            }
+            let Some(Reverse(at)) = self.pool.reopen_due.pop() else {
+                break;
+            };
+            n += 1;
+            self.start_attempt(at, now, Role::Pool);
+        }
+    }
+
+    /// Closes idle pool connections beyond the pool's size (a pause, a drain, another mode);
+    /// busy ones close when their response is in.
+    pub(super) fn trim_pool(&mut self, now: u64) {
+        while self.pool.open > self.pool_target() {
+            let Some(idx) = self.pool_take_idle() else {
+                break;
+            };
+            self.finish(idx, now);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Checks on a `totals` object of summary.json shared by the end-to-end tests: both identities
+//! (connections, requests) and the errors by kind adding up.
+#![allow(dead_code)]
+
+/// Asserts both identities and that each side's errors by kind add up to its errors; returns
+/// (connection attempts, requests sent).
+pub fn assert_identities(t: &serde_json::Value) -> (u64, u64) {
+    let n = |o: &serde_json::Value, k: &str| {
+        o[k].as_u64()
+            .unwrap_or_else(|| panic!("{k} missing in {o}"))
+    };
+    let (c, r) = (&t["connections"], &t["requests"]);
+    assert_eq!(
+        n(c, "attempts") + n(c, "connecting_at_start"),
+        n(c, "established") + n(c, "errors") + n(c, "connecting_at_end"),
+        "connections add up: {c}"
+    );
+    assert_eq!(
+        n(r, "sent") + n(r, "in_flight_at_start"),
+        n(r, "responses") + n(r, "errors") + n(r, "in_flight_at_end"),
+        "requests add up: {r}"
+    );
+    for o in [c, r] {
+        let sum: u64 = o["errors_by_kind"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, n(o, "errors"), "errors by kind add up: {o}");
+    }
+    (n(c, "attempts"), n(r, "sent"))
+}
