@@ -356,7 +356,7 @@ pub fn run_main(
         }
     }
     if let Err(e) = session::report_and_folder(dir.as_deref()) {
-        unwritten.push(e);
+        unwritten.push(format!("{e:#}"));
     }
     let signalled = cut || interrupted.load(Ordering::Relaxed);
     if signalled {

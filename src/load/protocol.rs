@@ -128,6 +128,24 @@ pub enum Control {
     Stop,
 }
 
+/// A control line the worker could not read: it is ignored, and said in the worker's notices.
+#[derive(Debug, thiserror::Error)]
+#[error("ignored control line {line:?}: {error}")]
+pub struct BadControl {
+    pub line: String,
+    pub error: serde_json::Error,
+}
+
+impl Control {
+    /// One control line as the controller wrote it.
+    pub fn parse(line: &str) -> Result<Control, BadControl> {
+        serde_json::from_str(line).map_err(|error| BadControl {
+            line: line.to_string(),
+            error,
+        })
+    }
+}
+
 /// Worker -> controller, one JSON object per line on the worker's stdout: counter deltas since
 /// the previous message, gauges as of now, histogram deltas.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ impl Engine {
             let now = self.now_ns();
             let t = now as f64 / 1e9;
             match msg {
-                Err(line) => self.notices.push(line),
+                Err(bad) => self.notices.push(bad.to_string()),
                 Ok(c) => {
                     if let Err(e) = self.apply(c, now, t) {
                         self.notices.push(format!("control refused: {e}"));
