@@ -274,7 +274,8 @@ impl LabCore {
                 None,
             ),
         };
-        let mut totals = Totals::of_run(&self.run);
+        let unfinished = self.run_unfinished.values().sum();
+        let mut totals = Totals::of(&self.run, Default::default(), unfinished);
         totals.server_responses = self.final_check.map(|(_, sv, _)| sv);
         totals.syn_in = syn_total.map(|v| v as u64);
         totals.syn_retrans = syn_retrans.map(|v| v as u64);
