@@ -81,6 +81,8 @@ pub struct LabState {
     pub finished: bool,
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run; the drivers stop and exit 130.
     pub interrupted: bool,
+    /// The TUI's terminal went away (with `interrupted`): nothing more is drawn.
+    pub terminal_gone: bool,
 }
 
 impl LabState {
@@ -103,6 +105,7 @@ impl LabState {
             cpu_cores: Vec::new(),
             finished: false,
             interrupted: false,
+            terminal_gone: false,
         }
     }
 

@@ -354,6 +354,11 @@ impl LabControl for FakeLab {
             self.snapshots.len()
         )))
     }
+    fn terminal_gone(&mut self) {
+        self.state.terminal_gone = true;
+        self.state.interrupted = true;
+        self.state.finished = true;
+    }
     fn stop(&mut self) -> anyhow::Result<()> {
         self.stopped = true;
         Ok(())

@@ -387,6 +387,13 @@ impl super::control::LabControl for Controller {
     fn snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
         self.write_snapshot(screen)
     }
+    fn terminal_gone(&mut self) {
+        if self.core.state().interrupted {
+            return;
+        }
+        self.fold_msg(Input::TerminalGone);
+        self.recorder.meta("interrupted", true.into());
+    }
     fn stop(&mut self) -> anyhow::Result<()> {
         self.finish_interactive()
     }

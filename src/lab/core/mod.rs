@@ -78,6 +78,8 @@ pub enum Input {
     ChildDied(crate::model::death::Death),
     /// A signal asked the run to stop.
     Interrupted,
+    /// The TUI's terminal went away (its window was closed): the run stops as on a signal.
+    TerminalGone,
 }
 
 /// What the runtime carries out, in order.
@@ -301,15 +303,27 @@ impl LabCore {
                 }
             }
             Input::ChildDied(d) => self.child_died_at(d, now_s, fx),
-            Input::Interrupted => {
-                self.state.finished = true;
-                if !self.state.interrupted {
-                    self.state.interrupted = true;
-                    fx.push(Effect::Log(
-                        "interrupted: the run folder holds what was measured up to here".into(),
-                    ));
+            Input::Interrupted => self.interrupt(fx),
+            Input::TerminalGone => {
+                if !self.state.terminal_gone {
+                    self.state.terminal_gone = true;
+                    fx.push(Effect::Log(format!(
+                        "[{now_s:.1}s] the terminal went away (its window was closed): the run stops as on an interruption"
+                    )));
                 }
+                self.interrupt(fx);
             }
+        }
+    }
+
+    /// The run stops on a signal (or a dead terminal): once, said in run.log.
+    fn interrupt(&mut self, fx: &mut Vec<Effect>) {
+        self.state.finished = true;
+        if !self.state.interrupted {
+            self.state.interrupted = true;
+            fx.push(Effect::Log(
+                "interrupted: the run folder holds what was measured up to here".into(),
+            ));
         }
     }
 
