@@ -85,6 +85,20 @@ fn per_path_latency() {
         }
     }
     st.store.push(t, &row);
+    // The last second per path, as the core keeps it.
+    for (path, added) in [("near", 0.0), ("far", 100.0)] {
+        st.live.paths.push((
+            path.to_string(),
+            synlab::lab::state::LiveLatency {
+                window_s: 1.0,
+                connect: Some([0.3 + added, 0.8 + added, 2.0 + added]),
+                total: Some([1.5 + 2.0 * added, 3.0 + 2.0 * added, 9.0 + 2.0 * added]),
+                connects: 1000,
+                responses: 1000,
+                ..Default::default()
+            },
+        ));
+    }
     let small = render::screen_text(&colour_app(), &st, 80, 24);
     assert!(small.contains("+2 path(s) (enlarge to see)"), "{small}");
     let large = render::screen_text(&colour_app(), &st, 160, 48);
@@ -239,4 +253,54 @@ fn keepalive_pool_rates() {
         );
     }
     snap("keepalive_pool", &colour_app(), &st);
+}
+
+/// issue 28, item 10: at 60x20 the latency and CPU panels fold into a line that says how to
+/// see them; three warnings at 80x24 take two lines (the rest counted), each broken at spaces,
+/// never mid-word, and the rates chart keeps its 0.
+#[test]
+fn small_screens_fold_with_a_hint_and_wrap_warnings_at_words() {
+    use synlab::lab::client_agg::ClientBound;
+    use synlab::lab::state::Warning;
+    let mut st = fixture::overloaded();
+    st.warnings = vec![
+        Warning::ClientBound(vec![ClientBound::Shortfall {
+            started: 53.0,
+            unit: "attempts",
+            done: 53,
+            intended: 100.0,
+        }]),
+        Warning::OutOfFds,
+        Warning::RouterBehind,
+    ];
+    let app = colour_app();
+    let small = render::screen_text(&app, &st, 60, 20);
+    assert!(small.contains("· more: enlarge"), "{small}");
+    assert!(small.contains("total p50 1.8ms p99 1012ms"), "{small}");
+    let mid = render::screen_text(&app, &st, 80, 24);
+    assert!(mid.contains("⚠ +2 more warning(s): see run.log"), "{mid}");
+    // Every word on a warning line is a whole word of a warning (or of the "+N more" line).
+    let words: Vec<String> = st
+        .warnings
+        .iter()
+        .map(|w| w.to_string())
+        .chain(["+2 more warning(s): see run.log".to_string()])
+        .flat_map(|t| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    for screen in [&small, &mid] {
+        for l in screen.lines().filter(|l| l.starts_with("⚠ ")) {
+            for word in l.trim_start_matches("⚠ ").split_whitespace() {
+                assert!(
+                    word == "…" || words.iter().any(|w| w == word),
+                    "`{word}` cut mid-word in `{l}`"
+                );
+            }
+        }
+    }
+    // The rates chart still has its 0 label.
+    assert!(mid.lines().any(|l| l.starts_with("│0  │")), "{mid}");
+    for (w, h) in [(60, 20), (80, 24)] {
+        let term = draw(&app, &st, w, h);
+        insta::assert_snapshot!(format!("small_warnings_{w}x{h}"), term.backend());
+    }
 }

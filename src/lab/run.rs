@@ -51,6 +51,64 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
     }
 }
 
+/// A sweep played in the TUI: each point a cue at its time (its label as caption, the commands
+/// that set its mode and value; a pause for its cool-down), as `synlab run` would measure it
+/// (the same points, labels and settings), and the sweep's length. Err(why) for a sweep the
+/// TUI cannot play: one that restarts the workers for each point (`load.workers`,
+/// `load.workload`).
+pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<super::core::Cue>, f64), String> {
+    let kind = sc.sweep.as_ref().and_then(|s| s.kind());
+    if let Some(k @ (SweepParam::Workers | SweepParam::Workload)) = kind {
+        return Err(format!(
+            "this scenario's sweep over {} restarts the workers at each point: it plays with `synlab run`; here its base settings run (keys work)",
+            k.name()
+        ));
+    }
+    let points = plan_points(sc);
+    let mut cues = Vec::new();
+    let mut at = 0.0;
+    let mut mode = sc.load.mode;
+    for (i, p) in points.iter().enumerate() {
+        let mut commands = Vec::new();
+        if i > 0 && points[i - 1].cooldown > 0.0 {
+            commands.push(Command::Pause(false));
+        }
+        if let Some(m) = p.mode {
+            commands.push(Command::SetMode(m));
+            mode = m;
+        }
+        if let Some((k, v)) = kind.zip(p.value) {
+            commands.extend(commands_for(k, v, mode));
+        }
+        let label = format!(
+            "{} (warm-up {:.0} s, hold {:.0} s)",
+            point_label(i, points.len(), p, kind),
+            p.warmup,
+            p.hold
+        );
+        cues.push(super::core::Cue::Point {
+            at_s: at,
+            label,
+            commands,
+        });
+        at += p.warmup + p.hold;
+        if p.cooldown > 0.0 {
+            cues.push(super::core::Cue::Point {
+                at_s: at,
+                label: format!(
+                    "point {}/{}: cool-down {:.0} s",
+                    i + 1,
+                    points.len(),
+                    p.cooldown
+                ),
+                commands: vec![Command::Pause(true)],
+            });
+            at += p.cooldown;
+        }
+    }
+    Ok((cues, at))
+}
+
 /// Pumps the controller for `secs`; false if interrupted or finished early. A child's death
 /// ends it at once (true: the caller fails the point and stops the run).
 fn run_for(ctrl: &mut Controller, secs: f64, tick: &dyn Fn(&Controller)) -> anyhow::Result<bool> {
@@ -292,9 +350,14 @@ fn set_up_point(
     kind: Option<SweepParam>,
 ) -> Option<PointFailure> {
     let mut failed = None;
+    // A knob already at the point's value is set, not refused.
+    let refused = |r: Reply| match r {
+        Reply::Refused(super::knobs::Refusal::Unchanged(_)) | Reply::Applied(_) => None,
+        Reply::Refused(why) => Some(PointFailure::Refused(why)),
+    };
     if let Some(m) = p.mode {
-        if let Reply::Refused(why) = ctrl.apply(Command::SetMode(m)) {
-            failed = Some(PointFailure::Refused(why));
+        if let Some(f) = refused(ctrl.apply(Command::SetMode(m))) {
+            failed = Some(f);
         }
     }
     let Some(v) = p.value else {
@@ -310,8 +373,8 @@ fn set_up_point(
         failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
     for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
-        if let Reply::Refused(why) = ctrl.apply(c) {
-            failed = Some(PointFailure::Refused(why));
+        if let Some(f) = refused(ctrl.apply(c)) {
+            failed = Some(f);
         }
     }
     failed
@@ -411,6 +474,53 @@ mod tests {
             ),
             vec![Command::SetSockets(8)]
         );
+    }
+
+    /// issue 28: a sweep in the TUI plays its points as steps, each with the label `synlab
+    /// run` gives it, its mode and value set, a pause for each cool-down; a sweep that
+    /// restarts the workers is said to be for `run`.
+    #[test]
+    fn a_sweep_plays_in_the_tui_as_cues_with_the_points_labels() {
+        let sc = crate::scenario::load(Path::new("scenarios/wan-delay.toml")).unwrap();
+        let (cues, total) = sweep_cues(&sc).unwrap();
+        let pts = plan_points(&sc);
+        let want: f64 = pts.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
+        assert!((total - want).abs() < 1e-9);
+        let second = cues.iter().find(|c| {
+            matches!(c, super::super::core::Cue::Point { label, .. } if label.starts_with("point 2/") && !label.contains("cool-down"))
+        });
+        let Some(super::super::core::Cue::Point {
+            at_s,
+            label,
+            commands,
+        }) = second
+        else {
+            panic!("{cues:?}")
+        };
+        assert!(label.starts_with("point 2/"), "{label}");
+        assert!(label.contains("network.rtt = "), "{label}");
+        assert!(*at_s > 0.0);
+        assert!(
+            matches!(commands.last(), Some(Command::SetPath { path: None, .. })),
+            "{commands:?}"
+        );
+        let sc = crate::scenario::load(Path::new("scenarios/simple-vs-sclient.toml")).unwrap();
+        let (cues, _) = sweep_cues(&sc).unwrap();
+        let modes: Vec<bool> = cues
+            .iter()
+            .filter(|c| !matches!(c, super::super::core::Cue::Point { label, .. } if label.contains("cool-down")))
+            .map(|c| {
+                matches!(c, super::super::core::Cue::Point { commands, .. }
+                    if commands.iter().any(|c| matches!(c, Command::SetMode(_))))
+            })
+            .collect();
+        assert!(modes.iter().all(|m| *m), "every point sets its mode");
+        let mut sc = crate::scenario::default_scenario();
+        sc.sweep = crate::scenario::load(Path::new("scenarios/client-check.toml"))
+            .unwrap()
+            .sweep;
+        let why = sweep_cues(&sc).unwrap_err();
+        assert!(why.contains("synlab run"), "{why}");
     }
 
     #[test]

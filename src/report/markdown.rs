@@ -336,13 +336,55 @@ fn param_head(param: Option<SweepParam>) -> String {
     }
 }
 
+/// The swept value; without a sweep, the point's window ("12–45 s": a TUI stretch of
+/// settings, or the run's measured part), "whole run" when the file does not say.
 fn value_cell(p: &Point) -> String {
     let v = p.text(SummaryText::Value);
-    if v.is_empty() {
-        "whole run".into()
-    } else {
-        esc(&v)
+    if !v.is_empty() {
+        return esc(&v);
     }
+    let (a, b) = (p.num(SummaryCol::StartS), p.num(SummaryCol::EndS));
+    if a.is_finite() && b.is_finite() {
+        format!("{a:.0}–{b:.0} s")
+    } else {
+        "whole run".into()
+    }
+}
+
+/// What each network path ran under in a point ("wan: rtt 20 ms, loss 0.0 %, bw 10 Mbit/s"),
+/// None when the point has no paths or did not record their profiles.
+fn network_cell(p: &Point) -> Option<String> {
+    let Ok(serde_json::Value::Array(paths)) = serde_json::from_str(&p.text(SummaryText::Paths))
+    else {
+        return None;
+    };
+    let cells: Vec<String> = paths
+        .iter()
+        .filter_map(|x| {
+            let g = |k: &str| x[k].as_f64().unwrap_or(f64::NAN);
+            let rtt = g("rtt_ms");
+            if !rtt.is_finite() {
+                return None;
+            }
+            let mut c = format!("{}: rtt {rtt:.0} ms", x["name"].as_str().unwrap_or("?"));
+            if g("jitter_ms") > 0.0 {
+                let _ = write!(c, " ±{:.0} ms", g("jitter_ms"));
+            }
+            let _ = write!(c, ", loss {:.1} %", g("loss_pct"));
+            let bw = g("bandwidth_mbit");
+            let _ = if bw.is_finite() {
+                write!(
+                    c,
+                    ", bw {}",
+                    crate::model::units::Bandwidth((bw * 1e6).round() as u64).human()
+                )
+            } else {
+                write!(c, ", bw ∞")
+            };
+            Some(esc(&c))
+        })
+        .collect();
+    (!cells.is_empty()).then(|| cells.join("; "))
 }
 
 fn summary_table(md: &mut String, r: &RunData) {
@@ -356,7 +398,12 @@ fn summary_table(md: &mut String, r: &RunData) {
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
     let covered = r.points.iter().any(|p| point_totals(p).is_some());
+    // Rows of path changes differ in their paths' profiles: those are a column of their own.
+    let network = r.points.iter().any(|p| network_cell(p).is_some());
     let mut head = vec!["#".to_string(), "mode".into(), param_head(param)];
+    if network {
+        head.push("network".into());
+    }
     head.extend(cols.iter().map(|c| c.head.to_string()));
     if covered {
         head.push("latencies over".into());
@@ -368,11 +415,13 @@ fn summary_table(md: &mut String, r: &RunData) {
         "|{}",
         head.iter()
             .enumerate()
-            .map(|(i, _)| if i < 3 || i + 1 == head.len() {
-                "---|"
-            } else {
-                "---:|"
-            })
+            .map(
+                |(i, _)| if i < 3 + usize::from(network) || i + 1 == head.len() {
+                    "---|"
+                } else {
+                    "---:|"
+                }
+            )
             .collect::<String>()
     );
     for p in &r.points {
@@ -382,6 +431,9 @@ fn summary_table(md: &mut String, r: &RunData) {
             esc(&p.mode()),
             value_cell(p),
         ];
+        if network {
+            cells.push(network_cell(p).unwrap_or_else(|| "–".into()));
+        }
         cells.extend(cols.iter().map(|c| {
             let v = num(p.num(c.key));
             if p.client_bound() && v != "–" {
@@ -493,7 +545,7 @@ fn path_tables(md: &mut String, r: &RunData) {
             continue;
         }
         let at = if param.is_none() {
-            "whole run".to_string()
+            value_cell(p)
         } else {
             format!("{} = {}", param_head(param), value_cell(p))
         };
