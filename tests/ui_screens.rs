@@ -304,3 +304,62 @@ fn small_screens_fold_with_a_hint_and_wrap_warnings_at_words() {
         insta::assert_snapshot!(format!("small_warnings_{w}x{h}"), term.backend());
     }
 }
+
+/// issue 28, item 2: the errors on screen are one column each, as in timeseries.csv: at four
+/// times capacity (the lesson's step 4: 4.3k attempts/s, 955 established, the rest timing
+/// out) connection errors read 3.3k, never more than the attempts, and nothing adds the
+/// timeouts to them a second time.
+#[test]
+fn errors_on_screen_never_exceed_attempts_when_the_rows_do_not() {
+    use synlab::model::col as c;
+    let mut st = fixture::under_load();
+    let t0 = st.store.times().last().copied().unwrap_or(0.0);
+    for i in 1..=25 {
+        let t = t0 + i as f64 * 0.2;
+        let wob = 1.0 + 0.05 * (i as f64).sin();
+        let attempts = 4300.0 * wob;
+        let timeouts = (attempts - 955.0) * 0.99;
+        st.store.push(
+            t,
+            &[
+                (c::TARGET_RATE, Some(4000.0)),
+                (c::ATTEMPTS, Some(attempts)),
+                (c::ESTABLISHED, Some(955.0)),
+                (c::RESPONSES, Some(955.0)),
+                (c::REQUESTS, Some(955.0)),
+                (c::CONNECT_TIMEOUTS, Some(timeouts)),
+                (c::ERRORS, Some(timeouts)),
+                (c::CONNECTION_ERRORS, Some(timeouts)),
+                (c::REQUEST_ERRORS, Some(0.0)),
+            ],
+        );
+        st.elapsed_s = t;
+    }
+    for (w, h) in [(80, 24), (200, 55)] {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        let fig = |labels: &[&str]| -> f64 {
+            labels
+                .iter()
+                .find_map(|l| {
+                    let i = text.find(&format!("{l} "))?;
+                    let tok: String = text[i + l.len() + 1..]
+                        .chars()
+                        .take_while(|c| !c.is_whitespace())
+                        .collect();
+                    let (n, m) = match tok.strip_suffix('k') {
+                        Some(n) => (n, 1e3),
+                        None => (tok.as_str(), 1.0),
+                    };
+                    n.parse::<f64>().ok().map(|v| v * m)
+                })
+                .unwrap_or_else(|| panic!("{labels:?} not on screen:\n{text}"))
+        };
+        let (errs, attempts) = (fig(&["conn err", "cerr"]), fig(&["connections", "conn"]));
+        assert!(
+            errs <= attempts,
+            "{errs} errors > {attempts} attempts:\n{text}"
+        );
+        assert!((3000.0..=3500.0).contains(&errs), "{errs}:\n{text}");
+        assert!(!text.contains("err+timeout"), "{text}");
+    }
+}

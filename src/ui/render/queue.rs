@@ -50,14 +50,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
         Series::column(st, "limit", c::ACCEPT_QUEUE_LIMIT, w),
         Series::column(st, "SYN-RCVD", c::SYN_RECV, w),
     ];
-    // The built-in server's own count of its workers busy with a connection (a process
-    // server that has them all busy leaves new connections in the queue).
-    if let (Some(b), Some(n)) = (
-        headline(st, c::SERVER_BUSY),
-        headline(st, c::SERVER_WORKERS),
-    ) {
+    // The built-in process or thread server's own count of its workers busy with a
+    // connection (all busy leaves new connections in the queue). The event server's one loop
+    // says little at the instant it reports, between requests.
+    let workers = headline(st, c::SERVER_WORKERS).filter(|n| *n >= 2.0);
+    if let (Some(b), Some(n)) = (headline(st, c::SERVER_BUSY), workers) {
         queue_series.push(Series {
-            latest: Some(format!("{}/{}", num(b), num(n))),
+            latest: Some(format!("{}/{}", num(b), num(n.round()))),
             ..Series::value_only(st, "server busy", c::SERVER_BUSY)
         });
     }
