@@ -392,6 +392,109 @@ fn keys_and_warnings_tell_the_truth_rootless() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Item 8: a sweep in the TUI; item 10: a small window.
+
+const SWEEP: &str =
+    "name = \"sweep-in-the-tui\"\n[target]\narch = \"event\"\nservice_time = \"1ms\"\n\
+[load]\nmode = \"open\"\nrate = 100\nsockets = 2000\n\
+[sweep]\nparam = \"load.rate\"\nvalues = [150, 300, 450]\nwarmup = \"1s\"\nhold = \"20s\"\n";
+
+fn sweep_plays(r: Runner, w: u16, h: u16) {
+    let sc = r.dir.join("sweep.toml");
+    std::fs::write(&sc, SWEEP).unwrap();
+    let workers = r.dir.join("workers.toml");
+    std::fs::write(
+        &workers,
+        SWEEP.replace(
+            "param = \"load.rate\"\nvalues = [150, 300, 450]",
+            "param = \"load.workers\"\nvalues = [1, 2]",
+        ),
+    )
+    .unwrap();
+    for f in [&sc, &workers] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let s = Session::start_sized(
+        &session_name("sweep"),
+        &r.command(&sc.display().to_string()),
+        w,
+        h,
+    );
+    let first = wait_for(
+        &s.0,
+        &|x| x.contains("point 1/3: load.rate = 150") && x.contains("rate 150 conn/s"),
+        40,
+    );
+    println!("a sweep in the TUI at {w}x{h} as {}:\n{first}", r.who);
+    assert!(
+        first.contains("step 1/3"),
+        "the sweep's first point did not play:\n{first}"
+    );
+    if h < 24 {
+        // Small: the latency and CPU panels, or (when the status needs the rows) their
+        // figures on a line that says how to see them; never nothing.
+        assert!(
+            first.contains("latency, last 1 s") || first.contains("more: enlarge"),
+            "{first}"
+        );
+    }
+    s.keys(&["n"]);
+    let second = wait_for(
+        &s.0,
+        &|x| x.contains("point 2/3: load.rate = 300") && x.contains("rate 300 conn/s"),
+        10,
+    );
+    println!("after n:\n{second}");
+    assert!(second.contains("step 2/3"), "{second}");
+    let end = s.quit();
+    assert!(end.contains("SYNLAB-EXIT=0"), "{end}");
+    let events = read(&r.folder(), "events.csv");
+    assert!(
+        events.contains("point 1/3: load.rate = 150")
+            && events.contains("point 2/3: load.rate = 300"),
+        "{events}"
+    );
+    // A sweep that restarts the workers is said to be for `synlab run`.
+    std::fs::remove_dir_all(r.dir.join("out")).unwrap();
+    let _ = std::fs::remove_file(r.dir.join("exit-code"));
+    let s = Session::start_sized(
+        &session_name("sweepw"),
+        &r.command(&workers.display().to_string()),
+        w,
+        h,
+    );
+    let said = wait_for(&s.0, &|x| x.contains("synlab run"), 40);
+    assert!(
+        said.contains("load.workers") || said.contains("synlab run"),
+        "{said}"
+    );
+    let end = s.quit();
+    assert!(end.contains("SYNLAB-EXIT=0"), "{end}");
+    let left = r.left(15);
+    assert!(left.is_empty(), "synlab processes left: {left:?}");
+}
+
+#[test]
+fn a_sweep_plays_as_steps_in_a_small_window() {
+    if !have_tmux() {
+        return;
+    }
+    let _s = serial();
+    sweep_plays(Runner::invoker(), 60, 20);
+}
+
+#[test]
+fn a_sweep_plays_as_steps_rootless() {
+    if !have_tmux() {
+        return;
+    }
+    let _s = serial();
+    let Some(r) = Runner::plain() else { return };
+    sweep_plays(r, 80, 24);
+}
+
+// ---------------------------------------------------------------------------------------
 // The lesson, step by step.
 
 /// A screen's figures a caption speaks of.

@@ -363,3 +363,46 @@ fn errors_on_screen_never_exceed_attempts_when_the_rows_do_not() {
         assert!(!text.contains("err+timeout"), "{text}");
     }
 }
+
+/// issue 28, item 7: the schedule's line says what it is by mode: a target (open), the least a
+/// flat-out S-Client offers (D/T, if every connect timed out), none in a closed loop (no
+/// `target 0`); the queue one past its limit says why.
+#[test]
+fn the_schedules_line_is_labelled_by_mode_and_a_full_queue_says_so() {
+    use synlab::load::protocol::Mode;
+    let label_of = |mode: Mode, rate: Option<f64>| {
+        let mut st = fixture::overloaded();
+        st.knobs.mode = mode;
+        st.knobs.rate = rate;
+        render::screen_text(&colour_app(), &st, 160, 48)
+    };
+    let open = label_of(Mode::Open, Some(1000.0));
+    assert!(open.contains("━target 12k"), "{open}");
+    let flat = label_of(Mode::Sclient, None);
+    assert!(
+        flat.contains("━D/T min 12k") && !flat.contains("━target"),
+        "{flat}"
+    );
+    let closed = label_of(Mode::Closed, None);
+    assert!(
+        !closed.contains("━target") && !closed.contains("D/T min"),
+        "{closed}"
+    );
+    assert!(closed.contains("rate n/a (closed loop)"), "{closed}");
+    // A queue one past its backlog.
+    let mut st = fixture::overloaded();
+    let t0 = st.store.times().last().copied().unwrap();
+    for i in 1..=6 {
+        let t = t0 + 0.2 * i as f64;
+        st.store.push(
+            t,
+            &[
+                (synlab::model::col::ACCEPT_QUEUE, Some(129.0)),
+                (synlab::model::col::ACCEPT_QUEUE_LIMIT, Some(128.0)),
+            ],
+        );
+        st.elapsed_s = t;
+    }
+    let text = render::screen_text(&colour_app(), &st, 160, 48);
+    assert!(text.contains("queue 129/128 full (limit+1)"), "{text}");
+}

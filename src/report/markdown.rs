@@ -814,3 +814,59 @@ fn thresholds_section(md: &mut String, r: &RunData) {
     }
     md.push('\n');
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// issue 28: a TUI session's rows say their window and what each path ran under, so rows
+    /// of path changes differ; a closed-loop row offers no rate.
+    #[test]
+    fn tui_stretch_rows_say_their_window_paths_and_no_offered_rate_when_closed() {
+        let path = |rtt: f64, bw: Option<f64>| {
+            serde_json::json!([{"name": "wan", "attempts_per_s": 500.0, "throughput_per_s": 500.0,
+                "errors_per_s": 0.0, "connect_timeouts": 0, "connect_p50_ms": 20.0,
+                "connect_p99_ms": 21.0, "total_p50_ms": 41.0, "total_p90_ms": 42.0,
+                "total_p99_ms": 45.0, "rtt_ms": rtt, "jitter_ms": 0.0, "loss_pct": 0.0,
+                "bandwidth_mbit": bw}])
+        };
+        let row = |i: usize, mode: &str, offered: Option<f64>, t: (f64, f64), p| {
+            serde_json::json!({"point": i, "mode": mode, "failed": false, "hold_s": t.1 - t.0,
+                "offered_rate": offered, "attempts_per_s": 500.0, "throughput_per_s": 500.0,
+                "client_bound": false, "start_s": t.0, "end_s": t.1, "paths": p})
+        };
+        let json = serde_json::json!({"meta": {}, "points": [
+            row(1, "open", Some(500.0), (0.0, 13.3), path(20.0, None)),
+            row(2, "open", Some(500.0), (13.3, 40.0), path(20.0, Some(50.0))),
+            row(3, "closed", None, (40.0, 61.0), path(70.0, Some(50.0))),
+        ]});
+        let (meta, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
+        let run = RunData {
+            dir: "x".into(),
+            name: "x".into(),
+            scenario: None,
+            meta,
+            points,
+            timeseries: Default::default(),
+            events: Vec::new(),
+            warnings: Vec::new(),
+            thresholds: Vec::new(),
+        };
+        let mut md = String::new();
+        summary_table(&mut md, &run);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+        assert!(rows[0].contains("| window | network | offered/s |"), "{md}");
+        assert!(
+            rows[1].contains("| 0–13 s | wan: rtt 20 ms, loss 0.0 %, bw ∞ | 500 |"),
+            "{md}"
+        );
+        assert!(
+            rows[2].contains("| 13–40 s | wan: rtt 20 ms, loss 0.0 %, bw 50 Mbit/s | 500 |"),
+            "{md}"
+        );
+        assert!(
+            rows[3].contains("| closed | 40–61 s | wan: rtt 70 ms, loss 0.0 %, bw 50 Mbit/s | – |"),
+            "{md}"
+        );
+    }
+}
