@@ -133,6 +133,26 @@ impl Runner {
     }
 }
 
+/// Runs `test` as whoever runs the tests, one session at a time (skipped without tmux).
+fn as_invoker(test: impl FnOnce(Runner)) {
+    if !have_tmux() {
+        return;
+    }
+    let _s = serial();
+    test(Runner::invoker());
+}
+
+/// Runs `test` as the plain user (the rootless lab), one session at a time.
+fn as_plain_user(test: impl FnOnce(Runner)) {
+    if !have_tmux() {
+        return;
+    }
+    let _s = serial();
+    if let Some(r) = Runner::plain() {
+        test(r);
+    }
+}
+
 fn session_name(what: &str) -> String {
     format!("synlab-{what}-{}", std::process::id())
 }
@@ -206,21 +226,12 @@ fn closing_the_window(r: Runner) {
 
 #[test]
 fn closing_the_window_ends_the_run_as_an_interruption() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    closing_the_window(Runner::invoker());
+    as_invoker(closing_the_window);
 }
 
 #[test]
 fn closing_the_window_ends_a_rootless_run_as_an_interruption() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    let Some(r) = Runner::plain() else { return };
-    closing_the_window(r);
+    as_plain_user(closing_the_window);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -374,21 +385,12 @@ fn keys_and_warnings(r: Runner) {
 
 #[test]
 fn keys_and_warnings_tell_the_truth() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    keys_and_warnings(Runner::invoker());
+    as_invoker(keys_and_warnings);
 }
 
 #[test]
 fn keys_and_warnings_tell_the_truth_rootless() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    let Some(r) = Runner::plain() else { return };
-    keys_and_warnings(r);
+    as_plain_user(keys_and_warnings);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -477,21 +479,12 @@ fn sweep_plays(r: Runner, w: u16, h: u16) {
 
 #[test]
 fn a_sweep_plays_as_steps_in_a_small_window() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    sweep_plays(Runner::invoker(), 60, 20);
+    as_invoker(|r| sweep_plays(r, 60, 20));
 }
 
 #[test]
 fn a_sweep_plays_as_steps_rootless() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    let Some(r) = Runner::plain() else { return };
-    sweep_plays(r, 80, 24);
+    as_plain_user(|r| sweep_plays(r, 80, 24));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -785,19 +778,10 @@ fn server_cpu(dir: &Path, from: f64, to: f64) -> (f64, usize) {
 
 #[test]
 fn the_lesson_walked_through_step_by_step() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    lesson(Runner::invoker().niced(), 200, 55);
+    as_invoker(|r| lesson(r.niced(), 200, 55));
 }
 
 #[test]
 fn the_lesson_walked_through_step_by_step_rootless() {
-    if !have_tmux() {
-        return;
-    }
-    let _s = serial();
-    let Some(r) = Runner::plain() else { return };
-    lesson(r.niced(), 80, 24);
+    as_plain_user(|r| lesson(r.niced(), 80, 24));
 }

@@ -329,7 +329,7 @@ impl Controller {
     pub fn tui_mode(&mut self) {
         let mut duration = self.scenario.duration.secs();
         if self.scenario.sweep.is_some() {
-            match super::run::sweep_cues(&self.scenario) {
+            match super::sweep::sweep_cues(&self.scenario) {
                 Ok((points, total)) => {
                     let n = points.len();
                     let mut cues: Vec<super::core::Cue> = self
