@@ -33,7 +33,7 @@ struct Runner {
     prefix: Vec<String>,
     exe: PathBuf,
     dir: PathBuf,
-    _plain: Option<Plain>,
+    plain: Option<Plain>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -54,7 +54,7 @@ impl Runner {
             prefix: Vec::new(),
             exe,
             dir: tmp.path().to_path_buf(),
-            _plain: None,
+            plain: None,
             _tmp: Some(tmp),
         }
     }
@@ -66,7 +66,7 @@ impl Runner {
             prefix: p.prefix.clone(),
             exe: p.exe.clone(),
             dir: p.dir.path().to_path_buf(),
-            _plain: Some(p),
+            plain: Some(p),
             _tmp: None,
         })
     }
@@ -161,17 +161,16 @@ fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file)).unwrap_or_default()
 }
 
-/// Whether the default scenario gets its network lab here (root, or a user namespace).
+/// Whether the default scenario gets its network lab here: as root on the host; as anyone
+/// else in a user namespace, where the kernel grants one (the plain user is only ever
+/// chosen where it does).
 fn lab_possible(r: &Runner) -> bool {
-    if r.prefix.iter().any(|w| w == "setpriv") || !root() {
-        // plain_user() only returns a runner whose kernel grants it a user namespace.
-        return r._plain.is_some()
-            || std::process::Command::new("unshare")
-                .args(["-r", "-n", "true"])
-                .status()
-                .is_ok_and(|s| s.success());
-    }
-    true
+    (root() && r.plain.is_none())
+        || r.plain.is_some()
+        || std::process::Command::new("unshare")
+            .args(["-r", "-n", "true"])
+            .status()
+            .is_ok_and(|s| s.success())
 }
 
 // ---------------------------------------------------------------------------------------
