@@ -90,15 +90,15 @@ impl LabCore {
     /// At each row: the live latency and the warnings judged over the recent reports.
     pub(super) fn judge_live(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
         let t0 = now_s - LATENCY_S;
-        self.state.live.all = self.recent.latency(t0, now_s, &|_| true);
-        let slots = self.slots.clone();
+        let (recent, slots) = (&self.recent, &self.slots);
+        self.state.live.all = recent.latency(t0, now_s, &|_| true);
         self.state.live.paths = self
             .paths
             .iter()
             .enumerate()
             .map(|(i, p)| {
                 let on_path = |w: u32| slots.get(w as usize).and_then(|s| s.path) == Some(i);
-                (p.name.clone(), self.recent.latency(t0, now_s, &on_path))
+                (p.name.clone(), recent.latency(t0, now_s, &on_path))
             })
             .collect();
         let recent = self.recent.totals(now_s - JUDGE_S);
