@@ -516,6 +516,17 @@ fn near(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * b.max(1.0)
 }
 
+/// Below capacity at `rate`: connections at the rate, every one answered, no SYN dropped, the
+/// accept queue (near) empty.
+fn served_in_full(rate: f64) -> impl Fn(&Figures) -> bool {
+    move |f| {
+        near(f.connections, rate, 0.15)
+            && near(f.responses, f.connections, 0.1)
+            && f.overflows == 0.0
+            && f.queue <= 5.0
+    }
+}
+
 /// One step: `n`, then up to `secs` for the screen to show what `claim` says; the screen
 /// shown with the caption and what was checked, then the verdict.
 fn step(
@@ -592,11 +603,7 @@ fn lesson(r: Runner, w: u16, h: u16) {
         "400 requests/s against a server",
         20,
         "responses follow the offered rate, the accept queue is empty",
-        &|f| {
-            near(f.connections, 400.0, 0.15)
-                && near(f.responses, f.connections, 0.1)
-                && f.queue <= 5.0
-        },
+        &served_in_full(400.0),
     );
     step(
         &s,
@@ -604,11 +611,7 @@ fn lesson(r: Runner, w: u16, h: u16) {
         "700/s: still below capacity",
         20,
         "responses follow 700/s, every SYN answered (no overflows)",
-        &|f| {
-            near(f.connections, 700.0, 0.15)
-                && near(f.responses, f.connections, 0.1)
-                && f.overflows == 0.0
-        },
+        &served_in_full(700.0),
     );
     let f3 = step(
         &s,
@@ -643,11 +646,7 @@ fn lesson(r: Runner, w: u16, h: u16) {
         "Back to 600/s",
         20,
         "the queue drains and responses follow 600/s",
-        &|f| {
-            near(f.connections, 600.0, 0.15)
-                && near(f.responses, f.connections, 0.1)
-                && f.queue <= 5.0
-        },
+        &served_in_full(600.0),
     );
     step(
         &s,
@@ -663,11 +662,7 @@ fn lesson(r: Runner, w: u16, h: u16) {
         "Bursts off",
         25,
         "the same average served in full",
-        &|f| {
-            near(f.connections, 600.0, 0.15)
-                && near(f.responses, f.connections, 0.1)
-                && f.queue <= 5.0
-        },
+        &served_in_full(600.0),
     );
     if !s.screen().contains("step 8/8") {
         s.keys(&["n"]);
