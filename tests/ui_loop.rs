@@ -12,6 +12,16 @@ use synlab::ui::keymap::Key;
 use synlab::ui::theme::Theme;
 use synlab::ui::{event_loop, Polled};
 
+/// The loop at 100 ms frames until it returns.
+fn run(
+    term: &mut Terminal<TestBackend>,
+    lab: &mut FakeLab,
+    app: &mut App,
+    input: &mut dyn FnMut(Duration) -> std::io::Result<Polled>,
+) {
+    event_loop(term, lab, app, Duration::from_millis(100), input).unwrap();
+}
+
 #[test]
 fn frames_pump_the_lab_keys_act_and_q_quits() {
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
@@ -34,14 +44,7 @@ fn frames_pump_the_lab_keys_act_and_q_quits() {
             None => Polled::Nothing,
         })
     };
-    event_loop(
-        &mut term,
-        &mut lab,
-        &mut app,
-        Duration::from_millis(100),
-        &mut input,
-    )
-    .unwrap();
+    run(&mut term, &mut lab, &mut app, &mut input);
     assert!(app.quit);
     // Frames: start, after None, after None, after Resize (immediate redraw), after None.
     assert_eq!(lab.pumps, 5);
@@ -68,14 +71,7 @@ fn an_interrupted_lab_ends_the_loop_before_any_input() {
     let mut input = |_t: Duration| -> std::io::Result<Polled> {
         panic!("the loop read input after the lab was interrupted")
     };
-    event_loop(
-        &mut term,
-        &mut lab,
-        &mut app,
-        Duration::from_millis(100),
-        &mut input,
-    )
-    .unwrap();
+    run(&mut term, &mut lab, &mut app, &mut input);
     assert_eq!(lab.pumps, 1);
     assert!(!app.quit, "ended by the signal, not by a key");
 }
@@ -93,14 +89,7 @@ fn a_terminal_that_goes_away_ends_the_session_as_an_interruption() {
         Polled::TerminalGone,
     ]);
     let mut input = |_t: Duration| Ok(script.pop_front().expect("the loop read past the hangup"));
-    event_loop(
-        &mut term,
-        &mut lab,
-        &mut app,
-        Duration::from_millis(100),
-        &mut input,
-    )
-    .unwrap();
+    run(&mut term, &mut lab, &mut app, &mut input);
     assert!(lab.state.terminal_gone && lab.state.interrupted);
     assert_eq!(lab.pumps, 1, "no frame after the hangup");
     assert!(!app.quit, "ended by the hangup, not by a key");

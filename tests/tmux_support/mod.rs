@@ -40,6 +40,20 @@ impl Session {
         Session::start_sized(name, cmd, 160, 48)
     }
 
+    /// `synlab tui` on the scenario `toml`, written as `dir/NAME.toml`, with its run folders in
+    /// `dir`; the session (named after `name` and this test process) stays after the exit code.
+    pub fn tui_on(dir: &std::path::Path, name: &str, toml: &str) -> Session {
+        let sc = dir.join(format!("{name}.toml"));
+        std::fs::write(&sc, toml).unwrap();
+        let cmd = format!(
+            "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
+            env!("CARGO_BIN_EXE_synlab"),
+            sc.display(),
+            dir.display()
+        );
+        Session::start(&format!("synlab-{name}-{}", std::process::id()), &cmd)
+    }
+
     /// A session of `w` x `h` cells.
     pub fn start_sized(name: &str, cmd: &str, w: u16, h: u16) -> Session {
         let (w, h) = (w.to_string(), h.to_string());
