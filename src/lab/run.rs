@@ -46,6 +46,8 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
         }
         // No knob: the sweep restarts the workers with the new count or request mix.
         (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
+        // No knob: the controller changes the server or its kernel (`set_up_point`).
+        (SweepParam::Steer | SweepParam::Syncookies | SweepParam::Backlog, _) => Vec::new(),
         // sweep_value gives each parameter its own kind of value.
         (p, v) => unreachable!("{} cannot take the value {v}", p.name()),
     }
@@ -191,6 +193,10 @@ pub enum PointFailure {
     /// The workers could not be restarted with the point's count or request mix.
     #[error("{0}")]
     Restart(String),
+    /// The server or its kernel could not be put in the point's setting (steering, SYN
+    /// cookies, backlog): why.
+    #[error("{0}")]
+    Server(String),
     /// A child the run depends on died in it (who and how).
     #[error("{0}")]
     ChildDied(crate::model::death::Death),
@@ -272,14 +278,16 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// "point 2/6: open load.rate = 2000" (or "run" without a sweep).
+/// "point 2/6: open load.rate = 2000" (", steer sender" for a `[sweep] steer` point; "run"
+/// without a sweep).
 fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
     match (&p.mode, kind.zip(p.value)) {
         (m, Some((param, v))) => format!(
-            "point {}/{n}: {}{param} = {v}",
+            "point {}/{n}: {}{param} = {v}{}",
             i + 1,
             m.map(|m| format!("{m:?} ").to_lowercase())
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            p.steer.map(|s| format!(", steer {s}")).unwrap_or_default()
         ),
         _ => "run".to_string(),
     }
@@ -297,6 +305,9 @@ fn set_up_point(
             failed = Some(PointFailure::Refused(why));
         }
     }
+    if let Some(Err(e)) = p.steer.map(|s| ctrl.set_steer(s)) {
+        failed = Some(PointFailure::Server(format!("{e:#}")));
+    }
     let Some(v) = p.value else {
         return failed;
     };
@@ -308,6 +319,15 @@ fn set_up_point(
     };
     if let Some(Err(e)) = restarted {
         failed = Some(PointFailure::Restart(format!("{e:#}")));
+    }
+    let server = match (kind, v) {
+        (Some(SweepParam::Steer), SweepValue::Steer(s)) => Some(ctrl.set_steer(s)),
+        (Some(SweepParam::Syncookies), SweepValue::Syncookies(n)) => Some(ctrl.set_syncookies(n)),
+        (Some(SweepParam::Backlog), SweepValue::Count(n)) => Some(ctrl.set_backlog(n)),
+        _ => None,
+    };
+    if let Some(Err(e)) = server {
+        failed = Some(PointFailure::Server(format!("{e:#}")));
     }
     for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
         if let Reply::Refused(why) = ctrl.apply(c) {

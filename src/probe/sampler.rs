@@ -37,6 +37,9 @@ pub struct ProbeConfig {
     /// namespace holds other ports' too). Each one crosses to user space (~0.7 µs apiece), so
     /// the lab, whose server namespace holds only the server, reads the namespace's count.
     pub port_time_wait: bool,
+    /// The server's CPUs and the load's, whose splits the samples give apart (the lab's
+    /// placement; empty: no split).
+    pub cores: super::sample::Cores,
 }
 
 impl ProbeConfig {
@@ -51,6 +54,7 @@ impl ProbeConfig {
             pcap: true,
             avoid_cpus: Vec::new(),
             port_time_wait: false,
+            cores: Default::default(),
         }
     }
 
@@ -364,6 +368,10 @@ impl Sampler {
         s.capture = self.capture_totals();
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
+        s.self_ticks = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|t| pidstat::PidStat::parse(&t).ok())
+            .map(|p| p.utime + p.stime);
         s
     }
 
@@ -473,7 +481,7 @@ impl Sampler {
         let mut seq = 0u64;
         let mut cur = base.clone();
         loop {
-            let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k);
+            let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k, &cfg.cores);
             notes.append(&mut self.notes.pending);
             sample.notes = std::mem::take(&mut notes);
             if !sink.deliver(sample) {

@@ -103,7 +103,7 @@ impl Controller {
                     "--config-json".into(),
                     serde_json::to_string(&cfg)?,
                 ],
-                cpus: self.scenario.load.cpus.clone(),
+                cpus: self.placement.load.clone(),
                 netns: self.slots[id as usize].netns.clone(),
                 ..Default::default()
             };
