@@ -299,6 +299,7 @@ fn cpu_figure(ctx: &Ctx) -> Figure {
             });
         panel(y_label, user_system.into_iter().chain(interrupts).collect())
     };
+    let split_run = ctx.has(SummaryCol::ServerCoresUserPct);
     let machine = split(
         [
             SummaryCol::CpuUserPct,
@@ -306,9 +307,13 @@ fn cpu_figure(ctx: &Ctx) -> Figure {
             SummaryCol::CpuSoftirqPct,
             SummaryCol::CpuIrqPct,
         ],
-        "whole machine (% of all CPUs)",
+        if split_run {
+            "whole machine (% of all CPUs)"
+        } else {
+            "CPU time (% of all CPUs)"
+        },
     );
-    if !ctx.has(SummaryCol::ServerCoresUserPct) {
+    if !split_run {
         return ctx.figure(
             "cpu",
             &format!("CPU split vs {} (whole machine)", short_param(ctx.param)),

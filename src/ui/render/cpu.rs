@@ -42,7 +42,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let theme = &app.theme;
     let inner = panel(area, buf, "CPU %", theme);
     let last = |k: Col| st.store.last(k);
-    let label_w = 6usize;
+    let label_w = 7usize;
     let bar_w = (inner.width as usize).saturating_sub(label_w + 6).max(4);
     let mut lines = Vec::new();
     let legend = ["usr", "sys", "irq", "sirq"]
