@@ -161,6 +161,11 @@ pub struct SummaryRow {
     /// the SYNs the kernel then drops.
     #[serde(default)]
     pub server_softirq_us_per_syn: f64,
+    /// User and system time on the server's CPUs that its processes did not spend (other
+    /// programs on a shared machine, kernel threads), % of one core: what else the server's
+    /// CPUs carried.
+    #[serde(default)]
+    pub server_cores_other_pct: f64,
     /// The load side's processes together (workers, delay router, controller), % of one core,
     /// and how busy the load's CPUs were, %.
     #[serde(default)]
@@ -303,6 +308,7 @@ summary_cols! {
     ServerCpuUsPerResponse = server_cpu_us_per_response: Microseconds,
     ServerCoresUsPerResponse = server_cores_us_per_response: Microseconds,
     ServerSoftirqUsPerSyn = server_softirq_us_per_syn: Microseconds,
+    ServerCoresOtherPct = server_cores_other_pct: Percent,
     LoadCpuPct = load_cpu_pct: Percent,
     LoadCoresBusyPct = load_cores_busy_pct: Percent,
 }

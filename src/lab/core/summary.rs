@@ -156,6 +156,16 @@ fn server_cpu(ctrl: &LabCore, w: &Window, client_rate: f64) -> SummaryRow {
             n_server,
             mean(col::SYN_IN),
         ),
+        // NaN (no split) stays NaN: f64::max would make it 0.
+        server_cores_other_pct: match (mean(col::SERVER_CORES_USER)
+            + mean(col::SERVER_CORES_SYSTEM))
+            * n_server as f64
+            - mean(col::SERVER_CPU_USER_PCT)
+            - mean(col::SERVER_CPU_SYS_PCT)
+        {
+            o if o.is_nan() => o,
+            o => o.max(0.0),
+        },
         load_cpu_pct: mean(col::LOAD_CPU),
         load_cores_busy_pct: load_busy,
         steer: cpus.steer.map(|s| s.name().to_string()).unwrap_or_default(),
