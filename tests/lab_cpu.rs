@@ -5,7 +5,7 @@
 
 mod lab_support;
 
-use lab_support::{check_steering, opts, point, privileged, run_for};
+use lab_support::{check_steering, opts, point, privileged, run_for, steer_scenario};
 use std::path::Path;
 use synlab::lab::controller::Controller;
 
@@ -19,31 +19,6 @@ fn two_cpus() -> bool {
     eprintln!("skipped: this machine has {n} CPU, the server cannot get CPUs of its own");
     false
 }
-
-/// Capacity 250/s (4 ms of CPU per request); the S-Client below it and at 6x it, each rate
-/// with the receive steered to the server's CPUs and left on the sender's, back to back.
-const STEER_SWEEP: &str = r#"
-name = "steer"
-[target]
-service_time = "4ms"
-backlog = 64
-[load]
-mode = "sclient"
-rate = 300
-sockets = 3000
-timeout = "500ms"
-[network]
-backend = "router"
-[[network.path]]
-name = "lan"
-rtt = "1ms"
-[sweep]
-param = "load.rate"
-values = [300, 1500]
-steer = ["server", "sender"]
-warmup = "2s"
-hold = "5s"
-"#;
 
 /// The only run folder under `out`.
 fn run_folder(out: &Path) -> std::path::PathBuf {
@@ -65,7 +40,15 @@ fn steering_charges_the_servers_cpus_for_what_it_receives() {
     }
     let d = tempfile::tempdir().unwrap();
     let sc = d.path().join("steer.toml");
-    std::fs::write(&sc, STEER_SWEEP).unwrap();
+    // Below capacity and at 6x it, each rate steered to the server's CPUs and left on the
+    // sender's, back to back.
+    let text = steer_scenario(
+        "steer",
+        "server",
+        "[300, 1500]",
+        "steer = [\"server\", \"sender\"]\n",
+    );
+    std::fs::write(&sc, text).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_synlab"))
         .args(["run", "--no-progress", "--out"])
         .arg(d.path().join("out"))

@@ -531,29 +531,6 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
     p.assert_none_left();
 }
 
-/// Capacity 250/s (4 ms of CPU per request): the S-Client below it and at 6x it, the server's
-/// receive steered as `STEER` says.
-const STEER_RUN: &str = r#"
-[target]
-service_time = "4ms"
-backlog = 64
-[load]
-mode = "sclient"
-rate = 300
-sockets = 3000
-timeout = "500ms"
-[network]
-backend = "router"
-steer = "STEER"
-[[network.path]]
-name = "lan"
-rtt = "1ms"
-[sweep]
-param = "load.rate"
-warmup = "2s"
-hold = "5s"
-"#;
-
 /// Rootless, the server gets its own CPU and its receive processing is steered to it (the
 /// namespace's default RPS mask, which its owner may set): the same checks as the root run's,
 /// from two runs in this test, since a rootless lab cannot change its steering during a run,
@@ -566,12 +543,8 @@ fn rootless_steering_charges_the_servers_cpus() {
         eprintln!("skipped: one CPU, the server cannot get CPUs of its own");
         return;
     }
-    let scenario = |steer: &str, values: &str| {
-        format!(
-            "name = \"{steer}\"\n{}values = {values}\n",
-            STEER_RUN.replace("STEER", steer)
-        )
-    };
+    let scenario =
+        |steer: &str, values: &str| lab_support::steer_scenario(steer, steer, values, "");
     let run = |steer: &str, values: &str| -> serde_json::Value {
         let sc = p.write(&format!("{steer}.toml"), &scenario(steer, values));
         let out = p

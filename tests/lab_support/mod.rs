@@ -122,3 +122,32 @@ pub fn check_steering(
         rx(high)
     );
 }
+
+/// The steering tests' scenario: capacity 250/s (4 ms of CPU per request), the S-Client
+/// through the lab with the server's receive steered as `steer` says, a sweep of the offered
+/// rate over `values` (TOML) with `extra` lines of `[sweep]` (e.g. `steer = [...]`).
+pub fn steer_scenario(name: &str, steer: &str, values: &str, extra: &str) -> String {
+    format!(
+        r#"name = "{name}"
+[target]
+service_time = "4ms"
+backlog = 64
+[load]
+mode = "sclient"
+rate = 300
+sockets = 3000
+timeout = "500ms"
+[network]
+backend = "router"
+steer = "{steer}"
+[[network.path]]
+name = "lan"
+rtt = "1ms"
+[sweep]
+param = "load.rate"
+values = {values}
+warmup = "2s"
+hold = "5s"
+{extra}"#
+    )
+}
