@@ -19,9 +19,7 @@ impl Controller {
             in_lab,
             &crate::sys::machine::online_cpus(),
         );
-        if self.placement.is_split() {
-            crate::sys::process::thread_avoid_cpus(&self.placement.server);
-        }
+        crate::sys::process::thread_avoid_cpus(&self.probe_avoid_cpus());
         let line = format!("cpus: {}", self.placement.describe());
         self.log(&line);
         let (steer, refused) = match &self.net {
@@ -60,13 +58,27 @@ impl Controller {
         self.fold_msg(Input::Cpus(view));
     }
 
-    /// The CPUs the probe threads keep off: the server's (its figures are then its own), else
-    /// the load workers' when the scenario pins them.
+    /// The CPUs the controller's threads (probes included) keep off: with the lab's default
+    /// split the server's (its figures are then its own; they run with the load); with the
+    /// scenario's cpus both sides it named when some other CPU is left, else the load's it
+    /// named (measuring takes no time from the load), else the server's.
     pub(super) fn probe_avoid_cpus(&self) -> Vec<usize> {
-        if self.placement.is_split() {
-            self.placement.server.clone()
-        } else {
-            self.scenario.load.cpus.clone()
+        use crate::model::cpus::Split;
+        let (target, load) = (&self.scenario.target.cpus, &self.scenario.load.cpus);
+        match self.placement.split {
+            Split::Default => self.placement.server.clone(),
+            Split::Scenario => {
+                let named: Vec<usize> = target.iter().chain(load).copied().collect();
+                let machine = crate::sys::machine::online_cpus();
+                if machine.iter().any(|c| !named.contains(c)) {
+                    named
+                } else if !load.is_empty() {
+                    load.clone()
+                } else {
+                    self.placement.server.clone()
+                }
+            }
+            Split::None(_) => load.clone(),
         }
     }
 
