@@ -21,9 +21,9 @@ impl Machine {
         Machine {
             hostname: read("/proc/sys/kernel/hostname"),
             kernel: read("/proc/sys/kernel/osrelease"),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(0),
+            // The machine's, not the calling thread's affinity (the controller's thread is kept
+            // off the server's CPUs).
+            cpus: online_cpus().len(),
             cpu_model: cpuinfo
                 .lines()
                 .find(|l| l.starts_with("model name"))

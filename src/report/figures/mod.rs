@@ -286,6 +286,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The largest value of a column over every run's points (0 when none has it).
+    fn max(&self, key: SummaryCol) -> f64 {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.points)
+            .map(|p| p.num(key))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
+    }
+
     fn has(&self, key: SummaryCol) -> bool {
         self.runs.iter().flat_map(|r| &r.points).any(|p| p.has(key))
     }

@@ -47,25 +47,27 @@ fn panel(y_label: &str, series: Vec<Series>) -> Panel {
 fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
     match kind {
         ParamKind::Rate => {
-            let mut s = ctx.series(&[RESP, ATT]);
-            s.push(ctx.identity("offered = served (y = x)"));
+            // Offered far past what is served (Fig. 7's 20x), the attempts and y = x lines
+            // would squash the throughput to the axis: they are the x axis again, left out.
+            let far_past = ctx.max(SummaryCol::AttemptsPerS)
+                > 4.0 * ctx.max(SummaryCol::ThroughputPerS).max(1.0);
+            let s = if far_past {
+                ctx.series(&[RESP])
+            } else {
+                let mut s = ctx.series(&[RESP, ATT]);
+                s.push(ctx.identity("offered = served (y = x)"));
+                s
+            };
             let mut panels = vec![panel("rate (1/s)", s)];
             // Fig. 7's mechanism: what the server's CPUs spend on receiving, below its output.
             if ctx.has(SummaryCol::ServerCoresSoftirqPct) {
                 panels.push(panel(
-                    "server's CPUs (% of their time)",
-                    ctx.series(&[
-                        (
-                            SummaryCol::ServerCoresSoftirqPct,
-                            "softirq % (packet receive)",
-                            LineKind::Solid,
-                        ),
-                        (
-                            SummaryCol::ServerCoresUserPct,
-                            "user % (the server's work)",
-                            LineKind::Dashed,
-                        ),
-                    ]),
+                    "server's CPUs in softirq (% of their time)",
+                    ctx.series(&[(
+                        SummaryCol::ServerCoresSoftirqPct,
+                        "softirq % (packet receive)",
+                        LineKind::Solid,
+                    )]),
                 ));
             }
             vec![ctx.figure(
