@@ -9,6 +9,10 @@ use lab_support::{check_steering, opts, point, privileged, run_for, steer_scenar
 use std::path::Path;
 use synlab::lab::controller::Controller;
 
+/// One lab at a time: both put their server on the same CPU, whose softirq and NET_RX each
+/// test reads as its server's.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Whether the machine can give the server CPUs of its own (skips, saying why, otherwise).
 fn two_cpus() -> bool {
     let n = synlab::sys::machine::online_cpus().len();
@@ -35,6 +39,7 @@ fn run_folder(out: &Path) -> std::path::PathBuf {
 /// As root the steering changes live between points: one run, rate x steering.
 #[test]
 fn steering_charges_the_servers_cpus_for_what_it_receives() {
+    let _one_lab = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !privileged() || !two_cpus() {
         return;
     }
@@ -82,6 +87,7 @@ fn steering_charges_the_servers_cpus_for_what_it_receives() {
 /// the server counted in it, within 5 %.
 #[test]
 fn the_servers_cpu_per_response_is_what_proc_says() {
+    let _one_lab = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !privileged() || !two_cpus() {
         return;
     }

@@ -340,6 +340,10 @@ impl Sampler {
 
     fn snapshot(&mut self, cfg: &ProbeConfig) -> Snapshot {
         let mut s = Snapshot::empty(Instant::now());
+        // The counters rates are made of first, next to the time stamp: the socket walk
+        // below takes milliseconds, and a thread that shares its CPU with the load may be
+        // preempted for tens, which read after the stamp would put into the wrong interval.
+        s.capture = self.capture_totals();
         let notes = &mut self.notes;
         if let Some(netstat) = self.netstat.as_mut() {
             s.net = read_parsed(self.snmp.as_mut(), notes, "net", "TCP counters", |snmp| {
@@ -359,13 +363,12 @@ impl Sampler {
             "/proc/softirqs",
             |t| Ok(cpustat::SoftIrqs::parse(t)?),
         );
-        if cfg.port != 0 {
-            s.diag = self.diag_summary(cfg);
-        }
         if let Some(pid) = cfg.server_pid {
             s.server = self.server_procs(pid);
         }
-        s.capture = self.capture_totals();
+        if cfg.port != 0 {
+            s.diag = self.diag_summary(cfg);
+        }
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
         s.self_ticks = std::fs::read_to_string("/proc/self/stat")
