@@ -185,6 +185,10 @@ columns! {
     REQUEST_ERRORS = "request_errors_per_s", PerSecond, Rate;
     RESPONSE_TIMEOUTS = "response_timeouts_per_s", PerSecond, Rate;
     BAD_RESPONSES = "bad_responses_per_s", PerSecond, Rate;
+    ADDR_NOT_AVAIL = "addr_not_avail_per_s", PerSecond, Rate;
+    OUT_OF_FDS = "out_of_fds_per_s", PerSecond, Rate;
+    CONNECT_OTHER_ERRORS = "connect_other_errors_per_s", PerSecond, Rate;
+    REQUEST_OTHER_ERRORS = "request_other_errors_per_s", PerSecond, Rate;
     POOL_WAITS = "pool_waits_per_s", PerSecond, Rate;
     CONNECTING = "connecting", Count, Gauge;
     REQUESTS_IN_FLIGHT = "requests_in_flight", Count, Gauge;
@@ -236,6 +240,8 @@ columns! {
     PROCS_RUNNING = "procs_running", Count, Gauge;
     PROCS_BLOCKED = "procs_blocked", Count, Gauge;
     SERVER_PROCS = "server_procs", Count, Gauge;
+    SERVER_WORKERS = "server_workers", Count, Gauge;
+    SERVER_BUSY = "server_busy", Count, Gauge;
     SERVER_THREADS = "server_threads", Count, Gauge;
     SERVER_CPU_USER_PCT = "server_cpu_user_pct", Percent, Gauge;
     SERVER_CPU_SYS_PCT = "server_cpu_sys_pct", Percent, Gauge;

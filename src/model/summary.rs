@@ -26,6 +26,20 @@ pub struct PathSummary {
     pub total_p50_ms: f64,
     pub total_p90_ms: f64,
     pub total_p99_ms: f64,
+    /// The profile the path ran under in this point: added round-trip delay, jitter (each
+    /// direction), loss (each direction), bandwidth (NaN: unlimited or not recorded).
+    #[serde(default = "nan")]
+    pub rtt_ms: f64,
+    #[serde(default = "nan")]
+    pub jitter_ms: f64,
+    #[serde(default = "nan")]
+    pub loss_pct: f64,
+    #[serde(default = "nan")]
+    pub bandwidth_mbit: f64,
+}
+
+fn nan() -> f64 {
+    f64::NAN
 }
 
 /// One row of summary.csv / summary.json: one sweep point (or the whole run).
@@ -175,6 +189,12 @@ pub struct SummaryRow {
     /// Where the server's receive processing ran (`server`, `sender`; "" without a CPU split).
     #[serde(default)]
     pub steer: String,
+    /// When the point's window opened and closed, seconds since the run started (a sweep
+    /// point's hold; a TUI stretch of settings).
+    #[serde(default = "nan")]
+    pub start_s: f64,
+    #[serde(default = "nan")]
+    pub end_s: f64,
 }
 
 impl SummaryRow {
@@ -311,6 +331,8 @@ summary_cols! {
     ServerCoresOtherPct = server_cores_other_pct: Percent,
     LoadCpuPct = load_cpu_pct: Percent,
     LoadCoresBusyPct = load_cores_busy_pct: Percent,
+    StartS = start_s: Seconds,
+    EndS = end_s: Seconds,
 }
 
 impl SummaryCol {

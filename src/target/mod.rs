@@ -120,9 +120,8 @@ impl Server {
         let relisten = listener
             .try_clone()
             .context("a second descriptor of the listener")?;
-        // SAFETY: Shared is atomics only, valid when zeroed.
         let (shared, shm_fd) =
-            unsafe { SharedMem::<core::Shared>::new_memfd() }.context("mapping the counters")?;
+            SharedMem::<core::Shared>::new_memfd().context("mapping the counters")?;
         let shared = Arc::new(shared);
         let stop = Arc::new(AtomicBool::new(false));
         // Without a database the server still serves; /db answers 500 with the reason.

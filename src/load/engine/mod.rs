@@ -21,7 +21,7 @@
 
 use super::arrival::Schedule;
 use super::http;
-use super::protocol::{Control, StatsDelta, WorkerConfig};
+use super::protocol::{BadControl, Control, StatsDelta, WorkerConfig};
 use crate::metrics::hist::new_hist;
 use crate::sys::client_io::{self as io, Epoll, EventFd, RawAddr};
 use hdrhistogram::Histogram;
@@ -64,7 +64,7 @@ pub struct Engine {
     end_ns: u64,
     epoll: Epoll,
     control_fd: Arc<EventFd>,
-    control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
+    control_rx: crossbeam_channel::Receiver<Result<Control, BadControl>>,
     slab: Vec<Conn>,
     free: Vec<u32>,
     timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
@@ -98,6 +98,12 @@ pub struct Engine {
     stats: StatsDelta,
     hists: Hists,
     last_stats_ns: u64,
+    /// Arrivals the schedule intended since the last report, banked at each change of the
+    /// schedule (rate, burst, mode, pause) so a report that spans a change states what each
+    /// part intended, not the new rate for all of it.
+    intended: f64,
+    /// From when (seconds) the schedule as it is now has not been banked yet.
+    intended_from: f64,
     next_stats_ns: u64,
     last_cpu: (f64, f64),
     notices: Vec<String>,
@@ -111,7 +117,7 @@ impl Engine {
     /// Builds the loop; `control_rx` carries parsed control lines, `control_fd` wakes the loop.
     pub fn new(
         cfg: WorkerConfig,
-        control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
+        control_rx: crossbeam_channel::Receiver<Result<Control, BadControl>>,
         control_fd: Arc<EventFd>,
         notices: Vec<String>,
     ) -> anyhow::Result<Self> {
@@ -185,6 +191,8 @@ impl Engine {
                 total: new_hist(),
             },
             last_stats_ns: 0,
+            intended: 0.0,
+            intended_from: 0.0,
             next_stats_ns: interval_ns,
             last_cpu: io::cpu_times(),
             notices,

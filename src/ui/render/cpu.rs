@@ -33,7 +33,7 @@ fn bar(parts: &[f64], glyph_of: &[usize], width: usize, theme: &Theme) -> Vec<Sp
     }
     spans.push(Span::styled(
         CPU_GLYPHS[4].to_string().repeat(width - used),
-        theme.dim(),
+        theme.frame(),
     ));
     spans
 }
@@ -41,7 +41,8 @@ fn bar(parts: &[f64], glyph_of: &[usize], width: usize, theme: &Theme) -> Vec<Sp
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let theme = &app.theme;
     let inner = panel(area, buf, "CPU %", theme);
-    let last = |k: Col| st.store.last(k);
+    // Headline figures: the mean of the last second's rows (the bars too).
+    let last = |k: Col| super::common::headline(st, k);
     let label_w = 7usize;
     let bar_w = (inner.width as usize).saturating_sub(label_w + 6).max(4);
     let mut lines = Vec::new();
@@ -50,7 +51,8 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         .enumerate()
         .flat_map(|(i, n)| {
             [
-                Span::styled(format!("{}{} ", CPU_GLYPHS[i], n), theme.cpu(i)),
+                Span::styled(CPU_GLYPHS[i].to_string(), theme.cpu(i)),
+                Span::styled(format!("{n} "), theme.text()),
                 Span::raw(format!(
                     "{} ",
                     num_or_na(last(
@@ -61,7 +63,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         })
         .chain([Span::styled(
             format!("idle {}", num_or_na(last(c::CPU_IDLE))),
-            theme.dim(),
+            theme.text(),
         )])
         .collect::<Vec<_>>();
     lines.push(Line::from(legend));
@@ -112,13 +114,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         _ => "n/a".into(),
     };
     lines.push(Line::from(vec![
-        Span::styled("srv procs ", theme.dim()),
+        Span::styled("srv procs ", theme.text()),
         Span::raw(srv),
-        Span::styled("  load procs ", theme.dim()),
+        Span::styled("  load procs ", theme.text()),
         Span::raw(format!("{}%", num_or_na(last(c::LOAD_CPU)))),
-        Span::styled(" (workers ", theme.dim()),
+        Span::styled(" (workers ", theme.text()),
         Span::raw(format!("{}%", num_or_na(last(c::WORKER_CPU)))),
-        Span::styled(")  probes ", theme.dim()),
+        Span::styled(")  probes ", theme.text()),
         Span::raw(format!("{}%", num_or_na(last(c::PROBE_CPU)))),
     ]));
     // Per core, as many as fit; the last line says how many were folded away.
@@ -137,7 +139,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     if shown < n && room > 0 {
         lines.push(Line::from(Span::styled(
             format!("+{} cores (enlarge to see)", n - shown),
-            theme.dim(),
+            theme.text(),
         )));
     }
     let used = (lines.len() as u16).min(inner.height);
