@@ -95,6 +95,9 @@ pub enum Cmd {
     CgiChild {
         #[arg(long, default_value_t = 0)]
         work: u64,
+        /// The server's calibrated speed of the work (ns per iteration); 0: calibrate here.
+        #[arg(long, default_value_t = 0.0)]
+        ns_per_iter: f64,
     },
     /// (internal) The built-in prefork server's manager, which forks its workers.
     #[command(hide = true)]
@@ -156,7 +159,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Worker { config_json } => {
             crate::load::cli::worker_main(&config_json).map(|_| ExitCode::SUCCESS)
         }
-        Cmd::CgiChild { work } => {
+        Cmd::CgiChild { work, ns_per_iter } => {
+            if ns_per_iter > 0.0 {
+                crate::target::work::set_speed(ns_per_iter);
+            }
             crate::target::dynamic::cgi_child_main(work).map(|_| ExitCode::SUCCESS)
         }
         Cmd::PreforkManager(a) => crate::target::pool::manager_main(a).map(|_| ExitCode::SUCCESS),

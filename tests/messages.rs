@@ -7,6 +7,7 @@ use synlab::lab::knobs::{Change, Refusal, Reply};
 use synlab::lab::run::PointFailure;
 use synlab::lab::state::Warning;
 use synlab::load::protocol::{Burst, Mode};
+use synlab::model::cpus::{CpuError, Placement};
 use synlab::model::death::{Death, Exit};
 use synlab::model::knob::{KnobError, PathKnob, PathValue};
 use synlab::model::summary::SummaryCol;
@@ -199,6 +200,7 @@ fn every_message_a_person_reads() {
         &[
             PointFailure::Refused(Refusal::OpenNeedsRate),
             PointFailure::Restart(s("starting worker 1: no such file")),
+            PointFailure::Server(s("the server has no CPUs of its own in this lab (no CPU split), so there is nothing to steer to")),
             PointFailure::ChildDied(died.clone()),
             NothingMeasured::NoAttempt { window_s: 5.0 }.into(),
             NothingMeasured::Silent {
@@ -301,6 +303,32 @@ fn every_message_a_person_reads() {
                 fraction: 0.1,
             },
             SweepValueError::NotAWorkload(s("\"nope\"")),
+            SweepValueError::NotASteer(s("nic")),
+            SweepValueError::NotASyncookies(s("3")),
+        ],
+    );
+    lines(
+        &mut out,
+        "cpus",
+        &[
+            CpuError::Absent {
+                cpu: 99,
+                machine: vec![0, 1],
+            },
+            CpuError::Overlap {
+                both: vec![1],
+                machine: vec![0, 1, 2, 3],
+            },
+        ],
+    );
+    lines(
+        &mut out,
+        "cpu placements",
+        &[
+            Placement::resolve(&[], &[], true, &[0, 1]).describe(),
+            Placement::resolve(&[2], &[0, 1], true, &[0, 1, 2, 3]).describe(),
+            Placement::resolve(&[], &[], true, &[0]).describe(),
+            Placement::resolve(&[], &[], false, &[0, 1]).describe(),
         ],
     );
     lines(

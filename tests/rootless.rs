@@ -7,10 +7,11 @@
 //! `nobody` otherwise) through setpriv; as anyone else, as that user. Each test runs its own
 //! copy of the binary, so "nothing left" looks only at its own processes.
 
+mod lab_support;
 mod plain_support;
 mod tmux_support;
 
-use plain_support::{plain_user, plain_user_named, skip_or_fail};
+use plain_support::{plain_user, plain_user_named, run_folder, skip_or_fail};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
@@ -391,6 +392,61 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
         warned.contains("nginx.toml: run as this user, nginx cannot run in its rootless lab")
             && warned.contains("/etc/subuid gives nobody no range"),
         "{warned}"
+    );
+    p.assert_none_left();
+}
+
+/// Rootless, the server gets its own CPU and its receive processing is steered to it (the
+/// namespace's default RPS mask, which its owner may set): the same checks as the root run's,
+/// from two runs in this test, since a rootless lab cannot change its steering during a run,
+/// and says so when a scenario asks it to.
+#[test]
+fn rootless_steering_charges_the_servers_cpus() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = plain_user() else { return };
+    if synlab::sys::machine::online_cpus().len() < 2 {
+        eprintln!("skipped: one CPU, the server cannot get CPUs of its own");
+        return;
+    }
+    let scenario =
+        |steer: &str, values: &str| lab_support::steer_scenario(steer, steer, values, "");
+    let run = |steer: &str, values: &str| -> serde_json::Value {
+        let sc = p.write(&format!("{steer}.toml"), &scenario(steer, values));
+        let out = p
+            .synlab(&["run", sc.to_str().unwrap(), "--out", steer, "--no-progress"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{steer}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = run_folder(&p.dir.path().join(steer));
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+    };
+    let server = run("server", "[300, 1500]");
+    let sender = run("sender", "[1500]");
+    assert_eq!(server["meta"]["lab"], "rootless (user namespace)");
+    let cpus = &server["meta"]["cpus"];
+    assert!(cpus["steer_refused"].is_null(), "{cpus}");
+    assert_eq!(cpus["steer"], "server", "{cpus}");
+    lab_support::check_steering(
+        lab_support::point(&server, "300", "server"),
+        lab_support::point(&server, "1500", "server"),
+        lab_support::point(&sender, "1500", "sender"),
+    );
+    // Changing it during the run is refused before the lab is built, with the kernel's why.
+    let live = format!(
+        "{}steer = [\"server\", \"sender\"]\n",
+        scenario("server", "[1500]")
+    );
+    let out = p.run(&p.write("live.toml", &live));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot change its receive steering during a run"),
+        "{err}"
     );
     p.assert_none_left();
 }

@@ -144,6 +144,51 @@ fn check_refuses_a_command_without_its_port_and_an_empty_file() {
     assert!(!out.contains("ok"), "{out}");
 }
 
+/// `cpus` naming a CPU this machine does not have, or the same CPU for the server and the load,
+/// is refused by `check` and by `run` (exit 2, before anything starts), at its file and line,
+/// with the machine's CPU count.
+#[test]
+fn check_and_run_refuse_an_absent_cpu_and_an_overlap() {
+    let n = synlab::sys::machine::online_cpus().len();
+    let absent = format!("[target]\nservice_time = \"1ms\"\ncpus = [{}]\n", n + 90);
+    let (code, _, err) = check("absent.toml", &absent);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "DIR/absent.toml:3:8: `target.cpus`: CPU {} does not exist here: this machine has {n} CPU(s) synlab may use",
+            n + 90
+        )),
+        "{err}"
+    );
+    let overlap = "[target]\ncpus = [0]\n\n[load]\ncpus = [0]\n";
+    let (code, _, err) = check("overlap.toml", overlap);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "DIR/overlap.toml:5:8: `load.cpus`: CPU(s) 0 are in both target.cpus and load.cpus"
+        ),
+        "{err}"
+    );
+    assert!(err.contains(&format!("this machine has {n}")), "{err}");
+    // `run` refuses the same file before it starts anything.
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("absent.toml");
+    std::fs::write(&f, &absent).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", "--no-progress", "--out"])
+        .arg(d.path().join("out"))
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("absent.toml:3:8: `target.cpus`: CPU"), "{err}");
+    assert!(
+        !d.path().join("out").exists(),
+        "nothing started, no run folder"
+    );
+}
+
 /// What `check` warns about (exit 0, file:line:column and key), and the length of a sweep.
 #[test]
 fn check_warns_of_what_no_point_uses_and_says_how_long_a_sweep_runs() {

@@ -138,20 +138,35 @@ fn privileged() -> bool {
 }
 
 #[test]
-fn overload_throughput_does_not_grow_past_capacity() {
+fn overload_throughput_does_not_grow_past_capacity_and_steered_syns_cost_the_server() {
+    if !privileged() {
+        return;
+    }
     let mut sc = load("overload");
-    shrink(&mut sc, "[2000, 6000]", 1.0, 2.5);
+    shrink(&mut sc, "[1250, 5000]", 1.0, 2.5);
+    // Points: 1250 steered to the server, 1250 on the sender, then 5000 likewise.
     let r = run(sc);
-    // Capacity is ~1,000/s (1 ms of CPU, one loop); tripling the offered rate adds nothing.
-    assert!(r[1].attempts_per_s > 2.0 * r[0].throughput_per_s.max(1.0));
+    assert_eq!(
+        r.iter().map(|r| r.steer.as_str()).collect::<Vec<_>>(),
+        ["server", "sender", "server", "sender"]
+    );
+    // Capacity is ~250/s (4 ms of CPU, one loop); quadrupling the offered rate adds nothing.
+    assert!(r[2].attempts_per_s > 2.0 * r[0].throughput_per_s.max(1.0));
     assert!(
-        r[1].throughput_per_s < 1.2 * r[0].throughput_per_s + 50.0,
+        r[2].throughput_per_s < 1.2 * r[0].throughput_per_s + 20.0,
         "throughput grew from {:.0} to {:.0}/s past capacity",
         r[0].throughput_per_s,
-        r[1].throughput_per_s
+        r[2].throughput_per_s
     );
-    assert!(r.iter().all(|r| r.throughput_per_s < 1150.0));
-    assert!(r[1].connect_timeouts_per_s > 0.0);
+    assert!(r.iter().all(|r| r.throughput_per_s < 300.0));
+    assert!(r[2].connect_timeouts_per_s > 0.0);
+    // Steered, the server's CPU receives the SYNs: more softirq there than unsteered.
+    assert!(
+        r[2].server_cores_softirq_pct > r[3].server_cores_softirq_pct,
+        "softirq on the server's CPU: steered {:.2} % vs sender {:.2} %",
+        r[2].server_cores_softirq_pct,
+        r[3].server_cores_softirq_pct
+    );
 }
 
 #[test]
@@ -196,6 +211,9 @@ fn bursts_at_the_same_average_lose_requests() {
 
 #[test]
 fn ecommerce_servlets_outrun_cgi() {
+    if !privileged() {
+        return;
+    }
     let mut sc = load("ecommerce");
     shrink(
         &mut sc,
@@ -214,6 +232,18 @@ fn ecommerce_servlets_outrun_cgi() {
         r[1].throughput_per_s,
         r[0].throughput_per_s
     );
+    // On the server's own CPU: CGI's fork and exec are kernel time, the servlet's work is
+    // user time (seed 003: CGI over 60 % kernel, servlets 10-15 %).
+    let kernel = |r: &SummaryRow| {
+        let busy = 100.0 - r.server_cores_idle_pct - r.server_cores_steal_pct;
+        (r.server_cores_system_pct + r.server_cores_softirq_pct + r.server_cores_irq_pct) / busy
+    };
+    assert!(
+        kernel(&r[0]) > kernel(&r[1]),
+        "kernel share of the server's CPU: heavy CGI {:.2}, heavy servlet {:.2}",
+        kernel(&r[0]),
+        kernel(&r[1])
+    );
 }
 
 #[test]
@@ -227,6 +257,9 @@ fn capacity_load_factor_and_p98_grow_past_saturation() {
 
 #[test]
 fn specweb96_classes_have_their_sizes() {
+    if !privileged() {
+        return;
+    }
     let mut sc = load("specweb96");
     shrink(
         &mut sc,

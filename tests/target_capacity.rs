@@ -55,6 +55,10 @@ impl Remote {
         let reader = std::thread::spawn(move || {
             for line in out.lines() {
                 let Ok(line) = line else { break };
+                // The server's notes (its work's calibration) come between stats lines.
+                if serde_json::from_str::<synlab::target::config::ServerNote>(&line).is_ok() {
+                    continue;
+                }
                 *l2.lock().unwrap() = serde_json::from_str(&line).expect("stats line");
             }
         });

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+use synlab::target::config::ServerNote;
 use synlab::target::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
 
 fn cfg(arch: Arch, workers: u32) -> ServeConfig {
@@ -29,6 +30,8 @@ fn cfg(arch: Arch, workers: u32) -> ServeConfig {
 struct ServerProc {
     child: Child,
     lines: BufReader<ChildStdout>,
+    /// The lines besides stats (its work's calibration ...), as they came.
+    notes: Vec<ServerNote>,
 }
 
 impl ServerProc {
@@ -40,19 +43,33 @@ impl ServerProc {
             .spawn()
             .expect("start synlab serve");
         let lines = BufReader::new(child.stdout.take().unwrap());
-        let mut p = ServerProc { child, lines };
+        let mut p = ServerProc {
+            child,
+            lines,
+            notes: Vec::new(),
+        };
         let first = p
             .next_stats()
             .expect("a first stats line right after binding");
         (p, first)
     }
 
+    /// The next stats line; the notes on the way are kept in `notes`.
     fn next_stats(&mut self) -> Option<ServerStats> {
-        let mut line = String::new();
-        if self.lines.read_line(&mut line).ok()? == 0 {
-            return None;
+        loop {
+            let mut line = String::new();
+            if self.lines.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if let Ok(n) = serde_json::from_str::<ServerNote>(&line) {
+                self.notes.push(n);
+                continue;
+            }
+            return Some(
+                serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("bad stats line {line:?}: {e}")),
+            );
         }
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad stats line {line:?}: {e}")))
     }
 }
 
@@ -146,6 +163,69 @@ fn json_stats_lines_count_what_the_client_got_and_stdin_eof_stops() {
         assert_eq!(last.accepted, 50, "{arch:?}");
         assert_eq!(last.bytes_out, bytes, "{arch:?}: bytes the client read");
     }
+}
+
+/// User and system clock ticks of process `pid`.
+fn cpu_ticks(pid: u32) -> (u64, u64) {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let s = synlab::probe::pidstat::PidStat::parse(&t).unwrap();
+    (s.utime, s.stime)
+}
+
+/// `service = "cpu"` is a calibrated count of user-mode work with no system call inside: a
+/// server kept busy by it spends its CPU in user mode, as an application does (spinning on
+/// the thread's CPU clock read 40 % user, 58 % system), and it says how its work was
+/// calibrated and how close the calibrated work came to the time asked.
+#[test]
+fn a_cpu_bound_service_is_user_time_and_says_its_calibration() {
+    let mut c = cfg(Arch::Event, 1);
+    c.service_time_us = 2000;
+    let (mut p, first) = ServerProc::start(&c);
+    let addr: SocketAddr = first.listen.parse().unwrap();
+    assert!(p.next_stats().is_some());
+    let cal = match p.notes.first() {
+        Some(ServerNote::Calibration(cal)) => *cal,
+        other => panic!("no calibration line after the first stats line: {other:?}"),
+    };
+    eprintln!("{}", cal.describe());
+    assert_eq!(cal.check_us, 2000.0);
+    // CPU time of the calibrated work against the time asked: a few % apart at most.
+    assert!(cal.error_p50_pct.abs() < 10.0, "{cal:?}");
+    let pid = p.child.id();
+    let (u0, s0) = cpu_ticks(pid);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    get10(addr, "/specweb96/class0_1");
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let served: u64 = clients.into_iter().map(|c| c.join().unwrap()).sum();
+    let (u1, s1) = cpu_ticks(pid);
+    let (user, system) = ((u1 - u0) as f64, (s1 - s0) as f64);
+    let share = user / (user + system);
+    eprintln!(
+        "{served} responses; server {user} user + {system} system ticks: user {:.0} %",
+        share * 100.0
+    );
+    assert!(served > 100, "{served}");
+    assert!(
+        user + system > 50.0,
+        "the server was busy: {user} + {system} ticks"
+    );
+    assert!(
+        share > 0.85,
+        "user share {share:.2} ({user} user, {system} system ticks)"
+    );
 }
 
 #[test]

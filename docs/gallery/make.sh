@@ -14,10 +14,19 @@ OUT=docs/gallery
 WORK=results/gallery
 mkdir -p "$WORK"
 
+# The machine may be shared: before each run, the load average and how busy the CPUs were over
+# 5 s go to docs/gallery/load.txt, next to the figure they qualify.
+busy() {
+  read -r _ a b c d e f g h _ < /proc/stat; t1=$((a+b+c+d+e+f+g+h)); i1=$((d+e)); sleep 5
+  read -r _ a b c d e f g h _ < /proc/stat; t2=$((a+b+c+d+e+f+g+h)); i2=$((d+e))
+  echo $(( 100 - 100 * (i2 - i1) / (t2 - t1) ))
+}
+
 # scenario -> the plots (stems) the README shows
 declare -A SHOW=(
   [simple-vs-sclient]="request_rate"
-  [overload]="throughput accept_queue"
+  [overload]="throughput accept_queue cpu"
+  [overload-nginx]="throughput cpu"
   [bursty]="throughput"
   [wan-delay]="throughput connections"
   [wan-delay-event]="connections"
@@ -29,11 +38,12 @@ declare -A SHOW=(
   [client-check]="request_rate"
   [lesson-overload]="timeseries"
 )
-ORDER=(simple-vs-sclient overload bursty wan-delay wan-delay-event wan-loss time-wait specweb96 ecommerce capacity client-check lesson-overload)
+ORDER=(simple-vs-sclient overload overload-nginx bursty wan-delay wan-delay-event wan-loss time-wait specweb96 ecommerce capacity client-check lesson-overload)
 [ $# -gt 0 ] && ORDER=("$@")
 for s in "${ORDER[@]}"; do
   [ -n "${SHOW[$s]:-}" ] || { echo "no gallery entry for $s" >&2; exit 2; }
   echo "== $s ($(date +%T))"
+  echo "$s: $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg), CPUs $(busy) % busy over 5 s before the run" >> "$OUT/load.txt"
   "$SYN" run "scenarios/$s.toml" --no-progress --out "$WORK/$s" | tail -n 30
   dir=$(ls -td "$WORK/$s"/*/ | head -1)
   for stem in ${SHOW[$s]}; do
@@ -56,5 +66,10 @@ if [[ " ${ORDER[*]} " == *" wan-delay "* ]]; then
   md=$("$SYN" report "${runs[@]}" | sed -n 's/^report: //p')
   cp "$(dirname "$md")/plots/throughput.png" "$OUT/wan-delay-throughput.png"
   cp "$(dirname "$md")/plots/connections.png" "$OUT/wan-delay-connections.png"
+fi
+# Fig. 7: the built-in event server and nginx, each with the steering on and off, on one plot.
+if [[ " ${ORDER[*]} " == *" overload "* && -d "$WORK/overload-nginx" ]]; then
+  md=$("$SYN" report "$(ls -td "$WORK/overload"/*/ | head -1)" "$(ls -td "$WORK/overload-nginx"/*/ | head -1)" | sed -n 's/^report: //p')
+  cp "$(dirname "$md")/plots/throughput.png" "$OUT/overload-both-throughput.png"
 fi
 echo "gallery updated in $OUT"

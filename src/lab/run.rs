@@ -168,6 +168,10 @@ pub enum PointFailure {
     /// The workers could not be restarted with the point's count or request mix.
     #[error("{0}")]
     Restart(String),
+    /// The server or its kernel could not be put in the point's setting (steering, SYN
+    /// cookies, backlog): why.
+    #[error("{0}")]
+    Server(String),
     /// A child the run depends on died in it (who and how).
     #[error("{0}")]
     ChildDied(crate::model::death::Death),
@@ -273,6 +277,9 @@ fn set_up_point(
             failed = Some(f);
         }
     }
+    if let Some(Err(e)) = p.steer.map(|s| ctrl.set_steer(s)) {
+        failed = Some(PointFailure::Server(format!("{e:#}")));
+    }
     let Some(v) = p.value else {
         return failed;
     };
@@ -284,6 +291,15 @@ fn set_up_point(
     };
     if let Some(Err(e)) = restarted {
         failed = Some(PointFailure::Restart(format!("{e:#}")));
+    }
+    let server = match (kind, v) {
+        (Some(SweepParam::Steer), SweepValue::Steer(s)) => Some(ctrl.set_steer(s)),
+        (Some(SweepParam::Syncookies), SweepValue::Syncookies(n)) => Some(ctrl.set_syncookies(n)),
+        (Some(SweepParam::Backlog), SweepValue::Count(n)) => Some(ctrl.set_backlog(n)),
+        _ => None,
+    };
+    if let Some(Err(e)) = server {
+        failed = Some(PointFailure::Server(format!("{e:#}")));
     }
     for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
         if let Some(f) = refused(ctrl.apply(c)) {

@@ -82,6 +82,11 @@ pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<()> {
     if sc.network.is_some() || force {
         let mode = crate::sys::userns::prepare(force);
         super::real_server::fits_lab(sc.target.kind, mode)?;
+        if matches!(mode, crate::sys::userns::LabMode::Rootless { .. }) {
+            if let Some(why) = crate::scenario::steers_live(sc) {
+                anyhow::bail!("{why}");
+            }
+        }
     }
     Ok(())
 }

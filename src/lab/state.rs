@@ -50,6 +50,46 @@ impl std::fmt::Display for Warning {
     }
 }
 
+/// Where the server and the load run, and where the server's receive processing is done: the
+/// status line's and run.log's account of the CPU split.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuView {
+    /// The server's CPUs and the load's (empty: not pinned; both empty: no split).
+    pub server: Vec<usize>,
+    pub load: Vec<usize>,
+    /// Who runs where and what the CPU figures then are (`Placement::describe`).
+    pub line: String,
+    /// The steering now (None: no lab split to steer by).
+    pub steer: Option<crate::model::Steer>,
+    /// Why the kernel would not steer as asked (the lab then runs as `sender`).
+    pub steer_refused: Option<String>,
+}
+
+impl CpuView {
+    /// The status line's short form: `server cpu1 · load cpu0 · rx on server`.
+    pub fn short(&self) -> String {
+        use crate::model::cpus::cpu_list;
+        if self.server.is_empty() {
+            return "no split".into();
+        }
+        let mut s = format!(
+            "server cpu{} · load cpu{}",
+            cpu_list(&self.server),
+            if self.load.is_empty() {
+                "*".to_string()
+            } else {
+                cpu_list(&self.load)
+            }
+        );
+        match (self.steer, &self.steer_refused) {
+            (Some(_), Some(_)) => s.push_str(" · rx on sender (refused)"),
+            (Some(st), None) => s.push_str(&format!(" · rx on {st}")),
+            (None, _) => {}
+        }
+        s
+    }
+}
+
 /// The whole state the front ends read.
 #[derive(Debug, Clone)]
 pub struct LabState {
@@ -78,6 +118,8 @@ pub struct LabState {
     pub step: Option<(usize, usize)>,
     /// Per-core CPU of the latest sample: (user, system, irq+softirq, idle) %.
     pub cpu_cores: Vec<[f64; 4]>,
+    /// The server's CPUs apart from the load's, and the steering.
+    pub cpus: CpuView,
     pub finished: bool,
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run; the drivers stop and exit 130.
     pub interrupted: bool,
@@ -131,6 +173,7 @@ impl LabState {
             last_action: None,
             step: None,
             cpu_cores: Vec::new(),
+            cpus: CpuView::default(),
             finished: false,
             interrupted: false,
             terminal_gone: false,

@@ -32,19 +32,23 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
         }
         // No knob: the sweep restarts the workers with the new count or request mix.
         (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
+        // No knob: the controller changes the server or its kernel (`set_up_point`).
+        (SweepParam::Steer | SweepParam::Syncookies | SweepParam::Backlog, _) => Vec::new(),
         // sweep_value gives each parameter its own kind of value.
         (p, v) => unreachable!("{} cannot take the value {v}", p.name()),
     }
 }
 
-/// "point 2/6: open load.rate = 2000" (or "run" without a sweep).
+/// "point 2/6: open load.rate = 2000" (", steer sender" for a `[sweep] steer` point; "run"
+/// without a sweep).
 pub fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
     match (&p.mode, kind.zip(p.value)) {
         (m, Some((param, v))) => format!(
-            "point {}/{n}: {}{param} = {v}",
+            "point {}/{n}: {}{param} = {v}{}",
             i + 1,
             m.map(|m| format!("{m:?} ").to_lowercase())
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            p.steer.map(|s| format!(", steer {s}")).unwrap_or_default()
         ),
         _ => "run".to_string(),
     }
@@ -64,6 +68,21 @@ pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<Cue>, f64), String> {
         ));
     }
     let points = plan_points(sc);
+    // The server's kernel and backlog are set by the run between points, not by a knob.
+    let server_side = match kind {
+        Some(k @ (SweepParam::Steer | SweepParam::Syncookies | SweepParam::Backlog)) => {
+            Some(k.name().to_string())
+        }
+        _ => points
+            .iter()
+            .any(|p| p.steer.is_some())
+            .then(|| "steer".to_string()),
+    };
+    if let Some(k) = server_side {
+        return Err(format!(
+            "this scenario's sweep over {k} changes the server's kernel between points: it plays with `synlab run`; here its base settings run (keys work)"
+        ));
+    }
     let mut cues = Vec::new();
     let mut at = 0.0;
     let mut mode = sc.load.mode;
@@ -158,5 +177,9 @@ mod tests {
             .sweep;
         let why = sweep_cues(&sc).unwrap_err();
         assert!(why.contains("synlab run"), "{why}");
+        // issue 26: steering on and off between points is the run's to set, not a knob's.
+        let sc = crate::scenario::load(Path::new("scenarios/overload.toml")).unwrap();
+        let why = sweep_cues(&sc).unwrap_err();
+        assert!(why.contains("server's kernel"), "{why}");
     }
 }

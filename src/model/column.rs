@@ -268,6 +268,23 @@ columns! {
     // The probes' per-port TIME_WAIT (sock_diag; `synlab probe` walks it, the lab reads the
     // namespace's from sockstat).
     PORT_TIME_WAIT = "port_time_wait", Count, Gauge;
+    // The server's own CPUs apart from the load's (issue 26): each set's split of its time
+    // (/proc/stat per CPU), the server's NET_RX softirqs (/proc/softirqs per CPU), the
+    // controller process, and the load's processes together.
+    SERVER_CORES_USER = "server_cores_user_pct", Percent, Gauge;
+    SERVER_CORES_SYSTEM = "server_cores_system_pct", Percent, Gauge;
+    SERVER_CORES_IRQ = "server_cores_irq_pct", Percent, Gauge;
+    SERVER_CORES_SOFTIRQ = "server_cores_softirq_pct", Percent, Gauge;
+    SERVER_CORES_STEAL = "server_cores_steal_pct", Percent, Gauge;
+    SERVER_CORES_IDLE = "server_cores_idle_pct", Percent, Gauge;
+    SERVER_CORES_NET_RX = "server_cores_net_rx_per_s", PerSecond, Rate;
+    LOAD_CORES_USER = "load_cores_user_pct", Percent, Gauge;
+    LOAD_CORES_SYSTEM = "load_cores_system_pct", Percent, Gauge;
+    LOAD_CORES_IRQ = "load_cores_irq_pct", Percent, Gauge;
+    LOAD_CORES_SOFTIRQ = "load_cores_softirq_pct", Percent, Gauge;
+    LOAD_CORES_IDLE = "load_cores_idle_pct", Percent, Gauge;
+    CONTROLLER_CPU = "controller_cpu_pct", Percent, Gauge;
+    LOAD_CPU = "load_cpu_pct", Percent, Gauge;
 }
 
 /// The figures a network path gets of its own (its rates and latencies), in their column order.

@@ -110,6 +110,20 @@ const HELP: &[(Col, &str)] = &[
     (col::SERVER_WORKERS, "Processes or threads the built-in server serves with (its own report; prefork and threaded grow up to max_workers)"),
     (col::SERVER_BUSY, "Of the built-in server's workers, those busy with a connection (its own report; the event server's one loop is 0 or 1)"),
     (col::POOL_CONNECTIONS, "Persistent connections the load clients keep open in their pool (open mode with a request rate)"),
+    (col::SERVER_CORES_USER, "Share of the server's own CPUs' time in user mode, nice included (/proc/stat of those CPUs)"),
+    (col::SERVER_CORES_SYSTEM, "Share of the server's own CPUs' time in the kernel, system calls (/proc/stat of those CPUs)"),
+    (col::SERVER_CORES_IRQ, "Share of the server's own CPUs' time in hardware interrupts, the steering's IPIs included (/proc/stat of those CPUs)"),
+    (col::SERVER_CORES_SOFTIRQ, "Share of the server's own CPUs' time in softirqs, where the packets it receives are processed (/proc/stat of those CPUs)"),
+    (col::SERVER_CORES_STEAL, "Share of the server's own CPUs' time taken by the hypervisor (/proc/stat of those CPUs)"),
+    (col::SERVER_CORES_IDLE, "Share of the server's own CPUs' time idle, iowait included (/proc/stat of those CPUs)"),
+    (col::SERVER_CORES_NET_RX, "NET_RX softirqs (packet receive) on the server's own CPUs per second (/proc/softirqs of those CPUs)"),
+    (col::LOAD_CORES_USER, "Share of the load's CPUs' time (workers, delay router, controller) in user mode, nice included (/proc/stat of those CPUs)"),
+    (col::LOAD_CORES_SYSTEM, "Share of the load's CPUs' time in the kernel, system calls (/proc/stat of those CPUs)"),
+    (col::LOAD_CORES_IRQ, "Share of the load's CPUs' time in hardware interrupts (/proc/stat of those CPUs)"),
+    (col::LOAD_CORES_SOFTIRQ, "Share of the load's CPUs' time in softirqs, where the packets the load receives are processed (/proc/stat of those CPUs)"),
+    (col::LOAD_CORES_IDLE, "Share of the load's CPUs' time idle, iowait included (/proc/stat of those CPUs)"),
+    (col::CONTROLLER_CPU, "CPU synlab's controller process used (its run loop or TUI, probes and readers), percent of one core (/proc/self/stat)"),
+    (col::LOAD_CPU, "CPU the load side's processes used together: the load workers, the delay router and the controller, percent of one core"),
 ];
 
 impl Col {

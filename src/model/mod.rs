@@ -4,6 +4,7 @@
 pub mod column;
 pub mod column_help;
 pub mod counters;
+pub mod cpus;
 pub mod death;
 pub mod knob;
 pub mod limits;
@@ -14,6 +15,7 @@ pub mod workload;
 
 pub use column::{col, Col, Kind, PathName, Unit, PATH_FIGURES};
 pub use counters::{Counters, ErrorKinds, InProgress, Totals};
+pub use cpus::{Placement, Steer};
 pub use knob::{KnobError, PathKnob, PathStep, PathValue};
 pub use summary::{PathSummary, SummaryRow};
 pub use sweep::{SweepParam, SweepPoint, SweepValue};

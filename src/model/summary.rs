@@ -143,6 +143,52 @@ pub struct SummaryRow {
     pub connection_errors_per_s: f64,
     #[serde(default)]
     pub request_errors_per_s: f64,
+    // The server's own CPUs apart from the load's (issue 26): NaN without a CPU split.
+    /// The server's CPUs' time by state, % (adds up to 100), and their NET_RX softirqs/s.
+    #[serde(default)]
+    pub server_cores_user_pct: f64,
+    #[serde(default)]
+    pub server_cores_system_pct: f64,
+    #[serde(default)]
+    pub server_cores_irq_pct: f64,
+    #[serde(default)]
+    pub server_cores_softirq_pct: f64,
+    #[serde(default)]
+    pub server_cores_steal_pct: f64,
+    #[serde(default)]
+    pub server_cores_idle_pct: f64,
+    #[serde(default)]
+    pub server_cores_net_rx_per_s: f64,
+    /// The server's processes' own CPU (summed, as `ps` would), % of one core.
+    #[serde(default)]
+    pub server_cpu_user_pct: f64,
+    #[serde(default)]
+    pub server_cpu_sys_pct: f64,
+    /// The server's processes' CPU per response (the server's own count when it has one), µs.
+    #[serde(default)]
+    pub server_cpu_us_per_response: f64,
+    /// The server's CPUs' busy time (user, system, irq, softirq) per response, µs: what a
+    /// response costs the server's host, packets included.
+    #[serde(default)]
+    pub server_cores_us_per_response: f64,
+    /// The server's CPUs' softirq time per SYN that arrived (pcap), µs: under overload, mostly
+    /// the SYNs the kernel then drops.
+    #[serde(default)]
+    pub server_softirq_us_per_syn: f64,
+    /// User and system time on the server's CPUs that its processes did not spend (other
+    /// programs on a shared machine, kernel threads), % of one core: what else the server's
+    /// CPUs carried.
+    #[serde(default)]
+    pub server_cores_other_pct: f64,
+    /// The load side's processes together (workers, delay router, controller), % of one core,
+    /// and how busy the load's CPUs were, %.
+    #[serde(default)]
+    pub load_cpu_pct: f64,
+    #[serde(default)]
+    pub load_cores_busy_pct: f64,
+    /// Where the server's receive processing ran (`server`, `sender`; "" without a CPU split).
+    #[serde(default)]
+    pub steer: String,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -270,6 +316,21 @@ summary_cols! {
     RequestsPerS = requests_per_s: PerSecond,
     ConnectionErrorsPerS = connection_errors_per_s: PerSecond,
     RequestErrorsPerS = request_errors_per_s: PerSecond,
+    ServerCoresUserPct = server_cores_user_pct: Percent,
+    ServerCoresSystemPct = server_cores_system_pct: Percent,
+    ServerCoresIrqPct = server_cores_irq_pct: Percent,
+    ServerCoresSoftirqPct = server_cores_softirq_pct: Percent,
+    ServerCoresStealPct = server_cores_steal_pct: Percent,
+    ServerCoresIdlePct = server_cores_idle_pct: Percent,
+    ServerCoresNetRxPerS = server_cores_net_rx_per_s: PerSecond,
+    ServerCpuUserPct = server_cpu_user_pct: Percent,
+    ServerCpuSysPct = server_cpu_sys_pct: Percent,
+    ServerCpuUsPerResponse = server_cpu_us_per_response: Microseconds,
+    ServerCoresUsPerResponse = server_cores_us_per_response: Microseconds,
+    ServerSoftirqUsPerSyn = server_softirq_us_per_syn: Microseconds,
+    ServerCoresOtherPct = server_cores_other_pct: Percent,
+    LoadCpuPct = load_cpu_pct: Percent,
+    LoadCoresBusyPct = load_cores_busy_pct: Percent,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }
@@ -292,6 +353,7 @@ pub enum SummaryText {
     Backend,
     Totals,
     Paths,
+    Steer,
 }
 
 impl SummaryText {
@@ -304,6 +366,7 @@ impl SummaryText {
         SummaryText::Backend,
         SummaryText::Totals,
         SummaryText::Paths,
+        SummaryText::Steer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -316,6 +379,7 @@ impl SummaryText {
             SummaryText::Backend => "backend",
             SummaryText::Totals => "totals",
             SummaryText::Paths => "paths",
+            SummaryText::Steer => "steer",
         }
     }
 }
@@ -337,6 +401,7 @@ mod tests {
             error: "e".into(),
             client_bound_reason: "r".into(),
             backend: "b".into(),
+            steer: "server".into(),
             totals: Some(Default::default()),
             paths: vec![PathSummary::default()],
             ..Default::default()

@@ -18,7 +18,20 @@ pub enum SweepParam {
     Workload,
     /// A live knob of every network path.
     Path(PathKnob),
+    /// Where the server's receive processing runs (`[network] steer`).
+    Steer,
+    /// The server namespace's `net.ipv4.tcp_syncookies`.
+    Syncookies,
+    /// The server's listen backlog (the accept queue's limit).
+    Backlog,
 }
+
+/// The server's and the server kernel's parameters a sweep can vary.
+const SERVER_PARAMS: [SweepParam; 3] = [
+    SweepParam::Steer,
+    SweepParam::Syncookies,
+    SweepParam::Backlog,
+];
 
 const LOAD_PARAMS: [SweepParam; 7] = [
     SweepParam::Rate,
@@ -36,6 +49,7 @@ impl SweepParam {
         LOAD_PARAMS
             .into_iter()
             .chain(PathKnob::ALL.iter().map(|&k| SweepParam::Path(k)))
+            .chain(SERVER_PARAMS)
     }
 
     /// Its name in scenario files and results.
@@ -49,6 +63,9 @@ impl SweepParam {
             SweepParam::Burst => "load.burst",
             SweepParam::Workload => "load.workload",
             SweepParam::Path(k) => k.sweep_name(),
+            SweepParam::Steer => "network.steer",
+            SweepParam::Syncookies => "network.syncookies",
+            SweepParam::Backlog => "target.backlog",
         }
     }
 
@@ -58,7 +75,10 @@ impl SweepParam {
 
     /// A path's property: the scenario needs a [network] section.
     pub fn needs_network(self) -> bool {
-        matches!(self, SweepParam::Path(_))
+        matches!(
+            self,
+            SweepParam::Path(_) | SweepParam::Steer | SweepParam::Syncookies
+        )
     }
 
     /// A report's x axis for it, with units.
@@ -74,6 +94,11 @@ impl SweepParam {
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
             SweepParam::Path(k) => k.axis(),
+            SweepParam::Steer => "receive steering (where the server's NET_RX softirq runs)",
+            SweepParam::Syncookies => {
+                "net.ipv4.tcp_syncookies (0 off, 1 when a SYN queue overflows, 2 always)"
+            }
+            SweepParam::Backlog => "listen backlog (the accept queue's limit)",
         }
     }
 }
@@ -96,6 +121,9 @@ pub enum SweepValue {
     /// A named request mix (load.workload; the workers restart with it).
     Workload(Workload),
     Path(PathValue),
+    Steer(super::cpus::Steer),
+    /// A `tcp_syncookies` setting: 0, 1 or 2.
+    Syncookies(u8),
 }
 
 /// Why a `[sweep] values` entry is not a value of its parameter.
@@ -115,6 +143,10 @@ pub enum SweepValueError {
     BurstShape { ratio: f64, fraction: f64 },
     #[error("`{0}` is not a workload; use one of {names}", names = Workload::ALL.map(|w| w.name()).join(", "))]
     NotAWorkload(String),
+    #[error("`{0}` is not a steering; use \"server\" (the server's CPUs) or \"sender\" (the sending CPU)")]
+    NotASteer(String),
+    #[error("`{0}` is not a tcp_syncookies setting; use 0 (off), 1 (when a SYN queue overflows) or 2 (always)")]
+    NotASyncookies(String),
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error(transparent)]
@@ -169,7 +201,8 @@ impl SweepValue {
             SweepParam::Sockets
             | SweepParam::Clients
             | SweepParam::Concurrency
-            | SweepParam::Workers => {
+            | SweepParam::Workers
+            | SweepParam::Backlog => {
                 let n = Num::parse(text)?.0;
                 if n < 1.0 || n.fract() != 0.0 || n > 1e6 {
                     return Err(SweepValueError::NotACount { param, n });
@@ -192,6 +225,15 @@ impl SweepValue {
                 .map(SweepValue::Workload)
                 .ok_or_else(|| SweepValueError::NotAWorkload(text.to_string())),
             SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
+            SweepParam::Steer => super::cpus::Steer::parse(text)
+                .map(SweepValue::Steer)
+                .ok_or_else(|| SweepValueError::NotASteer(text.to_string())),
+            SweepParam::Syncookies => match text.trim() {
+                "0" | "1" | "2" => Ok(SweepValue::Syncookies(
+                    text.trim().parse().expect("a digit"),
+                )),
+                _ => Err(SweepValueError::NotASyncookies(text.to_string())),
+            },
         }
     }
 
@@ -201,7 +243,8 @@ impl SweepValue {
         match self {
             SweepValue::Rate(r) => Some(r),
             SweepValue::Count(n) => Some(n as f64),
-            SweepValue::Burst { .. } | SweepValue::Workload(_) => None,
+            SweepValue::Burst { .. } | SweepValue::Workload(_) | SweepValue::Steer(_) => None,
+            SweepValue::Syncookies(n) => Some(n as f64),
             SweepValue::Path(v) => v.x(),
         }
     }
@@ -223,6 +266,8 @@ impl fmt::Display for SweepValue {
             SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
             SweepValue::Workload(w) => write!(f, "{}", w.name()),
             SweepValue::Path(v) => write!(f, "{v}"),
+            SweepValue::Steer(s) => write!(f, "{s}"),
+            SweepValue::Syncookies(n) => write!(f, "{n}"),
         }
     }
 }
@@ -270,7 +315,10 @@ mod tests {
 
     #[test]
     fn values_read_back_from_what_the_summary_writes() {
-        let cases: [(SweepParam, toml::Value); 6] = [
+        let cases: [(SweepParam, toml::Value); 9] = [
+            (SweepParam::Steer, "sender".into()),
+            (SweepParam::Syncookies, 2.into()),
+            (SweepParam::Backlog, 16.into()),
             (SweepParam::Rate, 2000.into()),
             (SweepParam::Concurrency, 8.into()),
             (

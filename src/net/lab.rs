@@ -67,6 +67,10 @@ pub struct LabNet {
     pub paths: Vec<LabPath>,
     /// What was removed of crashed earlier runs before this lab was built.
     pub leftovers_removed: Vec<String>,
+    /// Where the server's receive processing runs now (None: no CPU split to steer by).
+    pub steer: Option<crate::model::Steer>,
+    /// Why the kernel would not steer it, when `[network] steer = "server"` asked for it.
+    pub steer_refused: Option<String>,
     plan: Plan,
     // Field order matters: the router goes before its interfaces.
     router: Option<ChildProc>,
@@ -96,8 +100,19 @@ pub fn resolve_backend(choice: BackendChoice) -> Backend {
 }
 
 impl Lab {
-    /// Builds the lab for `spec` under `run_id` (see `plan::new_run_id`).
+    /// Builds the lab for `spec` under `run_id` (see `plan::new_run_id`), with no CPU split.
     pub fn up(spec: &NetworkSpec, run_id: &str) -> anyhow::Result<LabNet> {
+        let unsplit = crate::model::Placement::resolve(&[], &[], false, &[]);
+        Lab::up_placed(spec, run_id, &unsplit)
+    }
+
+    /// [`Lab::up`] with the run's CPU placement: the delay router runs on the load's CPUs and,
+    /// with `steer = "server"`, the server's receive processing is steered to its CPUs.
+    pub fn up_placed(
+        spec: &NetworkSpec,
+        run_id: &str,
+        placement: &crate::model::Placement,
+    ) -> anyhow::Result<LabNet> {
         if let Some(missing) = Privileges::current().lab_missing() {
             bail!("{missing}");
         }
@@ -107,9 +122,23 @@ impl Lab {
         if backend == Backend::Netem && spec.backend == BackendChoice::Netem && !netem_available() {
             bail!("backend = \"netem\" but this kernel has no sch_netem (modprobe sch_netem, or use backend = \"router\" / \"auto\")");
         }
-        let plan = plan::plan(spec, run_id, backend)?;
+        let steering =
+            (placement.is_split() && !placement.load.is_empty()).then(|| plan::RxSteering {
+                server: placement.server.clone(),
+                load: placement.load.clone(),
+            });
+        let asked = steering
+            .as_ref()
+            .filter(|_| spec.steer == crate::model::Steer::Server)
+            .cloned();
+        let plan = plan::plan_steered(spec, run_id, backend, asked)?;
         let leftovers_removed = netns::remove_dead_labs();
         let guard = netns::apply(&plan.run_id, plan.kernel_ops())?;
+        let steer_refused = guard.steer_refused.clone();
+        let steer = steering.as_ref().map(|_| match steer_refused {
+            Some(_) => crate::model::Steer::Sender,
+            None => spec.steer,
+        });
         let view = Arc::new(Mutex::new(RouterView::new(plan.paths.len())));
         let mut lab = LabNet {
             run_id: run_id.to_string(),
@@ -128,7 +157,9 @@ impl Lab {
                 })
                 .collect(),
             leftovers_removed,
-            plan,
+            steer,
+            steer_refused,
+            plan: plan::Plan { steering, ..plan },
             router: None,
             view,
             guard,
@@ -145,6 +176,7 @@ impl Lab {
                         serde_json::to_string(config)?,
                     ],
                     netns: Some(netns.clone()),
+                    cpus: placement.load.clone(),
                     ..Default::default()
                 },
                 move |line| {
@@ -230,6 +262,29 @@ impl LabNet {
                 bail!("backend \"none\" does not shape; use backend = \"router\" or \"netem\"")
             }
         }
+        Ok(())
+    }
+
+    /// Steers the server's receive processing live (a sweep's point): RPS on the server's
+    /// link, its own end to the server's CPUs and the router's end to the load's (`sender`:
+    /// neither). Root only: rootless, the kernel refuses (see [`netns::set_rps_cpus`]).
+    pub fn set_steer(&mut self, steer: crate::model::Steer) -> anyhow::Result<()> {
+        use crate::model::cpus::cpu_mask_hex;
+        let Some(st) = &self.plan.steering else {
+            bail!("the server has no CPUs of its own in this lab (no CPU split), so there is nothing to steer to");
+        };
+        let (server, load) = match steer {
+            crate::model::Steer::Server => (cpu_mask_hex(&st.server), cpu_mask_hex(&st.load)),
+            crate::model::Steer::Sender => ("0".to_string(), "0".to_string()),
+        };
+        netns::set_rps_cpus(&self.plan.server.netns, &self.plan.server.dev, &server)?;
+        netns::set_rps_cpus(
+            &self.plan.router_netns,
+            &self.plan.router_server_port,
+            &load,
+        )?;
+        self.steer = Some(steer);
+        self.steer_refused = None;
         Ok(())
     }
 

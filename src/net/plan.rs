@@ -75,6 +75,16 @@ pub struct PathPlan {
     pub spec: PathSpec,
 }
 
+/// Where the lab steers receive processing (RPS): the server's namespace to the server's
+/// CPUs (what it receives costs its own CPUs, as a NIC's interrupts would), and the router's,
+/// the far side of the server's link, to the load's (what the server sends is received by
+/// another host).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RxSteering {
+    pub server: Vec<usize>,
+    pub load: Vec<usize>,
+}
+
 /// The lab to build: what exists when it is up, and the operations that build it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
@@ -83,8 +93,13 @@ pub struct Plan {
     /// Every netns the plan creates (deleting them undoes the whole plan).
     pub namespaces: Vec<String>,
     pub router_netns: String,
+    /// The router's port on the server's link.
+    pub router_server_port: String,
     pub server: HostPlan,
     pub paths: Vec<PathPlan>,
+    /// The receive steering the plan sets up (None: unsteered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steering: Option<RxSteering>,
     pub ops: Vec<Step>,
 }
 
@@ -187,6 +202,17 @@ pub fn netem_args(p: &PathSpec) -> Vec<String> {
 /// Turns the `[network]` section into the plan for `backend`: namespaces, links, addresses
 /// and routes, sysctls, shaping, then the router.
 pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, PlanError> {
+    plan_steered(spec, run_id, backend, None)
+}
+
+/// [`plan`], with the receive steering set before any link is made (a namespace's default
+/// RPS mask applies to the links made in it afterwards).
+pub fn plan_steered(
+    spec: &NetworkSpec,
+    run_id: &str,
+    backend: Backend,
+    steering: Option<RxSteering>,
+) -> Result<Plan, PlanError> {
     check_run_id(run_id)?;
     spec.validate().map_err(PlanError::Spec)?;
     let prefix = crate::sys::netns::lab_prefix(run_id);
@@ -221,6 +247,16 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
     namespaces.extend(t.paths.iter().map(|p| p.netns.clone()));
 
     let mut ops = namespace_ops(&namespaces, &t.router);
+    if let Some(st) = &steering {
+        ops.push(Op::RpsDefaultMask {
+            netns: t.server.netns.clone(),
+            mask: crate::model::cpus::cpu_mask_hex(&st.server),
+        });
+        ops.push(Op::RpsDefaultMask {
+            netns: t.router.clone(),
+            mask: crate::model::cpus::cpu_mask_hex(&st.load),
+        });
+    }
     t.link_ops(backend, &mut ops);
     t.address_ops(&mut ops);
     t.sysctl_ops(spec, &mut ops);
@@ -237,8 +273,10 @@ pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, 
         backend,
         namespaces,
         router_netns: t.router,
+        router_server_port: t.router_server_port,
         server: t.server,
         paths: t.paths,
+        steering,
         ops,
     })
 }
@@ -462,6 +500,46 @@ mod tests {
     fn router_plan_one_path() {
         let p = plan(&NetworkSpec::default(), "ab12", Backend::Router).unwrap();
         insta::assert_yaml_snapshot!(p);
+    }
+
+    #[test]
+    fn steering_is_set_before_any_link_is_made() {
+        let st = RxSteering {
+            server: vec![1],
+            load: vec![0],
+        };
+        let p = plan_steered(&NetworkSpec::default(), "ab12", Backend::Router, Some(st)).unwrap();
+        let ops: Vec<&Op> = p.kernel_ops().collect();
+        let first_link = ops
+            .iter()
+            .position(|o| matches!(o, Op::AddVethPair { .. }))
+            .unwrap();
+        let masks: Vec<(usize, &Op)> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| matches!(o, Op::RpsDefaultMask { .. }))
+            .map(|(i, o)| (i, *o))
+            .collect();
+        assert_eq!(masks.len(), 2);
+        assert!(masks.iter().all(|(i, _)| *i < first_link));
+        assert_eq!(
+            masks[0].1,
+            &Op::RpsDefaultMask {
+                netns: "synlab-ab12-srv".into(),
+                mask: "2".into()
+            }
+        );
+        assert_eq!(
+            masks[1].1,
+            &Op::RpsDefaultMask {
+                netns: "synlab-ab12-rtr".into(),
+                mask: "1".into()
+            }
+        );
+        assert!(plan(&NetworkSpec::default(), "ab12", Backend::Router)
+            .unwrap()
+            .kernel_ops()
+            .all(|o| !matches!(o, Op::RpsDefaultMask { .. })));
     }
 
     #[test]

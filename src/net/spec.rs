@@ -33,6 +33,9 @@ pub struct NetworkSpec {
     /// ip_local_port_range of the client namespaces (unless `sysctl.client` sets it).
     pub port_range: PortRange,
     pub sysctl: SysctlSpec,
+    /// Where the server's receive processing runs: its own CPUs (`server`, as a real host's
+    /// NIC interrupts) or the CPU that sent each packet (`sender`, a veth's own behaviour).
+    pub steer: crate::model::Steer,
     #[serde(rename = "path")]
     pub paths: Vec<PathSpec>,
 }
@@ -44,6 +47,7 @@ impl Default for NetworkSpec {
             client_addrs: 4,
             port_range: PortRange(1024, 65535),
             sysctl: SysctlSpec::default(),
+            steer: crate::model::Steer::Server,
             paths: Vec::new(),
         }
     }

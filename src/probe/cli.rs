@@ -358,6 +358,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
         iface: args.iface.clone(),
         pcap: !args.no_pcap,
         avoid_cpus: Vec::new(),
+        cores: Default::default(),
         port_time_wait: true,
     };
     let interrupted = Arc::new(AtomicBool::new(false));

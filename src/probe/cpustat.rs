@@ -18,6 +18,20 @@ pub struct CpuTimes {
 }
 
 impl CpuTimes {
+    /// The jiffies of both, state by state (a set of CPUs as one).
+    pub fn plus(&self, o: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user: self.user + o.user,
+            nice: self.nice + o.nice,
+            system: self.system + o.system,
+            idle: self.idle + o.idle,
+            iowait: self.iowait + o.iowait,
+            irq: self.irq + o.irq,
+            softirq: self.softirq + o.softirq,
+            steal: self.steal + o.steal,
+        }
+    }
+
     /// All jiffies. guest/guest_nice are left out: the kernel already counts them in user/nice.
     pub fn total(&self) -> u64 {
         self.user
@@ -52,6 +66,13 @@ fn num(file: &'static str, key: &str, v: &str) -> Result<u64, ParseError> {
 }
 
 impl ProcStat {
+    /// The jiffies of the CPUs `cpus` summed; None if one of them is not in this reading.
+    pub fn of_cpus(&self, cpus: &[usize]) -> Option<CpuTimes> {
+        cpus.iter().try_fold(CpuTimes::default(), |acc, &c| {
+            Some(acc.plus(self.per_cpu.get(c).copied().flatten().as_ref()?))
+        })
+    }
+
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         const FILE: &str = "/proc/stat";
         let mut s = ProcStat::default();
@@ -195,6 +216,14 @@ impl SoftIrqs {
             .map(|(p, c)| delta(*p, *c, Width::U32))
             .sum()
     }
+
+    /// [`SoftIrqs::delta`] on the CPUs `cpus` only.
+    pub fn delta_on(a: &SoftIrqs, b: &SoftIrqs, name: &str, cpus: &[usize]) -> Option<u64> {
+        let (x, y) = (a.per_cpu(name)?, b.per_cpu(name)?);
+        cpus.iter()
+            .map(|&c| delta(*x.get(c)?, *y.get(c)?, Width::U32))
+            .sum()
+    }
 }
 
 #[cfg(test)]
@@ -259,6 +288,22 @@ mod tests {
         assert_eq!(s.per_cpu("NET_RX"), Some(&[1584, 2152][..]));
         assert_eq!(s.per_cpu("BLOCK"), Some(&[0, 40398][..]));
         assert!(s.per_cpu("NOPE").is_none());
+    }
+
+    #[test]
+    fn a_set_of_cpus_sums_their_jiffies_and_softirqs() {
+        let s = ProcStat::parse(STAT).unwrap();
+        let both = s.of_cpus(&[0, 1]).unwrap();
+        assert_eq!(both.system, s.per_cpu[0].unwrap().system + 2872);
+        assert!(s.of_cpus(&[5]).is_none());
+        let a = SoftIrqs {
+            rows: vec![("NET_RX".into(), vec![10, 100])],
+        };
+        let b = SoftIrqs {
+            rows: vec![("NET_RX".into(), vec![15, 300])],
+        };
+        assert_eq!(SoftIrqs::delta_on(&a, &b, "NET_RX", &[1]), Some(200));
+        assert_eq!(SoftIrqs::delta_on(&a, &b, "NET_RX", &[2]), None);
     }
 
     #[test]

@@ -12,6 +12,6 @@ pub mod sample;
 pub mod sampler;
 pub mod scope;
 
-pub use sample::{Metrics, ProbeSample, SynSource};
+pub use sample::{Cores, Metrics, ProbeSample, SynSource};
 pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle, SampleSink};
 pub mod sockdiag;

@@ -38,6 +38,8 @@ pub struct Snapshot {
     pub capture: Option<CaptureTotals>,
     /// CPU time used so far by all probe threads, µs.
     pub probe_cpu_us: u64,
+    /// User + system clock ticks of this whole process (the controller, probes included).
+    pub self_ticks: Option<u64>,
 }
 
 impl Snapshot {
@@ -52,6 +54,7 @@ impl Snapshot {
             server: None,
             capture: None,
             probe_cpu_us: 0,
+            self_ticks: None,
         }
     }
 }
@@ -61,6 +64,14 @@ impl Snapshot {
 pub struct HostConsts {
     pub clk_tck: u64,
     pub page_size: u64,
+}
+
+/// The server's CPUs and the load's, whose split the sample gives apart from the machine's
+/// (both empty: no split, the server_cores_* and load_cores_* figures stay empty).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cores {
+    pub server: Vec<usize>,
+    pub load: Vec<usize>,
 }
 
 /// Where `syn_in_per_s` came from.
@@ -129,6 +140,18 @@ metrics! {
     server_rss_mb => SERVER_RSS_MB,
     /// All probe threads together, % of one core.
     probe_cpu_pct => PROBE_CPU,
+    /// The server's CPUs (`Cores::server`) as one: shares of their time, adding up to 100
+    /// (user includes nice, idle includes iowait), and their NET_RX softirqs per second.
+    server_cores_user_pct => SERVER_CORES_USER, server_cores_system_pct => SERVER_CORES_SYSTEM,
+    server_cores_irq_pct => SERVER_CORES_IRQ, server_cores_softirq_pct => SERVER_CORES_SOFTIRQ,
+    server_cores_steal_pct => SERVER_CORES_STEAL, server_cores_idle_pct => SERVER_CORES_IDLE,
+    server_cores_net_rx_per_s => SERVER_CORES_NET_RX,
+    /// The load's CPUs as one, likewise.
+    load_cores_user_pct => LOAD_CORES_USER, load_cores_system_pct => LOAD_CORES_SYSTEM,
+    load_cores_irq_pct => LOAD_CORES_IRQ, load_cores_softirq_pct => LOAD_CORES_SOFTIRQ,
+    load_cores_idle_pct => LOAD_CORES_IDLE,
+    /// This whole process (the controller with its probes and readers), % of one core.
+    controller_cpu_pct => CONTROLLER_CPU,
     syn_in_total => SYN_IN_TOTAL, syn_retrans_total => SYN_RETRANS_TOTAL,
     synack_out_total => SYNACK_OUT_TOTAL, rst_in_total => RST_IN_TOTAL,
     rst_out_total => RST_OUT_TOTAL,
@@ -210,6 +233,7 @@ pub fn build(
     start: Instant,
     seq: u64,
     k: HostConsts,
+    cores: &Cores,
 ) -> ProbeSample {
     let mut m = Metrics::default();
     gauges(cur, k, &mut m);
@@ -218,7 +242,10 @@ pub fn build(
         .map(|p| cur.at.duration_since(p.at).as_secs_f64())
         .filter(|d| *d > 0.0);
     let per_cpu = match (prev, dt) {
-        (Some(p), Some(dt)) => rates(p, cur, dt, k, &mut m),
+        (Some(p), Some(dt)) => {
+            core_rates(p, cur, dt, cores, &mut m);
+            rates(p, cur, dt, k, &mut m)
+        }
         _ => Vec::new(),
     };
 
@@ -315,6 +342,39 @@ fn totals(base: &Snapshot, cur: &Snapshot, m: &mut Metrics) {
     }
 }
 
+/// The server's and the load's CPUs between two snapshots: each set's split of its time, the
+/// server's NET_RX softirqs; and the controller process's own CPU.
+fn core_rates(p: &Snapshot, cur: &Snapshot, dt: f64, cores: &Cores, m: &mut Metrics) {
+    if let (Some(a), Some(b)) = (&p.stat, &cur.stat) {
+        let split = |cpus: &[usize]| {
+            (!cpus.is_empty())
+                .then(|| CpuPct::between(&a.of_cpus(cpus)?, &b.of_cpus(cpus)?))
+                .flatten()
+        };
+        if let Some(c) = split(&cores.server) {
+            m.server_cores_user_pct = Some(c.user + c.nice);
+            m.server_cores_system_pct = Some(c.system);
+            m.server_cores_irq_pct = Some(c.irq);
+            m.server_cores_softirq_pct = Some(c.softirq);
+            m.server_cores_steal_pct = Some(c.steal);
+            m.server_cores_idle_pct = Some(c.idle + c.iowait);
+        }
+        if let Some(c) = split(&cores.load) {
+            m.load_cores_user_pct = Some(c.user + c.nice);
+            m.load_cores_system_pct = Some(c.system);
+            m.load_cores_irq_pct = Some(c.irq);
+            m.load_cores_softirq_pct = Some(c.softirq);
+            m.load_cores_idle_pct = Some(c.idle + c.iowait);
+        }
+    }
+    if let (Some(a), Some(b)) = (&p.softirqs, &cur.softirqs) {
+        if !cores.server.is_empty() {
+            m.server_cores_net_rx_per_s =
+                SoftIrqs::delta_on(a, b, "NET_RX", &cores.server).map(|d| d as f64 / dt);
+        }
+    }
+}
+
 /// The rates and CPU shares between two snapshots `dt` seconds apart; returns each CPU's split.
 fn rates(
     p: &Snapshot,
@@ -380,6 +440,9 @@ fn rates(
     }
     let used = cur.probe_cpu_us.saturating_sub(p.probe_cpu_us) as f64;
     m.probe_cpu_pct = pct(used, dt * 1e6);
+    if let (Some(a), Some(b)) = (p.self_ticks, cur.self_ticks) {
+        m.controller_cpu_pct = pct(b.saturating_sub(a) as f64, k.clk_tck as f64 * dt);
+    }
     per_cpu
 }
 
@@ -423,7 +486,7 @@ mod tests {
             tw: 42,
             ..Default::default()
         });
-        let s = build(&a, None, &a, t0, 0, K);
+        let s = build(&a, None, &a, t0, 0, K, &Cores::default());
         assert_eq!(s.m.time_wait, Some(42.0));
         assert_eq!(s.m.passive_opens_per_s, None);
         assert_eq!(s.m.passive_opens_total, Some(0.0));
@@ -447,7 +510,7 @@ mod tests {
             ..Default::default()
         };
         a.diag = Some(walked.clone());
-        let s = build(&a, None, &a, t0, 0, K);
+        let s = build(&a, None, &a, t0, 0, K, &Cores::default());
         assert_eq!((s.m.established, s.m.syn_recv), (Some(7.0), Some(2.0)));
         // A sample without a walk: the accept queue (queried every sample) is reported, state
         // counts are not, whatever the summary holds.
@@ -455,7 +518,7 @@ mod tests {
             states_fresh: false,
             ..walked
         });
-        let s = build(&a, None, &a, t0, 1, K);
+        let s = build(&a, None, &a, t0, 1, K, &Cores::default());
         assert_eq!((s.m.established, s.m.syn_recv), (None, None));
         assert_eq!(s.m.accept_queue, Some(3.0));
     }
@@ -469,7 +532,7 @@ mod tests {
         let mut b = Snapshot::empty(t0 + Duration::from_millis(500));
         b.net = Some(net(300, 60, 54));
         b.probe_cpu_us = 2000;
-        let s = build(&a, Some(&a), &b, t0, 1, K);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
         assert_eq!(s.m.passive_opens_per_s, Some(400.0));
         assert_eq!(s.m.listen_drops_per_s, Some(100.0));
         assert_eq!(s.m.listen_overflows_total, Some(50.0));
@@ -487,7 +550,7 @@ mod tests {
         a.net = Some(net(100, 0, 0));
         let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
         b.net = Some(net(3, 0, 0));
-        let s = build(&a, Some(&a), &b, t0, 1, K);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
         assert_eq!(s.m.passive_opens_per_s, None);
         assert_eq!(s.m.passive_opens_total, None);
     }
@@ -508,7 +571,7 @@ mod tests {
             dropped: 3,
             ..Default::default()
         });
-        let s = build(&a, Some(&a), &b, t0, 1, K);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
         assert_eq!(s.syn_source, SynSource::Pcap);
         assert_eq!(s.m.syn_in_per_s, Some(100.0));
         assert_eq!(s.m.syn_retrans_per_s, Some(2.0));
@@ -537,10 +600,64 @@ mod tests {
             per_cpu: vec![Some(cpu(100, 0)), Some(cpu(0, 100))],
             ..Default::default()
         });
-        let s = build(&a, Some(&a), &b, t0, 1, K);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
         assert_eq!(s.m.cpu_user_pct, Some(50.0));
         assert_eq!(s.per_cpu[0].unwrap().user, 100.0);
         assert_eq!(s.per_cpu[1].unwrap().idle, 100.0);
+    }
+
+    #[test]
+    fn the_server_cores_split_adds_up_and_counts_their_net_rx() {
+        let t0 = Instant::now();
+        let cpu = |u, s, si, i| CpuTimes {
+            user: u,
+            system: s,
+            softirq: si,
+            idle: i,
+            ..Default::default()
+        };
+        let irqs = |a: u64, b: u64| SoftIrqs {
+            rows: vec![("NET_RX".into(), vec![a, b])],
+        };
+        let mut a = Snapshot::empty(t0);
+        a.stat = Some(ProcStat {
+            per_cpu: vec![Some(cpu(0, 0, 0, 0)), Some(cpu(0, 0, 0, 0))],
+            ..Default::default()
+        });
+        a.softirqs = Some(irqs(0, 0));
+        a.self_ticks = Some(10);
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
+        b.stat = Some(ProcStat {
+            per_cpu: vec![Some(cpu(90, 10, 0, 0)), Some(cpu(20, 10, 30, 40))],
+            ..Default::default()
+        });
+        b.softirqs = Some(irqs(50, 4000));
+        b.self_ticks = Some(15);
+        let cores = Cores {
+            server: vec![1],
+            load: vec![0],
+        };
+        let s = build(&a, Some(&a), &b, t0, 1, K, &cores);
+        let m = &s.m;
+        assert_eq!(m.server_cores_softirq_pct, Some(30.0));
+        assert_eq!(m.server_cores_user_pct, Some(20.0));
+        assert_eq!(m.server_cores_net_rx_per_s, Some(4000.0));
+        assert_eq!(m.load_cores_user_pct, Some(90.0));
+        assert_eq!(m.controller_cpu_pct, Some(5.0));
+        let sum: f64 = [
+            m.server_cores_user_pct,
+            m.server_cores_system_pct,
+            m.server_cores_irq_pct,
+            m.server_cores_softirq_pct,
+            m.server_cores_steal_pct,
+            m.server_cores_idle_pct,
+        ]
+        .iter()
+        .map(|v| v.unwrap())
+        .sum();
+        assert_eq!(sum, 100.0);
+        let none = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
+        assert_eq!(none.m.server_cores_softirq_pct, None);
     }
 
     #[test]
@@ -551,7 +668,7 @@ mod tests {
         let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
         // pid 2 exited; pid 3 is new; pid 1 used 30 user + 20 sys ticks.
         b.server = Some(vec![pid(1, 5, 130, 30), pid(3, 900, 10, 5)]);
-        let s = build(&a, Some(&a), &b, t0, 1, K);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
         assert_eq!(s.m.server_cpu_user_pct, Some(40.0));
         assert_eq!(s.m.server_cpu_sys_pct, Some(25.0));
         assert_eq!(s.m.server_procs, Some(2.0));

@@ -37,6 +37,9 @@ pub struct ProbeConfig {
     /// namespace holds other ports' too). Each one crosses to user space (~0.7 µs apiece), so
     /// the lab, whose server namespace holds only the server, reads the namespace's count.
     pub port_time_wait: bool,
+    /// The server's CPUs and the load's, whose splits the samples give apart (the lab's
+    /// placement; empty: no split).
+    pub cores: super::sample::Cores,
 }
 
 impl ProbeConfig {
@@ -51,6 +54,7 @@ impl ProbeConfig {
             pcap: true,
             avoid_cpus: Vec::new(),
             port_time_wait: false,
+            cores: Default::default(),
         }
     }
 
@@ -336,6 +340,10 @@ impl Sampler {
 
     fn snapshot(&mut self, cfg: &ProbeConfig) -> Snapshot {
         let mut s = Snapshot::empty(Instant::now());
+        // The counters rates are made of first, next to the time stamp: the socket walk
+        // below takes milliseconds, and a thread that shares its CPU with the load may be
+        // preempted for tens, which read after the stamp would put into the wrong interval.
+        s.capture = self.capture_totals();
         let notes = &mut self.notes;
         if let Some(netstat) = self.netstat.as_mut() {
             s.net = read_parsed(self.snmp.as_mut(), notes, "net", "TCP counters", |snmp| {
@@ -355,15 +363,18 @@ impl Sampler {
             "/proc/softirqs",
             |t| Ok(cpustat::SoftIrqs::parse(t)?),
         );
-        if cfg.port != 0 {
-            s.diag = self.diag_summary(cfg);
-        }
         if let Some(pid) = cfg.server_pid {
             s.server = self.server_procs(pid);
         }
-        s.capture = self.capture_totals();
+        if cfg.port != 0 {
+            s.diag = self.diag_summary(cfg);
+        }
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
+        s.self_ticks = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|t| pidstat::PidStat::parse(&t).ok())
+            .map(|p| p.utime + p.stime);
         s
     }
 
@@ -473,7 +484,7 @@ impl Sampler {
         let mut seq = 0u64;
         let mut cur = base.clone();
         loop {
-            let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k);
+            let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k, &cfg.cores);
             notes.append(&mut self.notes.pending);
             sample.notes = std::mem::take(&mut notes);
             if !sink.deliver(sample) {

@@ -132,6 +132,57 @@ const SCOPES: &[(Col, Scope, &str)] = &[
     (col::SERVER_CPU_SYS_PCT, Scope::Server, "cpu_sys_pct"),
     (col::SERVER_RSS_MB, Scope::Server, "rss_mb"),
     (col::PROBE_CPU, Scope::Probe, "cpu_pct"),
+    (col::CONTROLLER_CPU, Scope::Probe, "process_cpu_pct"),
+    // The lab's CPU sets (empty in `synlab probe`, which has none): machine figures of
+    // some of its CPUs.
+    (
+        col::SERVER_CORES_USER,
+        Scope::Machine,
+        "server_cores_user_pct",
+    ),
+    (
+        col::SERVER_CORES_SYSTEM,
+        Scope::Machine,
+        "server_cores_system_pct",
+    ),
+    (
+        col::SERVER_CORES_IRQ,
+        Scope::Machine,
+        "server_cores_irq_pct",
+    ),
+    (
+        col::SERVER_CORES_SOFTIRQ,
+        Scope::Machine,
+        "server_cores_softirq_pct",
+    ),
+    (
+        col::SERVER_CORES_STEAL,
+        Scope::Machine,
+        "server_cores_steal_pct",
+    ),
+    (
+        col::SERVER_CORES_IDLE,
+        Scope::Machine,
+        "server_cores_idle_pct",
+    ),
+    (
+        col::SERVER_CORES_NET_RX,
+        Scope::Machine,
+        "server_cores_net_rx_per_s",
+    ),
+    (col::LOAD_CORES_USER, Scope::Machine, "load_cores_user_pct"),
+    (
+        col::LOAD_CORES_SYSTEM,
+        Scope::Machine,
+        "load_cores_system_pct",
+    ),
+    (col::LOAD_CORES_IRQ, Scope::Machine, "load_cores_irq_pct"),
+    (
+        col::LOAD_CORES_SOFTIRQ,
+        Scope::Machine,
+        "load_cores_softirq_pct",
+    ),
+    (col::LOAD_CORES_IDLE, Scope::Machine, "load_cores_idle_pct"),
     (col::PCAP_DROPS, Scope::Probe, "pcap_drops"),
     (col::PCAP_IF_DROPS, Scope::Probe, "pcap_if_drops"),
 ];

@@ -148,6 +148,30 @@ impl RunData {
         modes
     }
 
+    /// The curves of the run: its modes in order of first appearance, each split by receive
+    /// steering when its points ran under more than one (`[sweep] steer`).
+    pub fn groups(&self) -> Vec<String> {
+        let mut groups: Vec<String> = Vec::new();
+        for p in &self.points {
+            let g = self.group_of(p);
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        groups
+    }
+
+    /// The curve point `p` belongs to: its mode, with `steer X` when the run varies it.
+    pub fn group_of(&self, p: &Point) -> String {
+        let steer = |p: &Point| p.text(SummaryText::Steer);
+        let first = self.points.first().map(steer).unwrap_or_default();
+        if self.points.iter().all(|q| steer(q) == first) {
+            p.mode()
+        } else {
+            format!("{} steer {}", p.mode(), steer(p))
+        }
+    }
+
     pub fn meta_str(&self, key: &str) -> String {
         match self.meta.get(key) {
             Some(serde_json::Value::String(s)) => s.clone(),

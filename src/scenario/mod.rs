@@ -105,6 +105,10 @@ pub fn parse_with_warnings(
     infer_target_kind(&mut s.target, &target_keys);
     infer_workload(&mut s.load, &written_keys(raw.as_ref(), "load"));
     let mut problems = validate::validate(&s);
+    problems.extend(validate::check_cpus(
+        &s,
+        &crate::sys::machine::online_cpus(),
+    ));
     problems.extend(validate::gate_problems(&s));
     problems.extend(foreign_target_keys(s.target.kind, &target_keys));
     let doc = toml_edit::ImDocument::parse(src.to_string()).ok();
@@ -355,10 +359,31 @@ pub fn check_main(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Why a scenario that changes the receive steering during its run (`[sweep] steer`, a
+/// `network.steer` sweep) cannot do so rootless; None when it does not change it.
+pub fn steers_live(s: &Scenario) -> Option<String> {
+    let live = s.sweep.as_ref().is_some_and(|sw| {
+        !sw.steer.is_empty() || sw.kind() == Some(crate::model::SweepParam::Steer)
+    });
+    live.then(|| {
+        "a rootless lab cannot change its receive steering during a run: the kernel lets only \
+         CAP_NET_ADMIN in the initial user namespace write rps_cpus (net/core/net-sysfs.c), and \
+         the namespace's net.core.rps_default_mask steers only the links made after it; run one \
+         scenario per `[network] steer` and overlay them with `synlab report A B`, or run as root"
+            .to_string()
+    })
+}
+
 /// What this host keeps a scenario from doing as this user, said before any lab is built:
 /// nginx or Apache in a rootless lab need subordinate ids (/etc/subuid, /etc/subgid).
 pub fn host_warning(s: &Scenario) -> Option<String> {
-    if s.network.is_none() || !s.target.kind.is_real_server() || crate::sys::userns::host_root() {
+    if s.network.is_none() || crate::sys::userns::host_root() {
+        return None;
+    }
+    if let Some(why) = steers_live(s) {
+        return Some(format!("run as this user: {why}"));
+    }
+    if !s.target.kind.is_real_server() {
         return None;
     }
     let lacks = crate::sys::userns::wide_mapping_would_lack()?;

@@ -408,6 +408,11 @@ pub struct Sweep {
     /// Run the whole sweep once per mode (e.g. ["closed", "sclient"] for seed 000 Fig. 5 vs 6).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub modes: Vec<Mode>,
+    /// Run each value once per receive steering, back to back (`["server", "sender"]`: the
+    /// server's receive processing on its own CPUs, then on the sending CPU, at every value),
+    /// a second dimension that changes live (root only: see `[network] steer`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steer: Vec<crate::model::Steer>,
 }
 
 fn default_warmup() -> Dur {

@@ -9,6 +9,8 @@ use crate::load::protocol::Mode;
 pub struct Point {
     pub mode: Option<Mode>,
     pub value: Option<SweepValue>,
+    /// The receive steering of a `[sweep] steer` point (None: the lab's own).
+    pub steer: Option<crate::model::Steer>,
     pub warmup: f64,
     pub hold: f64,
     pub cooldown: f64,
@@ -28,18 +30,27 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
             } else {
                 sw.modes.iter().copied().map(Some).collect()
             };
-            modes
-                .into_iter()
-                .flat_map(|m| {
-                    sw.values.iter().map(move |v| Point {
-                        mode: m,
-                        value: sw.kind().and_then(|k| super::SweepValue::parse(k, v).ok()),
-                        warmup: sw.warmup.secs(),
-                        hold: sw.hold.secs(),
-                        cooldown: sw.cooldown.secs(),
-                    })
-                })
-                .collect()
+            let steers: Vec<Option<crate::model::Steer>> = if sw.steer.is_empty() {
+                vec![None]
+            } else {
+                sw.steer.iter().copied().map(Some).collect()
+            };
+            let mut points = Vec::new();
+            for m in modes {
+                for v in &sw.values {
+                    for &steer in &steers {
+                        points.push(Point {
+                            mode: m,
+                            value: sw.kind().and_then(|k| super::SweepValue::parse(k, v).ok()),
+                            steer,
+                            warmup: sw.warmup.secs(),
+                            hold: sw.hold.secs(),
+                            cooldown: sw.cooldown.secs(),
+                        });
+                    }
+                }
+            }
+            points
         }
         None => {
             let d = sc.duration.secs();
@@ -47,6 +58,7 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
             vec![Point {
                 mode: None,
                 value: None,
+                steer: None,
                 warmup,
                 hold: d - warmup,
                 cooldown: 0.0,

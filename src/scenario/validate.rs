@@ -405,7 +405,44 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         if sw.hold.secs() <= 0.0 {
             bad("sweep.hold", "must be > 0".into());
         }
+        check_sweep_server(s, sw, bad);
     }
+}
+
+/// The sweeps that change the server or its kernel: steering needs the lab (and not twice),
+/// the backlog a server that can change it live.
+fn check_sweep_server(s: &Scenario, sw: &Sweep, bad: &mut impl FnMut(&str, String)) {
+    if !sw.steer.is_empty() {
+        if s.network.is_none() {
+            bad(
+                "sweep.steer",
+                "steers the server's receive processing in the network lab: add a [network] section".into(),
+            );
+        }
+        if sw.kind() == Some(SweepParam::Steer) {
+            bad(
+                "sweep.steer",
+                "the sweep's parameter is network.steer already: remove one of the two".into(),
+            );
+        }
+    }
+    if sw.kind() == Some(SweepParam::Backlog) && s.target.kind != TargetKind::Builtin {
+        bad(
+            "sweep.param",
+            format!(
+                "target.backlog changes live only in the built-in server (it listens again with the new backlog); kind = \"{}\" reads its backlog at start: run one scenario per backlog and overlay them with `synlab report A B`",
+                s.target.kind.name()
+            ),
+        );
+    }
+}
+
+/// `target.cpus` and `load.cpus` against the CPUs of the machine the scenario is checked on.
+pub fn check_cpus(s: &Scenario, machine: &[usize]) -> Vec<Problem> {
+    crate::model::cpus::check_cpus(&s.target.cpus, &s.load.cpus, machine)
+        .into_iter()
+        .map(|(key, e)| (key.to_string(), e.to_string()))
+        .collect()
 }
 
 /// Request paths of the scenario's workloads (swept ones too) that only the built-in server

@@ -21,9 +21,9 @@ impl Machine {
         Machine {
             hostname: read("/proc/sys/kernel/hostname"),
             kernel: read("/proc/sys/kernel/osrelease"),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(0),
+            // The machine's, not the calling thread's affinity (the controller's thread is kept
+            // off the server's CPUs).
+            cpus: online_cpus().len(),
             cpu_model: cpuinfo
                 .lines()
                 .find(|l| l.starts_with("model name"))
@@ -78,9 +78,40 @@ impl Machine {
     }
 }
 
+/// The CPUs this machine has online (/sys/devices/system/cpu/online, `0-1,4`), what a
+/// scenario's `cpus` may name; 0..available_parallelism when that cannot be read.
+pub fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| parse_cpu_list(t.trim()))
+        .unwrap_or_else(|| {
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+        })
+}
+
+/// A kernel CPU list (`0-3,6`); None if it is not one.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_parse_as_the_kernel_writes_them() {
+        assert_eq!(parse_cpu_list("0-1,4"), Some(vec![0, 1, 4]));
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list("x"), None);
+        assert!(online_cpus().contains(&0));
+    }
 
     #[test]
     fn reads_this_host_and_round_trips() {

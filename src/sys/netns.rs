@@ -66,6 +66,15 @@ pub enum Op {
         key: String,
         value: String,
     },
+    /// `net.core.rps_default_mask` of the netns (a hex cpumask): links made in it afterwards
+    /// steer their receive processing (RPS) to those CPUs. The one way a rootless lab can
+    /// steer: `rps_cpus` itself needs CAP_NET_ADMIN in the initial user namespace, the
+    /// per-namespace default (Linux >= 6.3) only the namespace's owner. Not fatal: where the
+    /// kernel refuses it the lab runs unsteered and says why ([`TopologyGuard::steer_refused`]).
+    RpsDefaultMask {
+        netns: String,
+        mask: String,
+    },
     /// `tc qdisc replace dev DEV root netem ARGS...` in the netns.
     Netem {
         netns: String,
@@ -123,6 +132,9 @@ pub struct TopologyGuard {
     namespaces: Vec<String>,
     /// The lab's run id, whose owner record goes with the namespaces.
     run_id: Option<String>,
+    /// Why the kernel refused to steer a namespace's receive processing (None: steered, or
+    /// not asked).
+    pub steer_refused: Option<String>,
 }
 
 impl TopologyGuard {
@@ -234,6 +246,16 @@ fn apply_op(op: &Op, guard: &mut TopologyGuard) -> anyhow::Result<()> {
             in_netns(netns, || crate::sys::sysctl::write(key, value))?
                 .with_context(|| format!("in netns {netns}"))?
         }
+        Op::RpsDefaultMask { netns, mask } => {
+            let wrote = in_netns(netns, || {
+                crate::sys::sysctl::write("net/core/rps_default_mask", mask)
+            })?;
+            if let Err(e) = wrote {
+                guard.steer_refused.get_or_insert_with(|| {
+                    format!("{} (in netns {netns})", rps_default_mask_refusal(&e))
+                });
+            }
+        }
         Op::Netem { netns, dev, args } => {
             let mut a = vec![
                 "-n",
@@ -262,6 +284,7 @@ pub fn apply<'a>(
     let mut guard = TopologyGuard {
         namespaces: Vec::new(),
         run_id: Some(run_id.to_string()),
+        steer_refused: None,
     };
     let trace = std::env::var_os("SYNLAB_NET_TRACE").is_some();
     for op in ops {
@@ -278,6 +301,71 @@ pub fn apply<'a>(
         }
     }
     Ok(guard)
+}
+
+/// Why writing `net.core.rps_default_mask` in a lab namespace failed, in the kernel's terms.
+fn rps_default_mask_refusal(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            "this kernel has no net.core.rps_default_mask in a network \
+             namespace (per namespace since Linux 6.3, with CONFIG_RPS), so the lab cannot steer \
+             the server's receive processing"
+                .into()
+        }
+        _ => format!("the kernel refused net.core.rps_default_mask: {e}"),
+    }
+}
+
+/// Sets a link's receive steering live: `/sys/class/net/DEV/queues/rx-0/rps_cpus` in `netns`
+/// (a hex cpumask, `0` for none). Sysfs shows the links of the namespace it was mounted in,
+/// so a scratch thread enters the netns, takes a mount namespace of its own and mounts sysfs
+/// there (both go when the thread ends). The kernel lets only CAP_NET_ADMIN in the initial
+/// user namespace write it (net/core/net-sysfs.c, `store_rps_map`: `capable()`): a rootless
+/// lab is refused, and says so.
+pub fn set_rps_cpus(netns: &str, dev: &str, mask: &str) -> anyhow::Result<()> {
+    use nix::mount::{mount, MsFlags};
+    let file = format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
+    let made = std::thread::scope(|s| {
+        s.spawn(|| -> anyhow::Result<()> {
+            crate::sys::netns_enter_raw(netns)
+                .with_context(|| format!("entering netns {netns}"))?;
+            nix::sched::unshare(
+                nix::sched::CloneFlags::CLONE_NEWNS | nix::sched::CloneFlags::CLONE_FS,
+            )
+            .context("a mount namespace for the netns's sysfs")?;
+            mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )
+            .context("making the scratch mounts private")?;
+            mount(
+                Some("sysfs"),
+                "/sys",
+                Some("sysfs"),
+                MsFlags::empty(),
+                None::<&str>,
+            )
+            .context("mounting the netns's sysfs")?;
+            std::fs::write(&file, mask).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    anyhow::anyhow!(
+                        "the kernel lets only CAP_NET_ADMIN in the initial user namespace write \
+                         rps_cpus (net/core/net-sysfs.c checks capable()), which a rootless lab \
+                         does not have: its steering is set once, when its links are made \
+                         (net.core.rps_default_mask)"
+                    )
+                } else {
+                    anyhow::anyhow!("writing {mask} to {file}: {e}")
+                }
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the thread steering {dev} panicked")))
+    });
+    made.with_context(|| format!("steering {dev}'s receive processing in netns {netns}"))
 }
 
 /// Changes (replaces) a netem qdisc live.

@@ -87,8 +87,10 @@ impl ChildProc {
                 }
                 // Own process group, so a command's children (nginx workers) go with it.
                 libc::setpgid(0, 0);
-                if !cpus.is_empty() {
-                    set_affinity(&cpus);
+                // A CPU the kernel refuses (offline, outside synlab's cpuset) fails the start
+                // rather than leaving the child unpinned.
+                if !cpus.is_empty() && !set_affinity(&cpus) {
+                    return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
             });

@@ -105,6 +105,13 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// listen() again on a listening socket: the kernel sets its accept-queue limit anew (capped at
+/// somaxconn) and keeps the connections already queued.
+pub fn relisten(l: &impl AsRawFd, backlog: i32) -> io::Result<()> {
+    // SAFETY: listen on a descriptor the caller owns.
+    cvt(unsafe { libc::listen(l.as_raw_fd(), backlog) }).map(drop)
+}
+
 /// epoll readiness bits used by the event server.
 pub const EV_IN: u32 = libc::EPOLLIN as u32;
 pub const EV_OUT: u32 = libc::EPOLLOUT as u32;

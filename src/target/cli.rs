@@ -5,7 +5,6 @@
 use super::config::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
 use crate::model::units::{Bytes, Dur, UnitError};
 use anyhow::Context;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -172,20 +171,27 @@ pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(json) = &args.config_json {
         let cfg: ServeConfig = serde_json::from_str(json)
             .with_context(|| format!("--config-json is not a valid ServeConfig: {json}"))?;
-        // The controller closes our stdin to stop us.
+        // The controller sends live changes as lines on our stdin and closes it to stop us.
         let eof = Arc::new(AtomicBool::new(false));
         let e2 = eof.clone();
+        let (tx, rx) = crossbeam_channel::unbounded();
         std::thread::Builder::new()
-            .name("stdin-eof".into())
+            .name("stdin-lines".into())
             .spawn(move || {
-                let mut sink = [0u8; 256];
-                let mut stdin = std::io::stdin();
-                while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+                use std::io::BufRead;
+                for line in std::io::stdin().lock().lines() {
+                    let Ok(line) = line else { break };
+                    match serde_json::from_str::<super::config::ServerControl>(&line) {
+                        Ok(c) => _ = tx.send(c),
+                        Err(e) => eprintln!("synlab serve: ignoring control line {line:?}: {e}"),
+                    }
+                }
                 e2.store(true, Relaxed);
             })?;
         super::serve(
             cfg,
             &|| eof.load(Relaxed) || signalled.load(Relaxed),
+            &|| rx.try_iter().collect(),
             std::io::stdout().lock(),
         )?;
         return Ok(());
@@ -223,6 +229,7 @@ pub fn serve_main(args: ServeArgs) -> anyhow::Result<()> {
         },
         std::process::id()
     );
+    eprintln!("synlab serve: {}", server.calibration().describe());
     let start = Instant::now();
     let interval = args.stats_interval.max(Duration::from_millis(100));
     let mut next = start + interval;

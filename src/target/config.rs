@@ -85,6 +85,43 @@ fn default_linger_timeout_ms() -> u64 {
     super::linger::SECONDS_TO_LINGER.as_millis() as u64
 }
 
+/// A live change to a lab-started server: one JSON line on its stdin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerControl {
+    /// Listen again with this backlog (a `target.backlog` sweep's point).
+    pub backlog: Option<u32>,
+}
+
+/// A line a lab-started server prints besides its stats: what run.log records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerNote {
+    /// How its CPU work was calibrated at start.
+    Calibration(super::work::Calibration),
+    /// A backlog change was applied (or why not).
+    Backlog { backlog: u32, error: Option<String> },
+}
+
+impl ServerNote {
+    /// The run.log line.
+    pub fn describe(&self) -> String {
+        match self {
+            ServerNote::Calibration(c) => format!("server: {}", c.describe()),
+            ServerNote::Backlog {
+                backlog,
+                error: None,
+            } => {
+                format!("server: listening with backlog {backlog}")
+            }
+            ServerNote::Backlog {
+                backlog,
+                error: Some(e),
+            } => format!("server: could not listen with backlog {backlog}: {e}"),
+        }
+    }
+}
+
 /// Apache 2.4 prefork's MaxRequestWorkers as shipped in its httpd-mpm.conf and Debian's
 /// mpm_prefork.conf (the compiled-in default is 256).
 pub const DEFAULT_MAX_WORKERS: u32 = 150;

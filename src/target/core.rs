@@ -5,7 +5,6 @@
 use super::config::{ServeConfig, ServerStats, ServiceKind};
 use super::files::{Catalog, Resource, PATTERN_BUF_LEN};
 use super::http::{self, Method, Parse};
-use crate::sys::server_io;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -86,22 +85,6 @@ impl Counters {
             listen: String::new(),
             pid: 0,
         }
-    }
-}
-
-/// Spends `ns` of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID): time the thread is
-/// preempted does not count, so N cores give exactly N / service_time requests per second.
-pub fn burn_cpu(ns: u64) {
-    if ns == 0 {
-        return;
-    }
-    let start = server_io::thread_cpu_ns();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    while server_io::thread_cpu_ns().wrapping_sub(start) < ns {
-        for _ in 0..200 {
-            x = x.rotate_left(5).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5851_f42d;
-        }
-        std::hint::black_box(x);
     }
 }
 
@@ -341,7 +324,7 @@ fn serve_requests(
             buf.drain(..req.consumed);
             let st = Duration::from_micros(ctx.cfg.service_time_us);
             match ctx.cfg.service {
-                ServiceKind::Cpu => burn_cpu(st.as_nanos() as u64),
+                ServiceKind::Cpu => super::work::burn(st.as_nanos() as u64),
                 ServiceKind::Sleep => std::thread::sleep(st),
             }
         }
@@ -394,15 +377,5 @@ mod tests {
     fn bad_request_closes() {
         let r = respond(&cat(), &http::parse_request(b"junk\r\n\r\n"), true);
         assert_eq!((r.status, r.keep), (400, false));
-    }
-
-    #[test]
-    fn burn_cpu_spends_about_the_asked_cpu_time() {
-        let t0 = server_io::thread_cpu_ns();
-        burn_cpu(2_000_000);
-        let used = server_io::thread_cpu_ns() - t0;
-        // Overshoot is at most one inner loop plus a clock read; no upper bound on a noisy box
-        // beyond a generous one.
-        assert!((2_000_000..20_000_000).contains(&used), "{used} ns");
     }
 }

@@ -168,7 +168,7 @@ pub fn work_page(kind: &str, work_us: u64, pid: u32) -> Vec<u8> {
 
 /// `synlab cgi-child --work N`: the CGI program. Burns N us of CPU, prints the page, exits.
 pub fn cgi_child_main(work_us: u64) -> anyhow::Result<()> {
-    super::core::burn_cpu(work_us.min(MAX_WORK_US) * 1000);
+    super::work::burn(work_us.min(MAX_WORK_US) * 1000);
     let mut out = std::io::stdout().lock();
     out.write_all(&work_page("cgi", work_us, std::process::id()))?;
     out.flush()?;
@@ -181,6 +181,8 @@ pub fn run_cgi(exe: &Path, work_us: u64) -> Output {
         "cgi-child".to_string(),
         "--work".into(),
         work_us.to_string(),
+        "--ns-per-iter".into(),
+        super::work::speed().to_string(),
     ];
     match cgi_spawn::fork_exec_capture(exe, &args, MAX_CGI_OUTPUT) {
         Ok(r) if r.ok && !r.stdout.is_empty() => Output {
@@ -208,7 +210,7 @@ impl Dynamic {
         match ep {
             Endpoint::Cgi { work_us } => run_cgi(&self.exe, work_us),
             Endpoint::Inproc { work_us } => {
-                super::core::burn_cpu(work_us * 1000);
+                super::work::burn(work_us * 1000);
                 Output {
                     status: 200,
                     body: work_page("inproc", work_us, std::process::id()),

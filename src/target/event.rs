@@ -227,7 +227,7 @@ impl EventLoop<'_> {
                             c.buf.drain(..req.consumed);
                         }
                         if self.ctx.cfg.service == ServiceKind::Cpu {
-                            core::burn_cpu(st_us * 1000);
+                            super::work::burn(st_us * 1000);
                         }
                         c.state = State::Cgi(d);
                         let _ = self.ep.modify(c.stream.as_raw_fd(), 0, idx as u64);
@@ -245,7 +245,7 @@ impl EventLoop<'_> {
                         c.buf.drain(..req.consumed);
                         if st_us > 0 {
                             match self.ctx.cfg.service {
-                                ServiceKind::Cpu => core::burn_cpu(st_us * 1000),
+                                ServiceKind::Cpu => super::work::burn(st_us * 1000),
                                 ServiceKind::Sleep => {
                                     let due = Instant::now() + Duration::from_micros(st_us);
                                     self.timers.push(Reverse((due, idx, c.gen)));

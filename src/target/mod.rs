@@ -14,6 +14,7 @@ pub mod files;
 pub mod http;
 pub mod linger;
 pub mod pool;
+pub mod work;
 
 pub use config::{Arch, FileSet, ServeConfig, ServerStats, ServiceKind};
 pub use files::{fileset_paths, specweb96_size, SPECWEB96_CLASS_WEIGHTS};
@@ -83,6 +84,10 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
+    /// The listening socket (a second descriptor of it): `set_backlog` listens again on it.
+    listener: std::net::TcpListener,
+    /// How fast this server's CPU work runs, measured at its start.
+    calibration: work::Calibration,
     shared: Arc<SharedMem<core::Shared>>,
     stop: Arc<AtomicBool>,
     runner: Option<JoinHandle<anyhow::Result<()>>>,
@@ -102,6 +107,9 @@ impl Server {
     /// CGI children (a program embedding the library, such as a test, passes the synlab binary).
     pub fn start_with_exe(cfg: ServeConfig, exe: &Path) -> anyhow::Result<Server> {
         validate(&cfg)?;
+        // Before anything runs here: the CPUs the server was started on are idle yet.
+        let calibration = work::calibrate(cfg.service_time_us);
+        work::set_speed(calibration.ns_per_iter);
         let listener = server_io::bind_listener(cfg.listen, cfg.backlog).with_context(|| {
             format!(
                 "cannot listen on {}; pick a free address or port 0",
@@ -109,6 +117,9 @@ impl Server {
             )
         })?;
         let addr = listener.local_addr()?;
+        let relisten = listener
+            .try_clone()
+            .context("a second descriptor of the listener")?;
         let (shared, shm_fd) =
             SharedMem::<core::Shared>::new_memfd().context("mapping the counters")?;
         let shared = Arc::new(shared);
@@ -131,6 +142,8 @@ impl Server {
             .spawn(move || run(cfg, listener, shm_fd, dynamic, &sh, &|| s2.load(Relaxed)))?;
         let mut s = Server {
             addr,
+            listener: relisten,
+            calibration,
             shared,
             stop,
             runner: Some(runner),
@@ -151,6 +164,17 @@ impl Server {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The calibration of this server's CPU work.
+    pub fn calibration(&self) -> work::Calibration {
+        self.calibration
+    }
+
+    /// Changes the listen backlog live: listen() on a listening socket sets its accept-queue
+    /// limit anew (capped at the namespace's somaxconn) and keeps what is queued.
+    pub fn set_backlog(&self, backlog: i32) -> std::io::Result<()> {
+        server_io::relisten(&self.listener, backlog)
     }
 
     /// Cumulative counts since start.
@@ -227,33 +251,47 @@ fn run(
 }
 
 /// Runs a server until `stop()` returns true, writing one ServerStats JSON line to `out` right
-/// after binding (so the caller learns the real port) and then every `stats_interval_ms`
-/// (0: only the first and the last line). Returns the final counts.
+/// after binding (so the caller learns the real port), then its work's calibration
+/// ([`config::ServerNote`]), then stats every `stats_interval_ms` (0: only the first and the
+/// last line). `controls()` gives the live changes that arrived since it was last asked; each
+/// is answered by a note. Returns the final counts.
 pub fn serve(
     cfg: ServeConfig,
     stop: &dyn Fn() -> bool,
+    controls: &dyn Fn() -> Vec<config::ServerControl>,
     mut out: impl Write,
 ) -> anyhow::Result<ServerStats> {
-    let interval = Duration::from_millis(cfg.stats_interval_ms);
-    let server = Server::start(cfg)?;
-    let mut emit = |s: &ServerStats| -> anyhow::Result<()> {
-        writeln!(out, "{}", serde_json::to_string(s)?)?;
+    fn emit(out: &mut impl Write, v: &impl serde::Serialize) -> anyhow::Result<()> {
+        writeln!(out, "{}", serde_json::to_string(v)?)?;
         out.flush()?;
         Ok(())
-    };
-    emit(&server.stats())?;
+    }
+    let interval = Duration::from_millis(cfg.stats_interval_ms);
+    let server = Server::start(cfg)?;
+    emit(&mut out, &server.stats())?;
+    emit(
+        &mut out,
+        &config::ServerNote::Calibration(server.calibration()),
+    )?;
     let mut next = Instant::now() + interval;
     while !stop() {
         if server.is_finished() {
             break;
         }
+        for backlog in controls().into_iter().filter_map(|c| c.backlog) {
+            let error = server
+                .set_backlog(backlog as i32)
+                .err()
+                .map(|e| e.to_string());
+            emit(&mut out, &config::ServerNote::Backlog { backlog, error })?;
+        }
         std::thread::sleep(Duration::from_millis(10));
         if !interval.is_zero() && Instant::now() >= next {
             next += interval;
-            emit(&server.stats())?;
+            emit(&mut out, &server.stats())?;
         }
     }
     let last = server.stop()?;
-    emit(&last)?;
+    emit(&mut out, &last)?;
     Ok(last)
 }

@@ -94,6 +94,8 @@ pub fn run_prefork(
             &sfd.to_string(),
         ])
         .args(["--parent", &std::process::id().to_string()])
+        // The server's calibrated work: its workers run on the same CPUs.
+        .args(["--ns-per-iter", &super::work::speed().to_string()])
         // Our stdout may be the lab's stats channel: the manager never writes there.
         .stdin(Stdio::null())
         .stdout(Stdio::null());
@@ -157,12 +159,18 @@ pub struct ManagerArgs {
     /// The /db endpoint's SQLite file (each worker opens its own connection).
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// The server's calibrated speed of the CPU work, ns per iteration (0: calibrate here).
+    #[arg(long, default_value_t = 0.0)]
+    pub ns_per_iter: f64,
 }
 
 /// `synlab prefork-manager`: forks and supervises the prefork workers until the server sets
 /// the stop flag or goes away. Single-threaded throughout, so every fork is safe.
 pub fn manager_main(a: ManagerArgs) -> anyhow::Result<()> {
     server_io::ignore_sigint();
+    if a.ns_per_iter > 0.0 {
+        super::work::set_speed(a.ns_per_iter);
+    }
     if server_io::parent_pid() != a.parent {
         return Ok(()); // the server died before we set PR_SET_PDEATHSIG in it
     }

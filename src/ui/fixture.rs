@@ -164,6 +164,23 @@ pub fn fill(st: &mut LabState, m: &Synth) {
             (c::CPU_SOFTIRQ, Some(softirq)),
             (c::CPU_IDLE, Some(idle)),
             (c::PROBE_CPU, Some(0.4)),
+            // The server's own CPU (the lab's split): its work in user mode, the packets it
+            // receives in softirq; the load's CPU apart.
+            (c::SERVER_CORES_USER, Some(70.0 * load * wob)),
+            (c::SERVER_CORES_SYSTEM, Some(6.0 * load)),
+            (c::SERVER_CORES_IRQ, Some(0.5 * load)),
+            (
+                c::SERVER_CORES_SOFTIRQ,
+                Some(2.0 + 20.0 * load + over * 0.002),
+            ),
+            (c::SERVER_CORES_NET_RX, Some(o * 2.5 * wob)),
+            (c::LOAD_CORES_USER, Some(10.0 + 20.0 * load)),
+            (c::LOAD_CORES_SYSTEM, Some(20.0 + 25.0 * load)),
+            (c::LOAD_CORES_IRQ, Some(0.5)),
+            (c::LOAD_CORES_SOFTIRQ, Some(3.0 + 8.0 * load)),
+            (c::SERVER_CPU_USER_PCT, Some(70.0 * load * wob)),
+            (c::SERVER_CPU_SYS_PCT, Some(5.0 * load)),
+            (c::LOAD_CPU, Some(m.worker_cpu * wob + 20.0 * load + 2.0)),
         ];
         st.store.push(t, &row);
         cores = (0..m.cores)
@@ -198,6 +215,15 @@ fn base(name: &str) -> LabState {
     st.target = "built-in event server 198.18.1.2:80".into();
     st.backend = "router (user space)".into();
     st.lab = "rootless (user namespace)".into();
+    st.cpus = crate::lab::state::CpuView {
+        server: vec![1],
+        load: vec![0],
+        line:
+            "server on CPU 1, load (workers, router, controller) on CPU 0 (the lab's default split)"
+                .into(),
+        steer: Some(crate::model::Steer::Server),
+        steer_refused: None,
+    };
     st
 }
 

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod cpus;
 mod finish;
 mod inbox;
 mod supervise;
@@ -91,6 +92,8 @@ pub struct Controller {
     real: Option<super::real_server::RealServer>,
     /// The `--metrics` endpoint, fed from the state twice a second.
     publisher: Option<crate::metrics::openmetrics::Publisher>,
+    /// The server's CPUs and the load's (workers, router, controller).
+    placement: crate::model::Placement,
 }
 
 /// A server's access log followed for its own count of responses (the counts are the core's).
@@ -120,6 +123,7 @@ impl Controller {
         }
         let started = (|| {
             c.start_network()?;
+            c.place_on_cpus();
             c.start_target()?;
             c.start_probes();
             c.start_workers()
@@ -151,6 +155,13 @@ impl Controller {
             scenario.steps.clone(),
             interval.as_secs_f64(),
         );
+        // As if the lab comes up; `place_on_cpus` settles it once the lab is up or not.
+        let placement = crate::model::Placement::resolve(
+            &scenario.target.cpus,
+            &scenario.load.cpus,
+            scenario.network.is_some(),
+            &crate::sys::machine::online_cpus(),
+        );
         Controller {
             gate: crate::report::thresholds::Gate::of(&scenario),
             n_workers: scenario.load.workers,
@@ -174,6 +185,7 @@ impl Controller {
             access: AccessLogFiles::default(),
             real: None,
             publisher,
+            placement,
         }
     }
 
@@ -205,7 +217,7 @@ impl Controller {
             bail!("{missing}");
         }
         let run_id = crate::net::plan::new_run_id();
-        let net = crate::net::lab::Lab::up(&spec, &run_id)
+        let net = crate::net::lab::Lab::up_placed(&spec, &run_id, &self.placement)
             .context("bringing the network lab up (`synlab net status` lists leftovers, `synlab net down` removes them)")?;
         let mut backend = format!("{:?}", net.backend).to_lowercase();
         if spec.backend == crate::net::spec::BackendChoice::Auto {
@@ -251,8 +263,9 @@ impl Controller {
             netns: self.net.as_ref().map(|n| n.server_netns.clone()),
             iface,
             pcap: self.scenario.probe.pcap,
-            avoid_cpus: self.scenario.load.cpus.clone(),
+            avoid_cpus: self.probe_avoid_cpus(),
             port_time_wait: false,
+            cores: self.probe_cores(),
         };
         let tx = self.tx.clone();
         let sink = move |p| tx.send(Input::Probe(Box::new(p))).is_ok();

@@ -38,13 +38,17 @@ impl Controller {
                         "--config-json".into(),
                         serde_json::to_string(&cfg)?,
                     ],
-                    cpus: t.cpus.clone(),
+                    cpus: self.placement.server.clone(),
                     netns: server_netns.clone(),
                     ..Default::default()
                 };
                 let child = ChildProc::spawn("server", &spawn, move |line| {
                     if let Ok(s) = serde_json::from_str::<ServerStats>(line) {
                         let _ = tx.send(Input::Server(s));
+                    } else if let Ok(n) =
+                        serde_json::from_str::<crate::target::config::ServerNote>(line)
+                    {
+                        let _ = tx.send(Input::ServerNote(n.describe()));
                     }
                 })?;
                 self.server_pid = Some(child.pid());
@@ -62,7 +66,7 @@ impl Controller {
                 let spawn = Spawn {
                     program: Some("/bin/sh".into()),
                     args: vec!["-c".into(), format!("exec {cmdline}")],
-                    cpus: t.cpus.clone(),
+                    cpus: self.placement.server.clone(),
                     netns: server_netns.clone(),
                     output: self.target_log(),
                 };
@@ -84,7 +88,7 @@ impl Controller {
                     self.target_addr,
                     dir,
                 )?;
-                let child = real.start(server_netns.clone(), t.cpus.clone())?;
+                let child = real.start(server_netns.clone(), self.placement.server.clone())?;
                 self.log(&format!("{}: {}", kind.name(), real.command));
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);

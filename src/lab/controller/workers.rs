@@ -38,10 +38,12 @@ impl Controller {
     /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own
     /// runs are bounded by the scenario's duration too).
     pub(super) fn max_run_secs(&self) -> f64 {
-        let sweep = self.scenario.sweep.as_ref().map(|s| {
-            let modes = s.modes.len().max(1) as f64;
-            modes * s.values.len() as f64 * (s.warmup.secs() + s.hold.secs() + s.cooldown.secs())
-        });
+        // Every point of a sweep (modes, values, steerings: `plan_points`'s), or the duration.
+        let sweep = self
+            .scenario
+            .sweep
+            .as_ref()
+            .map(|_| crate::scenario::validate::run_length_s(&self.scenario));
         sweep.unwrap_or(0.0).max(self.scenario.duration.secs()) + 60.0
     }
 
@@ -104,7 +106,7 @@ impl Controller {
                     "--config-json".into(),
                     serde_json::to_string(&cfg)?,
                 ],
-                cpus: self.scenario.load.cpus.clone(),
+                cpus: self.placement.load.clone(),
                 netns: self.slots[id as usize].netns.clone(),
                 ..Default::default()
             };

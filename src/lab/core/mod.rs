@@ -69,6 +69,12 @@ pub enum Input {
     LabOff(String),
     /// The target answers: what it is, for the status line and run.log.
     TargetUp(String),
+    /// A line the server printed besides its stats (its work's calibration, a backlog
+    /// change): for run.log.
+    ServerNote(String),
+    /// Where the server and the load run, and the steering (at start, and when a point
+    /// changes the steering).
+    Cpus(crate::lab::state::CpuView),
     /// The scenario's thresholds judged on the session so far (the TUI's live verdicts).
     Verdicts(Vec<crate::report::thresholds::Verdict>),
     /// A mark on the charts and in the results.
@@ -183,6 +189,8 @@ pub struct LabCore {
     /// The router's stats for the next row, and those of the row before.
     router_now: Option<(crate::net::router::RouterStats, (u64, u64))>,
     router_last: Option<crate::net::router::RouterStats>,
+    /// The router's CPU over its latest two stats lines (% of one core), for the load's CPU.
+    router_cpu_pct: Option<f64>,
     /// Every worker report's counts since the start, the final drain included.
     run: Counters,
     /// What each worker that has not sent its last report had in progress at its latest one
@@ -236,6 +244,7 @@ impl LabCore {
             probe_latest: None,
             router_now: None,
             router_last: None,
+            router_cpu_pct: None,
             run: Counters::default(),
             run_unfinished: Default::default(),
             run_latency: [
@@ -320,6 +329,8 @@ impl LabCore {
                 ));
             }
             Input::TargetUp(what) => self.state.target = what,
+            Input::ServerNote(line) => fx.push(Effect::Log(line)),
+            Input::Cpus(v) => self.state.cpus = v,
             Input::Verdicts(v) => self.state.verdicts = v,
             Input::Mark(label) => self.mark(&label, now_s, fx),
             Input::BeginWindow => self.begin_window(now_s),

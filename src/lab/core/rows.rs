@@ -73,6 +73,7 @@ impl LabCore {
         self.router_columns(t, &mut cols, fx);
         if let Some(p) = self.probe_latest.take() {
             cols.extend(p.columns());
+            cols.push((col::LOAD_CPU, load_cpu(&cols, self.router_cpu_pct)));
             self.state.cpu_cores = p
                 .per_cpu
                 .iter()
@@ -172,10 +173,9 @@ impl LabCore {
                 cols.push((col::ROUTER_QUEUE_DROPS_PER_S, rate(&|d| d.queue_drops)));
                 behind = now.ring_drops.saturating_sub(prev.ring_drops);
                 cols.push((col::ROUTER_RING_DROPS_PER_S, Some(behind as f64 / dt)));
-                cols.push((
-                    col::ROUTER_CPU_PCT,
-                    Some(now.cpu_us.saturating_sub(prev.cpu_us) as f64 / 1e4 / dt),
-                ));
+                let cpu = now.cpu_us.saturating_sub(prev.cpu_us) as f64 / 1e4 / dt;
+                self.router_cpu_pct = Some(cpu);
+                cols.push((col::ROUTER_CPU_PCT, Some(cpu)));
             }
         }
         cols.push((col::ROUTER_QUEUE, Some(sum(&now, &|d| d.queue) as f64)));
@@ -275,4 +275,13 @@ impl LabCore {
         totals.client_active_opens = client_active_opens;
         totals
     }
+}
+
+/// The load side's processes together (workers, the delay router's latest figure when there
+/// is one: it reports every 500 ms, rows come more often; the controller), % of one core; None
+/// when the workers or the controller were not measured in the row.
+fn load_cpu(cols: &[(Col, Option<f64>)], router: Option<f64>) -> Option<f64> {
+    let get = |c: Col| cols.iter().find(|(k, _)| *k == c).and_then(|(_, v)| *v);
+    let (workers, controller) = (get(col::WORKER_CPU)?, get(col::CONTROLLER_CPU)?);
+    Some(workers + controller + router.unwrap_or(0.0))
 }

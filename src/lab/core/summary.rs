@@ -114,6 +114,70 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         requests_per_s: tot.counts.requests as f64 / dt,
         connection_errors_per_s: tot.counts.connection_errors() as f64 / dt,
         request_errors_per_s: tot.counts.request_errors() as f64 / dt,
+        ..server_cpu(ctrl, &w, tot.counts.responses as f64 / dt)
+    }
+}
+
+/// The server's CPU over a window: its CPUs' split and NET_RX, its processes' CPU, and each
+/// per response and per SYN; the load's CPU apart. `client_rate` is the clients' responses/s,
+/// used where the server has no count of its own.
+fn server_cpu(ctrl: &LabCore, w: &Window, client_rate: f64) -> SummaryRow {
+    let mean = |c: Col| nan_or(w.rows.mean(c));
+    let responses = w.server_rate.unwrap_or(client_rate);
+    // `share` % of `cpus` CPUs, spread over `per_s` events a second, in µs each.
+    let per = |share: f64, cpus: usize, per_s: f64| {
+        if per_s > 0.0 && cpus > 0 {
+            share / 100.0 * cpus as f64 * 1e6 / per_s
+        } else {
+            f64::NAN
+        }
+    };
+    let cpus = &ctrl.state().cpus;
+    let n_server = cpus.server.len();
+    let busy = [
+        col::SERVER_CORES_USER,
+        col::SERVER_CORES_SYSTEM,
+        col::SERVER_CORES_IRQ,
+        col::SERVER_CORES_SOFTIRQ,
+    ]
+    .map(mean)
+    .iter()
+    .sum::<f64>();
+    let load_busy = 100.0 - mean(col::LOAD_CORES_IDLE);
+    SummaryRow {
+        server_cores_user_pct: mean(col::SERVER_CORES_USER),
+        server_cores_system_pct: mean(col::SERVER_CORES_SYSTEM),
+        server_cores_irq_pct: mean(col::SERVER_CORES_IRQ),
+        server_cores_softirq_pct: mean(col::SERVER_CORES_SOFTIRQ),
+        server_cores_steal_pct: mean(col::SERVER_CORES_STEAL),
+        server_cores_idle_pct: mean(col::SERVER_CORES_IDLE),
+        server_cores_net_rx_per_s: mean(col::SERVER_CORES_NET_RX),
+        server_cpu_user_pct: mean(col::SERVER_CPU_USER_PCT),
+        server_cpu_sys_pct: mean(col::SERVER_CPU_SYS_PCT),
+        server_cpu_us_per_response: per(
+            mean(col::SERVER_CPU_USER_PCT) + mean(col::SERVER_CPU_SYS_PCT),
+            1,
+            responses,
+        ),
+        server_cores_us_per_response: per(busy, n_server, responses),
+        server_softirq_us_per_syn: per(
+            mean(col::SERVER_CORES_SOFTIRQ),
+            n_server,
+            mean(col::SYN_IN),
+        ),
+        // NaN (no split) stays NaN: f64::max would make it 0.
+        server_cores_other_pct: match (mean(col::SERVER_CORES_USER)
+            + mean(col::SERVER_CORES_SYSTEM))
+            * n_server as f64
+            - mean(col::SERVER_CPU_USER_PCT)
+            - mean(col::SERVER_CPU_SYS_PCT)
+        {
+            o if o.is_nan() => o,
+            o => o.max(0.0),
+        },
+        load_cpu_pct: mean(col::LOAD_CPU),
+        load_cores_busy_pct: load_busy,
+        steer: cpus.steer.map(|s| s.name().to_string()).unwrap_or_default(),
         ..Default::default()
     }
 }

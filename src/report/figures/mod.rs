@@ -35,7 +35,7 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
         Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst) => ParamKind::Burst,
-        Some(P::Workload) | None => ParamKind::Other,
+        Some(P::Workload | P::Steer | P::Syncookies | P::Backlog) | None => ParamKind::Other,
     }
 }
 
@@ -153,8 +153,8 @@ impl<'a> Ctx<'a> {
     fn groups(&self) -> Vec<(usize, &RunData, String, Vec<&Point>)> {
         let mut out = Vec::new();
         for (ri, r) in self.runs.iter().enumerate() {
-            for m in r.modes() {
-                let mut pts: Vec<&Point> = r.points.iter().filter(|p| p.mode() == m).collect();
+            for m in r.groups() {
+                let mut pts: Vec<&Point> = r.points.iter().filter(|p| r.group_of(p) == m).collect();
                 pts.sort_by(|a, b| {
                     let (xa, xb) = (self.x(a).unwrap_or(f64::NAN), self.x(b).unwrap_or(f64::NAN));
                     xa.total_cmp(&xb)
@@ -166,7 +166,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn group_name(&self, run: &RunData, mode: &str, metric: &str) -> String {
-        let multi_mode = self.runs.iter().any(|r| r.modes().len() > 1);
+        let multi_mode = self.runs.iter().any(|r| r.groups().len() > 1);
         let m = if multi_mode {
             format!("{mode}: {metric}")
         } else {
@@ -284,6 +284,16 @@ impl<'a> Ctx<'a> {
             failed_x: self.failed_x(),
             marks: Vec::new(),
         }
+    }
+
+    /// The largest value of a column over every run's points (0 when none has it).
+    fn max(&self, key: SummaryCol) -> f64 {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.points)
+            .map(|p| p.num(key))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
     }
 
     fn has(&self, key: SummaryCol) -> bool {

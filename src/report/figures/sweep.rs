@@ -47,12 +47,33 @@ fn panel(y_label: &str, series: Vec<Series>) -> Panel {
 fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
     match kind {
         ParamKind::Rate => {
-            let mut s = ctx.series(&[RESP, ATT]);
-            s.push(ctx.identity("offered = served (y = x)"));
+            // Offered far past what is served (Fig. 7's 20x), the attempts and y = x lines
+            // would squash the throughput to the axis: they are the x axis again, left out.
+            let far_past = ctx.max(SummaryCol::AttemptsPerS)
+                > 4.0 * ctx.max(SummaryCol::ThroughputPerS).max(1.0);
+            let s = if far_past {
+                ctx.series(&[RESP])
+            } else {
+                let mut s = ctx.series(&[RESP, ATT]);
+                s.push(ctx.identity("offered = served (y = x)"));
+                s
+            };
+            let mut panels = vec![panel("rate (1/s)", s)];
+            // Fig. 7's mechanism: what the server's CPUs spend on receiving, below its output.
+            if ctx.has(SummaryCol::ServerCoresSoftirqPct) {
+                panels.push(panel(
+                    "server's CPUs in softirq (% of their time)",
+                    ctx.series(&[(
+                        SummaryCol::ServerCoresSoftirqPct,
+                        "softirq % (packet receive)",
+                        LineKind::Solid,
+                    )]),
+                ));
+            }
             vec![ctx.figure(
                 "throughput",
                 "Throughput vs offered rate (cf. seed 000 Fig. 7)",
-                vec![panel("rate (1/s)", s)],
+                panels,
             )]
         }
         ParamKind::Count => count_figures(ctx),
@@ -260,29 +281,63 @@ fn connection_states_figure(ctx: &Ctx) -> Figure {
     )
 }
 
-/// The whole machine's CPU split: user and system, then softirq and irq in colors of their own.
+/// The CPU split: the server's own CPUs when the run had a split (their user, system,
+/// softirq and irq shares), then the whole machine's; softirq and irq in colors of their own.
 fn cpu_figure(ctx: &Ctx) -> Figure {
-    let user_system = ctx.series(&[
-        (SummaryCol::CpuUserPct, "user %", LineKind::Solid),
-        (SummaryCol::CpuSystemPct, "system %", LineKind::Dashed),
-    ]);
-    let interrupts = ctx
-        .series(&[
-            (SummaryCol::CpuSoftirqPct, "softirq %", LineKind::Solid),
-            (SummaryCol::CpuIrqPct, "irq %", LineKind::Dashed),
-        ])
-        .into_iter()
-        .map(|mut s| {
-            s.color += 5;
-            s
-        });
+    let split = |cols: [SummaryCol; 4], y_label: &str| {
+        let user_system = ctx.series(&[
+            (cols[0], "user %", LineKind::Solid),
+            (cols[1], "system %", LineKind::Dashed),
+        ]);
+        let interrupts = ctx
+            .series(&[
+                (cols[2], "softirq %", LineKind::Solid),
+                (cols[3], "irq %", LineKind::Dashed),
+            ])
+            .into_iter()
+            .map(|mut s| {
+                s.color += 5;
+                s
+            });
+        panel(y_label, user_system.into_iter().chain(interrupts).collect())
+    };
+    let split_run = ctx.has(SummaryCol::ServerCoresUserPct);
+    let machine = split(
+        [
+            SummaryCol::CpuUserPct,
+            SummaryCol::CpuSystemPct,
+            SummaryCol::CpuSoftirqPct,
+            SummaryCol::CpuIrqPct,
+        ],
+        if split_run {
+            "whole machine (% of all CPUs)"
+        } else {
+            "CPU time (% of all CPUs)"
+        },
+    );
+    if !split_run {
+        return ctx.figure(
+            "cpu",
+            &format!("CPU split vs {} (whole machine)", short_param(ctx.param)),
+            vec![machine],
+        );
+    }
+    let server = split(
+        [
+            SummaryCol::ServerCoresUserPct,
+            SummaryCol::ServerCoresSystemPct,
+            SummaryCol::ServerCoresSoftirqPct,
+            SummaryCol::ServerCoresIrqPct,
+        ],
+        "the server's CPUs (% of their time)",
+    );
     ctx.figure(
         "cpu",
-        &format!("CPU split vs {} (whole machine)", short_param(ctx.param)),
-        vec![panel(
-            "CPU time (% of all CPUs)",
-            user_system.into_iter().chain(interrupts).collect(),
-        )],
+        &format!(
+            "CPU split vs {}: the server's own CPUs, and the whole machine",
+            short_param(ctx.param)
+        ),
+        vec![server, machine],
     )
 }
 
@@ -292,7 +347,12 @@ fn short_param(param: Option<SweepParam>) -> &'static str {
         ParamKind::Count => "clients / descriptors",
         ParamKind::Path(k) => k.label(),
         ParamKind::Burst => "burst",
-        ParamKind::Other if param.is_none() => "sweep point",
-        ParamKind::Other => "workload",
+        ParamKind::Other => match param {
+            None => "sweep point",
+            Some(SweepParam::Steer) => "receive steering",
+            Some(SweepParam::Syncookies) => "SYN cookies",
+            Some(SweepParam::Backlog) => "listen backlog",
+            Some(_) => "workload",
+        },
     }
 }

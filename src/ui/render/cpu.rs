@@ -1,5 +1,7 @@
-//! Panel: CPU of the host: total user/system/irq/softirq/idle as a stacked bar, then one bar
-//! per core (user, system, irq+softirq), and the probes' and client workers' own CPU.
+//! Panel: CPU of the host: total user/system/irq/softirq/idle as a stacked bar, the server's
+//! own CPUs and the load's as one bar each (when the lab split them), the server's processes'
+//! and the load's (workers, router, controller) own CPU, then one bar per core (user, system,
+//! irq+softirq).
 
 use super::common::{line_chart, num_or_na, panel, Series, Window};
 use crate::lab::state::LabState;
@@ -41,7 +43,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let inner = panel(area, buf, "CPU %", theme);
     // Headline figures: the mean of the last second's rows (the bars too).
     let last = |k: Col| super::common::headline(st, k);
-    let label_w = 6usize;
+    let label_w = 7usize;
     let bar_w = (inner.width as usize).saturating_sub(label_w + 6).max(4);
     let mut lines = Vec::new();
     let legend = ["usr", "sys", "irq", "sirq"]
@@ -75,11 +77,51 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         all.push(Span::raw(format!("{:>5.0}", parts.iter().sum::<f64>())));
     }
     lines.push(Line::from(all));
+    // The server's CPUs and the load's, each as one bar: irq and softirq apart here, since
+    // the server's softirq is what it pays for the packets it receives.
+    for (label, cols) in [
+        (
+            "server",
+            [
+                c::SERVER_CORES_USER,
+                c::SERVER_CORES_SYSTEM,
+                c::SERVER_CORES_IRQ,
+                c::SERVER_CORES_SOFTIRQ,
+            ],
+        ),
+        (
+            "load",
+            [
+                c::LOAD_CORES_USER,
+                c::LOAD_CORES_SYSTEM,
+                c::LOAD_CORES_IRQ,
+                c::LOAD_CORES_SOFTIRQ,
+            ],
+        ),
+    ] {
+        let v = cols.map(last);
+        if v.iter().all(Option::is_none) {
+            continue;
+        }
+        let parts = v.map(|x| x.unwrap_or(0.0));
+        let mut l = vec![Span::styled(format!("{label:<label_w$}"), theme.label())];
+        l.extend(bar(&parts, &[0, 1, 2, 3], bar_w, theme));
+        l.push(Span::raw(format!("{:>5.0}", parts.iter().sum::<f64>())));
+        lines.push(Line::from(l));
+    }
+    let srv = match (last(c::SERVER_CPU_USER_PCT), last(c::SERVER_CPU_SYS_PCT)) {
+        (Some(u), Some(s)) => format!("{:.0}%", u + s),
+        _ => "n/a".into(),
+    };
     lines.push(Line::from(vec![
-        Span::styled("probes ", theme.text()),
-        Span::raw(format!("{}%", num_or_na(last(c::PROBE_CPU)))),
-        Span::styled("  client workers ", theme.text()),
+        Span::styled("srv procs ", theme.text()),
+        Span::raw(srv),
+        Span::styled("  load procs ", theme.text()),
+        Span::raw(format!("{}%", num_or_na(last(c::LOAD_CPU)))),
+        Span::styled(" (workers ", theme.text()),
         Span::raw(format!("{}%", num_or_na(last(c::WORKER_CPU)))),
+        Span::styled(")  probes ", theme.text()),
+        Span::raw(format!("{}%", num_or_na(last(c::PROBE_CPU)))),
     ]));
     // Per core, as many as fit; the last line says how many were folded away.
     let room = (inner.height as usize).saturating_sub(lines.len());

@@ -71,6 +71,10 @@ pub fn lines(
             head.push(kv(app, "lab", st.lab.clone()));
         }
     }
+    // Which CPUs the server and the load got, and where the server's packets are received.
+    if !st.cpus.line.is_empty() {
+        head.push(kv(app, "cpus", st.cpus.short()));
+    }
     head.push(kv(app, "t", elapsed(st.elapsed_s)));
     if let Some((i, n)) = st.step {
         head.push(kv(app, "step", format!("{i}/{n}")));
