@@ -12,11 +12,16 @@ struct Acc {
     sum: f64,
     max: f64,
     last: f64,
+    /// Sum of value x the time since the previous row, and of those times.
+    weighted: f64,
+    weight: f64,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct SampleWindow {
     t0: f64,
+    /// The previous row's time (the opening, before the first row).
+    last_t: f64,
     acc: HashMap<Col, Acc>,
     /// Each column's latest value (NaN skipped) when the window opened.
     at_open: HashMap<Col, f64>,
@@ -32,6 +37,7 @@ impl SampleWindow {
             .collect();
         SampleWindow {
             t0,
+            last_t: t0,
             acc: HashMap::new(),
             at_open,
         }
@@ -43,6 +49,8 @@ impl SampleWindow {
         if t_s < self.t0 {
             return;
         }
+        let dt = (t_s - self.last_t).max(0.0);
+        self.last_t = t_s;
         for (c, v) in row {
             let Some(v) = v.filter(|v| !v.is_nan()) else {
                 continue;
@@ -52,7 +60,11 @@ impl SampleWindow {
                 sum: 0.0,
                 max: f64::NEG_INFINITY,
                 last: v,
+                weighted: 0.0,
+                weight: 0.0,
             });
+            a.weighted += v * dt;
+            a.weight += dt;
             a.n += 1;
             a.sum += v;
             a.max = a.max.max(v);
@@ -63,6 +75,20 @@ impl SampleWindow {
     /// The mean of a column's values in the window, None if it has none.
     pub fn mean(&self, c: Col) -> Option<f64> {
         self.acc.get(&c).map(|a| a.sum / a.n as f64)
+    }
+
+    /// The mean of a column's values weighted by the time each row covers (since the row before
+    /// it). For a share or rate the sampler derives from a counter (CPU ticks), this is the
+    /// counter's change over the window's rows: a sampler that runs late makes one long
+    /// interval, which the plain mean would count as one short one, and at 100 ticks a second
+    /// the shares of short intervals are coarse, so the plain mean of such shares is biased.
+    pub fn time_mean(&self, c: Col) -> Option<f64> {
+        let a = self.acc.get(&c)?;
+        Some(if a.weight > 0.0 {
+            a.weighted / a.weight
+        } else {
+            a.sum / a.n as f64
+        })
     }
 
     /// How many values of a column the window holds.
@@ -158,5 +184,31 @@ mod tests {
         assert_eq!(w.max(col::ATTEMPTS), Some(20.0));
         assert_eq!(w.latest(col::ATTEMPTS), Some(20.0));
         assert_eq!(w.at_open(col::ATTEMPTS), None);
+    }
+
+    /// A server whose CPU ticks (100 a second) are sampled at irregular times, working harder
+    /// in the long intervals (a late sampler: the CPU was busy): the time-weighted mean of the
+    /// per-interval shares is the ticks' change over the span; the plain mean is far off.
+    #[test]
+    fn the_time_mean_of_shares_is_the_counters_change() {
+        let mut w = SampleWindow::open(0.0, &Store::new(10));
+        let (mut t, mut cpu_s, mut ticks) = (0.0, 0.0f64, 0.0);
+        for i in 0..400 {
+            let (dt, busy) = if i % 4 == 0 { (0.45, 0.6) } else { (0.05, 0.1) };
+            t += dt;
+            cpu_s += dt * busy;
+            let now = (cpu_s * 100.0).floor();
+            let share = (now - ticks) / 100.0 / dt * 100.0;
+            ticks = now;
+            w.feed(t, &[(col::SERVER_CPU_USER_PCT, Some(share))]);
+        }
+        let by_counter = ticks / 100.0 / t * 100.0;
+        let timed = w.time_mean(col::SERVER_CPU_USER_PCT).unwrap();
+        let plain = w.mean(col::SERVER_CPU_USER_PCT).unwrap();
+        assert!((timed - by_counter).abs() < 1e-9, "{timed} vs {by_counter}");
+        assert!(
+            (plain / by_counter - 1.0).abs() > 0.3,
+            "{plain} vs {by_counter}"
+        );
     }
 }

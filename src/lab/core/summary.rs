@@ -122,7 +122,10 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
 /// per response and per SYN; the load's CPU apart. `client_rate` is the clients' responses/s,
 /// used where the server has no count of its own.
 fn server_cpu(ctrl: &LabCore, w: &Window, client_rate: f64) -> SummaryRow {
-    let mean = |c: Col| nan_or(w.rows.mean(c));
+    // Shares and rates of tick and softirq counters: weighted by the time each row covers, so
+    // that a window's figure is its counters' change (a late sampler made a plain mean read
+    // the server's CPU per response 19 % above /proc/PID/stat's).
+    let mean = |c: Col| nan_or(w.rows.time_mean(c));
     let responses = w.server_rate.unwrap_or(client_rate);
     // `share` % of `cpus` CPUs, spread over `per_s` events a second, in µs each.
     let per = |share: f64, cpus: usize, per_s: f64| {
