@@ -42,6 +42,8 @@ broken! {
     empty => "empty.toml",
     threshold_typo => "threshold_typo.toml",
     pool_without_keepalive => "pool_without_keepalive.toml",
+    burst_fraction_bare => "burst_fraction_bare.toml",
+    shares_over_full => "shares_over_full.toml",
 }
 
 #[test]

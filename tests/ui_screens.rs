@@ -110,6 +110,49 @@ fn per_path_latency() {
     snap("per_path_latency", &colour_app(), &st);
 }
 
+/// A mix of classes: the latency panel lists each class's response time under the totals,
+/// and says how many classes it could not show at 80x24.
+#[test]
+fn per_class_latency() {
+    use synlab::model::{col as c, ClassName};
+    let mut st = fixture::under_load();
+    let t = st.store.times().last().copied().unwrap_or(0.0) + 0.5;
+    let mut row = Vec::new();
+    for (class, p50) in [
+        ("class0", 1.0),
+        ("class1", 2.0),
+        ("class2", 5.0),
+        ("class3", 40.0),
+    ] {
+        for (col, f) in [
+            (c::TOTAL_P50, 1.0),
+            (c::TOTAL_P90, 2.0),
+            (c::TOTAL_P99, 3.0),
+        ] {
+            row.push((col.of_class(ClassName::new(class)), Some(p50 * f)));
+        }
+    }
+    st.store.push(t, &row);
+    let large = render::screen_text(&colour_app(), &st, 160, 48);
+    let line = |label: &str| {
+        large
+            .lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no `{label}` row:\n{large}"))
+            .to_string()
+    };
+    assert!(
+        line("class3 total").contains("40.0ms  80.0ms   120ms"),
+        "{large}"
+    );
+    assert!(
+        line("class0 total").contains("1.0ms   2.0ms   3.0ms"),
+        "{large}"
+    );
+    let small = render::screen_text(&colour_app(), &st, 80, 24);
+    assert!(small.contains("class(s) (enlarge to see)"), "{small}");
+}
+
 #[test]
 fn help_overlay() {
     let mut app = colour_app();

@@ -115,6 +115,12 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
     let points = plan_points(&sc);
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
+    let curve_kind = sc
+        .sweep
+        .as_ref()
+        .and_then(|s| s.curves.as_ref())
+        .and_then(|c| c.kind());
+    let target = sc.analysis.capacity;
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
     let gate = ctrl.gate().clone();
@@ -130,7 +136,7 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
     };
     let mut interrupted = false;
     for (i, p) in points.iter().enumerate() {
-        let m = measure_point(&mut ctrl, (i, points.len()), p, kind, &tick)?;
+        let m = measure_point(&mut ctrl, (i, points.len()), p, (kind, curve_kind), &tick)?;
         interrupted = m.interrupted;
         let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
@@ -139,6 +145,8 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
         }
         verdicts.extend(judged);
         ctrl.recorder.summary_point(m.row);
+        let capacity = crate::model::capacity::capacities(ctrl.recorder.points(), &target);
+        ctrl.recorder.capacity(capacity);
         ctrl.recorder.write_summary(&verdicts)?;
         if interrupted || aborted || m.died {
             if aborted {
@@ -164,6 +172,7 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
     }
     if ctrl.recorder.dir().is_some() {
         verdicts.extend(gate.judge_run(ctrl.recorder.points()));
+        verdicts.extend(gate.judge_capacity(ctrl.recorder.capacity_found()));
         ctrl.recorder.write_summary(&verdicts)?;
     }
     // Everything is stopped whatever the outcome; a file it could not write fails the run
@@ -212,14 +221,14 @@ fn measure_point(
     ctrl: &mut Controller,
     (i, n): (usize, usize),
     p: &Point,
-    kind: Option<SweepParam>,
+    (kind, curve_kind): (Option<SweepParam>, Option<SweepParam>),
     tick: &dyn Fn(&Controller),
 ) -> anyhow::Result<Measured> {
-    let label = point_label(i, n, p, kind);
+    let label = point_label(i, n, p, kind, curve_kind);
     ctrl.log(&label);
     ctrl.mark(&label);
     let mut interrupted = false;
-    let mut failed = set_up_point(ctrl, p, kind);
+    let mut failed = set_up_point(ctrl, p, kind, curve_kind);
     if failed.is_none() && !run_for(ctrl, p.warmup, tick)? {
         interrupted = true;
     }
@@ -241,12 +250,15 @@ fn measure_point(
     ctrl.recorder.latencies(
         i + 1,
         (window.t0, window.t1 - window.t0),
-        &window.client.connect,
-        &window.client.total,
+        &window.client,
+        &window.classes,
     );
     let mut row = ctrl.core().summary_row(i + 1, window);
     row.sweep = kind
         .zip(p.value)
+        .map(|(param, value)| SweepPoint { param, value });
+    row.curve = curve_kind
+        .zip(p.curve)
         .map(|(param, value)| SweepPoint { param, value });
     if let Some(e) = failed {
         row.failed = true;
@@ -272,11 +284,22 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// "point 2/6: open load.rate = 2000" (or "run" without a sweep).
-fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
+/// "point 2/6: open load.rate = 2000", "point 7/15: load.burst = 4x@10%, load.rate = 400"
+/// (or "run" without a sweep).
+fn point_label(
+    i: usize,
+    n: usize,
+    p: &Point,
+    kind: Option<SweepParam>,
+    curve_kind: Option<SweepParam>,
+) -> String {
+    let curve = curve_kind
+        .zip(p.curve)
+        .map(|(c, v)| format!("{c} = {v}, "))
+        .unwrap_or_default();
     match (&p.mode, kind.zip(p.value)) {
         (m, Some((param, v))) => format!(
-            "point {}/{n}: {}{param} = {v}",
+            "point {}/{n}: {}{curve}{param} = {v}",
             i + 1,
             m.map(|m| format!("{m:?} ").to_lowercase())
                 .unwrap_or_default()
@@ -285,11 +308,12 @@ fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> Strin
     }
 }
 
-/// Puts the lab in the point's settings (mode, sweep value); why it could not, if so.
+/// Puts the lab in the point's settings (mode, curve, sweep value); why it could not, if so.
 fn set_up_point(
     ctrl: &mut Controller,
     p: &Point,
     kind: Option<SweepParam>,
+    curve_kind: Option<SweepParam>,
 ) -> Option<PointFailure> {
     let mut failed = None;
     if let Some(m) = p.mode {
@@ -297,11 +321,23 @@ fn set_up_point(
             failed = Some(PointFailure::Refused(why));
         }
     }
-    let Some(v) = p.value else {
-        return failed;
-    };
-    let restarted = match (kind, v) {
-        (Some(SweepParam::Workers), SweepValue::Count(n)) => Some(ctrl.restart_workers(n)),
+    for (param, v) in [curve_kind.zip(p.curve), kind.zip(p.value)]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(why) = set_value(ctrl, param, v) {
+            failed = Some(why);
+        }
+    }
+    failed
+}
+
+/// Sets one swept parameter to `v`: restarts the workers for a count or a mix, applies the
+/// knob changes for the rest.
+fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<PointFailure> {
+    let mut failed = None;
+    let restarted = match (param, v) {
+        (SweepParam::Workers, SweepValue::Count(n)) => Some(ctrl.restart_workers(n)),
         // A new request mix: the workers take it when they start.
         (_, SweepValue::Workload(w)) => Some(ctrl.restart_workers_with(w)),
         _ => None,
@@ -309,7 +345,7 @@ fn set_up_point(
     if let Some(Err(e)) = restarted {
         failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
-    for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
+    for c in commands_for(param, v, ctrl.mode()) {
         if let Reply::Refused(why) = ctrl.apply(c) {
             failed = Some(PointFailure::Refused(why));
         }
@@ -334,6 +370,7 @@ pub fn run_main(
     };
     let (sc, opts) = start.open()?;
     let name = sc.name.clone();
+    let target = sc.analysis.capacity;
     let interrupted = Arc::clone(&opts.interrupted);
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let Outcome {
@@ -346,6 +383,9 @@ pub fn run_main(
         last_files,
     } = run_gated(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
+    for c in crate::model::capacity::capacities(&rows, &target) {
+        println!("{}", c.line());
+    }
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     // Every file that could not be written (each says its path and why) fails the run.
     let mut unwritten: Vec<String> = last_files.into_iter().collect();

@@ -11,6 +11,7 @@ const HELP: &[(Col, &str)] = &[
     (col::ATTEMPTS, "Connection attempts the load clients started per second"),
     (col::ESTABLISHED, "Connections the load clients saw established per second"),
     (col::RESPONSES, "Complete responses the load clients received per second, any status"),
+    (col::BYTES_IN, "Bytes the load clients received per second (response heads and bodies)"),
     (col::ERRORS, "Failed attempts at the load clients per second (timeouts, refusals, resets, other errors)"),
     (col::CONNECT_TIMEOUTS, "Attempts whose connect did not complete within the timeout T, per second"),
     (col::REFUSED, "Attempts refused by a RST to the SYN, per second"),
@@ -109,20 +110,21 @@ const HELP: &[(Col, &str)] = &[
 impl Col {
     /// What the figure is, whose it is and where it is read, in a sentence (OpenMetrics' HELP).
     pub fn help(self) -> Cow<'static, str> {
-        let fixed = match self.path() {
-            None => self,
-            Some(_) => self.figure(),
-        };
+        let fixed = self.figure();
         let text = HELP
             .iter()
             .find(|(c, _)| *c == fixed)
             .map_or("", |(_, h)| *h);
-        match self.path() {
-            None => Cow::Borrowed(text),
-            Some(p) => Cow::Owned(format!(
+        match (self.path(), self.class()) {
+            (Some(p), _) => Cow::Owned(format!(
                 "{text}, of the clients on network path {}",
                 p.as_str()
             )),
+            (_, Some(c)) => Cow::Owned(format!(
+                "{text}, of the requests of class {} (and the connections opened for them)",
+                c.as_str()
+            )),
+            (None, None) => Cow::Borrowed(text),
         }
     }
 }
@@ -149,5 +151,11 @@ mod tests {
         let p = col::TOTAL_P99.of_path(PathName::new("wan"));
         assert!(p.help().ends_with("on network path wan"), "{}", p.help());
         assert!(p.help().starts_with("99th percentile response time"));
+        let c = col::RESPONSES.of_class(crate::model::ClassName::new("static"));
+        assert!(
+            c.help().contains("of the requests of class static"),
+            "{}",
+            c.help()
+        );
     }
 }

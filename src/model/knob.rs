@@ -53,7 +53,8 @@ pub enum KnobError {
     Unit(#[from] UnitError),
 }
 
-const BW_MIN_BPS: u64 = 64_000;
+/// A 28.8k modem's line: the slowest client population seed 000 §4.4 names.
+const BW_MIN_BPS: u64 = 28_000;
 const BW_MAX_BPS: u64 = 100_000_000_000;
 /// Scaling down from unlimited starts here; scaling up past `BW_UNLIMITED_ABOVE` lifts the limit.
 const BW_FROM_UNLIMITED_BPS: u64 = 100_000_000;

@@ -2,7 +2,7 @@
 //! carried in summary rows, written as the scenario writes them and read back by the report.
 
 use super::knob::{KnobError, PathKnob, PathValue};
-use super::units::{Num, Percent, UnitError};
+use super::units::{Num, TimeShare, UnitError};
 use super::workload::Workload;
 use std::fmt;
 
@@ -143,7 +143,7 @@ impl SweepValue {
                     .as_float()
                     .or(arr[0].as_integer().map(|i| i as f64))
                     .ok_or(SweepValueError::BurstRatioNotANumber)?;
-                let fraction = Percent::parse(&text(&arr[1])?)?.fraction();
+                let fraction = TimeShare::parse(&text(&arr[1])?)?.fraction();
                 burst(ratio, fraction)
             }
             SweepParam::Workload => v
@@ -184,7 +184,7 @@ impl SweepValue {
                     .trim()
                     .parse()
                     .map_err(|_| SweepValueError::BurstRatioNotANumber)?;
-                burst(ratio, Percent::parse(f)?.fraction())
+                burst(ratio, TimeShare::parse(f)?.fraction())
             }
             SweepParam::Workload => Workload::ALL
                 .into_iter()
@@ -264,6 +264,43 @@ pub mod columns {
     }
 }
 
+/// `curve_param` and `curve_value` columns of a summary row: the `[sweep.curves]` setting the
+/// point was measured under ("" and "" without curves).
+pub mod curve_columns {
+    use super::{SweepParam, SweepPoint, SweepValue};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Cols {
+        #[serde(default)]
+        curve_param: String,
+        #[serde(default)]
+        curve_value: String,
+    }
+
+    pub fn serialize<S: Serializer>(p: &Option<SweepPoint>, s: S) -> Result<S::Ok, S::Error> {
+        let (curve_param, curve_value) = match p {
+            Some(p) => (p.param.to_string(), p.value.to_string()),
+            None => (String::new(), String::new()),
+        };
+        Cols {
+            curve_param,
+            curve_value,
+        }
+        .serialize(s)
+    }
+
+    /// A row without the columns (an older run) or of an unknown parameter reads as none.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SweepPoint>, D::Error> {
+        let c = Cols::deserialize(d)?;
+        Ok(SweepParam::from_name(&c.curve_param).and_then(|param| {
+            SweepValue::parse_text(param, &c.curve_value)
+                .ok()
+                .map(|value| SweepPoint { param, value })
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +350,12 @@ mod tests {
         assert_eq!(
             SweepParam::from_name("network.loss"),
             Some(SweepParam::Path(PathKnob::Loss))
+        );
+        // A share of time at peak is a percentage: a bare 10 could be 10 % or 1000 %.
+        let bare = toml::Value::Array(vec![4.into(), 10.into()]);
+        assert_eq!(
+            SweepValue::parse(SweepParam::Burst, &bare),
+            Err(SweepValueError::Unit(UnitError::AmbiguousShare(10.0)))
         );
     }
 }

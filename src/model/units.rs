@@ -48,6 +48,9 @@ pub enum UnitError {
     NotAPercentage(String),
     #[error("{0}% is out of range; a percentage is between 0% and 100%")]
     PercentOutOfRange(f64),
+    /// A bare number where a share of time was expected: 0.5 could be half or 0.5 %.
+    #[error("{0} is ambiguous: write \"{pct}%\" for {pct} % of the time, or \"{0}%\" for {0} % of it", pct = .0 * 100.0)]
+    AmbiguousShare(f64),
 }
 
 fn split_number(s: &str) -> Option<(f64, &str)> {
@@ -246,6 +249,35 @@ impl Percent {
     }
 }
 
+/// A share of time, written as a percentage only (`"10%"`): a bare number is refused, since
+/// `fraction = 0.5` reads as half to a person and as 0.5 % to a percentage.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct TimeShare(pub Percent);
+
+impl TimeShare {
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        let t = s.trim();
+        match t.strip_suffix('%') {
+            Some(_) => Percent::parse(t).map(TimeShare),
+            None => match t.parse::<f64>() {
+                Ok(v) => Err(UnitError::AmbiguousShare(v)),
+                Err(_) => Err(UnitError::NotAPercentage(s.into())),
+            },
+        }
+    }
+
+    /// As a probability 0..=1.
+    pub fn fraction(&self) -> f64 {
+        self.0.fraction()
+    }
+}
+
+impl fmt::Display for TimeShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl fmt::Display for Percent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}%", self.0)
@@ -324,6 +356,11 @@ serde_unit!(
     Percent,
     "a percentage such as \"5%\"",
     int = Percent::checked
+);
+serde_unit!(
+    TimeShare,
+    "a share of time such as \"10%\"",
+    int = |v| Err(UnitError::AmbiguousShare(v))
 );
 
 #[cfg(test)]

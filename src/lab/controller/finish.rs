@@ -125,6 +125,7 @@ impl Controller {
             rec.meta("lab", st.lab.clone().into());
         }
         rec.meta("machine", crate::sys::machine::Machine::read().to_json());
+        rec.run_classes(core.run_class_totals());
         if let Some((c, sv, d)) = core.final_check() {
             let agree =
                 !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);

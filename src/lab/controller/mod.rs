@@ -145,12 +145,13 @@ impl Controller {
             .metrics
             .clone()
             .map(crate::metrics::openmetrics::Publisher::new);
-        let core = LabCore::new(
+        let mut core = LabCore::new(
             &scenario.name,
             knobs,
             scenario.steps.clone(),
             interval.as_secs_f64(),
         );
+        core.set_capacity_quantile(scenario.analysis.capacity.quantile());
         Controller {
             gate: crate::report::thresholds::Gate::of(&scenario),
             n_workers: scenario.load.workers,

@@ -37,10 +37,11 @@ impl Controller {
     /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own
     /// runs are bounded by the scenario's duration too).
     pub(super) fn max_run_secs(&self) -> f64 {
-        let sweep = self.scenario.sweep.as_ref().map(|s| {
-            let modes = s.modes.len().max(1) as f64;
-            modes * s.values.len() as f64 * (s.warmup.secs() + s.hold.secs() + s.cooldown.secs())
-        });
+        let sweep = self
+            .scenario
+            .sweep
+            .is_some()
+            .then(|| crate::scenario::validate::run_length_s(&self.scenario));
         sweep.unwrap_or(0.0).max(self.scenario.duration.secs()) + 60.0
     }
 

@@ -17,6 +17,7 @@ use crate::probe::ProbeSample;
 use crate::scenario::Step;
 use crate::target::config::ServerStats;
 
+mod classes;
 mod commands;
 mod rows;
 mod steps;
@@ -163,6 +164,8 @@ pub struct LabCore {
     interval_s: f64,
     slots: Vec<Slot>,
     paths: Vec<PathTotals>,
+    /// The request classes reported so far (mixes of two or more classes).
+    classes: Vec<classes::ClassTotals>,
     /// The workers' reports since the last row.
     tick: ClientTotals,
     point: Option<OpenWindow>,
@@ -193,6 +196,9 @@ pub struct LabCore {
     next_verdicts_s: f64,
     /// A path change proposed to the runtime and not yet answered, and what waits for it.
     proposals: commands::Proposals,
+    /// The quantile (0-1) of the capacity target (`[analysis] capacity`): each summary row's
+    /// `capacity_latency_ms`.
+    capacity_q: f64,
 }
 
 /// How often the TUI judges the thresholds live, in seconds of the run.
@@ -209,6 +215,7 @@ impl LabCore {
             interval_s,
             slots: Vec::new(),
             paths: Vec::new(),
+            classes: Vec::new(),
             tick: ClientTotals::default(),
             point: None,
             server_last: None,
@@ -232,7 +239,13 @@ impl LabCore {
             deadline: None,
             next_verdicts_s: 0.0,
             proposals: Default::default(),
+            capacity_q: crate::model::capacity::CapacityTarget::default().quantile(),
         }
+    }
+
+    /// The capacity target's quantile (0-1) the summary rows' `capacity_latency_ms` is at.
+    pub fn set_capacity_quantile(&mut self, q: f64) {
+        self.capacity_q = q;
     }
 
     /// The state the front ends draw and the runtime reads.
@@ -332,6 +345,7 @@ impl LabCore {
         if let Some(p) = &mut self.point {
             p.client.add(d);
         }
+        self.fold_classes(d);
         let path = self.slots.get(d.worker as usize).and_then(|s| s.path);
         if let Some(pt) = path.and_then(|i| self.paths.get_mut(i)) {
             pt.tick.add(d);

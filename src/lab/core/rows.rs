@@ -70,6 +70,8 @@ impl LabCore {
             let tot = std::mem::take(&mut p.tick);
             cols.extend(tot.path_columns(dt, p.id));
         }
+        let class_cols = self.class_columns(dt);
+        cols.extend(class_cols);
         self.router_columns(t, &mut cols, fx);
         if let Some(p) = self.probe_latest.take() {
             cols.extend(p.columns());

@@ -101,10 +101,16 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             .iter()
             .map(|(name, p)| path_summary(name, p, dt))
             .collect(),
+        classes: w
+            .classes
+            .iter()
+            .map(|(name, k)| super::classes::class_summary(name, k, dt))
+            .collect(),
         states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
         requests_per_s: tot.counts.requests as f64 / dt,
         connection_errors_per_s: tot.counts.connection_errors() as f64 / dt,
         request_errors_per_s: tot.counts.request_errors() as f64 / dt,
+        capacity_latency_ms: q(&tot.total, ctrl.capacity_q),
         ..Default::default()
     }
 }
