@@ -138,6 +138,13 @@ fn apache_in_the_lab_serves_the_default_workload_and_its_log_agrees() {
     }
     let c = serves_and_agrees(&lab_scenario("apache"), 4.0, None);
     assert!(c.target_addr.ip().to_string().starts_with("198.18."));
+    // Its scoreboard was read (mod_status) and kept out of the access log (the counts above
+    // agree within 0.5 %).
+    let busy = c.state().store.col(synlab::model::col::SERVER_BUSY);
+    assert!(
+        busy.is_some_and(|v| v.iter().any(|b| b.is_finite())),
+        "no busy workers read from Apache's scoreboard"
+    );
 }
 
 /// Loopback, no namespaces: runs as any user (the server then stays that user). The run

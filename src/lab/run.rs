@@ -45,7 +45,7 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
             vec![Command::SetPath { path: None, value }]
         }
         // No knob: the sweep restarts the workers with the new count or request mix.
-        (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
+        (SweepParam::Workers | SweepParam::Workload | SweepParam::Http, _) => Vec::new(),
         // sweep_value gives each parameter its own kind of value.
         (p, v) => unreachable!("{} cannot take the value {v}", p.name()),
     }
@@ -136,6 +136,16 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
     };
     let mut interrupted = false;
     for (i, p) in points.iter().enumerate() {
+        // Another mode (closed clients after S-Client slots, or back): what the last point
+        // left in flight finishes before this one starts, not inside its window.
+        let mode_changes = i > 0 && p.mode.is_some() && p.mode != points[i - 1].mode;
+        if mode_changes {
+            let (waited, left) = ctrl.settle()?;
+            ctrl.log(&format!(
+                "before point {}: waited {waited:.1} s for the previous point's connects and requests to finish ({left} still in progress)",
+                i + 1
+            ));
+        }
         let m = measure_point(&mut ctrl, (i, points.len()), p, (kind, curve_kind), &tick)?;
         interrupted = m.interrupted;
         let judged = gate.judge_point(&m.row);
@@ -340,6 +350,7 @@ fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<
         (SweepParam::Workers, SweepValue::Count(n)) => Some(ctrl.restart_workers(n)),
         // A new request mix: the workers take it when they start.
         (_, SweepValue::Workload(w)) => Some(ctrl.restart_workers_with(w)),
+        (_, SweepValue::Http { keepalive }) => Some(ctrl.restart_workers_http(keepalive)),
         _ => None,
     };
     if let Some(Err(e)) = restarted {

@@ -227,6 +227,7 @@ columns! {
     LAG_MAX = "lag_ms_max", Milliseconds, Gauge;
     WORKER_CPU = "worker_cpu_pct", Percent, Gauge;
     SERVER_RESPONSES = "server_responses_per_s", PerSecond, Rate;
+    SERVER_BUSY = "server_busy", Count, Gauge;
     // The clients' requests apart from their connections (keep-alive: many per connection),
     // what failed of each, what is in progress, and the pool a request rate is sent over.
     REQUESTS = "requests_per_s", PerSecond, Rate;

@@ -27,6 +27,7 @@ const HELP: &[(Col, &str)] = &[
     (col::LAG_MAX, "How late the load workers started their most delayed attempt in the sample"),
     (col::WORKER_CPU, "CPU the load worker processes used, percent of one core"),
     (col::SERVER_RESPONSES, "Responses the server counted itself (its own counter or access log), per second"),
+    (col::SERVER_BUSY, "Server processes or threads busy with a connection: the built-in server's own count, Apache's scoreboard (mod_status BusyWorkers)"),
     (col::SYN_IN, "SYNs arriving at the server port per second (pcap); without a capture, the server namespace's PassiveOpens + ListenDrops per second (all ports)"),
     (col::SYN_IN_ESTIMATED, "1 when syn_in_per_s is the kernel-counter estimate for the whole server namespace, 0 when counted by pcap on the server port"),
     (col::SYNACK_OUT_PER_S, "SYN-ACKs the server port sent per second (pcap)"),

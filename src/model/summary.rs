@@ -134,6 +134,12 @@ pub struct SummaryRow {
     pub time_wait_mean: f64,
     pub time_wait_max: f64,
     pub server_procs_mean: f64,
+    /// Server processes or threads busy with a connection (seed 000 Fig. 10): the built-in
+    /// server's count, Apache's scoreboard; NaN for servers that do not say.
+    #[serde(default = "nan")]
+    pub server_busy_mean: f64,
+    #[serde(default = "nan")]
+    pub server_busy_max: f64,
     pub cpu_user_pct: f64,
     pub cpu_system_pct: f64,
     pub cpu_irq_pct: f64,
@@ -297,6 +303,8 @@ summary_cols! {
     TimeWaitMean = time_wait_mean: Count,
     TimeWaitMax = time_wait_max: Count,
     ServerProcsMean = server_procs_mean: Count,
+    ServerBusyMean = server_busy_mean: Count,
+    ServerBusyMax = server_busy_max: Count,
     CpuUserPct = cpu_user_pct: Percent,
     CpuSystemPct = cpu_system_pct: Percent,
     CpuIrqPct = cpu_irq_pct: Percent,

@@ -16,11 +16,15 @@ pub enum SweepParam {
     Workers,
     Burst,
     Workload,
+    /// The clients' HTTP version: `1.0` (the server closes each connection first) or `1.1`
+    /// (keep-alive; with one request per connection the client closes first), so the same
+    /// load leaves TIME_WAIT on the server or on the clients (seed 002 Tables 10-14).
+    Http,
     /// A live knob of every network path.
     Path(PathKnob),
 }
 
-const LOAD_PARAMS: [SweepParam; 7] = [
+const LOAD_PARAMS: [SweepParam; 8] = [
     SweepParam::Rate,
     SweepParam::Sockets,
     SweepParam::Clients,
@@ -28,6 +32,7 @@ const LOAD_PARAMS: [SweepParam; 7] = [
     SweepParam::Workers,
     SweepParam::Burst,
     SweepParam::Workload,
+    SweepParam::Http,
 ];
 
 impl SweepParam {
@@ -48,6 +53,7 @@ impl SweepParam {
             SweepParam::Workers => "load.workers",
             SweepParam::Burst => "load.burst",
             SweepParam::Workload => "load.workload",
+            SweepParam::Http => "load.http",
             SweepParam::Path(k) => k.sweep_name(),
         }
     }
@@ -73,6 +79,7 @@ impl SweepParam {
             SweepParam::Workers => "load-generator workers",
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
+            SweepParam::Http => "HTTP version (1.0: the server closes first; 1.1: the client)",
             SweepParam::Path(k) => k.axis(),
         }
     }
@@ -95,6 +102,10 @@ pub enum SweepValue {
     },
     /// A named request mix (load.workload; the workers restart with it).
     Workload(Workload),
+    /// HTTP/1.1 keep-alive (true) or HTTP/1.0 (load.http; the workers restart with it).
+    Http {
+        keepalive: bool,
+    },
     Path(PathValue),
 }
 
@@ -115,6 +126,8 @@ pub enum SweepValueError {
     BurstShape { ratio: f64, fraction: f64 },
     #[error("`{0}` is not a workload; use one of {names}", names = Workload::ALL.map(|w| w.name()).join(", "))]
     NotAWorkload(String),
+    #[error("`{0}` is not an HTTP version; use \"1.0\" or \"1.1\"")]
+    NotAnHttpVersion(String),
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error(transparent)]
@@ -191,6 +204,11 @@ impl SweepValue {
                 .find(|w| w.name() == text.trim())
                 .map(SweepValue::Workload)
                 .ok_or_else(|| SweepValueError::NotAWorkload(text.to_string())),
+            SweepParam::Http => match text.trim() {
+                "1.0" | "1" => Ok(SweepValue::Http { keepalive: false }),
+                "1.1" => Ok(SweepValue::Http { keepalive: true }),
+                other => Err(SweepValueError::NotAnHttpVersion(other.to_string())),
+            },
             SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
         }
     }
@@ -201,7 +219,7 @@ impl SweepValue {
         match self {
             SweepValue::Rate(r) => Some(r),
             SweepValue::Count(n) => Some(n as f64),
-            SweepValue::Burst { .. } | SweepValue::Workload(_) => None,
+            SweepValue::Burst { .. } | SweepValue::Workload(_) | SweepValue::Http { .. } => None,
             SweepValue::Path(v) => v.x(),
         }
     }
@@ -222,6 +240,7 @@ impl fmt::Display for SweepValue {
             SweepValue::Count(n) => write!(f, "{n}"),
             SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
             SweepValue::Workload(w) => write!(f, "{}", w.name()),
+            SweepValue::Http { keepalive } => f.write_str(if *keepalive { "1.1" } else { "1.0" }),
             SweepValue::Path(v) => write!(f, "{v}"),
         }
     }
@@ -307,7 +326,7 @@ mod tests {
 
     #[test]
     fn values_read_back_from_what_the_summary_writes() {
-        let cases: [(SweepParam, toml::Value); 6] = [
+        let cases: [(SweepParam, toml::Value); 7] = [
             (SweepParam::Rate, 2000.into()),
             (SweepParam::Concurrency, 8.into()),
             (
@@ -315,6 +334,7 @@ mod tests {
                 toml::Value::Array(vec![4.into(), "10%".into()]),
             ),
             (SweepParam::Workload, "heavy_cgi".into()),
+            (SweepParam::Http, "1.1".into()),
             (SweepParam::Path(PathKnob::Rtt), "50ms".into()),
             (SweepParam::Path(PathKnob::Bandwidth), "10mbit".into()),
         ];

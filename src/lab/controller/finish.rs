@@ -79,6 +79,9 @@ impl Controller {
         if let Some(mut f) = self.access.follower.take() {
             f.stop();
         }
+        if let Some(mut p) = self.scoreboard.take() {
+            p.stop();
+        }
     }
 
     /// The router's departure error over the lab's life, next to its goal, for summary.json.

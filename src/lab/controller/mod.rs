@@ -61,6 +61,10 @@ pub struct Controller {
     scenario: Scenario,
     /// The request mix the workers are started with (a workload sweep sets it per point).
     workload: crate::scenario::Workload,
+    /// The clients speak HTTP/1.1 keep-alive (`load.http`, or its sweep value now).
+    keepalive: bool,
+    /// Apache's scoreboard reader (kind = "apache").
+    scoreboard: Option<crate::lab::real_server::status::StatusPoller>,
     /// The state and everything folded into it: the controller reads it and sends it inputs.
     core: LabCore,
     tx: Sender<Input>,
@@ -156,6 +160,8 @@ impl Controller {
             gate: crate::report::thresholds::Gate::of(&scenario),
             n_workers: scenario.load.workers,
             workload: scenario.load.workload,
+            keepalive: scenario.load.http == HttpVersion::Http11,
+            scoreboard: None,
             scenario,
             core,
             tx,

@@ -38,6 +38,10 @@ pub enum Input {
     /// A line from a worker that is not a stats delta (should not happen; logged).
     WorkerText(u32, String),
     Server(ServerStats),
+    /// Apache's scoreboard (mod_status): workers busy with a connection now.
+    Scoreboard {
+        busy: u64,
+    },
     /// The server's access log: cumulative counts since start, at this many seconds.
     AccessLog(f64, StatusCounts),
     /// A kernel probe sample.
@@ -171,6 +175,8 @@ pub struct LabCore {
     point: Option<OpenWindow>,
     server_last: Option<ServerStats>,
     server_at_tick: Option<ServerStats>,
+    /// The server's busy workers as last reported, until a row takes it (seed 000 Fig. 10).
+    busy_latest: Option<f64>,
     access: AccessCounts,
     /// Whether probes run (a row then waits for its interval's sample).
     probes_on: bool,
@@ -220,6 +226,7 @@ impl LabCore {
             point: None,
             server_last: None,
             server_at_tick: None,
+            busy_latest: None,
             access: AccessCounts::default(),
             probes_on: false,
             probe_latest: None,
@@ -273,7 +280,11 @@ impl LabCore {
         match input {
             Input::Worker(_, d) => self.fold_worker(&d, fx),
             Input::WorkerText(id, line) => fx.push(Effect::Log(format!("worker {id}: {line}"))),
-            Input::Server(s) => self.server_last = Some(s),
+            Input::Server(s) => {
+                self.busy_latest = Some(s.busy as f64);
+                self.server_last = Some(s);
+            }
+            Input::Scoreboard { busy } => self.busy_latest = Some(busy as f64),
             // Its lines are the server's responses, for the same checks as the built-in's.
             Input::AccessLog(t_s, c) => {
                 self.server_last = Some(ServerStats {

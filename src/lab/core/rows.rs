@@ -66,6 +66,7 @@ impl LabCore {
             self.server_at_tick = self.server_last.clone();
         }
         cols.push((col::SERVER_RESPONSES, server_rate));
+        cols.push((col::SERVER_BUSY, self.busy_latest.take()));
         for p in &mut self.paths {
             let tot = std::mem::take(&mut p.tick);
             cols.extend(tot.path_columns(dt, p.id));

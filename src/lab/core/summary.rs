@@ -70,6 +70,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         time_wait_mean: mean(col::TIME_WAIT),
         time_wait_max: max(col::TIME_WAIT),
         server_procs_mean: mean(col::SERVER_PROCS),
+        server_busy_mean: mean(col::SERVER_BUSY),
+        server_busy_max: max(col::SERVER_BUSY),
         cpu_user_pct: mean(col::CPU_USER),
         cpu_system_pct: mean(col::CPU_SYSTEM),
         cpu_irq_pct: mean(col::CPU_IRQ),

@@ -34,7 +34,7 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
         Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst) => ParamKind::Burst,
-        Some(P::Workload) | None => ParamKind::Other,
+        Some(P::Workload | P::Http) | None => ParamKind::Other,
     }
 }
 

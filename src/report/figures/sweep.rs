@@ -101,6 +101,11 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
                                 "server processes (mean)",
                                 LineKind::Dashed,
                             ),
+                            (
+                                SummaryCol::ServerBusyMean,
+                                "server processes busy (mean)",
+                                LineKind::Solid,
+                            ),
                         ]),
                     )],
                 ),
