@@ -12,20 +12,6 @@ use synlab::lab::run::run_scenario;
 use synlab::scenario::TargetKind;
 use totals_support::assert_identities;
 
-/// nginx's binary, or None (skip, saying why; fail when CI requires every test).
-fn nginx_installed() -> bool {
-    match synlab::lab::real_server::find_binary(TargetKind::Nginx) {
-        Ok(_) => true,
-        Err(e) if synlab::sys::privilege::require_privileged() => {
-            panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}")
-        }
-        Err(e) => {
-            eprintln!("skipped: {e:#}");
-            false
-        }
-    }
-}
-
 const SMALL: &str = "/bytes/1294";
 const LARGE: &str = "/bytes/65536";
 
@@ -46,7 +32,7 @@ fn lines_per_path(log: &str) -> BTreeMap<String, u64> {
 
 #[test]
 fn two_classes_against_nginx_add_up_and_match_its_log_per_path() {
-    if !nginx_installed() {
+    if !lab_support::real_server_installed(TargetKind::Nginx) {
         return;
     }
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
@@ -169,4 +155,64 @@ hold = "2s"
     let md = std::fs::read_to_string(md).unwrap();
     assert!(md.contains("per request class"), "{md}");
     assert!(dir.join("plots/classes.png").is_file());
+}
+
+/// Kept-alive connections carry requests of several classes: each class's requests add up
+/// (both identities per class, at every point and over the run); a closed client's connection
+/// counts in the class of its first request, a pool's connections in none.
+#[test]
+fn keepalive_classes_add_up_and_a_pools_connections_are_in_no_class() {
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    for (load, pool) in [
+        "mode = \"closed\"\nclients = 16\nrequests_per_conn = 50\n\
+         [sweep]\nparam = \"load.clients\"\nvalues = [8, 16]\n",
+        "mode = \"open\"\nrate = 800\nconnections = 16\nrequests_per_conn = 50\n\
+         [sweep]\nparam = \"load.rate\"\nvalues = [400, 800]\n",
+    ]
+    .iter()
+    .zip([false, true])
+    {
+        let out = tempfile::tempdir().unwrap();
+        let sc = format!(
+            "name = \"classes-ka\"\n[target]\nservice_time = \"200us\"\n\
+             [[load.mix]]\nclass = \"a\"\npath = \"/bytes/1294\"\nweight = 0.5\n\
+             [[load.mix]]\nclass = \"b\"\npath = \"/bytes/20000\"\nweight = 0.5\n\
+             [load]\nhttp = \"1.1\"\n{load}warmup = \"500ms\"\nhold = \"1500ms\"\n"
+        );
+        let sc = synlab::scenario::parse("ka.toml", &sc).unwrap();
+        let (dir, rows, _) = run_scenario(sc, lab_support::opts(Some(out.path())), false).unwrap();
+        let s: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.unwrap().join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        for (row, p) in rows.iter().zip(s["points"].as_array().unwrap()) {
+            let whole = row.totals.as_ref().unwrap();
+            let sum = |f: fn(&synlab::model::Totals) -> u64| -> u64 {
+                row.classes.iter().map(|k| f(&k.totals)).sum()
+            };
+            assert_eq!(sum(|t| t.requests.sent), whole.requests.sent, "{load}");
+            assert_eq!(sum(|t| t.responses), whole.responses, "{load}");
+            assert_eq!(
+                sum(|t| t.requests.in_flight_at_start),
+                whole.requests.in_flight_at_start
+            );
+            for k in p["classes"].as_array().unwrap() {
+                assert_identities(&k["totals"]);
+            }
+            if pool {
+                assert_eq!(
+                    sum(|t| t.attempts),
+                    0,
+                    "a pool's connections are in no class"
+                );
+            } else {
+                assert_eq!(sum(|t| t.attempts), whole.attempts, "{load}");
+            }
+        }
+        // The run drains: nothing of any class is left in flight.
+        for k in s["run_classes"].as_array().unwrap() {
+            assert_identities(&k["totals"]);
+            assert_eq!(k["totals"]["in_flight_at_end"], 0, "{k}");
+        }
+    }
 }

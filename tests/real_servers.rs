@@ -12,19 +12,7 @@ use synlab::lab::controller::Controller;
 use synlab::scenario::TargetKind;
 use totals_support::assert_identities;
 
-/// The server's binary, or None (skip, saying why; fail when CI requires every test).
-fn installed(kind: TargetKind) -> bool {
-    match synlab::lab::real_server::find_binary(kind) {
-        Ok(_) => true,
-        Err(e) if synlab::sys::privilege::require_privileged() => {
-            panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}")
-        }
-        Err(e) => {
-            eprintln!("skipped: {e:#}");
-            false
-        }
-    }
-}
+use lab_support::real_server_installed as installed;
 
 /// Field 5 of /proc/PID/stat: the process group.
 fn pgid_of(pid: u32) -> Option<u32> {

@@ -135,18 +135,24 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
         }
     };
     let mut interrupted = false;
+    // The load is paused between points (a cool-down, a settle): the next point resumes it
+    // once it is set up, so nothing of the previous point's settings starts in between.
+    let mut paused = false;
     for (i, p) in points.iter().enumerate() {
         // Another mode (closed clients after S-Client slots, or back): what the last point
         // left in flight finishes before this one starts, not inside its window.
         let mode_changes = i > 0 && p.mode.is_some() && p.mode != points[i - 1].mode;
         if mode_changes {
             let (waited, left) = ctrl.settle()?;
+            paused = true;
             ctrl.log(&format!(
                 "before point {}: waited {waited:.1} s for the previous point's connects and requests to finish ({left} still in progress)",
                 i + 1
             ));
         }
-        let m = measure_point(&mut ctrl, (i, points.len()), p, (kind, curve_kind), &tick)?;
+        let at = (i, points.len());
+        let m = measure_point(&mut ctrl, at, p, (kind, curve_kind), paused, &tick)?;
+        paused = false;
         interrupted = m.interrupted;
         let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
@@ -166,11 +172,11 @@ pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Resu
         }
         if p.cooldown > 0.0 {
             ctrl.apply(Command::Pause(true));
+            paused = true;
             if !run_for(&mut ctrl, p.cooldown, &tick)? {
                 interrupted = true;
                 break;
             }
-            ctrl.apply(Command::Pause(false));
         }
     }
     if let Some(pb) = &pb {
@@ -232,6 +238,7 @@ fn measure_point(
     (i, n): (usize, usize),
     p: &Point,
     (kind, curve_kind): (Option<SweepParam>, Option<SweepParam>),
+    paused: bool,
     tick: &dyn Fn(&Controller),
 ) -> anyhow::Result<Measured> {
     let label = point_label(i, n, p, kind, curve_kind);
@@ -239,6 +246,9 @@ fn measure_point(
     ctrl.mark(&label);
     let mut interrupted = false;
     let mut failed = set_up_point(ctrl, p, kind, curve_kind);
+    if paused {
+        ctrl.apply(Command::Pause(false));
+    }
     if failed.is_none() && !run_for(ctrl, p.warmup, tick)? {
         interrupted = true;
     }

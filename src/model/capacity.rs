@@ -93,13 +93,14 @@ pub struct Capacity {
 }
 
 impl Capacity {
-    /// One line: `capacity (p98 under 100ms): 963 responses/s, 1.2 MB/s at load.clients =
-    /// 121 (between points 6 and 7)`.
+    /// One line: `capacity closed (p98 under 100 ms): 963 responses/s, 1.200 MB/s at 121.2
+    /// (between points 6 and 7)`.
     pub fn line(&self) -> String {
-        let series = match (self.mode.is_empty(), self.curve.is_empty()) {
-            (_, false) => format!(" {} {}", self.mode, self.curve),
-            _ => String::new(),
-        };
+        let series: String = [self.mode.as_str(), self.curve.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(" {s}"))
+            .collect();
         let head = format!(
             "capacity{series} (p{} under {} ms)",
             self.percentile, self.under_ms
@@ -115,7 +116,7 @@ impl Capacity {
                 format!("{head}: not measured: no valid point")
             }
             (found, Some(r)) => {
-                let at = self.at.map(|x| format!(" at {x:.4}")).unwrap_or_default();
+                let at = self.at.map(|x| format!(" at {x:.1}")).unwrap_or_default();
                 let reached = if found == Found::NotReached {
                     "at least "
                 } else {

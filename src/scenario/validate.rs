@@ -392,23 +392,22 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 }
 
 /// The sweep: a known parameter with at least one valid value.
+/// What is wrong with a sweep parameter's name that names none: the nearest and the valid.
+fn unknown_param(name: &str) -> String {
+    let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
+    let hint = super::diag::nearest(name, &names)
+        .map(|n| format!("; did you mean `{n}`?"))
+        .unwrap_or_default();
+    format!(
+        "unknown parameter `{name}`{hint} (valid: {})",
+        names.join(", ")
+    )
+}
+
 fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(sw) = &s.sweep {
-        let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
         match sw.kind() {
-            None => {
-                let hint = super::diag::nearest(&sw.param, &names)
-                    .map(|n| format!("; did you mean `{n}`?"))
-                    .unwrap_or_default();
-                bad(
-                    "sweep.param",
-                    format!(
-                        "unknown parameter `{}`{hint} (valid: {})",
-                        sw.param,
-                        names.join(", ")
-                    ),
-                );
-            }
+            None => bad("sweep.param", unknown_param(&sw.param)),
             Some(k) if k.needs_network() && s.network.is_none() => bad(
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
@@ -441,19 +440,8 @@ fn check_curves(
     swept: Option<SweepParam>,
     bad: &mut impl FnMut(&str, String),
 ) {
-    let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
     let Some(k) = c.kind() else {
-        let hint = super::diag::nearest(&c.param, &names)
-            .map(|n| format!("; did you mean `{n}`?"))
-            .unwrap_or_default();
-        bad(
-            "sweep.curves.param",
-            format!(
-                "unknown parameter `{}`{hint} (valid: {})",
-                c.param,
-                names.join(", ")
-            ),
-        );
+        bad("sweep.curves.param", unknown_param(&c.param));
         return;
     };
     if Some(k) == swept {

@@ -97,27 +97,6 @@ fn parse_loadavg(line: &str) -> Option<[f64; 3]> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_load_average_is_read_and_said() {
-        let l = super::parse_loadavg("2.95 5.59 6.17 3/812 40211");
-        assert_eq!(l, Some([2.95, 5.59, 6.17]));
-        assert_eq!(super::parse_loadavg("garbage"), None);
-        let m = super::Machine {
-            cpus: 2,
-            loadavg: l,
-            ..Default::default()
-        };
-        assert!(
-            m.describe().ends_with(", load 3.0/5.6/6.2"),
-            "{}",
-            m.describe()
-        );
-        assert_eq!(super::Machine::from_json(&m.to_json()), Some(m));
-    }
-}
-
-#[cfg(test)]
-mod tests {
     use super::*;
 
     #[test]
@@ -127,6 +106,24 @@ mod tests {
         assert!(
             !m.kernel.is_empty(),
             "/proc/sys/kernel/osrelease unreadable"
+        );
+        assert_eq!(Machine::from_json(&m.to_json()), Some(m));
+    }
+
+    #[test]
+    fn the_load_average_is_read_and_said() {
+        let l = parse_loadavg("2.95 5.59 6.17 3/812 40211");
+        assert_eq!(l, Some([2.95, 5.59, 6.17]));
+        assert_eq!(parse_loadavg("garbage"), None);
+        let m = Machine {
+            cpus: 2,
+            loadavg: l,
+            ..Default::default()
+        };
+        assert!(
+            m.describe().ends_with(", load 3.0/5.6/6.2"),
+            "{}",
+            m.describe()
         );
         assert_eq!(Machine::from_json(&m.to_json()), Some(m));
     }

@@ -208,10 +208,11 @@ impl Controller {
     }
 
     /// Pauses the load and pumps until the workers report nothing in progress (no connect,
-    /// no request), for at most T + the response timeout, then resumes it: what one point
-    /// started must not finish inside the next one's window (closed clients wait out SYN
-    /// retransmissions, seconds after an overloaded point). Returns how long it waited and
-    /// what was still in progress at the bound.
+    /// no request), for at most T + the response timeout, leaving it paused (the next point
+    /// resumes it in its own settings): what one point started must not finish inside the
+    /// next one's window (closed clients wait out SYN retransmissions, seconds after an
+    /// overloaded point). Returns how long it waited and what was still in progress at the
+    /// bound.
     pub fn settle(&mut self) -> anyhow::Result<(f64, u64)> {
         self.apply(Command::Pause(true));
         let bound = self.core.state().knobs.timeout.as_secs_f64()
@@ -234,9 +235,7 @@ impl Controller {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let left = in_progress(self) as u64;
-        self.apply(Command::Pause(false));
-        Ok((t0.elapsed().as_secs_f64(), left))
+        Ok((t0.elapsed().as_secs_f64(), in_progress(self) as u64))
     }
 
     /// How many load workers run now.
