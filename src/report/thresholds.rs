@@ -462,6 +462,37 @@ mod tests {
         Gate::of(&sc)
     }
 
+    #[test]
+    fn a_capacity_threshold_is_judged_per_series_and_fails_without_one() {
+        use crate::model::capacity::{Capacity, Found};
+        let g = gate(
+            "[load]\nmode = \"open\"\nrate = 100\n[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\n\
+             [[threshold]]\nmetric = \"capacity_per_s\"\nmin = \"1k\"\n",
+        );
+        let cap = |mode: &str, r: Option<f64>, found| Capacity {
+            mode: mode.into(),
+            curve: String::new(),
+            percentile: 98.0,
+            under_ms: 100.0,
+            found,
+            requests_per_s: r,
+            bytes_per_s: r.map(|r| r * 1e3),
+            at: None,
+            points: vec![1],
+        };
+        let v = g.judge_capacity(&[
+            cap("closed", Some(1200.0), Found::Interpolated),
+            cap("sclient", None, Found::NoneUnder),
+        ]);
+        assert_eq!(v.len(), 2);
+        assert!(v[0].passed, "{}", v[0].message);
+        assert_eq!(v[0].check, "capacity_per_s >= 1k");
+        assert!(v[0].message.contains("capacity_per_s = 1200: pass"), "{}", v[0].message);
+        assert!(!v[1].passed);
+        assert!(v[1].message.contains("no valid point met the target"), "{}", v[1].message);
+        assert!(g.judge_run(&[]).is_empty(), "a capacity threshold is not a point metric");
+    }
+
     fn row(point: usize, value: &str) -> SummaryRow {
         SummaryRow {
             point,
