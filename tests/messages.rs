@@ -42,7 +42,14 @@ fn every_message_a_person_reads() {
                 from: Some(1000.0),
                 to: None,
             },
-            Change::Mode(Mode::Closed),
+            Change::Mode {
+                to: Mode::Closed,
+                skipped: None,
+            },
+            Change::Mode {
+                to: Mode::Closed,
+                skipped: Some(Mode::Open),
+            },
             Change::Sockets(200),
             Change::Clients(16),
             Change::Paused(true),
@@ -75,6 +82,18 @@ fn every_message_a_person_reads() {
         &[
             Refusal::FlatOut,
             Refusal::RateLimit,
+            Refusal::Unchanged(Change::Rate {
+                from: Some(1.0),
+                to: Some(1.0),
+            }),
+            Refusal::Unchanged(Change::Selected(s("wan"))),
+            Refusal::Unchanged(Change::Path {
+                path: Some(s("wan")),
+                value: PathValue::Rtt(Dur::from_secs(0.02)),
+            }),
+            Refusal::RunStopped(s(
+                "the delay router (pid 7) was killed by signal 9 (SIGKILL)",
+            )),
             Refusal::RateOutside(-1.0),
             Refusal::OpenNeedsRate,
             Refusal::Sockets,
@@ -153,12 +172,16 @@ fn every_message_a_person_reads() {
                 scheduled: 1000,
                 pool: 16,
                 mean_wait_ms: 2.5,
+                service_ms: 21.3,
+                service_min_ms: 20.4,
             },
             ClientBound::LateForT {
+                unit: "attempts",
                 lag_s: 0.2,
                 of_t: 0.4,
             },
             ClientBound::LateForGap {
+                unit: "requests",
                 lag_s: 0.015,
                 gap_s: 0.01,
             },

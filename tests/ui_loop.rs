@@ -7,10 +7,10 @@ use ratatui::Terminal;
 use std::collections::VecDeque;
 use std::time::Duration;
 use synlab::ui::app::App;
-use synlab::ui::event_loop;
 use synlab::ui::fixture::{self, FakeLab};
 use synlab::ui::keymap::Key;
 use synlab::ui::theme::Theme;
+use synlab::ui::{event_loop, Polled};
 
 #[test]
 fn frames_pump_the_lab_keys_act_and_q_quits() {
@@ -28,7 +28,12 @@ fn frames_pump_the_lab_keys_act_and_q_quits() {
         Some(Event::Key(Key::Char('q').event())),
         Some(Event::Key(Key::Char('+').event())), // never read: the loop has quit
     ]);
-    let mut input = |_t: Duration| Ok(script.pop_front().expect("loop read past q"));
+    let mut input = |_t: Duration| {
+        Ok(match script.pop_front().expect("loop read past q") {
+            Some(ev) => Polled::Event(ev),
+            None => Polled::Nothing,
+        })
+    };
     event_loop(
         &mut term,
         &mut lab,
@@ -60,7 +65,7 @@ fn an_interrupted_lab_ends_the_loop_before_any_input() {
     st.finished = true;
     let mut lab = FakeLab::new(st);
     let mut app = App::new(Theme { color: true }, 60.0);
-    let mut input = |_t: Duration| -> std::io::Result<Option<Event>> {
+    let mut input = |_t: Duration| -> std::io::Result<Polled> {
         panic!("the loop read input after the lab was interrupted")
     };
     event_loop(
@@ -73,4 +78,35 @@ fn an_interrupted_lab_ends_the_loop_before_any_input() {
     .unwrap();
     assert_eq!(lab.pumps, 1);
     assert!(!app.quit, "ended by the signal, not by a key");
+}
+
+/// issue 28: the terminal goes away under the TUI (its window closed: a hangup, no signal).
+/// The loop tells the lab, which ends as on an interruption, and returns without reading or
+/// drawing again.
+#[test]
+fn a_terminal_that_goes_away_ends_the_session_as_an_interruption() {
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut lab = FakeLab::new(fixture::under_load());
+    let mut app = App::new(Theme { color: true }, 60.0);
+    let mut script: VecDeque<Polled> = VecDeque::from([
+        Polled::Event(Event::Key(Key::Char('+').event())),
+        Polled::TerminalGone,
+    ]);
+    let mut input = |_t: Duration| Ok(script.pop_front().expect("the loop read past the hangup"));
+    event_loop(
+        &mut term,
+        &mut lab,
+        &mut app,
+        Duration::from_millis(100),
+        &mut input,
+    )
+    .unwrap();
+    assert!(lab.state.terminal_gone && lab.state.interrupted);
+    assert_eq!(lab.pumps, 1, "no frame after the hangup");
+    assert!(!app.quit, "ended by the hangup, not by a key");
+    assert_eq!(
+        lab.state.knobs.rate,
+        Some(2200.0),
+        "the key before it still acted"
+    );
 }

@@ -19,8 +19,13 @@ const LAG_FLOOR_S: f64 = 0.005;
 /// A worker using more of a core than this cannot be trusted to keep its schedule.
 const WORKER_CPU_LIMIT: f64 = 0.9;
 /// Pool mode: more than this share of the requests waiting for an idle connection means the
-/// pool, not the server, set the pace.
+/// pool or the server set the pace ...
 const POOL_WAIT_SHARE: f64 = 0.01;
+/// ... the pool when the server answered its requests about as quickly as when nothing
+/// queued before them (mean within this factor of the quickest answer): more connections
+/// would have carried more. A server that queues them (its answers slower by more) is the
+/// limit itself, and more connections would only queue deeper.
+const POOL_QUEUE_FACTOR: f64 = 2.0;
 
 /// What the client-bound test needs to know of the load.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,12 +62,14 @@ pub enum ClientBound {
     FdsOut,
     #[error("{0} arrivals found all D sockets busy (raise load.sockets)")]
     SocketsBusy(u64),
-    #[error("no idle connection: {waits} of {scheduled} requests waited for one of the pool's {pool} (mean wait {mean_wait_ms:.1} ms), so the server never had more than {pool} at once; raise load.connections")]
+    #[error("no idle connection: {waits} of {scheduled} requests waited for one of the pool's {pool} (mean wait {mean_wait_ms:.1} ms) while the server answered in {service_ms:.1} ms on average, near its quickest ({service_min_ms:.1} ms): the pool set the pace; raise load.connections")]
     NoIdleConnection {
         waits: u64,
         scheduled: u64,
         pool: u64,
         mean_wait_ms: f64,
+        service_ms: f64,
+        service_min_ms: f64,
     },
     /// `unit` is "attempts" (new connections) or "requests" (a pool's).
     #[error("{pct:.0} % fewer {unit} than the schedule intended ({done} of {intended:.0})", pct = (1.0 - .started / .intended) * 100.0)]
@@ -72,10 +79,19 @@ pub enum ClientBound {
         done: u64,
         intended: f64,
     },
-    #[error("attempts started {:.1} ms late on average, {:.0} % of the timeout T", .lag_s * 1000.0, .of_t * 100.0)]
-    LateForT { lag_s: f64, of_t: f64 },
-    #[error("attempts started {:.1} ms late on average, more than the {:.2} ms between a worker's arrivals", .lag_s * 1000.0, .gap_s * 1000.0)]
-    LateForGap { lag_s: f64, gap_s: f64 },
+    /// `unit` as for `Shortfall`.
+    #[error("{unit} started {:.1} ms late on average, {:.0} % of the timeout T", .lag_s * 1000.0, .of_t * 100.0)]
+    LateForT {
+        unit: &'static str,
+        lag_s: f64,
+        of_t: f64,
+    },
+    #[error("{unit} started {:.1} ms late on average, more than the {:.2} ms between a worker's arrivals", .lag_s * 1000.0, .gap_s * 1000.0)]
+    LateForGap {
+        unit: &'static str,
+        lag_s: f64,
+        gap_s: f64,
+    },
     #[error("a worker used {:.0}% of a core", .cpu * 100.0)]
     WorkerCpu { cpu: f64 },
 }
@@ -113,6 +129,8 @@ pub struct ClientTotals {
     pub at_end_by_worker: std::collections::BTreeMap<u32, InProgress>,
     /// The pool of persistent connections each worker keeps (latest report; 0: none).
     pub pool_by_worker: std::collections::BTreeMap<u32, u32>,
+    /// Each worker's quickest pool answer so far (us; latest report; 0: none yet).
+    pub pool_service_min_by_worker: std::collections::BTreeMap<u32, u64>,
     pub connect: Histogram<u64>,
     pub ttfb: Histogram<u64>,
     pub total: Histogram<u64>,
@@ -133,6 +151,7 @@ impl Default for ClientTotals {
             at_start_by_worker: Default::default(),
             at_end_by_worker: Default::default(),
             pool_by_worker: Default::default(),
+            pool_service_min_by_worker: Default::default(),
             connect: new_hist(),
             ttfb: new_hist(),
             total: new_hist(),
@@ -142,17 +161,16 @@ impl Default for ClientTotals {
 
 impl ClientTotals {
     pub fn add(&mut self, d: &StatsDelta) {
-        self.intended += d.target_rate * d.interval_s;
-        self.lag_us_max = self.lag_us_max.max(d.lag_us_max);
-        let cpu = d.cpu_user_s + d.cpu_sys_s;
-        self.cpu_s += cpu;
-        if d.interval_s > 0.05 {
-            self.worker_cpu_max = self.worker_cpu_max.max(cpu / d.interval_s);
-        }
-        self.target_by_worker.insert(d.worker, d.target_rate);
-        self.pool_by_worker.insert(d.worker, d.pool);
+        self.add_counts(d);
+        merge(&d.connect_us, &mut self.connect);
         merge(&d.ttfb_us, &mut self.ttfb);
-        self.add_share(
+        merge(&d.total_us, &mut self.total);
+    }
+
+    /// Adds a report's counts, rates and gauges, not its latencies (enough to judge whether
+    /// the client was the limit).
+    pub fn add_counts(&mut self, d: &StatsDelta) {
+        self.add_share_counts(
             (d.worker, d.interval_s),
             &d.counts,
             [
@@ -166,14 +184,24 @@ impl ClientTotals {
                 },
             ],
             d.connecting + d.active,
-            [&d.connect_us, &d.total_us],
         );
+        self.intended += d.target_rate * d.interval_s;
+        self.lag_us_max = self.lag_us_max.max(d.lag_us_max);
+        let cpu = d.cpu_user_s + d.cpu_sys_s;
+        self.cpu_s += cpu;
+        if d.interval_s > 0.05 {
+            self.worker_cpu_max = self.worker_cpu_max.max(cpu / d.interval_s);
+        }
+        self.target_by_worker.insert(d.worker, d.target_rate);
+        self.pool_by_worker.insert(d.worker, d.pool);
+        self.pool_service_min_by_worker
+            .insert(d.worker, d.pool_service_min_us);
     }
 
     /// Adds one request class's share of worker report `d` (a class's sums have no schedule,
     /// CPU or pool of their own: those are the whole report's).
     pub fn add_class(&mut self, d: &StatsDelta, c: &ClassDelta) {
-        self.add_share(
+        self.add_share_counts(
             (d.worker, d.interval_s),
             &c.counts,
             [
@@ -187,19 +215,19 @@ impl ClientTotals {
                 },
             ],
             c.connecting + c.requests_in_flight,
-            [&c.connect_us, &c.total_us],
         );
+        merge(&c.connect_us, &mut self.connect);
+        merge(&c.total_us, &mut self.total);
     }
 
     /// What the whole of a report and a class's share of it add alike: counts, the time
-    /// covered, what was in progress at the report's two ends, connections open, latencies.
-    fn add_share(
+    /// covered, what was in progress at the report's two ends, connections open.
+    fn add_share_counts(
         &mut self,
         (worker, interval_s): (u32, f64),
         counts: &Counters,
         [at_start, at_end]: [InProgress; 2],
         open: u64,
-        [connect, total]: [&HistDelta; 2],
     ) {
         self.counts.add(counts);
         *self.span_by_worker.entry(worker).or_default() += interval_s;
@@ -207,8 +235,6 @@ impl ClientTotals {
         self.in_flight = self.in_flight_by_worker.values().sum();
         self.at_start_by_worker.entry(worker).or_insert(at_start);
         self.at_end_by_worker.insert(worker, at_end);
-        merge(connect, &mut self.connect);
-        merge(total, &mut self.total);
     }
 
     /// The rate all workers' schedules aim at now; None before any worker reported.
@@ -224,13 +250,13 @@ impl ClientTotals {
     /// Connects and requests in progress when these sums began (each worker's state before
     /// its first report in them).
     pub fn at_start(&self) -> InProgress {
-        sum_in_progress(self.at_start_by_worker.values())
+        self.at_start_by_worker.values().sum()
     }
 
     /// Connects and requests in progress at the workers' latest reports (a worker that
     /// stopped reports nothing in progress: it counts what it left in `*_at_end`).
     pub fn at_end(&self) -> InProgress {
-        sum_in_progress(self.at_end_by_worker.values())
+        self.at_end_by_worker.values().sum()
     }
 
     /// The counts of these sums, with both identities (see [`Totals`]).
@@ -266,21 +292,34 @@ impl ClientTotals {
         }
         let pool = self.pool();
         let scheduled = c.scheduled + c.pool_waits;
-        if pool > 0 && c.pool_waits as f64 > POOL_WAIT_SHARE * scheduled as f64 {
-            why.push(ClientBound::NoIdleConnection {
-                waits: c.pool_waits,
-                scheduled,
-                pool,
-                mean_wait_ms: c.pool_wait_us_sum as f64 / c.pool_waits as f64 / 1000.0,
-            });
+        let service_min_us = self
+            .pool_service_min_by_worker
+            .values()
+            .filter(|&&us| us > 0)
+            .min()
+            .copied();
+        if let (true, Some(min_us)) = (pool > 0 && c.pool_served > 0, service_min_us) {
+            let service_us = c.pool_service_us_sum as f64 / c.pool_served as f64;
+            let waited = c.pool_waits as f64 > POOL_WAIT_SHARE * scheduled as f64;
+            if waited && service_us <= POOL_QUEUE_FACTOR * min_us as f64 {
+                why.push(ClientBound::NoIdleConnection {
+                    waits: c.pool_waits,
+                    scheduled,
+                    pool,
+                    mean_wait_ms: c.pool_wait_us_sum as f64 / c.pool_waits as f64 / 1000.0,
+                    service_ms: service_us / 1000.0,
+                    service_min_ms: min_us as f64 / 1000.0,
+                });
+            }
         }
+        let unit = if pool > 0 { "requests" } else { "attempts" };
         if load.mode != Mode::Closed && self.intended >= 1.0 {
             // What the schedule handed out: arrivals started, dropped at the cap, or (a pool's
             // requests) sent after waiting for a connection.
-            let (started, unit, done) = if pool > 0 {
-                (scheduled, "requests", c.requests)
+            let (started, done) = if pool > 0 {
+                (scheduled, c.requests)
             } else {
-                (c.attempts + c.client_cap_drops, "attempts", c.attempts)
+                (c.attempts + c.client_cap_drops, c.attempts)
             };
             let started = started as f64;
             let noise = (3.0 * self.intended.sqrt()).max(SHORTFALL_FLOOR * self.intended);
@@ -303,9 +342,9 @@ impl ClientTotals {
                 _ => None,
             };
             if of_t > LAG_SHARE_OF_T {
-                why.push(ClientBound::LateForT { lag_s, of_t });
+                why.push(ClientBound::LateForT { unit, lag_s, of_t });
             } else if let Some(gap_s) = gap_s.filter(|g| lag_s > g.max(LAG_FLOOR_S)) {
-                why.push(ClientBound::LateForGap { lag_s, gap_s });
+                why.push(ClientBound::LateForGap { unit, lag_s, gap_s });
             }
         }
         if self.worker_cpu_max > WORKER_CPU_LIMIT {
@@ -324,7 +363,7 @@ impl ClientTotals {
     pub fn measured_nothing(&self, window_s: f64, workers: usize) -> Option<NothingMeasured> {
         // Kept-alive connections carry requests without a new attempt: either counts.
         let c = &self.counts;
-        let waiting = self.at_start().requests + self.at_start().connecting + c.pool_waits;
+        let waiting = self.at_start().requests + self.at_start().connecting;
         if c.attempts == 0 && c.client_cap_drops == 0 && c.requests == 0 && waiting == 0 {
             return Some(NothingMeasured::NoAttempt { window_s });
         }
@@ -389,6 +428,10 @@ impl ClientTotals {
             (REQUEST_ERRORS, rate(self.counts.request_errors())),
             (RESPONSE_TIMEOUTS, rate(self.counts.response_timeouts)),
             (BAD_RESPONSES, rate(self.counts.bad_responses)),
+            (ADDR_NOT_AVAIL, rate(self.counts.addr_not_avail)),
+            (OUT_OF_FDS, rate(self.counts.out_of_fds)),
+            (CONNECT_OTHER_ERRORS, rate(self.counts.connect_other_errors)),
+            (REQUEST_OTHER_ERRORS, rate(self.counts.request_other_errors)),
             (POOL_WAITS, rate(self.counts.pool_waits)),
             (
                 CONNECTING,
@@ -430,13 +473,6 @@ impl ClientTotals {
             .map(|f| (id(*f), all.iter().find(|c| c.0 == *f).and_then(|c| c.1)))
             .collect()
     }
-}
-
-fn sum_in_progress<'a>(v: impl Iterator<Item = &'a InProgress>) -> InProgress {
-    v.fold(InProgress::default(), |a, b| InProgress {
-        connecting: a.connecting + b.connecting,
-        requests: a.requests + b.requests,
-    })
 }
 
 fn merge(d: &HistDelta, into: &mut Histogram<u64>) {
@@ -773,13 +809,28 @@ mod tests {
         d.counts.scheduled = 900;
         d.counts.pool_waits = 100;
         d.counts.pool_wait_us_sum = 100 * 2_500;
+        // The server answered as quickly as unloaded (a 20 ms path): the pool set the pace.
+        d.counts.pool_served = 1_000;
+        d.counts.pool_service_us_sum = 1_000 * 21_000;
+        d.pool_service_min_us = 20_400;
         t.add(&d);
         let why = client_bound_line(&t.client_bound(&OPEN));
         assert!(
-            why.starts_with("no idle connection: 100 of 1000 requests waited for one of the pool's 16 (mean wait 2.5 ms)"),
+            why.starts_with("no idle connection: 100 of 1000 requests waited for one of the pool's 16 (mean wait 2.5 ms) while the server answered in 21.0 ms on average, near its quickest (20.4 ms)"),
             "{why}"
         );
         assert!(why.contains("raise load.connections"), "{why}");
+        // The same waits with a server that queued the pool's requests (answers 8x slower
+        // than its quickest): the server set the pace, and the client is not the bound.
+        let mut queued = d.clone();
+        queued.counts.pool_service_us_sum = 1_000 * 8 * 20_400;
+        let mut t = ClientTotals::default();
+        t.add(&queued);
+        assert!(
+            !client_bound_line(&t.client_bound(&OPEN)).contains("no idle connection"),
+            "{:?}",
+            t.client_bound(&OPEN)
+        );
         // A pool that kept up: a few waits under 1 % are not a bound.
         let mut t = ClientTotals::default();
         d.counts.scheduled = 999;

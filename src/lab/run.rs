@@ -4,7 +4,6 @@
 use super::controller::{Controller, RunOptions};
 use super::knobs::{Command, Reply};
 use super::session::{self, Start};
-use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::SummaryRow;
 use crate::model::{SweepParam, SweepPoint, SweepValue};
@@ -21,35 +20,8 @@ use std::time::{Duration, Instant};
 const HEADLESS_KEEP_S: f64 = 60.0;
 
 pub use super::summary::{non2xx_note, summary_table};
+pub use super::sweep::{commands_for, point_label, sweep_cues};
 pub use crate::scenario::points::{plan_points, Point};
-
-/// The knob changes that set a sweep value (every parameter named: a new one is a compile
-/// error here, not a sweep that silently changes nothing).
-pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command> {
-    match (param, v) {
-        (SweepParam::Rate, SweepValue::Rate(r)) => vec![Command::SetRate(Some(r))],
-        (SweepParam::Sockets, SweepValue::Count(n)) => vec![Command::SetSockets(n)],
-        (SweepParam::Clients, SweepValue::Count(n)) => vec![Command::SetClients(n)],
-        (SweepParam::Concurrency, SweepValue::Count(n)) => {
-            if mode == Mode::Closed {
-                vec![Command::SetClients(n)]
-            } else {
-                vec![Command::SetSockets(n)]
-            }
-        }
-        (SweepParam::Burst, SweepValue::Burst { ratio, fraction }) => vec![
-            Command::SetBurst { ratio, fraction },
-            Command::BurstOn(ratio > 1.0),
-        ],
-        (SweepParam::Path(_), SweepValue::Path(value)) => {
-            vec![Command::SetPath { path: None, value }]
-        }
-        // No knob: the sweep restarts the workers with the new count or request mix.
-        (SweepParam::Workers | SweepParam::Workload | SweepParam::Http, _) => Vec::new(),
-        // sweep_value gives each parameter its own kind of value.
-        (p, v) => unreachable!("{} cannot take the value {v}", p.name()),
-    }
-}
 
 /// Pumps the controller for `secs`; false if interrupted or finished early. A child's death
 /// ends it at once (true: the caller fails the point and stops the run).
@@ -109,10 +81,15 @@ pub fn run_scenario_outcome(
 }
 
 /// Runs a scenario headless, judging its thresholds point by point.
-pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
+pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
     let mut verdicts = Vec::new();
     let mut aborted = false;
     let points = plan_points(&sc);
+    // The workers start in the first point's mode, so nothing of another mode (a pool's
+    // connections, say) runs before the first point switches to it.
+    if let Some(mode) = points.first().and_then(|p| p.mode) {
+        sc.load.mode = mode;
+    }
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let curve_kind = sc
@@ -221,6 +198,9 @@ pub enum PointFailure {
     ChildDied(crate::model::death::Death),
     #[error(transparent)]
     Nothing(#[from] super::client_agg::NothingMeasured),
+    /// The point's connections or requests do not add up (a worker lost count of one).
+    #[error("the point's counts do not add up, so its figures cannot be trusted: {0}")]
+    Miscounted(String),
 }
 
 /// One point measured: its summary row, and whether the run stops after it.
@@ -265,7 +245,11 @@ fn measure_point(
         failed = window
             .client
             .measured_nothing(window.t1 - window.t0, ctrl.worker_count())
-            .map(PointFailure::from);
+            .map(PointFailure::from)
+            .or_else(|| {
+                let broken = window.client.totals().identities_broken();
+                broken.map(PointFailure::Miscounted)
+            });
     }
     ctrl.recorder.latencies(
         i + 1,
@@ -304,30 +288,6 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// "point 2/6: open load.rate = 2000", "point 7/15: load.burst = 4x@10%, load.rate = 400"
-/// (or "run" without a sweep).
-fn point_label(
-    i: usize,
-    n: usize,
-    p: &Point,
-    kind: Option<SweepParam>,
-    curve_kind: Option<SweepParam>,
-) -> String {
-    let curve = curve_kind
-        .zip(p.curve)
-        .map(|(c, v)| format!("{c} = {v}, "))
-        .unwrap_or_default();
-    match (&p.mode, kind.zip(p.value)) {
-        (m, Some((param, v))) => format!(
-            "point {}/{n}: {}{curve}{param} = {v}",
-            i + 1,
-            m.map(|m| format!("{m:?} ").to_lowercase())
-                .unwrap_or_default()
-        ),
-        _ => "run".to_string(),
-    }
-}
-
 /// Puts the lab in the point's settings (mode, curve, sweep value); why it could not, if so.
 fn set_up_point(
     ctrl: &mut Controller,
@@ -337,8 +297,8 @@ fn set_up_point(
 ) -> Option<PointFailure> {
     let mut failed = None;
     if let Some(m) = p.mode {
-        if let Reply::Refused(why) = ctrl.apply(Command::SetMode(m)) {
-            failed = Some(PointFailure::Refused(why));
+        if let Some(f) = refused(ctrl.apply(Command::SetMode(m))) {
+            failed = Some(f);
         }
     }
     for (param, v) in [curve_kind.zip(p.curve), kind.zip(p.value)]
@@ -350,6 +310,14 @@ fn set_up_point(
         }
     }
     failed
+}
+
+/// A knob already at the point's value is set, not refused.
+fn refused(r: Reply) -> Option<PointFailure> {
+    match r {
+        Reply::Refused(super::knobs::Refusal::Unchanged(_)) | Reply::Applied(_) => None,
+        Reply::Refused(why) => Some(PointFailure::Refused(why)),
+    }
 }
 
 /// Sets one swept parameter to `v`: restarts the workers for a count or a mix, applies the
@@ -367,8 +335,8 @@ fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<
         failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
     for c in commands_for(param, v, ctrl.mode()) {
-        if let Reply::Refused(why) = ctrl.apply(c) {
-            failed = Some(PointFailure::Refused(why));
+        if let Some(f) = refused(ctrl.apply(c)) {
+            failed = Some(f);
         }
     }
     failed
@@ -451,6 +419,7 @@ pub fn run_main(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::protocol::Mode;
     use crate::model::Totals;
 
     #[test]

@@ -178,6 +178,10 @@ pub struct StatsDelta {
     /// The pool of persistent connections this worker keeps (0: none).
     #[serde(default)]
     pub pool: u32,
+    /// The quickest answer a pool request has had so far (us, from its send to its response;
+    /// 0: none yet): the server's time for a request when nothing queued before it.
+    #[serde(default)]
+    pub pool_service_min_us: u64,
     /// How late the latest scheduled start of this interval was, at most (us).
     pub lag_us_max: u64,
     /// The worker's own CPU time in this interval (s).

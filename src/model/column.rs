@@ -227,7 +227,6 @@ columns! {
     LAG_MAX = "lag_ms_max", Milliseconds, Gauge;
     WORKER_CPU = "worker_cpu_pct", Percent, Gauge;
     SERVER_RESPONSES = "server_responses_per_s", PerSecond, Rate;
-    SERVER_BUSY = "server_busy", Count, Gauge;
     // The clients' requests apart from their connections (keep-alive: many per connection),
     // what failed of each, what is in progress, and the pool a request rate is sent over.
     REQUESTS = "requests_per_s", PerSecond, Rate;
@@ -235,6 +234,10 @@ columns! {
     REQUEST_ERRORS = "request_errors_per_s", PerSecond, Rate;
     RESPONSE_TIMEOUTS = "response_timeouts_per_s", PerSecond, Rate;
     BAD_RESPONSES = "bad_responses_per_s", PerSecond, Rate;
+    ADDR_NOT_AVAIL = "addr_not_avail_per_s", PerSecond, Rate;
+    OUT_OF_FDS = "out_of_fds_per_s", PerSecond, Rate;
+    CONNECT_OTHER_ERRORS = "connect_other_errors_per_s", PerSecond, Rate;
+    REQUEST_OTHER_ERRORS = "request_other_errors_per_s", PerSecond, Rate;
     POOL_WAITS = "pool_waits_per_s", PerSecond, Rate;
     CONNECTING = "connecting", Count, Gauge;
     REQUESTS_IN_FLIGHT = "requests_in_flight", Count, Gauge;
@@ -286,6 +289,8 @@ columns! {
     PROCS_RUNNING = "procs_running", Count, Gauge;
     PROCS_BLOCKED = "procs_blocked", Count, Gauge;
     SERVER_PROCS = "server_procs", Count, Gauge;
+    SERVER_WORKERS = "server_workers", Count, Gauge;
+    SERVER_BUSY = "server_busy", Count, Gauge;
     SERVER_THREADS = "server_threads", Count, Gauge;
     SERVER_CPU_USER_PCT = "server_cpu_user_pct", Percent, Gauge;
     SERVER_CPU_SYS_PCT = "server_cpu_sys_pct", Percent, Gauge;

@@ -26,6 +26,20 @@ pub struct PathSummary {
     pub total_p50_ms: f64,
     pub total_p90_ms: f64,
     pub total_p99_ms: f64,
+    /// The profile the path ran under in this point: added round-trip delay, jitter (each
+    /// direction), loss (each direction), bandwidth (NaN: unlimited or not recorded).
+    #[serde(default = "nan")]
+    pub rtt_ms: f64,
+    #[serde(default = "nan")]
+    pub jitter_ms: f64,
+    #[serde(default = "nan")]
+    pub loss_pct: f64,
+    #[serde(default = "nan")]
+    pub bandwidth_mbit: f64,
+}
+
+fn nan() -> f64 {
+    f64::NAN
 }
 
 /// One request class's figures in a point (seed 002 Table 5: static vs CGI, small vs large
@@ -190,10 +204,12 @@ pub struct SummaryRow {
     /// default p98), over the point's completed requests: what its capacity is judged by.
     #[serde(default = "nan")]
     pub capacity_latency_ms: f64,
-}
-
-fn nan() -> f64 {
-    f64::NAN
+    /// When the point's window opened and closed, seconds since the run started (a sweep
+    /// point's hold; a TUI stretch of settings).
+    #[serde(default = "nan")]
+    pub start_s: f64,
+    #[serde(default = "nan")]
+    pub end_s: f64,
 }
 
 impl SummaryRow {
@@ -323,6 +339,8 @@ summary_cols! {
     ConnectionErrorsPerS = connection_errors_per_s: PerSecond,
     RequestErrorsPerS = request_errors_per_s: PerSecond,
     CapacityLatencyMs = capacity_latency_ms: Milliseconds,
+    StartS = start_s: Seconds,
+    EndS = end_s: Seconds,
 }
 
 impl SummaryCol {

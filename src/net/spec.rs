@@ -252,6 +252,10 @@ struct PathSpecFile {
     #[serde(default)]
     name: String,
     profile: Option<Profile>,
+    #[serde(
+        default,
+        deserialize_with = "crate::model::units::deserialize_opt_share"
+    )]
     share: Option<f64>,
     rtt: Option<Dur>,
     jitter: Option<Dur>,
@@ -294,8 +298,8 @@ pub struct PathSpec {
     /// The client population it starts from (seed 000 §4.4); its own keys override it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
-    /// Its share of the offered load (the paths' shares add up to 1); None on every path:
-    /// equal shares.
+    /// Its share of the offered load (`0.7` or `"70%"`; the paths' shares add up to 1); None
+    /// on every path: equal shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub share: Option<f64>,
     /// Added round-trip delay, half in each direction.
@@ -589,13 +593,18 @@ mod tests {
             queue = 50
             [[network.path]]
             name = "wifi"
-            share = 0.25
+            share = "25%"
             loss_model = "gilbert"
             gilbert = { p = "1%", r = "30%" }
             "#,
         )
         .unwrap();
         assert_eq!(n.backend, BackendChoice::Router);
+        // issue 28: a share written as a percentage is that fraction.
+        assert_eq!(
+            (n.paths[0].share, n.paths[2].share),
+            (Some(0.5), Some(0.25))
+        );
         assert_eq!(n.paths.len(), 3);
         assert_eq!(n.paths[1].rtt.0.as_millis(), 100);
         assert_eq!(n.paths[1].bandwidth.unwrap().0, 10_000_000);

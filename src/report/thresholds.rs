@@ -487,10 +487,21 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert!(v[0].passed, "{}", v[0].message);
         assert_eq!(v[0].check, "capacity_per_s >= 1k");
-        assert!(v[0].message.contains("capacity_per_s = 1200: pass"), "{}", v[0].message);
+        assert!(
+            v[0].message.contains("capacity_per_s = 1200: pass"),
+            "{}",
+            v[0].message
+        );
         assert!(!v[1].passed);
-        assert!(v[1].message.contains("no valid point met the target"), "{}", v[1].message);
-        assert!(g.judge_run(&[]).is_empty(), "a capacity threshold is not a point metric");
+        assert!(
+            v[1].message.contains("no valid point met the target"),
+            "{}",
+            v[1].message
+        );
+        assert!(
+            g.judge_run(&[]).is_empty(),
+            "a capacity threshold is not a point metric"
+        );
     }
 
     fn row(point: usize, value: &str) -> SummaryRow {

@@ -19,6 +19,7 @@ use crate::target::config::ServerStats;
 
 mod classes;
 mod commands;
+mod live;
 mod rows;
 mod steps;
 mod summary;
@@ -26,7 +27,9 @@ mod summary;
 mod tests;
 mod window;
 
-pub use commands::share_count;
+pub use commands::split_count;
+pub use live::{CLEAR_AFTER_S, JUDGE_S, LATENCY_S};
+pub use steps::Cue;
 pub use window::{Window, MIN_STRETCH_S};
 
 /// What the core folds: the producers' messages (they arrive on the controller's one inbox
@@ -83,6 +86,8 @@ pub enum Input {
     ChildDied(crate::model::death::Death),
     /// A signal asked the run to stop.
     Interrupted,
+    /// The TUI's terminal went away (its window was closed): the run stops as on a signal.
+    TerminalGone,
 }
 
 /// What the runtime carries out, in order.
@@ -174,8 +179,10 @@ pub struct LabCore {
     tick: ClientTotals,
     point: Option<OpenWindow>,
     server_last: Option<ServerStats>,
+    /// The server reports its own stats (the built-in server; not an access log).
+    server_reports: bool,
     server_at_tick: Option<ServerStats>,
-    /// The server's busy workers as last reported, until a row takes it (seed 000 Fig. 10).
+    /// The server's busy workers as last reported (its own report, Apache's scoreboard; seed 000 Fig. 10).
     busy_latest: Option<f64>,
     access: AccessCounts,
     /// Whether probes run (a row then waits for its interval's sample).
@@ -187,12 +194,15 @@ pub struct LabCore {
     router_last: Option<crate::net::router::RouterStats>,
     /// Every worker report's counts since the start, the final drain included.
     run: Counters,
+    /// What each worker that has not sent its last report had in progress at its latest one
+    /// (a worker still draining at the bound, or gone): the run's totals count it as left.
+    run_unfinished: std::collections::BTreeMap<u32, crate::model::InProgress>,
     /// Connect and total latency since the start (for the OpenMetrics histograms).
     run_latency: [hdrhistogram::Histogram<u64>; 2],
     /// (client responses, server responses, difference %) once the run has stopped.
     final_check: Option<(u64, u64, f64)>,
     notices: Vec<String>,
-    steps: Vec<Step>,
+    steps: Vec<Cue>,
     next_step: usize,
     next_tick_s: f64,
     last_tick_s: f64,
@@ -205,6 +215,12 @@ pub struct LabCore {
     /// The quantile (0-1) of the capacity target (`[analysis] capacity`): each summary row's
     /// `capacity_latency_ms`.
     capacity_q: f64,
+    /// The workers' reports of the last few seconds (what the lab is doing now).
+    recent: live::Recent,
+    /// When each live warning's condition last held.
+    warned_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
+    /// A TUI session: every change of the load or a path closes a stretch of settings.
+    interactive: bool,
 }
 
 /// How often the TUI judges the thresholds live, in seconds of the run.
@@ -216,6 +232,7 @@ impl LabCore {
     pub fn new(name: &str, knobs: Knobs, steps: Vec<Step>, interval_s: f64) -> Self {
         let mut state = LabState::new(name, knobs, interval_s);
         state.step = (!steps.is_empty()).then_some((0, steps.len()));
+        let steps = steps.into_iter().map(Cue::Step).collect();
         LabCore {
             state,
             interval_s,
@@ -225,6 +242,7 @@ impl LabCore {
             tick: ClientTotals::default(),
             point: None,
             server_last: None,
+            server_reports: false,
             server_at_tick: None,
             busy_latest: None,
             access: AccessCounts::default(),
@@ -233,6 +251,7 @@ impl LabCore {
             router_now: None,
             router_last: None,
             run: Counters::default(),
+            run_unfinished: Default::default(),
             run_latency: [
                 crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
@@ -247,6 +266,9 @@ impl LabCore {
             next_verdicts_s: 0.0,
             proposals: Default::default(),
             capacity_q: crate::model::capacity::CapacityTarget::default().quantile(),
+            recent: Default::default(),
+            warned_at: Vec::new(),
+            interactive: false,
         }
     }
 
@@ -278,11 +300,15 @@ impl LabCore {
     /// Folds one input at `now_s` (seconds since the run started); effects go to `fx`.
     pub fn fold(&mut self, input: Input, now_s: f64, fx: &mut Vec<Effect>) {
         match input {
-            Input::Worker(_, d) => self.fold_worker(&d, fx),
+            Input::Worker(_, d) => {
+                self.fold_worker(&d, fx);
+                self.recent.push(now_s, d);
+            }
             Input::WorkerText(id, line) => fx.push(Effect::Log(format!("worker {id}: {line}"))),
             Input::Server(s) => {
                 self.busy_latest = Some(s.busy as f64);
                 self.server_last = Some(s);
+                self.server_reports = true;
             }
             Input::Scoreboard { busy } => self.busy_latest = Some(busy as f64),
             // Its lines are the server's responses, for the same checks as the built-in's.
@@ -325,15 +351,27 @@ impl LabCore {
                 }
             }
             Input::ChildDied(d) => self.child_died_at(d, now_s, fx),
-            Input::Interrupted => {
-                self.state.finished = true;
-                if !self.state.interrupted {
-                    self.state.interrupted = true;
-                    fx.push(Effect::Log(
-                        "interrupted: the run folder holds what was measured up to here".into(),
-                    ));
+            Input::Interrupted => self.interrupt(fx),
+            Input::TerminalGone => {
+                if !self.state.terminal_gone {
+                    self.state.terminal_gone = true;
+                    fx.push(Effect::Log(format!(
+                        "[{now_s:.1}s] the terminal went away (its window was closed): the run stops as on an interruption"
+                    )));
                 }
+                self.interrupt(fx);
             }
+        }
+    }
+
+    /// The run stops on a signal (or a dead terminal): once, said in run.log.
+    fn interrupt(&mut self, fx: &mut Vec<Effect>) {
+        self.state.finished = true;
+        if !self.state.interrupted {
+            self.state.interrupted = true;
+            fx.push(Effect::Log(
+                "interrupted: the run folder holds what was measured up to here".into(),
+            ));
         }
     }
 
@@ -343,13 +381,16 @@ impl LabCore {
                 fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
             }
         }
-        if d.counts.addr_not_avail > 0 {
-            self.state.warn(Warning::PortsRunningOut);
-        }
-        if d.counts.out_of_fds > 0 {
-            self.state.warn(Warning::OutOfFds);
-        }
         self.run.add(&d.counts);
+        if d.last {
+            self.run_unfinished.remove(&d.worker);
+        } else {
+            let now = crate::model::InProgress {
+                connecting: d.connecting,
+                requests: d.requests_in_flight,
+            };
+            self.run_unfinished.insert(d.worker, now);
+        }
         d.connect_us.merge_into(&mut self.run_latency[0]);
         d.total_us.merge_into(&mut self.run_latency[1]);
         self.tick.add(d);
@@ -439,14 +480,16 @@ impl LabCore {
         self.probes_on = on;
     }
 
-    /// Interactive use: the session ends (load stopped) at `duration_s`.
+    /// Interactive use: stretches of settings are summarised, and the load stops at
+    /// `duration_s` (`p` then runs it again, past the scenario's end: free play).
     pub fn set_deadline(&mut self, duration_s: f64) {
         self.deadline = Some(duration_s);
+        self.interactive = true;
     }
 
-    /// True in a TUI session before its duration is over.
+    /// True in a TUI session until it is interrupted.
     pub fn in_session(&self) -> bool {
-        self.deadline.is_some()
+        self.interactive && !self.state.interrupted
     }
 
     /// True when the TUI's live verdicts are due at `now_s` (at once, then every

@@ -6,8 +6,7 @@
 //! The stages of a connection are explicit phases: `Connecting` -> (established) -> a request
 //! (`Sending` -> `Receiving`) -> `Idle` between requests on a kept-alive connection, or
 //! `Pooled` between the scheduled requests of a pool connection, or `Draining` for the server's
-//! FIN after an HTTP/1.0 response. A handshake stage (TLS) goes
-//! between `Connecting` and the first request.
+//! FIN after an HTTP/1.0 response.
 
 use super::classes::NO_CLASS;
 use super::Engine;
@@ -27,7 +26,7 @@ pub const FDS_NOTICE: &str =
 pub(super) enum Phase {
     Free,
     Connecting,
-    /// A request is going out (counted in `requests` from its first byte).
+    /// A request is going out (counted in `requests` from when it was set up).
     Sending,
     /// The request is out; its response is coming.
     Receiving,
@@ -117,6 +116,9 @@ pub(super) struct Conn {
     pub(super) saw_first_byte: bool,
     /// Scheduled start of the current request (the attempt's for the first one), ns.
     pub(super) sched_ns: u64,
+    /// When the current request was set up to be sent, ns (a pool request's service time is
+    /// counted from here).
+    pub(super) sent_ns: u64,
     /// When the current stage times out (`NO_DEADLINE`: never).
     pub(super) deadline_ns: u64,
     /// The time of this connection's entry in the timer heap (0: none); one entry per
@@ -142,6 +144,7 @@ impl Conn {
         role: Role::Attempt,
         saw_first_byte: false,
         sched_ns: 0,
+        sent_ns: 0,
         deadline_ns: NO_DEADLINE,
         timer_at: 0,
         req: 0,
@@ -289,9 +292,8 @@ impl Engine {
                 }
                 _ => self.count(class, |s| s.connect_other_errors += 1),
             },
-            // Not reached while connecting: counted as a connection's other error if it were.
             Failure::ResponseTimeout | Failure::BadResponse => {
-                self.count(class, |s| s.connect_other_errors += 1)
+                unreachable!("a request's failure while connecting")
             }
         }
     }
@@ -305,7 +307,7 @@ impl Engine {
                 SockError::TimedOut => |s| s.response_timeouts += 1,
                 _ => |s| s.request_other_errors += 1,
             },
-            Failure::ConnectTimeout => |s| s.request_other_errors += 1,
+            Failure::ConnectTimeout => unreachable!("a connect timeout with a request in flight"),
         };
         self.count(class, bump);
     }
@@ -439,7 +441,7 @@ impl Engine {
                 self.slot_freed(idx, deadline.min(now));
             }
             Phase::Pooled => {
-                self.pool.idle -= 1;
+                self.pool_left_idle(now);
                 self.active -= 1;
             }
             p => {

@@ -21,6 +21,8 @@ impl Engine {
     }
 
     pub(super) fn apply(&mut self, c: Control, now: u64, t: f64) -> anyhow::Result<()> {
+        // What the schedule intended up to this change counts at its old settings.
+        self.bank_intended(t);
         match c {
             Control::SetRate { rate } => {
                 self.schedule.set_rate(rate, t)?;
@@ -30,12 +32,16 @@ impl Engine {
                 self.schedule.set_burst(burst.as_ref(), t)?;
                 self.cfg.burst = burst;
             }
+            // The controller sends every load knob with each change: the same mode again, or a
+            // Resume while running, changes nothing (a pool would otherwise wait to reopen).
+            Control::SetMode { mode } if mode == self.cfg.mode => {}
+            Control::Resume if !self.paused => {}
             Control::SetMode { mode } => {
                 self.cfg.mode = mode;
                 self.schedule.restart(t);
                 self.pool_warm_up(now);
                 self.spawn_clients(now);
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
             Control::SetSockets { sockets } => {
@@ -45,7 +51,7 @@ impl Engine {
             Control::SetClients { clients } => {
                 self.cfg.clients = clients;
                 self.spawn_clients(now);
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
             }
             Control::SetTimeout { timeout_s } => {
                 anyhow::ensure!(
@@ -56,7 +62,7 @@ impl Engine {
             }
             Control::Pause => {
                 self.paused = true;
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
             Control::Resume => {
@@ -70,7 +76,7 @@ impl Engine {
                 // As a pause that never resumes: in-flight attempts run to their end.
                 self.paused = true;
                 self.draining = true;
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
             Control::Stop => self.stop = true,

@@ -46,6 +46,7 @@ impl Engine {
         self.in_flight_step(class, true);
         let c = &mut self.slab[idx];
         c.req = req as u16;
+        c.sent_ns = now;
         c.sent = 0;
         c.requests += 1;
         c.saw_first_byte = false;
@@ -148,11 +149,14 @@ impl Engine {
             }
         });
         self.in_flight_step(class, false);
-        let (role, sched, requests) = {
+        let (role, sched, sent, requests) = {
             let c = &self.slab[idx];
-            (c.role, c.sched_ns, c.requests)
+            (c.role, c.sched_ns, c.sent_ns, c.requests)
         };
         self.record_total(class, now.saturating_sub(sched) / 1000);
+        if role == Role::Pool {
+            self.pool_served(now.saturating_sub(sent) / 1000);
+        }
         // The request is answered: the connection is between requests from here.
         self.slab[idx].phase = Phase::Idle;
         let reusable = self.cfg.keepalive

@@ -1,58 +1,73 @@
 //! Panel: latency percentiles (p50/p90/p99) of connect time and total time, measured from the
-//! scheduled start. A table of the latest values (and each network path's, when there are
-//! several, and each request class's response time, when the mix has several); a chart of
-//! p50 and p99 below when there is room.
+//! scheduled start, over the last second, and what they are over: the connects completed and
+//! the requests answered in it, with the ones that timed out or failed (they have no latency,
+//! so at overload the percentiles alone look better than the service was). A percentile of
+//! nothing is "-", never the last value seen. With several paths, each path's own rows; with
+//! several request classes, each class's response time; a chart of p50 and p99 (each sample's, as timeseries.csv has them) below when there is room.
 
-use super::common::{line_chart, ms, panel, render_top, Series, Window};
-use crate::lab::state::LabState;
-use crate::model::{col as c, Col, PathName};
+use super::common::{line_chart, ms, num, pack, panel, render_top, Series, Window};
+use crate::lab::state::{LabState, LiveLatency};
+use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+/// What the percentiles are over, as groups for `pack`: "over 955 answered, 620 timed out,
+/// 3 failed" (connects and responses apart when the panel is wide).
+fn over(l: &LiveLatency, wide: bool) -> Vec<Vec<Span<'static>>> {
+    let n = |v: u64| num(v as f64);
+    let mut g = if wide {
+        vec![
+            "over".to_string(),
+            format!("{} connects,", n(l.connects)),
+            format!("{} responses;", n(l.responses)),
+        ]
+    } else {
+        vec!["over".to_string(), format!("{} answered,", n(l.responses))]
+    };
+    g.push(format!("{} timed out", n(l.connect_timeouts)));
+    if l.other_errors > 0 {
+        let last = g.last_mut().expect("pushed");
+        last.push(',');
+        g.push(format!("{} failed", n(l.other_errors)));
+    }
+    g.into_iter().map(|t| vec![Span::raw(t)]).collect()
+}
+
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let theme = &app.theme;
-    let inner = panel(area, buf, "latency (ms)", theme);
-    let cell = |col: Col| format!("{:>8}", ms(st.store.last(col)));
+    let inner = panel(
+        area,
+        buf,
+        &format!("latency, last {:.0} s", crate::lab::core::LATENCY_S),
+        theme,
+    );
+    let cells = |p: Option<[f64; 3]>| match p {
+        Some(v) => v.iter().map(|x| format!("{:>8}", ms(Some(*x)))).collect(),
+        None => format!("{:>8}{:>8}{:>8}", "-", "-", "-"),
+    };
+    let live = &st.live;
+    let mut rows: Vec<(String, Option<[f64; 3]>)> = vec![
+        ("connect".into(), live.all.connect),
+        ("total".into(), live.all.total),
+    ];
     // Rows in groups that show or hide together: the totals, a path's two, a class's one.
-    let mut rows: Vec<(String, [Col; 3])> = [
-        ("connect", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
-        ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
-    ]
-    .into_iter()
-    .map(|(name, cols)| (name.to_string(), cols))
-    .collect();
     let mut groups: Vec<(usize, &str)> = vec![(2, "")];
     // With several paths, each path's own percentiles follow (one path's would repeat the
-    // totals); only for paths the lab measures, i.e. whose columns the store has.
-    if st.knobs.paths.len() > 1 {
-        for p in &st.knobs.paths {
-            let path = PathName::new(&p.name);
-            if st.store.col(c::CONNECT_P50.of_path(path)).is_none() {
-                continue;
-            }
-            for (what, cols) in [
-                ("conn", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
-                ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
-            ] {
-                rows.push((format!("{} {what}", p.name), cols.map(|k| k.of_path(path))));
-            }
+    // totals).
+    if live.paths.len() > 1 {
+        for (name, l) in &live.paths {
+            rows.push((format!("{name} conn"), l.connect));
+            rows.push((format!("{name} total"), l.total));
             groups.push((2, "path"));
         }
     }
-    // Each request class's response time (its connects are its paths'), for the classes the
-    // store has columns of (a mix of several classes).
-    let classes = st
-        .store
-        .columns()
-        .iter()
-        .filter(|k| k.figure() == c::TOTAL_P50)
-        .filter_map(|k| k.class());
-    for class in classes {
-        let cols = [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99].map(|k| k.of_class(class));
-        rows.push((format!("{} total", class.as_str()), cols));
+    // Each request class's response time (its connects are its paths'), with a mix of
+    // several classes.
+    for (name, l) in &live.classes {
+        rows.push((format!("{name} total"), l.total));
         groups.push((1, "class"));
     }
     // The label column fits the longest label, leaving the three figures their room.
@@ -64,11 +79,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         .clamp(8, (inner.width as usize).saturating_sub(24).max(8));
     let mut lines = vec![Line::from(Span::styled(
         format!("{:<label_w$}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),
-        theme.dim(),
+        theme.text(),
     ))];
+    let cover = pack(over(&live.all, inner.width >= 50), " ", inner.width);
     // Rows past the panel's height give way to a hint (as the CPU panel's cores do): the
-    // totals, then as many whole groups (paths, then classes) as fit above it.
-    let room = (inner.height as usize).saturating_sub(1);
+    // totals and what they cover, then as many whole groups (paths, then classes) as fit
+    // above it.
+    let room = (inner.height as usize).saturating_sub(1 + cover.len());
     let (mut shown, mut kept) = (0, 0);
     for (i, (n, _)) in groups.iter().enumerate() {
         let hint = usize::from(i + 1 < groups.len() && rows.len() > room);
@@ -78,13 +95,14 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         shown += n;
         kept = i + 1;
     }
-    for (name, cols) in &rows[..shown] {
+    for (name, p) in &rows[..shown] {
         let name: String = name.chars().take(label_w - 1).collect();
         lines.push(Line::from(vec![
             Span::styled(format!("{name:<label_w$}"), theme.label()),
-            Span::raw(cols.iter().map(|k| cell(*k)).collect::<String>()),
+            Span::raw(cells(*p)),
         ]));
     }
+    lines.extend(cover);
     let hidden = |kind: &str| groups[kept..].iter().filter(|g| g.1 == kind).count();
     let hint: Vec<String> = [("path", hidden("path")), ("class", hidden("class"))]
         .into_iter()
@@ -94,17 +112,22 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     if !hint.is_empty() {
         lines.push(Line::from(Span::styled(
             format!("{} (enlarge to see)", hint.join(", ")),
-            theme.dim(),
+            theme.text(),
         )));
     }
     let rest = render_top(lines, inner, buf);
     if rest.height >= 6 {
+        // The chart's values are the table's: its header names the lines only.
         let series = [
             Series::column(st, "conn p50", c::CONNECT_P50, w),
             Series::column(st, "conn p99", c::CONNECT_P99, w),
             Series::column(st, "total p50", c::TOTAL_P50, w),
             Series::column(st, "total p99", c::TOTAL_P99, w),
-        ];
+        ]
+        .map(|s| Series {
+            latest: Some(String::new()),
+            ..s
+        });
         line_chart(rest, buf, st, w, &series, theme);
     }
 }
