@@ -22,6 +22,9 @@ enum Fig {
     Share(Box<Fig>, Box<Fig>),
     /// A constant (a unit, a scenario's setting).
     Const(f64),
+    /// [y0, y1, x0, x1, x]: y at x on the line through (x0, y0) and (x1, y1), as a person
+    /// interpolates by hand.
+    Interp(Box<[Fig; 5]>),
 }
 
 use Fig::*;
@@ -85,6 +88,10 @@ impl Gallery {
             Sum(v) => v.iter().map(|f| self.eval(f)).sum(),
             Share(a, b) => 100.0 * self.eval(a) / self.eval(b),
             Const(v) => *v,
+            Interp(v) => {
+                let [y0, y1, x0, x1, x] = v.each_ref().map(|f| self.eval(f));
+                y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+            }
         }
     }
 }
@@ -114,101 +121,588 @@ fn stated(quote: &str) -> (f64, usize) {
 /// Each quote of the README and the figure its (first) number is.
 fn quotes() -> Vec<(&'static str, Fig)> {
     vec![
-        ("from 364/s with one client", cell("simple-vs-sclient", "mode=closed,value=1", "throughput_per_s")),
-        ("415/s with 512", cell("simple-vs-sclient", "mode=closed,value=512", "throughput_per_s")),
-        ("153/s at D = 4", cell("simple-vs-sclient", "mode=sclient,value=4", "attempts_per_s")),
-        ("1,447/s at D = 512", cell("simple-vs-sclient", "mode=sclient,value=512", "attempts_per_s")),
-        ("425/s at D = 512", cell("simple-vs-sclient", "mode=sclient,value=512", "throughput_per_s")),
-        ("148 responses/s on 65", cell("simple-vs-sclient", "mode=sclient,value=1", "throughput_per_s")),
-        ("65 attempts/s", cell("simple-vs-sclient", "mode=sclient,value=1", "attempts_per_s")),
+        (
+            "from 364/s with one client",
+            cell(
+                "simple-vs-sclient",
+                "mode=closed,value=1",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "415/s with 512",
+            cell(
+                "simple-vs-sclient",
+                "mode=closed,value=512",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "153/s at D = 4",
+            cell(
+                "simple-vs-sclient",
+                "mode=sclient,value=4",
+                "attempts_per_s",
+            ),
+        ),
+        (
+            "1,447/s at D = 512",
+            cell(
+                "simple-vs-sclient",
+                "mode=sclient,value=512",
+                "attempts_per_s",
+            ),
+        ),
+        (
+            "425/s at D = 512",
+            cell(
+                "simple-vs-sclient",
+                "mode=sclient,value=512",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "148 responses/s on 65",
+            cell(
+                "simple-vs-sclient",
+                "mode=sclient,value=1",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "65 attempts/s",
+            cell(
+                "simple-vs-sclient",
+                "mode=sclient,value=1",
+                "attempts_per_s",
+            ),
+        ),
         ("741/s)", cell("overload", "value=750", "throughput_per_s")),
-        ("790/s at 1,000", cell("overload", "value=1000", "throughput_per_s")),
-        ("602/s at 8,000", cell("overload", "value=8000", "throughput_per_s")),
-        ("limit (129) and", cell("overload", "value=8000", "accept_queue_max")),
-        ("from 735/s (smooth)", cell("bursty", "value=1x@100%", "throughput_per_s")),
-        ("682 (2,10)", cell("bursty", "value=2x@10%", "throughput_per_s")),
-        ("562 (4,10)", cell("bursty", "value=4x@10%", "throughput_per_s")),
-        ("604 (6,5)", cell("bursty", "value=6x@5%", "throughput_per_s")),
-        ("387/s (6,10)", cell("bursty", "value=6x@10%", "throughput_per_s")),
-        ("(401/s)", cell("bursty-rates", "value=400,curve_value=1x@100%", "throughput_per_s")),
-        ("-45 % (222/s)", change(cell("bursty-rates", "value=400,curve_value=6x@10%", "throughput_per_s"), cell("bursty-rates", "value=400,curve_value=1x@100%", "throughput_per_s"))),
-        ("(222/s)", cell("bursty-rates", "value=400,curve_value=6x@10%", "throughput_per_s")),
-        ("-21 %;", change(cell("bursty-rates", "value=400,curve_value=6x@5%", "throughput_per_s"), cell("bursty-rates", "value=400,curve_value=1x@100%", "throughput_per_s"))),
-        ("(582/s)", cell("bursty-rates", "value=800,curve_value=1x@100%", "throughput_per_s")),
-        ("-38 % (report.md", change(cell("bursty-rates", "value=800,curve_value=6x@10%", "throughput_per_s"), cell("bursty-rates", "value=800,curve_value=1x@100%", "throughput_per_s"))),
+        (
+            "790/s at 1,000",
+            cell("overload", "value=1000", "throughput_per_s"),
+        ),
+        (
+            "602/s at 8,000",
+            cell("overload", "value=8000", "throughput_per_s"),
+        ),
+        (
+            "limit (129) and",
+            cell("overload", "value=8000", "accept_queue_max"),
+        ),
+        (
+            "from 735/s (smooth)",
+            cell("bursty", "value=1x@100%", "throughput_per_s"),
+        ),
+        (
+            "682 (2,10)",
+            cell("bursty", "value=2x@10%", "throughput_per_s"),
+        ),
+        (
+            "562 (4,10)",
+            cell("bursty", "value=4x@10%", "throughput_per_s"),
+        ),
+        (
+            "604 (6,5)",
+            cell("bursty", "value=6x@5%", "throughput_per_s"),
+        ),
+        (
+            "387/s (6,10)",
+            cell("bursty", "value=6x@10%", "throughput_per_s"),
+        ),
+        (
+            "(401/s)",
+            cell(
+                "bursty-rates",
+                "value=400,curve_value=1x@100%",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "-45 % (222/s)",
+            change(
+                cell(
+                    "bursty-rates",
+                    "value=400,curve_value=6x@10%",
+                    "throughput_per_s",
+                ),
+                cell(
+                    "bursty-rates",
+                    "value=400,curve_value=1x@100%",
+                    "throughput_per_s",
+                ),
+            ),
+        ),
+        (
+            "(222/s)",
+            cell(
+                "bursty-rates",
+                "value=400,curve_value=6x@10%",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "-21 %;",
+            change(
+                cell(
+                    "bursty-rates",
+                    "value=400,curve_value=6x@5%",
+                    "throughput_per_s",
+                ),
+                cell(
+                    "bursty-rates",
+                    "value=400,curve_value=1x@100%",
+                    "throughput_per_s",
+                ),
+            ),
+        ),
+        (
+            "(582/s)",
+            cell(
+                "bursty-rates",
+                "value=800,curve_value=1x@100%",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "-38 % (report.md",
+            change(
+                cell(
+                    "bursty-rates",
+                    "value=800,curve_value=6x@10%",
+                    "throughput_per_s",
+                ),
+                cell(
+                    "bursty-rates",
+                    "value=800,curve_value=1x@100%",
+                    "throughput_per_s",
+                ),
+            ),
+        ),
         ("from 209 ms", cell("wan-loss", "value=0%", "total_p99_ms")),
-        ("1,218 ms at 1 %", cell("wan-loss", "value=1%", "total_p99_ms")),
-        ("1,620\nms at 5 %", cell("wan-loss", "value=5%", "total_p99_ms")),
-        ("(59 at 0 %", cell("wan-loss", "value=0%", "client_open_mean")),
-        ("110 at 5 %)", cell("wan-loss", "value=5%", "client_open_mean")),
-        ("1,111/s at 0 %", cell("wan-loss-capacity", "value=0%", "throughput_per_s")),
-        ("987/s at 1 %", cell("wan-loss-capacity", "value=1%", "throughput_per_s")),
-        ("(-11 %)", change(cell("wan-loss-capacity", "value=1%", "throughput_per_s"), cell("wan-loss-capacity", "value=0%", "throughput_per_s"))),
-        ("739/s at 2 %", cell("wan-loss-capacity", "value=2%", "throughput_per_s")),
-        ("(-33 %)", change(cell("wan-loss-capacity", "value=2%", "throughput_per_s"), cell("wan-loss-capacity", "value=0%", "throughput_per_s"))),
-        ("455/s at 5 %", cell("wan-loss-capacity", "value=5%", "throughput_per_s")),
-        ("(-59 %)", change(cell("wan-loss-capacity", "value=5%", "throughput_per_s"), cell("wan-loss-capacity", "value=0%", "throughput_per_s"))),
-        ("takes 3.1 ms", cell("mixed-clients", "value=200", "total_p50_ms")),
-        ("is 936 ms at 200/s", cell("mixed-clients", "value=200", "total_p99_ms")),
+        (
+            "1,218 ms at 1 %",
+            cell("wan-loss", "value=1%", "total_p99_ms"),
+        ),
+        (
+            "1,620\nms at 5 %",
+            cell("wan-loss", "value=5%", "total_p99_ms"),
+        ),
+        (
+            "(59 at 0 %",
+            cell("wan-loss", "value=0%", "client_open_mean"),
+        ),
+        (
+            "110 at 5 %)",
+            cell("wan-loss", "value=5%", "client_open_mean"),
+        ),
+        (
+            "1,111/s at 0 %",
+            cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+        ),
+        (
+            "987/s at 1 %",
+            cell("wan-loss-capacity", "value=1%", "throughput_per_s"),
+        ),
+        (
+            "(-11 %)",
+            change(
+                cell("wan-loss-capacity", "value=1%", "throughput_per_s"),
+                cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "739/s at 2 %",
+            cell("wan-loss-capacity", "value=2%", "throughput_per_s"),
+        ),
+        (
+            "(-33 %)",
+            change(
+                cell("wan-loss-capacity", "value=2%", "throughput_per_s"),
+                cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "455/s at 5 %",
+            cell("wan-loss-capacity", "value=5%", "throughput_per_s"),
+        ),
+        (
+            "(-59 %)",
+            change(
+                cell("wan-loss-capacity", "value=5%", "throughput_per_s"),
+                cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "takes 3.1 ms",
+            cell("mixed-clients", "value=200", "total_p50_ms"),
+        ),
+        (
+            "is 936 ms at 200/s",
+            cell("mixed-clients", "value=200", "total_p99_ms"),
+        ),
         ("6,063 / ", cell("time-wait", "value=100", "time_wait_mean")),
-        ("11,705 / ", cell("time-wait", "value=200", "time_wait_mean")),
-        ("23,363 / ", cell("time-wait", "value=400", "time_wait_mean")),
-        ("40,462 at", cell("time-wait", "value=800", "time_wait_mean")),
-        ("1.01x / 0.95x", ratio(cell("time-wait", "value=100", "time_wait_mean"), ratio(cell("time-wait", "value=100", "throughput_per_s"), Const(1.0 / 60.0)))),
-        ("0.95x / 0.96x", ratio(cell("time-wait", "value=200", "time_wait_mean"), ratio(cell("time-wait", "value=200", "throughput_per_s"), Const(1.0 / 60.0)))),
-        ("0.96x / 0.83x", ratio(cell("time-wait", "value=400", "time_wait_mean"), ratio(cell("time-wait", "value=400", "throughput_per_s"), Const(1.0 / 60.0)))),
-        ("0.83x of", ratio(cell("time-wait", "value=800", "time_wait_mean"), ratio(cell("time-wait", "value=800", "throughput_per_s"), Const(1.0 / 60.0)))),
-        ("moves 250 MB/s", ratio(cell("specweb96", "value=specweb96_class3", "bytes_in_per_s"), Const(1e6))),
-        ("816x the bytes", ratio(cell("specweb96", "value=specweb96_class3", "bytes_in_per_s"), cell("specweb96", "value=specweb96_class0", "bytes_in_per_s"))),
-        ("same 488 requests/s", cell("specweb96", "value=specweb96_class3", "throughput_per_s")),
-        ("serves 194/s", cell("ecommerce", "value=heavy_cgi", "throughput_per_s")),
-        ("serves 592/s", cell("ecommerce", "value=heavy_servlet", "throughput_per_s")),
-        ("(3.1x, the paper", ratio(cell("ecommerce", "value=heavy_servlet", "throughput_per_s"), cell("ecommerce", "value=heavy_cgi", "throughput_per_s"))),
-        ("static pages 784/s", cell("ecommerce", "value=static", "throughput_per_s")),
-        ("limit (129) as soon", cell("lesson-overload", "", "accept_queue_max")),
-        ("(145/s at D = 4)", cell("simple-vs-sclient", "mode=sclient,value=4", "throughput_per_s")),
-        ("from 790/s at 1,000 offered/s", cell("overload", "value=1000", "throughput_per_s")),
-        ("602/s\n  at 8,000 offered/s (-24 %)", cell("overload", "value=8000", "throughput_per_s")),
-        ("(-24 %), on two", change(cell("overload", "value=8000", "throughput_per_s"), cell("overload", "value=1000", "throughput_per_s"))),
-        ("bursts are -18 %", change(cell("bursty", "value=6x@5%", "throughput_per_s"), cell("bursty", "value=1x@100%", "throughput_per_s"))),
-        ("-47 %; at", change(cell("bursty", "value=6x@10%", "throughput_per_s"), cell("bursty", "value=1x@100%", "throughput_per_s"))),
-        ("-45 % (bursty-rates)", change(cell("bursty-rates", "value=400,curve_value=6x@10%", "throughput_per_s"), cell("bursty-rates", "value=400,curve_value=1x@100%", "throughput_per_s"))),
-        ("from 209 ms to 1,218", cell("wan-loss", "value=0%", "total_p99_ms")),
-        ("1,218 ms at 1 % loss", cell("wan-loss", "value=1%", "total_p99_ms")),
-        ("1,620 ms at 5 %,", cell("wan-loss", "value=5%", "total_p99_ms")),
-        ("-11 % at 1 %", change(cell("wan-loss-capacity", "value=1%", "throughput_per_s"), cell("wan-loss-capacity", "value=0%", "throughput_per_s"))),
-        ("-33 % at 2 %", change(cell("wan-loss-capacity", "value=2%", "throughput_per_s"), cell("wan-loss-capacity", "value=0%", "throughput_per_s"))),
-        ("-59 % at 5 %", change(cell("wan-loss-capacity", "value=5%", "throughput_per_s"), cell("wan-loss-capacity", "value=0%", "throughput_per_s"))),
-        ("40,462 at 800 connections/s", cell("time-wait", "value=800", "time_wait_mean")),
-        ("(0.83x-1.01x", ratio(cell("time-wait", "value=800", "time_wait_mean"), ratio(cell("time-wait", "value=800", "throughput_per_s"), Const(1.0 / 60.0)))),
-        ("reads 70 % user", cell("specweb96", "value=specweb96_class0", "cpu_user_pct")),
-        ("moves 250 MB/s at the same", ratio(cell("specweb96", "value=specweb96_class3", "bytes_in_per_s"), Const(1e6))),
-        ("serves 3.1x as many", ratio(cell("ecommerce", "value=heavy_servlet", "throughput_per_s"), cell("ecommerce", "value=heavy_cgi", "throughput_per_s"))),
-        ("light CGI (541/s)", cell("ecommerce", "value=light_cgi", "throughput_per_s")),
-        ("static pages (784/s)", cell("ecommerce", "value=static", "throughput_per_s")),
-        ("where 104 and", cell("wan-delay", "value=100ms", "server_busy_mean")),
-        ("107 of their processes", cell("wan-delay-apache", "value=100ms", "server_busy_mean")),
-        ("23 and\n22 at 20 ms", cell("wan-delay", "value=20ms", "server_busy_mean")),
-        ("22 at 20 ms)", cell("wan-delay-apache", "value=20ms", "server_busy_mean")),
-        ("all 150 are", cell("wan-delay", "value=200ms", "server_busy_mean")),
-        ("552 and 568/s", cell("wan-delay", "value=200ms", "throughput_per_s")),
-        ("568/s at 200 ms", cell("wan-delay-apache", "value=200ms", "throughput_per_s")),
-        ("(0.68x and 0.70x", ratio(cell("wan-delay", "value=200ms", "throughput_per_s"), cell("wan-delay", "value=0s", "throughput_per_s"))),
-        ("0.70x of 0 ms)", ratio(cell("wan-delay-apache", "value=200ms", "throughput_per_s"), cell("wan-delay-apache", "value=0s", "throughput_per_s"))),
-        ("limit (512). The event", cell("wan-delay", "value=200ms", "accept_queue_max")),
-        ("(807/s at\n200 ms", cell("wan-delay-event", "value=200ms", "throughput_per_s")),
-        ("1.00x) while", ratio(cell("wan-delay-nginx", "value=200ms", "throughput_per_s"), cell("wan-delay-nginx", "value=0s", "throughput_per_s"))),
-        ("374 at 200 ms", cell("wan-delay-nginx", "value=200ms", "client_open_mean")),
-        ("748 and 752/s", cell("wan-delay-apache", "value=150ms", "throughput_per_s")),
-        ("752/s at 150 ms", cell("wan-delay", "value=150ms", "throughput_per_s")),
-        ("568 and 552/s at 200 ms", cell("wan-delay-apache", "value=200ms", "throughput_per_s")),
-        ("552/s at 200 ms\n  (0.70x", cell("wan-delay", "value=200ms", "throughput_per_s")),
-        ("(0.70x and 0.68x;", ratio(cell("wan-delay-apache", "value=200ms", "throughput_per_s"), cell("wan-delay-apache", "value=0s", "throughput_per_s"))),
-        ("0.68x; the paper", ratio(cell("wan-delay", "value=200ms", "throughput_per_s"), cell("wan-delay", "value=0s", "throughput_per_s"))),
-        ("stay at 807/s (1.00x)", cell("wan-delay-event", "value=200ms", "throughput_per_s")),
-        ("(1.00x) at 200 ms", ratio(cell("wan-delay-event", "value=200ms", "throughput_per_s"), cell("wan-delay-event", "value=0s", "throughput_per_s"))),
-        ("its limit (129). 800/s", cell("lesson-bursts", "", "accept_queue_max")),
+        (
+            "11,705 / ",
+            cell("time-wait", "value=200", "time_wait_mean"),
+        ),
+        (
+            "23,363 / ",
+            cell("time-wait", "value=400", "time_wait_mean"),
+        ),
+        (
+            "40,462 at",
+            cell("time-wait", "value=800", "time_wait_mean"),
+        ),
+        (
+            "1.01x / 0.95x",
+            ratio(
+                cell("time-wait", "value=100", "time_wait_mean"),
+                ratio(
+                    cell("time-wait", "value=100", "throughput_per_s"),
+                    Const(1.0 / 60.0),
+                ),
+            ),
+        ),
+        (
+            "0.95x / 0.96x",
+            ratio(
+                cell("time-wait", "value=200", "time_wait_mean"),
+                ratio(
+                    cell("time-wait", "value=200", "throughput_per_s"),
+                    Const(1.0 / 60.0),
+                ),
+            ),
+        ),
+        (
+            "0.96x / 0.83x",
+            ratio(
+                cell("time-wait", "value=400", "time_wait_mean"),
+                ratio(
+                    cell("time-wait", "value=400", "throughput_per_s"),
+                    Const(1.0 / 60.0),
+                ),
+            ),
+        ),
+        (
+            "0.83x of",
+            ratio(
+                cell("time-wait", "value=800", "time_wait_mean"),
+                ratio(
+                    cell("time-wait", "value=800", "throughput_per_s"),
+                    Const(1.0 / 60.0),
+                ),
+            ),
+        ),
+        (
+            "moves 250 MB/s",
+            ratio(
+                cell("specweb96", "value=specweb96_class3", "bytes_in_per_s"),
+                Const(1e6),
+            ),
+        ),
+        (
+            "816x the bytes",
+            ratio(
+                cell("specweb96", "value=specweb96_class3", "bytes_in_per_s"),
+                cell("specweb96", "value=specweb96_class0", "bytes_in_per_s"),
+            ),
+        ),
+        (
+            "same 488 requests/s",
+            cell("specweb96", "value=specweb96_class3", "throughput_per_s"),
+        ),
+        (
+            "serves 194/s",
+            cell("ecommerce", "value=heavy_cgi", "throughput_per_s"),
+        ),
+        (
+            "serves 592/s",
+            cell("ecommerce", "value=heavy_servlet", "throughput_per_s"),
+        ),
+        (
+            "(3.1x, the paper",
+            ratio(
+                cell("ecommerce", "value=heavy_servlet", "throughput_per_s"),
+                cell("ecommerce", "value=heavy_cgi", "throughput_per_s"),
+            ),
+        ),
+        (
+            "static pages 784/s",
+            cell("ecommerce", "value=static", "throughput_per_s"),
+        ),
+        (
+            "limit (129) as soon",
+            cell("lesson-overload", "", "accept_queue_max"),
+        ),
+        (
+            "(145/s at D = 4)",
+            cell(
+                "simple-vs-sclient",
+                "mode=sclient,value=4",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "from 790/s at 1,000 offered/s",
+            cell("overload", "value=1000", "throughput_per_s"),
+        ),
+        (
+            "602/s\n  at 8,000 offered/s (-24 %)",
+            cell("overload", "value=8000", "throughput_per_s"),
+        ),
+        (
+            "(-24 %), on two",
+            change(
+                cell("overload", "value=8000", "throughput_per_s"),
+                cell("overload", "value=1000", "throughput_per_s"),
+            ),
+        ),
+        (
+            "bursts are -18 %",
+            change(
+                cell("bursty", "value=6x@5%", "throughput_per_s"),
+                cell("bursty", "value=1x@100%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "-47 %; at",
+            change(
+                cell("bursty", "value=6x@10%", "throughput_per_s"),
+                cell("bursty", "value=1x@100%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "-45 % (bursty-rates)",
+            change(
+                cell(
+                    "bursty-rates",
+                    "value=400,curve_value=6x@10%",
+                    "throughput_per_s",
+                ),
+                cell(
+                    "bursty-rates",
+                    "value=400,curve_value=1x@100%",
+                    "throughput_per_s",
+                ),
+            ),
+        ),
+        (
+            "from 209 ms to 1,218",
+            cell("wan-loss", "value=0%", "total_p99_ms"),
+        ),
+        (
+            "1,218 ms at 1 % loss",
+            cell("wan-loss", "value=1%", "total_p99_ms"),
+        ),
+        (
+            "1,620 ms at 5 %,",
+            cell("wan-loss", "value=5%", "total_p99_ms"),
+        ),
+        (
+            "-11 % at 1 %",
+            change(
+                cell("wan-loss-capacity", "value=1%", "throughput_per_s"),
+                cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "-33 % at 2 %",
+            change(
+                cell("wan-loss-capacity", "value=2%", "throughput_per_s"),
+                cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "-59 % at 5 %",
+            change(
+                cell("wan-loss-capacity", "value=5%", "throughput_per_s"),
+                cell("wan-loss-capacity", "value=0%", "throughput_per_s"),
+            ),
+        ),
+        (
+            "40,462 at 800 connections/s",
+            cell("time-wait", "value=800", "time_wait_mean"),
+        ),
+        (
+            "(0.83x-1.01x",
+            ratio(
+                cell("time-wait", "value=800", "time_wait_mean"),
+                ratio(
+                    cell("time-wait", "value=800", "throughput_per_s"),
+                    Const(1.0 / 60.0),
+                ),
+            ),
+        ),
+        (
+            "reads 70 % user",
+            cell("specweb96", "value=specweb96_class0", "cpu_user_pct"),
+        ),
+        (
+            "moves 250 MB/s at the same",
+            ratio(
+                cell("specweb96", "value=specweb96_class3", "bytes_in_per_s"),
+                Const(1e6),
+            ),
+        ),
+        (
+            "serves 3.1x as many",
+            ratio(
+                cell("ecommerce", "value=heavy_servlet", "throughput_per_s"),
+                cell("ecommerce", "value=heavy_cgi", "throughput_per_s"),
+            ),
+        ),
+        (
+            "light CGI (541/s)",
+            cell("ecommerce", "value=light_cgi", "throughput_per_s"),
+        ),
+        (
+            "static pages (784/s)",
+            cell("ecommerce", "value=static", "throughput_per_s"),
+        ),
+        (
+            "where 104 and",
+            cell("wan-delay", "value=100ms", "server_busy_mean"),
+        ),
+        (
+            "107 of their processes",
+            cell("wan-delay-apache", "value=100ms", "server_busy_mean"),
+        ),
+        (
+            "23 and\n22 at 20 ms",
+            cell("wan-delay", "value=20ms", "server_busy_mean"),
+        ),
+        (
+            "22 at 20 ms)",
+            cell("wan-delay-apache", "value=20ms", "server_busy_mean"),
+        ),
+        (
+            "all 150 are",
+            cell("wan-delay", "value=200ms", "server_busy_mean"),
+        ),
+        (
+            "552 and 568/s",
+            cell("wan-delay", "value=200ms", "throughput_per_s"),
+        ),
+        (
+            "568/s at 200 ms",
+            cell("wan-delay-apache", "value=200ms", "throughput_per_s"),
+        ),
+        (
+            "(0.68x and 0.70x",
+            ratio(
+                cell("wan-delay", "value=200ms", "throughput_per_s"),
+                cell("wan-delay", "value=0s", "throughput_per_s"),
+            ),
+        ),
+        (
+            "0.70x of 0 ms)",
+            ratio(
+                cell("wan-delay-apache", "value=200ms", "throughput_per_s"),
+                cell("wan-delay-apache", "value=0s", "throughput_per_s"),
+            ),
+        ),
+        (
+            "limit (512). The event",
+            cell("wan-delay", "value=200ms", "accept_queue_max"),
+        ),
+        (
+            "(807/s at\n200 ms",
+            cell("wan-delay-event", "value=200ms", "throughput_per_s"),
+        ),
+        (
+            "1.00x) while",
+            ratio(
+                cell("wan-delay-nginx", "value=200ms", "throughput_per_s"),
+                cell("wan-delay-nginx", "value=0s", "throughput_per_s"),
+            ),
+        ),
+        (
+            "374 at 200 ms",
+            cell("wan-delay-nginx", "value=200ms", "client_open_mean"),
+        ),
+        (
+            "748 and 752/s",
+            cell("wan-delay-apache", "value=150ms", "throughput_per_s"),
+        ),
+        (
+            "752/s at 150 ms",
+            cell("wan-delay", "value=150ms", "throughput_per_s"),
+        ),
+        (
+            "568 and 552/s at 200 ms",
+            cell("wan-delay-apache", "value=200ms", "throughput_per_s"),
+        ),
+        (
+            "552/s at 200 ms\n  (0.70x",
+            cell("wan-delay", "value=200ms", "throughput_per_s"),
+        ),
+        (
+            "(0.70x and 0.68x;",
+            ratio(
+                cell("wan-delay-apache", "value=200ms", "throughput_per_s"),
+                cell("wan-delay-apache", "value=0s", "throughput_per_s"),
+            ),
+        ),
+        (
+            "0.68x; the paper",
+            ratio(
+                cell("wan-delay", "value=200ms", "throughput_per_s"),
+                cell("wan-delay", "value=0s", "throughput_per_s"),
+            ),
+        ),
+        (
+            "stay at 807/s (1.00x)",
+            cell("wan-delay-event", "value=200ms", "throughput_per_s"),
+        ),
+        (
+            "(1.00x) at 200 ms",
+            ratio(
+                cell("wan-delay-event", "value=200ms", "throughput_per_s"),
+                cell("wan-delay-event", "value=0s", "throughput_per_s"),
+            ),
+        ),
+        (
+            "its limit (129). 800/s",
+            cell("lesson-bursts", "", "accept_queue_max"),
+        ),
         ("reaches 512.", cell("lesson-wan", "", "accept_queue_max")),
+        (
+            "to 539/s at 32",
+            cell("capacity", "value=32", "throughput_per_s"),
+        ),
+        ("(56 ms)", cell("capacity", "value=32", "total_p98_ms")),
+        (
+            "214 ms and Little",
+            cell("capacity", "value=48", "total_p98_ms"),
+        ),
+        (
+            "from 5.0 to 26.8",
+            cell("capacity", "value=32", "little_load_factor"),
+        ),
+        (
+            "26.8, then",
+            cell("capacity", "value=48", "little_load_factor"),
+        ),
+        (
+            "(177 at 192)",
+            cell("capacity", "value=192", "little_load_factor"),
+        ),
+        (
+            "(428 to 774/s)",
+            cell("capacity", "value=48", "throughput_per_s"),
+        ),
+        ("774/s)", cell("capacity", "value=128", "throughput_per_s")),
+        (
+            "is 508 requests/s",
+            Interp(Box::new([
+                cell("capacity", "value=32", "throughput_per_s"),
+                cell("capacity", "value=48", "throughput_per_s"),
+                cell("capacity", "value=32", "total_p98_ms"),
+                cell("capacity", "value=48", "total_p98_ms"),
+                Const(100.0),
+            ])),
+        ),
     ]
 }
 
@@ -274,6 +768,11 @@ const SETTINGS: &[&str] = &[
     "150",
     "processes are all busy",
     "(Fig. 10:",
+    "(seed 004)",
+    "50 ms think time",
+    "at 48 clients",
+    "p98 under 100 ms",
+    "32 and 48 clients",
 ];
 
 fn readme() -> String {
