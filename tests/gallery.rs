@@ -16,10 +16,6 @@ enum Fig {
     Ratio(Box<Fig>, Box<Fig>),
     /// 100 x (a - b) / b: a change in %.
     Change(Box<Fig>, Box<Fig>),
-    /// a + b + ...
-    Sum(Vec<Fig>),
-    /// 100 x a / b: a share in %.
-    Share(Box<Fig>, Box<Fig>),
     /// A constant (a unit, a scenario's setting).
     Const(f64),
     /// [y0, y1, x0, x1, x]: y at x on the line through (x0, y0) and (x1, y1), as a person
@@ -37,9 +33,6 @@ fn ratio(a: Fig, b: Fig) -> Fig {
 }
 fn change(a: Fig, b: Fig) -> Fig {
     Change(Box::new(a), Box::new(b))
-}
-fn share(a: Fig, b: Fig) -> Fig {
-    Share(Box::new(a), Box::new(b))
 }
 
 /// The gallery's summaries, read once.
@@ -85,8 +78,6 @@ impl Gallery {
                 let b = self.eval(b);
                 100.0 * (self.eval(a) - b) / b
             }
-            Sum(v) => v.iter().map(|f| self.eval(f)).sum(),
-            Share(a, b) => 100.0 * self.eval(a) / self.eval(b),
             Const(v) => *v,
             Interp(v) => {
                 let [y0, y1, x0, x1, x] = v.each_ref().map(|f| self.eval(f));
@@ -715,6 +706,40 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             "(7,970/s)",
             cell("client-check", "value=4", "attempts_per_s"),
         ),
+        (
+            "leave 0 TIME_WAIT",
+            cell("time-wait-cost", "value=1.1", "time_wait_mean"),
+        ),
+        (
+            "holds 95,410",
+            cell("time-wait-cost", "value=1.0", "time_wait_mean"),
+        ),
+        (
+            "(0.83x of throughput x 60 s) at",
+            ratio(
+                cell("time-wait-cost", "value=1.0", "time_wait_mean"),
+                ratio(
+                    cell("time-wait-cost", "value=1.0", "throughput_per_s"),
+                    Const(1.0 / 60.0),
+                ),
+            ),
+        ),
+        (
+            "(1,881\nand",
+            cell("time-wait-cost", "value=1.1", "throughput_per_s"),
+        ),
+        (
+            "1,907/s)",
+            cell("time-wait-cost", "value=1.0", "throughput_per_s"),
+        ),
+        (
+            "from 27.5 %",
+            cell("time-wait-cost", "value=1.1", "cpu_system_pct"),
+        ),
+        (
+            "to 29.0 %",
+            cell("time-wait-cost", "value=1.0", "cpu_system_pct"),
+        ),
     ]
 }
 
@@ -787,6 +812,11 @@ const SETTINGS: &[&str] = &[
     "32 and 48 clients",
     "(seed 000 §4.3)",
     "8,000 attempts/s with 1, 2 and 4 workers",
+    "(seed 002 Tables 11-14)",
+    "2,000 connections/s",
+    "HTTP/1.1",
+    "HTTP/1.0",
+    "1998 cost",
 ];
 
 fn readme() -> String {
