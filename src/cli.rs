@@ -76,11 +76,12 @@ pub enum Cmd {
         #[arg(long, default_value = "5%")]
         max_regression: String,
         /// The metrics judged (comma-separated): throughput_per_s, total_p50_ms, total_p99_ms,
-        /// error_share_pct (errors in % of attempts).
+        /// error_share_pct (errors in % of attempts), capacity_per_s (the sweep's capacity at
+        /// its response-time target, per series).
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct"
+            default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct,capacity_per_s"
         )]
         on: Vec<String>,
     },

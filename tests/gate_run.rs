@@ -132,6 +132,7 @@ fn the_schema_describes_every_summary_column_and_is_valid() {
     let full = synlab::model::SummaryRow {
         totals: Some(Default::default()),
         paths: vec![Default::default()],
+        classes: vec![Default::default()],
         ..Default::default()
     };
     let row = serde_json::to_value(full).unwrap();

@@ -12,19 +12,7 @@ use synlab::lab::controller::Controller;
 use synlab::scenario::TargetKind;
 use totals_support::assert_identities;
 
-/// The server's binary, or None (skip, saying why; fail when CI requires every test).
-fn installed(kind: TargetKind) -> bool {
-    match synlab::lab::real_server::find_binary(kind) {
-        Ok(_) => true,
-        Err(e) if synlab::sys::privilege::require_privileged() => {
-            panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}")
-        }
-        Err(e) => {
-            eprintln!("skipped: {e:#}");
-            false
-        }
-    }
-}
+use lab_support::real_server_installed as installed;
 
 /// Field 5 of /proc/PID/stat: the process group.
 fn pgid_of(pid: u32) -> Option<u32> {
@@ -138,6 +126,13 @@ fn apache_in_the_lab_serves_the_default_workload_and_its_log_agrees() {
     }
     let c = serves_and_agrees(&lab_scenario("apache"), 4.0, None);
     assert!(c.target_addr.ip().to_string().starts_with("198.18."));
+    // Its scoreboard was read (mod_status) and kept out of the access log (the counts above
+    // agree within 0.5 %).
+    let busy = c.state().store.col(synlab::model::col::SERVER_BUSY);
+    assert!(
+        busy.is_some_and(|v| v.iter().any(|b| b.is_finite())),
+        "no busy workers read from Apache's scoreboard"
+    );
 }
 
 /// Loopback, no namespaces: runs as any user (the server then stays that user). The run

@@ -42,6 +42,8 @@ broken! {
     empty => "empty.toml",
     threshold_typo => "threshold_typo.toml",
     pool_without_keepalive => "pool_without_keepalive.toml",
+    burst_fraction_bare => "burst_fraction_bare.toml",
+    shares_over_full => "shares_over_full.toml",
 }
 
 #[test]
@@ -237,4 +239,37 @@ fn check_warns_of_what_no_point_uses_and_says_how_long_a_sweep_runs() {
         out.contains("sweep of load.rate over 1000 points, ~67 minutes"),
         "{out}"
     );
+}
+
+/// `[sweep.curves]` and `[analysis] capacity` are checked like the rest: a curve parameter the
+/// sweep already varies, a percentile out of range and a capacity threshold without a sweep
+/// are refused with their keys.
+#[test]
+fn curves_capacity_targets_and_capacity_thresholds_are_checked() {
+    let err = |src: &str| match synlab::scenario::parse("x.toml", src) {
+        Ok(_) => panic!("should not parse:\n{src}"),
+        Err(e) => format!("{e:#}"),
+    };
+    let sweep = "[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\n";
+    let e = err(&format!(
+        "[load]\nmode = \"open\"\nrate = 100\n{sweep}[sweep.curves]\nparam = \"load.rate\"\nvalues = [1]\n"
+    ));
+    assert!(e.contains("`sweep.curves.param`"), "{e}");
+    let e = err(&format!(
+        "[load]\nmode = \"open\"\nrate = 100\n{sweep}[sweep.curves]\nparam = \"load.burst\"\nvalues = [[4, 10]]\n"
+    ));
+    assert!(
+        e.contains("`sweep.curves.values[0]`") && e.contains("ambiguous"),
+        "{e}"
+    );
+    let e = err("[analysis]\ncapacity = { percentile = 100 }\n");
+    assert!(e.contains("`analysis.capacity.percentile`"), "{e}");
+    let e = err("[[threshold]]\nmetric = \"capacity_per_s\"\nmin = 900\n");
+    assert!(e.contains("has no [sweep]"), "{e}");
+    let ok = format!(
+        "[load]\nmode = \"open\"\nrate = 100\n{sweep}[sweep.curves]\nparam = \"load.burst\"\nvalues = [[1, \"100%\"], [4, \"10%\"]]\n\
+         [[threshold]]\nmetric = \"capacity_bytes_per_s\"\nmin = \"1M\"\n"
+    );
+    let s = synlab::scenario::parse("ok.toml", &ok).unwrap();
+    assert_eq!(synlab::scenario::points::plan_points(&s).len(), 4);
 }

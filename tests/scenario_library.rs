@@ -319,7 +319,16 @@ fn wan_delay_open_connections_grow_with_rtt() {
     for name in ["wan-delay", "wan-delay-event"] {
         let mut sc = load(name);
         shrink(&mut sc, r#"["0ms", "150ms"]"#, 1.5, 3.0);
-        let (_tmp, _rows, dir) = run_in(sc);
+        let (_tmp, rows, dir) = run_in(sc);
+        // Fig. 10's server processes: the prefork server's busy count grows with the RTT.
+        if name == "wan-delay" {
+            assert!(
+                rows[1].server_busy_mean > 2.0 * rows[0].server_busy_mean.max(1.0),
+                "busy processes {} at 0 ms, {} at 150 ms",
+                rows[0].server_busy_mean,
+                rows[1].server_busy_mean
+            );
+        }
         // Open TCP sockets of the server's netns (sockstat inuse: ESTABLISHED, FIN_WAIT...,
         // the listener): connections now last several round trips.
         let (at0, at150) = halves_max(&dir, "tcp_inuse");
@@ -382,4 +391,166 @@ fn keepalive_pool_follows_the_request_rate_then_the_backlog_shows_in_p99() {
         over.client_bound_reason
     );
     assert!(over.total_p99_ms > 10.0 * below.total_p99_ms, "{over:?}");
+}
+
+/// A scenario as `synlab run --quick` runs it (durations x 0.25), its sweep then cut to
+/// `values` with short holds so the suite stays short.
+fn quick(name: &str, values: &str, warmup: f64, hold: f64) -> Scenario {
+    let mut sc = load(name).scaled(synlab::lab::session::QUICK_FACTOR);
+    shrink(&mut sc, values, warmup, hold);
+    sc
+}
+
+/// Keeps only `values` (TOML text) of the sweep's curves.
+fn shrink_curves(sc: &mut Scenario, values: &str) {
+    let v: toml::Value = toml::from_str(&format!("v = {values}")).unwrap();
+    let c = sc.sweep.as_mut().unwrap().curves.as_mut().expect("curves");
+    c.values = v["v"].as_array().unwrap().clone();
+}
+
+#[test]
+fn bursty_rates_draws_a_curve_per_burst_shape_and_the_bursts_lose() {
+    let mut sc = quick("bursty-rates", "[800]", 1.0, 4.0);
+    shrink_curves(&mut sc, r#"[[1, "100%"], [6, "10%"]]"#);
+    sc.load.burst.as_mut().unwrap().period = Dur::from_secs(2.0);
+    let (_tmp, r, dir) = run_in(sc);
+    let curves: Vec<String> = r.iter().map(|r| r.curve_text()).collect();
+    assert_eq!(curves, ["1x@100%", "6x@10%"]);
+    assert!(
+        r[1].throughput_per_s < 0.9 * r[0].throughput_per_s,
+        "(6, 10%) served {:.0}/s, smooth {:.0}/s",
+        r[1].throughput_per_s,
+        r[0].throughput_per_s
+    );
+    synlab::report::write_report(&dir).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("Throughput per curve"), "{md}");
+}
+
+/// Seed 004's capacity of a clients sweep is a hand interpolation from summary.csv: the two
+/// points around the target's crossing, the line between them.
+#[test]
+fn capacity_of_a_clients_sweep_is_the_hand_interpolation_from_summary_csv() {
+    let mut sc = load("capacity");
+    shrink(&mut sc, "[8, 64, 160]", 1.0, 2.5);
+    sc.analysis.capacity.under = Dur::from_secs(0.06);
+    let (_tmp, _rows, dir) = run_in(sc);
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (lat, thr, bytes, value) = (
+        col("capacity_latency_ms"),
+        col("throughput_per_s"),
+        col("bytes_in_per_s"),
+        col("value"),
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            [lat, thr, bytes, value]
+                .iter()
+                .map(|i| c[*i].parse().unwrap())
+                .collect()
+        })
+        .collect();
+    // The first point over 60 ms and the one before it, in the sweep's order.
+    let i = rows
+        .iter()
+        .position(|r| r[0] > 60.0)
+        .expect("some point over 60 ms");
+    assert!(i > 0, "the first point is already over 60 ms: {rows:?}");
+    let (a, b) = (&rows[i - 1], &rows[i]);
+    let f = (60.0 - a[0]) / (b[0] - a[0]);
+    let by_hand = [
+        a[1] + f * (b[1] - a[1]),
+        a[2] + f * (b[2] - a[2]),
+        a[3] + f * (b[3] - a[3]),
+    ];
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let c = &s["capacity"][0];
+    assert_eq!(c["found"], "interpolated", "{c}");
+    // summary.csv rounds to 4 decimals.
+    for (key, want) in ["requests_per_s", "bytes_per_s", "at"].iter().zip(by_hand) {
+        let got = c[key].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-3 * want.abs().max(1.0),
+            "{key}: {got} vs {want} by hand ({rows:?})"
+        );
+    }
+    assert_eq!(
+        c["points"],
+        serde_json::json!([i, i + 1]),
+        "between the bracketing points"
+    );
+}
+
+#[test]
+fn wan_loss_at_capacity_records_busy_processes_and_the_loss_tail() {
+    if !privileged() {
+        return;
+    }
+    let sc = quick("wan-loss-capacity", r#"["0%", "5%"]"#, 1.5, 3.0);
+    let r = run(sc);
+    assert!(r[0].server_busy_mean > 10.0, "{:?}", r[0].server_busy_mean);
+    assert!(r[1].connect_p99_ms > r[0].connect_p99_ms);
+}
+
+#[test]
+fn mixed_clients_see_the_server_through_their_own_paths() {
+    if !privileged() {
+        return;
+    }
+    let sc = quick("mixed-clients", "[200]", 1.5, 3.0);
+    let r = run(sc);
+    let names: Vec<&str> = r[0].paths.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["lan", "backbone", "wireless", "modem"]);
+    let p50 = |n: &str| {
+        r[0].paths
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .total_p50_ms
+    };
+    // Two 70 ms round trips for the backbone; the modem's also wait for 56 kbit/s.
+    assert!(p50("backbone") > 100.0 + p50("lan"), "{:?}", r[0].paths);
+    assert!(p50("modem") > p50("backbone"), "{:?}", r[0].paths);
+}
+
+#[test]
+fn time_wait_stays_on_whoever_closes_first() {
+    if !privileged() {
+        return;
+    }
+    let sc = quick("time-wait-cost", r#"["1.1", "1.0"]"#, 1.0, 3.0);
+    let r = run(sc);
+    // The clients close first: no TIME_WAIT on the server; the server closes first: one per
+    // connection it served (well inside 60 s).
+    let served = r[1].throughput_per_s * 4.0;
+    assert!(
+        r[0].time_wait_max < 0.02 * served + 10.0,
+        "clients closing first left {} TIME_WAIT on the server",
+        r[0].time_wait_max
+    );
+    assert!(
+        r[1].time_wait_max > 0.5 * served,
+        "the server closing first left {} TIME_WAIT, ~{served:.0} expected",
+        r[1].time_wait_max
+    );
+}
+
+#[test]
+fn lessons_on_bursts_and_wan_delay_run_their_steps() {
+    for (name, lab) in [("lesson-bursts", false), ("lesson-wan", true)] {
+        if lab && !privileged() {
+            continue;
+        }
+        let mut sc = load(name);
+        let f = 6.0 / sc.duration.secs();
+        sc = sc.scaled(f);
+        sc.duration = Dur::from_secs(6.0);
+        assert!(sc.steps.iter().all(|s| s.caption.is_some()), "{name}");
+        run(sc);
+    }
 }

@@ -102,13 +102,7 @@ fn per_path_latency() {
     let small = render::screen_text(&colour_app(), &st, 80, 24);
     assert!(small.contains("+2 path(s) (enlarge to see)"), "{small}");
     let large = render::screen_text(&colour_app(), &st, 160, 48);
-    let line = |label: &str| {
-        large
-            .lines()
-            .find(|l| l.contains(label))
-            .unwrap_or_else(|| panic!("no `{label}` row:\n{large}"))
-            .to_string()
-    };
+    let line = |label: &str| row_of(&large, label);
     assert!(
         line("far conn").contains("100ms   101ms   102ms"),
         "{large}"
@@ -122,6 +116,51 @@ fn per_path_latency() {
         "{large}"
     );
     snap("per_path_latency", &colour_app(), &st);
+}
+
+/// The screen's line that holds `label` (the test fails showing the screen when none does).
+fn row_of(screen: &str, label: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.contains(label))
+        .unwrap_or_else(|| panic!("no `{label}` row:\n{screen}"))
+        .to_string()
+}
+
+/// A mix of classes: the latency panel lists each class's response time under the totals,
+/// and says how many classes it could not show at 80x24.
+#[test]
+fn per_class_latency() {
+    let mut st = fixture::under_load();
+    // The last second per class, as the core keeps it.
+    for (class, p50) in [
+        ("class0", 1.0),
+        ("class1", 2.0),
+        ("class2", 5.0),
+        ("class3", 40.0),
+    ] {
+        st.live.classes.push((
+            class.to_string(),
+            synlab::lab::state::LiveLatency {
+                window_s: 1.0,
+                total: Some([p50, 2.0 * p50, 3.0 * p50]),
+                responses: 250,
+                ..Default::default()
+            },
+        ));
+    }
+    let large = render::screen_text(&colour_app(), &st, 160, 48);
+    let line = |label: &str| row_of(&large, label);
+    assert!(
+        line("class3 total").contains("40.0ms  80.0ms   120ms"),
+        "{large}"
+    );
+    assert!(
+        line("class0 total").contains("1.0ms   2.0ms   3.0ms"),
+        "{large}"
+    );
+    let small = render::screen_text(&colour_app(), &st, 80, 24);
+    assert!(small.contains("class(s) (enlarge to see)"), "{small}");
 }
 
 #[test]

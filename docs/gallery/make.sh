@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the README gallery: runs each scenario of the library at full size on this machine
 # (root for the network-lab ones) and copies the plots the README shows, with each run's
-# summary.csv, into docs/gallery/ (the run folders stay in results/gallery/). About 25 minutes on a
-# 2-core machine.
+# summary.csv and summary.json (its meta.machine.loadavg says how busy the shared machine was),
+# into docs/gallery/ (the run folders stay in results/gallery/). About 80 minutes on a 2-core
+# machine, half of it bursty-rates (Fig. 8's 100 s burst period, 15 points).
+# tests/gallery.rs holds every figure README.md quotes from the gallery to these files.
 # Usage: sudo docs/gallery/make.sh [scenario...]      (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,17 +30,23 @@ declare -A SHOW=(
   [overload]="throughput accept_queue cpu"
   [overload-nginx]="throughput cpu"
   [bursty]="throughput"
+  [bursty-rates]="throughput"
   [wan-delay]="throughput connections"
   [wan-delay-event]="connections"
   [wan-loss]="throughput connections"
+  [wan-loss-capacity]="throughput connections"
+  [mixed-clients]="latency"
   [time-wait]="connections"
-  [specweb96]="cpu"
-  [ecommerce]="throughput cpu"
-  [capacity]="little_load_factor latency"
+  [time-wait-cost]="connection_states cpu"
+  [specweb96]="cpu classes"
+  [ecommerce]="throughput cpu classes"
+  [capacity]="little_load_factor latency capacity"
   [client-check]="request_rate"
   [lesson-overload]="timeseries"
+  [lesson-bursts]="timeseries"
+  [lesson-wan]="timeseries"
 )
-ORDER=(simple-vs-sclient overload overload-nginx bursty wan-delay wan-delay-event wan-loss time-wait specweb96 ecommerce capacity client-check lesson-overload)
+ORDER=(simple-vs-sclient overload overload-nginx bursty bursty-rates wan-delay wan-delay-event wan-loss wan-loss-capacity mixed-clients time-wait time-wait-cost specweb96 ecommerce capacity client-check lesson-overload lesson-bursts lesson-wan)
 [ $# -gt 0 ] && ORDER=("$@")
 for s in "${ORDER[@]}"; do
   [ -n "${SHOW[$s]:-}" ] || { echo "no gallery entry for $s" >&2; exit 2; }
@@ -54,6 +62,7 @@ for s in "${ORDER[@]}"; do
     fi
   done
   cp "$dir/summary.csv" "$OUT/$s.summary.csv"
+  cp "$dir/summary.json" "$OUT/$s.summary.json"
 done
 # Figs. 9 and 10: the built-in prefork, Apache, the event server and nginx on one plot (Apache
 # and nginx when installed), overlaid by `synlab report`.
@@ -61,7 +70,11 @@ if [[ " ${ORDER[*]} " == *" wan-delay "* ]]; then
   runs=("$(ls -td "$WORK/wan-delay"/*/ | head -1)")
   for s in wan-delay-apache wan-delay-event wan-delay-nginx; do
     [ -d "$WORK/$s" ] || "$SYN" run "scenarios/$s.toml" --no-progress --out "$WORK/$s" | tail -n 10 || continue
-    runs+=("$(ls -td "$WORK/$s"/*/ | head -1)")
+    dir=$(ls -td "$WORK/$s"/*/ | head -1)
+    runs+=("$dir")
+    # Every run a README figure comes from keeps its summary here.
+    cp "$dir/summary.csv" "$OUT/$s.summary.csv"
+    cp "$dir/summary.json" "$OUT/$s.summary.json"
   done
   md=$("$SYN" report "${runs[@]}" | sed -n 's/^report: //p')
   cp "$(dirname "$md")/plots/throughput.png" "$OUT/wan-delay-throughput.png"

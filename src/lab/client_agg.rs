@@ -1,9 +1,10 @@
 //! Folds the workers' stats deltas into per-sample rates and per-point totals, and decides
 //! whether the client (not the server) was the bottleneck (seed 000 §4.3).
 
-use crate::load::protocol::{Mode, StatsDelta};
+use crate::load::protocol::{ClassDelta, Mode, StatsDelta};
 use crate::metrics::hist::{new_hist, HistDelta};
-use crate::model::{Col, Counters, InProgress, PathName, Totals, PATH_FIGURES};
+use crate::model::{ClassName, Col, Counters, InProgress, PathName, Totals};
+use crate::model::{CLASS_FIGURES, PATH_FIGURES};
 use hdrhistogram::Histogram;
 
 /// Attempts short of the schedule by more than this share (or 3 sd of a Poisson count) mean
@@ -169,7 +170,21 @@ impl ClientTotals {
     /// Adds a report's counts, rates and gauges, not its latencies (enough to judge whether
     /// the client was the limit).
     pub fn add_counts(&mut self, d: &StatsDelta) {
-        self.counts.add(&d.counts);
+        self.add_share_counts(
+            (d.worker, d.interval_s),
+            &d.counts,
+            [
+                InProgress {
+                    connecting: d.connecting_at_start,
+                    requests: d.requests_in_flight_at_start,
+                },
+                InProgress {
+                    connecting: d.connecting,
+                    requests: d.requests_in_flight,
+                },
+            ],
+            d.connecting + d.active,
+        );
         self.intended += d.target_rate * d.interval_s;
         self.lag_us_max = self.lag_us_max.max(d.lag_us_max);
         let cpu = d.cpu_user_s + d.cpu_sys_s;
@@ -178,26 +193,48 @@ impl ClientTotals {
             self.worker_cpu_max = self.worker_cpu_max.max(cpu / d.interval_s);
         }
         self.target_by_worker.insert(d.worker, d.target_rate);
-        *self.span_by_worker.entry(d.worker).or_default() += d.interval_s;
-        self.in_flight_by_worker
-            .insert(d.worker, d.connecting + d.active);
-        self.in_flight = self.in_flight_by_worker.values().sum();
-        self.at_start_by_worker
-            .entry(d.worker)
-            .or_insert(InProgress {
-                connecting: d.connecting_at_start,
-                requests: d.requests_in_flight_at_start,
-            });
-        self.at_end_by_worker.insert(
-            d.worker,
-            InProgress {
-                connecting: d.connecting,
-                requests: d.requests_in_flight,
-            },
-        );
         self.pool_by_worker.insert(d.worker, d.pool);
         self.pool_service_min_by_worker
             .insert(d.worker, d.pool_service_min_us);
+    }
+
+    /// Adds one request class's share of worker report `d` (a class's sums have no schedule,
+    /// CPU or pool of their own: those are the whole report's).
+    pub fn add_class(&mut self, d: &StatsDelta, c: &ClassDelta) {
+        self.add_share_counts(
+            (d.worker, d.interval_s),
+            &c.counts,
+            [
+                InProgress {
+                    connecting: c.connecting_at_start,
+                    requests: c.requests_in_flight_at_start,
+                },
+                InProgress {
+                    connecting: c.connecting,
+                    requests: c.requests_in_flight,
+                },
+            ],
+            c.connecting + c.requests_in_flight,
+        );
+        merge(&c.connect_us, &mut self.connect);
+        merge(&c.total_us, &mut self.total);
+    }
+
+    /// What the whole of a report and a class's share of it add alike: counts, the time
+    /// covered, what was in progress at the report's two ends, connections open.
+    fn add_share_counts(
+        &mut self,
+        (worker, interval_s): (u32, f64),
+        counts: &Counters,
+        [at_start, at_end]: [InProgress; 2],
+        open: u64,
+    ) {
+        self.counts.add(counts);
+        *self.span_by_worker.entry(worker).or_default() += interval_s;
+        self.in_flight_by_worker.insert(worker, open);
+        self.in_flight = self.in_flight_by_worker.values().sum();
+        self.at_start_by_worker.entry(worker).or_insert(at_start);
+        self.at_end_by_worker.insert(worker, at_end);
     }
 
     /// The rate all workers' schedules aim at now; None before any worker reported.
@@ -381,6 +418,7 @@ impl ClientTotals {
             (ATTEMPTS, rate(self.counts.attempts)),
             (ESTABLISHED, rate(self.counts.established)),
             (RESPONSES, rate(self.counts.responses)),
+            (BYTES_IN, rate(self.counts.bytes_in)),
             (ERRORS, rate(self.errors())),
             (CONNECT_TIMEOUTS, rate(self.counts.connect_timeouts)),
             (REFUSED, rate(self.counts.refused)),
@@ -421,15 +459,18 @@ impl ClientTotals {
 impl ClientTotals {
     /// A network path's own columns, in [`PATH_FIGURES`] order.
     pub fn path_columns(&self, dt: f64, path: PathName) -> Vec<(Col, Option<f64>)> {
+        self.figures(dt, &PATH_FIGURES, |f| f.of_path(path))
+    }
+
+    /// A request class's own columns, in [`CLASS_FIGURES`] order.
+    pub fn class_columns(&self, dt: f64, class: ClassName) -> Vec<(Col, Option<f64>)> {
+        self.figures(dt, &CLASS_FIGURES, |f| f.of_class(class))
+    }
+
+    fn figures(&self, dt: f64, figs: &[Col], id: impl Fn(Col) -> Col) -> Vec<(Col, Option<f64>)> {
         let all = self.columns(dt);
-        PATH_FIGURES
-            .iter()
-            .map(|f| {
-                (
-                    f.of_path(path),
-                    all.iter().find(|c| c.0 == *f).and_then(|c| c.1),
-                )
-            })
+        figs.iter()
+            .map(|f| (id(*f), all.iter().find(|c| c.0 == *f).and_then(|c| c.1)))
             .collect()
     }
 }

@@ -18,6 +18,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 mod conf;
+pub mod status;
 pub use conf::{apache_conf, nginx_conf, ConfigParams};
 
 /// A prepared (and then started) nginx or Apache.
@@ -275,7 +276,7 @@ impl RealServer {
             workers: t.workers,
             max_workers: t.max_workers,
             backlog: t.backlog,
-            keepalive: t.keepalive || sc.load.http == crate::scenario::HttpVersion::Http11,
+            keepalive: t.keepalive || sc.uses_keepalive(),
             dir: server.dir.clone(),
             docroot: server.docroot.clone(),
             user: worker_user(),

@@ -92,6 +92,12 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
     }
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
+    let curve_kind = sc
+        .sweep
+        .as_ref()
+        .and_then(|s| s.curves.as_ref())
+        .and_then(|c| c.kind());
+    let target = sc.analysis.capacity;
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
     let gate = ctrl.gate().clone();
@@ -106,8 +112,24 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
         }
     };
     let mut interrupted = false;
+    // The load is paused between points (a cool-down, a settle): the next point resumes it
+    // once it is set up, so nothing of the previous point's settings starts in between.
+    let mut paused = false;
     for (i, p) in points.iter().enumerate() {
-        let m = measure_point(&mut ctrl, (i, points.len()), p, kind, &tick)?;
+        // Another mode (closed clients after S-Client slots, or back): what the last point
+        // left in flight finishes before this one starts, not inside its window.
+        let mode_changes = i > 0 && p.mode.is_some() && p.mode != points[i - 1].mode;
+        if mode_changes {
+            let (waited, left) = ctrl.settle()?;
+            paused = true;
+            ctrl.log(&format!(
+                "before point {}: waited {waited:.1} s for the previous point's connects and requests to finish ({left} still in progress)",
+                i + 1
+            ));
+        }
+        let at = (i, points.len());
+        let m = measure_point(&mut ctrl, at, p, (kind, curve_kind), paused, &tick)?;
+        paused = false;
         interrupted = m.interrupted;
         let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
@@ -116,6 +138,8 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
         }
         verdicts.extend(judged);
         ctrl.recorder.summary_point(m.row);
+        let capacity = crate::model::capacity::capacities(ctrl.recorder.points(), &target);
+        ctrl.recorder.capacity(capacity);
         ctrl.recorder.write_summary(&verdicts)?;
         if interrupted || aborted || m.died {
             if aborted {
@@ -125,11 +149,11 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
         }
         if p.cooldown > 0.0 {
             ctrl.apply(Command::Pause(true));
+            paused = true;
             if !run_for(&mut ctrl, p.cooldown, &tick)? {
                 interrupted = true;
                 break;
             }
-            ctrl.apply(Command::Pause(false));
         }
     }
     if let Some(pb) = &pb {
@@ -141,6 +165,7 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
     }
     if ctrl.recorder.dir().is_some() {
         verdicts.extend(gate.judge_run(ctrl.recorder.points()));
+        verdicts.extend(gate.judge_capacity(ctrl.recorder.capacity_found()));
         ctrl.recorder.write_summary(&verdicts)?;
     }
     // Everything is stopped whatever the outcome; a file it could not write fails the run
@@ -196,14 +221,18 @@ fn measure_point(
     ctrl: &mut Controller,
     (i, n): (usize, usize),
     p: &Point,
-    kind: Option<SweepParam>,
+    (kind, curve_kind): (Option<SweepParam>, Option<SweepParam>),
+    paused: bool,
     tick: &dyn Fn(&Controller),
 ) -> anyhow::Result<Measured> {
-    let label = point_label(i, n, p, kind);
+    let label = point_label(i, n, p, kind, curve_kind);
     ctrl.log(&label);
     ctrl.mark(&label);
     let mut interrupted = false;
-    let mut failed = set_up_point(ctrl, p, kind);
+    let mut failed = set_up_point(ctrl, p, kind, curve_kind);
+    if paused {
+        ctrl.apply(Command::Pause(false));
+    }
     if failed.is_none() && !run_for(ctrl, p.warmup, tick)? {
         interrupted = true;
     }
@@ -229,12 +258,15 @@ fn measure_point(
     ctrl.recorder.latencies(
         i + 1,
         (window.t0, window.t1 - window.t0),
-        &window.client.connect,
-        &window.client.total,
+        &window.client,
+        &window.classes,
     );
     let mut row = ctrl.core().summary_row(i + 1, window);
     row.sweep = kind
         .zip(p.value)
+        .map(|(param, value)| SweepPoint { param, value });
+    row.curve = curve_kind
+        .zip(p.curve)
         .map(|(param, value)| SweepPoint { param, value });
     if let Some(e) = failed {
         row.failed = true;
@@ -260,18 +292,14 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// Puts the lab in the point's settings (mode, sweep value); why it could not, if so.
+/// Puts the lab in the point's settings (mode, curve, sweep value); why it could not, if so.
 fn set_up_point(
     ctrl: &mut Controller,
     p: &Point,
     kind: Option<SweepParam>,
+    curve_kind: Option<SweepParam>,
 ) -> Option<PointFailure> {
     let mut failed = None;
-    // A knob already at the point's value is set, not refused.
-    let refused = |r: Reply| match r {
-        Reply::Refused(super::knobs::Refusal::Unchanged(_)) | Reply::Applied(_) => None,
-        Reply::Refused(why) => Some(PointFailure::Refused(why)),
-    };
     if let Some(m) = p.mode {
         if let Some(f) = refused(ctrl.apply(Command::SetMode(m))) {
             failed = Some(f);
@@ -280,28 +308,49 @@ fn set_up_point(
     if let Some(Err(e)) = p.steer.map(|s| ctrl.set_steer(s)) {
         failed = Some(PointFailure::Server(format!("{e:#}")));
     }
-    let Some(v) = p.value else {
-        return failed;
-    };
-    let restarted = match (kind, v) {
-        (Some(SweepParam::Workers), SweepValue::Count(n)) => Some(ctrl.restart_workers(n)),
+    for (param, v) in [curve_kind.zip(p.curve), kind.zip(p.value)]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(why) = set_value(ctrl, param, v) {
+            failed = Some(why);
+        }
+    }
+    failed
+}
+
+/// A knob already at the point's value is set, not refused.
+fn refused(r: Reply) -> Option<PointFailure> {
+    match r {
+        Reply::Refused(super::knobs::Refusal::Unchanged(_)) | Reply::Applied(_) => None,
+        Reply::Refused(why) => Some(PointFailure::Refused(why)),
+    }
+}
+
+/// Sets one swept parameter to `v`: restarts the workers for a count or a mix, applies the
+/// knob changes for the rest.
+fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<PointFailure> {
+    let mut failed = None;
+    let restarted = match (param, v) {
+        (SweepParam::Workers, SweepValue::Count(n)) => Some(ctrl.restart_workers(n)),
         // A new request mix: the workers take it when they start.
         (_, SweepValue::Workload(w)) => Some(ctrl.restart_workers_with(w)),
+        (_, SweepValue::Http { keepalive }) => Some(ctrl.restart_workers_http(keepalive)),
         _ => None,
     };
     if let Some(Err(e)) = restarted {
         failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
-    let server = match (kind, v) {
-        (Some(SweepParam::Steer), SweepValue::Steer(s)) => Some(ctrl.set_steer(s)),
-        (Some(SweepParam::Syncookies), SweepValue::Syncookies(n)) => Some(ctrl.set_syncookies(n)),
-        (Some(SweepParam::Backlog), SweepValue::Count(n)) => Some(ctrl.set_backlog(n)),
+    let server = match (param, v) {
+        (SweepParam::Steer, SweepValue::Steer(s)) => Some(ctrl.set_steer(s)),
+        (SweepParam::Syncookies, SweepValue::Syncookies(n)) => Some(ctrl.set_syncookies(n)),
+        (SweepParam::Backlog, SweepValue::Count(n)) => Some(ctrl.set_backlog(n)),
         _ => None,
     };
     if let Some(Err(e)) = server {
         failed = Some(PointFailure::Server(format!("{e:#}")));
     }
-    for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
+    for c in commands_for(param, v, ctrl.mode()) {
         if let Some(f) = refused(ctrl.apply(c)) {
             failed = Some(f);
         }
@@ -326,6 +375,7 @@ pub fn run_main(
     };
     let (sc, opts) = start.open()?;
     let name = sc.name.clone();
+    let target = sc.analysis.capacity;
     let interrupted = Arc::clone(&opts.interrupted);
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let Outcome {
@@ -338,6 +388,9 @@ pub fn run_main(
         last_files,
     } = run_gated(sc, opts, progress)?;
     print!("{}", summary_table(&rows));
+    for c in crate::model::capacity::capacities(&rows, &target) {
+        println!("{}", c.line());
+    }
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     // Every file that could not be written (each says its path and why) fails the run.
     let mut unwritten: Vec<String> = last_files.into_iter().collect();

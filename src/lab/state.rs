@@ -153,6 +153,8 @@ pub struct LiveLatency {
 pub struct Live {
     pub all: LiveLatency,
     pub paths: Vec<(String, LiveLatency)>,
+    /// Each request class's, when the mix has two or more.
+    pub classes: Vec<(String, LiveLatency)>,
 }
 
 impl LabState {

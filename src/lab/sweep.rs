@@ -31,7 +31,7 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
             vec![Command::SetPath { path: None, value }]
         }
         // No knob: the sweep restarts the workers with the new count or request mix.
-        (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
+        (SweepParam::Workers | SweepParam::Workload | SweepParam::Http, _) => Vec::new(),
         // No knob: the controller changes the server or its kernel (`set_up_point`).
         (SweepParam::Steer | SweepParam::Syncookies | SweepParam::Backlog, _) => Vec::new(),
         // sweep_value gives each parameter its own kind of value.
@@ -39,12 +39,22 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
     }
 }
 
-/// "point 2/6: open load.rate = 2000" (", steer sender" for a `[sweep] steer` point; "run"
-/// without a sweep).
-pub fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
+/// "point 2/6: open load.rate = 2000", "point 7/15: load.burst = 4x@10%, load.rate = 400"
+/// (", steer sender" for a `[sweep] steer` point; "run" without a sweep).
+pub fn point_label(
+    i: usize,
+    n: usize,
+    p: &Point,
+    kind: Option<SweepParam>,
+    curve_kind: Option<SweepParam>,
+) -> String {
+    let curve = curve_kind
+        .zip(p.curve)
+        .map(|(c, v)| format!("{c} = {v}, "))
+        .unwrap_or_default();
     match (&p.mode, kind.zip(p.value)) {
         (m, Some((param, v))) => format!(
-            "point {}/{n}: {}{param} = {v}{}",
+            "point {}/{n}: {}{curve}{param} = {v}{}",
             i + 1,
             m.map(|m| format!("{m:?} ").to_lowercase())
                 .unwrap_or_default(),
@@ -61,11 +71,21 @@ pub fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> S
 /// `load.workload`).
 pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<Cue>, f64), String> {
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
-    if let Some(k @ (SweepParam::Workers | SweepParam::Workload)) = kind {
-        return Err(format!(
-            "this scenario's sweep over {} restarts the workers at each point: it plays with `synlab run`; here its base settings run (keys work)",
-            k.name()
-        ));
+    let curve_kind = sc
+        .sweep
+        .as_ref()
+        .and_then(|s| s.curves.as_ref())
+        .and_then(|c| c.kind());
+    for k in [curve_kind, kind].into_iter().flatten() {
+        if matches!(
+            k,
+            SweepParam::Workers | SweepParam::Workload | SweepParam::Http
+        ) {
+            return Err(format!(
+                "this scenario's sweep over {} restarts the workers at each point: it plays with `synlab run`; here its base settings run (keys work)",
+                k.name()
+            ));
+        }
     }
     let points = plan_points(sc);
     // The server's kernel and backlog are set by the run between points, not by a knob.
@@ -88,19 +108,23 @@ pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<Cue>, f64), String> {
     let mut mode = sc.load.mode;
     for (i, p) in points.iter().enumerate() {
         let mut commands = Vec::new();
-        if i > 0 && points[i - 1].cooldown > 0.0 {
-            commands.push(Command::Pause(false));
-        }
         if let Some(m) = p.mode {
             commands.push(Command::SetMode(m));
             mode = m;
         }
-        if let Some((k, v)) = kind.zip(p.value) {
+        for (k, v) in [curve_kind.zip(p.curve), kind.zip(p.value)]
+            .into_iter()
+            .flatten()
+        {
             commands.extend(commands_for(k, v, mode));
+        }
+        // After a cool-down the load resumes only once the point is set up.
+        if i > 0 && points[i - 1].cooldown > 0.0 {
+            commands.push(Command::Pause(false));
         }
         let label = format!(
             "{} (warm-up {:.0} s, hold {:.0} s)",
-            point_label(i, points.len(), p, kind),
+            point_label(i, points.len(), p, kind, curve_kind),
             p.warmup,
             p.hold
         );
@@ -156,10 +180,15 @@ mod tests {
         assert!(label.starts_with("point 2/"), "{label}");
         assert!(label.contains("network.rtt = "), "{label}");
         assert!(*at_s > 0.0);
-        assert!(
-            matches!(commands.last(), Some(Command::SetPath { path: None, .. })),
-            "{commands:?}"
-        );
+        // The point is set up before a cool-down's pause ends (none of its load in the old
+        // settings).
+        let set = commands
+            .iter()
+            .position(|c| matches!(c, Command::SetPath { path: None, .. }));
+        assert!(set.is_some(), "{commands:?}");
+        if let Some(resume) = commands.iter().position(|c| *c == Command::Pause(false)) {
+            assert!(resume > set.unwrap(), "{commands:?}");
+        }
         let sc = crate::scenario::load(Path::new("scenarios/simple-vs-sclient.toml")).unwrap();
         let (cues, _) = sweep_cues(&sc).unwrap();
         let modes: Vec<bool> = cues

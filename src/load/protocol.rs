@@ -191,10 +191,34 @@ pub struct StatsDelta {
     pub connect_us: HistDelta,
     pub ttfb_us: HistDelta,
     pub total_us: HistDelta,
+    /// Each request class's share of this report, when the mix has two or more classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassDelta>,
     /// Set on the final message after Stop or the duration bound.
     #[serde(default)]
     pub last: bool,
     /// A one-off notice for the run log (e.g. "raised RLIMIT_NOFILE from 1024 to 65536").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+}
+
+/// One request class's share of a report (the mix's `class` labels; sent when the mix has two
+/// or more): the counts, gauges and latencies of the requests of that class and of the
+/// connections opened for them. A connection counts in the class of the request it was opened
+/// for (its first; a kept-alive connection's later requests count in their own classes); a
+/// pool's connections are opened for no request and count in no class. Both identities hold
+/// per class, and the classes' requests add up to the report's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassDelta {
+    pub name: String,
+    #[serde(flatten)]
+    pub counts: Counters,
+    pub connecting: u64,
+    pub requests_in_flight: u64,
+    #[serde(default)]
+    pub connecting_at_start: u64,
+    #[serde(default)]
+    pub requests_in_flight_at_start: u64,
+    pub connect_us: HistDelta,
+    pub total_us: HistDelta,
 }

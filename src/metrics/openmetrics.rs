@@ -191,14 +191,43 @@ fn register(
     }
 }
 
+/// A request class's figure: one family (`synlab_class_<figure>`), a `class` label per class.
+type ClassFamily =
+    prometheus_client::metrics::family::Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>;
+
 /// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
 /// series are left out: not measured), each with its column's help and unit, and latency
-/// distributions `(name, buckets)` as histograms (`synlab_<name>_seconds`).
+/// distributions `(name, buckets)` as histograms (`synlab_<name>_seconds`). A request class's
+/// columns are one family per figure with a `class` label
+/// (`synlab_class_responses_per_second{class="static"}`).
 pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
     use prometheus_client::metrics::counter::Counter;
     let mut reg = Registry::with_prefix("synlab");
+    let mut families: Vec<(Col, ClassFamily)> = Vec::new();
     for &(column, v) in series {
         if !v.is_finite() {
+            continue;
+        }
+        if let Some(class) = column.class() {
+            let fig = column.figure();
+            let p = prom_series(fig, v);
+            let fam = match families.iter().position(|(f, _)| *f == fig) {
+                Some(i) => &families[i].1,
+                None => {
+                    let fam = ClassFamily::default();
+                    register(
+                        &mut reg,
+                        format!("class_{}", p.stem),
+                        format!("{}, per request class (label `class`)", fig.help()),
+                        p.unit,
+                        fam.clone(),
+                    );
+                    families.push((fig, fam));
+                    &families.last().expect("just pushed").1
+                }
+            };
+            fam.get_or_create(&vec![("class".to_string(), class.as_str().to_string())])
+                .set(p.value);
             continue;
         }
         let p = prom_series(column, v);
@@ -507,6 +536,41 @@ mod tests {
             ms.contains("synlab_path_ms_total_p99_seconds 0.25\n"),
             "{ms}"
         );
+    }
+
+    #[test]
+    fn a_class_figure_is_one_family_with_a_class_label() {
+        use crate::model::ClassName;
+        let (st, cgi) = (ClassName::new("static"), ClassName::new("cgi"));
+        let t = encode(
+            &[
+                (col::RESPONSES.of_class(st), 40.0),
+                (col::TOTAL_P99.of_class(st), 250.0),
+                (col::RESPONSES.of_class(cgi), 2.0),
+                (col::TOTAL_P99.of_class(cgi), f64::NAN),
+            ],
+            &[],
+        );
+        assert!(
+            t.contains("synlab_class_responses_per_second{class=\"static\"} 40.0\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("synlab_class_responses_per_second{class=\"cgi\"} 2.0\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("synlab_class_total_p99_seconds{class=\"static\"} 0.25\n"),
+            "{t}"
+        );
+        assert!(!t.contains("class=\"cgi\"} NaN"), "{t}");
+        assert_eq!(
+            t.matches("# TYPE synlab_class_responses_per_second gauge")
+                .count(),
+            1,
+            "{t}"
+        );
+        assert!(t.contains("per request class (label `class`)"), "{t}");
     }
 
     /// HELP says what a series is, not its name again; each unit has its `# UNIT` line in

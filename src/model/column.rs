@@ -1,7 +1,8 @@
 //! Every time-series figure as a typed id: its column name (the CSV header), unit and kind.
 //! The fixed figures are the consts of [`col`]; a network path's own figures are
-//! [`Col::of_path`] of one of [`PATH_FIGURES`]. No other column can be named, so a renamed or
-//! misspelt figure is a compile error instead of a column that silently reads NaN.
+//! [`Col::of_path`] of one of [`PATH_FIGURES`], a request class's [`Col::of_class`] of one of
+//! [`CLASS_FIGURES`]. No other column can be named, so a renamed or misspelt figure is a
+//! compile error instead of a column that silently reads NaN.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -60,21 +61,52 @@ struct Def {
     kind: Kind,
 }
 
-/// A network path's name, interned once per distinct name so a path's columns stay `Copy`.
+/// `name` as a `&'static str`, leaked once per distinct name so the columns naming it stay
+/// `Copy` (a lab has a few paths and classes; a process runs a few labs: the set stays small).
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(n);
+    n
+}
+
+/// A network path's name (already checked to be letters, digits, - and _).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PathName(&'static str);
 
 impl PathName {
     pub fn new(name: &str) -> Self {
-        // A lab has a few paths; a process runs a few labs: the set stays small.
-        static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = names.get(name) {
-            return PathName(n);
-        }
-        let n: &'static str = Box::leak(name.to_string().into_boxed_str());
-        names.insert(n);
-        PathName(n)
+        PathName(intern(name))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+/// A request class's name as its columns spell it: the mix's `class` label with every
+/// character other than a letter, digit, - or _ as `_` (a class left unnamed is its path,
+/// `/bytes/1294` -> `_bytes_1294`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClassName(&'static str);
+
+impl ClassName {
+    pub fn new(label: &str) -> Self {
+        let safe: String = label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        ClassName(intern(&safe))
     }
 
     pub fn as_str(self) -> &'static str {
@@ -86,6 +118,7 @@ impl PathName {
 enum Id {
     Fixed(&'static Def),
     Path(PathName, &'static Def),
+    Class(ClassName, &'static Def),
 }
 
 /// One time-series column. Made only here: a const of [`col`], or a path's figure.
@@ -95,15 +128,17 @@ pub struct Col(Id);
 impl Col {
     fn def(self) -> &'static Def {
         match self.0 {
-            Id::Fixed(d) | Id::Path(_, d) => d,
+            Id::Fixed(d) | Id::Path(_, d) | Id::Class(_, d) => d,
         }
     }
 
-    /// Its name in timeseries.csv: the figure's, or `path_<path>_<figure>`.
+    /// Its name in timeseries.csv: the figure's, `path_<path>_<figure>` or
+    /// `class_<class>_<figure>`.
     pub fn name(self) -> Cow<'static, str> {
         match self.0 {
             Id::Fixed(d) => Cow::Borrowed(d.name),
             Id::Path(p, d) => Cow::Owned(format!("path_{}_{}", p.0, d.name)),
+            Id::Class(c, d) => Cow::Owned(format!("class_{}_{}", c.0, d.name)),
         }
     }
 
@@ -120,15 +155,28 @@ impl Col {
         Col(Id::Path(path, self.def()))
     }
 
-    /// The path a column belongs to, None for a fixed one.
+    /// The path a column belongs to, None for a fixed one or a class's.
     pub fn path(self) -> Option<PathName> {
         match self.0 {
-            Id::Fixed(_) => None,
             Id::Path(p, _) => Some(p),
+            Id::Fixed(_) | Id::Class(..) => None,
         }
     }
 
-    /// The fixed figure a path's column is of (a fixed column is its own).
+    /// This figure for one request class.
+    pub fn of_class(self, class: ClassName) -> Col {
+        Col(Id::Class(class, self.def()))
+    }
+
+    /// The request class a column belongs to, None for a fixed one or a path's.
+    pub fn class(self) -> Option<ClassName> {
+        match self.0 {
+            Id::Class(c, _) => Some(c),
+            Id::Fixed(_) | Id::Path(..) => None,
+        }
+    }
+
+    /// The fixed figure a path's or a class's column is of (a fixed column is its own).
     pub fn figure(self) -> Col {
         Col(Id::Fixed(self.def()))
     }
@@ -163,6 +211,7 @@ columns! {
     ATTEMPTS = "attempts_per_s", PerSecond, Rate;
     ESTABLISHED = "established_per_s", PerSecond, Rate;
     RESPONSES = "responses_per_s", PerSecond, Rate;
+    BYTES_IN = "bytes_in_per_s", PerSecond, Rate;
     ERRORS = "errors_per_s", PerSecond, Rate;
     CONNECT_TIMEOUTS = "connect_timeouts_per_s", PerSecond, Rate;
     REFUSED = "refused_per_s", PerSecond, Rate;
@@ -300,9 +349,38 @@ pub const PATH_FIGURES: [Col; 9] = [
     col::TOTAL_P99,
 ];
 
+/// The figures a request class gets of its own (seed 002 Table 5: each class's rates,
+/// bytes and latencies), in their column order.
+pub const CLASS_FIGURES: [Col; 11] = [
+    col::ATTEMPTS,
+    col::REQUESTS,
+    col::RESPONSES,
+    col::BYTES_IN,
+    col::ERRORS,
+    col::CONNECT_P50,
+    col::CONNECT_P90,
+    col::CONNECT_P99,
+    col::TOTAL_P50,
+    col::TOTAL_P90,
+    col::TOTAL_P99,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_class_column_carries_its_column_safe_name() {
+        let c = col::TOTAL_P99.of_class(ClassName::new("/bytes/1294"));
+        assert_eq!(c.name(), "class__bytes_1294_total_p99_ms");
+        assert_eq!(c.class(), Some(ClassName::new("_bytes_1294")));
+        assert_eq!(c.path(), None);
+        assert_eq!(c.figure(), col::TOTAL_P99);
+        assert_ne!(
+            col::RESPONSES.of_class(ClassName::new("wan")),
+            col::RESPONSES.of_path(PathName::new("wan"))
+        );
+    }
 
     #[test]
     fn fixed_names_are_unique_and_snake_case() {

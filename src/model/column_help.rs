@@ -11,6 +11,7 @@ const HELP: &[(Col, &str)] = &[
     (col::ATTEMPTS, "Connection attempts the load clients started per second"),
     (col::ESTABLISHED, "Connections the load clients saw established per second"),
     (col::RESPONSES, "Complete responses the load clients received per second, any status"),
+    (col::BYTES_IN, "Bytes the load clients received per second (response heads and bodies)"),
     (col::ERRORS, "Connection errors and request errors at the load clients per second, together (each apart in connection_errors_per_s and request_errors_per_s)"),
     (col::CONNECT_TIMEOUTS, "Attempts whose connect did not complete within the timeout T, per second"),
     (col::REFUSED, "Attempts refused by a RST to the SYN, per second"),
@@ -108,7 +109,7 @@ const HELP: &[(Col, &str)] = &[
     (col::CONNECTING, "Connects in progress at the load clients (SYN sent, not yet established)"),
     (col::REQUESTS_IN_FLIGHT, "Requests sent by the load clients and not yet answered"),
     (col::SERVER_WORKERS, "Processes or threads the built-in server serves with (its own report; prefork and threaded grow up to max_workers)"),
-    (col::SERVER_BUSY, "Of the built-in server's workers, those busy with a connection (its own report; the event server's one loop is 0 or 1)"),
+    (col::SERVER_BUSY, "Server processes or threads busy with a connection: the built-in server's own count (the event server's one loop is 0 or 1), Apache's scoreboard (mod_status BusyWorkers)"),
     (col::POOL_CONNECTIONS, "Persistent connections the load clients keep open in their pool (open mode with a request rate)"),
     (col::SERVER_CORES_USER, "Share of the server's own CPUs' time in user mode, nice included (/proc/stat of those CPUs)"),
     (col::SERVER_CORES_SYSTEM, "Share of the server's own CPUs' time in the kernel, system calls (/proc/stat of those CPUs)"),
@@ -129,20 +130,21 @@ const HELP: &[(Col, &str)] = &[
 impl Col {
     /// What the figure is, whose it is and where it is read, in a sentence (OpenMetrics' HELP).
     pub fn help(self) -> Cow<'static, str> {
-        let fixed = match self.path() {
-            None => self,
-            Some(_) => self.figure(),
-        };
+        let fixed = self.figure();
         let text = HELP
             .iter()
             .find(|(c, _)| *c == fixed)
             .map_or("", |(_, h)| *h);
-        match self.path() {
-            None => Cow::Borrowed(text),
-            Some(p) => Cow::Owned(format!(
+        match (self.path(), self.class()) {
+            (Some(p), _) => Cow::Owned(format!(
                 "{text}, of the clients on network path {}",
                 p.as_str()
             )),
+            (_, Some(c)) => Cow::Owned(format!(
+                "{text}, of the requests of class {} (and the connections opened for them)",
+                c.as_str()
+            )),
+            (None, None) => Cow::Borrowed(text),
         }
     }
 }
@@ -169,5 +171,11 @@ mod tests {
         let p = col::TOTAL_P99.of_path(PathName::new("wan"));
         assert!(p.help().ends_with("on network path wan"), "{}", p.help());
         assert!(p.help().starts_with("99th percentile response time"));
+        let c = col::RESPONSES.of_class(crate::model::ClassName::new("static"));
+        assert!(
+            c.help().contains("of the requests of class static"),
+            "{}",
+            c.help()
+        );
     }
 }

@@ -53,7 +53,8 @@ pub enum KnobError {
     Unit(#[from] UnitError),
 }
 
-const BW_MIN_BPS: u64 = 64_000;
+/// A 28.8k modem's line: the slowest client population seed 000 §4.4 names.
+const BW_MIN_BPS: u64 = 28_000;
 const BW_MAX_BPS: u64 = 100_000_000_000;
 /// Scaling down from unlimited starts here; scaling up past `BW_UNLIMITED_ABOVE` lifts the limit.
 const BW_FROM_UNLIMITED_BPS: u64 = 100_000_000;
@@ -380,10 +381,15 @@ mod tests {
             odd.stepped(PathStep::Scale(2.0)).unwrap().status().unwrap(),
             "bw 100 kbit/s"
         );
+        let down = odd.stepped(PathStep::Scale(0.5)).unwrap();
+        assert_eq!(down.status().unwrap(), "bw 50 kbit/s");
         assert_eq!(
-            odd.stepped(PathStep::Scale(0.5)).unwrap().status().unwrap(),
-            "bw 64 kbit/s",
-            "the floor"
+            down.stepped(PathStep::Scale(0.5))
+                .unwrap()
+                .status()
+                .unwrap(),
+            "bw 28 kbit/s",
+            "the floor: a 28.8k modem"
         );
     }
 }

@@ -1,6 +1,7 @@
 //! The shared vocabulary of the lab: types every layer speaks (the time series' columns, the worker's counters, ...).
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
+pub mod capacity;
 pub mod column;
 pub mod column_help;
 pub mod counters;
@@ -13,10 +14,10 @@ pub mod sweep;
 pub mod units;
 pub mod workload;
 
-pub use column::{col, Col, Kind, PathName, Unit, PATH_FIGURES};
+pub use column::{col, ClassName, Col, Kind, PathName, Unit, CLASS_FIGURES, PATH_FIGURES};
 pub use counters::{Counters, ErrorKinds, InProgress, Totals};
 pub use cpus::{Placement, Steer};
 pub use knob::{KnobError, PathKnob, PathStep, PathValue};
-pub use summary::{PathSummary, SummaryRow};
+pub use summary::{ClassSummary, PathSummary, SummaryRow};
 pub use sweep::{SweepParam, SweepPoint, SweepValue};
 pub use workload::Workload;

@@ -42,6 +42,49 @@ fn nan() -> f64 {
     f64::NAN
 }
 
+/// One request class's figures in a point (seed 002 Table 5: static vs CGI, small vs large
+/// files apart). Its `totals` state both identities; the classes' responses add up to the
+/// point's. A connection counts in the class of the request it was opened for (a pool's
+/// connections, opened for none, in no class). Latencies cover completed requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassSummary {
+    /// The mix's `class` label (its path when it has none).
+    pub name: String,
+    pub totals: super::Totals,
+    pub requests_per_s: f64,
+    pub responses_per_s: f64,
+    /// Response bytes (heads and bodies) received per second.
+    pub bytes_per_s: f64,
+    pub errors_per_s: f64,
+    pub connect_p50_ms: f64,
+    pub connect_p90_ms: f64,
+    pub connect_p99_ms: f64,
+    pub total_p50_ms: f64,
+    pub total_p90_ms: f64,
+    pub total_p99_ms: f64,
+    /// Little's Load Factor of the class's requests: their response times summed / the time.
+    pub little_load_factor: f64,
+}
+
+impl ClassSummary {
+    /// Its figures as summary.csv's `class_<name>_*` columns write them, in order.
+    pub fn csv_figures(&self) -> [(&'static str, f64); 11] {
+        [
+            ("requests_per_s", self.requests_per_s),
+            ("responses_per_s", self.responses_per_s),
+            ("bytes_per_s", self.bytes_per_s),
+            ("errors_per_s", self.errors_per_s),
+            ("connect_p50_ms", self.connect_p50_ms),
+            ("connect_p90_ms", self.connect_p90_ms),
+            ("connect_p99_ms", self.connect_p99_ms),
+            ("total_p50_ms", self.total_p50_ms),
+            ("total_p90_ms", self.total_p90_ms),
+            ("total_p99_ms", self.total_p99_ms),
+            ("little_load_factor", self.little_load_factor),
+        ]
+    }
+}
+
 /// One row of summary.csv / summary.json: one sweep point (or the whole run).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SummaryRow {
@@ -51,6 +94,10 @@ pub struct SummaryRow {
     /// `value` columns, as the scenario writes them.
     #[serde(flatten, with = "super::sweep::columns")]
     pub sweep: Option<super::sweep::SweepPoint>,
+    /// The curve it belongs to (`[sweep.curves]`: the sweep run once per value, seed 000
+    /// Fig. 8's burst shapes): the `curve_param` and `curve_value` columns.
+    #[serde(flatten, with = "super::sweep::curve_columns")]
+    pub curve: Option<super::sweep::SweepPoint>,
     pub failed: bool,
     pub error: String,
     pub hold_s: f64,
@@ -101,6 +148,12 @@ pub struct SummaryRow {
     pub time_wait_mean: f64,
     pub time_wait_max: f64,
     pub server_procs_mean: f64,
+    /// Server processes or threads busy with a connection (seed 000 Fig. 10): the built-in
+    /// server's count, Apache's scoreboard; NaN for servers that do not say.
+    #[serde(default = "nan")]
+    pub server_busy_mean: f64,
+    #[serde(default = "nan")]
+    pub server_busy_max: f64,
     pub cpu_user_pct: f64,
     pub cpu_system_pct: f64,
     pub cpu_irq_pct: f64,
@@ -131,6 +184,10 @@ pub struct SummaryRow {
     /// Each network path's figures (summary.json only; timeseries.csv has `path_<name>_*`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<PathSummary>,
+    /// Each request class's figures (a mix of two or more classes; summary.csv has them as
+    /// `class_<name>_*` columns, timeseries.csv too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassSummary>,
     /// How many samples of the port's socket states `established_mean` is over: the state walk
     /// is paced to keep the probes' cost low, so a short hold may have one or two.
     #[serde(default)]
@@ -189,6 +246,10 @@ pub struct SummaryRow {
     /// Where the server's receive processing ran (`server`, `sender`; "" without a CPU split).
     #[serde(default)]
     pub steer: String,
+    /// The response time (ms) at the capacity target's percentile (`[analysis] capacity`,
+    /// default p98), over the point's completed requests: what its capacity is judged by.
+    #[serde(default = "nan")]
+    pub capacity_latency_ms: f64,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -201,6 +262,11 @@ impl SummaryRow {
     /// The sweep value as the `value` column writes it ("" without a sweep).
     pub fn value_text(&self) -> String {
         self.sweep.map(|s| s.value.to_string()).unwrap_or_default()
+    }
+
+    /// The curve value as the `curve_value` column writes it ("" without curves).
+    pub fn curve_text(&self) -> String {
+        self.curve.map(|s| s.value.to_string()).unwrap_or_default()
     }
 }
 
@@ -299,6 +365,8 @@ summary_cols! {
     TimeWaitMean = time_wait_mean: Count,
     TimeWaitMax = time_wait_max: Count,
     ServerProcsMean = server_procs_mean: Count,
+    ServerBusyMean = server_busy_mean: Count,
+    ServerBusyMax = server_busy_max: Count,
     CpuUserPct = cpu_user_pct: Percent,
     CpuSystemPct = cpu_system_pct: Percent,
     CpuIrqPct = cpu_irq_pct: Percent,
@@ -331,6 +399,7 @@ summary_cols! {
     ServerCoresOtherPct = server_cores_other_pct: Percent,
     LoadCpuPct = load_cpu_pct: Percent,
     LoadCoresBusyPct = load_cores_busy_pct: Percent,
+    CapacityLatencyMs = capacity_latency_ms: Milliseconds,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }
@@ -342,18 +411,22 @@ impl SummaryCol {
     }
 }
 
-/// A column of summary.json that is not a number: text, or (`totals`, `paths`) a nested object.
+/// A column of summary.json that is not a number: text, or (`totals`, `paths`, `classes`) a
+/// nested object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SummaryText {
     Mode,
     Param,
     Value,
+    CurveParam,
+    CurveValue,
     Error,
     ClientBoundReason,
     Backend,
     Totals,
     Paths,
     Steer,
+    Classes,
 }
 
 impl SummaryText {
@@ -361,12 +434,15 @@ impl SummaryText {
         SummaryText::Mode,
         SummaryText::Param,
         SummaryText::Value,
+        SummaryText::CurveParam,
+        SummaryText::CurveValue,
         SummaryText::Error,
         SummaryText::ClientBoundReason,
         SummaryText::Backend,
         SummaryText::Totals,
         SummaryText::Paths,
         SummaryText::Steer,
+        SummaryText::Classes,
     ];
 
     pub fn name(self) -> &'static str {
@@ -374,12 +450,15 @@ impl SummaryText {
             SummaryText::Mode => "mode",
             SummaryText::Param => "param",
             SummaryText::Value => "value",
+            SummaryText::CurveParam => "curve_param",
+            SummaryText::CurveValue => "curve_value",
             SummaryText::Error => "error",
             SummaryText::ClientBoundReason => "client_bound_reason",
             SummaryText::Backend => "backend",
             SummaryText::Totals => "totals",
             SummaryText::Paths => "paths",
             SummaryText::Steer => "steer",
+            SummaryText::Classes => "classes",
         }
     }
 }
@@ -404,6 +483,7 @@ mod tests {
             steer: "server".into(),
             totals: Some(Default::default()),
             paths: vec![PathSummary::default()],
+            classes: vec![ClassSummary::default()],
             ..Default::default()
         };
         let json = serde_json::to_value(&row).unwrap();

@@ -2,7 +2,7 @@
 //! carried in summary rows, written as the scenario writes them and read back by the report.
 
 use super::knob::{KnobError, PathKnob, PathValue};
-use super::units::{Num, Percent, UnitError};
+use super::units::{Num, TimeShare, UnitError};
 use super::workload::Workload;
 use std::fmt;
 
@@ -16,6 +16,10 @@ pub enum SweepParam {
     Workers,
     Burst,
     Workload,
+    /// The clients' HTTP version: `1.0` (the server closes each connection first) or `1.1`
+    /// (keep-alive; with one request per connection the client closes first), so the same
+    /// load leaves TIME_WAIT on the server or on the clients (seed 002 Tables 10-14).
+    Http,
     /// A live knob of every network path.
     Path(PathKnob),
     /// Where the server's receive processing runs (`[network] steer`).
@@ -33,7 +37,7 @@ const SERVER_PARAMS: [SweepParam; 3] = [
     SweepParam::Backlog,
 ];
 
-const LOAD_PARAMS: [SweepParam; 7] = [
+const LOAD_PARAMS: [SweepParam; 8] = [
     SweepParam::Rate,
     SweepParam::Sockets,
     SweepParam::Clients,
@@ -41,6 +45,7 @@ const LOAD_PARAMS: [SweepParam; 7] = [
     SweepParam::Workers,
     SweepParam::Burst,
     SweepParam::Workload,
+    SweepParam::Http,
 ];
 
 impl SweepParam {
@@ -62,6 +67,7 @@ impl SweepParam {
             SweepParam::Workers => "load.workers",
             SweepParam::Burst => "load.burst",
             SweepParam::Workload => "load.workload",
+            SweepParam::Http => "load.http",
             SweepParam::Path(k) => k.sweep_name(),
             SweepParam::Steer => "network.steer",
             SweepParam::Syncookies => "network.syncookies",
@@ -93,6 +99,7 @@ impl SweepParam {
             SweepParam::Workers => "load-generator workers",
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
+            SweepParam::Http => "HTTP version (1.0: the server closes first; 1.1: the client)",
             SweepParam::Path(k) => k.axis(),
             SweepParam::Steer => "receive steering (where the server's NET_RX softirq runs)",
             SweepParam::Syncookies => {
@@ -120,6 +127,10 @@ pub enum SweepValue {
     },
     /// A named request mix (load.workload; the workers restart with it).
     Workload(Workload),
+    /// HTTP/1.1 keep-alive (true) or HTTP/1.0 (load.http; the workers restart with it).
+    Http {
+        keepalive: bool,
+    },
     Path(PathValue),
     Steer(super::cpus::Steer),
     /// A `tcp_syncookies` setting: 0, 1 or 2.
@@ -147,6 +158,8 @@ pub enum SweepValueError {
     NotASteer(String),
     #[error("`{0}` is not a tcp_syncookies setting; use 0 (off), 1 (when a SYN queue overflows) or 2 (always)")]
     NotASyncookies(String),
+    #[error("`{0}` is not an HTTP version; use \"1.0\" or \"1.1\"")]
+    NotAnHttpVersion(String),
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error(transparent)]
@@ -175,7 +188,7 @@ impl SweepValue {
                     .as_float()
                     .or(arr[0].as_integer().map(|i| i as f64))
                     .ok_or(SweepValueError::BurstRatioNotANumber)?;
-                let fraction = Percent::parse(&text(&arr[1])?)?.fraction();
+                let fraction = TimeShare::parse(&text(&arr[1])?)?.fraction();
                 burst(ratio, fraction)
             }
             SweepParam::Workload => v
@@ -217,13 +230,18 @@ impl SweepValue {
                     .trim()
                     .parse()
                     .map_err(|_| SweepValueError::BurstRatioNotANumber)?;
-                burst(ratio, Percent::parse(f)?.fraction())
+                burst(ratio, TimeShare::parse(f)?.fraction())
             }
             SweepParam::Workload => Workload::ALL
                 .into_iter()
                 .find(|w| w.name() == text.trim())
                 .map(SweepValue::Workload)
                 .ok_or_else(|| SweepValueError::NotAWorkload(text.to_string())),
+            SweepParam::Http => match text.trim() {
+                "1.0" | "1" => Ok(SweepValue::Http { keepalive: false }),
+                "1.1" => Ok(SweepValue::Http { keepalive: true }),
+                other => Err(SweepValueError::NotAnHttpVersion(other.to_string())),
+            },
             SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
             SweepParam::Steer => super::cpus::Steer::parse(text)
                 .map(SweepValue::Steer)
@@ -243,7 +261,10 @@ impl SweepValue {
         match self {
             SweepValue::Rate(r) => Some(r),
             SweepValue::Count(n) => Some(n as f64),
-            SweepValue::Burst { .. } | SweepValue::Workload(_) | SweepValue::Steer(_) => None,
+            SweepValue::Burst { .. }
+            | SweepValue::Workload(_)
+            | SweepValue::Steer(_)
+            | SweepValue::Http { .. } => None,
             SweepValue::Syncookies(n) => Some(n as f64),
             SweepValue::Path(v) => v.x(),
         }
@@ -265,6 +286,7 @@ impl fmt::Display for SweepValue {
             SweepValue::Count(n) => write!(f, "{n}"),
             SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
             SweepValue::Workload(w) => write!(f, "{}", w.name()),
+            SweepValue::Http { keepalive } => f.write_str(if *keepalive { "1.1" } else { "1.0" }),
             SweepValue::Path(v) => write!(f, "{v}"),
             SweepValue::Steer(s) => write!(f, "{s}"),
             SweepValue::Syncookies(n) => write!(f, "{n}"),
@@ -309,13 +331,50 @@ pub mod columns {
     }
 }
 
+/// `curve_param` and `curve_value` columns of a summary row: the `[sweep.curves]` setting the
+/// point was measured under ("" and "" without curves).
+pub mod curve_columns {
+    use super::{SweepParam, SweepPoint, SweepValue};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Cols {
+        #[serde(default)]
+        curve_param: String,
+        #[serde(default)]
+        curve_value: String,
+    }
+
+    pub fn serialize<S: Serializer>(p: &Option<SweepPoint>, s: S) -> Result<S::Ok, S::Error> {
+        let (curve_param, curve_value) = match p {
+            Some(p) => (p.param.to_string(), p.value.to_string()),
+            None => (String::new(), String::new()),
+        };
+        Cols {
+            curve_param,
+            curve_value,
+        }
+        .serialize(s)
+    }
+
+    /// A row without the columns (an older run) or of an unknown parameter reads as none.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SweepPoint>, D::Error> {
+        let c = Cols::deserialize(d)?;
+        Ok(SweepParam::from_name(&c.curve_param).and_then(|param| {
+            SweepValue::parse_text(param, &c.curve_value)
+                .ok()
+                .map(|value| SweepPoint { param, value })
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn values_read_back_from_what_the_summary_writes() {
-        let cases: [(SweepParam, toml::Value); 9] = [
+        let cases: [(SweepParam, toml::Value); 10] = [
             (SweepParam::Steer, "sender".into()),
             (SweepParam::Syncookies, 2.into()),
             (SweepParam::Backlog, 16.into()),
@@ -326,6 +385,7 @@ mod tests {
                 toml::Value::Array(vec![4.into(), "10%".into()]),
             ),
             (SweepParam::Workload, "heavy_cgi".into()),
+            (SweepParam::Http, "1.1".into()),
             (SweepParam::Path(PathKnob::Rtt), "50ms".into()),
             (SweepParam::Path(PathKnob::Bandwidth), "10mbit".into()),
         ];
@@ -361,6 +421,12 @@ mod tests {
         assert_eq!(
             SweepParam::from_name("network.loss"),
             Some(SweepParam::Path(PathKnob::Loss))
+        );
+        // A share of time at peak is a percentage: a bare 10 could be 10 % or 1000 %.
+        let bare = toml::Value::Array(vec![4.into(), 10.into()]);
+        assert_eq!(
+            SweepValue::parse(SweepParam::Burst, &bare),
+            Err(SweepValueError::Unit(UnitError::AmbiguousShare(10.0)))
         );
     }
 }

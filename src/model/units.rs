@@ -48,6 +48,9 @@ pub enum UnitError {
     NotAPercentage(String),
     #[error("{0}% is out of range; a percentage is between 0% and 100%")]
     PercentOutOfRange(f64),
+    /// A bare number where a share of time was expected: 0.5 could be half or 0.5 %.
+    #[error("{0} is ambiguous: write \"{pct}%\" for {pct} % of the time, or \"{0}%\" for {0} % of it", pct = .0 * 100.0)]
+    AmbiguousShare(f64),
 }
 
 fn split_number(s: &str) -> Option<(f64, &str)> {
@@ -279,6 +282,35 @@ impl Percent {
     }
 }
 
+/// A share of time, written as a percentage only (`"10%"`): a bare number is refused, since
+/// `fraction = 0.5` reads as half to a person and as 0.5 % to a percentage.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct TimeShare(pub Percent);
+
+impl TimeShare {
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        let t = s.trim();
+        match t.strip_suffix('%') {
+            Some(_) => Percent::parse(t).map(TimeShare),
+            None => match t.parse::<f64>() {
+                Ok(v) => Err(UnitError::AmbiguousShare(v)),
+                Err(_) => Err(UnitError::NotAPercentage(s.into())),
+            },
+        }
+    }
+
+    /// As a probability 0..=1.
+    pub fn fraction(&self) -> f64 {
+        self.0.fraction()
+    }
+}
+
+impl fmt::Display for TimeShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl fmt::Display for Percent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}%", self.0)
@@ -286,7 +318,7 @@ impl fmt::Display for Percent {
 }
 
 /// A network path's share of the load, as a scenario writes it: a weight (`3`, `0.7`) or a
-/// percentage (`"70%"`, read as 0.7). The paths' shares are weights relative to each other.
+/// percentage (`"70%"`, read as 0.7).
 pub fn deserialize_share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     struct V;
     impl de::Visitor<'_> for V {
@@ -313,6 +345,11 @@ pub fn deserialize_share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Erro
         }
     }
     d.deserialize_any(V)
+}
+
+/// [`deserialize_share`] for a share that may be left out.
+pub fn deserialize_opt_share<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    deserialize_share(d).map(Some)
 }
 
 macro_rules! serde_unit {
@@ -387,6 +424,11 @@ serde_unit!(
     Percent,
     "a percentage such as \"5%\"",
     int = Percent::checked
+);
+serde_unit!(
+    TimeShare,
+    "a share of time such as \"10%\"",
+    int = |v| Err(UnitError::AmbiguousShare(v))
 );
 
 #[cfg(test)]

@@ -228,7 +228,7 @@ pub fn plan_steered(
         .enumerate()
         .map(|(i, p)| PathPlan {
             name: p.name.clone(),
-            share: p.share,
+            share: p.weight(),
             netns: name(&format!("c{i}-{}", p.name)),
             dev: name(&format!("c{i}")),
             addrs: (0..spec.client_addrs).map(|k| client_addr(i, k)).collect(),
@@ -472,11 +472,12 @@ mod tests {
             paths: vec![
                 PathSpec {
                     name: "lan".into(),
-                    share: 3.0,
+                    share: Some(0.75),
                     ..Default::default()
                 },
                 PathSpec {
                     name: "dsl".into(),
+                    share: Some(0.25),
                     rtt: Dur(Duration::from_millis(100)),
                     jitter: Dur(Duration::from_millis(2)),
                     loss: Percent(1.0),
@@ -574,6 +575,9 @@ mod tests {
                 ..Default::default()
             });
         }
+        for p in &mut spec.paths {
+            p.share = Some(0.1);
+        }
         let p = plan(&spec, "zzzzz", Backend::Netem).unwrap();
         for op in p.kernel_ops() {
             if let Op::AddVethPair { a, b, .. } = op {
@@ -594,7 +598,7 @@ mod tests {
             Err(PlanError::RunId(_))
         ));
         let mut spec = two_paths();
-        spec.paths[1].share = -1.0;
+        spec.paths[1].share = Some(-1.0);
         let e = plan(&spec, "a", Backend::Router).unwrap_err().to_string();
         assert!(e.contains("network.path[1].share"), "{e}");
         assert_eq!(new_run_id().len(), MAX_RUN_ID);

@@ -208,14 +208,104 @@ impl Gilbert {
     }
 }
 
+/// The client populations of seed 000 §4.4 as named path profiles: "clients connected to the
+/// server via fast networks, such as a LAN ... home users, connected via modems ... moderate
+/// latency and high-bandwidth cross-country backbone networks ... lossy networks, such as
+/// wireless networks". The paper gives no figures: these are the era's (a switched 100 Mbit
+/// LAN, a 56k modem with its ~150 ms round trip, a T3 across the US, a 2 Mbit WaveLAN with 2 %
+/// loss). A path's own keys override its profile's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// rtt 1 ms, 100 mbit.
+    Lan,
+    /// rtt 150 ms, 56 kbit, a modem's short queue (20 frames).
+    Modem,
+    /// rtt 70 ms, 45 mbit (T3).
+    Backbone,
+    /// rtt 50 ms, 2 mbit, 2 % loss.
+    Wireless,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 4] = [
+        Profile::Lan,
+        Profile::Modem,
+        Profile::Backbone,
+        Profile::Wireless,
+    ];
+
+    /// (rtt, bandwidth, loss, queue) of the profile.
+    fn values(self) -> (Dur, Bandwidth, Percent, u32) {
+        let ms = |v: f64| Dur::from_secs(v / 1000.0);
+        let bw = |bits: u64| Bandwidth(bits);
+        match self {
+            Profile::Lan => (ms(1.0), bw(100_000_000), Percent(0.0), 1000),
+            Profile::Modem => (ms(150.0), bw(56_000), Percent(0.0), 20),
+            Profile::Backbone => (ms(70.0), bw(45_000_000), Percent(0.0), 1000),
+            Profile::Wireless => (ms(50.0), bw(2_000_000), Percent(2.0), 100),
+        }
+    }
+}
+
+/// One `[[network.path]]` as written: every key optional, so a profile fills in only what the
+/// path does not say.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathSpecFile {
+    #[serde(default)]
+    name: String,
+    profile: Option<Profile>,
+    #[serde(
+        default,
+        deserialize_with = "crate::model::units::deserialize_opt_share"
+    )]
+    share: Option<f64>,
+    rtt: Option<Dur>,
+    jitter: Option<Dur>,
+    reorder: Option<bool>,
+    loss: Option<Percent>,
+    loss_model: Option<LossModel>,
+    gilbert: Option<Gilbert>,
+    bandwidth: Option<Bandwidth>,
+    queue: Option<u32>,
+}
+
+impl From<PathSpecFile> for PathSpec {
+    fn from(f: PathSpecFile) -> Self {
+        let d = PathSpec::default();
+        let (rtt, bw, loss, queue) = match f.profile.map(Profile::values) {
+            Some((r, b, l, q)) => (r, Some(b), l, q),
+            None => (d.rtt, d.bandwidth, d.loss, d.queue),
+        };
+        PathSpec {
+            name: f.name,
+            profile: f.profile,
+            share: f.share,
+            rtt: f.rtt.unwrap_or(rtt),
+            jitter: f.jitter.unwrap_or(d.jitter),
+            reorder: f.reorder.unwrap_or(d.reorder),
+            loss: f.loss.unwrap_or(loss),
+            loss_model: f.loss_model.unwrap_or(d.loss_model),
+            gilbert: f.gilbert,
+            bandwidth: f.bandwidth.or(bw),
+            queue: f.queue.unwrap_or(queue),
+        }
+    }
+}
+
 /// One `[[network.path]]`: a class of clients and the WAN between them and the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "PathSpecFile")]
 pub struct PathSpec {
     pub name: String,
-    /// Relative weight of this path in the offered load (`0.7` or `"70%"`).
-    #[serde(deserialize_with = "crate::model::units::deserialize_share")]
-    pub share: f64,
+    /// The client population it starts from (seed 000 §4.4); its own keys override it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    /// Its share of the offered load (`0.7` or `"70%"`; the paths' shares add up to 1); None
+    /// on every path: equal shares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
     /// Added round-trip delay, half in each direction.
     pub rtt: Dur,
     /// Uniform +-jitter added to each direction's delay.
@@ -236,7 +326,8 @@ impl Default for PathSpec {
     fn default() -> Self {
         PathSpec {
             name: String::new(),
-            share: 1.0,
+            profile: None,
+            share: None,
             rtt: Dur::default(),
             jitter: Dur::default(),
             reorder: false,
@@ -250,6 +341,11 @@ impl Default for PathSpec {
 }
 
 impl PathSpec {
+    /// Its weight in the offered load: its share, or 1 (equal shares) when no path has one.
+    pub fn weight(&self) -> f64 {
+        self.share.unwrap_or(1.0)
+    }
+
     /// The value of one of its live knobs.
     pub fn get(&self, k: PathKnob) -> PathValue {
         match k {
@@ -378,8 +474,8 @@ impl NetworkSpec {
                     format!("`{}` is used by an earlier path", p.name),
                 ));
             }
-            if !(p.share.is_finite() && p.share > 0.0) {
-                errs.push(err(key("share"), format!("{} must be > 0", p.share)));
+            if let Some(s) = p.share.filter(|s| !(s.is_finite() && *s > 0.0)) {
+                errs.push(err(key("share"), format!("{s} must be > 0")));
             }
             for &k in PathKnob::ALL {
                 if let Err(e) = p.get(k).checked() {
@@ -418,11 +514,49 @@ impl NetworkSpec {
                 (LossModel::Bernoulli, None) => {}
             }
         }
+        errs.extend(self.shares_problem());
         if errs.is_empty() {
             Ok(())
         } else {
             Err(errs)
         }
+    }
+
+    /// Shares that do not add up to 1, or given on some paths only: refused (they used to be
+    /// normalized without a word, so 0.7 + 0.7 silently meant half each).
+    fn shares_problem(&self) -> Option<SpecError> {
+        let given: Vec<(usize, f64)> = self
+            .paths
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.share.map(|s| (i, s)))
+            .collect();
+        let first = given.first()?.0;
+        if given.iter().any(|g| !(g.1.is_finite() && g.1 > 0.0)) {
+            return None; // said per path
+        }
+        if let Some(i) = (0..self.paths.len()).find(|i| self.paths[*i].share.is_none()) {
+            return Some(err(
+                format!("network.path[{i}].share"),
+                format!(
+                    "`{}` has no share while path `{}` has one: give every path its share (they add up to 1), or none for equal shares",
+                    self.paths[i].name, self.paths[first].name
+                ),
+            ));
+        }
+        let sum: f64 = given.iter().map(|g| g.1).sum();
+        if (sum - 1.0).abs() > 1e-6 {
+            let terms: Vec<String> = given.iter().map(|g| format!("{}", g.1)).collect();
+            return Some(err(
+                format!("network.path[{first}].share"),
+                format!(
+                    "the paths' shares add up to {} ({}), not 1: each is its share of the load; make them add up to 1, or remove them for equal shares",
+                    (sum * 1e6).round() / 1e6,
+                    terms.join(" + ")
+                ),
+            ));
+        }
+        None
     }
 }
 
@@ -452,9 +586,10 @@ mod tests {
             tcp_syncookies = 0
             [[network.path]]
             name = "lan"
-            share = 3
+            share = 0.5
             [[network.path]]
             name = "dsl"
+            share = 0.25
             rtt = "100ms"
             jitter = "2ms"
             loss = "1%"
@@ -462,15 +597,18 @@ mod tests {
             queue = 50
             [[network.path]]
             name = "wifi"
-            share = "70%"
+            share = "25%"
             loss_model = "gilbert"
             gilbert = { p = "1%", r = "30%" }
             "#,
         )
         .unwrap();
         assert_eq!(n.backend, BackendChoice::Router);
-        // issue 28: a share written as a percentage is that fraction (a weight like the others).
-        assert_eq!((n.paths[0].share, n.paths[2].share), (3.0, 0.7));
+        // issue 28: a share written as a percentage is that fraction.
+        assert_eq!(
+            (n.paths[0].share, n.paths[2].share),
+            (Some(0.5), Some(0.25))
+        );
         assert_eq!(n.paths.len(), 3);
         assert_eq!(n.paths[1].rtt.0.as_millis(), 100);
         assert_eq!(n.paths[1].bandwidth.unwrap().0, 10_000_000);
@@ -503,6 +641,7 @@ mod tests {
             client_addrs = 0
             [[network.path]]
             name = "a"
+            share = 1
             [[network.path]]
             name = "a"
             share = 0

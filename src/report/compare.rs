@@ -35,6 +35,9 @@ pub enum Metric {
     ErrorShare,
     /// The machine's CPU busy, % (100 - idle).
     CpuBusy,
+    /// The run's capacity at its target (summary.json's `capacity`), responses/s, per series
+    /// of the sweep: a figure of the run, not of a point.
+    Capacity,
 }
 
 impl Metric {
@@ -44,6 +47,7 @@ impl Metric {
             Metric::Col(c) => c.name(),
             Metric::ErrorShare => "error_share_pct",
             Metric::CpuBusy => "cpu_busy_pct",
+            Metric::Capacity => "capacity_per_s",
         }
     }
 
@@ -59,6 +63,7 @@ impl Metric {
                 }
             }
             Metric::CpuBusy => 100.0 - p.num(SummaryCol::CpuIdlePct),
+            Metric::Capacity => f64::NAN,
         }
     }
 }
@@ -96,11 +101,22 @@ pub struct Delta {
     pub unjudged: Option<String>,
 }
 
-/// `mode value` of a point, the key points are matched by.
+/// `mode [curve] value` of a point, the key points are matched by.
 fn key(p: &Point) -> String {
-    format!("{} {}", p.mode(), p.text(SummaryText::Value))
-        .trim()
-        .to_string()
+    point_key(
+        &p.mode(),
+        &p.text(SummaryText::CurveValue),
+        &p.text(SummaryText::Value),
+    )
+}
+
+fn point_key(mode: &str, curve: &str, value: &str) -> String {
+    [mode, curve, value]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Why a point pair is not judged: a CLIENT-BOUND point measured the load generator, not the
@@ -153,7 +169,32 @@ pub fn deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
             });
         }
     }
+    out.extend(capacity_deltas(base, run));
     out
+}
+
+/// The runs' capacities, series by series (matched by mode and curve), judged as throughput:
+/// lower is worse. A series without a capacity in either run is not judged.
+fn capacity_deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
+    base.capacity
+        .iter()
+        .filter_map(|b| {
+            let r = run
+                .capacity
+                .iter()
+                .find(|r| r.mode == b.mode && r.curve == b.curve)?;
+            let series = format!("{} {}", b.mode, b.curve).trim().to_string();
+            let (x, y) = (b.requests_per_s?, r.requests_per_s?);
+            Some(Delta {
+                point: format!("capacity {series}"),
+                metric: Metric::Capacity,
+                base: x,
+                run: y,
+                regression_pct: (x > 0.0).then(|| (x - y) / x * 100.0),
+                unjudged: None,
+            })
+        })
+        .collect()
 }
 
 /// The table printed by `synlab compare`: per point, baseline -> run and the change per metric;
@@ -166,7 +207,7 @@ pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
     }
     s.push_str("  notes\n");
     let mut points: Vec<&str> = Vec::new();
-    for x in d {
+    for x in d.iter().filter(|x| x.metric != Metric::Capacity) {
         if !points.contains(&x.point.as_str()) {
             points.push(&x.point);
         }
@@ -203,6 +244,18 @@ pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
         }
         let _ = writeln!(s, "  {note}");
     }
+    for x in d.iter().filter(|x| x.metric == Metric::Capacity) {
+        let past = x.regression_pct.is_some_and(|r| r > limit_pct) && on.contains(&x.metric);
+        let _ = writeln!(
+            s,
+            "{}: {} -> {} responses/s ({:+.0}%{})",
+            x.point,
+            short(x.base),
+            short(x.run),
+            (x.run - x.base) / x.base * 100.0,
+            if past { "!" } else { "" }
+        );
+    }
     s
 }
 
@@ -220,11 +273,12 @@ pub fn parse_limit(s: &str) -> anyhow::Result<f64> {
 }
 
 /// The metrics judged unless `--on` names others.
-pub const JUDGED: [Metric; 4] = [
+pub const JUDGED: [Metric; 5] = [
     Metric::Col(SummaryCol::ThroughputPerS),
     Metric::Col(SummaryCol::TotalP50Ms),
     Metric::Col(SummaryCol::TotalP99Ms),
     Metric::ErrorShare,
+    Metric::Capacity,
 ];
 
 /// What keeps a run from being compared whole: interrupted, points of its scenario missing,
@@ -251,7 +305,8 @@ pub fn incomplete(run: &RunData) -> Vec<String> {
     for (i, plan) in planned.iter().enumerate() {
         let mode = crate::scenario::points::mode_name(plan.mode.unwrap_or(sc.load.mode));
         let value = plan.value.map(|v| v.to_string()).unwrap_or_default();
-        let want = format!("{mode} {value}").trim().to_string();
+        let curve = plan.curve.map(|v| v.to_string()).unwrap_or_default();
+        let want = point_key(&mode, &curve, &value);
         let found = if sc.sweep.is_some() {
             run.points.iter().find(|p| key(p) == want)
         } else {
@@ -433,11 +488,40 @@ mod tests {
             events: Vec::new(),
             warnings: Vec::new(),
             thresholds: Vec::new(),
+            capacity: Vec::new(),
         }
     }
 
     fn set(r: &mut RunData, point: usize, key: &str, v: super::super::read::Cell) {
         r.points[point].0.insert(key.into(), v);
+    }
+
+    #[test]
+    fn capacity_is_judged_per_series_as_throughput() {
+        use crate::model::capacity::{Capacity, Found};
+        let cap = |r: f64| Capacity {
+            mode: "closed".into(),
+            curve: String::new(),
+            percentile: 98.0,
+            under_ms: 100.0,
+            found: Found::Interpolated,
+            requests_per_s: Some(r),
+            bytes_per_s: Some(r * 1000.0),
+            at: Some(100.0),
+            points: vec![1, 2],
+        };
+        let mut base = run(&[("8", 400.0, 50.0)]);
+        let mut r = run(&[("8", 400.0, 50.0)]);
+        base.capacity = vec![cap(1000.0)];
+        r.capacity = vec![cap(900.0)];
+        let d = deltas(&base, &r);
+        let c = d.iter().find(|x| x.metric == Metric::Capacity).unwrap();
+        assert_eq!(c.regression_pct, Some(10.0));
+        let t = table(&d, 5.0, &JUDGED);
+        assert!(
+            t.contains("capacity closed: 1000 -> 900 responses/s (-10%!)"),
+            "{t}"
+        );
     }
 
     #[test]

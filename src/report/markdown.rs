@@ -2,7 +2,6 @@
 //! marked, the plots, the cross-checks (flagged beyond 2 %), seed 004's capacity, and the
 //! backend and machine the numbers came from.
 
-use super::figures::{capacity, param_kind, ParamKind, P98_TARGET_MS};
 use super::read::{Point, RunData};
 use crate::model::summary::{non2xx_flag_pct, SummaryCol, SummaryText};
 use crate::model::sweep::SweepParam;
@@ -93,9 +92,7 @@ pub fn report(
         cross_checks(&mut md, r);
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
-        if param_kind(r.param()) == ParamKind::Rate
-            && r.points.iter().any(|p| p.has(SummaryCol::TotalP98Ms))
-        {
+        if !r.capacity.is_empty() {
             let _ = writeln!(md, "## Capacity (seed 004 method){suffix}\n");
             capacity_section(&mut md, r);
         }
@@ -135,9 +132,14 @@ fn facts(md: &mut String, runs: &[RunData], machine: &MachineLine, written_at: &
         }
         if let Some(sw) = r.scenario.as_ref().and_then(|s| s.sweep.as_ref()) {
             let modes = r.modes().join(", ");
+            let curves = sw
+                .curves
+                .as_ref()
+                .map(|c| format!(", one curve per `{}` ({} values)", c.param, c.values.len()))
+                .unwrap_or_default();
             let _ = writeln!(
                 md,
-                "  - **Sweep:** `{}` over {} values{}; warm-up {}, hold {} per point",
+                "  - **Sweep:** `{}` over {} values{}{curves}; warm-up {}, hold {} per point",
                 sw.param,
                 sw.values.len(),
                 if modes.is_empty() {
@@ -336,19 +338,91 @@ fn param_head(param: Option<SweepParam>) -> String {
     }
 }
 
-/// The swept value; without a sweep, the point's window ("12–45 s": a TUI stretch of
-/// settings, or the run's measured part), "whole run" when the file does not say.
+/// The point's sweep value, after its curve's when the sweep has curves (`(4, 10%), 800`);
+/// without a sweep, the point's window ("12–45 s": a TUI stretch of settings, or the run's
+/// measured part), "whole run" when the file does not say.
 fn value_cell(p: &Point) -> String {
     let v = p.text(SummaryText::Value);
-    if !v.is_empty() {
-        return esc(&v);
+    if v.is_empty() {
+        let (a, b) = (p.num(SummaryCol::StartS), p.num(SummaryCol::EndS));
+        return if a.is_finite() && b.is_finite() {
+            format!("{a:.0}–{b:.0} s")
+        } else {
+            "whole run".into()
+        };
     }
-    let (a, b) = (p.num(SummaryCol::StartS), p.num(SummaryCol::EndS));
-    if a.is_finite() && b.is_finite() {
-        format!("{a:.0}–{b:.0} s")
+    let curve = p.text(SummaryText::CurveValue);
+    if curve.is_empty() {
+        esc(&v)
     } else {
-        "whole run".into()
+        esc(&format!("{}, {v}", super::figures::category_label(&curve)))
     }
+}
+
+/// A sweep with `[sweep.curves]`: throughput per curve at each sweep value, and what each
+/// curve lost against the first (seed 000 Fig. 8: the smooth curve first), as a table.
+fn curves_table(md: &mut String, r: &RunData) {
+    let curves: Vec<String> = {
+        let mut c: Vec<String> = Vec::new();
+        for p in &r.points {
+            let v = p.text(SummaryText::CurveValue);
+            if !v.is_empty() && !c.contains(&v) {
+                c.push(v);
+            }
+        }
+        c
+    };
+    if curves.len() < 2 {
+        return;
+    }
+    let mut values: Vec<String> = Vec::new();
+    for p in &r.points {
+        let v = p.text(SummaryText::Value);
+        if !values.contains(&v) {
+            values.push(v);
+        }
+    }
+    let label = |c: &str| super::figures::category_label(c);
+    let _ = writeln!(
+        md,
+        "**Throughput per curve** (responses/s; in brackets the change against {}):\n",
+        label(&curves[0])
+    );
+    let _ = write!(md, "| {} |", param_head(r.param()));
+    for c in &curves {
+        let _ = write!(md, " {} |", esc(&label(c)));
+    }
+    let _ = writeln!(md, "\n|---|{}", "---:|".repeat(curves.len()));
+    for v in &values {
+        let at = |c: &str| {
+            r.points
+                .iter()
+                .find(|p| p.text(SummaryText::Value) == *v && p.text(SummaryText::CurveValue) == c)
+        };
+        let base = at(&curves[0]).map(|p| p.num(SummaryCol::ThroughputPerS));
+        let _ = write!(md, "| {} |", esc(v));
+        for c in &curves {
+            let cell = match at(c) {
+                Some(p) if p.failed() => "FAILED".to_string(),
+                Some(p) => {
+                    let t = p.num(SummaryCol::ThroughputPerS);
+                    let mark = if p.client_bound() {
+                        " (CLIENT-BOUND)"
+                    } else {
+                        ""
+                    };
+                    match base.filter(|b| *b > 0.0 && c != &curves[0]) {
+                        Some(b) => format!("{} ({:+.0} %){mark}", num(t), 100.0 * (t - b) / b),
+                        None => format!("{}{mark}", num(t)),
+                    }
+                }
+                None => "–".into(),
+            };
+            let _ = write!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md);
 }
 
 /// What each network path ran under in a point ("wan: rtt 20 ms, loss 0.0 %, bw 10 Mbit/s"),
@@ -464,7 +538,9 @@ fn summary_table(md: &mut String, r: &RunData) {
         }
     );
     counts_table(md, r);
+    curves_table(md, r);
     path_tables(md, r);
+    class_tables(md, r);
 }
 
 /// Each point's connections and requests counted apart (keep-alive carries many requests on a
@@ -575,6 +651,67 @@ fn path_tables(md: &mut String, r: &RunData) {
             );
         }
         let _ = writeln!(md);
+    }
+}
+
+/// One table per point whose mix has several request classes (`points[i].classes`): each
+/// class's share of the responses, its bytes, errors and latencies (seed 002 Table 5), and
+/// the counts a server's log per path can be held against.
+fn class_tables(md: &mut String, r: &RunData) {
+    let param = r.param();
+    for p in &r.points {
+        let classes = super::figures::point_classes(p);
+        if classes.is_empty() {
+            continue;
+        }
+        let at = if param.is_none() {
+            "whole run".to_string()
+        } else {
+            format!("{} = {}", param_head(param), value_cell(p))
+        };
+        let _ = writeln!(md, "**Point {} per request class** ({at}):\n", p.number());
+        let _ = writeln!(
+            md,
+            "| class | responses | share | responses/s | KB/s | errors/s | connect p50 ms | \
+             total p50 ms | total p90 ms | total p99 ms | load factor |"
+        );
+        let _ = writeln!(
+            md,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        let whole: f64 = classes
+            .iter()
+            .map(|k| k["totals"]["responses"].as_f64().unwrap_or(0.0))
+            .sum();
+        for k in &classes {
+            let f = |key: &str| k[key].as_f64().unwrap_or(f64::NAN);
+            let n = k["totals"]["responses"].as_f64().unwrap_or(f64::NAN);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                esc(k["name"].as_str().unwrap_or("?")),
+                num(n),
+                pct_share(n, whole),
+                num(f("responses_per_s")),
+                num(f("bytes_per_s") / 1000.0),
+                num(f("errors_per_s")),
+                num(f("connect_p50_ms")),
+                num(f("total_p50_ms")),
+                num(f("total_p90_ms")),
+                num(f("total_p99_ms")),
+                num(f("little_load_factor")),
+            );
+        }
+        let _ = writeln!(md);
+    }
+}
+
+/// `part` as a share of `whole`, "12.5 %".
+fn pct_share(part: f64, whole: f64) -> String {
+    if whole > 0.0 && part.is_finite() {
+        format!("{:.1} %", 100.0 * part / whole)
+    } else {
+        "–".into()
     }
 }
 
@@ -731,26 +868,22 @@ fn client_bound(md: &mut String, r: &RunData) {
     let _ = writeln!(md);
 }
 
+/// The largest throughput whose response time meets the target (seed 004), per series:
+/// interpolated between the points that bracket it, from their `capacity_latency_ms`.
 fn capacity_section(md: &mut String, r: &RunData) {
-    match capacity(&r.points) {
-        Some(p) => {
-            let _ = writeln!(
-                md,
-                "The highest throughput with p98 response time under {P98_TARGET_MS} ms: \
-                 **{} responses/s** (point {}, offered {}/s, p98 {} ms).\n",
-                num(p.num(SummaryCol::ThroughputPerS)),
-                p.number(),
-                num(p.num(SummaryCol::OfferedRate)),
-                num(p.num(SummaryCol::TotalP98Ms))
-            );
-        }
-        None => {
-            let _ = writeln!(
-                md,
-                "No valid point had a p98 response time under {P98_TARGET_MS} ms.\n"
-            );
-        }
+    if let Some(c) = r.capacity.first() {
+        let _ = writeln!(
+            md,
+            "Target: {} % of requests under {} ms (`[analysis] capacity`); each point's \
+             response time at that percentile is its `capacity_latency_ms`. Failed and \
+             CLIENT-BOUND points are left out.\n",
+            c.percentile, c.under_ms
+        );
     }
+    for c in &r.capacity {
+        let _ = writeln!(md, "- {}", esc(&c.line()));
+    }
+    let _ = writeln!(md);
 }
 
 fn notices(md: &mut String, r: &RunData) {
@@ -851,6 +984,7 @@ mod tests {
             events: Vec::new(),
             warnings: Vec::new(),
             thresholds: Vec::new(),
+            capacity: Vec::new(),
         };
         let mut md = String::new();
         summary_table(&mut md, &run);

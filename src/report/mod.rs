@@ -81,6 +81,9 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
         figures::sweep_figures(&ctx)
     };
     figs.extend(figures::timeseries_figure(&run, &subtitle));
+    if run.param().is_none() {
+        figs.extend(figures::classes_over_time(&run, &subtitle));
+    }
     write_all(run_dir, runs, figs, &ctx.missing(), &machine)
 }
 

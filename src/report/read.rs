@@ -120,6 +120,9 @@ pub struct RunData {
     pub warnings: Vec<String>,
     /// summary.json's threshold verdicts (empty when the scenario had none).
     pub thresholds: Vec<super::thresholds::Verdict>,
+    /// summary.json's capacity of each series of the sweep (empty without a sweep, or an
+    /// older run).
+    pub capacity: Vec<crate::model::capacity::Capacity>,
 }
 
 impl RunData {
@@ -237,12 +240,19 @@ pub fn read_run(dir: &Path) -> anyhow::Result<RunData> {
             Vec::new()
         }
     };
-    let thresholds = std::fs::read_to_string(dir.join("summary.json"))
-        .ok()
-        .and_then(|s| super::thresholds::read_verdicts(&s))
+    let summary_json = std::fs::read_to_string(dir.join("summary.json")).ok();
+    let thresholds = summary_json
+        .as_deref()
+        .and_then(super::thresholds::read_verdicts)
+        .unwrap_or_default();
+    let capacity = summary_json
+        .as_deref()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+        .and_then(|v| serde_json::from_value(v.get("capacity")?.clone()).ok())
         .unwrap_or_default();
     Ok(RunData {
         thresholds,
+        capacity,
         dir: dir.to_path_buf(),
         name,
         scenario,

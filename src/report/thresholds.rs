@@ -6,7 +6,7 @@ use crate::model::summary::SummaryCol;
 use crate::model::SummaryRow;
 use crate::probe::crosscheck;
 use crate::scenario::gate::{
-    check_metric, parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, ThresholdSpec,
+    check_metric, parse_bound, Aggregate, Bound, GateSpec, Over, RawBound, RunMetric, ThresholdSpec,
 };
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
@@ -35,7 +35,17 @@ pub struct Verdict {
 #[derive(Debug, Clone, Default)]
 pub struct Gate {
     pub thresholds: Vec<Threshold>,
+    /// Thresholds on the run's capacity, judged once per series at its end.
+    pub capacity: Vec<CapacityThreshold>,
     pub gate: GateSpec,
+}
+
+/// A `[[threshold]]` on the run's capacity (`capacity_per_s`, `capacity_bytes_per_s`).
+#[derive(Debug, Clone)]
+pub struct CapacityThreshold {
+    pub index: usize,
+    pub metric: RunMetric,
+    bounds: Vec<(Op, RawBound, f64)>,
 }
 
 /// A `[[threshold]]` ready to judge: its metric and bounds parsed once, when the gate is made.
@@ -73,14 +83,82 @@ impl Gate {
                 })
             })
             .collect();
+        let capacity = sc
+            .thresholds
+            .iter()
+            .enumerate()
+            .filter_map(|(index, t)| {
+                let metric = RunMetric::parse(&t.metric)?;
+                let bounds = [(Op::Max, &t.max), (Op::Min, &t.min)]
+                    .into_iter()
+                    .filter_map(|(op, raw)| {
+                        let raw = raw.as_ref()?;
+                        Some((op, raw.clone(), metric.parse_bound(raw).ok()?))
+                    })
+                    .collect();
+                Some(CapacityThreshold {
+                    index,
+                    metric,
+                    bounds,
+                })
+            })
+            .collect();
         Gate {
             thresholds,
+            capacity,
             gate: sc.gate.clone(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.thresholds.is_empty() && self.gate.is_empty()
+        self.thresholds.is_empty() && self.capacity.is_empty() && self.gate.is_empty()
+    }
+
+    /// The verdicts of the capacity thresholds: one per series of the sweep (a series whose
+    /// capacity was not found fails, saying why).
+    pub fn judge_capacity(&self, found: &[crate::model::capacity::Capacity]) -> Vec<Verdict> {
+        let mut out = Vec::new();
+        for th in &self.capacity {
+            for c in found {
+                let series = [c.mode.as_str(), c.curve.as_str()]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                for (op, raw, limit) in &th.bounds {
+                    let (sym, ok): (&str, fn(f64, f64) -> bool) = match op {
+                        Op::Max => ("<=", |m, l| m <= l),
+                        Op::Min => (">=", |m, l| m >= l),
+                    };
+                    let check = format!("{} {sym} {raw}", th.metric.name());
+                    let measured = th.metric.of(c);
+                    let passed = measured.is_some_and(|m| ok(m, *limit));
+                    let message = match measured {
+                        Some(m) => format!(
+                            "threshold `{check}` at the run's capacity ({series}, p{} under {} ms): {} = {}: {}",
+                            c.percentile,
+                            c.under_ms,
+                            th.metric.name(),
+                            short(m),
+                            if passed { "pass" } else { "FAIL" }
+                        ),
+                        None => format!("threshold `{check}`: {}", c.line()),
+                    };
+                    out.push(Verdict {
+                        check,
+                        source: format!("threshold[{}]", th.index),
+                        point: None,
+                        value: series.clone(),
+                        measured,
+                        limit: Some(*limit),
+                        passed,
+                        message,
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// The verdicts for one finished point (thresholds over points, and `[gate]` conditions).
@@ -382,6 +460,48 @@ mod tests {
     fn gate(toml_src: &str) -> Gate {
         let sc = crate::scenario::parse("t.toml", toml_src).unwrap();
         Gate::of(&sc)
+    }
+
+    #[test]
+    fn a_capacity_threshold_is_judged_per_series_and_fails_without_one() {
+        use crate::model::capacity::{Capacity, Found};
+        let g = gate(
+            "[load]\nmode = \"open\"\nrate = 100\n[sweep]\nparam = \"load.rate\"\nvalues = [100, 200]\n\
+             [[threshold]]\nmetric = \"capacity_per_s\"\nmin = \"1k\"\n",
+        );
+        let cap = |mode: &str, r: Option<f64>, found| Capacity {
+            mode: mode.into(),
+            curve: String::new(),
+            percentile: 98.0,
+            under_ms: 100.0,
+            found,
+            requests_per_s: r,
+            bytes_per_s: r.map(|r| r * 1e3),
+            at: None,
+            points: vec![1],
+        };
+        let v = g.judge_capacity(&[
+            cap("closed", Some(1200.0), Found::Interpolated),
+            cap("sclient", None, Found::NoneUnder),
+        ]);
+        assert_eq!(v.len(), 2);
+        assert!(v[0].passed, "{}", v[0].message);
+        assert_eq!(v[0].check, "capacity_per_s >= 1k");
+        assert!(
+            v[0].message.contains("capacity_per_s = 1200: pass"),
+            "{}",
+            v[0].message
+        );
+        assert!(!v[1].passed);
+        assert!(
+            v[1].message.contains("no valid point met the target"),
+            "{}",
+            v[1].message
+        );
+        assert!(
+            g.judge_run(&[]).is_empty(),
+            "a capacity threshold is not a point metric"
+        );
     }
 
     fn row(point: usize, value: &str) -> SummaryRow {

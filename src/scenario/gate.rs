@@ -113,12 +113,60 @@ impl std::fmt::Display for Bound {
     }
 }
 
-/// The numeric columns of summary.json (booleans count as 0/1), in the file's order.
+/// The numeric columns of summary.json (booleans count as 0/1), in the file's order, then the
+/// run's own figures ([`RunMetric`]).
 fn metric_names() -> Vec<String> {
     SummaryCol::ALL
         .iter()
         .map(|c| c.name().to_string())
+        .chain(RunMetric::ALL.iter().map(|m| m.name().to_string()))
         .collect()
+}
+
+/// A figure of the whole run a threshold may bound (summary.json's `capacity`): judged once
+/// per series of the sweep at the run's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMetric {
+    /// Responses/s at capacity (`capacity[i].requests_per_s`).
+    CapacityPerS,
+    /// Response bytes/s at capacity (`capacity[i].bytes_per_s`).
+    CapacityBytesPerS,
+}
+
+impl RunMetric {
+    pub const ALL: [RunMetric; 2] = [RunMetric::CapacityPerS, RunMetric::CapacityBytesPerS];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunMetric::CapacityPerS => "capacity_per_s",
+            RunMetric::CapacityBytesPerS => "capacity_bytes_per_s",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<RunMetric> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Its value in one series' capacity (None: not found).
+    pub fn of(self, c: &crate::model::capacity::Capacity) -> Option<f64> {
+        match self {
+            RunMetric::CapacityPerS => c.requests_per_s,
+            RunMetric::CapacityBytesPerS => c.bytes_per_s,
+        }
+    }
+
+    /// A bound on it: a number or a rate with a suffix (`950`, `"1.2k"`, `"5M"`).
+    pub fn parse_bound(self, raw: &RawBound) -> Result<f64, GateError> {
+        match raw {
+            RawBound::Num(v) => Ok(*v),
+            RawBound::Text(s) => super::units::Num::parse(s.trim())
+                .map(|n| n.0)
+                .map_err(|unit| GateError::RunBound {
+                    unit,
+                    metric: self.name(),
+                }),
+        }
+    }
 }
 
 /// Why a threshold's metric or bound cannot be read.
@@ -145,6 +193,11 @@ pub enum GateError {
     Percentage {
         bad: Box<GateError>,
         metric: SummaryCol,
+    },
+    #[error("{unit}\nhelp: {metric} is bounded by a number per second, e.g. 950 or \"1.2k\"")]
+    RunBound {
+        unit: UnitError,
+        metric: &'static str,
     },
 }
 

@@ -292,6 +292,23 @@ impl Scenario {
         toml::to_string_pretty(&v).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
     }
 
+    /// Whether any point speaks HTTP/1.1 keep-alive (`load.http`, or a sweep or its curves
+    /// over it): the server then keeps connections the clients keep.
+    pub fn uses_keepalive(&self) -> bool {
+        let swept = self.sweep.iter().flat_map(|sw| {
+            let curves = sw.curves.iter().map(|c| (c.kind(), &c.values));
+            std::iter::once((sw.kind(), &sw.values)).chain(curves)
+        });
+        self.load.http == HttpVersion::Http11
+            || swept
+                .filter(|(k, _)| *k == Some(SweepParam::Http))
+                .flat_map(|(_, vals)| vals.iter())
+                .any(|v| {
+                    SweepValue::parse(SweepParam::Http, v)
+                        == Ok(SweepValue::Http { keepalive: true })
+                })
+    }
+
     /// Scales durations by `f` (0 < f <= 1) for `--quick` runs: run length, steps, warm-up and
     /// hold (at least 1 s of hold, 0.5 s of warm-up).
     pub fn scaled(mut self, f: f64) -> Self {

@@ -1,7 +1,7 @@
 //! The scenario file's model: what a person writes in scenarios/*.toml. Unknown keys are
 //! rejected everywhere; defaults make a short file a complete experiment.
 
-use super::units::{Bytes, Dur, Num, Percent};
+use super::units::{Bytes, Dur, Num, Percent, TimeShare};
 use crate::target::config::{Arch, ServiceKind};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -44,6 +44,18 @@ pub struct Scenario {
     /// `[gate]`: run-wide fail conditions (client-bound points, cross-checks).
     #[serde(default, skip_serializing_if = "super::gate::GateSpec::is_empty")]
     pub gate: super::gate::GateSpec,
+    /// `[analysis]`: how the results are read (the capacity target).
+    #[serde(default)]
+    pub analysis: AnalysisSpec,
+}
+
+/// `[analysis]`: how a run's results are read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct AnalysisSpec {
+    /// The response-time target capacity is judged by (seed 004): `{ percentile = 98, under =
+    /// "100ms" }` by default.
+    pub capacity: crate::model::capacity::CapacityTarget,
 }
 
 fn default_duration() -> Dur {
@@ -288,7 +300,8 @@ fn one() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct BurstSpec {
     pub ratio: f64,
-    pub fraction: Percent,
+    /// A percentage (`"10%"`); a bare number is refused as ambiguous.
+    pub fraction: TimeShare,
     #[serde(default = "default_period")]
     pub period: Dur,
     /// Start with bursts off (the TUI's burst key turns them on).
@@ -346,7 +359,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub burst_fraction: Option<Percent>,
+    pub burst_fraction: Option<TimeShare>,
     /// Network path the rtt/jitter/loss/bandwidth below apply to (default: all paths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -413,6 +426,25 @@ pub struct Sweep {
     /// a second dimension that changes live (root only: see `[network] steer`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steer: Vec<crate::model::Steer>,
+    /// `[sweep.curves]`: run the whole sweep once per value of a second parameter, one curve
+    /// each (seed 000 Fig. 8: throughput vs average rate, one curve per burst shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curves: Option<Curves>,
+}
+
+/// `[sweep.curves]`: a second parameter, one curve per value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Curves {
+    pub param: String,
+    pub values: Vec<toml::Value>,
+}
+
+impl Curves {
+    /// The curves' parameter; None only in a scenario that failed validation.
+    pub fn kind(&self) -> Option<SweepParam> {
+        SweepParam::from_name(&self.param)
+    }
 }
 
 fn default_warmup() -> Dur {

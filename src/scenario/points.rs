@@ -1,13 +1,15 @@
-//! The points a scenario runs: one per mode and sweep value, or the run as a whole, each with
-//! its warmup, hold and cooldown.
+//! The points a scenario runs: one per mode, curve and sweep value, or the run as a whole,
+//! each with its warmup, hold and cooldown.
 
 use super::{Scenario, SweepValue};
 use crate::load::protocol::Mode;
 
-/// One planned measurement: a mode and a sweep value (None: the run as a whole).
+/// One planned measurement: a mode, a curve and a sweep value (None: the run as a whole).
 #[derive(Debug, Clone)]
 pub struct Point {
     pub mode: Option<Mode>,
+    /// The `[sweep.curves]` value it is measured under (None without curves).
+    pub curve: Option<SweepValue>,
     pub value: Option<SweepValue>,
     /// The receive steering of a `[sweep] steer` point (None: the lab's own).
     pub steer: Option<crate::model::Steer>,
@@ -21,7 +23,7 @@ pub fn mode_name(m: Mode) -> String {
     format!("{m:?}").to_lowercase()
 }
 
-/// The points a scenario runs, in order.
+/// The points a scenario runs, in order: per mode, per curve, the sweep's values.
 pub fn plan_points(sc: &Scenario) -> Vec<Point> {
     match &sc.sweep {
         Some(sw) => {
@@ -35,28 +37,40 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
             } else {
                 sw.steer.iter().copied().map(Some).collect()
             };
-            let mut points = Vec::new();
+            let curves: Vec<Option<SweepValue>> = match &sw.curves {
+                None => vec![None],
+                Some(c) => c
+                    .values
+                    .iter()
+                    .map(|v| c.kind().and_then(|k| SweepValue::parse(k, v).ok()))
+                    .collect(),
+            };
+            let mut out = Vec::new();
             for m in modes {
-                for v in &sw.values {
-                    for &steer in &steers {
-                        points.push(Point {
+                for c in &curves {
+                    for v in &sw.values {
+                        for &steer in &steers {
+                        out.push(Point {
                             mode: m,
-                            value: sw.kind().and_then(|k| super::SweepValue::parse(k, v).ok()),
+                            curve: *c,
+                            value: sw.kind().and_then(|k| SweepValue::parse(k, v).ok()),
                             steer,
                             warmup: sw.warmup.secs(),
                             hold: sw.hold.secs(),
                             cooldown: sw.cooldown.secs(),
                         });
+                        }
                     }
                 }
             }
-            points
+            out
         }
         None => {
             let d = sc.duration.secs();
             let warmup = (d * 0.1).min(2.0);
             vec![Point {
                 mode: None,
+                curve: None,
                 value: None,
                 steer: None,
                 warmup,

@@ -1,7 +1,7 @@
 //! Range and consistency checks on a parsed scenario. Each problem names its key path so the
 //! loader can point at the line.
 
-use super::gate::{check_metric, parse_bound, Aggregate, Over};
+use super::gate::{check_metric, parse_bound, Aggregate, Over, RunMetric};
 use super::model::*;
 use crate::model::limits::RATE_MAX;
 use std::time::Duration;
@@ -23,7 +23,28 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     check_probe(s, &mut bad);
     check_steps(s, &mut bad);
     check_sweep(s, &mut bad);
+    check_analysis(s, &mut bad);
     p
+}
+
+/// `[analysis] capacity`: a percentile and a time that can be met.
+fn check_analysis(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let c = &s.analysis.capacity;
+    if !(c.percentile > 0.0 && c.percentile < 100.0) {
+        bad(
+            "analysis.capacity.percentile",
+            format!(
+                "{} is not a percentile between 0 and 100 (seed 004: 98)",
+                c.percentile
+            ),
+        );
+    }
+    if c.under.secs() <= 0.0 {
+        bad(
+            "analysis.capacity.under",
+            "must be > 0, e.g. \"100ms\"".into(),
+        );
+    }
 }
 
 /// The run's length: positive and bounded.
@@ -369,23 +390,22 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 }
 
 /// The sweep: a known parameter with at least one valid value.
+/// What is wrong with a sweep parameter's name that names none: the nearest and the valid.
+fn unknown_param(name: &str) -> String {
+    let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
+    let hint = super::diag::nearest(name, &names)
+        .map(|n| format!("; did you mean `{n}`?"))
+        .unwrap_or_default();
+    format!(
+        "unknown parameter `{name}`{hint} (valid: {})",
+        names.join(", ")
+    )
+}
+
 fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(sw) = &s.sweep {
-        let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
         match sw.kind() {
-            None => {
-                let hint = super::diag::nearest(&sw.param, &names)
-                    .map(|n| format!("; did you mean `{n}`?"))
-                    .unwrap_or_default();
-                bad(
-                    "sweep.param",
-                    format!(
-                        "unknown parameter `{}`{hint} (valid: {})",
-                        sw.param,
-                        names.join(", ")
-                    ),
-                );
-            }
+            None => bad("sweep.param", unknown_param(&sw.param)),
             Some(k) if k.needs_network() && s.network.is_none() => bad(
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
@@ -406,6 +426,45 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             bad("sweep.hold", "must be > 0".into());
         }
         check_sweep_server(s, sw, bad);
+        if let Some(c) = &sw.curves {
+            check_curves(s, c, sw.kind(), bad);
+        }
+    }
+}
+
+/// `[sweep.curves]`: another known parameter than the sweep's, with valid values.
+fn check_curves(
+    s: &Scenario,
+    c: &Curves,
+    swept: Option<SweepParam>,
+    bad: &mut impl FnMut(&str, String),
+) {
+    let Some(k) = c.kind() else {
+        bad("sweep.curves.param", unknown_param(&c.param));
+        return;
+    };
+    if Some(k) == swept {
+        bad(
+            "sweep.curves.param",
+            format!(
+                "`{}` is what the sweep varies along each curve: the curves take another parameter (e.g. load.burst over a load.rate sweep)",
+                c.param
+            ),
+        );
+    }
+    if k.needs_network() && s.network.is_none() {
+        bad(
+            "sweep.curves.param",
+            format!("`{}` needs a [network] section", c.param),
+        );
+    }
+    if c.values.is_empty() {
+        bad("sweep.curves.values", "needs at least one value".into());
+    }
+    for (i, v) in c.values.iter().enumerate() {
+        if let Err(e) = super::SweepValue::parse(k, v) {
+            bad(&format!("sweep.curves.values[{i}]"), e.to_string());
+        }
     }
 }
 
@@ -574,12 +633,60 @@ pub fn about(secs: f64) -> String {
     }
 }
 
+/// A threshold on the run's capacity: judged once per series at the end, so it needs a sweep
+/// and takes no `points`, `values` or `aggregate`; its bounds are rates.
+fn run_metric_problems(
+    s: &Scenario,
+    i: usize,
+    t: &super::gate::ThresholdSpec,
+    m: RunMetric,
+) -> Vec<Problem> {
+    let k = |key: &str| format!("threshold[{i}].{key}");
+    let mut p = Vec::new();
+    if s.sweep.is_none() {
+        p.push((
+            k("metric"),
+            format!(
+                "`{}` is the capacity a sweep finds ([analysis] capacity): this scenario has no [sweep]",
+                m.name()
+            ),
+        ));
+    }
+    if t.max.is_none() && t.min.is_none() {
+        p.push((
+            k("metric"),
+            "a threshold needs `max` or `min` (or both), e.g. min = 900".into(),
+        ));
+    }
+    for (key, b) in [("max", &t.max), ("min", &t.min)] {
+        if let Some(b) = b {
+            if let Err(e) = m.parse_bound(b) {
+                p.push((k(key), e.to_string()));
+            }
+        }
+    }
+    if !t.points.is_empty() || !t.values.is_empty() || t.aggregate != Aggregate::default() {
+        p.push((
+            k("metric"),
+            format!(
+                "`{}` is judged once per series of the sweep: remove `points`, `values` and `aggregate`",
+                m.name()
+            ),
+        ));
+    }
+    p
+}
+
 /// Problems in `[[threshold]]` and `[gate]`, keyed `threshold[i].key`.
 pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
     let mut p = Vec::new();
     let n_points = super::points::plan_points(s).len();
     for (i, t) in s.thresholds.iter().enumerate() {
         let k = |key: &str| format!("threshold[{i}].{key}");
+        if let Some(run_metric) = RunMetric::parse(&t.metric) {
+            p.extend(run_metric_problems(s, i, t, run_metric));
+            continue;
+        }
         let metric = check_metric(&t.metric);
         if let Err(e) = &metric {
             p.push((k("metric"), e.to_string()));

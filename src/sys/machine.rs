@@ -1,4 +1,5 @@
-//! The machine a report describes: host name, kernel, CPU count and model, from live /proc.
+//! The machine a report describes: host name, kernel, CPU count and model, and its load
+//! average (how busy others kept it: our machines are shared), from live /proc.
 
 /// Facts about this host, for captions and report.md.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -7,6 +8,8 @@ pub struct Machine {
     pub kernel: String,
     pub cpus: usize,
     pub cpu_model: String,
+    /// /proc/loadavg's 1, 5 and 15-minute averages when read (None: not recorded).
+    pub loadavg: Option<[f64; 3]>,
 }
 
 impl Machine {
@@ -30,6 +33,7 @@ impl Machine {
                 .and_then(|l| l.split_once(':'))
                 .map(|(_, v)| v.trim().to_string())
                 .unwrap_or_default(),
+            loadavg: parse_loadavg(&read("/proc/loadavg")),
         }
     }
 
@@ -40,6 +44,7 @@ impl Machine {
             "kernel": self.kernel,
             "cpus": self.cpus,
             "cpu_model": self.cpu_model,
+            "loadavg": self.loadavg,
         })
     }
 
@@ -52,6 +57,9 @@ impl Machine {
             kernel: s("kernel"),
             cpus: o.get("cpus").and_then(|v| v.as_u64()).unwrap_or(0) as usize,
             cpu_model: s("cpu_model"),
+            loadavg: o
+                .get("loadavg")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
         })
     }
 
@@ -73,6 +81,9 @@ impl Machine {
         );
         if !self.cpu_model.is_empty() {
             s.push_str(&format!(" ({})", self.cpu_model));
+        }
+        if let Some([one, five, fifteen]) = self.loadavg {
+            s.push_str(&format!(", load {one:.1}/{five:.1}/{fifteen:.1}"));
         }
         s
     }
@@ -101,6 +112,12 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The 1, 5 and 15-minute load averages of /proc/loadavg's line.
+fn parse_loadavg(line: &str) -> Option<[f64; 3]> {
+    let mut it = line.split_whitespace().map(|v| v.parse::<f64>().ok());
+    Some([it.next()??, it.next()??, it.next()??])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +137,24 @@ mod tests {
         assert!(
             !m.kernel.is_empty(),
             "/proc/sys/kernel/osrelease unreadable"
+        );
+        assert_eq!(Machine::from_json(&m.to_json()), Some(m));
+    }
+
+    #[test]
+    fn the_load_average_is_read_and_said() {
+        let l = parse_loadavg("2.95 5.59 6.17 3/812 40211");
+        assert_eq!(l, Some([2.95, 5.59, 6.17]));
+        assert_eq!(parse_loadavg("garbage"), None);
+        let m = Machine {
+            cpus: 2,
+            loadavg: l,
+            ..Default::default()
+        };
+        assert!(
+            m.describe().ends_with(", load 3.0/5.6/6.2"),
+            "{}",
+            m.describe()
         );
         assert_eq!(Machine::from_json(&m.to_json()), Some(m));
     }

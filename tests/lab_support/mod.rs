@@ -164,3 +164,16 @@ hold = "5s"
 {extra}"#
     )
 }
+
+/// Whether nginx or Apache is installed: false (skip, saying why) without it, a failure when
+/// CI requires every test.
+pub fn real_server_installed(kind: synlab::scenario::TargetKind) -> bool {
+    match synlab::lab::real_server::find_binary(kind) {
+        Ok(_) => true,
+        Err(e) if require_privileged() => panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}"),
+        Err(e) => {
+            eprintln!("skipped: {e:#}");
+            false
+        }
+    }
+}

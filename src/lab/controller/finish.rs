@@ -79,6 +79,9 @@ impl Controller {
         if let Some(mut f) = self.access.follower.take() {
             f.stop();
         }
+        if let Some(mut p) = self.scoreboard.take() {
+            p.stop();
+        }
     }
 
     /// The router's departure error over the lab's life, next to its goal, for summary.json.
@@ -125,6 +128,7 @@ impl Controller {
             rec.meta("lab", st.lab.clone().into());
         }
         rec.meta("machine", crate::sys::machine::Machine::read().to_json());
+        rec.run_classes(core.run_class_totals());
         if let Some((c, sv, d)) = core.final_check() {
             let agree =
                 !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);

@@ -62,6 +62,10 @@ pub struct Controller {
     scenario: Scenario,
     /// The request mix the workers are started with (a workload sweep sets it per point).
     workload: crate::scenario::Workload,
+    /// The clients speak HTTP/1.1 keep-alive (`load.http`, or its sweep value now).
+    keepalive: bool,
+    /// Apache's scoreboard reader (kind = "apache").
+    scoreboard: Option<crate::lab::real_server::status::StatusPoller>,
     /// The state and everything folded into it: the controller reads it and sends it inputs.
     core: LabCore,
     tx: Sender<Input>,
@@ -149,7 +153,7 @@ impl Controller {
             .metrics
             .clone()
             .map(crate::metrics::openmetrics::Publisher::new);
-        let core = LabCore::new(
+        let mut core = LabCore::new(
             &scenario.name,
             knobs,
             scenario.steps.clone(),
@@ -162,10 +166,13 @@ impl Controller {
             scenario.network.is_some(),
             &crate::sys::machine::online_cpus(),
         );
+        core.set_capacity_quantile(scenario.analysis.capacity.quantile());
         Controller {
             gate: crate::report::thresholds::Gate::of(&scenario),
             n_workers: scenario.load.workers,
             workload: scenario.load.workload,
+            keepalive: scenario.load.http == HttpVersion::Http11,
+            scoreboard: None,
             scenario,
             core,
             tx,

@@ -24,7 +24,7 @@ impl Controller {
                     service_time_us: t.service_time.0.as_micros() as u64,
                     service: t.service,
                     files,
-                    keepalive: t.keepalive || self.scenario.load.http == HttpVersion::Http11,
+                    keepalive: t.keepalive || self.scenario.uses_keepalive(),
                     stats_interval_ms: 100,
                     accept_batch: 1,
                     lingering_close: t.lingering_close,
@@ -121,6 +121,18 @@ impl Controller {
                 },
             )?);
             self.log(&format!("counting the access log {}", path.display()));
+        }
+        if t.kind == TargetKind::Apache {
+            let tx = self.tx.clone();
+            let netns = self.net.as_ref().map(|n| n.server_netns.clone());
+            self.scoreboard = Some(crate::lab::real_server::status::StatusPoller::spawn(
+                self.target_addr,
+                netns,
+                move |busy| {
+                    let _ = tx.send(Input::Scoreboard { busy });
+                },
+            ));
+            self.log("reading Apache's scoreboard (mod_status) for its busy workers");
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ impl Controller {
             response_timeout_s: self.scenario.load.response_timeout.secs(),
             burst: k.burst_on.then_some(k.burst),
             mix: crate::scenario::workloads::mix_for(&self.scenario, self.workload),
-            keepalive: self.scenario.load.http == HttpVersion::Http11,
+            keepalive: self.keepalive,
             requests_per_conn: self.scenario.load.requests_per_conn,
             connections: (self.scenario.load.connections).map_or(0, share),
             host_header: self.target_addr.to_string(),
@@ -38,12 +38,12 @@ impl Controller {
     /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own
     /// runs are bounded by the scenario's duration too).
     pub(super) fn max_run_secs(&self) -> f64 {
-        // Every point of a sweep (modes, values, steerings: `plan_points`'s), or the duration.
+        // Every point of a sweep (modes, values, steerings, curves), or the duration.
         let sweep = self
             .scenario
             .sweep
-            .as_ref()
-            .map(|_| crate::scenario::validate::run_length_s(&self.scenario));
+            .is_some()
+            .then(|| crate::scenario::validate::run_length_s(&self.scenario));
         sweep.unwrap_or(0.0).max(self.scenario.duration.secs()) + 60.0
     }
 
@@ -137,6 +137,12 @@ impl Controller {
         self.restart_workers(self.n_workers)
     }
 
+    /// Restarts the workers speaking HTTP/1.1 keep-alive (or HTTP/1.0).
+    pub fn restart_workers_http(&mut self, keepalive: bool) -> anyhow::Result<()> {
+        self.keepalive = keepalive;
+        self.restart_workers(self.n_workers)
+    }
+
     pub fn restart_workers(&mut self, n: u32) -> anyhow::Result<()> {
         for mut w in self.workers.drain(..) {
             w.stop(Duration::from_secs(2));
@@ -201,6 +207,37 @@ impl Controller {
         self.log(&format!(
             "drained: the workers finished what was in flight ({in_flight} still open at the bound)"
         ));
+    }
+
+    /// Pauses the load and pumps until the workers report nothing in progress (no connect,
+    /// no request), for at most T + the response timeout, leaving it paused (the next point
+    /// resumes it in its own settings): what one point started must not finish inside the
+    /// next one's window (closed clients wait out SYN retransmissions, seconds after an
+    /// overloaded point). Returns how long it waited and what was still in progress at the
+    /// bound.
+    pub fn settle(&mut self) -> anyhow::Result<(f64, u64)> {
+        self.apply(Command::Pause(true));
+        let bound = self.core.state().knobs.timeout.as_secs_f64()
+            + self.scenario.load.response_timeout.secs();
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
+        // Rows after the pause: the store's latest reflects the workers' reports since.
+        let fresh = t0 + self.interval * 2;
+        let in_progress = |c: &Self| {
+            let st = &c.core.state().store;
+            st.last(crate::model::col::CONNECTING).unwrap_or(0.0)
+                + st.last(crate::model::col::REQUESTS_IN_FLIGHT)
+                    .unwrap_or(0.0)
+        };
+        loop {
+            self.pump()?;
+            let now = Instant::now();
+            if now >= deadline || (now >= fresh && in_progress(self) == 0.0) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok((t0.elapsed().as_secs_f64(), in_progress(self) as u64))
     }
 
     /// How many load workers run now.

@@ -9,6 +9,7 @@ use crate::lab::state::{LiveLatency, Warning};
 use crate::load::protocol::StatsDelta;
 use crate::metrics::hist::HistDelta;
 use crate::metrics::store::EventKind;
+use crate::model::Counters;
 use std::collections::VecDeque;
 use std::mem::Discriminant;
 
@@ -57,28 +58,47 @@ impl Recent {
 
     /// The latency of the reports since `t0` of the workers `keep` picks.
     fn latency(&self, t0: f64, now: f64, keep: &dyn Fn(u32) -> bool) -> LiveLatency {
-        let (mut connect, mut total) = (HistDelta::default(), HistDelta::default());
-        let mut live = LiveLatency {
-            window_s: (now - t0).max(0.0),
-            ..Default::default()
-        };
-        for d in self.since(t0, keep) {
-            connect.0.extend_from_slice(&d.connect_us.0);
-            total.0.extend_from_slice(&d.total_us.0);
-            let c = &d.counts;
-            live.connects += c.established;
-            live.responses += c.responses;
-            live.connect_timeouts += c.connect_timeouts;
-            live.other_errors += c.errors() - c.connect_timeouts;
-        }
-        let ms = |h: &HistDelta| {
-            let q = |x| h.quantile(x).map(|us| us as f64 / 1000.0);
-            Some([q(0.5)?, q(0.9)?, q(0.99)?])
-        };
-        live.connect = ms(&connect);
-        live.total = ms(&total);
-        live
+        let shares = self
+            .since(t0, keep)
+            .map(|d| (&d.counts, &d.connect_us, &d.total_us));
+        live_latency(shares, (now - t0).max(0.0))
     }
+
+    /// The latency of request class `name` in the reports since `t0`.
+    fn class_latency(&self, t0: f64, now: f64, name: &str) -> LiveLatency {
+        let shares = self
+            .since(t0, &|_| true)
+            .flat_map(|d| d.classes.iter().filter(|c| c.name == name))
+            .map(|c| (&c.counts, &c.connect_us, &c.total_us));
+        live_latency(shares, (now - t0).max(0.0))
+    }
+}
+
+/// The latency of reports (or class shares of them) over `window_s`, with what it is over.
+fn live_latency<'a>(
+    shares: impl Iterator<Item = (&'a Counters, &'a HistDelta, &'a HistDelta)>,
+    window_s: f64,
+) -> LiveLatency {
+    let (mut connect, mut total) = (HistDelta::default(), HistDelta::default());
+    let mut live = LiveLatency {
+        window_s,
+        ..Default::default()
+    };
+    for (c, connect_us, total_us) in shares {
+        connect.0.extend_from_slice(&connect_us.0);
+        total.0.extend_from_slice(&total_us.0);
+        live.connects += c.established;
+        live.responses += c.responses;
+        live.connect_timeouts += c.connect_timeouts;
+        live.other_errors += c.errors() - c.connect_timeouts;
+    }
+    let ms = |h: &HistDelta| {
+        let q = |x| h.quantile(x).map(|us| us as f64 / 1000.0);
+        Some([q(0.5)?, q(0.9)?, q(0.99)?])
+    };
+    live.connect = ms(&connect);
+    live.total = ms(&total);
+    live
 }
 
 /// A warning's kind (its variant, whatever it carries).
@@ -100,6 +120,11 @@ impl LabCore {
                 let on_path = |w: u32| slots.get(w as usize).and_then(|s| s.path) == Some(i);
                 (p.name.clone(), recent.latency(t0, now_s, &on_path))
             })
+            .collect();
+        self.state.live.classes = self
+            .classes
+            .iter()
+            .map(|k| (k.name.clone(), recent.class_latency(t0, now_s, &k.name)))
             .collect();
         let recent = self.recent.totals(now_s - JUDGE_S);
         let load = LoadShape {

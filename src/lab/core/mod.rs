@@ -17,6 +17,7 @@ use crate::probe::ProbeSample;
 use crate::scenario::Step;
 use crate::target::config::ServerStats;
 
+mod classes;
 mod commands;
 mod live;
 mod rows;
@@ -40,6 +41,10 @@ pub enum Input {
     /// A line from a worker that is not a stats delta (should not happen; logged).
     WorkerText(u32, String),
     Server(ServerStats),
+    /// Apache's scoreboard (mod_status): workers busy with a connection now.
+    Scoreboard {
+        busy: u64,
+    },
     /// The server's access log: cumulative counts since start, at this many seconds.
     AccessLog(f64, StatusCounts),
     /// A kernel probe sample.
@@ -174,6 +179,8 @@ pub struct LabCore {
     interval_s: f64,
     slots: Vec<Slot>,
     paths: Vec<PathTotals>,
+    /// The request classes reported so far (mixes of two or more classes).
+    classes: Vec<classes::ClassTotals>,
     /// The workers' reports since the last row.
     tick: ClientTotals,
     point: Option<OpenWindow>,
@@ -181,6 +188,8 @@ pub struct LabCore {
     /// The server reports its own stats (the built-in server; not an access log).
     server_reports: bool,
     server_at_tick: Option<ServerStats>,
+    /// The server's busy workers as last reported (its own report, Apache's scoreboard; seed 000 Fig. 10).
+    busy_latest: Option<f64>,
     access: AccessCounts,
     /// Whether probes run (a row then waits for its interval's sample).
     probes_on: bool,
@@ -211,6 +220,9 @@ pub struct LabCore {
     next_verdicts_s: f64,
     /// A path change proposed to the runtime and not yet answered, and what waits for it.
     proposals: commands::Proposals,
+    /// The quantile (0-1) of the capacity target (`[analysis] capacity`): each summary row's
+    /// `capacity_latency_ms`.
+    capacity_q: f64,
     /// The workers' reports of the last few seconds (what the lab is doing now).
     recent: live::Recent,
     /// When each live warning's condition last held.
@@ -234,11 +246,13 @@ impl LabCore {
             interval_s,
             slots: Vec::new(),
             paths: Vec::new(),
+            classes: Vec::new(),
             tick: ClientTotals::default(),
             point: None,
             server_last: None,
             server_reports: false,
             server_at_tick: None,
+            busy_latest: None,
             access: AccessCounts::default(),
             probes_on: false,
             probe_latest: None,
@@ -260,10 +274,16 @@ impl LabCore {
             deadline: None,
             next_verdicts_s: 0.0,
             proposals: Default::default(),
+            capacity_q: crate::model::capacity::CapacityTarget::default().quantile(),
             recent: Default::default(),
             warned_at: Vec::new(),
             interactive: false,
         }
+    }
+
+    /// The capacity target's quantile (0-1) the summary rows' `capacity_latency_ms` is at.
+    pub fn set_capacity_quantile(&mut self, q: f64) {
+        self.capacity_q = q;
     }
 
     /// The state the front ends draw and the runtime reads.
@@ -295,9 +315,11 @@ impl LabCore {
             }
             Input::WorkerText(id, line) => fx.push(Effect::Log(format!("worker {id}: {line}"))),
             Input::Server(s) => {
+                self.busy_latest = Some(s.busy as f64);
                 self.server_last = Some(s);
                 self.server_reports = true;
             }
+            Input::Scoreboard { busy } => self.busy_latest = Some(busy as f64),
             // Its lines are the server's responses, for the same checks as the built-in's.
             Input::AccessLog(t_s, c) => {
                 self.server_last = Some(ServerStats {
@@ -386,6 +408,7 @@ impl LabCore {
         if let Some(p) = &mut self.point {
             p.client.add(d);
         }
+        self.fold_classes(d);
         let path = self.slots.get(d.worker as usize).and_then(|s| s.path);
         if let Some(pt) = path.and_then(|i| self.paths.get_mut(i)) {
             pt.tick.add(d);

@@ -70,6 +70,8 @@ impl LabCore {
             let tot = std::mem::take(&mut p.tick);
             cols.extend(tot.path_columns(dt, p.id));
         }
+        let class_cols = self.class_columns(dt);
+        cols.extend(class_cols);
         self.router_columns(t, &mut cols, fx);
         if let Some(p) = self.probe_latest.take() {
             cols.extend(p.columns());
@@ -144,11 +146,12 @@ impl LabCore {
         self.hold_warning_of(kind(&Warning::CrossCheck(String::new())), w, t, fx);
     }
 
-    /// The built-in server's own gauges: its workers (processes or threads) and how many are
-    /// busy with a connection. Not from an access log, which has no such figures.
+    /// The server's gauges: its processes or threads busy with a connection (the built-in
+    /// server's own report, Apache's scoreboard) and the built-in server's workers. Not from an
+    /// access log, which has no such figures.
     fn server_columns(&mut self, cols: &mut Vec<(Col, Option<f64>)>) {
+        cols.push((col::SERVER_BUSY, self.busy_latest));
         if let Some(s) = self.server_last.as_ref().filter(|_| self.server_reports) {
-            cols.push((col::SERVER_BUSY, Some(s.busy as f64)));
             cols.push((col::SERVER_WORKERS, Some(s.workers as f64)));
         }
     }

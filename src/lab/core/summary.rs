@@ -76,6 +76,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         time_wait_mean: mean(col::TIME_WAIT),
         time_wait_max: max(col::TIME_WAIT),
         server_procs_mean: mean(col::SERVER_PROCS),
+        server_busy_mean: mean(col::SERVER_BUSY),
+        server_busy_max: max(col::SERVER_BUSY),
         cpu_user_pct: mean(col::CPU_USER),
         cpu_system_pct: mean(col::CPU_SYSTEM),
         cpu_irq_pct: mean(col::CPU_IRQ),
@@ -110,10 +112,16 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
                 path_summary(name, p, dt, spec)
             })
             .collect(),
+        classes: w
+            .classes
+            .iter()
+            .map(|(name, k)| super::classes::class_summary(name, k, dt))
+            .collect(),
         states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
         requests_per_s: tot.counts.requests as f64 / dt,
         connection_errors_per_s: tot.counts.connection_errors() as f64 / dt,
         request_errors_per_s: tot.counts.request_errors() as f64 / dt,
+        capacity_latency_ms: q(&tot.total, ctrl.capacity_q),
         ..server_cpu(ctrl, &w, tot.counts.responses as f64 / dt)
     }
 }

@@ -5,6 +5,9 @@ use super::{Effect, LabCore, OpenWindow};
 use crate::lab::client_agg::ClientTotals;
 use crate::metrics::window::SampleWindow;
 
+/// Named shares of the client figures (paths, classes) over a window.
+type Shares = Vec<(String, ClientTotals)>;
+
 /// The shortest stretch of one setting a TUI session summarises.
 pub const MIN_STRETCH_S: f64 = 3.0;
 
@@ -18,6 +21,8 @@ pub struct Window {
     pub client: ClientTotals,
     /// The same, per `[[network.path]]` (name, totals); empty on loopback.
     pub paths: Vec<(String, ClientTotals)>,
+    /// The same, per request class (label, totals): the classes that reported in it.
+    pub classes: Vec<(String, ClientTotals)>,
     /// The server's own responses/s and count in it (built-in server), when it reported.
     pub server_rate: Option<f64>,
     pub server_responses: Option<u64>,
@@ -31,6 +36,7 @@ impl LabCore {
         for p in &mut self.paths {
             p.window = ClientTotals::default();
         }
+        self.open_class_windows();
         self.access.at_point = self.access.last;
         self.point = Some(OpenWindow {
             t0: now_s,
@@ -54,7 +60,8 @@ impl LabCore {
             .iter_mut()
             .map(|p| (p.name.clone(), std::mem::take(&mut p.window)))
             .collect();
-        Some(self.window(open, paths, now_s))
+        let classes = self.take_class_windows();
+        Some(self.window(open, (paths, classes), now_s))
     }
 
     /// The open window as it stands at `now_s`, left open (the TUI's live verdicts).
@@ -65,7 +72,8 @@ impl LabCore {
             .iter()
             .map(|p| (p.name.clone(), p.window.clone()))
             .collect();
-        Some(self.window(open, paths, now_s))
+        let classes = self.class_windows();
+        Some(self.window(open, (paths, classes), now_s))
     }
 
     /// The start of the open window, if one is open.
@@ -73,7 +81,7 @@ impl LabCore {
         self.point.as_ref().map(|p| p.t0)
     }
 
-    fn window(&self, open: OpenWindow, paths: Vec<(String, ClientTotals)>, t1: f64) -> Window {
+    fn window(&self, open: OpenWindow, (paths, classes): (Shares, Shares), t1: f64) -> Window {
         let since = match (open.server_at_open, &self.server_last) {
             (Some(a), Some(b)) => b.responses_since(&a),
             _ => None,
@@ -84,6 +92,7 @@ impl LabCore {
             t1,
             client: open.client,
             paths,
+            classes,
             server_rate,
             server_responses,
             rows: open.rows,

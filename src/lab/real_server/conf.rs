@@ -86,6 +86,9 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
         // Compiled in on Debian; loaded where they are modules.
         ("log_config_module", "mod_log_config.so"),
         ("unixd_module", "mod_unixd.so"),
+        // The scoreboard (busy workers, seed 000 Fig. 10), kept out of the access log.
+        ("status_module", "mod_status.so"),
+        ("setenvif_module", "mod_setenvif.so"),
     ] {
         if modules.join(file).exists() {
             c.push_str(&format!(
@@ -112,7 +115,9 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
          EnableSendfile On\n\
          KeepAlive {ka}\n\
          LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\" combined\n\
-         CustomLog \"{d}/access.log\" combined\n",
+         <IfModule status_module>\n    ExtendedStatus Off\n    <Location \"/server-status\">\n        SetHandler server-status\n        Require all granted\n    </Location>\n</IfModule>\n\
+         <IfModule setenvif_module>\n    SetEnvIf Request_URI \"^/server-status\" synlab_status\n</IfModule>\n\
+         CustomLog \"{d}/access.log\" combined env=!synlab_status\n",
         listen = p.listen,
         backlog = p.backlog,
         root = p.docroot.display(),
@@ -202,7 +207,8 @@ mod tests {
             "ServerLimit 150",
             "KeepAlive Off",
             "User www-data",
-            "CustomLog \"/run/x/access.log\" combined",
+            "CustomLog \"/run/x/access.log\" combined env=!synlab_status",
+            "SetHandler server-status",
             "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b",
             "# extra line\n",
         ] {

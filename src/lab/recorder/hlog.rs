@@ -1,7 +1,9 @@
 //! HdrHistogram interval logs in the run folder: `connect.hlog` and `total.hlog`, one interval
-//! histogram per point (tagged `point-N`, timed from the run's start), in the standard `.hlog`
-//! format HdrHistogram's own log readers and processors take, so distributions from several runs
-//! or workers can be merged and re-plotted. Values are microseconds.
+//! histogram per point (tagged `point-N`, timed from the run's start), followed by one per
+//! request class of the point when its mix has several (tagged `point-N.class-<class>`, the
+//! class as its columns spell it), in the standard `.hlog` format HdrHistogram's own log
+//! readers and processors take, so distributions from several runs or workers can be merged
+//! and re-plotted. Values are microseconds.
 
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -21,11 +23,23 @@ const FILES: [(&str, &str); 2] = [
 ];
 
 struct Interval {
-    point: usize,
+    /// `point-N`, or `point-N.class-<class>`.
+    tag: String,
     start_s: f64,
     dur_s: f64,
     connect: Histogram<u64>,
     total: Histogram<u64>,
+}
+
+/// The tag of a point's interval, and of one of its classes'.
+pub fn tag(point: usize, class: Option<&str>) -> String {
+    match class {
+        None => format!("point-{point}"),
+        Some(c) => format!(
+            "point-{point}.class-{}",
+            crate::model::ClassName::new(c).as_str()
+        ),
+    }
 }
 
 /// The points measured so far; `encode` gives both files whole (the recorder rewrites them as
@@ -51,22 +65,22 @@ impl Latencies {
         self.base = base;
     }
 
-    /// How many points it holds.
+    /// How many intervals it holds (points and their classes).
     pub fn points(&self) -> usize {
         self.intervals.len()
     }
 
-    /// Adds one point's histograms (microseconds), measured from `start_s` for `dur_s`.
+    /// Adds one interval's histograms (microseconds), measured from `start_s` for `dur_s`,
+    /// tagged `tag` (see [`tag`]).
     pub fn push(
         &mut self,
-        point: usize,
-        start_s: f64,
-        dur_s: f64,
+        tag: String,
+        (start_s, dur_s): (f64, f64),
         connect: &Histogram<u64>,
         total: &Histogram<u64>,
     ) {
         self.intervals.push(Interval {
-            point,
+            tag,
             start_s,
             dur_s,
             connect: connect.clone(),
@@ -82,8 +96,9 @@ impl Latencies {
             let mut ser = V2DeflateSerializer::new();
             let mut b = IntervalLogWriterBuilder::new();
             b.add_comment(&format!(
-                "synlab {}: {what}, one interval per point (tag point-N); values in microseconds, \
-                 max column in milliseconds",
+                "synlab {}: {what}, one interval per point (tag point-N) and per request class \
+                 of a point (tag point-N.class-NAME); values in microseconds, max column in \
+                 milliseconds",
                 self.scenario
             ))
             .with_start_time(self.base)
@@ -91,13 +106,12 @@ impl Latencies {
             .with_max_value_divisor(1000.0);
             let mut w = b.begin_log_with(&mut buf, &mut ser)?;
             for iv in &self.intervals {
-                let tag = format!("point-{}", iv.point);
                 let h = if i == 0 { &iv.connect } else { &iv.total };
                 w.write_histogram(
                     h,
                     Duration::from_secs_f64(iv.start_s.max(0.0)),
                     Duration::from_secs_f64(iv.dur_s.max(0.0)),
-                    Tag::new(&tag),
+                    Tag::new(&iv.tag),
                 )
                 .map_err(|e| anyhow::anyhow!("encoding the {file} histogram: {e:?}"))?;
             }

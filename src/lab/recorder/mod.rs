@@ -35,6 +35,10 @@ struct Folder {
     meta: serde_json::Map<String, serde_json::Value>,
     /// The whole run's counts, once it has ended (summary.json's `run_totals`).
     run_totals: Option<crate::model::Totals>,
+    /// Each request class's counts over the whole run (summary.json's `run_classes`).
+    run_classes: Vec<(String, crate::model::Totals)>,
+    /// The capacity of each series of the sweep so far (summary.json's `capacity`).
+    capacity: Vec<crate::model::capacity::Capacity>,
     /// Verdicts of the scenario's thresholds and gate (summary.json `thresholds`).
     thresholds: Vec<Verdict>,
     /// The points' latency distributions, written with the summary once there is one.
@@ -92,22 +96,46 @@ impl Recorder {
     }
 
     /// Keeps a point's latency distributions (microseconds), measured from `start_s` for
-    /// `dur_s` (written with the summary).
+    /// `dur_s`, and each of its request classes' (written with the summary).
     pub fn latencies(
         &mut self,
         point: usize,
-        (start_s, dur_s): (f64, f64),
-        connect: &hdrhistogram::Histogram<u64>,
-        total: &hdrhistogram::Histogram<u64>,
+        span: (f64, f64),
+        whole: &crate::lab::client_agg::ClientTotals,
+        classes: &[(String, crate::lab::client_agg::ClientTotals)],
     ) {
         if let Some(f) = &mut self.folder {
-            f.latencies.push(point, start_s, dur_s, connect, total);
+            let l = &mut f.latencies;
+            l.push(hlog::tag(point, None), span, &whole.connect, &whole.total);
+            for (name, k) in classes {
+                l.push(hlog::tag(point, Some(name)), span, &k.connect, &k.total);
+            }
         }
     }
 
     /// The summary rows kept so far.
     pub fn points(&self) -> &[SummaryRow] {
         self.folder.as_ref().map_or(&[], |f| &f.summary)
+    }
+
+    /// Each request class's counts over the whole run, for summary.json's `run_classes`
+    /// (written with the run's totals; nothing with fewer than two classes).
+    pub fn run_classes(&mut self, classes: Vec<(String, crate::model::Totals)>) {
+        if let Some(f) = &mut self.folder {
+            f.run_classes = classes;
+        }
+    }
+
+    /// The sweep's capacity at its target, per series, for summary.json's `capacity`.
+    pub fn capacity(&mut self, c: Vec<crate::model::capacity::Capacity>) {
+        if let Some(f) = &mut self.folder {
+            f.capacity = c;
+        }
+    }
+
+    /// The capacity last kept (none without a run folder or a sweep).
+    pub fn capacity_found(&self) -> &[crate::model::capacity::Capacity] {
+        self.folder.as_ref().map_or(&[], |f| &f.capacity)
     }
 
     /// A fact for summary.json's `meta`.
@@ -196,6 +224,8 @@ impl Folder {
             summary: Vec::new(),
             meta: Default::default(),
             run_totals: None,
+            run_classes: Vec::new(),
+            capacity: Vec::new(),
             thresholds: Vec::new(),
             latencies: hlog::Latencies::new(name, SystemTime::now()),
             latencies_written: 0,
@@ -272,7 +302,11 @@ impl Folder {
         let mut csv = String::new();
         let header = serde_json::to_value(SummaryRow::default())?;
         let keys: Vec<String> = header.as_object().unwrap().keys().cloned().collect();
+        let classes = class_columns(&self.summary);
         csv.push_str(&keys.join(","));
+        for (id, fig) in &classes {
+            csv.push_str(&format!(",class_{id}_{fig}"));
+        }
         csv.push('\n');
         for r in &self.summary {
             let v = serde_json::to_value(r)?;
@@ -287,6 +321,14 @@ impl Folder {
                     serde_json::Value::String(s) => csv_cell(s),
                     other => other.to_string(),
                 })
+                .chain(classes.iter().map(|(id, fig)| {
+                    r.classes
+                        .iter()
+                        .find(|k| crate::model::ClassName::new(&k.name).as_str() == *id)
+                        .and_then(|k| k.csv_figures().into_iter().find(|f| f.0 == *fig))
+                        .map(|f| fmt_num(f.1))
+                        .unwrap_or_default()
+                }))
                 .collect();
             csv.push_str(&cells.join(","));
             csv.push('\n');
@@ -297,8 +339,19 @@ impl Folder {
             "points": self.summary,
             "thresholds": self.thresholds,
         });
+        if !self.capacity.is_empty() {
+            json["capacity"] = serde_json::to_value(&self.capacity)?;
+        }
         if let Some(t) = &self.run_totals {
             json["run_totals"] = serde_json::to_value(t)?;
+            if !self.run_classes.is_empty() {
+                let classes: Vec<serde_json::Value> = self
+                    .run_classes
+                    .iter()
+                    .map(|(name, t)| serde_json::json!({"name": name, "totals": t}))
+                    .collect();
+                json["run_classes"] = classes.into();
+            }
         }
         atomic_write(
             &self.dir.join("summary.json"),
@@ -326,6 +379,24 @@ impl Folder {
         }
         atomic_write(&self.dir.join("events.csv"), s.as_bytes())
     }
+}
+
+/// summary.csv's per-class columns: (class as columns spell it, figure), for every class of
+/// any row, in order of first appearance.
+fn class_columns(rows: &[SummaryRow]) -> Vec<(&'static str, &'static str)> {
+    let mut ids: Vec<&'static str> = Vec::new();
+    for k in rows.iter().flat_map(|r| &r.classes) {
+        let id = crate::model::ClassName::new(&k.name).as_str();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let figs = crate::model::ClassSummary::default()
+        .csv_figures()
+        .map(|f| f.0);
+    ids.iter()
+        .flat_map(|id| figs.iter().map(move |f| (*id, *f)))
+        .collect()
 }
 
 /// timeseries.csv's header line: `t_s` and the columns' names.

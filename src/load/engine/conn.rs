@@ -8,9 +8,9 @@
 //! `Pooled` between the scheduled requests of a pool connection, or `Draining` for the server's
 //! FIN after an HTTP/1.0 response.
 
+use super::classes::NO_CLASS;
 use super::Engine;
 use crate::load::http::ResponseParser;
-use crate::metrics::hist::record;
 use crate::sys::client_io::{self as io, ConnectStart, Errno, SockError, TcpSocket};
 use std::os::fd::AsFd;
 
@@ -124,7 +124,10 @@ pub(super) struct Conn {
     /// The time of this connection's entry in the timer heap (0: none); one entry per
     /// connection, moved on lazily when the deadline moved later.
     pub(super) timer_at: u64,
+    /// The mix entry of the current request (before the first: the one it was opened for).
     pub(super) req: u16,
+    /// The class of the request it was opened for (`NO_CLASS`: a pool's connection).
+    pub(super) class: u16,
     pub(super) sent: u32,
     /// Requests begun on this connection.
     pub(super) requests: u32,
@@ -145,6 +148,7 @@ impl Conn {
         deadline_ns: NO_DEADLINE,
         timer_at: 0,
         req: 0,
+        class: NO_CLASS,
         sent: 0,
         requests: 0,
         out_armed: false,
@@ -159,11 +163,23 @@ impl Conn {
 
 impl Engine {
     /// Opens a socket and starts a non-blocking connect whose scheduled start was `sched`.
+    /// Its first request (and so its class) is picked here, so an attempt that never
+    /// connects still counts in the class it was for; a pool's connection has none.
     pub(super) fn start_attempt(&mut self, sched: u64, now: u64, role: Role) {
-        self.stats.counts.attempts += 1;
+        let req = if role == Role::Pool {
+            0
+        } else {
+            self.pick_request()
+        };
+        let class = if role == Role::Pool {
+            NO_CLASS
+        } else {
+            self.class_of_req(req)
+        };
+        self.count(class, |c| c.attempts += 1);
         let sock = match TcpSocket::for_addr(&self.target) {
             Ok(s) => s,
-            Err(e) => return self.attempt_failed(Some(e), now, role),
+            Err(e) => return self.attempt_failed(Some(e), now, role, class),
         };
         if !self.cfg.bind_addrs.is_empty() {
             let ip = self.cfg.bind_addrs[self.bind_next % self.cfg.bind_addrs.len()];
@@ -171,21 +187,21 @@ impl Engine {
             if let Err(e) = sock.bind_source(ip) {
                 if e.kind() == SockError::AddrNotAvail {
                     // Not a port shortage: the source address is not on this host.
-                    self.stats.counts.connect_other_errors += 1;
+                    self.count(class, |c| c.connect_other_errors += 1);
                     if !self.told_bind {
                         self.told_bind = true;
                         self.notices.push(format!(
                             "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
                         ));
                     }
-                    return self.attempt_failed(None, now, role);
+                    return self.attempt_failed(None, now, role, class);
                 }
-                return self.attempt_failed(Some(e), now, role);
+                return self.attempt_failed(Some(e), now, role, class);
             }
         }
         let started = match sock.connect(&self.target) {
             Ok(s) => s,
-            Err(e) => return self.attempt_failed(Some(e), now, role),
+            Err(e) => return self.attempt_failed(Some(e), now, role, class),
         };
         let idx = self.alloc();
         let key = self.key(idx);
@@ -196,8 +212,10 @@ impl Engine {
         c.deadline_ns = now;
         c.saw_first_byte = false;
         c.requests = 0;
+        c.req = req as u16;
+        c.class = class;
         c.phase = Phase::Connecting;
-        self.connecting += 1;
+        self.connecting_step(class, true);
         if role == Role::Pool {
             self.pool.open += 1;
         }
@@ -234,10 +252,10 @@ impl Engine {
     }
 
     /// A socket, bind or connect call failed before the connection existed: a connection
-    /// error (`e` None: already counted by the caller).
-    pub(super) fn attempt_failed(&mut self, e: Option<Errno>, now: u64, role: Role) {
+    /// error of `class` (`e` None: already counted by the caller).
+    pub(super) fn attempt_failed(&mut self, e: Option<Errno>, now: u64, role: Role, class: u16) {
         if let Some(e) = e {
-            self.count_connection_error(Failure::Sys(e));
+            self.count_connection_error(Failure::Sys(e), class);
             if matches!(
                 e.kind(),
                 SockError::OutOfFds | SockError::AddrNotAvail | SockError::OutOfMemory
@@ -252,28 +270,27 @@ impl Engine {
         }
     }
 
-    fn count_connection_error(&mut self, f: Failure) {
-        let s = &mut self.stats.counts;
+    fn count_connection_error(&mut self, f: Failure, class: u16) {
         match f {
-            Failure::ConnectTimeout => s.connect_timeouts += 1,
+            Failure::ConnectTimeout => self.count(class, |s| s.connect_timeouts += 1),
             Failure::Sys(e) => match e.kind() {
-                SockError::Refused | SockError::Reset => s.refused += 1,
-                SockError::TimedOut => s.connect_timeouts += 1,
+                SockError::Refused | SockError::Reset => self.count(class, |s| s.refused += 1),
+                SockError::TimedOut => self.count(class, |s| s.connect_timeouts += 1),
                 SockError::AddrNotAvail => {
-                    s.addr_not_avail += 1;
+                    self.count(class, |s| s.addr_not_avail += 1);
                     if !self.told_ports {
                         self.told_ports = true;
                         self.notices.push(PORTS_NOTICE.into());
                     }
                 }
                 SockError::OutOfFds => {
-                    s.out_of_fds += 1;
+                    self.count(class, |s| s.out_of_fds += 1);
                     if !self.told_fds {
                         self.told_fds = true;
                         self.notices.push(FDS_NOTICE.into());
                     }
                 }
-                _ => s.connect_other_errors += 1,
+                _ => self.count(class, |s| s.connect_other_errors += 1),
             },
             Failure::ResponseTimeout | Failure::BadResponse => {
                 unreachable!("a request's failure while connecting")
@@ -281,18 +298,18 @@ impl Engine {
         }
     }
 
-    fn count_request_error(&mut self, f: Failure) {
-        let s = &mut self.stats.counts;
-        match f {
-            Failure::ResponseTimeout => s.response_timeouts += 1,
-            Failure::BadResponse => s.bad_responses += 1,
+    fn count_request_error(&mut self, f: Failure, class: u16) {
+        let bump: fn(&mut crate::model::Counters) = match f {
+            Failure::ResponseTimeout => |s| s.response_timeouts += 1,
+            Failure::BadResponse => |s| s.bad_responses += 1,
             Failure::Sys(e) => match e.kind() {
-                SockError::Reset => s.resets += 1,
-                SockError::TimedOut => s.response_timeouts += 1,
-                _ => s.request_other_errors += 1,
+                SockError::Reset => |s| s.resets += 1,
+                SockError::TimedOut => |s| s.response_timeouts += 1,
+                _ => |s| s.request_other_errors += 1,
             },
             Failure::ConnectTimeout => unreachable!("a connect timeout with a request in flight"),
-        }
+        };
+        self.count(class, bump);
     }
 
     /// The connection failed: counted as its connect's error or its request's, by the phase it
@@ -300,8 +317,8 @@ impl Engine {
     pub(super) fn fail(&mut self, idx: usize, f: Failure, now: u64) {
         let phase = self.slab[idx].phase;
         match phase {
-            Phase::Connecting => self.count_connection_error(f),
-            Phase::Sending | Phase::Receiving => self.count_request_error(f),
+            Phase::Connecting => self.count_connection_error(f, self.slab[idx].class),
+            Phase::Sending | Phase::Receiving => self.count_request_error(f, self.req_class(idx)),
             Phase::Draining | Phase::Idle | Phase::Pooled | Phase::Free => {}
         }
         self.close(idx, now, phase == Phase::Connecting);
@@ -351,12 +368,13 @@ impl Engine {
     }
 
     pub(super) fn count_established(&mut self, idx: usize, now: u64) {
-        self.connecting -= 1;
+        let class = self.slab[idx].class;
+        self.connecting_step(class, false);
         self.slot_freed(idx, now);
         self.active += 1;
-        self.stats.counts.established += 1;
+        self.count(class, |c| c.established += 1);
         let sched = self.slab[idx].sched_ns;
-        record(&mut self.hists.connect, now.saturating_sub(sched) / 1000);
+        self.record_connect(class, now.saturating_sub(sched) / 1000);
     }
 
     /// Where the handshake completes inside connect() (loopback: the SYN-ACK is processed
@@ -365,7 +383,7 @@ impl Engine {
     /// still in SYN_SENT answers EAGAIN and takes the usual path (false); true when the
     /// connection was dealt with here (its request sent, or it failed and is finished).
     pub(super) fn send_with_connect(&mut self, idx: usize, now: u64) -> bool {
-        let req = self.pick_request();
+        let req = self.slab[idx].req as usize;
         let n = match self.slab[idx].sock().send(&self.requests[req]) {
             Ok(n) => n,
             Err(e) if e.kind() == SockError::WouldBlock => {
@@ -411,14 +429,14 @@ impl Engine {
     /// Closes a connection and frees its slot; what follows depends on its role: a closed
     /// client thinks and goes again, a pool connection is reopened.
     fn close(&mut self, idx: usize, now: u64, connect_failed: bool) {
-        let (phase, role, deadline) = {
+        let (phase, role, deadline, class) = {
             let c = &self.slab[idx];
-            (c.phase, c.role, c.deadline_ns)
+            (c.phase, c.role, c.deadline_ns, c.class)
         };
         match phase {
             Phase::Free => return,
             Phase::Connecting => {
-                self.connecting -= 1;
+                self.connecting_step(class, false);
                 // A timed-out slot was due to reconnect at its deadline, not when we noticed.
                 self.slot_freed(idx, deadline.min(now));
             }
@@ -428,7 +446,7 @@ impl Engine {
             }
             p => {
                 if p.in_request() {
-                    self.requests_in_flight -= 1;
+                    self.in_flight_step(self.req_class(idx), false);
                 }
                 self.active -= 1;
             }

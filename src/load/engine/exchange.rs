@@ -6,6 +6,7 @@ use super::conn::{Failure, Phase, Role, EV_RESPONSE};
 use super::Engine;
 use crate::load::http::{self, Progress};
 use crate::metrics::hist::record;
+
 use crate::sys::client_io::{self as io, SockError};
 use rand::Rng;
 use std::os::fd::AsFd;
@@ -24,9 +25,15 @@ impl Engine {
         }
     }
 
-    /// Picks the next request of the mix and starts sending it.
+    /// Starts sending a connection's next request: the one it was opened for, first; then
+    /// the next of the mix.
     pub(super) fn begin_request(&mut self, idx: usize, now: u64) {
-        let req = self.pick_request();
+        let c = &self.slab[idx];
+        let req = if c.requests == 0 && c.role != Role::Pool {
+            c.req as usize
+        } else {
+            self.pick_request()
+        };
         self.setup_request(idx, req, now);
         self.send_more(idx, now);
     }
@@ -34,8 +41,9 @@ impl Engine {
     /// A connection's next request, counted from here, nothing of it sent yet; its response
     /// timeout armed.
     pub(super) fn setup_request(&mut self, idx: usize, req: usize, now: u64) {
-        self.stats.counts.requests += 1;
-        self.requests_in_flight += 1;
+        let class = self.class_of_req(req);
+        self.count(class, |c| c.requests += 1);
+        self.in_flight_step(class, true);
         let c = &mut self.slab[idx];
         c.req = req as u16;
         c.sent_ns = now;
@@ -76,7 +84,7 @@ impl Engine {
 
     /// Accounts `n` more bytes of the current request as sent.
     pub(super) fn request_bytes_sent(&mut self, idx: usize, n: usize) {
-        self.stats.counts.bytes_out += n as u64;
+        self.count(self.req_class(idx), |c| c.bytes_out += n as u64);
         let c = &mut self.slab[idx];
         c.sent += n as u32;
         if c.sent as usize == self.requests[c.req as usize].len() {
@@ -98,7 +106,7 @@ impl Engine {
                     };
                 }
                 Ok(n) => {
-                    self.stats.counts.bytes_in += n as u64;
+                    self.count(self.req_class(idx), |c| c.bytes_in += n as u64);
                     let c = &mut self.slab[idx];
                     if c.phase != Phase::Receiving {
                         continue; // unsolicited bytes after a response: drain them
@@ -130,18 +138,22 @@ impl Engine {
     }
 
     pub(super) fn response_done(&mut self, idx: usize, r: http::Response, fin: bool, now: u64) {
-        self.stats.counts.responses += 1;
-        self.requests_in_flight -= 1;
-        if (200..300).contains(&r.status) {
-            self.stats.counts.responses_2xx += 1;
-        } else {
-            self.stats.counts.responses_non2xx += 1;
-        }
+        let class = self.req_class(idx);
+        let ok = (200..300).contains(&r.status);
+        self.count(class, |c| {
+            c.responses += 1;
+            if ok {
+                c.responses_2xx += 1;
+            } else {
+                c.responses_non2xx += 1;
+            }
+        });
+        self.in_flight_step(class, false);
         let (role, sched, sent, requests) = {
             let c = &self.slab[idx];
             (c.role, c.sched_ns, c.sent_ns, c.requests)
         };
-        record(&mut self.hists.total, now.saturating_sub(sched) / 1000);
+        self.record_total(class, now.saturating_sub(sched) / 1000);
         if role == Role::Pool {
             self.pool_served(now.saturating_sub(sent) / 1000);
         }

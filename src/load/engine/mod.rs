@@ -33,6 +33,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod classes;
 mod conn;
 mod control;
 mod exchange;
@@ -78,6 +79,9 @@ pub struct Engine {
     schedule: Schedule,
     requests: Vec<Vec<u8>>,
     mix_cum: Vec<f64>,
+    /// Each mix entry's class (empty with fewer than two classes), and the classes' counts.
+    class_of: Vec<u16>,
+    classes: Vec<classes::ClassTally>,
     rng: SmallRng,
     bind_next: usize,
     early: EarlySend,
@@ -150,6 +154,7 @@ impl Engine {
                 .collect();
             (reqs, cum)
         };
+        let (class_of, class_tallies) = classes::classes_of(&cfg.mix);
         let end_ns = (cfg.duration_s * 1e9) as u64;
         let interval_ns = cfg.stats_interval_ms * 1_000_000;
         let stats = StatsDelta {
@@ -171,6 +176,8 @@ impl Engine {
             schedule,
             requests,
             mix_cum,
+            class_of,
+            classes: class_tallies,
             rng: SmallRng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15),
             bind_next: 0,
             early: EarlySend::default(),
@@ -246,6 +253,7 @@ impl Engine {
         // What is still in progress now never finishes: counted apart, so the totals add up.
         self.stats.counts.connecting_at_end += self.connecting;
         self.stats.counts.requests_at_end += self.requests_in_flight;
+        self.classes_left_at_end();
         self.close_all();
         let now = self.now_ns();
         self.emit_stats(now, true);

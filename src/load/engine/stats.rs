@@ -66,6 +66,7 @@ impl Engine {
         s.connect_us = HistDelta::drain(&mut self.hists.connect);
         s.ttfb_us = HistDelta::drain(&mut self.hists.ttfb);
         s.total_us = HistDelta::drain(&mut self.hists.total);
+        s.classes = self.class_deltas();
         s.last = last;
         if !self.notices.is_empty() {
             s.notice = Some(self.notices.join("; "));

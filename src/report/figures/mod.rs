@@ -2,9 +2,11 @@
 //! figures (seed 000 Figs. 5-10, seed 004's capacity method), built from one run or overlaid
 //! from several (before/after).
 
+mod classes;
 mod sweep;
 mod timeseries;
 
+pub use classes::{classes_over_time, point_classes};
 pub use sweep::sweep_figures;
 pub use timeseries::timeseries_figure;
 
@@ -13,9 +15,6 @@ use super::read::{Point, RunData};
 use crate::model::knob::PathKnob;
 use crate::model::summary::{SummaryCol, SummaryText};
 use crate::model::sweep::SweepParam;
-
-/// Seed 004's example capacity criterion: 98 % of requests served in under 0.1 s.
-pub const P98_TARGET_MS: f64 = 100.0;
 
 /// Which figures a sweep parameter calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +34,7 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
         Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst) => ParamKind::Burst,
-        Some(P::Workload | P::Steer | P::Syncookies | P::Backlog) | None => ParamKind::Other,
+        Some(P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => ParamKind::Other,
     }
 }
 
@@ -56,6 +55,29 @@ pub fn x_number(param: Option<SweepParam>, p: &Point) -> Option<f64> {
         _ => value(),
     };
     x.filter(|x| x.is_finite())
+}
+
+/// A point's series: its mode (and steering, when the run varies it), and its curve
+/// (`[sweep.curves]`) as the paper labels it.
+fn series_key(r: &RunData, p: &Point) -> String {
+    let curve = p.text(SummaryText::CurveValue);
+    if curve.is_empty() {
+        r.group_of(p)
+    } else {
+        format!("{} {}", r.group_of(p), category_label(&curve))
+    }
+}
+
+/// A run's series in order of first appearance.
+fn series_of(r: &RunData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in &r.points {
+        let k = series_key(r, p);
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// "4x@10%" (the lab's burst label) as the paper writes it: "(4, 10%)".
@@ -119,6 +141,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The sweep's curves are burst shapes (seed 000 Fig. 8).
+    pub fn burst_curves(&self) -> bool {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.points)
+            .any(|p| p.text(SummaryText::CurveParam) == SweepParam::Burst.name())
+    }
+
     /// The points missing from the curves drawn so far, once each, by run and point.
     pub fn missing(&self) -> Vec<String> {
         let mut m = self.missing.borrow().clone();
@@ -149,26 +179,33 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// (run index, run, mode, that run+mode's points sorted by x).
+    /// (run index, run, series, that run+series' points sorted by x): a series is a mode,
+    /// and with `[sweep.curves]` a curve of it (`open (4, 10%)`).
     fn groups(&self) -> Vec<(usize, &RunData, String, Vec<&Point>)> {
         let mut out = Vec::new();
         for (ri, r) in self.runs.iter().enumerate() {
-            for m in r.groups() {
-                let mut pts: Vec<&Point> = r.points.iter().filter(|p| r.group_of(p) == m).collect();
+            for s in series_of(r) {
+                let mut pts: Vec<&Point> = r.points.iter().filter(|p| series_key(r, p) == s).collect();
                 pts.sort_by(|a, b| {
                     let (xa, xb) = (self.x(a).unwrap_or(f64::NAN), self.x(b).unwrap_or(f64::NAN));
                     xa.total_cmp(&xb)
                 });
-                out.push((ri, r, m, pts));
+                out.push((ri, r, s, pts));
             }
         }
         out
     }
 
-    fn group_name(&self, run: &RunData, mode: &str, metric: &str) -> String {
-        let multi_mode = self.runs.iter().any(|r| r.groups().len() > 1);
-        let m = if multi_mode {
-            format!("{mode}: {metric}")
+    fn group_name(&self, run: &RunData, series: &str, metric: &str) -> String {
+        let multi = self.runs.iter().any(|r| series_of(r).len() > 1);
+        // One mode with curves: the curve alone names the series.
+        let one_mode = self.runs.iter().all(|r| r.modes().len() <= 1);
+        let series = match series.split_once(' ') {
+            Some((_, curve)) if one_mode => curve,
+            _ => series,
+        };
+        let m = if multi {
+            format!("{series}: {metric}")
         } else {
             metric.to_string()
         };
@@ -301,19 +338,6 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Seed 004's capacity: the highest throughput of a valid point whose p98 meets the target.
-pub fn capacity(points: &[Point]) -> Option<&Point> {
-    points
-        .iter()
-        .filter(|p| !p.failed() && !p.client_bound())
-        .filter(|p| p.num(SummaryCol::TotalP98Ms) <= P98_TARGET_MS)
-        .filter(|p| p.num(SummaryCol::ThroughputPerS).is_finite())
-        .max_by(|a, b| {
-            a.num(SummaryCol::ThroughputPerS)
-                .total_cmp(&b.num(SummaryCol::ThroughputPerS))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,37 +373,5 @@ mod tests {
         assert_eq!(x_number(p("load.rate"), &pt("500", &[])), Some(500.0));
         assert_eq!(x_number(p("load.burst"), &pt("4x@10%", &[])), None);
         assert_eq!(category_label("4x@10%"), "(4, 10%)");
-    }
-
-    #[test]
-    fn capacity_skips_client_bound_and_slow_points() {
-        let mut bound = pt(
-            "3",
-            &[
-                (SummaryCol::TotalP98Ms, 5.0),
-                (SummaryCol::ThroughputPerS, 900.0),
-            ],
-        );
-        bound
-            .0
-            .insert(SummaryCol::ClientBound.name().into(), Cell::Flag(true));
-        let pts = vec![
-            pt(
-                "1",
-                &[
-                    (SummaryCol::TotalP98Ms, 10.0),
-                    (SummaryCol::ThroughputPerS, 300.0),
-                ],
-            ),
-            pt(
-                "2",
-                &[
-                    (SummaryCol::TotalP98Ms, 150.0),
-                    (SummaryCol::ThroughputPerS, 800.0),
-                ],
-            ),
-            bound,
-        ];
-        assert_eq!(capacity(&pts).unwrap().text(SummaryText::Value), "1");
     }
 }

@@ -1,7 +1,7 @@
 //! The sweep figures: the ones a sweep parameter's kind calls for, then those every sweep gets
 //! (latency, capacity, accept queue, connection states, CPU).
 
-use super::{param_kind, Ctx, ParamKind, P98_TARGET_MS};
+use super::{param_kind, Ctx, ParamKind};
 use crate::model::summary::SummaryCol;
 use crate::model::sweep::SweepParam;
 use crate::report::plots::{Figure, LineKind, Panel, Series};
@@ -23,7 +23,8 @@ pub fn sweep_figures(ctx: &Ctx) -> Vec<Figure> {
     let kind = param_kind(ctx.param);
     let mut figs = kind_figures(ctx, kind);
     figs.push(latency_figure(ctx));
-    if kind == ParamKind::Rate && ctx.has(SummaryCol::TotalP98Ms) {
+    figs.extend(super::classes::classes_figure(ctx));
+    if ctx.has(SummaryCol::CapacityLatencyMs) {
         figs.push(capacity_figure(ctx));
     }
     figs.push(accept_queue_figure(ctx));
@@ -46,6 +47,15 @@ fn panel(y_label: &str, series: Vec<Series>) -> Panel {
 /// The figures that only a sweep of this kind of parameter gets (its throughput view first).
 fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
     match kind {
+        ParamKind::Rate if ctx.burst_curves() => {
+            let mut s = ctx.series(&[RESP]);
+            s.push(ctx.identity("served = average offered (y = x)"));
+            vec![ctx.figure(
+                "throughput",
+                "Throughput under bursty load vs average rate, one curve per (peak/average, % of time at peak) (cf. seed 000 Fig. 8)",
+                vec![panel("responses/s", s)],
+            )]
+        }
         ParamKind::Rate => {
             // Offered far past what is served (Fig. 7's 20x), the attempts and y = x lines
             // would squash the throughput to the axis: they are the x axis again, left out.
@@ -111,6 +121,11 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
                                 SummaryCol::ServerProcsMean,
                                 "server processes (mean)",
                                 LineKind::Dashed,
+                            ),
+                            (
+                                SummaryCol::ServerBusyMean,
+                                "server processes busy (mean)",
+                                LineKind::Solid,
                             ),
                         ]),
                     )],
@@ -201,17 +216,32 @@ fn latency_figure(ctx: &Ctx) -> Figure {
     )
 }
 
-/// Seed 004's capacity method: p98 against its target, over the offered rate.
+/// Seed 004's capacity method: the response time at the target's percentile against the
+/// target, over the sweep (the first run's `[analysis] capacity`).
 fn capacity_figure(ctx: &Ctx) -> Figure {
-    let mut s = ctx.series(&[(SummaryCol::TotalP98Ms, "p98 response time", LineKind::Solid)]);
+    let t = ctx
+        .runs
+        .first()
+        .and_then(|r| r.scenario.as_ref())
+        .map(|s| s.analysis.capacity)
+        .unwrap_or_default();
+    let pct = format!("p{}", t.percentile);
+    let mut s = ctx.series(&[(
+        SummaryCol::CapacityLatencyMs,
+        &format!("{pct} response time"),
+        LineKind::Solid,
+    )]);
     s.push(ctx.horizontal(
-        &format!("target: p98 < {P98_TARGET_MS} ms (seed 004)"),
-        P98_TARGET_MS,
+        &format!("target: {pct} < {} ms (seed 004)", t.under_ms()),
+        t.under_ms(),
     ));
     ctx.figure(
         "capacity",
-        "Capacity: p98 response time vs offered rate (seed 004 method)",
-        vec![panel("p98 response time (ms)", s)],
+        &format!(
+            "Capacity: {pct} response time vs {} (seed 004 method)",
+            short_param(ctx.param)
+        ),
+        vec![panel(&format!("{pct} response time (ms)"), s)],
     )
 }
 

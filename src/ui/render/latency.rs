@@ -2,8 +2,8 @@
 //! scheduled start, over the last second, and what they are over: the connects completed and
 //! the requests answered in it, with the ones that timed out or failed (they have no latency,
 //! so at overload the percentiles alone look better than the service was). A percentile of
-//! nothing is "-", never the last value seen. With several paths, each path's own rows; a
-//! chart of p50 and p99 (each sample's, as timeseries.csv has them) below when there is room.
+//! nothing is "-", never the last value seen. With several paths, each path's own rows; with
+//! several request classes, each class's response time; a chart of p50 and p99 (each sample's, as timeseries.csv has them) below when there is room.
 
 use super::common::{line_chart, ms, num, pack, panel, render_top, Series, Window};
 use crate::lab::state::{LabState, LiveLatency};
@@ -53,13 +53,22 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         ("connect".into(), live.all.connect),
         ("total".into(), live.all.total),
     ];
+    // Rows in groups that show or hide together: the totals, a path's two, a class's one.
+    let mut groups: Vec<(usize, &str)> = vec![(2, "")];
     // With several paths, each path's own percentiles follow (one path's would repeat the
     // totals).
     if live.paths.len() > 1 {
         for (name, l) in &live.paths {
             rows.push((format!("{name} conn"), l.connect));
             rows.push((format!("{name} total"), l.total));
+            groups.push((2, "path"));
         }
+    }
+    // Each request class's response time (its connects are its paths'), with a mix of
+    // several classes.
+    for (name, l) in &live.classes {
+        rows.push((format!("{name} total"), l.total));
+        groups.push((1, "class"));
     }
     // The label column fits the longest label, leaving the three figures their room.
     let label_w = rows
@@ -74,14 +83,19 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ))];
     let cover = pack(over(&live.all, inner.width >= 50), " ", inner.width);
     // Rows past the panel's height give way to a hint (as the CPU panel's cores do): the
-    // totals and what they cover, then as many whole paths as fit above it.
+    // totals and what they cover, then as many whole groups (paths, then classes) as fit
+    // above it.
     let room = (inner.height as usize).saturating_sub(1 + cover.len());
-    let shown = if rows.len() <= room {
-        rows.len()
-    } else {
-        2 + room.saturating_sub(3) / 2 * 2
-    };
-    for (name, p) in &rows[..shown.min(rows.len())] {
+    let (mut shown, mut kept) = (0, 0);
+    for (i, (n, _)) in groups.iter().enumerate() {
+        let hint = usize::from(i + 1 < groups.len() && rows.len() > room);
+        if i > 0 && shown + n + hint > room {
+            break;
+        }
+        shown += n;
+        kept = i + 1;
+    }
+    for (name, p) in &rows[..shown] {
         let name: String = name.chars().take(label_w - 1).collect();
         lines.push(Line::from(vec![
             Span::styled(format!("{name:<label_w$}"), theme.label()),
@@ -89,10 +103,15 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         ]));
     }
     lines.extend(cover);
-    let hidden = rows.len().saturating_sub(shown) / 2;
-    if hidden > 0 {
+    let hidden = |kind: &str| groups[kept..].iter().filter(|g| g.1 == kind).count();
+    let hint: Vec<String> = [("path", hidden("path")), ("class", hidden("class"))]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(kind, n)| format!("+{n} {kind}(s)"))
+        .collect();
+    if !hint.is_empty() {
         lines.push(Line::from(Span::styled(
-            format!("+{hidden} path(s) (enlarge to see)"),
+            format!("{} (enlarge to see)", hint.join(", ")),
             theme.text(),
         )));
     }
