@@ -168,18 +168,57 @@ fn quotes() -> Vec<(&'static str, Fig)> {
                 "attempts_per_s",
             ),
         ),
-        ("741/s)", cell("overload", "value=750", "throughput_per_s")),
         (
-            "790/s at 1,000",
-            cell("overload", "value=1000", "throughput_per_s"),
+            "steered: 240/s at 1x",
+            cell("overload", "value=250,steer=server", "throughput_per_s"),
         ),
         (
-            "602/s at 8,000",
-            cell("overload", "value=8000", "throughput_per_s"),
+            "185/s at 20x",
+            cell("overload", "value=5000,steer=server", "throughput_per_s"),
         ),
         (
-            "limit (129) and",
-            cell("overload", "value=8000", "accept_queue_max"),
+            "reached 11.2 %",
+            cell(
+                "overload",
+                "value=5000,steer=server",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "sender: 243/s at 1x",
+            cell("overload", "value=250,steer=sender", "throughput_per_s"),
+        ),
+        (
+            "was 4,239 us",
+            cell(
+                "overload",
+                "value=125,steer=server",
+                "server_cpu_us_per_response",
+            ),
+        ),
+        (
+            "(46.9 % or more of it)",
+            cell(
+                "overload-nginx",
+                "value=200,steer=server",
+                "server_cores_other_pct",
+            ),
+        ),
+        (
+            "(14.8 % steered",
+            cell(
+                "overload-nginx",
+                "value=100,steer=server",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "7.0 % on the sender",
+            cell(
+                "overload-nginx",
+                "value=100,steer=sender",
+                "server_cores_softirq_pct",
+            ),
         ),
         (
             "from 735/s (smooth)",
@@ -432,21 +471,6 @@ fn quotes() -> Vec<(&'static str, Fig)> {
                 "simple-vs-sclient",
                 "mode=sclient,value=4",
                 "throughput_per_s",
-            ),
-        ),
-        (
-            "from 790/s at 1,000 offered/s",
-            cell("overload", "value=1000", "throughput_per_s"),
-        ),
-        (
-            "602/s\n  at 8,000 offered/s (-24 %)",
-            cell("overload", "value=8000", "throughput_per_s"),
-        ),
-        (
-            "(-24 %), on two",
-            change(
-                cell("overload", "value=8000", "throughput_per_s"),
-                cell("overload", "value=1000", "throughput_per_s"),
             ),
         ),
         (
@@ -747,6 +771,9 @@ fn quotes() -> Vec<(&'static str, Fig)> {
 /// figure or a seed): each a snippet of the README.
 const SETTINGS: &[&str] = &[
     "2 vCPUs",
+    "2-vCPU",
+    "Fig. 7 by its mechanism",
+    "4 ms of work asked",
     "Linux 6.18",
     "~80 minutes",
     "load averages of 3 to 20",

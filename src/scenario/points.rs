@@ -50,15 +50,15 @@ pub fn plan_points(sc: &Scenario) -> Vec<Point> {
                 for c in &curves {
                     for v in &sw.values {
                         for &steer in &steers {
-                        out.push(Point {
-                            mode: m,
-                            curve: *c,
-                            value: sw.kind().and_then(|k| SweepValue::parse(k, v).ok()),
-                            steer,
-                            warmup: sw.warmup.secs(),
-                            hold: sw.hold.secs(),
-                            cooldown: sw.cooldown.secs(),
-                        });
+                            out.push(Point {
+                                mode: m,
+                                curve: *c,
+                                value: sw.kind().and_then(|k| SweepValue::parse(k, v).ok()),
+                                steer,
+                                warmup: sw.warmup.secs(),
+                                hold: sw.hold.secs(),
+                                cooldown: sw.cooldown.secs(),
+                            });
                         }
                     }
                 }

@@ -34,7 +34,9 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
         Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst) => ParamKind::Burst,
-        Some(P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => ParamKind::Other,
+        Some(P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => {
+            ParamKind::Other
+        }
     }
 }
 
@@ -185,7 +187,8 @@ impl<'a> Ctx<'a> {
         let mut out = Vec::new();
         for (ri, r) in self.runs.iter().enumerate() {
             for s in series_of(r) {
-                let mut pts: Vec<&Point> = r.points.iter().filter(|p| series_key(r, p) == s).collect();
+                let mut pts: Vec<&Point> =
+                    r.points.iter().filter(|p| series_key(r, p) == s).collect();
                 pts.sort_by(|a, b| {
                     let (xa, xb) = (self.x(a).unwrap_or(f64::NAN), self.x(b).unwrap_or(f64::NAN));
                     xa.total_cmp(&xb)
