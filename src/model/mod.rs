@@ -13,7 +13,7 @@ pub mod units;
 pub mod workload;
 
 pub use column::{col, Col, Kind, PathName, Unit, PATH_FIGURES};
-pub use counters::{Counters, ErrorKinds, InProgress, Totals};
+pub use counters::{Counters, ErrorKinds, HandshakeTotals, InProgress, Totals};
 pub use knob::{KnobError, PathKnob, PathStep, PathValue};
 pub use summary::{PathSummary, SummaryRow};
 pub use sweep::{SweepParam, SweepPoint, SweepValue};

@@ -24,6 +24,7 @@ mod finish;
 mod inbox;
 mod supervise;
 mod target;
+mod tls;
 mod workers;
 
 pub use super::core::{Window, MIN_STRETCH_S};
@@ -91,6 +92,8 @@ pub struct Controller {
     real: Option<super::real_server::RealServer>,
     /// The `--metrics` endpoint, fed from the state twice a second.
     publisher: Option<crate::metrics::openmetrics::Publisher>,
+    /// Over TLS: the certificate the lab made for its server.
+    tls: Option<tls::LabTls>,
 }
 
 /// A server's access log followed for its own count of responses (the counts are the core's).
@@ -174,6 +177,7 @@ impl Controller {
             access: AccessLogFiles::default(),
             real: None,
             publisher,
+            tls: None,
         }
     }
 

@@ -138,7 +138,7 @@ impl LabCore {
     fn push_load_knobs(&self, fx: &mut Vec<Effect>) {
         let k = &self.state.knobs;
         for (worker, slot) in self.slots.iter().enumerate() {
-            let msgs = vec![
+            let mut msgs = vec![
                 Control::SetMode { mode: k.mode },
                 Control::SetSockets {
                     sockets: share_count(k.sockets, slot.weight),
@@ -158,6 +158,9 @@ impl LabCore {
                     Control::Resume
                 },
             ];
+            if let Some(share) = k.resumed {
+                msgs.push(Control::SetResumed { share });
+            }
             fx.push(Effect::Send { worker, msgs });
         }
     }

@@ -20,6 +20,17 @@ pub struct ConfigParams {
     /// root cannot raise it).
     pub nofile: u64,
     pub extra: Vec<String>,
+    /// HTTPS on the listen address, with the lab's certificate.
+    pub tls: Option<TlsParams>,
+}
+
+/// A real server's TLS: the lab's certificate and its session cache and tickets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsParams {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub session_cache: bool,
+    pub tickets: bool,
 }
 
 /// nginx's config: `worker_processes` = workers, the listen backlog, keep-alive on or off, the
@@ -161,6 +172,7 @@ mod tests {
             user: Some(("www-data".into(), "www-data".into())),
             nofile: 20000,
             extra: vec!["# extra line".into()],
+            tls: None,
         }
     }
 

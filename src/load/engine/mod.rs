@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 mod conn;
 mod control;
 mod exchange;
+mod handshake;
 mod policy;
 mod pool;
 mod slab;
@@ -52,6 +53,7 @@ const READ_BUF: usize = 64 * 1024;
 
 struct Hists {
     connect: Histogram<u64>,
+    handshake: Histogram<u64>,
     ttfb: Histogram<u64>,
     total: Histogram<u64>,
 }
@@ -81,8 +83,13 @@ pub struct Engine {
     rng: SmallRng,
     bind_next: usize,
     early: EarlySend,
+    /// Connects in progress (what the S-Client's D bounds).
     connecting: u64,
+    /// TLS handshakes in progress (their connects are done; not established yet).
+    handshaking: u64,
     active: u64,
+    /// Over TLS: the configs, sessions and resumption schedule.
+    tls: Option<crate::tls::client::TlsClient>,
     /// Requests begun and not yet answered or failed.
     requests_in_flight: u64,
     /// `connecting` and `requests_in_flight` as of the last report (the next one's start).
@@ -169,7 +176,12 @@ impl Engine {
             bind_next: 0,
             early: EarlySend::default(),
             connecting: 0,
+            handshaking: 0,
             active: 0,
+            tls: match &cfg.tls {
+                Some(t) => Some(crate::tls::client::TlsClient::new(t, cfg.target.ip())?),
+                None => None,
+            },
             requests_in_flight: 0,
             reported_in_progress: (0, 0),
             pool: Pool::default(),
@@ -181,6 +193,7 @@ impl Engine {
             stats,
             hists: Hists {
                 connect: new_hist(),
+                handshake: new_hist(),
                 ttfb: new_hist(),
                 total: new_hist(),
             },
@@ -212,7 +225,7 @@ impl Engine {
             if self.stop || now >= self.end_ns {
                 break;
             }
-            if self.draining && self.connecting + self.active == 0 {
+            if self.draining && self.connecting + self.handshaking + self.active == 0 {
                 break;
             }
             self.expire_timers(now);
@@ -236,7 +249,7 @@ impl Engine {
             }
         }
         // What is still in progress now never finishes: counted apart, so the totals add up.
-        self.stats.counts.connecting_at_end += self.connecting;
+        self.stats.counts.connecting_at_end += self.connecting + self.handshaking;
         self.stats.counts.requests_at_end += self.requests_in_flight;
         self.close_all();
         let now = self.now_ns();
@@ -259,9 +272,11 @@ impl Engine {
     fn close_all(&mut self) {
         for c in &mut self.slab {
             c.sock = None;
+            c.tls = None;
             c.phase = Phase::Free;
         }
         self.connecting = 0;
+        self.handshaking = 0;
         self.active = 0;
         self.requests_in_flight = 0;
         self.pool = Pool::default();

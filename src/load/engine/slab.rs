@@ -74,6 +74,7 @@ impl Engine {
             }
             match c.phase {
                 Phase::Connecting => self.fail(idx, Failure::ConnectTimeout, now),
+                Phase::Handshaking => self.fail(idx, Failure::HandshakeTimeout, now),
                 Phase::Sending | Phase::Receiving => self.fail(idx, Failure::ResponseTimeout, now),
                 Phase::Draining => self.finish(idx, now),
                 Phase::Idle if c.role == Role::Client => {
