@@ -241,8 +241,12 @@ fn measure_point(
     ctrl.recorder.latencies(
         i + 1,
         (window.t0, window.t1 - window.t0),
-        &window.client.connect,
-        &window.client.total,
+        crate::lab::recorder::hlog::PointLatencies {
+            connect: &window.client.connect,
+            handshake: &window.client.handshake,
+            ttfb: &window.client.ttfb,
+            total: &window.client.total,
+        },
     );
     let mut row = ctrl.core().summary_row(i + 1, window);
     row.sweep = kind

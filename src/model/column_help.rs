@@ -104,6 +104,17 @@ const HELP: &[(Col, &str)] = &[
     (col::CONNECTING, "Connects in progress at the load clients (SYN sent, not yet established)"),
     (col::REQUESTS_IN_FLIGHT, "Requests sent by the load clients and not yet answered"),
     (col::POOL_CONNECTIONS, "Persistent connections the load clients keep open in their pool (open mode with a request rate)"),
+    (col::HANDSHAKES, "TLS handshakes the load clients completed per second, full and resumed"),
+    (col::FULL_HANDSHAKES, "Full TLS handshakes (no session resumed) the load clients completed per second"),
+    (col::RESUMED_HANDSHAKES, "TLS handshakes that resumed a session (ticket or session id) at the load clients, per second"),
+    (col::HANDSHAKE_ERRORS, "TLS handshakes that failed at the load clients per second (timeouts, alerts, bad certificates, protocol errors)"),
+    (col::RESUMED_SHARE, "Share of the sample's completed TLS handshakes that resumed a session, percent"),
+    (col::HANDSHAKING, "TLS handshakes in progress at the load clients (connect done, not yet established)"),
+    (col::HANDSHAKE_P50, "Median duration of the sample's completed TLS handshakes, from the connect's end"),
+    (col::HANDSHAKE_P90, "90th percentile duration of the sample's completed TLS handshakes, from the connect's end"),
+    (col::HANDSHAKE_P99, "99th percentile duration of the sample's completed TLS handshakes, from the connect's end"),
+    (col::SERVER_FULL_HANDSHAKES, "Full TLS handshakes the server counted itself (its own counter, or its access log's session-reuse field), per second"),
+    (col::SERVER_RESUMED_HANDSHAKES, "Resumed TLS handshakes the server counted itself (its own counter, or its access log's session-reuse field), per second"),
 ];
 
 impl Col {

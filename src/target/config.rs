@@ -146,6 +146,17 @@ impl ServerStats {
             (n, n as f64 / (self.t_s - earlier.t_s))
         })
     }
+
+    /// TLS handshakes (full, resumed) done between `earlier` and these totals; None when no
+    /// time passed.
+    pub fn handshakes_since(&self, earlier: &ServerStats) -> Option<(u64, u64)> {
+        (self.t_s > earlier.t_s).then(|| {
+            (
+                self.tls_full.saturating_sub(earlier.tls_full),
+                self.tls_resumed.saturating_sub(earlier.tls_resumed),
+            )
+        })
+    }
 }
 
 #[cfg(test)]

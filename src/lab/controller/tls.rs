@@ -126,6 +126,11 @@ impl Controller {
                     ""
                 };
                 self.log(&format!("tls: the target answered: {line}{note}"));
+                // The built-in server counts handshakes (an access log counts requests, and
+                // the check sent none): this one is not the load's.
+                if self.scenario.target.kind == TargetKind::Builtin {
+                    self.core.server_handshakes_not_load(1);
+                }
                 Ok(())
             }
             Err(e) => bail!(

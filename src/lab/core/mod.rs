@@ -168,6 +168,9 @@ pub struct LabCore {
     point: Option<OpenWindow>,
     server_last: Option<ServerStats>,
     server_at_tick: Option<ServerStats>,
+    /// Full TLS handshakes the server counted that were not the load's (the start-up check's,
+    /// on a server that counts handshakes rather than logged requests).
+    server_handshakes_not_load: u64,
     access: AccessCounts,
     /// Whether probes run (a row then waits for its interval's sample).
     probes_on: bool,
@@ -178,8 +181,8 @@ pub struct LabCore {
     router_last: Option<crate::net::router::RouterStats>,
     /// Every worker report's counts since the start, the final drain included.
     run: Counters,
-    /// Connect and total latency since the start (for the OpenMetrics histograms).
-    run_latency: [hdrhistogram::Histogram<u64>; 2],
+    /// Connect, total and TLS handshake latency since the start (the OpenMetrics histograms).
+    run_latency: [hdrhistogram::Histogram<u64>; 3],
     /// (client responses, server responses, difference %) once the run has stopped.
     final_check: Option<(u64, u64, f64)>,
     notices: Vec<String>,
@@ -213,6 +216,7 @@ impl LabCore {
             point: None,
             server_last: None,
             server_at_tick: None,
+            server_handshakes_not_load: 0,
             access: AccessCounts::default(),
             probes_on: false,
             probe_latest: None,
@@ -220,6 +224,7 @@ impl LabCore {
             router_last: None,
             run: Counters::default(),
             run_latency: [
+                crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
             ],
@@ -266,6 +271,8 @@ impl LabCore {
                 self.server_last = Some(ServerStats {
                     t_s,
                     responses: c.lines,
+                    tls_full: c.tls_full,
+                    tls_resumed: c.tls_resumed,
                     ..Default::default()
                 });
                 self.access.last = Some(c);
@@ -328,6 +335,7 @@ impl LabCore {
         self.run.add(&d.counts);
         d.connect_us.merge_into(&mut self.run_latency[0]);
         d.total_us.merge_into(&mut self.run_latency[1]);
+        d.handshake_us.merge_into(&mut self.run_latency[2]);
         self.tick.add(d);
         if let Some(p) = &mut self.point {
             p.client.add(d);
@@ -402,6 +410,12 @@ impl LabCore {
     /// The notices so far, for summary.json.
     pub fn notices(&self) -> &[String] {
         &self.notices
+    }
+
+    /// The server counted `full` handshakes that were not the load's (the start-up check's):
+    /// the run's server count leaves them out.
+    pub fn server_handshakes_not_load(&mut self, full: u64) {
+        self.server_handshakes_not_load += full;
     }
 
     /// Where the workers run: their paths and shares (the runtime plans them).

@@ -97,11 +97,10 @@ impl Recorder {
         &mut self,
         point: usize,
         (start_s, dur_s): (f64, f64),
-        connect: &hdrhistogram::Histogram<u64>,
-        total: &hdrhistogram::Histogram<u64>,
+        hists: hlog::PointLatencies<'_>,
     ) {
         if let Some(f) = &mut self.folder {
-            f.latencies.push(point, start_s, dur_s, connect, total);
+            f.latencies.push(point, start_s, dur_s, hists);
         }
     }
 
