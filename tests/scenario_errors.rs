@@ -42,6 +42,10 @@ broken! {
     empty => "empty.toml",
     threshold_typo => "threshold_typo.toml",
     pool_without_keepalive => "pool_without_keepalive.toml",
+    tls_resumed_out_of_range => "tls_resumed_out_of_range.toml",
+    tls_unknown_group => "tls_unknown_group.toml",
+    tls_unknown_version => "tls_unknown_version.toml",
+    tls_without_target_tls => "tls_without_target_tls.toml",
 }
 
 #[test]

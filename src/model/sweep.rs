@@ -16,11 +16,13 @@ pub enum SweepParam {
     Workers,
     Burst,
     Workload,
+    /// The share of TLS handshakes that resume a session (0 to 1).
+    Resumed,
     /// A live knob of every network path.
     Path(PathKnob),
 }
 
-const LOAD_PARAMS: [SweepParam; 7] = [
+const LOAD_PARAMS: [SweepParam; 8] = [
     SweepParam::Rate,
     SweepParam::Sockets,
     SweepParam::Clients,
@@ -28,6 +30,7 @@ const LOAD_PARAMS: [SweepParam; 7] = [
     SweepParam::Workers,
     SweepParam::Burst,
     SweepParam::Workload,
+    SweepParam::Resumed,
 ];
 
 impl SweepParam {
@@ -48,6 +51,7 @@ impl SweepParam {
             SweepParam::Workers => "load.workers",
             SweepParam::Burst => "load.burst",
             SweepParam::Workload => "load.workload",
+            SweepParam::Resumed => "load.tls.resumed",
             SweepParam::Path(k) => k.sweep_name(),
         }
     }
@@ -73,6 +77,7 @@ impl SweepParam {
             SweepParam::Workers => "load-generator workers",
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
+            SweepParam::Resumed => "resumed TLS handshakes (share, 0-1)",
             SweepParam::Path(k) => k.axis(),
         }
     }
@@ -95,6 +100,8 @@ pub enum SweepValue {
     },
     /// A named request mix (load.workload; the workers restart with it).
     Workload(Workload),
+    /// A share, 0 to 1.
+    Share(f64),
     Path(PathValue),
 }
 
@@ -115,6 +122,8 @@ pub enum SweepValueError {
     BurstShape { ratio: f64, fraction: f64 },
     #[error("`{0}` is not a workload; use one of {names}", names = Workload::ALL.map(|w| w.name()).join(", "))]
     NotAWorkload(String),
+    #[error("{param} takes shares from 0 to 1 (got {text})")]
+    NotAShare { param: SweepParam, text: String },
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error(transparent)]
@@ -191,6 +200,13 @@ impl SweepValue {
                 .find(|w| w.name() == text.trim())
                 .map(SweepValue::Workload)
                 .ok_or_else(|| SweepValueError::NotAWorkload(text.to_string())),
+            SweepParam::Resumed => match text.trim().parse::<f64>() {
+                Ok(x) if (0.0..=1.0).contains(&x) => Ok(SweepValue::Share(x)),
+                _ => Err(SweepValueError::NotAShare {
+                    param,
+                    text: text.to_string(),
+                }),
+            },
             SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
         }
     }
@@ -201,6 +217,7 @@ impl SweepValue {
         match self {
             SweepValue::Rate(r) => Some(r),
             SweepValue::Count(n) => Some(n as f64),
+            SweepValue::Share(x) => Some(x),
             SweepValue::Burst { .. } | SweepValue::Workload(_) => None,
             SweepValue::Path(v) => v.x(),
         }
@@ -222,6 +239,7 @@ impl fmt::Display for SweepValue {
             SweepValue::Count(n) => write!(f, "{n}"),
             SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
             SweepValue::Workload(w) => write!(f, "{}", w.name()),
+            SweepValue::Share(x) => write!(f, "{x}"),
             SweepValue::Path(v) => write!(f, "{v}"),
         }
     }

@@ -484,6 +484,13 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
             ),
+            Some(SweepParam::Resumed) if !s.target.tls => bad(
+                "sweep.param",
+                format!(
+                    "`{}` needs a target that speaks TLS: add tls = true to [target]",
+                    sw.param
+                ),
+            ),
             Some(_) => {}
         }
         if sw.values.is_empty() {

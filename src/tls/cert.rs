@@ -73,6 +73,10 @@ impl LabCert {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        // Absolute: a server resolves a relative path against its own prefix.
+        let dir = &dir
+            .canonicalize()
+            .with_context(|| format!("resolving {}", dir.display()))?;
         let files = CertFiles {
             ca: dir.join("ca.pem"),
             cert: dir.join("cert.pem"),

@@ -104,13 +104,11 @@ impl Engine {
         );
         self.handshaking -= 1;
         self.ready(idx);
-        if self.slab[idx].role == super::conn::Role::Pool {
-            if self.tls_flush(idx).is_err() {
-                // Established and idle: its end is no one's error (as a pool connection
-                // the server closes).
-                self.slab[idx].phase = Phase::Idle;
-                return self.finish(idx, now);
-            }
+        if self.slab[idx].role == super::conn::Role::Pool && self.tls_flush(idx).is_err() {
+            // Established and idle: its end is no one's error (as a pool connection the
+            // server closes).
+            self.slab[idx].phase = Phase::Idle;
+            return self.finish(idx, now);
         }
         self.go(idx, now);
     }
@@ -169,6 +167,19 @@ impl Engine {
         if let Err(e) = t.conn.process_new_packets() {
             let kind = classify(&e);
             let _ = t.conn.write_tls(&mut s);
+            // Said once per kind, with rustls' reason: the counts say how often.
+            let bit = 1u8 << (kind as u8);
+            if self.told_tls & bit == 0 {
+                self.told_tls |= bit;
+                self.notices.push(format!(
+                    "TLS failed: {e} (counted in {}; said once)",
+                    match kind {
+                        HandshakeFailure::Alert => "tls_alerts",
+                        HandshakeFailure::BadCertificate => "bad_certificates",
+                        HandshakeFailure::Protocol => "tls_protocol_errors",
+                    }
+                ));
+            }
             return Err(Failure::Tls(kind));
         }
         Ok(TlsRead::Some)

@@ -111,6 +111,8 @@ pub struct Engine {
     told_ports: bool,
     told_fds: bool,
     told_bind: bool,
+    /// The TLS failure kinds already said in a notice (a bit each).
+    told_tls: u8,
     out: Vec<u8>,
 }
 
@@ -204,6 +206,7 @@ impl Engine {
             told_ports: false,
             told_fds: false,
             told_bind: false,
+            told_tls: 0,
             out: Vec::with_capacity(4096),
             cfg,
         };
