@@ -66,6 +66,7 @@ fn every_message_a_person_reads() {
                 value: PathValue::Bandwidth(None),
             },
             Change::Selected(s("dsl")),
+            Change::Resumed(0.3),
         ]
         .map(Reply::Applied),
     );
@@ -94,6 +95,8 @@ fn every_message_a_person_reads() {
                 path: s("dsl"),
                 why: s("the delay router is not running"),
             },
+            Refusal::NoTls,
+            Refusal::Resumed(1.5),
         ]
         .map(Reply::Refused),
     );

@@ -60,6 +60,9 @@ pub struct LabState {
     pub backend: String,
     /// Where the network lab runs ("root", "rootless (user namespace)"); empty without one.
     pub lab: String,
+    /// Over TLS, what the clients speak ("TLS 1.3 X25519, tickets"); empty without TLS (the
+    /// resumed share, a knob, is in `knobs`).
+    pub tls: String,
     pub knobs: Knobs,
     pub store: Store,
     /// The scenario's thresholds judged on the session so far (TUI; empty without any).
@@ -90,6 +93,7 @@ impl LabState {
             target: String::new(),
             backend: "loopback (no shaping)".into(),
             lab: String::new(),
+            tls: String::new(),
             knobs,
             store: Store::new(200_000),
             latency: Vec::new(),

@@ -110,6 +110,13 @@ impl Controller {
             return Ok(());
         };
         let verify = tls.verify;
+        self.fold_msg(Input::Tls(format!(
+            "{} {}, {}{}",
+            tls.version,
+            tls.group,
+            tls.resume_by,
+            if verify { ", verify" } else { "" }
+        )));
         tls.verify = false;
         let addr = self.target_addr;
         let check = move || crate::tls::client::check_handshake(addr, &tls, CHECK_TIMEOUT);

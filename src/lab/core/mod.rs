@@ -66,6 +66,8 @@ pub enum Input {
     LabOff(String),
     /// The target answers: what it is, for the status line and run.log.
     TargetUp(String),
+    /// Over TLS, what the clients speak (for the status line).
+    Tls(String),
     /// The scenario's thresholds judged on the session so far (the TUI's live verdicts).
     Verdicts(Vec<crate::report::thresholds::Verdict>),
     /// A mark on the charts and in the results.
@@ -299,6 +301,7 @@ impl LabCore {
                 ));
             }
             Input::TargetUp(what) => self.state.target = what,
+            Input::Tls(what) => self.state.tls = what,
             Input::Verdicts(v) => self.state.verdicts = v,
             Input::Mark(label) => self.mark(&label, now_s, fx),
             Input::BeginWindow => self.begin_window(now_s),

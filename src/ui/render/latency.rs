@@ -1,5 +1,5 @@
 //! Panel: latency percentiles (p50/p90/p99) of connect time and total time, measured from the
-//! scheduled start. A table of the latest values (and each network path's, when there are
+//! scheduled start, and over TLS of the handshake's own duration. A table of the latest values (and each network path's, when there are
 //! several); a chart of p50 and p99 below when there is room.
 
 use super::common::{line_chart, ms, panel, render_top, Series, Window};
@@ -22,6 +22,18 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     .into_iter()
     .map(|(name, cols)| (name.to_string(), cols))
     .collect();
+    // Over TLS the handshake's own duration, between connect and total.
+    let tls = st.knobs.resumed.is_some();
+    if tls {
+        rows.insert(
+            1,
+            (
+                "tls hs".into(),
+                [c::HANDSHAKE_P50, c::HANDSHAKE_P90, c::HANDSHAKE_P99],
+            ),
+        );
+    }
+    let totals = rows.len();
     // With several paths, each path's own percentiles follow (one path's would repeat the
     // totals); only for paths the lab measures, i.e. whose columns the store has.
     if st.knobs.paths.len() > 1 {
@@ -55,7 +67,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let shown = if rows.len() <= room {
         rows.len()
     } else {
-        2 + room.saturating_sub(3) / 2 * 2
+        totals + room.saturating_sub(totals + 1) / 2 * 2
     };
     for (name, cols) in &rows[..shown] {
         let name: String = name.chars().take(label_w - 1).collect();
@@ -64,7 +76,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             Span::raw(cols.iter().map(|k| cell(*k)).collect::<String>()),
         ]));
     }
-    let hidden = (rows.len() - shown) / 2;
+    let hidden = (rows.len() - shown).div_ceil(2);
     if hidden > 0 {
         lines.push(Line::from(Span::styled(
             format!("+{hidden} path(s) (enlarge to see)"),
@@ -73,12 +85,17 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     }
     let rest = render_top(lines, inner, buf);
     if rest.height >= 6 {
-        let series = [
+        let mut series = vec![
             Series::column(st, "conn p50", c::CONNECT_P50, w),
             Series::column(st, "conn p99", c::CONNECT_P99, w),
+        ];
+        if tls {
+            series.push(Series::column(st, "hs p99", c::HANDSHAKE_P99, w));
+        }
+        series.extend([
             Series::column(st, "total p50", c::TOTAL_P50, w),
             Series::column(st, "total p99", c::TOTAL_P99, w),
-        ];
+        ]);
         line_chart(rest, buf, st, w, &series, theme);
     }
 }

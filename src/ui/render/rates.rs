@@ -1,6 +1,7 @@
 //! Panel: offered vs achieved. Target rate, SYNs arriving at the server (pcap), connections
 //! (attempts and established) and requests per second apart (keep-alive carries many requests
-//! on one connection), responses per second, and the errors of each.
+//! on one connection), responses per second, and the errors of each; over TLS the handshakes
+//! per second, full and resumed, and the failed ones.
 
 use super::common::{line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
@@ -25,6 +26,14 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         Series::column(st, l("conn err", "cerr"), c::CONNECTION_ERRORS, w),
         Series::column(st, l("req err", "rerr"), c::REQUEST_ERRORS, w),
     ];
+    // Over TLS: the handshakes, full and resumed, and those that failed (connection errors).
+    if st.knobs.resumed.is_some() {
+        series.extend([
+            Series::column(st, l("hs full", "full"), c::FULL_HANDSHAKES, w),
+            Series::column(st, l("hs resumed", "resm"), c::RESUMED_HANDSHAKES, w),
+            Series::column(st, l("hs err", "herr"), c::HANDSHAKE_ERRORS, w),
+        ]);
+    }
     // What the latest dotted column on the charts is.
     if let Some(e) = st.store.events.iter().rev().find(|e| e.t_s >= w.since) {
         series.push(Series {

@@ -101,6 +101,13 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
             if k.burst_on { "on" } else { "off" }
         ),
     ));
+    if let Some(share) = k.resumed {
+        knobs.push(kv(
+            app,
+            "tls",
+            format!("{} resumed {:.0}%", st.tls, share * 100.0),
+        ));
+    }
     if k.paths.is_empty() {
         knobs.push(vec![Span::styled("no paths (loopback)", t.dim())]);
     }
