@@ -88,10 +88,11 @@ impl fmt::Display for ResumeBy {
 
 /// The lab certificate's key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
 pub enum KeyKind {
     #[default]
+    #[serde(rename = "ecdsa-p256")]
     EcdsaP256,
+    #[serde(rename = "rsa-2048")]
     Rsa2048,
 }
 
