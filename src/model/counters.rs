@@ -270,14 +270,30 @@ pub struct ErrorKinds {
     pub out_of_fds: u64,
     pub other: u64,
     /// TLS handshakes that failed, by kind (0 without TLS).
-    #[serde(default)]
+    #[serde(flatten)]
+    pub tls: HandshakeErrorKinds,
+}
+
+/// TLS handshakes that failed, by kind: connection errors (absent, so 0, in files written
+/// before TLS).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HandshakeErrorKinds {
     pub handshake_timeouts: u64,
-    #[serde(default)]
     pub tls_alerts: u64,
-    #[serde(default)]
     pub bad_certificates: u64,
-    #[serde(default)]
     pub tls_protocol_errors: u64,
+}
+
+impl HandshakeErrorKinds {
+    pub fn of(c: &Counters) -> Self {
+        HandshakeErrorKinds {
+            handshake_timeouts: c.handshake_timeouts,
+            tls_alerts: c.tls_alerts,
+            bad_certificates: c.bad_certificates,
+            tls_protocol_errors: c.tls_protocol_errors,
+        }
+    }
 }
 
 /// A span's connections: `attempts + connecting_at_start = established + errors +
@@ -301,14 +317,8 @@ pub struct ConnectionErrorKinds {
     pub out_of_fds: u64,
     pub other: u64,
     /// Over TLS, the handshake's failures.
-    #[serde(default)]
-    pub handshake_timeouts: u64,
-    #[serde(default)]
-    pub tls_alerts: u64,
-    #[serde(default)]
-    pub bad_certificates: u64,
-    #[serde(default)]
-    pub tls_protocol_errors: u64,
+    #[serde(flatten)]
+    pub tls: HandshakeErrorKinds,
 }
 
 /// A span's requests: `sent + in_flight_at_start = responses + errors + in_flight_at_end`.
@@ -368,10 +378,7 @@ impl Totals {
                 addr_not_avail: c.addr_not_avail,
                 out_of_fds: c.out_of_fds,
                 other: c.connect_other_errors + c.request_other_errors,
-                handshake_timeouts: c.handshake_timeouts,
-                tls_alerts: c.tls_alerts,
-                bad_certificates: c.bad_certificates,
-                tls_protocol_errors: c.tls_protocol_errors,
+                tls: HandshakeErrorKinds::of(c),
             },
             in_flight_at_end: connecting_at_end + requests_at_end,
             syn_in: None,
@@ -388,10 +395,7 @@ impl Totals {
                     addr_not_avail: c.addr_not_avail,
                     out_of_fds: c.out_of_fds,
                     other: c.connect_other_errors,
-                    handshake_timeouts: c.handshake_timeouts,
-                    tls_alerts: c.tls_alerts,
-                    bad_certificates: c.bad_certificates,
-                    tls_protocol_errors: c.tls_protocol_errors,
+                    tls: HandshakeErrorKinds::of(c),
                 },
                 connecting_at_start: at_start.connecting,
                 connecting_at_end,

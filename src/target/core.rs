@@ -192,6 +192,13 @@ pub fn count_handshake(conn: &rustls::ServerConnection, counters: &Counters) {
 /// The most plaintext handed to TLS before its records are written out.
 const TLS_CHUNK: usize = 16 * 1024;
 
+/// The body from `off` to the end of the pattern buffer (or of the body, if sooner).
+fn body_piece<'a>(resp: &Response, pattern: &'a [u8], off: u64) -> &'a [u8] {
+    let start = (off % PATTERN_BUF_LEN as u64) as usize;
+    let n = ((resp.body_len - off) as usize).min(PATTERN_BUF_LEN - start);
+    &pattern[start..start + n]
+}
+
 /// As [`write_some`], through TLS on a non-blocking socket: the response goes into TLS in
 /// record-sized pieces, each written out before the next, so a large file is never held
 /// encrypted in memory whole.
@@ -220,10 +227,7 @@ pub fn write_some_tls(
         let piece = if prog.done < head_len {
             &resp.head[prog.done as usize..]
         } else {
-            let off = prog.done - head_len;
-            let start = (off % PATTERN_BUF_LEN as u64) as usize;
-            let n = ((resp.body_len - off) as usize).min(PATTERN_BUF_LEN - start);
-            &pattern[start..start + n]
+            body_piece(resp, pattern, prog.done - head_len)
         };
         let piece = &piece[..piece.len().min(TLS_CHUNK)];
         let n = tls.writer().write(piece)?;
@@ -250,10 +254,7 @@ pub fn write_some(
             let blen = resp.body_len.min(PATTERN_BUF_LEN as u64) as usize;
             s.write_vectored(&[IoSlice::new(h), IoSlice::new(&pattern[..blen])])
         } else {
-            let off = prog.done - head_len;
-            let start = (off % PATTERN_BUF_LEN as u64) as usize;
-            let n = ((resp.body_len - off) as usize).min(PATTERN_BUF_LEN - start);
-            s.write(&pattern[start..start + n])
+            s.write(body_piece(resp, pattern, prog.done - head_len))
         };
         match r {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
