@@ -701,23 +701,6 @@ fn no_module_depends_on_itself_through_others() {
 // ---------------------------------------------------------------------------------------
 // The kernel boundary (issue 32): `libc::`, `nix::` and `unsafe` only in src/sys.
 
-/// Uses left above src/sys for another issue's change (the lead removes them at merge): a
-/// path prefix, the text the line holds (empty: any line of those files), why.
-const KERNEL_ALLOWED: &[(&str, &str, &str)] = &[
-    // Mapping the server's counters (target::core::Shared) is unsafe until that type says it
-    // may be shared zeroed (a Zeroable-like bound on its definition, in issue 26's file).
-    (
-        "src/target/mod.rs",
-        "unsafe { SharedMem::<core::Shared>::new_memfd() }",
-        "issue 26",
-    ),
-    (
-        "src/target/pool.rs",
-        "unsafe { SharedMem::<Shared>::from_fd(",
-        "issue 26",
-    ),
-];
-
 /// Whether `line` names libc or nix or holds `unsafe` (as words, outside comments).
 fn touches_the_kernel(line: &str) -> bool {
     let code = line.split("//").next().unwrap_or("");
@@ -736,22 +719,14 @@ fn touches_the_kernel(line: &str) -> bool {
 #[test]
 fn only_src_sys_touches_the_kernel() {
     let mut bad = Vec::new();
-    let mut allowed_seen = vec![0usize; KERNEL_ALLOWED.len()];
     for (f, rel) in &src_files() {
         if rel.starts_with("src/sys/") {
             continue;
         }
         let src = without_tests(&std::fs::read_to_string(f).unwrap());
         for (n, line) in src.lines().enumerate() {
-            if !touches_the_kernel(line) {
-                continue;
-            }
-            let allowed = KERNEL_ALLOWED
-                .iter()
-                .position(|(p, text, _)| rel.starts_with(p) && line.contains(text));
-            match allowed {
-                Some(i) => allowed_seen[i] += 1,
-                None => bad.push(format!("{rel}:{}: {}", n + 1, line.trim())),
+            if touches_the_kernel(line) {
+                bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
             }
         }
     }
@@ -760,12 +735,6 @@ fn only_src_sys_touches_the_kernel() {
         "libc::, nix:: and unsafe belong in src/sys (behind a small safe function there):\n{}",
         bad.join("\n")
     );
-    for (i, (p, text, why)) in KERNEL_ALLOWED.iter().enumerate() {
-        assert!(
-            allowed_seen[i] > 0,
-            "KERNEL_ALLOWED ({why}): {p} no longer holds `{text}`: remove the entry"
-        );
-    }
     assert!(touches_the_kernel("let r = unsafe { libc::kill(p, 9) };"));
     assert!(!touches_the_kernel("use std::os::unix::net::UnixStream;"));
     assert!(!touches_the_kernel("// SAFETY: unsafe in a comment"));

@@ -194,6 +194,7 @@ fn open_rate_accuracy(rate: f64) {
     cfg.rate = Some(rate);
     cfg.duration_s = 10.0;
     let v = Worker::spawn(&cfg).collect();
+    assert_identities(&v);
     let attempts = sum(&v, |d| d.counts.attempts) as f64;
     let measured = attempts / elapsed(&v);
     println!(
@@ -243,6 +244,7 @@ fn load_sclient_flat_out_offers_d_over_t_to_a_full_backlog() {
     cfg.duration_s = 3.0;
     let v = Worker::spawn(&cfg).collect();
     let rate = sum(&v, |d| d.counts.attempts) as f64 / elapsed(&v);
+    assert_identities(&v);
     let expected = 200.0 / 0.25;
     println!("sclient flat out: {rate:.0} attempts/s, D/T = {expected}");
     assert!(
@@ -267,6 +269,7 @@ fn load_closed_clients_follow_the_server() {
     cfg.clients = 8;
     cfg.duration_s = 3.0;
     let v = Worker::spawn(&cfg).collect();
+    assert_identities(&v);
     let responses = sum(&v, |d| d.counts.responses);
     let attempts = sum(&v, |d| d.counts.attempts);
     let rate = responses as f64 / elapsed(&v);
@@ -298,6 +301,7 @@ fn load_live_rate_change_has_no_catch_up_burst() {
     }
     w.send(&Control::SetRate { rate: Some(3000.0) });
     let after = w.collect();
+    assert_identities(&[before.clone(), after.clone()].concat());
     for d in &after {
         let r = d.counts.attempts as f64 / d.interval_s;
         assert!(r <= 3000.0 * 1.2, "interval at {:.2} s ran {r:.0}/s", d.t_s);
@@ -327,6 +331,7 @@ fn load_refused_port_counts_refused() {
     cfg.rate = Some(500.0);
     cfg.duration_s = 1.0;
     let v = Worker::spawn(&cfg).collect();
+    assert_identities(&v);
     let attempts = sum(&v, |d| d.counts.attempts);
     assert!(attempts > 400);
     assert_eq!(sum(&v, |d| d.counts.refused), attempts);
@@ -367,6 +372,7 @@ fn load_stdin_eof_stops_the_worker() {
     let t = Instant::now();
     drop(w.stdin.take());
     let v = w.collect();
+    assert_identities(&v);
     assert!(
         t.elapsed() < Duration::from_secs(3),
         "took {:?} to stop",
@@ -384,6 +390,7 @@ fn load_worker_honours_duration() {
     let t = Instant::now();
     let w = Worker::spawn(&cfg); // stdin stays open: only the bound stops it
     let v = w.collect();
+    assert_identities(&v);
     assert!(
         t.elapsed() < Duration::from_secs(4),
         "took {:?}",
@@ -467,6 +474,7 @@ fn load_keepalive_sends_requests_per_conn_on_each_connection() {
     cfg.requests_per_conn = 10;
     cfg.duration_s = 1.0;
     let v = Worker::spawn(&cfg).collect();
+    assert_identities(&v);
     let (est, reqs, resps) = (
         sum(&v, |d| d.counts.established),
         sum(&v, |d| d.counts.requests),
@@ -595,6 +603,7 @@ fn load_pause_and_resume_without_catch_up() {
     assert!(sum(&resumed, |d| d.counts.attempts) > 150);
     w.send(&Control::Pause);
     let v = w.collect();
+    assert_identities(&[paused, resumed, v.clone()].concat());
     let tail: Vec<_> = v.iter().skip(2).collect();
     assert!(
         tail.iter().all(|d| d.counts.attempts == 0),
@@ -781,4 +790,119 @@ fn load_pool_drains_and_pauses_without_leaving_connections() {
         "8 at the start, 8 after the resume"
     );
     assert_eq!(peers.lock().unwrap().len(), 16);
+}
+
+#[test]
+fn load_pool_against_a_closed_port_reopens_at_a_measured_pace_and_counts_add_up() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = pool_config(port, 500.0, 4);
+    cfg.duration_s = 1.0;
+    let v = Worker::spawn(&cfg).collect();
+    assert_identities(&v);
+    let attempts = sum(&v, |d| d.counts.attempts);
+    assert_eq!(sum(&v, |d| d.counts.refused), attempts);
+    assert_eq!(
+        sum(&v, |d| d.counts.requests),
+        0,
+        "no connection, no request"
+    );
+    // Each of the 4 places waits 10 ms before it tries again: at most ~100 tries each.
+    assert!((4..=4 * 110).contains(&attempts), "{attempts} attempts");
+}
+
+#[test]
+fn load_pool_reopens_a_connection_after_requests_per_conn() {
+    let (server, peers) = keepalive_server(8);
+    let mut cfg = pool_config(server, 1000.0, 4);
+    cfg.requests_per_conn = 10;
+    cfg.duration_s = 1.5;
+    let v = Worker::spawn(&cfg).collect();
+    assert_identities(&v);
+    let (est, reqs) = (
+        sum(&v, |d| d.counts.established),
+        sum(&v, |d| d.counts.requests),
+    );
+    assert!(reqs > 500, "only {reqs} requests");
+    // Every connection carries 10 requests, the 4 still open at the end fewer.
+    assert!(
+        reqs <= est * 10 && reqs + 4 * 10 >= est * 10,
+        "{reqs} requests on {est} connections"
+    );
+    assert_eq!(peers.lock().unwrap().len() as u64, est);
+}
+
+#[test]
+fn load_pool_keeps_its_pace_through_repeated_knobs_and_a_mode_change() {
+    let _turn = timing_lock();
+    let (server, _) = keepalive_server(16);
+    let mut cfg = pool_config(server, 1000.0, 8);
+    cfg.duration_s = 4.0;
+    let mut w = Worker::spawn(&cfg);
+    let mut v: Vec<StatsDelta> = (0..5).map(|_| w.next().unwrap()).collect();
+    // The controller sends every load knob with each change: the same mode and a Resume
+    // while running must not stall the pool (it would wait to reopen for up to T).
+    for _ in 0..5 {
+        w.send(&Control::SetMode { mode: Mode::Open });
+        w.send(&Control::Resume);
+        v.push(w.next().unwrap());
+    }
+    let steady: Vec<_> = v[5..].to_vec();
+    assert!(
+        steady.iter().all(|d| d.target_rate > 0.0),
+        "the schedule stopped: {steady:?}"
+    );
+    let r = sum(&steady, |d| d.counts.requests) as f64
+        / steady.iter().map(|d| d.interval_s).sum::<f64>();
+    assert!((r / 1000.0 - 1.0).abs() < 0.1, "{r:.0} requests/s");
+    // Closed, then the pool again: its connections close, then reopen.
+    w.send(&Control::SetMode { mode: Mode::Closed });
+    for _ in 0..3 {
+        v.push(w.next().unwrap());
+    }
+    w.send(&Control::SetMode { mode: Mode::Open });
+    let rest = w.collect();
+    let reopened: Vec<_> = rest.iter().filter(|d| d.t_s > rest[0].t_s + 0.5).collect();
+    assert!(
+        reopened.iter().all(|d| d.pool == 8 && d.target_rate > 0.0),
+        "{reopened:?}"
+    );
+    assert_identities(&[v, rest].concat());
+}
+
+#[test]
+fn load_keepalive_clients_thinking_retire_on_pause_and_drain() {
+    let (server, _) = keepalive_server(8);
+    let mut cfg = config(server, Mode::Closed);
+    cfg.clients = 4;
+    cfg.keepalive = true;
+    cfg.requests_per_conn = 1_000_000;
+    cfg.think_s = 0.3;
+    cfg.duration_s = 20.0;
+    let mut w = Worker::spawn(&cfg);
+    let mut v: Vec<StatsDelta> = (0..5).map(|_| w.next().unwrap()).collect();
+    assert!(sum(&v, |d| d.counts.requests) >= 4);
+    // Paused: a client thinking on its open connection sends nothing more and closes it.
+    w.send(&Control::Pause);
+    let paused: Vec<StatsDelta> = (0..6).map(|_| w.next().unwrap()).collect();
+    assert!(
+        paused[1..].iter().all(|d| d.counts.requests == 0),
+        "requests while paused: {paused:?}"
+    );
+    assert_eq!(paused.last().unwrap().active, 0, "connections left open");
+    v.extend(paused);
+    w.send(&Control::Resume);
+    v.extend((0..5).map(|_| w.next().unwrap()));
+    // Drained: no think time waited out, the worker ends at once.
+    let t = Instant::now();
+    w.send(&Control::Drain);
+    v.extend(w.collect());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_identities(&v);
 }

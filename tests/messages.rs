@@ -156,12 +156,16 @@ fn every_message_a_person_reads() {
                 scheduled: 1000,
                 pool: 16,
                 mean_wait_ms: 2.5,
+                service_ms: 21.3,
+                service_min_ms: 20.4,
             },
             ClientBound::LateForT {
+                unit: "attempts",
                 lag_s: 0.2,
                 of_t: 0.4,
             },
             ClientBound::LateForGap {
+                unit: "requests",
                 lag_s: 0.015,
                 gap_s: 0.01,
             },

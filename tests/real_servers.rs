@@ -478,6 +478,9 @@ fn nginx_keepalive_truth(lab: bool) {
         "responses {} vs access log lines {lines}: {t}",
         n("responses")
     );
+    if failed_after_sending == 0 {
+        assert_eq!(n("responses"), lines, "responses vs access log lines: {t}");
+    }
     // Connections past nginx's keepalive_requests were closed by nginx and reopened.
     assert!(attempts > clients + POOL, "{t}");
     // Connections against the SYNs pcap saw (none lost on these paths) and the kernels' count.

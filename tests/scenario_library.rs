@@ -340,10 +340,11 @@ fn keepalive_pool_follows_the_request_rate_then_the_backlog_shows_in_p99() {
     );
     assert_eq!(below.attempts_per_s, 0.0, "{below:?}");
     assert!(!below.failed && !over.failed);
-    // Past capacity: the requests wait for a connection, timed from their schedule.
-    assert!(over.client_bound, "{over:?}");
+    // Past capacity: the requests wait for a connection, timed from their schedule. The
+    // server queued the pool's requests (its answers far slower than its quickest), so it is
+    // the limit and the point is not flagged as the pool's (wrk2's lesson: the latency grows).
     assert!(
-        over.client_bound_reason.contains("no idle connection"),
+        !over.client_bound_reason.contains("no idle connection"),
         "{}",
         over.client_bound_reason
     );

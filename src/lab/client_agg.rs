@@ -18,8 +18,13 @@ const LAG_FLOOR_S: f64 = 0.005;
 /// A worker using more of a core than this cannot be trusted to keep its schedule.
 const WORKER_CPU_LIMIT: f64 = 0.9;
 /// Pool mode: more than this share of the requests waiting for an idle connection means the
-/// pool, not the server, set the pace.
+/// pool or the server set the pace ...
 const POOL_WAIT_SHARE: f64 = 0.01;
+/// ... the pool when the server answered its requests about as quickly as when nothing
+/// queued before them (mean within this factor of the quickest answer): more connections
+/// would have carried more. A server that queues them (its answers slower by more) is the
+/// limit itself, and more connections would only queue deeper.
+const POOL_QUEUE_FACTOR: f64 = 2.0;
 
 /// What the client-bound test needs to know of the load.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,12 +61,14 @@ pub enum ClientBound {
     FdsOut,
     #[error("{0} arrivals found all D sockets busy (raise load.sockets)")]
     SocketsBusy(u64),
-    #[error("no idle connection: {waits} of {scheduled} requests waited for one of the pool's {pool} (mean wait {mean_wait_ms:.1} ms), so the server never had more than {pool} at once; raise load.connections")]
+    #[error("no idle connection: {waits} of {scheduled} requests waited for one of the pool's {pool} (mean wait {mean_wait_ms:.1} ms) while the server answered in {service_ms:.1} ms on average, near its quickest ({service_min_ms:.1} ms): the pool set the pace; raise load.connections")]
     NoIdleConnection {
         waits: u64,
         scheduled: u64,
         pool: u64,
         mean_wait_ms: f64,
+        service_ms: f64,
+        service_min_ms: f64,
     },
     /// `unit` is "attempts" (new connections) or "requests" (a pool's).
     #[error("{pct:.0} % fewer {unit} than the schedule intended ({done} of {intended:.0})", pct = (1.0 - .started / .intended) * 100.0)]
@@ -71,10 +78,19 @@ pub enum ClientBound {
         done: u64,
         intended: f64,
     },
-    #[error("attempts started {:.1} ms late on average, {:.0} % of the timeout T", .lag_s * 1000.0, .of_t * 100.0)]
-    LateForT { lag_s: f64, of_t: f64 },
-    #[error("attempts started {:.1} ms late on average, more than the {:.2} ms between a worker's arrivals", .lag_s * 1000.0, .gap_s * 1000.0)]
-    LateForGap { lag_s: f64, gap_s: f64 },
+    /// `unit` as for `Shortfall`.
+    #[error("{unit} started {:.1} ms late on average, {:.0} % of the timeout T", .lag_s * 1000.0, .of_t * 100.0)]
+    LateForT {
+        unit: &'static str,
+        lag_s: f64,
+        of_t: f64,
+    },
+    #[error("{unit} started {:.1} ms late on average, more than the {:.2} ms between a worker's arrivals", .lag_s * 1000.0, .gap_s * 1000.0)]
+    LateForGap {
+        unit: &'static str,
+        lag_s: f64,
+        gap_s: f64,
+    },
     #[error("a worker used {:.0}% of a core", .cpu * 100.0)]
     WorkerCpu { cpu: f64 },
 }
@@ -112,6 +128,8 @@ pub struct ClientTotals {
     pub at_end_by_worker: std::collections::BTreeMap<u32, InProgress>,
     /// The pool of persistent connections each worker keeps (latest report; 0: none).
     pub pool_by_worker: std::collections::BTreeMap<u32, u32>,
+    /// Each worker's quickest pool answer so far (us; latest report; 0: none yet).
+    pub pool_service_min_by_worker: std::collections::BTreeMap<u32, u64>,
     /// TLS handshakes in progress at each worker at its latest report.
     pub handshaking_by_worker: std::collections::BTreeMap<u32, u64>,
     pub connect: Histogram<u64>,
@@ -136,6 +154,7 @@ impl Default for ClientTotals {
             at_start_by_worker: Default::default(),
             at_end_by_worker: Default::default(),
             pool_by_worker: Default::default(),
+            pool_service_min_by_worker: Default::default(),
             handshaking_by_worker: Default::default(),
             connect: new_hist(),
             handshake: new_hist(),
@@ -174,6 +193,8 @@ impl ClientTotals {
             },
         );
         self.pool_by_worker.insert(d.worker, d.pool);
+        self.pool_service_min_by_worker
+            .insert(d.worker, d.pool_service_min_us);
         self.handshaking_by_worker.insert(d.worker, d.handshaking);
         merge(&d.connect_us, &mut self.connect);
         merge(&d.handshake_us, &mut self.handshake);
@@ -194,13 +215,13 @@ impl ClientTotals {
     /// Connects and requests in progress when these sums began (each worker's state before
     /// its first report in them).
     pub fn at_start(&self) -> InProgress {
-        sum_in_progress(self.at_start_by_worker.values())
+        self.at_start_by_worker.values().sum()
     }
 
     /// Connects and requests in progress at the workers' latest reports (a worker that
     /// stopped reports nothing in progress: it counts what it left in `*_at_end`).
     pub fn at_end(&self) -> InProgress {
-        sum_in_progress(self.at_end_by_worker.values())
+        self.at_end_by_worker.values().sum()
     }
 
     /// The counts of these sums, with both identities (see [`Totals`]).
@@ -236,21 +257,34 @@ impl ClientTotals {
         }
         let pool = self.pool();
         let scheduled = c.scheduled + c.pool_waits;
-        if pool > 0 && c.pool_waits as f64 > POOL_WAIT_SHARE * scheduled as f64 {
-            why.push(ClientBound::NoIdleConnection {
-                waits: c.pool_waits,
-                scheduled,
-                pool,
-                mean_wait_ms: c.pool_wait_us_sum as f64 / c.pool_waits as f64 / 1000.0,
-            });
+        let service_min_us = self
+            .pool_service_min_by_worker
+            .values()
+            .filter(|&&us| us > 0)
+            .min()
+            .copied();
+        if let (true, Some(min_us)) = (pool > 0 && c.pool_served > 0, service_min_us) {
+            let service_us = c.pool_service_us_sum as f64 / c.pool_served as f64;
+            let waited = c.pool_waits as f64 > POOL_WAIT_SHARE * scheduled as f64;
+            if waited && service_us <= POOL_QUEUE_FACTOR * min_us as f64 {
+                why.push(ClientBound::NoIdleConnection {
+                    waits: c.pool_waits,
+                    scheduled,
+                    pool,
+                    mean_wait_ms: c.pool_wait_us_sum as f64 / c.pool_waits as f64 / 1000.0,
+                    service_ms: service_us / 1000.0,
+                    service_min_ms: min_us as f64 / 1000.0,
+                });
+            }
         }
+        let unit = if pool > 0 { "requests" } else { "attempts" };
         if load.mode != Mode::Closed && self.intended >= 1.0 {
             // What the schedule handed out: arrivals started, dropped at the cap, or (a pool's
             // requests) sent after waiting for a connection.
-            let (started, unit, done) = if pool > 0 {
-                (scheduled, "requests", c.requests)
+            let (started, done) = if pool > 0 {
+                (scheduled, c.requests)
             } else {
-                (c.attempts + c.client_cap_drops, "attempts", c.attempts)
+                (c.attempts + c.client_cap_drops, c.attempts)
             };
             let started = started as f64;
             let noise = (3.0 * self.intended.sqrt()).max(SHORTFALL_FLOOR * self.intended);
@@ -273,9 +307,9 @@ impl ClientTotals {
                 _ => None,
             };
             if of_t > LAG_SHARE_OF_T {
-                why.push(ClientBound::LateForT { lag_s, of_t });
+                why.push(ClientBound::LateForT { unit, lag_s, of_t });
             } else if let Some(gap_s) = gap_s.filter(|g| lag_s > g.max(LAG_FLOOR_S)) {
-                why.push(ClientBound::LateForGap { lag_s, gap_s });
+                why.push(ClientBound::LateForGap { unit, lag_s, gap_s });
             }
         }
         if self.worker_cpu_max > WORKER_CPU_LIMIT {
@@ -294,7 +328,7 @@ impl ClientTotals {
     pub fn measured_nothing(&self, window_s: f64, workers: usize) -> Option<NothingMeasured> {
         // Kept-alive connections carry requests without a new attempt: either counts.
         let c = &self.counts;
-        let waiting = self.at_start().requests + self.at_start().connecting + c.pool_waits;
+        let waiting = self.at_start().requests + self.at_start().connecting;
         if c.attempts == 0 && c.client_cap_drops == 0 && c.requests == 0 && waiting == 0 {
             return Some(NothingMeasured::NoAttempt { window_s });
         }
@@ -358,6 +392,10 @@ impl ClientTotals {
             (REQUEST_ERRORS, rate(self.counts.request_errors())),
             (RESPONSE_TIMEOUTS, rate(self.counts.response_timeouts)),
             (BAD_RESPONSES, rate(self.counts.bad_responses)),
+            (ADDR_NOT_AVAIL, rate(self.counts.addr_not_avail)),
+            (OUT_OF_FDS, rate(self.counts.out_of_fds)),
+            (CONNECT_OTHER_ERRORS, rate(self.counts.connect_other_errors)),
+            (REQUEST_OTHER_ERRORS, rate(self.counts.request_other_errors)),
             (POOL_WAITS, rate(self.counts.pool_waits)),
             (
                 CONNECTING,
@@ -417,13 +455,6 @@ impl ClientTotals {
             })
             .collect()
     }
-}
-
-fn sum_in_progress<'a>(v: impl Iterator<Item = &'a InProgress>) -> InProgress {
-    v.fold(InProgress::default(), |a, b| InProgress {
-        connecting: a.connecting + b.connecting,
-        requests: a.requests + b.requests,
-    })
 }
 
 fn merge(d: &HistDelta, into: &mut Histogram<u64>) {
@@ -760,13 +791,28 @@ mod tests {
         d.counts.scheduled = 900;
         d.counts.pool_waits = 100;
         d.counts.pool_wait_us_sum = 100 * 2_500;
+        // The server answered as quickly as unloaded (a 20 ms path): the pool set the pace.
+        d.counts.pool_served = 1_000;
+        d.counts.pool_service_us_sum = 1_000 * 21_000;
+        d.pool_service_min_us = 20_400;
         t.add(&d);
         let why = client_bound_line(&t.client_bound(&OPEN));
         assert!(
-            why.starts_with("no idle connection: 100 of 1000 requests waited for one of the pool's 16 (mean wait 2.5 ms)"),
+            why.starts_with("no idle connection: 100 of 1000 requests waited for one of the pool's 16 (mean wait 2.5 ms) while the server answered in 21.0 ms on average, near its quickest (20.4 ms)"),
             "{why}"
         );
         assert!(why.contains("raise load.connections"), "{why}");
+        // The same waits with a server that queued the pool's requests (answers 8x slower
+        // than its quickest): the server set the pace, and the client is not the bound.
+        let mut queued = d.clone();
+        queued.counts.pool_service_us_sum = 1_000 * 8 * 20_400;
+        let mut t = ClientTotals::default();
+        t.add(&queued);
+        assert!(
+            !client_bound_line(&t.client_bound(&OPEN)).contains("no idle connection"),
+            "{:?}",
+            t.client_bound(&OPEN)
+        );
         // A pool that kept up: a few waits under 1 % are not a bound.
         let mut t = ClientTotals::default();
         d.counts.scheduled = 999;

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// their own (`model::knob`).
 pub const RATE_MIN: f64 = 1.0;
 pub use crate::model::limits::RATE_MAX;
-pub const SOCKETS_MAX: u32 = 200_000;
+pub use crate::model::limits::SOCKETS_MAX;
 pub const CLIENTS_MAX: u32 = 20_000;
 pub const BURST_RATIO_MAX: f64 = 20.0;
 

@@ -110,10 +110,15 @@ pub fn run_scenario_outcome(
 }
 
 /// Runs a scenario headless, judging its thresholds point by point.
-pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
+pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
     let mut verdicts = Vec::new();
     let mut aborted = false;
     let points = plan_points(&sc);
+    // The workers start in the first point's mode, so nothing of another mode (a pool's
+    // connections, say) runs before the first point switches to it.
+    if let Some(mode) = points.first().and_then(|p| p.mode) {
+        sc.load.mode = mode;
+    }
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
     let mut ctrl = Controller::start(sc, opts)?;
@@ -197,6 +202,9 @@ pub enum PointFailure {
     ChildDied(crate::model::death::Death),
     #[error(transparent)]
     Nothing(#[from] super::client_agg::NothingMeasured),
+    /// The point's connections or requests do not add up (a worker lost count of one).
+    #[error("the point's counts do not add up, so its figures cannot be trusted: {0}")]
+    Miscounted(String),
 }
 
 /// One point measured: its summary row, and whether the run stops after it.
@@ -237,7 +245,11 @@ fn measure_point(
         failed = window
             .client
             .measured_nothing(window.t1 - window.t0, ctrl.worker_count())
-            .map(PointFailure::from);
+            .map(PointFailure::from)
+            .or_else(|| {
+                let broken = window.client.totals().identities_broken();
+                broken.map(PointFailure::Miscounted)
+            });
     }
     ctrl.recorder.latencies(
         i + 1,
@@ -361,7 +373,7 @@ pub fn run_main(
         }
     }
     if let Err(e) = session::report_and_folder(dir.as_deref()) {
-        unwritten.push(e);
+        unwritten.push(format!("{e:#}"));
     }
     let signalled = cut || interrupted.load(Ordering::Relaxed);
     if signalled {

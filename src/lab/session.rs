@@ -108,18 +108,13 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// Writes the run folder's report.md and says where the folder is; Err(what could not be
-/// written and why), which fails the run. After a hangup the terminal is gone: these lines are
+/// written and why, with its path), which fails the run. After a hangup the terminal is gone: these lines are
 /// lost, never a panic (as println!'s would be).
-pub fn report_and_folder(dir: Option<&Path>) -> Result<(), String> {
+pub fn report_and_folder(dir: Option<&Path>) -> anyhow::Result<()> {
     let Some(dir) = dir else { return Ok(()) };
     let mut out = std::io::stdout();
-    let written = match crate::report::write_report(dir) {
-        Ok(md) => {
-            let _ = writeln!(out, "report: {}", md.display());
-            Ok(())
-        }
-        Err(e) => Err(format!("{e:#}")),
-    };
+    let written =
+        crate::report::write_report(dir).map(|md| drop(writeln!(out, "report: {}", md.display())));
     let _ = writeln!(out, "results: {}", dir.display());
     written
 }

@@ -2,7 +2,7 @@
 //! configuration, raises the descriptor limit, starts the stdin control reader, runs the engine.
 
 use super::engine::Engine;
-use super::protocol::{Control, WorkerConfig};
+use super::protocol::{BadControl, Control, WorkerConfig};
 use super::{rates, validate};
 use crate::sys::client_io::{raise_nofile, EventFd};
 use anyhow::Context;
@@ -51,15 +51,14 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
 }
 
 /// Reads Control lines from stdin; EOF (the controller closed the pipe or died) means Stop.
-fn read_controls(tx: crossbeam_channel::Sender<Result<Control, String>>, wake: &EventFd) {
+fn read_controls(tx: crossbeam_channel::Sender<Result<Control, BadControl>>, wake: &EventFd) {
     let notify = || wake.notify();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
-        let msg = serde_json::from_str::<Control>(&line)
-            .map_err(|e| format!("ignored control line {line:?}: {e}"));
+        let msg = Control::parse(&line);
         if tx.send(msg).is_err() {
             return;
         }

@@ -135,6 +135,24 @@ pub enum Control {
     Stop,
 }
 
+/// A control line the worker could not read: it is ignored, and said in the worker's notices.
+#[derive(Debug, thiserror::Error)]
+#[error("ignored control line {line:?}: {error}")]
+pub struct BadControl {
+    pub line: String,
+    pub error: serde_json::Error,
+}
+
+impl Control {
+    /// One control line as the controller wrote it.
+    pub fn parse(line: &str) -> Result<Control, BadControl> {
+        serde_json::from_str(line).map_err(|error| BadControl {
+            line: line.to_string(),
+            error,
+        })
+    }
+}
+
 /// Worker -> controller, one JSON object per line on the worker's stdout: counter deltas since
 /// the previous message, gauges as of now, histogram deltas.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -168,6 +186,10 @@ pub struct StatsDelta {
     /// The pool of persistent connections this worker keeps (0: none).
     #[serde(default)]
     pub pool: u32,
+    /// The quickest answer a pool request has had so far (us, from its send to its response;
+    /// 0: none yet): the server's time for a request when nothing queued before it.
+    #[serde(default)]
+    pub pool_service_min_us: u64,
     /// Of `connecting`, TLS handshakes in progress (their connects are done).
     #[serde(default)]
     pub handshaking: u64,

@@ -185,6 +185,10 @@ columns! {
     REQUEST_ERRORS = "request_errors_per_s", PerSecond, Rate;
     RESPONSE_TIMEOUTS = "response_timeouts_per_s", PerSecond, Rate;
     BAD_RESPONSES = "bad_responses_per_s", PerSecond, Rate;
+    ADDR_NOT_AVAIL = "addr_not_avail_per_s", PerSecond, Rate;
+    OUT_OF_FDS = "out_of_fds_per_s", PerSecond, Rate;
+    CONNECT_OTHER_ERRORS = "connect_other_errors_per_s", PerSecond, Rate;
+    REQUEST_OTHER_ERRORS = "request_other_errors_per_s", PerSecond, Rate;
     POOL_WAITS = "pool_waits_per_s", PerSecond, Rate;
     CONNECTING = "connecting", Count, Gauge;
     REQUESTS_IN_FLIGHT = "requests_in_flight", Count, Gauge;

@@ -51,7 +51,8 @@ pub struct Counters {
     /// Handshakes that broke otherwise: not TLS, a message out of place, closed midway.
     pub tls_protocol_errors: u64,
     // Requests.
-    /// Requests begun on an established connection (its first byte handed to the kernel).
+    /// Requests begun on an established connection (counted when the request is set up, before
+    /// its first byte is handed to the kernel).
     pub requests: u64,
     pub responses: u64,
     pub responses_2xx: u64,
@@ -67,6 +68,10 @@ pub struct Counters {
     /// one, and those waits in sum (us, from the scheduled time to the send).
     pub pool_waits: u64,
     pub pool_wait_us_sum: u64,
+    /// Pool mode: responses to the pool's requests and their time in sum (us, from the send
+    /// to the response: the server's part, without the wait for a connection).
+    pub pool_served: u64,
+    pub pool_service_us_sum: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Scheduled starts taken on time (not waiting for a pool connection) and how late they
@@ -110,6 +115,8 @@ impl Counters {
             request_other_errors,
             pool_waits,
             pool_wait_us_sum,
+            pool_served,
+            pool_service_us_sum,
             bytes_in,
             bytes_out,
             scheduled,
@@ -141,6 +148,8 @@ impl Counters {
         self.request_other_errors += request_other_errors;
         self.pool_waits += pool_waits;
         self.pool_wait_us_sum += pool_wait_us_sum;
+        self.pool_served += pool_served;
+        self.pool_service_us_sum += pool_service_us_sum;
         self.bytes_in += bytes_in;
         self.bytes_out += bytes_out;
         self.scheduled += scheduled;
@@ -194,6 +203,16 @@ pub struct InProgress {
     pub connecting: u64,
     /// Requests begun and not yet answered or failed.
     pub requests: u64,
+}
+
+impl<'a> std::iter::Sum<&'a InProgress> for InProgress {
+    /// What several workers had in progress at once.
+    fn sum<I: Iterator<Item = &'a InProgress>>(v: I) -> Self {
+        v.fold(InProgress::default(), |a, b| InProgress {
+            connecting: a.connecting + b.connecting,
+            requests: a.requests + b.requests,
+        })
+    }
 }
 
 /// Counts of a point or a run as summary.json gives them, to hold against a server's log

@@ -222,10 +222,11 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
     let Some(n) = l.connections else {
         return;
     };
-    if n == 0 || n > POOL_MAX {
+    let max = crate::model::limits::SOCKETS_MAX;
+    if n == 0 || n > max {
         bad(
             "load.connections",
-            format!("must be 1-{POOL_MAX} persistent connections (got {n})"),
+            format!("must be 1-{max} persistent connections (got {n})"),
         );
     }
     if l.mode != Mode::Open {
@@ -244,9 +245,6 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
         );
     }
 }
-
-/// Most persistent connections a pool may hold (the same bound as D's live limit).
-const POOL_MAX: u32 = 200_000;
 
 /// The load generator's mode, sizes, workload mix and burst.
 fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {

@@ -5,7 +5,8 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use zerocopy::FromBytes;
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
@@ -167,68 +168,73 @@ impl Epoll {
 }
 
 /// A `T` in a MAP_SHARED mapping of a memfd: writes by other processes mapping the same memfd
-/// (the prefork manager, its forked workers) are seen here. `T` must be valid when all-zero and
-/// safe to share (atomics only).
+/// (the prefork manager, its forked workers) are seen here. `T: FromBytes` (checked by
+/// zerocopy's derive: every bit pattern is a valid `T`, so the zero-filled memfd and whatever
+/// another process left in it are), `Sync` (it is reached through `&T` from several threads and
+/// processes, so it changes only through atomics).
 pub struct SharedMem<T> {
     ptr: *mut T,
 }
 
-// SAFETY: the mapping holds only atomics (see the constructors' contract).
-unsafe impl<T: Sync> Send for SharedMem<T> {}
+// SAFETY: the mapping is reached only through `&T`, and `T: Sync`.
+unsafe impl<T: FromBytes + Sync> Send for SharedMem<T> {}
 // SAFETY: as above.
-unsafe impl<T: Sync> Sync for SharedMem<T> {}
+unsafe impl<T: FromBytes + Sync> Sync for SharedMem<T> {}
 
-impl<T: Sync> SharedMem<T> {
+impl<T: FromBytes + Sync> SharedMem<T> {
     /// A new zeroed mapping and the memfd behind it (close-on-exec; hand it to a child with
     /// [`inherit_fd`]).
-    ///
-    /// # Safety
-    /// The all-zero bit pattern must be a valid `T`, and `T` must hold no pointers (it is shared
-    /// with other processes).
-    pub unsafe fn new_memfd() -> io::Result<(Self, OwnedFd)> {
-        let fd = cvt(libc::memfd_create(
-            c"synlab-counters".as_ptr(),
-            libc::MFD_CLOEXEC,
-        ))?;
-        let fd = OwnedFd::from_raw_fd(fd);
-        if libc::ftruncate(fd.as_raw_fd(), Self::len() as libc::off_t) < 0 {
-            return Err(io::Error::last_os_error());
+    pub fn new_memfd() -> io::Result<(Self, OwnedFd)> {
+        // SAFETY: plain syscalls on a descriptor made here; any bytes are a valid T.
+        unsafe {
+            let fd = cvt(libc::memfd_create(
+                c"synlab-counters".as_ptr(),
+                libc::MFD_CLOEXEC,
+            ))?;
+            let fd = OwnedFd::from_raw_fd(fd);
+            if libc::ftruncate(fd.as_raw_fd(), Self::len() as libc::off_t) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok((Self::map(fd.as_fd())?, fd))
         }
-        Ok((Self::map(fd.as_raw_fd())?, fd))
     }
 
     /// Maps a memfd made by [`SharedMem::new_memfd`] in another process (the descriptor may be
-    /// closed afterwards; the mapping stays).
-    ///
-    /// # Safety
-    /// `fd` must be a memfd holding a `T` as made by `new_memfd::<T>`.
-    pub unsafe fn from_fd(fd: RawFd) -> io::Result<Self> {
-        let mut st: libc::stat = std::mem::zeroed();
-        cvt(libc::fstat(fd, &mut st))?;
-        if (st.st_size as usize) < Self::len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "shared memory fd {fd} holds {} bytes, {} needed: not the server's counters",
-                    st.st_size,
-                    Self::len()
-                ),
-            ));
+    /// closed afterwards; the mapping stays). One too small for a `T` is refused.
+    pub fn from_fd(fd: BorrowedFd) -> io::Result<Self> {
+        // SAFETY: fstat fills a zeroed stat; map checks nothing more is needed (any bytes are a
+        // valid T, the size is checked here).
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            cvt(libc::fstat(fd.as_raw_fd(), &mut st))?;
+            if (st.st_size as usize) < Self::len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "shared memory fd {} holds {} bytes, {} needed: not the server's counters",
+                        fd.as_raw_fd(),
+                        st.st_size,
+                        Self::len()
+                    ),
+                ));
+            }
+            Self::map(fd)
         }
-        Self::map(fd)
     }
 
     fn len() -> usize {
         std::mem::size_of::<T>().max(1)
     }
 
-    unsafe fn map(fd: RawFd) -> io::Result<Self> {
+    /// # Safety
+    /// `fd` must hold at least `len()` bytes.
+    unsafe fn map(fd: BorrowedFd) -> io::Result<Self> {
         let p = libc::mmap(
             std::ptr::null_mut(),
             Self::len(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            fd,
+            fd.as_raw_fd(),
             0,
         );
         if p == libc::MAP_FAILED {

@@ -19,7 +19,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
 /// The server's own counts. All-zero is the valid start state and it holds no pointers, so it
 /// can live in a MAP_SHARED mapping.
 #[repr(C)]
-#[derive(Debug, Default)]
+#[derive(Debug, Default, zerocopy::FromBytes)]
 pub struct Counters {
     pub accepted: AtomicU64,
     pub requests: AtomicU64,
@@ -47,6 +47,7 @@ pub const MAX_WORKERS: usize = 10_000;
 /// What the server shares with its prefork manager and workers: one memfd mapping, all-zero at
 /// start, no pointers.
 #[repr(C)]
+#[derive(zerocopy::FromBytes)]
 pub struct Shared {
     pub counters: Counters,
     /// Set to 1 by the server: the prefork manager kills its workers and exits.

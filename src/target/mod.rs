@@ -112,9 +112,8 @@ impl Server {
             )
         })?;
         let addr = listener.local_addr()?;
-        // SAFETY: Shared is atomics only, valid when zeroed.
         let (shared, shm_fd) =
-            unsafe { SharedMem::<core::Shared>::new_memfd() }.context("mapping the counters")?;
+            SharedMem::<core::Shared>::new_memfd().context("mapping the counters")?;
         let shared = Arc::new(shared);
         let stop = Arc::new(AtomicBool::new(false));
         // Without a database the server still serves; /db answers 500 with the reason.

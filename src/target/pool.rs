@@ -19,7 +19,7 @@ use crate::sys::{errno_of, Errno, Signal};
 use anyhow::Context;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
@@ -177,10 +177,8 @@ pub fn manager_main(a: ManagerArgs) -> anyhow::Result<()> {
             .with_context(|| format!("fd {fd} was not inherited from the server"))
     };
     let (listener, shm) = (adopt(a.listen_fd)?, adopt(a.shm_fd)?);
-    // SAFETY: the server made this memfd for a Shared (checked for size by from_fd); it is
-    // closed once mapped.
-    let shared =
-        unsafe { SharedMem::<Shared>::from_fd(shm.as_raw_fd()) }.context("mapping counters")?;
+    // The server made this memfd for a Shared; it is closed once mapped.
+    let shared = SharedMem::<Shared>::from_fd(shm.as_fd()).context("mapping counters")?;
     drop(shm);
     let listener = TcpListener::from(listener);
     // Made once, before the workers are forked: they share its ticket keys (each has its

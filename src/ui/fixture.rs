@@ -285,6 +285,7 @@ pub fn client_bound() -> LabState {
     );
     st.warn(Warning::ClientBound(vec![
         ClientBound::LateForT {
+            unit: "attempts",
             lag_s: 0.8,
             of_t: 1.6,
         },

@@ -53,7 +53,7 @@ pub fn tui_main(start: Start) -> anyhow::Result<ExitCode> {
             use std::io::Write;
             let _ = writeln!(
                 std::io::stderr(),
-                "synlab: the run folder is incomplete: {e} (exit 1)"
+                "synlab: the run folder is incomplete: {e:#} (exit 1)"
             );
             Ok(ExitCode::from(1))
         }

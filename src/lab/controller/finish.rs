@@ -136,7 +136,13 @@ impl Controller {
                 serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": agree}),
             );
         }
-        rec.finish(&st.store.events, totals)
+        let broken = totals.identities_broken();
+        rec.finish(&st.store.events, totals)?;
+        // A run whose counts do not add up never ends looking valid.
+        match broken {
+            Some(why) => anyhow::bail!("the run's counts do not add up (run_totals): {why}"),
+            None => Ok(()),
+        }
     }
 
     /// A probe sample taken after the drain, so the run's SYN totals include the last

@@ -1,13 +1,15 @@
 //! The load workers: where each runs and what share it carries, their configs, starting, knob changes, and the drain at the end.
 
 use super::*;
-use crate::lab::core::share_count;
+use crate::lab::core::split_count;
 use crate::net::spec::PathSpec;
 
 impl Controller {
     pub(super) fn worker_config(&self, id: u32) -> anyhow::Result<WorkerConfig> {
         let k = &self.core.state().knobs;
         let slot = &self.slots[id as usize];
+        let weights: Vec<f64> = self.slots.iter().map(|s| s.share.weight).collect();
+        let share = |total: u32| split_count(total, &weights)[id as usize];
         Ok(WorkerConfig {
             id,
             target: self.target_addr,
@@ -15,8 +17,8 @@ impl Controller {
             mode: k.mode,
             rate: k.rate.map(|r| r * slot.share.weight),
             arrivals: self.scenario.load.arrivals,
-            sockets: share_count(k.sockets, slot.share.weight),
-            clients: share_count(k.clients, slot.share.weight),
+            sockets: share(k.sockets),
+            clients: share(k.clients),
             think_s: self.scenario.load.think.secs(),
             timeout_s: k.timeout.as_secs_f64(),
             response_timeout_s: self.scenario.load.response_timeout.secs(),
@@ -24,8 +26,7 @@ impl Controller {
             mix: crate::scenario::workloads::mix_for(&self.scenario, self.workload),
             keepalive: self.scenario.load.http == HttpVersion::Http11,
             requests_per_conn: self.scenario.load.requests_per_conn,
-            connections: (self.scenario.load.connections)
-                .map_or(0, |n| share_count(n, slot.share.weight)),
+            connections: (self.scenario.load.connections).map_or(0, share),
             host_header: self.target_addr.to_string(),
             duration_s: self.max_run_secs(),
             stats_interval_ms: crate::load::protocol::REPORT_INTERVAL_MS,

@@ -137,14 +137,17 @@ impl LabCore {
     /// The load knobs for every worker, split by its share.
     fn push_load_knobs(&self, fx: &mut Vec<Effect>) {
         let k = &self.state.knobs;
+        let weights: Vec<f64> = self.slots.iter().map(|s| s.weight).collect();
+        let sockets = split_count(k.sockets, &weights);
+        let clients = split_count(k.clients, &weights);
         for (worker, slot) in self.slots.iter().enumerate() {
             let mut msgs = vec![
                 Control::SetMode { mode: k.mode },
                 Control::SetSockets {
-                    sockets: share_count(k.sockets, slot.weight),
+                    sockets: sockets[worker],
                 },
                 Control::SetClients {
-                    clients: share_count(k.clients, slot.weight),
+                    clients: clients[worker],
                 },
                 Control::SetRate {
                     rate: k.rate.map(|r| r * slot.weight),
@@ -166,7 +169,38 @@ impl LabCore {
     }
 }
 
-/// A total (rate, D, N) scaled to one worker's weight; counts round up so none gets 0.
-pub fn share_count(total: u32, weight: f64) -> u32 {
-    ((total as f64 * weight).ceil() as u32).max(1)
+/// A count (D, N, a pool's connections) split over the workers by their weights: the shares
+/// add up to `total` (largest remainders get the units rounding left over), and none gets 0,
+/// so a total below the number of workers is raised to one each.
+pub fn split_count(total: u32, weights: &[f64]) -> Vec<u32> {
+    let sum: f64 = weights.iter().sum();
+    let exact: Vec<f64> = weights
+        .iter()
+        .map(|w| total as f64 * w / sum.max(f64::MIN_POSITIVE))
+        .collect();
+    let mut shares: Vec<u32> = exact.iter().map(|x| x.floor() as u32).collect();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| {
+        let frac = |i: usize| exact[i] - exact[i].floor();
+        frac(b).total_cmp(&frac(a)).then(a.cmp(&b))
+    });
+    let given: u32 = shares.iter().sum();
+    for &i in order.iter().take(total.saturating_sub(given) as usize) {
+        shares[i] += 1;
+    }
+    shares.iter().map(|&s| s.max(1)).collect()
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_count;
+
+    #[test]
+    fn a_count_splits_into_shares_that_add_up_to_it() {
+        assert_eq!(split_count(64, &[1.0 / 3.0; 3]), vec![22, 21, 21]);
+        assert_eq!(split_count(10, &[0.7, 0.3]), vec![7, 3]);
+        assert_eq!(split_count(100, &[0.5, 0.25, 0.25]), vec![50, 25, 25]);
+        // Fewer than the workers: one each.
+        assert_eq!(split_count(1, &[0.5, 0.5]), vec![1, 1]);
+    }
 }

@@ -25,7 +25,7 @@ mod summary;
 mod tests;
 mod window;
 
-pub use commands::share_count;
+pub use commands::split_count;
 pub use window::{Window, MIN_STRETCH_S};
 
 /// What the core folds: the producers' messages (they arrive on the controller's one inbox
@@ -183,6 +183,9 @@ pub struct LabCore {
     router_last: Option<crate::net::router::RouterStats>,
     /// Every worker report's counts since the start, the final drain included.
     run: Counters,
+    /// What each worker that has not sent its last report had in progress at its latest one
+    /// (a worker still draining at the bound, or gone): the run's totals count it as left.
+    run_unfinished: std::collections::BTreeMap<u32, crate::model::InProgress>,
     /// Connect, total and TLS handshake latency since the start (the OpenMetrics histograms).
     run_latency: [hdrhistogram::Histogram<u64>; 3],
     /// (client responses, server responses, difference %) once the run has stopped.
@@ -225,6 +228,7 @@ impl LabCore {
             router_now: None,
             router_last: None,
             run: Counters::default(),
+            run_unfinished: Default::default(),
             run_latency: [
                 crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
@@ -336,6 +340,15 @@ impl LabCore {
             self.state.warn(Warning::OutOfFds);
         }
         self.run.add(&d.counts);
+        if d.last {
+            self.run_unfinished.remove(&d.worker);
+        } else {
+            let now = crate::model::InProgress {
+                connecting: d.connecting,
+                requests: d.requests_in_flight,
+            };
+            self.run_unfinished.insert(d.worker, now);
+        }
         d.connect_us.merge_into(&mut self.run_latency[0]);
         d.total_us.merge_into(&mut self.run_latency[1]);
         d.handshake_us.merge_into(&mut self.run_latency[2]);

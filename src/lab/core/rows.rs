@@ -319,7 +319,8 @@ impl LabCore {
                 None,
             ),
         };
-        let mut totals = Totals::of_run(&self.run);
+        let unfinished = self.run_unfinished.values().sum();
+        let mut totals = Totals::of(&self.run, Default::default(), unfinished);
         totals.server_responses = self.final_check.map(|(_, sv, _)| sv);
         if let (Some(tls), Some((full, resumed))) = (totals.tls.as_mut(), self.run_server_tls()) {
             tls.server_full = Some(full);

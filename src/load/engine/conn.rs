@@ -30,7 +30,7 @@ pub(super) enum Phase {
     Connecting,
     /// Connected; the TLS handshake is under way (still `connecting` in the counts).
     Handshaking,
-    /// A request is going out (counted in `requests` from its first byte).
+    /// A request is going out (counted in `requests` from when it was set up).
     Sending,
     /// The request is out; its response is coming.
     Receiving,
@@ -125,6 +125,9 @@ pub(super) struct Conn {
     pub(super) saw_first_byte: bool,
     /// Scheduled start of the current request (the attempt's for the first one), ns.
     pub(super) sched_ns: u64,
+    /// When the current request was set up to be sent, ns (a pool request's service time is
+    /// counted from here).
+    pub(super) sent_ns: u64,
     /// When the current stage times out (`NO_DEADLINE`: never).
     pub(super) deadline_ns: u64,
     /// The time of this connection's entry in the timer heap (0: none); one entry per
@@ -149,6 +152,7 @@ impl Conn {
         role: Role::Attempt,
         saw_first_byte: false,
         sched_ns: 0,
+        sent_ns: 0,
         deadline_ns: NO_DEADLINE,
         timer_at: 0,
         req: 0,
@@ -289,8 +293,9 @@ impl Engine {
             Failure::Tls(HandshakeFailure::Alert) => s.tls_alerts += 1,
             Failure::Tls(HandshakeFailure::BadCertificate) => s.bad_certificates += 1,
             Failure::Tls(HandshakeFailure::Protocol) => s.tls_protocol_errors += 1,
-            // Not reached while connecting: counted as a connection's other error if it were.
-            Failure::ResponseTimeout | Failure::BadResponse => s.connect_other_errors += 1,
+            Failure::ResponseTimeout | Failure::BadResponse => {
+                unreachable!("a request's failure while connecting")
+            }
         }
     }
 
@@ -304,8 +309,11 @@ impl Engine {
                 SockError::TimedOut => s.response_timeouts += 1,
                 _ => s.request_other_errors += 1,
             },
+            // The TLS layer failing under a response (a bad record, an alert mid-stream).
             Failure::Tls(_) => s.bad_responses += 1,
-            Failure::ConnectTimeout | Failure::HandshakeTimeout => s.request_other_errors += 1,
+            Failure::ConnectTimeout | Failure::HandshakeTimeout => {
+                unreachable!("a connect or handshake timeout with a request in flight")
+            }
         }
     }
 
@@ -462,7 +470,7 @@ impl Engine {
             }
             Phase::Handshaking => self.handshake_abandoned(idx),
             Phase::Pooled => {
-                self.pool.idle -= 1;
+                self.pool_left_idle(now);
                 self.active -= 1;
             }
             p => {

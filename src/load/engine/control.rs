@@ -11,7 +11,7 @@ impl Engine {
             let now = self.now_ns();
             let t = now as f64 / 1e9;
             match msg {
-                Err(line) => self.notices.push(line),
+                Err(bad) => self.notices.push(bad.to_string()),
                 Ok(c) => {
                     if let Err(e) = self.apply(c, now, t) {
                         self.notices.push(format!("control refused: {e}"));
@@ -31,12 +31,16 @@ impl Engine {
                 self.schedule.set_burst(burst.as_ref(), t)?;
                 self.cfg.burst = burst;
             }
+            // The controller sends every load knob with each change: the same mode again, or a
+            // Resume while running, changes nothing (a pool would otherwise wait to reopen).
+            Control::SetMode { mode } if mode == self.cfg.mode => {}
+            Control::Resume if !self.paused => {}
             Control::SetMode { mode } => {
                 self.cfg.mode = mode;
                 self.schedule.restart(t);
                 self.pool_warm_up(now);
                 self.spawn_clients(now);
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
             Control::SetSockets { sockets } => {
@@ -46,7 +50,7 @@ impl Engine {
             Control::SetClients { clients } => {
                 self.cfg.clients = clients;
                 self.spawn_clients(now);
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
             }
             Control::SetTimeout { timeout_s } => {
                 anyhow::ensure!(
@@ -69,7 +73,7 @@ impl Engine {
             }
             Control::Pause => {
                 self.paused = true;
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
             Control::Resume => {
@@ -83,7 +87,7 @@ impl Engine {
                 // As a pause that never resumes: in-flight attempts run to their end.
                 self.paused = true;
                 self.draining = true;
-                self.retire_idle_clients();
+                self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
             Control::Stop => self.stop = true,

@@ -38,6 +38,7 @@ impl Engine {
         self.requests_in_flight += 1;
         let c = &mut self.slab[idx];
         c.req = req as u16;
+        c.sent_ns = now;
         c.sent = 0;
         c.requests += 1;
         c.saw_first_byte = false;
@@ -196,11 +197,14 @@ impl Engine {
         } else {
             self.stats.counts.responses_non2xx += 1;
         }
-        let (role, sched, requests) = {
+        let (role, sched, sent, requests) = {
             let c = &self.slab[idx];
-            (c.role, c.sched_ns, c.requests)
+            (c.role, c.sched_ns, c.sent_ns, c.requests)
         };
         record(&mut self.hists.total, now.saturating_sub(sched) / 1000);
+        if role == Role::Pool {
+            self.pool_served(now.saturating_sub(sent) / 1000);
+        }
         // The request is answered: the connection is between requests from here.
         self.slab[idx].phase = Phase::Idle;
         let reusable = self.cfg.keepalive

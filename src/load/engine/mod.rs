@@ -21,7 +21,7 @@
 
 use super::arrival::Schedule;
 use super::http;
-use super::protocol::{Control, StatsDelta, WorkerConfig};
+use super::protocol::{BadControl, Control, StatsDelta, WorkerConfig};
 use crate::metrics::hist::new_hist;
 use crate::sys::client_io::{self as io, Epoll, EventFd, RawAddr};
 use hdrhistogram::Histogram;
@@ -66,7 +66,7 @@ pub struct Engine {
     end_ns: u64,
     epoll: Epoll,
     control_fd: Arc<EventFd>,
-    control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
+    control_rx: crossbeam_channel::Receiver<Result<Control, BadControl>>,
     slab: Vec<Conn>,
     free: Vec<u32>,
     timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
@@ -120,7 +120,7 @@ impl Engine {
     /// Builds the loop; `control_rx` carries parsed control lines, `control_fd` wakes the loop.
     pub fn new(
         cfg: WorkerConfig,
-        control_rx: crossbeam_channel::Receiver<Result<Control, String>>,
+        control_rx: crossbeam_channel::Receiver<Result<Control, BadControl>>,
         control_fd: Arc<EventFd>,
         notices: Vec<String>,
     ) -> anyhow::Result<Self> {

@@ -2,7 +2,7 @@
 //! clients' wakes, an S-Client's free slots, scheduled arrivals), when the next one is due and
 //! what caps them; and the closed-loop clients' lifecycle.
 
-use super::conn::Role;
+use super::conn::{Phase, Role};
 use super::Engine;
 use crate::load::protocol::Mode;
 use std::cmp::Reverse;
@@ -75,7 +75,7 @@ impl Engine {
             Starts::Clients => self.wakes.peek().map(|&Reverse(at)| at),
             Starts::FreeSlots => self.slots_due.peek().map(|&Reverse(at)| at),
             Starts::ArrivalsIntoSlots | Starts::Arrivals | Starts::RequestsOnPool => {
-                self.schedule.next_due().map(|due| (due * 1e9) as u64)
+                self.next_due_ns()
             }
         }
     }
@@ -158,6 +158,11 @@ impl Engine {
         }
     }
 
+    /// When the schedule's next arrival is due, ns.
+    pub(super) fn next_due_ns(&self) -> Option<u64> {
+        self.schedule.next_due().map(|due| (due * 1e9) as u64)
+    }
+
     pub(super) fn note_lag(&mut self, now: u64, due: u64) {
         let lag_us = now.saturating_sub(due) / 1000;
         self.stats.counts.scheduled += 1;
@@ -197,10 +202,21 @@ impl Engine {
         }
     }
 
-    /// Thinking clients beyond the target retire at once; busy ones when their request ends.
-    pub(super) fn retire_idle_clients(&mut self) {
+    /// Thinking clients beyond the target retire at once (those thinking on a kept-alive
+    /// connection close it); busy ones when their request ends.
+    pub(super) fn retire_idle_clients(&mut self, now: u64) {
         while self.clients_alive > self.closed_target() && self.wakes.pop().is_some() {
             self.clients_alive -= 1;
+        }
+        for idx in 0..self.slab.len() {
+            if self.clients_alive <= self.closed_target() {
+                break;
+            }
+            let c = &self.slab[idx];
+            if c.phase == Phase::Idle && c.role == Role::Client {
+                // Its close retires the client (`client_done`: over the target).
+                self.finish(idx, now);
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 //! pool is open (or T has passed), so the first requests are not timed against the handshakes.
 
 use super::conn::{Phase, Role};
+use super::policy::Starts;
 use super::Engine;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -27,9 +28,11 @@ pub(super) struct Pool {
     queue: VecDeque<(u32, u32)>,
     /// When a connection that failed to connect may be reopened.
     reopen_due: BinaryHeap<Reverse<u64>>,
-    /// The last time a request was due and no connection was idle: requests due before it
-    /// waited for the pool.
-    dry_at: Option<u64>,
+    /// Since when no connection has been idle (None: one is): a request due since then
+    /// waited for the pool, whenever the loop got to it.
+    all_busy_since: Option<u64>,
+    /// The quickest answer so far (us, send to response; 0: none yet).
+    pub(super) service_min_us: u64,
     /// Opening: the schedule waits until every connection is open, or until this time.
     warming_until: Option<u64>,
 }
@@ -47,7 +50,16 @@ impl Engine {
 
     /// Open mode with a pool: arrivals are requests.
     pub(super) fn pooled(&self) -> bool {
-        self.cfg.mode == crate::load::protocol::Mode::Open && self.cfg.connections > 0
+        self.starts() == Starts::RequestsOnPool
+    }
+
+    /// The pool's size as configured (0: not pool mode), paused or not.
+    pub(super) fn pool_size(&self) -> u32 {
+        if self.pooled() {
+            self.cfg.connections
+        } else {
+            0
+        }
     }
 
     /// A pool connection is free (just established, or its response is in): idle for the next
@@ -70,15 +82,14 @@ impl Engine {
         if self.pool.warming_until.is_some() {
             return None;
         }
-        let due = (self.schedule.next_due()? * 1e9) as u64;
-        (due <= now).then_some(due)
+        self.next_due_ns().filter(|&due| due <= now)
     }
 
     /// Sends the due request (scheduled at `due`) on connection `idx`: timed from `due`, and
     /// counted as a wait for the pool when it was due while no connection was idle.
     fn send_scheduled(&mut self, idx: usize, due: u64, now: u64) {
         self.schedule.pop();
-        if self.pool.dry_at.is_some_and(|dry| due <= dry) {
+        if self.pool.all_busy_since.is_some_and(|since| due >= since) {
             let s = &mut self.stats.counts;
             s.pool_waits += 1;
             s.pool_wait_us_sum += now.saturating_sub(due) / 1000;
@@ -95,15 +106,35 @@ impl Engine {
         self.slab[idx].phase = Phase::Pooled;
         self.disarm(idx);
         self.pool.idle += 1;
+        self.pool.all_busy_since = None;
         self.pool.queue.push_back((idx as u32, gen));
     }
 
+    /// An idle connection left idleness (taken, or closed) at `now`.
+    pub(super) fn pool_left_idle(&mut self, now: u64) {
+        self.pool.idle -= 1;
+        if self.pool.idle == 0 {
+            self.pool.all_busy_since = Some(now);
+        }
+    }
+
+    /// A pool request was answered `us` after it was sent.
+    pub(super) fn pool_served(&mut self, us: u64) {
+        let s = &mut self.stats.counts;
+        s.pool_served += 1;
+        s.pool_service_us_sum += us;
+        let min = &mut self.pool.service_min_us;
+        if *min == 0 || us < *min {
+            *min = us.max(1);
+        }
+    }
+
     /// The idle connection that waited longest, taken out of idleness.
-    fn pool_take_idle(&mut self) -> Option<usize> {
+    fn pool_take_idle(&mut self, now: u64) -> Option<usize> {
         while let Some((idx, gen)) = self.pool.queue.pop_front() {
             let c = &self.slab[idx as usize];
             if c.gen == gen && c.phase == Phase::Pooled {
-                self.pool.idle -= 1;
+                self.pool_left_idle(now);
                 self.slab[idx as usize].phase = Phase::Idle;
                 return Some(idx as usize);
             }
@@ -114,14 +145,14 @@ impl Engine {
     /// The pool (re)starts (the worker's start, a resume, open mode again): the schedule waits
     /// for its connections, at most T.
     pub(super) fn pool_warm_up(&mut self, now: u64) {
-        if self.pooled() {
-            self.pool.warming_until = Some(now + (self.cfg.timeout_s * 1e9) as u64);
-        }
+        self.pool.warming_until = self
+            .pooled()
+            .then(|| now + (self.cfg.timeout_s * 1e9) as u64);
     }
 
     /// True while the pool is opening and the schedule has not started.
     pub(super) fn pool_warming(&self) -> bool {
-        self.pool.warming_until.is_some()
+        self.pooled() && self.pool.warming_until.is_some()
     }
 
     /// A pool connection failed to connect: its place is reopened after a pause.
@@ -142,7 +173,7 @@ impl Engine {
         };
         let request = match self.pool.warming_until {
             Some(until) => Some(until),
-            None if self.pool.idle > 0 => self.schedule.next_due().map(|due| (due * 1e9) as u64),
+            None if self.pool.idle > 0 => self.next_due_ns(),
             None => None,
         };
         match (open, request) {
@@ -161,13 +192,15 @@ impl Engine {
             }
             self.pool.warming_until = None;
             self.schedule.restart(now as f64 / 1e9);
+            if self.pool.idle == 0 {
+                self.pool.all_busy_since = Some(now);
+            }
         }
         for _ in 0..budget {
             let Some(due) = self.due_request(now) else {
                 break;
             };
-            let Some(idx) = self.pool_take_idle() else {
-                self.pool.dry_at = Some(now);
+            let Some(idx) = self.pool_take_idle(now) else {
                 break;
             };
             self.send_scheduled(idx, due, now);
@@ -176,19 +209,11 @@ impl Engine {
 
     fn pool_open_missing(&mut self, now: u64, budget: usize) {
         let target = self.pool_target();
-        // Connections never opened (start, resume, a larger pool) open now.
+        // Connections never opened (start, resume) open now. The pool's size is not a live
+        // knob, so there are never more reopenings due than places.
         let known = self.pool.open + self.pool.reopen_due.len() as u64;
         for _ in known..target {
             self.pool.reopen_due.push(Reverse(now));
-        }
-        // A smaller pool: forget the reopenings beyond it.
-        if self.pool.open + self.pool.reopen_due.len() as u64 > target {
-            let mut v = std::mem::take(&mut self.pool.reopen_due).into_vec();
-            v.sort_unstable();
-            // Reverse order: the latest times first.
-            let keep = target.saturating_sub(self.pool.open) as usize;
-            v.drain(..v.len() - keep);
-            self.pool.reopen_due = v.into_iter().collect();
         }
         let mut n = 0;
         while n < budget && now >= self.backoff_until_ns {
@@ -208,7 +233,7 @@ impl Engine {
     /// busy ones close when their response is in.
     pub(super) fn trim_pool(&mut self, now: u64) {
         while self.pool.open > self.pool_target() {
-            let Some(idx) = self.pool_take_idle() else {
+            let Some(idx) = self.pool_take_idle(now) else {
                 break;
             };
             self.finish(idx, now);

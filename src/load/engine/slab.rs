@@ -72,12 +72,19 @@ impl Engine {
                 }
                 continue;
             }
-            match c.phase {
+            let (phase, role) = (c.phase, c.role);
+            match phase {
                 Phase::Connecting => self.fail(idx, Failure::ConnectTimeout, now),
                 Phase::Handshaking => self.fail(idx, Failure::HandshakeTimeout, now),
                 Phase::Sending | Phase::Receiving => self.fail(idx, Failure::ResponseTimeout, now),
                 Phase::Draining => self.finish(idx, now),
-                Phase::Idle if c.role == Role::Client => {
+                // A client that thought past a pause, a drain or a smaller N retires.
+                Phase::Idle
+                    if role == Role::Client && self.clients_alive > self.closed_target() =>
+                {
+                    self.finish(idx, now)
+                }
+                Phase::Idle if role == Role::Client => {
                     self.slab[idx].sched_ns = now;
                     self.begin_request(idx, now);
                 }

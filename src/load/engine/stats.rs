@@ -45,7 +45,8 @@ impl Engine {
         s.requests_in_flight = self.requests_in_flight;
         (s.connecting_at_start, s.requests_in_flight_at_start) = self.reported_in_progress;
         self.reported_in_progress = (connecting, self.requests_in_flight);
-        s.pool = self.pool_target() as u32;
+        s.pool = self.pool_size();
+        s.pool_service_min_us = self.pool.service_min_us;
         s.cpu_user_s = (cpu.0 - self.last_cpu.0).max(0.0);
         s.cpu_sys_s = (cpu.1 - self.last_cpu.1).max(0.0);
         s.connect_us = HistDelta::drain(&mut self.hists.connect);
