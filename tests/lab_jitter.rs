@@ -22,7 +22,11 @@ use synlab::model::knob::{PathKnob, PathValue};
 use synlab::model::units::Dur;
 use synlab::model::{SweepParam, SweepValue};
 
-const JITTER_MS: f64 = 5.0;
+/// As large as a 20 ms RTT allows (one way 10 ms: a uniform +-10 ms never goes below 0), so
+/// that the jitter, not the machine's own scheduling noise, makes most of the spread: at 5 ms
+/// a busy machine's tail (p99 - p50 of 17 ms on the plain paths at a load average of 11)
+/// dwarfed it, and the p99 of 1,400 noisy samples decided the test.
+const JITTER_MS: f64 = 10.0;
 
 /// `paths` paths of 20 ms RTT, one closed-loop client each, 25 ms of think time.
 fn scenario(paths: usize, tail: &str) -> String {
@@ -103,7 +107,7 @@ fn jitter_spreads_connect_times_as_configured() {
             path: Some(format!("p{i}")),
             value,
         });
-        assert_eq!(reply.to_string(), format!("path p{i}: jitter = +-5.0 ms"));
+        assert_eq!(reply.to_string(), format!("path p{i}: jitter = +-10.0 ms"));
     }
     run_for(&mut c, 2.0);
     c.begin_point();
@@ -151,7 +155,7 @@ fn jitter_spreads_connect_times_as_configured() {
     let (up, _) = &v.delay_us[0];
     let (lo, hi) = (up.value_at_quantile(0.01), up.value_at_quantile(0.99));
     eprintln!("router, path p0 up: delay p1 {lo} us, p99 {hi} us");
-    assert!(lo < 6_000 && hi > 14_000, "p1 {lo} us, p99 {hi} us");
+    assert!(lo < 2_000 && hi > 18_000, "p1 {lo} us, p99 {hi} us");
 }
 
 /// A sweep over `network.jitter`: typed values in the summary rows, the report's axis.

@@ -319,6 +319,17 @@ fn load_live_rate_change_has_no_catch_up_burst() {
     assert!(before
         .iter()
         .all(|d| (d.target_rate - 1000.0).abs() < 1e-6 || d.seq == 0));
+    // issue 28: the report that spans the change states what each part of it intended (1000/s
+    // before, 3000/s after), not the new rate for all of it, so a rate change never reads as a
+    // shortfall: with constant spacing, the arrivals intended over the run are the arrivals
+    // scheduled, to a few (one per restart of the schedule, and the last ones at the end).
+    let all: Vec<&StatsDelta> = before.iter().chain(&after).collect();
+    let intended: f64 = all.iter().map(|d| d.target_rate * d.interval_s).sum();
+    let scheduled = all.iter().map(|d| d.counts.scheduled).sum::<u64>() as f64;
+    assert!(
+        (intended - scheduled).abs() <= 20.0,
+        "intended {intended:.1} vs scheduled {scheduled}"
+    );
 }
 
 #[test]

@@ -42,7 +42,14 @@ fn every_message_a_person_reads() {
                 from: Some(1000.0),
                 to: None,
             },
-            Change::Mode(Mode::Closed),
+            Change::Mode {
+                to: Mode::Closed,
+                skipped: None,
+            },
+            Change::Mode {
+                to: Mode::Closed,
+                skipped: Some(Mode::Open),
+            },
             Change::Sockets(200),
             Change::Clients(16),
             Change::Paused(true),
@@ -76,6 +83,18 @@ fn every_message_a_person_reads() {
         &[
             Refusal::FlatOut,
             Refusal::RateLimit,
+            Refusal::Unchanged(Change::Rate {
+                from: Some(1.0),
+                to: Some(1.0),
+            }),
+            Refusal::Unchanged(Change::Selected(s("wan"))),
+            Refusal::Unchanged(Change::Path {
+                path: Some(s("wan")),
+                value: PathValue::Rtt(Dur::from_secs(0.02)),
+            }),
+            Refusal::RunStopped(s(
+                "the delay router (pid 7) was killed by signal 9 (SIGKILL)",
+            )),
             Refusal::RateOutside(-1.0),
             Refusal::OpenNeedsRate,
             Refusal::Sockets,

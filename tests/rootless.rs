@@ -7,9 +7,11 @@
 //! `nobody` otherwise) through setpriv; as anyone else, as that user. Each test runs its own
 //! copy of the binary, so "nothing left" looks only at its own processes.
 
+mod plain_support;
 mod tmux_support;
 
-use std::path::{Path, PathBuf};
+use plain_support::{plain_user, plain_user_named, skip_or_fail};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -17,134 +19,6 @@ use tmux_support::{have_tmux, tmux, wait_for, Session};
 
 /// The lab tests measure latency to 2 ms: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// A plain user to run synlab as, a folder it owns, and its own copy of the binary.
-struct Plain {
-    prefix: Vec<String>,
-    exe: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-fn skip_or_fail(why: &str) -> Option<Plain> {
-    if synlab::sys::privilege::require_privileged() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-    None
-}
-
-fn plain_user() -> Option<Plain> {
-    let name = std::env::var("SYNLAB_TEST_USER").unwrap_or_else(|_| "nobody".into());
-    plain_user_named(&name)
-}
-
-/// As root: `name`; as anyone else: this user.
-fn plain_user_named(name: &str) -> Option<Plain> {
-    let dir = tempfile::Builder::new()
-        .prefix("synlab-rootless-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let mut prefix = Vec::new();
-    if nix::unistd::geteuid().is_root() {
-        let Ok(Some(u)) = nix::unistd::User::from_name(name) else {
-            return skip_or_fail(&format!(
-                "the rootless tests run synlab as user {name}, who does not exist (useradd {name}, or set SYNLAB_TEST_USER)"
-            ));
-        };
-        nix::unistd::chown(dir.path(), Some(u.uid), Some(u.gid)).unwrap();
-        prefix = vec![
-            "setpriv".into(),
-            format!("--reuid={}", u.uid),
-            format!("--regid={}", u.gid),
-            "--clear-groups".into(),
-        ];
-    }
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let exe = dir.path().join("synlab");
-    std::fs::copy(env!("CARGO_BIN_EXE_synlab"), &exe).unwrap();
-    let p = Plain { prefix, exe, dir };
-    let userns = p
-        .cmd("unshare", &["-r", "-n", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !userns {
-        return skip_or_fail(
-            "this kernel refuses user namespaces to a plain user (`unshare -r -n true` failed), so there is no rootless lab to test",
-        );
-    }
-    Some(p)
-}
-
-impl Plain {
-    /// `program args` as the plain user, in its folder.
-    fn cmd(&self, program: &str, args: &[&str]) -> Command {
-        let mut c = match self.prefix.split_first() {
-            Some((p, rest)) => {
-                let mut c = Command::new(p);
-                c.args(rest).arg(program);
-                c
-            }
-            None => Command::new(program),
-        };
-        c.args(args)
-            .env("HOME", self.dir.path())
-            .current_dir(self.dir.path());
-        c
-    }
-
-    fn synlab(&self, args: &[&str]) -> Command {
-        self.cmd(self.exe.to_str().unwrap(), args)
-    }
-
-    /// `synlab run SCENARIO --out out` as the plain user, to its end.
-    fn run(&self, sc: &Path) -> std::process::Output {
-        self.synlab(&["run", sc.to_str().unwrap(), "--out", "out", "--no-progress"])
-            .output()
-            .unwrap()
-    }
-
-    /// The run folder this user's only run left, and its summary.json.
-    fn summary(&self) -> (PathBuf, serde_json::Value) {
-        let dir = run_folder(&self.dir.path().join("out"));
-        let s = std::fs::read_to_string(dir.join("summary.json")).unwrap();
-        (dir, serde_json::from_str(&s).unwrap())
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    /// Live processes running this test's copy of synlab.
-    fn processes(&self) -> Vec<u32> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|x| x == self.exe)
-            })
-            .collect()
-    }
-
-    fn assert_none_left(&self) {
-        let left = self.wait_none_left(5);
-        assert!(left.is_empty(), "synlab processes left: {left:?}");
-    }
-
-    fn wait_none_left(&self, secs: u64) -> Vec<u32> {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let left = self.processes();
-            if left.is_empty() || Instant::now() > deadline {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
 
 const TWO_PATHS: &str = r#"
 name = "rootless-two-paths"
@@ -181,15 +55,6 @@ name = "wan"
 rtt = "100ms"
 share = 0.5
 "#;
-
-fn run_folder(out: &Path) -> PathBuf {
-    std::fs::read_dir(out)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap_or_else(|| panic!("no run folder in {}", out.display()))
-}
 
 fn num(v: &serde_json::Value, key: &str) -> f64 {
     v[key]

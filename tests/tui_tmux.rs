@@ -162,22 +162,14 @@ fn tmux_two_paths_show_each_paths_latency() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let sc = tmp.path().join("two-paths.toml");
-    std::fs::write(
-        &sc,
+    let session = Session::tui_on(
+        tmp.path(),
+        "two-paths",
         "name = \"two-paths\"\nduration = \"2m\"\n\n[target]\narch = \"event\"\nservice_time = \"1ms\"\n\n\
          [load]\nmode = \"open\"\nrate = 200\nsockets = 2000\ntimeout = \"1s\"\n\n\
          [network]\nbackend = \"router\"\n\n[[network.path]]\nname = \"near\"\nrtt = \"0ms\"\n\n\
          [[network.path]]\nname = \"far\"\nrtt = \"50ms\"\n",
-    )
-    .unwrap();
-    let cmd = format!(
-        "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
-        env!("CARGO_BIN_EXE_synlab"),
-        sc.display(),
-        tmp.path().display()
     );
-    let session = Session::start(&format!("synlab-paths-{}", std::process::id()), &cmd);
     // The p50 of a row `label  p50 p90 p99`, in ms.
     let p50 = |screen: &str, label: &str| -> Option<f64> {
         let line = screen.lines().find(|l| l.contains(label))?;
@@ -227,21 +219,13 @@ fn tmux_keepalive_pool_shows_requests_and_connections_apart() {
     }
     let _turn = turn();
     let tmp = tempfile::tempdir().unwrap();
-    let sc = tmp.path().join("keepalive.toml");
-    std::fs::write(
-        &sc,
+    let session = Session::tui_on(
+        tmp.path(),
+        "keepalive",
         "name = \"keepalive\"\nduration = \"2m\"\n\n[target]\narch = \"event\"\nservice_time = \"50us\"\n\n\
          [load]\nmode = \"open\"\nrate = 500\narrivals = \"constant\"\nhttp = \"1.1\"\n\
          connections = 16\nrequests_per_conn = 1000000\n",
-    )
-    .unwrap();
-    let cmd = format!(
-        "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
-        env!("CARGO_BIN_EXE_synlab"),
-        sc.display(),
-        tmp.path().display()
     );
-    let session = Session::start(&format!("synlab-ka-{}", std::process::id()), &cmd);
     let shows = |rate: f64| {
         move |s: &str| {
             s.contains(&format!("rate {rate:.0} req/s over 16 conns"))

@@ -85,6 +85,20 @@ fn per_path_latency() {
         }
     }
     st.store.push(t, &row);
+    // The last second per path, as the core keeps it.
+    for (path, added) in [("near", 0.0), ("far", 100.0)] {
+        st.live.paths.push((
+            path.to_string(),
+            synlab::lab::state::LiveLatency {
+                window_s: 1.0,
+                connect: Some([0.3 + added, 0.8 + added, 2.0 + added]),
+                total: Some([1.5 + 2.0 * added, 3.0 + 2.0 * added, 9.0 + 2.0 * added]),
+                connects: 1000,
+                responses: 1000,
+                ..Default::default()
+            },
+        ));
+    }
     let small = render::screen_text(&colour_app(), &st, 80, 24);
     assert!(small.contains("+2 path(s) (enlarge to see)"), "{small}");
     let large = render::screen_text(&colour_app(), &st, 160, 48);
@@ -250,23 +264,25 @@ fn tls_handshakes_and_the_resumed_share_key() {
     let mut st = fixture::under_load();
     st.knobs.resumed = Some(0.5);
     st.tls = "TLS 1.3 X25519, tickets".into();
-    let t0 = st.store.times().last().copied().unwrap_or(0.0);
+    // The fixture's last row goes on, with the handshakes beside it.
+    let (t0, last) = st.store.last_row().expect("a row");
     for i in 1..=50 {
         let t = t0 + i as f64 * 0.2;
-        st.store.push(
-            t,
-            &[
-                (c::HANDSHAKES, Some(900.0)),
-                (c::FULL_HANDSHAKES, Some(450.0)),
-                (c::RESUMED_HANDSHAKES, Some(450.0)),
-                (c::HANDSHAKE_ERRORS, Some(0.0)),
-                (c::HANDSHAKE_P50, Some(0.31)),
-                (c::HANDSHAKE_P90, Some(0.52)),
-                (c::HANDSHAKE_P99, Some(1.8)),
-            ],
-        );
+        let mut row: Vec<_> = last.iter().map(|&(k, v)| (k, Some(v))).collect();
+        row.extend([
+            (c::HANDSHAKES, Some(900.0)),
+            (c::FULL_HANDSHAKES, Some(450.0)),
+            (c::RESUMED_HANDSHAKES, Some(450.0)),
+            (c::HANDSHAKE_ERRORS, Some(0.0)),
+            (c::HANDSHAKE_P50, Some(0.31)),
+            (c::HANDSHAKE_P90, Some(0.52)),
+            (c::HANDSHAKE_P99, Some(1.8)),
+        ]);
+        st.store.push(t, &row);
         st.elapsed_s = t;
     }
+    // The latency table is the last second's, as the core keeps it.
+    st.live.all.handshake = Some([0.31, 0.52, 1.8]);
     for (w, h) in SIZES {
         let text = render::screen_text(&colour_app(), &st, w, h);
         assert!(
@@ -296,4 +312,156 @@ fn tls_handshakes_and_the_resumed_share_key() {
     press(&mut app, &mut lab, &[Key::Char('U')]);
     let text = render::screen_text(&app, &lab.state, 160, 48);
     assert!(text.contains("does not speak TLS"), "{text}");
+}
+
+/// issue 28, item 10: at 60x20 the latency and CPU panels fold into a line that says how to
+/// see them; three warnings at 80x24 take two lines (the rest counted), each broken at spaces,
+/// never mid-word, and the rates chart keeps its 0.
+#[test]
+fn small_screens_fold_with_a_hint_and_wrap_warnings_at_words() {
+    use synlab::lab::client_agg::ClientBound;
+    use synlab::lab::state::Warning;
+    let mut st = fixture::overloaded();
+    st.warnings = vec![
+        Warning::ClientBound(vec![ClientBound::Shortfall {
+            started: 53.0,
+            unit: "attempts",
+            done: 53,
+            intended: 100.0,
+        }]),
+        Warning::OutOfFds,
+        Warning::RouterBehind,
+    ];
+    let app = colour_app();
+    let small = render::screen_text(&app, &st, 60, 20);
+    assert!(small.contains("· more: enlarge"), "{small}");
+    assert!(small.contains("total p50 1.8ms p99 1012ms"), "{small}");
+    let mid = render::screen_text(&app, &st, 80, 24);
+    assert!(mid.contains("⚠ +2 more warning(s): see run.log"), "{mid}");
+    // Every word on a warning line is a whole word of a warning (or of the "+N more" line).
+    let words: Vec<String> = st
+        .warnings
+        .iter()
+        .map(|w| w.to_string())
+        .chain(["+2 more warning(s): see run.log".to_string()])
+        .flat_map(|t| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    for screen in [&small, &mid] {
+        for l in screen.lines().filter(|l| l.starts_with("⚠ ")) {
+            for word in l.trim_start_matches("⚠ ").split_whitespace() {
+                assert!(
+                    word == "…" || words.iter().any(|w| w == word),
+                    "`{word}` cut mid-word in `{l}`"
+                );
+            }
+        }
+    }
+    // The rates chart still has its 0 label.
+    assert!(mid.lines().any(|l| l.starts_with("│0  │")), "{mid}");
+    for (w, h) in [(60, 20), (80, 24)] {
+        let term = draw(&app, &st, w, h);
+        insta::assert_snapshot!(format!("small_warnings_{w}x{h}"), term.backend());
+    }
+}
+
+/// issue 28, item 2: the errors on screen are one column each, as in timeseries.csv: at four
+/// times capacity (the lesson's step 4: 4.3k attempts/s, 955 established, the rest timing
+/// out) connection errors read 3.3k, never more than the attempts, and nothing adds the
+/// timeouts to them a second time.
+#[test]
+fn errors_on_screen_never_exceed_attempts_when_the_rows_do_not() {
+    use synlab::model::col as c;
+    let mut st = fixture::under_load();
+    let t0 = st.store.times().last().copied().unwrap_or(0.0);
+    for i in 1..=25 {
+        let t = t0 + i as f64 * 0.2;
+        let wob = 1.0 + 0.05 * (i as f64).sin();
+        let attempts = 4300.0 * wob;
+        let timeouts = (attempts - 955.0) * 0.99;
+        st.store.push(
+            t,
+            &[
+                (c::TARGET_RATE, Some(4000.0)),
+                (c::ATTEMPTS, Some(attempts)),
+                (c::ESTABLISHED, Some(955.0)),
+                (c::RESPONSES, Some(955.0)),
+                (c::REQUESTS, Some(955.0)),
+                (c::CONNECT_TIMEOUTS, Some(timeouts)),
+                (c::ERRORS, Some(timeouts)),
+                (c::CONNECTION_ERRORS, Some(timeouts)),
+                (c::REQUEST_ERRORS, Some(0.0)),
+            ],
+        );
+        st.elapsed_s = t;
+    }
+    for (w, h) in [(80, 24), (200, 55)] {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        let fig = |labels: &[&str]| -> f64 {
+            labels
+                .iter()
+                .find_map(|l| {
+                    let i = text.find(&format!("{l} "))?;
+                    let tok: String = text[i + l.len() + 1..]
+                        .chars()
+                        .take_while(|c| !c.is_whitespace())
+                        .collect();
+                    let (n, m) = match tok.strip_suffix('k') {
+                        Some(n) => (n, 1e3),
+                        None => (tok.as_str(), 1.0),
+                    };
+                    n.parse::<f64>().ok().map(|v| v * m)
+                })
+                .unwrap_or_else(|| panic!("{labels:?} not on screen:\n{text}"))
+        };
+        let (errs, attempts) = (fig(&["conn err", "cerr"]), fig(&["connections", "conn"]));
+        assert!(
+            errs <= attempts,
+            "{errs} errors > {attempts} attempts:\n{text}"
+        );
+        assert!((3000.0..=3500.0).contains(&errs), "{errs}:\n{text}");
+        assert!(!text.contains("err+timeout"), "{text}");
+    }
+}
+
+/// issue 28, item 7: the schedule's line says what it is by mode: a target (open), the least a
+/// flat-out S-Client offers (D/T, if every connect timed out), none in a closed loop (no
+/// `target 0`); the queue one past its limit says why.
+#[test]
+fn the_schedules_line_is_labelled_by_mode_and_a_full_queue_says_so() {
+    use synlab::load::protocol::Mode;
+    let label_of = |mode: Mode, rate: Option<f64>| {
+        let mut st = fixture::overloaded();
+        st.knobs.mode = mode;
+        st.knobs.rate = rate;
+        render::screen_text(&colour_app(), &st, 160, 48)
+    };
+    let open = label_of(Mode::Open, Some(1000.0));
+    assert!(open.contains("━target 12k"), "{open}");
+    let flat = label_of(Mode::Sclient, None);
+    assert!(
+        flat.contains("━D/T min 12k") && !flat.contains("━target"),
+        "{flat}"
+    );
+    let closed = label_of(Mode::Closed, None);
+    assert!(
+        !closed.contains("━target") && !closed.contains("D/T min"),
+        "{closed}"
+    );
+    assert!(closed.contains("rate n/a (closed loop)"), "{closed}");
+    // A queue one past its backlog.
+    let mut st = fixture::overloaded();
+    let t0 = st.store.times().last().copied().unwrap();
+    for i in 1..=6 {
+        let t = t0 + 0.2 * i as f64;
+        st.store.push(
+            t,
+            &[
+                (synlab::model::col::ACCEPT_QUEUE, Some(129.0)),
+                (synlab::model::col::ACCEPT_QUEUE_LIMIT, Some(128.0)),
+            ],
+        );
+        st.elapsed_s = t;
+    }
+    let text = render::screen_text(&colour_app(), &st, 160, 48);
+    assert!(text.contains("queue 129/128 full (limit+1)"), "{text}");
 }

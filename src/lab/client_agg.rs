@@ -166,6 +166,16 @@ impl Default for ClientTotals {
 
 impl ClientTotals {
     pub fn add(&mut self, d: &StatsDelta) {
+        self.add_counts(d);
+        merge(&d.connect_us, &mut self.connect);
+        merge(&d.handshake_us, &mut self.handshake);
+        merge(&d.ttfb_us, &mut self.ttfb);
+        merge(&d.total_us, &mut self.total);
+    }
+
+    /// Adds a report's counts, rates and gauges, not its latencies (enough to judge whether
+    /// the client was the limit).
+    pub fn add_counts(&mut self, d: &StatsDelta) {
         self.counts.add(&d.counts);
         self.intended += d.target_rate * d.interval_s;
         self.lag_us_max = self.lag_us_max.max(d.lag_us_max);
@@ -196,10 +206,6 @@ impl ClientTotals {
         self.pool_service_min_by_worker
             .insert(d.worker, d.pool_service_min_us);
         self.handshaking_by_worker.insert(d.worker, d.handshaking);
-        merge(&d.connect_us, &mut self.connect);
-        merge(&d.handshake_us, &mut self.handshake);
-        merge(&d.ttfb_us, &mut self.ttfb);
-        merge(&d.total_us, &mut self.total);
     }
 
     /// The rate all workers' schedules aim at now; None before any worker reported.

@@ -21,6 +21,9 @@ pub trait LabControl {
     /// Writes the current time series and `screen` (a text screenshot) to files; returns the
     /// folder or file written.
     fn snapshot(&mut self, screen: &str) -> anyhow::Result<std::path::PathBuf>;
+    /// The terminal went away: the run ends as on an interruption (the state says
+    /// `interrupted` and `terminal_gone`; `stop` then drains and writes the folder).
+    fn terminal_gone(&mut self);
     /// Stops load, tears everything down and finishes the run folder.
     fn stop(&mut self) -> anyhow::Result<()>;
 }

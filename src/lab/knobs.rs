@@ -95,7 +95,11 @@ pub enum Change {
     },
     /// The share of TLS handshakes that resume.
     Resumed(f64),
-    Mode(Mode),
+    /// The mode now, and the one a cycle skipped (open, when there is no rate to open with).
+    Mode {
+        to: Mode,
+        skipped: Option<Mode>,
+    },
     Sockets(u32),
     Clients(u32),
     Paused(bool),
@@ -110,6 +114,38 @@ pub enum Change {
     Selected(String),
 }
 
+fn mode_word(m: Mode) -> String {
+    format!("{m:?}").to_lowercase()
+}
+
+/// Why a command that changes nothing is refused: what already holds.
+fn unchanged(c: &Change) -> String {
+    match c {
+        Change::Rate { to, .. } => format!("the rate is already {}", fmt_rate(*to)),
+        Change::Mode { to, .. } => format!("the mode is already {}", mode_word(*to)),
+        Change::Resumed(x) => format!("handshakes already resume at {:.0}%", x * 100.0),
+        Change::Sockets(n) => format!("D is already {n}"),
+        Change::Clients(n) => format!("there are already {n} clients"),
+        Change::Paused(true) => "the load is already paused".into(),
+        Change::Paused(false) => "the load is already running".into(),
+        Change::Burst(b, _) => format!(
+            "the burst shape is already {:.1}x at {:.0}% of {}s",
+            b.ratio,
+            b.fraction * 100.0,
+            b.period_s
+        ),
+        Change::Bursts(on) => format!("bursts are already {}", if *on { "on" } else { "off" }),
+        Change::Path {
+            path: Some(name),
+            value,
+        } => format!("path {name} already has {}", value.assignment()),
+        Change::Path { path: None, value } => {
+            format!("every path already has {}", value.assignment())
+        }
+        Change::Selected(name) => format!("{name} is the only network path"),
+    }
+}
+
 fn fmt_rate(r: Option<f64>) -> String {
     match r {
         Some(r) => format!("{r:.0}/s"),
@@ -122,7 +158,16 @@ impl std::fmt::Display for Change {
         match self {
             Change::Rate { from, to } => write!(f, "rate {} -> {}", fmt_rate(*from), fmt_rate(*to)),
             Change::Resumed(share) => write!(f, "resumed handshakes {:.0}%", share * 100.0),
-            Change::Mode(m) => write!(f, "{}", format!("mode {m:?}").to_lowercase()),
+            Change::Mode { to, skipped: None } => write!(f, "mode {}", mode_word(*to)),
+            Change::Mode {
+                to,
+                skipped: Some(s),
+            } => write!(
+                f,
+                "mode {} ({} skipped: it needs a rate, and this S-Client runs flat out)",
+                mode_word(*to),
+                mode_word(*s)
+            ),
             Change::Sockets(n) => write!(f, "D = {n}"),
             Change::Clients(n) => write!(f, "clients = {n}"),
             Change::Paused(true) => write!(f, "load paused"),
@@ -153,6 +198,13 @@ pub enum Refusal {
     FlatOut,
     #[error("rate limit reached ({min} to {max} /s)", min = RATE_MIN, max = RATE_MAX)]
     RateLimit,
+    /// The command would leave every knob as it is (a key pressed at a floor, a value set to
+    /// what it already is): nothing happens, and nothing is recorded.
+    #[error("{}", unchanged(.0))]
+    Unchanged(Change),
+    /// The run stopped because a child it depends on died: the load cannot resume.
+    #[error("the run stopped ({0}); quit with q and start again")]
+    RunStopped(String),
     #[error("rate {0} is outside {min}..{max} /s", min = RATE_MIN, max = RATE_MAX)]
     RateOutside(f64),
     #[error("open mode needs a rate; set one first")]
@@ -257,15 +309,29 @@ pub fn knobs_of(sc: &Scenario) -> Knobs {
     }
 }
 
-/// Pure knob arithmetic with limits.
+/// Pure knob arithmetic with limits. A command that would leave every knob as it was is
+/// refused (`Refusal::Unchanged`), so it makes no event and no summary row.
 pub fn apply_knobs(k: &mut Knobs, cmd: Command) -> Applied {
+    let before = k.clone();
+    let (effect, change) = dispatch(k, cmd)?;
+    if *k == before {
+        return Err(Refusal::Unchanged(change));
+    }
+    Ok((effect, change))
+}
+
+fn dispatch(k: &mut Knobs, cmd: Command) -> Applied {
     use Command::*;
     match cmd {
         // The load: rate, mode, concurrency, pause.
         ScaleRate(f) => scale_rate(k, f),
         SetRate(r) => set_rate(k, r),
         SetMode(m) => set_mode(k, m),
-        CycleMode => set_mode(k, next_mode(k)),
+        CycleMode => {
+            let (to, skipped) = next_mode(k);
+            let (effect, _) = set_mode(k, to)?;
+            Ok((effect, Change::Mode { to, skipped }))
+        }
         SetSockets(n) => set_sockets(k, n),
         SetClients(n) => set_clients(k, n),
         Pause(p) => pause(k, p),
@@ -306,12 +372,20 @@ fn set_resumed(k: &mut Knobs, share: f64) -> Applied {
     Ok((Effect::Load, Change::Resumed(share)))
 }
 
+/// The rate times `f`, in whole /s, moving by at least 1 /s (at 2/s, x1.1 is 3/s, not 2/s
+/// again) and stopping at the limits; refused only at a limit already reached.
 fn scale_rate(k: &mut Knobs, f: f64) -> Applied {
     let Some(base) = k.rate else {
         return Err(Refusal::FlatOut);
     };
-    let new = (base * f).round();
-    if !(RATE_MIN..=RATE_MAX).contains(&new) {
+    let mut new = (base * f).round();
+    if f > 1.0 {
+        new = new.max(base + 1.0);
+    } else if f < 1.0 {
+        new = new.min(base - 1.0);
+    }
+    let new = new.clamp(RATE_MIN, RATE_MAX);
+    if new == base {
         return Err(Refusal::RateLimit);
     }
     let from = k.rate.replace(new);
@@ -328,12 +402,14 @@ fn set_rate(k: &mut Knobs, r: Option<f64>) -> Applied {
     Ok((Effect::Load, Change::Rate { from, to: r }))
 }
 
-/// The mode after the current one: S-Client, open (with a rate), closed.
-fn next_mode(k: &Knobs) -> Mode {
+/// The mode after the current one: S-Client, open (with a rate), closed; and open when it
+/// was skipped for want of a rate.
+fn next_mode(k: &Knobs) -> (Mode, Option<Mode>) {
     match k.mode {
-        Mode::Sclient if k.rate.is_some() => Mode::Open,
-        Mode::Sclient | Mode::Open => Mode::Closed,
-        Mode::Closed => Mode::Sclient,
+        Mode::Sclient if k.rate.is_some() => (Mode::Open, None),
+        Mode::Sclient => (Mode::Closed, Some(Mode::Open)),
+        Mode::Open => (Mode::Closed, None),
+        Mode::Closed => (Mode::Sclient, None),
     }
 }
 
@@ -342,7 +418,13 @@ fn set_mode(k: &mut Knobs, m: Mode) -> Applied {
         return Err(Refusal::OpenNeedsRate);
     }
     k.mode = m;
-    Ok((Effect::Load, Change::Mode(m)))
+    Ok((
+        Effect::Load,
+        Change::Mode {
+            to: m,
+            skipped: None,
+        },
+    ))
 }
 
 fn set_sockets(k: &mut Knobs, n: u32) -> Applied {
@@ -486,6 +568,49 @@ mod tests {
             apply_knobs(&mut k, Command::ScaleRate(0.4)),
             Err(Refusal::RateLimit)
         );
+        // Near the top, x2 stops at the limit rather than refusing.
+        k.rate = Some(RATE_MAX * 0.75);
+        apply_knobs(&mut k, Command::ScaleRate(2.0)).unwrap();
+        assert_eq!(k.rate, Some(RATE_MAX));
+    }
+
+    /// issue 28: at 1-2/s a fine step still moves the rate by 1/s; at the floor a step down is
+    /// refused with the reason; a value set to what it already is changes nothing and says so.
+    #[test]
+    fn a_press_that_would_change_nothing_is_refused() {
+        let mut k = test_knobs();
+        k.rate = Some(2.0);
+        apply_knobs(&mut k, Command::ScaleRate(1.1)).unwrap();
+        assert_eq!(k.rate, Some(3.0));
+        apply_knobs(&mut k, Command::ScaleRate(1.0 / 1.1)).unwrap();
+        assert_eq!(k.rate, Some(2.0));
+        apply_knobs(&mut k, Command::ScaleRate(0.5)).unwrap();
+        assert_eq!(k.rate, Some(1.0));
+        let before = k.clone();
+        assert_eq!(
+            apply_knobs(&mut k, Command::ScaleRate(0.5)),
+            Err(Refusal::RateLimit)
+        );
+        assert_eq!(k, before);
+        let same = apply_knobs(&mut k, Command::SetRate(Some(1.0))).unwrap_err();
+        assert_eq!(same.to_string(), "the rate is already 1/s");
+        let d = k.sockets;
+        assert!(matches!(
+            apply_knobs(&mut k, Command::SetSockets(d)),
+            Err(Refusal::Unchanged(Change::Sockets(_)))
+        ));
+        assert!(matches!(
+            apply_knobs(&mut k, Command::Pause(false)),
+            Err(Refusal::Unchanged(Change::Paused(false)))
+        ));
+        // One path: Tab has nothing to select.
+        k.paths.truncate(1);
+        assert_eq!(
+            apply_knobs(&mut k, Command::SelectNextPath)
+                .unwrap_err()
+                .to_string(),
+            "near is the only network path"
+        );
     }
 
     #[test]
@@ -554,6 +679,15 @@ mod tests {
     fn mode_cycles_through_all_three() {
         let mut k = test_knobs();
         k.mode = Mode::Sclient;
+        // Flat out there is no rate to open with: the cycle says it skips open.
+        k.rate = None;
+        let (_, c) = apply_knobs(&mut k, Command::CycleMode).unwrap();
+        assert_eq!(
+            c.to_string(),
+            "mode closed (open skipped: it needs a rate, and this S-Client runs flat out)"
+        );
+        k.mode = Mode::Sclient;
+        k.rate = Some(1000.0);
         apply_knobs(&mut k, Command::CycleMode).unwrap();
         assert_eq!(k.mode, Mode::Open);
         apply_knobs(&mut k, Command::CycleMode).unwrap();

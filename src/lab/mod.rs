@@ -15,3 +15,4 @@ pub mod run;
 pub mod session;
 pub mod state;
 pub mod summary;
+pub mod sweep;

@@ -4,7 +4,6 @@
 use super::controller::{Controller, RunOptions};
 use super::knobs::{Command, Reply};
 use super::session::{self, Start};
-use crate::load::protocol::Mode;
 use crate::model::col;
 use crate::model::SummaryRow;
 use crate::model::{SweepParam, SweepPoint, SweepValue};
@@ -21,36 +20,8 @@ use std::time::{Duration, Instant};
 const HEADLESS_KEEP_S: f64 = 60.0;
 
 pub use super::summary::{non2xx_note, summary_table};
+pub use super::sweep::{commands_for, point_label, sweep_cues};
 pub use crate::scenario::points::{plan_points, Point};
-
-/// The knob changes that set a sweep value (every parameter named: a new one is a compile
-/// error here, not a sweep that silently changes nothing).
-pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command> {
-    match (param, v) {
-        (SweepParam::Rate, SweepValue::Rate(r)) => vec![Command::SetRate(Some(r))],
-        (SweepParam::Sockets, SweepValue::Count(n)) => vec![Command::SetSockets(n)],
-        (SweepParam::Clients, SweepValue::Count(n)) => vec![Command::SetClients(n)],
-        (SweepParam::Concurrency, SweepValue::Count(n)) => {
-            if mode == Mode::Closed {
-                vec![Command::SetClients(n)]
-            } else {
-                vec![Command::SetSockets(n)]
-            }
-        }
-        (SweepParam::Burst, SweepValue::Burst { ratio, fraction }) => vec![
-            Command::SetBurst { ratio, fraction },
-            Command::BurstOn(ratio > 1.0),
-        ],
-        (SweepParam::Resumed, SweepValue::Share(x)) => vec![Command::SetResumed(x)],
-        (SweepParam::Path(_), SweepValue::Path(value)) => {
-            vec![Command::SetPath { path: None, value }]
-        }
-        // No knob: the sweep restarts the workers with the new count or request mix.
-        (SweepParam::Workers | SweepParam::Workload, _) => Vec::new(),
-        // sweep_value gives each parameter its own kind of value.
-        (p, v) => unreachable!("{} cannot take the value {v}", p.name()),
-    }
-}
 
 /// Pumps the controller for `secs`; false if interrupted or finished early. A child's death
 /// ends it at once (true: the caller fails the point and stops the run).
@@ -289,19 +260,6 @@ fn progress_bar(total_s: f64) -> indicatif::ProgressBar {
     pb
 }
 
-/// "point 2/6: open load.rate = 2000" (or "run" without a sweep).
-fn point_label(i: usize, n: usize, p: &Point, kind: Option<SweepParam>) -> String {
-    match (&p.mode, kind.zip(p.value)) {
-        (m, Some((param, v))) => format!(
-            "point {}/{n}: {}{param} = {v}",
-            i + 1,
-            m.map(|m| format!("{m:?} ").to_lowercase())
-                .unwrap_or_default()
-        ),
-        _ => "run".to_string(),
-    }
-}
-
 /// Puts the lab in the point's settings (mode, sweep value); why it could not, if so.
 fn set_up_point(
     ctrl: &mut Controller,
@@ -309,9 +267,14 @@ fn set_up_point(
     kind: Option<SweepParam>,
 ) -> Option<PointFailure> {
     let mut failed = None;
+    // A knob already at the point's value is set, not refused.
+    let refused = |r: Reply| match r {
+        Reply::Refused(super::knobs::Refusal::Unchanged(_)) | Reply::Applied(_) => None,
+        Reply::Refused(why) => Some(PointFailure::Refused(why)),
+    };
     if let Some(m) = p.mode {
-        if let Reply::Refused(why) = ctrl.apply(Command::SetMode(m)) {
-            failed = Some(PointFailure::Refused(why));
+        if let Some(f) = refused(ctrl.apply(Command::SetMode(m))) {
+            failed = Some(f);
         }
     }
     let Some(v) = p.value else {
@@ -327,8 +290,8 @@ fn set_up_point(
         failed = Some(PointFailure::Restart(format!("{e:#}")));
     }
     for c in kind.map_or_else(Vec::new, |k| commands_for(k, v, ctrl.mode())) {
-        if let Reply::Refused(why) = ctrl.apply(c) {
-            failed = Some(PointFailure::Refused(why));
+        if let Some(f) = refused(ctrl.apply(c)) {
+            failed = Some(f);
         }
     }
     failed
@@ -407,6 +370,7 @@ pub fn run_main(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::protocol::Mode;
     use crate::model::Totals;
 
     #[test]

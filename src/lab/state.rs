@@ -84,6 +84,38 @@ pub struct LabState {
     pub finished: bool,
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run; the drivers stop and exit 130.
     pub interrupted: bool,
+    /// The TUI's terminal went away (with `interrupted`): nothing more is drawn.
+    pub terminal_gone: bool,
+    /// The load runs again past the scenario's duration (`p` after it ended).
+    pub free_play: bool,
+    /// The latency of the last second, overall and per network path.
+    pub live: Live,
+}
+
+/// Latency over the last second of the workers' reports, and what it is over. A percentile
+/// of nothing is None (shown "-"), never the last value seen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveLatency {
+    /// Seconds it covers.
+    pub window_s: f64,
+    /// p50, p90, p99 in ms of the connects completed and the requests answered in the window.
+    pub connect: Option<[f64; 3]>,
+    pub total: Option<[f64; 3]>,
+    /// Over TLS, the handshakes completed in the window (their own duration).
+    pub handshake: Option<[f64; 3]>,
+    /// What they are over (connects established, responses) and what they leave out (connects
+    /// timed out; every other failure of a connect or a request).
+    pub connects: u64,
+    pub responses: u64,
+    pub connect_timeouts: u64,
+    pub other_errors: u64,
+}
+
+/// What the lab is doing now: the live latency, overall and per network path (name, figures).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Live {
+    pub all: LiveLatency,
+    pub paths: Vec<(String, LiveLatency)>,
 }
 
 impl LabState {
@@ -107,22 +139,15 @@ impl LabState {
             cpu_cores: Vec::new(),
             finished: false,
             interrupted: false,
+            terminal_gone: false,
+            free_play: false,
+            live: Live::default(),
         }
     }
 
-    /// Adds a warning once. A client-bound warning says why as of now: a newer reason replaces
-    /// the older one instead of piling up a line per changed figure.
+    /// Adds a warning that holds for the rest of the run (no pcap, no lab, a child's death),
+    /// once. The core raises and clears the others as their conditions come and go.
     pub fn warn(&mut self, w: Warning) {
-        if let Warning::ClientBound(_) = w {
-            if let Some(old) = self
-                .warnings
-                .iter_mut()
-                .find(|o| matches!(o, Warning::ClientBound(_)))
-            {
-                *old = w;
-                return;
-            }
-        }
         if !self.warnings.contains(&w) {
             self.warnings.push(w);
         }

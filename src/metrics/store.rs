@@ -16,6 +16,8 @@ pub enum EventKind {
     Change,
     /// A step's caption.
     Caption,
+    /// A warning raised or cleared (events.csv and run.log; not drawn on the charts).
+    Warning,
 }
 
 impl EventKind {
@@ -25,6 +27,7 @@ impl EventKind {
             EventKind::Mark => "mark",
             EventKind::Change => "change",
             EventKind::Caption => "caption",
+            EventKind::Warning => "warning",
         }
     }
 }
@@ -177,6 +180,34 @@ impl Store {
             }
         }
         (n > 0).then(|| (sum / n as f64, max))
+    }
+
+    /// The mean of a column's values in the rows at or after `from` (the latest rows only are
+    /// read), None when none of them has one.
+    pub fn mean_since(&self, id: Col, from: f64) -> Option<f64> {
+        let c = self.col(id)?;
+        let (mut sum, mut n) = (0.0, 0usize);
+        for (t, v) in self.times.iter().zip(c).rev() {
+            if *t < from {
+                break;
+            }
+            if !v.is_nan() {
+                sum += v;
+                n += 1;
+            }
+        }
+        (n > 0).then(|| sum / n as f64)
+    }
+
+    /// A column's last value and the time of its row.
+    pub fn last_at(&self, id: Col) -> Option<(f64, f64)> {
+        let c = self.col(id)?;
+        self.times
+            .iter()
+            .zip(c)
+            .rev()
+            .find(|(_, v)| !v.is_nan())
+            .map(|(t, v)| (*t, *v))
     }
 
     /// The values of the last row (for writers that stream rows).

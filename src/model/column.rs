@@ -240,6 +240,8 @@ columns! {
     PROCS_RUNNING = "procs_running", Count, Gauge;
     PROCS_BLOCKED = "procs_blocked", Count, Gauge;
     SERVER_PROCS = "server_procs", Count, Gauge;
+    SERVER_WORKERS = "server_workers", Count, Gauge;
+    SERVER_BUSY = "server_busy", Count, Gauge;
     SERVER_THREADS = "server_threads", Count, Gauge;
     SERVER_CPU_USER_PCT = "server_cpu_user_pct", Percent, Gauge;
     SERVER_CPU_SYS_PCT = "server_cpu_sys_pct", Percent, Gauge;

@@ -107,6 +107,8 @@ const HELP: &[(Col, &str)] = &[
     (col::POOL_WAITS, "Scheduled requests that found no idle connection in the pool and waited for one, per second"),
     (col::CONNECTING, "Connects in progress at the load clients (SYN sent, not yet established)"),
     (col::REQUESTS_IN_FLIGHT, "Requests sent by the load clients and not yet answered"),
+    (col::SERVER_WORKERS, "Processes or threads the built-in server serves with (its own report; prefork and threaded grow up to max_workers)"),
+    (col::SERVER_BUSY, "Of the built-in server's workers, those busy with a connection (its own report; the event server's one loop is 0 or 1)"),
     (col::POOL_CONNECTIONS, "Persistent connections the load clients keep open in their pool (open mode with a request rate)"),
     (col::HANDSHAKES, "TLS handshakes the load clients completed per second, full and resumed"),
     (col::FULL_HANDSHAKES, "Full TLS handshakes (no session resumed) the load clients completed per second"),

@@ -215,12 +215,19 @@ impl PathValue {
                 PathValue::Bandwidth(Some(Bandwidth(BW_FROM_UNLIMITED_BPS)))
             }
             (PathValue::Bandwidth(None), _) => return Err(KnobError::AlreadyUnlimited),
+            // A scale steps along the 1-2-5 ladder, so values stay round whatever they were.
             (PathValue::Bandwidth(Some(b)), step) => {
                 let v = match step {
-                    PathStep::Scale(f) => b.0 as f64 * f,
-                    PathStep::Add(mbit) => b.0 as f64 + mbit * 1e6,
+                    PathStep::Scale(f) if f != 1.0 => b.ladder_step(f > 1.0).0,
+                    PathStep::Scale(_) => b.0,
+                    PathStep::Add(mbit) => (b.0 as f64 + mbit * 1e6).round().max(0.0) as u64,
                 };
-                let v = v.round().max(0.0) as u64;
+                // Down to the floor, not past it (refused only once there).
+                let v = if v < BW_MIN_BPS && b.0 > BW_MIN_BPS {
+                    BW_MIN_BPS
+                } else {
+                    v
+                };
                 PathValue::Bandwidth((v <= BW_UNLIMITED_ABOVE).then_some(Bandwidth(v)))
             }
         };
@@ -245,7 +252,10 @@ impl PathValue {
             PathValue::Rtt(d) => format!("rtt = {:.0} ms", d.secs() * 1000.0),
             PathValue::Jitter(d) => format!("jitter = +-{:.1} ms", d.secs() * 1000.0),
             PathValue::Loss(p) => format!("loss = {:.1}%", p.0),
-            PathValue::Bandwidth(b) => format!("bandwidth = {}", unlimited_or(b)),
+            PathValue::Bandwidth(b) => format!(
+                "bandwidth = {}",
+                b.map_or("unlimited".into(), |b| b.human())
+            ),
         }
     }
 
@@ -258,7 +268,7 @@ impl PathValue {
             PathValue::Jitter(d) => format!("±{:.0}ms", d.secs() * 1000.0),
             PathValue::Loss(p) => format!("loss {:.1}%", p.0),
             PathValue::Bandwidth(b) => {
-                format!("bw {}", b.map_or("∞".into(), |b| b.to_string()))
+                format!("bw {}", b.map_or("∞".into(), |b| b.human()))
             }
         })
     }
@@ -327,6 +337,53 @@ mod tests {
             Err(KnobError::AlreadyUnlimited)
         );
         assert_eq!(mbit(10).stepped(PathStep::Scale(0.5)), Ok(mbit(5)));
-        assert_eq!(mbit(8_000).stepped(PathStep::Scale(2.0)), Ok(none));
+        assert_eq!(mbit(5_000).stepped(PathStep::Scale(2.0)), Ok(mbit(10_000)));
+        assert_eq!(mbit(10_000).stepped(PathStep::Scale(2.0)), Ok(none));
+    }
+
+    /// issue 28: keys step bandwidth along 1-2-5 (round values, no drift), and it reads in
+    /// Mbit/s, not raw bits.
+    #[test]
+    fn bandwidth_keys_step_on_round_values_and_read_in_mbit_per_s() {
+        let mut v = PathValue::Bandwidth(None);
+        let mut down = Vec::new();
+        for _ in 0..4 {
+            v = v.stepped(PathStep::Scale(0.5)).unwrap();
+            down.push(v.status().unwrap());
+        }
+        assert_eq!(
+            down,
+            [
+                "bw 100 Mbit/s",
+                "bw 50 Mbit/s",
+                "bw 20 Mbit/s",
+                "bw 10 Mbit/s"
+            ]
+        );
+        let mut up = Vec::new();
+        for _ in 0..3 {
+            v = v.stepped(PathStep::Scale(2.0)).unwrap();
+            up.push(v.assignment());
+        }
+        assert_eq!(
+            up,
+            [
+                "bandwidth = 20 Mbit/s",
+                "bandwidth = 50 Mbit/s",
+                "bandwidth = 100 Mbit/s"
+            ]
+        );
+        // An odd value from a scenario joins the ladder at the next step.
+        let odd = PathValue::Bandwidth(Some(Bandwidth(97_657)));
+        assert_eq!(odd.status().unwrap(), "bw 97.657 kbit/s");
+        assert_eq!(
+            odd.stepped(PathStep::Scale(2.0)).unwrap().status().unwrap(),
+            "bw 100 kbit/s"
+        );
+        assert_eq!(
+            odd.stepped(PathStep::Scale(0.5)).unwrap().status().unwrap(),
+            "bw 64 kbit/s",
+            "the floor"
+        );
     }
 }

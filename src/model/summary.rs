@@ -26,6 +26,20 @@ pub struct PathSummary {
     pub total_p50_ms: f64,
     pub total_p90_ms: f64,
     pub total_p99_ms: f64,
+    /// The profile the path ran under in this point: added round-trip delay, jitter (each
+    /// direction), loss (each direction), bandwidth (NaN: unlimited or not recorded).
+    #[serde(default = "nan")]
+    pub rtt_ms: f64,
+    #[serde(default = "nan")]
+    pub jitter_ms: f64,
+    #[serde(default = "nan")]
+    pub loss_pct: f64,
+    #[serde(default = "nan")]
+    pub bandwidth_mbit: f64,
+}
+
+fn nan() -> f64 {
+    f64::NAN
 }
 
 /// One row of summary.csv / summary.json: one sweep point (or the whole run).
@@ -159,6 +173,12 @@ pub struct SummaryRow {
     pub server_full_handshakes_per_s: f64,
     #[serde(default)]
     pub server_resumed_handshakes_per_s: f64,
+    /// When the point's window opened and closed, seconds since the run started (a sweep
+    /// point's hold; a TUI stretch of settings).
+    #[serde(default = "nan")]
+    pub start_s: f64,
+    #[serde(default = "nan")]
+    pub end_s: f64,
 }
 
 impl SummaryRow {
@@ -293,6 +313,8 @@ summary_cols! {
     TtfbP99Ms = ttfb_p99_ms: Milliseconds,
     ServerFullHandshakesPerS = server_full_handshakes_per_s: PerSecond,
     ServerResumedHandshakesPerS = server_resumed_handshakes_per_s: PerSecond,
+    StartS = start_s: Seconds,
+    EndS = end_s: Seconds,
 }
 
 impl SummaryCol {

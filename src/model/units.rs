@@ -174,6 +174,39 @@ impl Bandwidth {
     pub fn bits_per_sec(&self) -> u64 {
         self.0
     }
+
+    /// As a person reads it: "100 Mbit/s", "512 kbit/s", "1.5 Gbit/s".
+    pub fn human(&self) -> String {
+        let b = self.0 as f64;
+        let (v, unit) = if b >= 1e9 {
+            (b / 1e9, "Gbit/s")
+        } else if b >= 1e6 {
+            (b / 1e6, "Mbit/s")
+        } else if b >= 1e3 {
+            (b / 1e3, "kbit/s")
+        } else {
+            (b, "bit/s")
+        };
+        let text = format!("{v:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        format!("{text} {unit}")
+    }
+
+    /// The next value of the 1-2-5 ladder (1, 2, 5, 10, 20, 50 ... bit/s) above or below this
+    /// one: what a key steps to, so a few presses give round values (100 -> 50 -> 20 Mbit/s).
+    pub fn ladder_step(&self, up: bool) -> Bandwidth {
+        let ladder = (0..=12u32).flat_map(|e| [1u64, 2, 5].map(|m| m * 10u64.pow(e)));
+        let v = if up {
+            ladder.into_iter().find(|&v| v > self.0).unwrap_or(u64::MAX)
+        } else {
+            ladder
+                .into_iter()
+                .take_while(|&v| v < self.0)
+                .last()
+                .unwrap_or(0)
+        };
+        Bandwidth(v)
+    }
 }
 
 impl fmt::Display for Bandwidth {
@@ -250,6 +283,36 @@ impl fmt::Display for Percent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}%", self.0)
     }
+}
+
+/// A network path's share of the load, as a scenario writes it: a weight (`3`, `0.7`) or a
+/// percentage (`"70%"`, read as 0.7). The paths' shares are weights relative to each other.
+pub fn deserialize_share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    struct V;
+    impl de::Visitor<'_> for V {
+        type Value = f64;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a share such as 0.7 or \"70%\"")
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<f64, E> {
+            if s.trim().ends_with('%') {
+                return Percent::parse(s).map(|p| p.fraction()).map_err(E::custom);
+            }
+            s.trim()
+                .parse()
+                .map_err(|_| E::custom(format!("`{s}` is not a share; write e.g. 0.7 or \"70%\"")))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+            Ok(v)
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+    }
+    d.deserialize_any(V)
 }
 
 macro_rules! serde_unit {

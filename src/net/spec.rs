@@ -209,7 +209,8 @@ impl Gilbert {
 #[serde(deny_unknown_fields, default)]
 pub struct PathSpec {
     pub name: String,
-    /// Relative weight of this path in the offered load.
+    /// Relative weight of this path in the offered load (`0.7` or `"70%"`).
+    #[serde(deserialize_with = "crate::model::units::deserialize_share")]
     pub share: f64,
     /// Added round-trip delay, half in each direction.
     pub rtt: Dur,
@@ -457,12 +458,15 @@ mod tests {
             queue = 50
             [[network.path]]
             name = "wifi"
+            share = "70%"
             loss_model = "gilbert"
             gilbert = { p = "1%", r = "30%" }
             "#,
         )
         .unwrap();
         assert_eq!(n.backend, BackendChoice::Router);
+        // issue 28: a share written as a percentage is that fraction (a weight like the others).
+        assert_eq!((n.paths[0].share, n.paths[2].share), (3.0, 0.7));
         assert_eq!(n.paths.len(), 3);
         assert_eq!(n.paths[1].rtt.0.as_millis(), 100);
         assert_eq!(n.paths[1].bandwidth.unwrap().0, 10_000_000);

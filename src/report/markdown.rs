@@ -336,13 +336,55 @@ fn param_head(param: Option<SweepParam>) -> String {
     }
 }
 
+/// The swept value; without a sweep, the point's window ("12–45 s": a TUI stretch of
+/// settings, or the run's measured part), "whole run" when the file does not say.
 fn value_cell(p: &Point) -> String {
     let v = p.text(SummaryText::Value);
-    if v.is_empty() {
-        "whole run".into()
-    } else {
-        esc(&v)
+    if !v.is_empty() {
+        return esc(&v);
     }
+    let (a, b) = (p.num(SummaryCol::StartS), p.num(SummaryCol::EndS));
+    if a.is_finite() && b.is_finite() {
+        format!("{a:.0}–{b:.0} s")
+    } else {
+        "whole run".into()
+    }
+}
+
+/// What each network path ran under in a point ("wan: rtt 20 ms, loss 0.0 %, bw 10 Mbit/s"),
+/// None when the point has no paths or did not record their profiles.
+fn network_cell(p: &Point) -> Option<String> {
+    let Ok(serde_json::Value::Array(paths)) = serde_json::from_str(&p.text(SummaryText::Paths))
+    else {
+        return None;
+    };
+    let cells: Vec<String> = paths
+        .iter()
+        .filter_map(|x| {
+            let g = |k: &str| x[k].as_f64().unwrap_or(f64::NAN);
+            let rtt = g("rtt_ms");
+            if !rtt.is_finite() {
+                return None;
+            }
+            let mut c = format!("{}: rtt {rtt:.0} ms", x["name"].as_str().unwrap_or("?"));
+            if g("jitter_ms") > 0.0 {
+                let _ = write!(c, " ±{:.0} ms", g("jitter_ms"));
+            }
+            let _ = write!(c, ", loss {:.1} %", g("loss_pct"));
+            let bw = g("bandwidth_mbit");
+            let _ = if bw.is_finite() {
+                write!(
+                    c,
+                    ", bw {}",
+                    crate::model::units::Bandwidth((bw * 1e6).round() as u64).human()
+                )
+            } else {
+                write!(c, ", bw ∞")
+            };
+            Some(esc(&c))
+        })
+        .collect();
+    (!cells.is_empty()).then(|| cells.join("; "))
 }
 
 fn summary_table(md: &mut String, r: &RunData) {
@@ -356,7 +398,12 @@ fn summary_table(md: &mut String, r: &RunData) {
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
     let covered = r.points.iter().any(|p| point_totals(p).is_some());
+    // Rows of path changes differ in their paths' profiles: those are a column of their own.
+    let network = r.points.iter().any(|p| network_cell(p).is_some());
     let mut head = vec!["#".to_string(), "mode".into(), param_head(param)];
+    if network {
+        head.push("network".into());
+    }
     head.extend(cols.iter().map(|c| c.head.to_string()));
     if covered {
         head.push("latencies over".into());
@@ -368,11 +415,13 @@ fn summary_table(md: &mut String, r: &RunData) {
         "|{}",
         head.iter()
             .enumerate()
-            .map(|(i, _)| if i < 3 || i + 1 == head.len() {
-                "---|"
-            } else {
-                "---:|"
-            })
+            .map(
+                |(i, _)| if i < 3 + usize::from(network) || i + 1 == head.len() {
+                    "---|"
+                } else {
+                    "---:|"
+                }
+            )
             .collect::<String>()
     );
     for p in &r.points {
@@ -382,6 +431,9 @@ fn summary_table(md: &mut String, r: &RunData) {
             esc(&p.mode()),
             value_cell(p),
         ];
+        if network {
+            cells.push(network_cell(p).unwrap_or_else(|| "–".into()));
+        }
         cells.extend(cols.iter().map(|c| {
             let v = num(p.num(c.key));
             if p.client_bound() && v != "–" {
@@ -493,7 +545,7 @@ fn path_tables(md: &mut String, r: &RunData) {
             continue;
         }
         let at = if param.is_none() {
-            "whole run".to_string()
+            value_cell(p)
         } else {
             format!("{} = {}", param_head(param), value_cell(p))
         };
@@ -761,4 +813,60 @@ fn thresholds_section(md: &mut String, r: &RunData) {
         );
     }
     md.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// issue 28: a TUI session's rows say their window and what each path ran under, so rows
+    /// of path changes differ; a closed-loop row offers no rate.
+    #[test]
+    fn tui_stretch_rows_say_their_window_paths_and_no_offered_rate_when_closed() {
+        let path = |rtt: f64, bw: Option<f64>| {
+            serde_json::json!([{"name": "wan", "attempts_per_s": 500.0, "throughput_per_s": 500.0,
+                "errors_per_s": 0.0, "connect_timeouts": 0, "connect_p50_ms": 20.0,
+                "connect_p99_ms": 21.0, "total_p50_ms": 41.0, "total_p90_ms": 42.0,
+                "total_p99_ms": 45.0, "rtt_ms": rtt, "jitter_ms": 0.0, "loss_pct": 0.0,
+                "bandwidth_mbit": bw}])
+        };
+        let row = |i: usize, mode: &str, offered: Option<f64>, t: (f64, f64), p| {
+            serde_json::json!({"point": i, "mode": mode, "failed": false, "hold_s": t.1 - t.0,
+                "offered_rate": offered, "attempts_per_s": 500.0, "throughput_per_s": 500.0,
+                "client_bound": false, "start_s": t.0, "end_s": t.1, "paths": p})
+        };
+        let json = serde_json::json!({"meta": {}, "points": [
+            row(1, "open", Some(500.0), (0.0, 13.3), path(20.0, None)),
+            row(2, "open", Some(500.0), (13.3, 40.0), path(20.0, Some(50.0))),
+            row(3, "closed", None, (40.0, 61.0), path(70.0, Some(50.0))),
+        ]});
+        let (meta, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
+        let run = RunData {
+            dir: "x".into(),
+            name: "x".into(),
+            scenario: None,
+            meta,
+            points,
+            timeseries: Default::default(),
+            events: Vec::new(),
+            warnings: Vec::new(),
+            thresholds: Vec::new(),
+        };
+        let mut md = String::new();
+        summary_table(&mut md, &run);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+        assert!(rows[0].contains("| window | network | offered/s |"), "{md}");
+        assert!(
+            rows[1].contains("| 0–13 s | wan: rtt 20 ms, loss 0.0 %, bw ∞ | 500 |"),
+            "{md}"
+        );
+        assert!(
+            rows[2].contains("| 13–40 s | wan: rtt 20 ms, loss 0.0 %, bw 50 Mbit/s | 500 |"),
+            "{md}"
+        );
+        assert!(
+            rows[3].contains("| closed | 40–61 s | wan: rtt 70 ms, loss 0.0 %, bw 50 Mbit/s | – |"),
+            "{md}"
+        );
+    }
 }

@@ -211,6 +211,36 @@ fn draw<DB: DrawingBackend>(fig: &Figure, root: &DrawingArea<DB, Shift>) -> anyh
     Ok(())
 }
 
+/// The label font's size in pixels.
+const MARK_FONT_PX: i32 = 13;
+
+/// Any x of the marks (for pixel rows, whose y does not depend on x).
+fn xr_start(marks: &[(f64, String)]) -> f64 {
+    marks.first().map_or(0.0, |m| m.0)
+}
+
+/// The row (0 = top) each mark's label goes on: the first whose last label ends left of this
+/// one's start, so labels never overlap (at ~0.6 em a character).
+fn label_rows(lefts: &[i32], marks: &[(f64, String)], font_px: i32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..lefts.len()).collect();
+    order.sort_by_key(|&i| lefts[i]);
+    let mut ends: Vec<i32> = Vec::new();
+    let mut rows = vec![0; lefts.len()];
+    for i in order {
+        let width = marks[i].1.chars().count() as i32 * font_px * 6 / 10 + 6;
+        let row = ends
+            .iter()
+            .position(|&e| e <= lefts[i])
+            .unwrap_or(ends.len());
+        if row == ends.len() {
+            ends.push(0);
+        }
+        ends[row] = lefts[i] + width;
+        rows[i] = row;
+    }
+    rows
+}
+
 fn linear_range(xs: &[f64]) -> Range<f64> {
     let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -328,18 +358,32 @@ where
             ))
             .map_err(err)?;
     }
-    for (x, label) in &fig.marks {
+    // Marks close together get their labels on rows below one another, so none overprints
+    // another ("mark 1" and "snapshot" a second apart).
+    let (_, top_px) = chart.backend_coord(&(xr_start(&fig.marks), y1));
+    let (_, bottom_px) = chart.backend_coord(&(xr_start(&fig.marks), y0));
+    let per_px = (y1 - y0) / f64::from((bottom_px - top_px).max(1));
+    let lefts: Vec<i32> = fig
+        .marks
+        .iter()
+        .map(|(x, _)| chart.backend_coord(&(*x, y1)).0)
+        .collect();
+    let rows = label_rows(&lefts, &fig.marks, MARK_FONT_PX);
+    for ((x, label), row) in fig.marks.iter().zip(rows) {
         chart
             .draw_series(LineSeries::new(
                 vec![(*x, y0), (*x, y1)],
                 BLACK.mix(0.25).stroke_width(1),
             ))
             .map_err(err)?;
+        let y = y1 - f64::from(row as i32 * (MARK_FONT_PX + 2)) * per_px;
         chart
             .draw_series(std::iter::once(Text::new(
                 label.clone(),
-                (*x, y1),
-                (FONT, 13).into_font().color(&RGBColor(60, 60, 60)),
+                (*x, y),
+                (FONT, MARK_FONT_PX)
+                    .into_font()
+                    .color(&RGBColor(60, 60, 60)),
             )))
             .map_err(err)?;
     }
@@ -514,6 +558,19 @@ fn draw_legend<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// issue 28: "mark 1" and "snapshot" a second apart (a few pixels) go on two rows; a
+    /// mark far to the right goes back to the top row.
+    #[test]
+    fn labels_of_marks_close_together_do_not_overprint() {
+        let marks: Vec<(f64, String)> = ["mark 1", "snapshot", "mark 2"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as f64, t.to_string()))
+            .collect();
+        assert_eq!(label_rows(&[100, 104, 400], &marks, 13), [0, 1, 0]);
+        assert_eq!(label_rows(&[100, 104, 108], &marks, 13), [0, 1, 2]);
+    }
 
     #[test]
     fn gaps_split_lines() {

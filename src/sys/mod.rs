@@ -12,6 +12,7 @@ pub mod privilege;
 pub mod process;
 pub mod server_io;
 pub mod sysctl;
+pub mod tty;
 
 /// An errno, named (`Errno::EMFILE`): how the layers above tell one kernel refusal from another.
 pub use nix::errno::Errno;

@@ -129,8 +129,17 @@ impl App {
                     self.say(lab, format!("window {w:.0}s"), false);
                 }
             }
+            // The step's caption is in the caption bar already: the message says which step.
             NextStep => match lab.next_step() {
-                Some(s) => self.say(lab, format!("next step: {s}"), false),
+                Some(s) => {
+                    let text = match lab.state().step {
+                        Some((i, n)) if lab.state().caption.as_deref() == Some(s.as_str()) => {
+                            format!("next step: {i} of {n}")
+                        }
+                        _ => format!("next step: {s}"),
+                    };
+                    self.say(lab, text, false)
+                }
                 None => self.say(lab, "no more scenario steps".into(), true),
             },
             ToggleHelp => self.show_help = !self.show_help,

@@ -5,7 +5,7 @@
 use crate::lab::client_agg::ClientBound;
 use crate::lab::control::LabControl;
 use crate::lab::knobs::{apply_knobs, Change, Command, Knobs, Reply};
-use crate::lab::state::{LabState, Warning};
+use crate::lab::state::{LabState, LiveLatency, Warning};
 use crate::load::protocol::{Burst, Mode};
 use crate::metrics::store::EventKind;
 use crate::model::col as c;
@@ -178,6 +178,21 @@ pub fn fill(st: &mut LabState, m: &Synth) {
     }
     st.cpu_cores = cores;
     st.interval_s = m.interval_s;
+    // The last second, as the core keeps it: the model's figures at the end.
+    let last = |col| st.store.last(col).unwrap_or(f64::NAN);
+    let (o, done) = ((m.offered)(m.secs), (m.offered)(m.secs).min(m.capacity));
+    let over = (o - m.capacity).max(0.0);
+    let three = |a, b, c| [last(a), last(b), last(c)];
+    st.live.all = LiveLatency {
+        window_s: 1.0,
+        connect: (done > 0.0).then(|| three(c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99)),
+        total: (done > 0.0).then(|| three(c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99)),
+        handshake: None,
+        connects: done.round() as u64,
+        responses: (done * 0.99).round() as u64,
+        connect_timeouts: (over * 0.9).round() as u64,
+        other_errors: (over * 0.02).round() as u64,
+    };
 }
 
 fn base(name: &str) -> LabState {
@@ -355,6 +370,11 @@ impl LabControl for FakeLab {
             "results/snapshot-{}.txt",
             self.snapshots.len()
         )))
+    }
+    fn terminal_gone(&mut self) {
+        self.state.terminal_gone = true;
+        self.state.interrupted = true;
+        self.state.finished = true;
     }
     fn stop(&mut self) -> anyhow::Result<()> {
         self.stopped = true;

@@ -132,6 +132,9 @@ pub const KEYMAP: &[Binding] = &[
 pub const HINT: &str =
     "+/- rate  * / x2 /2  r/R rtt  l/L loss  p pause  m mark  n step  ? help  q quit";
 
+/// The hint on a screen narrower than `HINT`.
+pub const HINT_SHORT: &str = "+/- rate  p pause  n step  ? help  q quit";
+
 /// The action bound to a key event, if any. Key releases/repeats of non-press kinds are ignored.
 pub fn action_for(ev: KeyEvent) -> Option<Action> {
     if ev.kind == KeyEventKind::Release {

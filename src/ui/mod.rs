@@ -38,7 +38,7 @@ pub fn tui_main(start: Start) -> anyhow::Result<ExitCode> {
     eprintln!("synlab: starting {} ...", sc.name);
     let mut ctrl = crate::lab::controller::Controller::start(sc, opts)?;
     ctrl.tui_mode();
-    hangup_watchdog(&interrupted, ctrl.net.as_ref().map(|n| n.netns_prefix()));
+    terminal_watch(&interrupted, ctrl.net.as_ref().map(|n| n.netns_prefix()));
     let result = run_tui(&mut ctrl, UiOptions::default());
     let unwritten = session::report_and_folder(ctrl.folder_dir());
     result?;
@@ -64,29 +64,60 @@ pub fn tui_main(start: Start) -> anyhow::Result<ExitCode> {
 /// own shutdown (its drain is bounded) takes it from there.
 static EVENT_LOOP_RETURNED: AtomicBool = AtomicBool::new(false);
 
-/// After SIGHUP/SIGTERM the loop normally stops the lab within a frame. When the terminal is
-/// gone, crossterm's poll can spin on the dead tty and never return; then this thread removes
-/// the run's namespaces and exits the process, and the children die with it (PDEATHSIG).
-fn hangup_watchdog(flag: &Arc<AtomicBool>, netns_prefix: Option<String>) {
+/// How long the loop may stay inside the terminal library after the terminal hung up before
+/// the watch detaches from it (that library spins on a hung-up terminal's end of file).
+const DEAD_TTY_GRACE: Duration = Duration::from_secs(2);
+/// After a signal or a hangup, how long the lab may take to stop before the process is ended
+/// with its namespaces removed: a last resort, past the drain's own bound.
+const LAST_RESORT: Duration = Duration::from_secs(30);
+
+/// Watches the terminal while the event loop runs. The loop itself sees a hangup (it polls
+/// the terminal before reading it) and signals (the lab's pump); this thread is for a loop
+/// caught inside the terminal library when the terminal went away between the two: it
+/// detaches the process from the dead terminal, which lets the library return, and only if
+/// the loop still never returns ends the process (namespaces removed; the children die with
+/// it, PDEATHSIG).
+fn terminal_watch(flag: &Arc<AtomicBool>, netns_prefix: Option<String>) {
     let flag = flag.clone();
     let _ = std::thread::Builder::new()
-        .name("hangup-watchdog".into())
+        .name("terminal-watch".into())
         .spawn(move || {
-            if !loop_stuck_after_signal(&flag, &EVENT_LOOP_RETURNED, Duration::from_secs(5)) {
+            let Ok(tty) = crate::sys::tty::Tty::open() else {
                 return;
+            };
+            let hung_up = || tty.hung_up();
+            if !loop_stuck(&flag, &hung_up, &EVENT_LOOP_RETURNED, DEAD_TTY_GRACE) {
+                return;
+            }
+            let _ = crate::sys::tty::detach_from_terminal();
+            let deadline = Instant::now() + LAST_RESORT;
+            while Instant::now() < deadline {
+                if EVENT_LOOP_RETURNED.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
             if let Some(p) = netns_prefix {
                 let _ = crate::sys::netns::cleanup_matching(&p);
             }
-            std::process::exit(129);
+            std::process::exit(130);
         });
 }
 
-/// Waits for a signal, then up to `grace` for the event loop to return: true when it did not
-/// (the loop is stuck on a dead terminal), false once it did (a long drain is left to finish).
-fn loop_stuck_after_signal(signal: &AtomicBool, returned: &AtomicBool, grace: Duration) -> bool {
+/// Waits for a signal or a hangup, then up to `grace` for the event loop to return: true when
+/// it did not (the loop is stuck on a dead terminal), false once it did (a long drain is left
+/// to finish).
+fn loop_stuck(
+    signal: &AtomicBool,
+    hung_up: &dyn Fn() -> bool,
+    returned: &AtomicBool,
+    grace: Duration,
+) -> bool {
     let step = Duration::from_millis(100);
-    while !signal.load(Ordering::Relaxed) {
+    while !signal.load(Ordering::Relaxed) && !hung_up() {
+        if returned.load(Ordering::Relaxed) {
+            return false;
+        }
         std::thread::sleep(step);
     }
     let deadline = Instant::now() + grace;
@@ -121,9 +152,11 @@ impl Default for UiOptions {
     }
 }
 
-/// Runs the TUI on `lab` until the person quits; then restores the terminal and calls
-/// `lab.stop()` (full cleanup). An error from the lab ends the TUI with the terminal restored.
+/// Runs the TUI on `lab` until the person quits or the terminal goes away; then restores the
+/// terminal (or, when it is gone, detaches from it) and calls `lab.stop()` (full cleanup). An
+/// error from the lab ends the TUI with the terminal restored.
 pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> {
+    let tty = crate::sys::tty::Tty::open().context("the TUI needs a terminal to read keys from")?;
     let guard = terminal::TerminalGuard::enter()
         .context("cannot put the terminal in raw mode: is stdout a terminal? (use `synlab run` for headless runs)")?;
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
@@ -134,27 +167,62 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
         opts.window_s,
     );
     let frame = Duration::from_secs_f64(1.0 / opts.fps.clamp(1, 60) as f64);
-    let mut input = |timeout: Duration| -> std::io::Result<Option<Event>> {
-        if event::poll(timeout)? {
-            event::read().map(Some)
+    // The terminal is asked first: a hung-up one never reaches the terminal library. After an
+    // event, the library may hold more it read at once (keys pasted or sent together): those
+    // are taken before waiting on the terminal again.
+    let mut may_hold_more = false;
+    let mut input = |timeout: Duration| -> std::io::Result<Polled> {
+        use crate::sys::tty::Readiness;
+        let wait = if may_hold_more {
+            Duration::ZERO
         } else {
-            Ok(None)
+            timeout
+        };
+        let ready = tty.wait(wait)?;
+        if ready == Readiness::Gone {
+            return Ok(Polled::TerminalGone);
         }
+        if (ready == Readiness::Input || may_hold_more) && event::poll(Duration::ZERO)? {
+            may_hold_more = true;
+            return Ok(Polled::Event(event::read()?));
+        }
+        if may_hold_more {
+            may_hold_more = false;
+            return Ok(Polled::Again);
+        }
+        Ok(Polled::Nothing)
     };
     let result = event_loop(&mut term, lab, &mut app, frame, &mut input);
     EVENT_LOOP_RETURNED.store(true, Ordering::Relaxed);
+    if lab.state().terminal_gone || tty.hung_up() {
+        // Nothing can be shown any more: whatever is written from here on is dropped.
+        let _ = crate::sys::tty::detach_from_terminal();
+    }
     drop(term);
     drop(guard);
     let stopped = lab.stop().context("stopping the lab");
     result.and(stopped)
 }
 
-/// Waits up to the timeout for a terminal event (None = timed out).
-pub type Input<'a> = dyn FnMut(Duration) -> std::io::Result<Option<Event>> + 'a;
+/// What waiting for input found.
+#[derive(Debug)]
+pub enum Polled {
+    Event(Event),
+    /// Nothing before the timeout (or input that made no event).
+    Nothing,
+    /// Nothing yet, without having waited: ask again.
+    Again,
+    /// The terminal hung up: its window or emulator was closed.
+    TerminalGone,
+}
+
+/// Waits up to the timeout for a terminal event.
+pub type Input<'a> = dyn FnMut(Duration) -> std::io::Result<Polled> + 'a;
 
 /// The main loop: pump the lab, draw, then read input until the next frame is due. Returns
-/// when the person quits or a signal interrupted the lab. Generic over the backend and the
-/// input so tests run it headless.
+/// when the person quits, a signal interrupted the lab or the terminal went away (the lab is
+/// then told, and ends as on an interruption). Generic over the backend and the input so
+/// tests run it headless.
 pub fn event_loop<B: ratatui::backend::Backend>(
     term: &mut Terminal<B>,
     lab: &mut dyn LabControl,
@@ -169,23 +237,34 @@ pub fn event_loop<B: ratatui::backend::Backend>(
         if lab.state().interrupted {
             return Ok(());
         }
-        term.draw(|f| render::draw(f, app, lab.state()))?;
+        if let Err(e) = term.draw(|f| render::draw(f, app, lab.state())) {
+            if crate::sys::tty::is_gone_error(&e) {
+                lab.terminal_gone();
+                return Ok(());
+            }
+            return Err(e.into());
+        }
         next_frame += frame;
         let now = Instant::now();
         if next_frame < now {
             // A slow frame: skip ahead rather than redraw in a burst.
             next_frame = now;
         }
-        // Input until the next frame is due (also when input never runs dry, e.g. a dead tty,
-        // the lab is still pumped every frame, so signals and deadlines are seen).
+        // Input until the next frame is due (the lab is still pumped every frame, so signals
+        // and deadlines are seen).
         loop {
             let now = Instant::now();
             if now >= next_frame {
                 break;
             }
-            let timeout = next_frame - now;
-            let Some(ev) = input(timeout)? else {
-                break;
+            let ev = match input(next_frame - now)? {
+                Polled::Nothing => break,
+                Polled::Again => continue,
+                Polled::TerminalGone => {
+                    lab.terminal_gone();
+                    return Ok(());
+                }
+                Polled::Event(ev) => ev,
             };
             match ev {
                 Event::Key(k) => {
@@ -215,16 +294,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_watchdog_stands_down_once_the_loop_returned() {
+    fn the_watch_stands_down_once_the_loop_returned() {
         let (signal, returned) = (AtomicBool::new(true), AtomicBool::new(true));
+        let alive = || false;
         // A drain after the loop returned is left alone, however long the grace.
-        assert!(!loop_stuck_after_signal(
+        assert!(!loop_stuck(
             &signal,
+            &alive,
             &returned,
             Duration::from_secs(3600)
         ));
         // A loop that never returns is stuck once the grace is over.
         returned.store(false, Ordering::Relaxed);
-        assert!(loop_stuck_after_signal(&signal, &returned, Duration::ZERO));
+        assert!(loop_stuck(&signal, &alive, &returned, Duration::ZERO));
+        // A hangup without any signal (a program in a closed window gets none) counts too.
+        let dead = || true;
+        assert!(loop_stuck(
+            &AtomicBool::new(false),
+            &dead,
+            &returned,
+            Duration::ZERO
+        ));
     }
 }

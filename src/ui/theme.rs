@@ -1,6 +1,9 @@
-//! Colours and glyphs. Colour mode uses the terminal's own ANSI palette (never white, black or
-//! yellow for content) so it reads on dark and light backgrounds; NO_COLOR mode sets no colour
-//! at all and tells series apart by their marker glyph and label.
+//! Colours and glyphs, readable on a projector. Every letter and digit is drawn in the
+//! terminal's own foreground (whatever its background, light or dark, that is what it
+//! contrasts with), bold for values; colour marks only which line is which (a swatch before a
+//! series' name, the lines themselves) and stands out only for warnings, drawn white on red.
+//! NO_COLOR mode sets no colour at all: each plotted series has a marker of its own (a chart
+//! plots at most `MARKERS.len()` series) and warnings are reversed.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
@@ -10,7 +13,7 @@ use ratatui::symbols::Marker;
 pub struct SeriesLook {
     pub style: Style,
     pub marker: Marker,
-    /// Shown before the series name in NO_COLOR mode, matching `marker`.
+    /// Shown before the series name: a swatch of its colour, or (NO_COLOR) its marker's glyph.
     pub glyph: &'static str,
 }
 
@@ -19,21 +22,21 @@ pub struct Theme {
     pub color: bool,
 }
 
-const PALETTE: [Color; 6] = [
-    Color::Blue,
-    Color::Green,
-    Color::Magenta,
-    Color::Red,
-    Color::Cyan,
-    Color::LightRed,
-];
-const MARKERS: [(Marker, &str); 5] = [
+/// Colours of a chart's series, in order; red is kept for errors and warnings. From the
+/// terminal's ANSI palette, so a light or dark theme keeps its own shades.
+const PALETTE: [Color; 4] = [Color::Cyan, Color::Magenta, Color::Green, Color::LightBlue];
+/// An error series (connection errors, listen overflows, system CPU).
+pub const ERROR_COLOR: Color = Color::Red;
+/// NO_COLOR markers, one per plotted series; the event columns use the dot, which none of
+/// these is.
+pub const MARKERS: [(Marker, &str); 4] = [
     (Marker::Braille, "⣿"),
-    (Marker::Dot, "•"),
     (Marker::Block, "█"),
     (Marker::HalfBlock, "▀"),
     (Marker::Bar, "▄"),
 ];
+/// The event columns' marker.
+pub const EVENT_MARKER: (Marker, &str) = (Marker::Dot, "•");
 
 impl Theme {
     /// NO_COLOR set to anything non-empty disables colour (https://no-color.org).
@@ -43,13 +46,18 @@ impl Theme {
         }
     }
 
-    /// The i-th series of a chart.
-    pub fn series(&self, i: usize) -> SeriesLook {
+    /// The i-th plotted series of a chart; `error` gives it the error colour.
+    pub fn series(&self, i: usize, error: bool) -> SeriesLook {
         if self.color {
+            let c = if error {
+                ERROR_COLOR
+            } else {
+                PALETTE[i % PALETTE.len()]
+            };
             SeriesLook {
-                style: Style::default().fg(PALETTE[i % PALETTE.len()]),
+                style: Style::default().fg(c),
                 marker: Marker::Braille,
-                glyph: "",
+                glyph: "━",
             }
         } else {
             let (marker, glyph) = MARKERS[i % MARKERS.len()];
@@ -61,53 +69,57 @@ impl Theme {
         }
     }
 
-    /// A named colour role in colour mode; plain in NO_COLOR mode.
-    fn fg(&self, c: Color) -> Style {
-        if self.color {
-            Style::default().fg(c)
-        } else {
-            Style::default()
-        }
-    }
-
+    /// Plain text: the terminal's own foreground (said, so no frame colour under it shows).
     pub fn text(&self) -> Style {
-        Style::default()
+        Style::default().fg(Color::Reset)
     }
-    pub fn dim(&self) -> Style {
+    /// Lines that frame (borders, axes, idle cells): faint in colour mode; never text.
+    pub fn frame(&self) -> Style {
         if self.color {
             Style::default().fg(Color::DarkGray)
         } else {
             Style::default()
         }
     }
+    /// Values and names a person reads first: bold, in the terminal's foreground.
     pub fn label(&self) -> Style {
-        Style::default().add_modifier(Modifier::BOLD)
+        self.text().add_modifier(Modifier::BOLD)
     }
     pub fn title(&self) -> Style {
-        self.fg(Color::Blue).add_modifier(Modifier::BOLD)
+        self.text().add_modifier(Modifier::BOLD)
     }
-    /// Warnings: red and bold in colour; reversed in NO_COLOR so they still stand out.
+    /// Warnings: white on red and bold in colour (contrast 5.9:1 with the standard red);
+    /// reversed in NO_COLOR so they still stand out.
     pub fn warn(&self) -> Style {
         if self.color {
-            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+            Style::default()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD)
         } else {
             Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED)
         }
     }
+    /// The answer to a key: plain (a refusal is a warning).
     pub fn ok(&self) -> Style {
-        self.fg(Color::Green)
+        self.text()
     }
     /// The selected path in the status line.
     pub fn selected(&self) -> Style {
         Style::default().add_modifier(Modifier::REVERSED)
     }
-    /// Event markers on charts.
+    /// Event markers on charts (dots, never text).
     pub fn event(&self) -> Style {
-        self.fg(Color::DarkGray)
+        self.frame()
     }
-    /// CPU bar parts: user, system, irq, softirq (idle is blank).
+    /// CPU bar parts: user, system, irq, softirq (idle is blank). Only the bar's glyphs are
+    /// coloured; the legend's words are plain.
     pub fn cpu(&self, part: usize) -> Style {
-        self.fg([Color::Green, Color::Red, Color::Magenta, Color::Blue][part % 4])
+        if self.color {
+            Style::default().fg([Color::Green, ERROR_COLOR, Color::Magenta, Color::Cyan][part % 4])
+        } else {
+            Style::default()
+        }
     }
 }
 

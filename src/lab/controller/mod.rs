@@ -328,8 +328,35 @@ impl Controller {
     }
 
     /// Interactive use: a measurement window per stretch of settings, ended by the duration.
+    /// A sweep's points play as steps (their labels as captions) and the session lasts as
+    /// long as the sweep; a sweep the TUI cannot play is said to be for `synlab run`.
     pub fn tui_mode(&mut self) {
-        self.core.set_deadline(self.scenario.duration.secs());
+        let mut duration = self.scenario.duration.secs();
+        if self.scenario.sweep.is_some() {
+            match super::sweep::sweep_cues(&self.scenario) {
+                Ok((points, total)) => {
+                    let n = points.len();
+                    let mut cues: Vec<super::core::Cue> = self
+                        .scenario
+                        .steps
+                        .iter()
+                        .cloned()
+                        .map(super::core::Cue::Step)
+                        .collect();
+                    cues.extend(points);
+                    self.core.set_cues(cues);
+                    duration = total;
+                    self.log(&format!(
+                        "the sweep plays as {n} steps of the session ({total:.0} s); n jumps to the next point"
+                    ));
+                }
+                Err(why) => {
+                    self.log(&why);
+                    self.core.say(&why);
+                }
+            }
+        }
+        self.core.set_deadline(duration);
         self.begin_point();
     }
 
@@ -390,6 +417,13 @@ impl super::control::LabControl for Controller {
     }
     fn snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
         self.write_snapshot(screen)
+    }
+    fn terminal_gone(&mut self) {
+        if self.core.state().interrupted {
+            return;
+        }
+        self.fold_msg(Input::TerminalGone);
+        self.recorder.meta("interrupted", true.into());
     }
     fn stop(&mut self) -> anyhow::Result<()> {
         self.finish_interactive()

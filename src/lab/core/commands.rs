@@ -51,6 +51,12 @@ impl LabCore {
             self.proposals.queued.push_back((cmd, origin));
             return;
         }
+        // After a child's death the run is over: nothing resumes the load.
+        let resumes = matches!(cmd, Command::Pause(false))
+            || (cmd == Command::TogglePause && self.state.knobs.paused);
+        if let Some(d) = self.child_died().filter(|_| resumes) {
+            return self.settle(origin, Err(Refusal::RunStopped(d.to_string())), fx);
+        }
         let mut next = self.state.knobs.clone();
         match apply_knobs(&mut next, cmd) {
             Err(why) => self.settle(origin, Err(why), fx),
@@ -110,8 +116,21 @@ impl LabCore {
     ) {
         // A TUI session is summarised per stretch of settings: the stretch that a change of the
         // load or of a path ends is closed first, under the settings it ran with.
-        if effect != KnobEffect::None && self.deadline.is_some() && !self.state.finished {
+        if effect != KnobEffect::None && self.interactive && !self.state.interrupted {
             self.end_stretch(now_s, fx);
+        }
+        // The load resumed after the scenario's end: the session goes on (free play).
+        let resumed = self.state.knobs.paused && !next.paused;
+        if resumed && self.state.finished && self.deadline.is_none() && self.interactive {
+            self.state.finished = false;
+            self.state.free_play = true;
+            self.state.caption = Some(
+                "free play: the scenario is over and the load runs until you quit (q); every key works"
+                    .into(),
+            );
+            fx.push(Effect::Log(format!(
+                "[{now_s:.1}s] the load resumed past the scenario's end (free play)"
+            )));
         }
         self.state.knobs = next;
         if effect == KnobEffect::Load {

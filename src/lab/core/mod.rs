@@ -18,6 +18,7 @@ use crate::scenario::Step;
 use crate::target::config::ServerStats;
 
 mod commands;
+mod live;
 mod rows;
 mod steps;
 mod summary;
@@ -26,6 +27,8 @@ mod tests;
 mod window;
 
 pub use commands::split_count;
+pub use live::{CLEAR_AFTER_S, JUDGE_S, LATENCY_S};
+pub use steps::Cue;
 pub use window::{Window, MIN_STRETCH_S};
 
 /// What the core folds: the producers' messages (they arrive on the controller's one inbox
@@ -80,6 +83,8 @@ pub enum Input {
     ChildDied(crate::model::death::Death),
     /// A signal asked the run to stop.
     Interrupted,
+    /// The TUI's terminal went away (its window was closed): the run stops as on a signal.
+    TerminalGone,
 }
 
 /// What the runtime carries out, in order.
@@ -169,6 +174,8 @@ pub struct LabCore {
     tick: ClientTotals,
     point: Option<OpenWindow>,
     server_last: Option<ServerStats>,
+    /// The server reports its own stats (the built-in server; not an access log).
+    server_reports: bool,
     server_at_tick: Option<ServerStats>,
     /// Full TLS handshakes the server counted that were not the load's (the start-up check's,
     /// on a server that counts handshakes rather than logged requests).
@@ -191,7 +198,7 @@ pub struct LabCore {
     /// (client responses, server responses, difference %) once the run has stopped.
     final_check: Option<(u64, u64, f64)>,
     notices: Vec<String>,
-    steps: Vec<Step>,
+    steps: Vec<Cue>,
     next_step: usize,
     next_tick_s: f64,
     last_tick_s: f64,
@@ -201,6 +208,12 @@ pub struct LabCore {
     next_verdicts_s: f64,
     /// A path change proposed to the runtime and not yet answered, and what waits for it.
     proposals: commands::Proposals,
+    /// The workers' reports of the last few seconds (what the lab is doing now).
+    recent: live::Recent,
+    /// When each live warning's condition last held.
+    warned_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
+    /// A TUI session: every change of the load or a path closes a stretch of settings.
+    interactive: bool,
 }
 
 /// How often the TUI judges the thresholds live, in seconds of the run.
@@ -212,6 +225,7 @@ impl LabCore {
     pub fn new(name: &str, knobs: Knobs, steps: Vec<Step>, interval_s: f64) -> Self {
         let mut state = LabState::new(name, knobs, interval_s);
         state.step = (!steps.is_empty()).then_some((0, steps.len()));
+        let steps = steps.into_iter().map(Cue::Step).collect();
         LabCore {
             state,
             interval_s,
@@ -220,6 +234,7 @@ impl LabCore {
             tick: ClientTotals::default(),
             point: None,
             server_last: None,
+            server_reports: false,
             server_at_tick: None,
             server_handshakes_not_load: 0,
             access: AccessCounts::default(),
@@ -243,6 +258,9 @@ impl LabCore {
             deadline: None,
             next_verdicts_s: 0.0,
             proposals: Default::default(),
+            recent: Default::default(),
+            warned_at: Vec::new(),
+            interactive: false,
         }
     }
 
@@ -269,9 +287,15 @@ impl LabCore {
     /// Folds one input at `now_s` (seconds since the run started); effects go to `fx`.
     pub fn fold(&mut self, input: Input, now_s: f64, fx: &mut Vec<Effect>) {
         match input {
-            Input::Worker(_, d) => self.fold_worker(&d, fx),
+            Input::Worker(_, d) => {
+                self.fold_worker(&d, fx);
+                self.recent.push(now_s, d);
+            }
             Input::WorkerText(id, line) => fx.push(Effect::Log(format!("worker {id}: {line}"))),
-            Input::Server(s) => self.server_last = Some(s),
+            Input::Server(s) => {
+                self.server_last = Some(s);
+                self.server_reports = true;
+            }
             // Its lines are the server's responses, for the same checks as the built-in's.
             Input::AccessLog(t_s, c) => {
                 self.server_last = Some(ServerStats {
@@ -315,15 +339,27 @@ impl LabCore {
                 }
             }
             Input::ChildDied(d) => self.child_died_at(d, now_s, fx),
-            Input::Interrupted => {
-                self.state.finished = true;
-                if !self.state.interrupted {
-                    self.state.interrupted = true;
-                    fx.push(Effect::Log(
-                        "interrupted: the run folder holds what was measured up to here".into(),
-                    ));
+            Input::Interrupted => self.interrupt(fx),
+            Input::TerminalGone => {
+                if !self.state.terminal_gone {
+                    self.state.terminal_gone = true;
+                    fx.push(Effect::Log(format!(
+                        "[{now_s:.1}s] the terminal went away (its window was closed): the run stops as on an interruption"
+                    )));
                 }
+                self.interrupt(fx);
             }
+        }
+    }
+
+    /// The run stops on a signal (or a dead terminal): once, said in run.log.
+    fn interrupt(&mut self, fx: &mut Vec<Effect>) {
+        self.state.finished = true;
+        if !self.state.interrupted {
+            self.state.interrupted = true;
+            fx.push(Effect::Log(
+                "interrupted: the run folder holds what was measured up to here".into(),
+            ));
         }
     }
 
@@ -332,12 +368,6 @@ impl LabCore {
             if self.notice_once(n) {
                 fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
             }
-        }
-        if d.counts.addr_not_avail > 0 {
-            self.state.warn(Warning::PortsRunningOut);
-        }
-        if d.counts.out_of_fds > 0 {
-            self.state.warn(Warning::OutOfFds);
         }
         self.run.add(&d.counts);
         if d.last {
@@ -444,14 +474,16 @@ impl LabCore {
         self.probes_on = on;
     }
 
-    /// Interactive use: the session ends (load stopped) at `duration_s`.
+    /// Interactive use: stretches of settings are summarised, and the load stops at
+    /// `duration_s` (`p` then runs it again, past the scenario's end: free play).
     pub fn set_deadline(&mut self, duration_s: f64) {
         self.deadline = Some(duration_s);
+        self.interactive = true;
     }
 
-    /// True in a TUI session before its duration is over.
+    /// True in a TUI session until it is interrupted.
     pub fn in_session(&self) -> bool {
-        self.deadline.is_some()
+        self.interactive && !self.state.interrupted
     }
 
     /// True when the TUI's live verdicts are due at `now_s` (at once, then every

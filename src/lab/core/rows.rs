@@ -2,8 +2,8 @@
 //! router, probes), the rolling cross-check, and the final one of the run.
 
 use super::commands::Origin;
+use super::live::kind;
 use super::{Effect, LabCore};
-use crate::lab::client_agg::LoadShape;
 use crate::lab::knobs::Command;
 use crate::lab::state::Warning;
 use crate::metrics::hist::Buckets;
@@ -47,7 +47,7 @@ impl LabCore {
                 self.propose(Command::Pause(true), now_s, Origin::Core, fx);
                 self.state.finished = true;
                 self.state.caption = Some(format!(
-                    "the scenario's {d:.0} s are over: load stopped (press q to quit)"
+                    "the scenario's {d:.0} s are over: load stopped. p runs it again (free play), q quits"
                 ));
                 fx.push(Effect::Log("duration reached: load stopped".into()));
             }
@@ -96,16 +96,8 @@ impl LabCore {
                 })
                 .collect();
         }
-        let load = LoadShape {
-            mode: self.state.knobs.mode,
-            timeout_s: self.state.knobs.timeout.as_secs_f64(),
-        };
-        if let Some(p) = &self.point {
-            let why = p.client.client_bound(&load);
-            if !why.is_empty() {
-                self.state.warn(Warning::ClientBound(why));
-            }
-        }
+        self.server_columns(&mut cols);
+        self.judge_live(t, fx);
         self.state.store.push(t, &cols);
         if let Some(p) = &mut self.point {
             p.rows.feed(t, &cols);
@@ -156,18 +148,20 @@ impl LabCore {
         }
         let tol = crosscheck::syn_check_tolerance_pct(a, WINDOW, self.interval_s);
         let check = crosscheck::compare("pcap first SYNs", s, "client attempts", a, tol);
-        self.state
-            .warnings
-            .retain(|w| !matches!(w, Warning::CrossCheck(_)));
-        if check.disagrees {
-            let line = format!(
-                "first SYN/s {s:.0} (retries left out) vs attempts/s {a:.0} ({:+.1}%)",
-                check.diff_pct
-            );
-            fx.push(Effect::Log(format!(
-                "[{t:.1}s] cross-check disagrees: {line}"
-            )));
-            self.state.warn(Warning::CrossCheck(line));
+        let line = format!(
+            "first SYN/s {s:.0} (retries left out) vs attempts/s {a:.0} ({:+.1}%)",
+            check.diff_pct
+        );
+        let w = check.disagrees.then_some(Warning::CrossCheck(line));
+        self.hold_warning_of(kind(&Warning::CrossCheck(String::new())), w, t, fx);
+    }
+
+    /// The built-in server's own gauges: its workers (processes or threads) and how many are
+    /// busy with a connection. Not from an access log, which has no such figures.
+    fn server_columns(&mut self, cols: &mut Vec<(Col, Option<f64>)>) {
+        if let Some(s) = self.server_last.as_ref().filter(|_| self.server_reports) {
+            cols.push((col::SERVER_BUSY, Some(s.busy as f64)));
+            cols.push((col::SERVER_WORKERS, Some(s.workers as f64)));
         }
     }
 
@@ -205,8 +199,9 @@ impl LabCore {
                 "[{t:.1}s] the delay router fell behind: {behind} frames dropped at its ports \
                  (router CPU-bound; this loss is not the path's). Lower the rate or give the router a core."
             )));
-            self.state.warn(Warning::RouterBehind);
         }
+        let w = (behind > 0).then_some(Warning::RouterBehind);
+        self.hold_warning_of(kind(&Warning::RouterBehind), w, t, fx);
     }
 
     /// The router's departure error (send time minus scheduled departure) over its latest
@@ -227,22 +222,20 @@ impl LabCore {
         cols.push((col::ROUTER_LATE_P50_US, q(0.5)));
         cols.push((col::ROUTER_LATE_P99_US, q(0.99)));
         let goal = crate::net::router::LATE_GOAL_US;
-        let warned = self
-            .state
-            .warnings
-            .iter()
-            .any(|w| matches!(w, Warning::RouterLate(_)));
+        let late_kind = kind(&Warning::RouterLate(0));
+        let warned = self.state.warnings.iter().any(|w| kind(w) == late_kind);
         // The verdict is over the lab's life and enough departures that a slow start-up
         // second (a thousand may leave in it) weighs under the 1 % a p99 lets through.
-        if departures >= ROUTER_VERDICT_DEPARTURES && p99 > goal && !warned {
+        let late = departures >= ROUTER_VERDICT_DEPARTURES && p99 > goal;
+        if late && !warned {
             let line = format!(
                 "[{t:.1}s] the delay router's departures are late by up to {p99} us (p99; goal < {goal} us){}: delays are shaped less exactly than configured",
                 if now.realtime { "" } else { ", it runs without SCHED_FIFO (rootless, or the priority was refused)" }
             );
             fx.push(Effect::Log(line.clone()));
             self.notices.push(line);
-            self.state.warn(Warning::RouterLate(p99));
         }
+        self.hold_warning_of(late_kind, late.then_some(Warning::RouterLate(p99)), t, fx);
     }
 
     /// The server's own count of its TLS handshakes over the run (full, resumed), the

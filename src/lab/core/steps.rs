@@ -1,4 +1,5 @@
-//! Scenario steps at their times, marks, and the TUI's jump to the next step.
+//! A session's timed changes (a scenario's steps; in the TUI, a sweep's points too) at their
+//! times, marks, and the TUI's jump to the next one.
 
 use super::commands::Origin;
 use super::{Effect, LabCore};
@@ -6,27 +7,84 @@ use crate::lab::knobs::Command;
 use crate::metrics::store::EventKind;
 use crate::scenario::Step;
 
+/// One timed change of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cue {
+    /// A scenario's `[[step]]` (its commands are taken when it plays: a burst step keeps the
+    /// shape the knobs have then).
+    Step(Step),
+    /// A sweep point played in the TUI: at `at_s`, its label as caption and mark, and the
+    /// commands that set it.
+    Point {
+        at_s: f64,
+        label: String,
+        commands: Vec<Command>,
+    },
+}
+
+impl Cue {
+    fn at(&self) -> f64 {
+        match self {
+            Cue::Step(s) => s.at.secs(),
+            Cue::Point { at_s, .. } => *at_s,
+        }
+    }
+
+    fn shift(&mut self, by: f64) {
+        match self {
+            Cue::Step(s) => s.at = crate::model::units::Dur::from_secs(s.at.secs() - by),
+            Cue::Point { at_s, .. } => *at_s -= by,
+        }
+    }
+
+    fn caption(&self) -> Option<&str> {
+        match self {
+            Cue::Step(s) => s.caption.as_deref(),
+            Cue::Point { label, .. } => Some(label),
+        }
+    }
+}
+
 impl LabCore {
+    /// The session's timed changes: `cues` in time order (a sweep's points among the steps).
+    pub fn set_cues(&mut self, mut cues: Vec<Cue>) {
+        cues.sort_by(|a, b| a.at().total_cmp(&b.at()));
+        self.state.step = (!cues.is_empty()).then_some((0, cues.len()));
+        self.steps = cues;
+        self.next_step = 0;
+    }
+
+    /// Puts `text` in the caption bar (until the next step's caption).
+    pub fn say(&mut self, text: &str) {
+        self.state.caption = Some(text.to_string());
+    }
+
     /// Plays every step whose time has come by `now_s`.
     pub(super) fn play_steps(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
-        while self.next_step < self.steps.len() && self.steps[self.next_step].at.secs() <= now_s {
+        while self.next_step < self.steps.len() && self.steps[self.next_step].at() <= now_s {
             self.run_step(self.next_step, now_s, fx);
             self.next_step += 1;
         }
     }
 
     fn run_step(&mut self, i: usize, now_s: f64, fx: &mut Vec<Effect>) {
-        let st = self.steps[i].clone();
+        let cue = self.steps[i].clone();
         self.state.step = Some((i + 1, self.steps.len()));
-        if let Some(c) = &st.caption {
-            self.state.caption = Some(c.clone());
-            self.state.store.event(now_s, EventKind::Caption, c.clone());
+        if let Some(c) = cue.caption() {
+            self.state.caption = Some(c.to_string());
+            self.state.store.event(now_s, EventKind::Caption, c);
             fx.push(Effect::Log(format!("[{now_s:.1}s] caption: {c}")));
         }
-        if let Some(m) = &st.mark {
+        let (mark, commands) = match &cue {
+            Cue::Step(st) => (st.mark.clone(), self.step_commands(st)),
+            Cue::Point {
+                label, commands, ..
+            } => (Some(label.clone()), commands.clone()),
+        };
+        if let Some(m) = &mark {
             self.mark(m, now_s, fx);
         }
-        for c in self.step_commands(&st) {
+        for c in commands {
             self.propose(c, now_s, Origin::Step(i + 1), fx);
         }
     }
@@ -78,18 +136,22 @@ impl LabCore {
             return None;
         }
         let i = self.next_step;
-        let shift = self.steps[i].at.secs() - now_s;
+        let shift = self.steps[i].at() - now_s;
         if shift > 0.0 {
             for st in &mut self.steps[i..] {
-                st.at = crate::model::units::Dur::from_secs(st.at.secs() - shift);
+                st.shift(shift);
+            }
+            // The session's end moves with its steps.
+            if let Some(d) = &mut self.deadline {
+                *d -= shift;
             }
         }
         self.run_step(i, now_s, fx);
         self.next_step = i + 1;
         Some(
             self.steps[i]
-                .caption
-                .clone()
+                .caption()
+                .map(str::to_string)
                 .unwrap_or_else(|| format!("step {} of {}", i + 1, self.steps.len())),
         )
     }

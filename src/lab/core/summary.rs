@@ -43,7 +43,13 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         point,
         mode: crate::scenario::points::mode_name(ctrl.state().knobs.mode),
         hold_s: dt,
-        offered_rate: nan_or(ctrl.state().knobs.rate),
+        // A closed loop has no schedule: whatever rate the knob keeps, nothing was offered at it.
+        offered_rate: match ctrl.state().knobs.mode {
+            crate::load::protocol::Mode::Closed => f64::NAN,
+            _ => nan_or(ctrl.state().knobs.rate),
+        },
+        start_s: t0,
+        end_s: t1,
         attempts_per_s: tot.counts.attempts as f64 / dt,
         established_per_s: tot.counts.established as f64 / dt,
         throughput_per_s: tot.counts.responses as f64 / dt,
@@ -103,7 +109,10 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         paths: w
             .paths
             .iter()
-            .map(|(name, p)| path_summary(name, p, dt))
+            .map(|(name, p)| {
+                let spec = ctrl.state().knobs.paths.iter().find(|s| &s.name == name);
+                path_summary(name, p, dt, spec)
+            })
             .collect(),
         states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
         requests_per_s: tot.counts.requests as f64 / dt,
@@ -130,8 +139,14 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     }
 }
 
-/// One network path's figures over a window of `dt` seconds (its workers' covered time).
-fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
+/// One network path's figures over a window of `dt` seconds (its workers' covered time), and
+/// the profile it ran under.
+fn path_summary(
+    name: &str,
+    p: &ClientTotals,
+    dt: f64,
+    spec: Option<&crate::net::spec::PathSpec>,
+) -> PathSummary {
     let dt = p.covered_s().unwrap_or(dt).max(1e-3);
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
     PathSummary {
@@ -145,6 +160,12 @@ fn path_summary(name: &str, p: &ClientTotals, dt: f64) -> PathSummary {
         total_p50_ms: q(&p.total, 0.5),
         total_p90_ms: q(&p.total, 0.9),
         total_p99_ms: q(&p.total, 0.99),
+        rtt_ms: spec.map_or(f64::NAN, |s| s.rtt.secs() * 1000.0),
+        jitter_ms: spec.map_or(f64::NAN, |s| s.jitter.secs() * 1000.0),
+        loss_pct: spec.map_or(f64::NAN, |s| s.loss.0),
+        bandwidth_mbit: spec
+            .and_then(|s| s.bandwidth)
+            .map_or(f64::NAN, |b| b.bits_per_sec() as f64 / 1e6),
     }
 }
 

@@ -97,28 +97,32 @@ impl LabCore {
         }
     }
 
-    /// Closes the TUI's current stretch of settings into a summary row and opens the next; a
-    /// stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short to summarise
-    /// and is only logged.
+    /// Closes the TUI's current stretch of settings into a summary row and opens the next.
     pub(super) fn end_stretch(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        self.end_stretch_now(now_s, fx);
+        self.begin_window(now_s);
+    }
+
+    /// Closes the open window into a summary row (numbered by the runtime), under the settings
+    /// it ran with. A stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short
+    /// to summarise, and a paused one measured nothing: both are only logged.
+    pub fn end_stretch_now(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
         let Some(t0) = self.window_start() else {
             return;
         };
         let len = now_s - t0;
-        if len < MIN_STRETCH_S {
-            let _ = self.end_window(now_s);
+        let Some(window) = self.end_window(now_s) else {
+            return;
+        };
+        if self.state.knobs.paused {
+            fx.push(Effect::Log(format!(
+                "[{now_s:.1}s] a stretch of {len:.1} s with the load paused is not summarised"
+            )));
+        } else if len < MIN_STRETCH_S {
             fx.push(Effect::Log(format!(
                 "[{now_s:.1}s] a stretch of {len:.1} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv"
             )));
         } else {
-            self.end_stretch_now(now_s, fx);
-        }
-        self.begin_window(now_s);
-    }
-
-    /// Closes the open window into a summary row (numbered by the runtime).
-    pub fn end_stretch_now(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
-        if let Some(window) = self.end_window(now_s) {
             let row = self.summary_row(0, window);
             fx.push(Effect::Summary(Box::new(row)));
         }

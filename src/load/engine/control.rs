@@ -22,6 +22,8 @@ impl Engine {
     }
 
     pub(super) fn apply(&mut self, c: Control, now: u64, t: f64) -> anyhow::Result<()> {
+        // What the schedule intended up to this change counts at its old settings.
+        self.bank_intended(t);
         match c {
             Control::SetRate { rate } => {
                 self.schedule.set_rate(rate, t)?;

@@ -105,6 +105,12 @@ pub struct Engine {
     stats: StatsDelta,
     hists: Hists,
     last_stats_ns: u64,
+    /// Arrivals the schedule intended since the last report, banked at each change of the
+    /// schedule (rate, burst, mode, pause) so a report that spans a change states what each
+    /// part intended, not the new rate for all of it.
+    intended: f64,
+    /// From when (seconds) the schedule as it is now has not been banked yet.
+    intended_from: f64,
     next_stats_ns: u64,
     last_cpu: (f64, f64),
     notices: Vec<String>,
@@ -200,6 +206,8 @@ impl Engine {
                 total: new_hist(),
             },
             last_stats_ns: 0,
+            intended: 0.0,
+            intended_from: 0.0,
             next_stats_ns: interval_ns,
             last_cpu: io::cpu_times(),
             notices,

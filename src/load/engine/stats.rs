@@ -9,18 +9,18 @@ use crate::sys::client_io as io;
 use std::io::Write;
 
 impl Engine {
-    /// Writes one stats line; false when stdout is gone (the controller died).
-    pub(super) fn emit_stats(&mut self, now: u64, last: bool) -> bool {
-        let interval_ns = self.cfg.stats_interval_ms * 1_000_000;
-        let t0 = self.last_stats_ns as f64 / 1e9;
-        let t1 = now as f64 / 1e9;
-        let cpu = io::cpu_times();
+    /// Adds what the schedule, as it is now, intended from the last bank to `t`.
+    pub(super) fn bank_intended(&mut self, t: f64) {
+        let t0 = self.intended_from;
+        if t <= t0 {
+            return;
+        }
         let cfg = &self.cfg;
         // A pool still opening has not started its schedule.
-        let target_rate = if self.paused || self.pool_warming() {
+        self.intended += if self.paused || self.pool_warming() {
             0.0
-        } else if self.schedule.rate().is_some() && cfg.mode != Mode::Closed && t1 > t0 {
-            self.schedule.expected_arrivals(t0, t1) / (t1 - t0)
+        } else if self.schedule.rate().is_some() && cfg.mode != Mode::Closed {
+            self.schedule.expected_arrivals(t0, t)
         } else {
             offered_rate(
                 cfg.mode,
@@ -29,8 +29,25 @@ impl Engine {
                 cfg.timeout_s,
                 cfg.clients,
                 cfg.think_s,
-            )
+            ) * (t - t0)
         };
+        self.intended_from = t;
+    }
+
+    /// Writes one stats line; false when stdout is gone (the controller died).
+    pub(super) fn emit_stats(&mut self, now: u64, last: bool) -> bool {
+        let interval_ns = self.cfg.stats_interval_ms * 1_000_000;
+        let t0 = self.last_stats_ns as f64 / 1e9;
+        let t1 = now as f64 / 1e9;
+        let cpu = io::cpu_times();
+        self.bank_intended(t1);
+        // The interval's intended arrivals as a rate: each part of it at the schedule it had.
+        let target_rate = if t1 > t0 {
+            self.intended / (t1 - t0)
+        } else {
+            0.0
+        };
+        self.intended = 0.0;
         let mut s = std::mem::take(&mut self.stats);
         self.stats.worker = s.worker;
         self.stats.seq = s.seq + 1;

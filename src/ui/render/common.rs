@@ -82,20 +82,47 @@ pub fn nice_max(v: f64) -> f64 {
 pub fn panel(area: Rect, buf: &mut Buffer, title: &str, theme: &Theme) -> Rect {
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(theme.dim())
+        .border_style(theme.frame())
         .title(Span::styled(format!(" {title} "), theme.title()));
     let inner = block.inner(area);
     block.render(area, buf);
     inner
 }
 
-/// One series of a line chart.
+/// How far back a headline figure looks: it is the mean of the rows of the last second (one
+/// 200 ms sample jumps by +-10 %), reproducible from timeseries.csv; the charts stay raw.
+pub const HEADLINE_S: f64 = 1.0;
+/// A figure none of whose rows is this recent is not current: shown "-", not its last value.
+/// (The socket-state walk is paced to run at most every 5 s.)
+pub const STALE_S: f64 = 6.0;
+
+/// A column's headline value: the mean over the last `HEADLINE_S` of rows; for a column
+/// sampled less often, its last value while it is current; None when it is not.
+pub fn headline(st: &LabState, col: Col) -> Option<f64> {
+    let now = *st.store.times().last()?;
+    if let Some(m) = st.store.mean_since(col, now - HEADLINE_S + 1e-6) {
+        return Some(m);
+    }
+    st.store
+        .last_at(col)
+        .filter(|(t, _)| now - t <= STALE_S)
+        .map(|(_, v)| v)
+}
+
+/// One series of a chart: its name in the header, its headline value and its points.
 pub struct Series {
     pub label: String,
-    /// None = the column was never measured ("n/a").
+    /// None = the column was never measured ("n/a"); Some(empty) = nothing in the window.
     pub points: Option<Vec<(f64, f64)>>,
-    /// Shown in the header instead of the last point (e.g. "128/128 FULL").
+    /// The headline value (see [`headline`]); None = not current ("-").
+    pub value: Option<f64>,
+    /// Shown in the header instead of the value (e.g. "128/128 full"); Some("") shows the
+    /// name only (a chart whose values are in a table beside it).
     pub latest: Option<String>,
+    /// Drawn on the chart (else its value is in the header only).
+    pub plotted: bool,
+    /// An error figure: drawn in the error colour.
+    pub error: bool,
 }
 
 impl Series {
@@ -104,18 +131,49 @@ impl Series {
         Series {
             label: label.to_string(),
             points,
+            value: headline(st, col),
             latest: None,
+            plotted: true,
+            error: false,
+        }
+    }
+
+    /// Header only: its value, not drawn (a chart holds at most four lines, each with a
+    /// marker of its own).
+    pub fn value_only(st: &LabState, label: &str, col: Col) -> Self {
+        Series {
+            label: label.to_string(),
+            points: st.store.col(col).map(|_| Vec::new()),
+            value: headline(st, col),
+            latest: None,
+            plotted: false,
+            error: false,
+        }
+    }
+
+    /// Drawn in the error colour.
+    pub fn as_error(self) -> Self {
+        Series {
+            error: true,
+            ..self
         }
     }
 
     /// The sum of two columns row by row (a row counts if either is measured).
     pub fn sum(st: &LabState, label: &str, a: Col, b: Col, w: Window) -> Self {
         let (ca, cb) = (st.store.col(a), st.store.col(b));
+        let value = match (headline(st, a), headline(st, b)) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
+        };
         if ca.is_none() && cb.is_none() {
             return Series {
                 label: label.into(),
                 points: None,
+                value,
                 latest: None,
+                plotted: true,
+                error: false,
             };
         }
         let t = st.store.times();
@@ -135,20 +193,56 @@ impl Series {
         Series {
             label: label.into(),
             points: Some(pts),
+            value,
             latest: None,
+            plotted: true,
+            error: false,
         }
     }
 
-    /// The header text: `latest` if set, else the last point, "n/a" if never measured.
+    /// The header text: `latest` if set, else the headline value; "n/a" if never measured,
+    /// "-" if not current.
     pub fn latest_text(&self) -> String {
         if let Some(l) = &self.latest {
             return l.clone();
         }
-        match &self.points {
-            None => "n/a".into(),
-            Some(p) => p.last().map(|&(_, v)| num(v)).unwrap_or_else(|| "-".into()),
+        match (&self.points, self.value) {
+            (None, _) => "n/a".into(),
+            (_, Some(v)) => num(v),
+            (_, None) => "-".into(),
         }
     }
+}
+
+/// `text` broken into lines of at most `width` characters at spaces (a word longer than a
+/// line is cut), each styled `style`, the first starting with `first` and the others indented
+/// as far.
+pub fn wrap(text: &str, first: &str, width: u16, style: Style) -> Vec<Line<'static>> {
+    let width = (width as usize).max(8);
+    let indent = " ".repeat(first.chars().count());
+    let mut lines = Vec::new();
+    let mut cur = first.to_string();
+    let mut has_word = false;
+    for word in text.split_whitespace() {
+        let used = cur.chars().count();
+        if has_word && used + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut cur, indent.clone()));
+            has_word = false;
+        }
+        if has_word {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        has_word = true;
+    }
+    lines.push(cur);
+    lines
+        .into_iter()
+        .map(|l| {
+            let l: String = l.chars().take(width).collect();
+            Line::from(Span::styled(l, style))
+        })
+        .collect()
 }
 
 /// Packs groups of spans into lines of `width`, `sep` between groups; a group never splits
@@ -177,17 +271,27 @@ pub fn pack(groups: Vec<Vec<Span<'static>>>, sep: &str, width: u16) -> Vec<Line<
     lines
 }
 
-/// The header of latest values, "⣿SYN 1.2k  •attempts 1.0k ...", styled per series.
+/// The header of headline values, "━SYN 1.2k  ━attempts 1.0k ..." (NO_COLOR: "⣿SYN ..."): a
+/// plotted series' swatch or marker, then its name and value in the terminal's foreground.
 pub fn header(series: &[Series], theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    let mut plotted = 0;
     let groups = series
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let look = theme.series(i);
-            vec![
-                Span::styled(format!("{}{} ", look.glyph, s.label), look.style),
-                Span::styled(s.latest_text(), theme.label()),
-            ]
+        .map(|s| {
+            let mut g = Vec::new();
+            if s.plotted {
+                let look = theme.series(plotted, s.error);
+                plotted += 1;
+                g.push(Span::styled(look.glyph.to_string(), look.style));
+            }
+            let value = s.latest_text();
+            if value.is_empty() {
+                g.push(Span::styled(s.label.clone(), theme.text()));
+            } else {
+                g.push(Span::styled(format!("{} ", s.label), theme.text()));
+                g.push(Span::styled(value, theme.label()));
+            }
+            g
         })
         .collect();
     pack(groups, "  ", width)
@@ -214,6 +318,13 @@ pub fn line_chart(
     series: &[Series],
     theme: &Theme,
 ) {
+    // Each drawn line has a marker of its own in NO_COLOR mode (the event columns' dot is
+    // none of them), so a chart draws at most that many.
+    debug_assert!(
+        series.iter().filter(|s| s.plotted).count() <= crate::ui::theme::MARKERS.len(),
+        "a chart draws at most {} series",
+        crate::ui::theme::MARKERS.len()
+    );
     let chart_area = render_top(header(series, theme, area.width), area, buf);
     if chart_area.height < 4 || chart_area.width < 12 {
         return;
@@ -221,6 +332,7 @@ pub fn line_chart(
     let ymax = nice_max(
         series
             .iter()
+            .filter(|s| s.plotted)
             .filter_map(|s| s.points.as_ref())
             .flatten()
             .map(|p| p.1)
@@ -231,21 +343,17 @@ pub fn line_chart(
     // The plot itself is the area less the x axis and its labels.
     let rows = chart_area.height.saturating_sub(2).max(2);
     // All events in one scatter dataset: one canvas layer, one allocation per chart.
-    let events: Vec<(f64, f64)> = st
-        .store
-        .events
-        .iter()
-        .filter(|e| e.t_s >= w.since && e.t_s <= w.now)
+    let events: Vec<(f64, f64)> = charted_events(st, w)
         .flat_map(|e| event_dots(e.t_s, ymax, rows))
         .collect();
     let mut datasets = vec![Dataset::default()
         .graph_type(GraphType::Scatter)
-        .marker(ratatui::symbols::Marker::Dot)
+        .marker(crate::ui::theme::EVENT_MARKER.0)
         .style(theme.event())
         .data(&events)];
-    for (i, s) in series.iter().enumerate() {
+    for (i, s) in series.iter().filter(|s| s.plotted).enumerate() {
         if let Some(p) = &s.points {
-            let look = theme.series(i);
+            let look = theme.series(i, s.error);
             datasets.push(
                 Dataset::default()
                     .graph_type(GraphType::Line)
@@ -257,30 +365,49 @@ pub fn line_chart(
     }
     let span = w.now - w.since;
     let x_labels = vec![
-        Span::styled(format!("-{span:.0}s"), theme.dim()),
-        Span::styled(format!("-{:.0}s", span / 2.0), theme.dim()),
-        Span::styled("now", theme.dim()),
+        Span::styled(format!("-{span:.0}s"), theme.text()),
+        Span::styled(format!("-{:.0}s", span / 2.0), theme.text()),
+        Span::styled("now", theme.text()),
     ];
-    let y_labels = vec![
-        Span::styled("0", theme.dim()),
-        Span::styled(num(ymax / 2.0), theme.dim()),
-        Span::styled(num(ymax), theme.dim()),
-    ];
+    // A short plot holds two labels, 0 and the top; a third would push one of them out.
+    let y_labels = if rows >= 5 {
+        vec![
+            Span::styled("0", theme.text()),
+            Span::styled(num(ymax / 2.0), theme.text()),
+            Span::styled(num(ymax), theme.text()),
+        ]
+    } else {
+        vec![
+            Span::styled("0", theme.text()),
+            Span::styled(num(ymax), theme.text()),
+        ]
+    };
     Chart::new(datasets)
         .x_axis(
             Axis::default()
                 .bounds([w.since, w.now])
                 .labels(x_labels)
-                .style(theme.dim()),
+                .style(theme.frame()),
         )
         .y_axis(
             Axis::default()
                 .bounds([0.0, ymax])
                 .labels(y_labels)
-                .style(theme.dim()),
+                .style(theme.frame()),
         )
         .style(Style::default())
         .render(chart_area, buf);
+}
+
+/// The events drawn on the charts in the window: changes, marks and captions (warnings are
+/// in events.csv and run.log, not columns on the charts).
+pub fn charted_events<'a>(
+    st: &'a LabState,
+    w: Window,
+) -> impl DoubleEndedIterator<Item = &'a crate::metrics::store::Event> + 'a {
+    st.store.events.iter().filter(move |e| {
+        e.kind != crate::metrics::store::EventKind::Warning && e.t_s >= w.since && e.t_s <= w.now
+    })
 }
 
 /// Points of an event's dotted column at time `t`: one on each of `rows` (>= 2) plot rows.
@@ -322,6 +449,25 @@ mod tests {
         assert_eq!(ms(Some(0.25)), "0.2ms");
         assert_eq!(ms(Some(3000.0)), "3000ms");
         assert_eq!(ms(Some(21_000.0)), "21.0s");
+    }
+
+    #[test]
+    fn text_wraps_at_spaces_never_mid_word() {
+        let l = wrap(
+            "CLIENT-BOUND: 47 % fewer attempts than the schedule intended",
+            "⚠ ",
+            24,
+            Style::default(),
+        );
+        let text: Vec<String> = l.iter().map(|l| l.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "⚠ CLIENT-BOUND: 47 %",
+                "  fewer attempts than",
+                "  the schedule intended"
+            ]
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn bar(parts: &[f64], glyph_of: &[usize], width: usize, theme: &Theme) -> Vec<Sp
     }
     spans.push(Span::styled(
         CPU_GLYPHS[4].to_string().repeat(width - used),
-        theme.dim(),
+        theme.frame(),
     ));
     spans
 }
@@ -39,7 +39,8 @@ fn bar(parts: &[f64], glyph_of: &[usize], width: usize, theme: &Theme) -> Vec<Sp
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let theme = &app.theme;
     let inner = panel(area, buf, "CPU %", theme);
-    let last = |k: Col| st.store.last(k);
+    // Headline figures: the mean of the last second's rows (the bars too).
+    let last = |k: Col| super::common::headline(st, k);
     let label_w = 6usize;
     let bar_w = (inner.width as usize).saturating_sub(label_w + 6).max(4);
     let mut lines = Vec::new();
@@ -48,7 +49,8 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         .enumerate()
         .flat_map(|(i, n)| {
             [
-                Span::styled(format!("{}{} ", CPU_GLYPHS[i], n), theme.cpu(i)),
+                Span::styled(CPU_GLYPHS[i].to_string(), theme.cpu(i)),
+                Span::styled(format!("{n} "), theme.text()),
                 Span::raw(format!(
                     "{} ",
                     num_or_na(last(
@@ -59,7 +61,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         })
         .chain([Span::styled(
             format!("idle {}", num_or_na(last(c::CPU_IDLE))),
-            theme.dim(),
+            theme.text(),
         )])
         .collect::<Vec<_>>();
     lines.push(Line::from(legend));
@@ -74,9 +76,9 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     }
     lines.push(Line::from(all));
     lines.push(Line::from(vec![
-        Span::styled("probes ", theme.dim()),
+        Span::styled("probes ", theme.text()),
         Span::raw(format!("{}%", num_or_na(last(c::PROBE_CPU)))),
-        Span::styled("  client workers ", theme.dim()),
+        Span::styled("  client workers ", theme.text()),
         Span::raw(format!("{}%", num_or_na(last(c::WORKER_CPU)))),
     ]));
     // Per core, as many as fit; the last line says how many were folded away.
@@ -95,7 +97,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     if shown < n && room > 0 {
         lines.push(Line::from(Span::styled(
             format!("+{} cores (enlarge to see)", n - shown),
-            theme.dim(),
+            theme.text(),
         )));
     }
     let used = (lines.len() as u16).min(inner.height);

@@ -46,7 +46,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
         .collect();
     lines.push(Line::from(Span::styled(
         "lower case turns a knob down, upper case up; path keys act on the ▶ path",
-        t.dim(),
+        t.text(),
     )));
     Paragraph::new(lines).render(inner, buf);
 }

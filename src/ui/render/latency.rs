@@ -1,53 +1,71 @@
 //! Panel: latency percentiles (p50/p90/p99) of connect time and total time, measured from the
-//! scheduled start, and over TLS of the handshake's own duration. A table of the latest values (and each network path's, when there are
-//! several); a chart of p50 and p99 below when there is room.
+//! scheduled start, over the last second, and what they are over: the connects completed and
+//! the requests answered in it, with the ones that timed out or failed (they have no latency,
+//! so at overload the percentiles alone look better than the service was); over TLS the
+//! handshake's own duration too. A percentile of nothing is "-", never the last value seen.
+//! With several paths, each path's own rows; a chart of p50 and p99 (each sample's, as
+//! timeseries.csv has them) below when there is room.
 
-use super::common::{line_chart, ms, panel, render_top, Series, Window};
-use crate::lab::state::LabState;
-use crate::model::{col as c, Col, PathName};
+use super::common::{line_chart, ms, num, pack, panel, render_top, Series, Window};
+use crate::lab::state::{LabState, LiveLatency};
+use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+/// What the percentiles are over, as groups for `pack`: "over 955 answered, 620 timed out,
+/// 3 failed" (connects and responses apart when the panel is wide).
+fn over(l: &LiveLatency, wide: bool) -> Vec<Vec<Span<'static>>> {
+    let n = |v: u64| num(v as f64);
+    let mut g = if wide {
+        vec![
+            "over".to_string(),
+            format!("{} connects,", n(l.connects)),
+            format!("{} responses;", n(l.responses)),
+        ]
+    } else {
+        vec!["over".to_string(), format!("{} answered,", n(l.responses))]
+    };
+    g.push(format!("{} timed out", n(l.connect_timeouts)));
+    if l.other_errors > 0 {
+        let last = g.last_mut().expect("pushed");
+        last.push(',');
+        g.push(format!("{} failed", n(l.other_errors)));
+    }
+    g.into_iter().map(|t| vec![Span::raw(t)]).collect()
+}
+
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let theme = &app.theme;
-    let inner = panel(area, buf, "latency (ms)", theme);
-    let cell = |col: Col| format!("{:>8}", ms(st.store.last(col)));
-    let mut rows: Vec<(String, [Col; 3])> = [
-        ("connect", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
-        ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
-    ]
-    .into_iter()
-    .map(|(name, cols)| (name.to_string(), cols))
-    .collect();
+    let inner = panel(
+        area,
+        buf,
+        &format!("latency, last {:.0} s", crate::lab::core::LATENCY_S),
+        theme,
+    );
+    let cells = |p: Option<[f64; 3]>| match p {
+        Some(v) => v.iter().map(|x| format!("{:>8}", ms(Some(*x)))).collect(),
+        None => format!("{:>8}{:>8}{:>8}", "-", "-", "-"),
+    };
+    let live = &st.live;
+    let mut rows: Vec<(String, Option<[f64; 3]>)> = vec![
+        ("connect".into(), live.all.connect),
+        ("total".into(), live.all.total),
+    ];
     // Over TLS the handshake's own duration, between connect and total.
     let tls = st.knobs.resumed.is_some();
     if tls {
-        rows.insert(
-            1,
-            (
-                "tls hs".into(),
-                [c::HANDSHAKE_P50, c::HANDSHAKE_P90, c::HANDSHAKE_P99],
-            ),
-        );
+        rows.insert(1, ("tls hs".into(), live.all.handshake));
     }
     let totals = rows.len();
     // With several paths, each path's own percentiles follow (one path's would repeat the
-    // totals); only for paths the lab measures, i.e. whose columns the store has.
-    if st.knobs.paths.len() > 1 {
-        for p in &st.knobs.paths {
-            let path = PathName::new(&p.name);
-            if st.store.col(c::CONNECT_P50.of_path(path)).is_none() {
-                continue;
-            }
-            for (what, cols) in [
-                ("conn", [c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99]),
-                ("total", [c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99]),
-            ] {
-                rows.push((format!("{} {what}", p.name), cols.map(|k| k.of_path(path))));
-            }
+    // totals).
+    if live.paths.len() > 1 {
+        for (name, l) in &live.paths {
+            rows.push((format!("{name} conn"), l.connect));
+            rows.push((format!("{name} total"), l.total));
         }
     }
     // The label column fits the longest label, leaving the three figures their room.
@@ -59,36 +77,42 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         .clamp(8, (inner.width as usize).saturating_sub(24).max(8));
     let mut lines = vec![Line::from(Span::styled(
         format!("{:<label_w$}{:>8}{:>8}{:>8}", "", "p50", "p90", "p99"),
-        theme.dim(),
+        theme.text(),
     ))];
+    let cover = pack(over(&live.all, inner.width >= 50), " ", inner.width);
     // Rows past the panel's height give way to a hint (as the CPU panel's cores do): the
-    // totals, then as many whole paths as fit above it.
-    let room = (inner.height as usize).saturating_sub(1);
+    // totals and what they cover, then as many whole paths as fit above it.
+    let room = (inner.height as usize).saturating_sub(1 + cover.len());
     let shown = if rows.len() <= room {
         rows.len()
     } else {
         totals + room.saturating_sub(totals + 1) / 2 * 2
     };
-    for (name, cols) in &rows[..shown] {
+    for (name, p) in &rows[..shown.min(rows.len())] {
         let name: String = name.chars().take(label_w - 1).collect();
         lines.push(Line::from(vec![
             Span::styled(format!("{name:<label_w$}"), theme.label()),
-            Span::raw(cols.iter().map(|k| cell(*k)).collect::<String>()),
+            Span::raw(cells(*p)),
         ]));
     }
-    let hidden = (rows.len() - shown).div_ceil(2);
+    lines.extend(cover);
+    let hidden = rows.len().saturating_sub(shown) / 2;
     if hidden > 0 {
         lines.push(Line::from(Span::styled(
             format!("+{hidden} path(s) (enlarge to see)"),
-            theme.dim(),
+            theme.text(),
         )));
     }
     let rest = render_top(lines, inner, buf);
     if rest.height >= 6 {
-        let mut series = vec![
-            Series::column(st, "conn p50", c::CONNECT_P50, w),
-            Series::column(st, "conn p99", c::CONNECT_P99, w),
-        ];
+        // The chart's values are the table's: its header names the lines only.
+        // A chart draws at most four lines (one marker each): over TLS the handshake's p99
+        // takes the connect p50's place (the table above keeps it).
+        let mut series = Vec::new();
+        if !tls {
+            series.push(Series::column(st, "conn p50", c::CONNECT_P50, w));
+        }
+        series.push(Series::column(st, "conn p99", c::CONNECT_P99, w));
         if tls {
             series.push(Series::column(st, "hs p99", c::HANDSHAKE_P99, w));
         }
@@ -96,6 +120,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             Series::column(st, "total p50", c::TOTAL_P50, w),
             Series::column(st, "total p99", c::TOTAL_P99, w),
         ]);
+        let series: Vec<Series> = series
+            .into_iter()
+            .map(|s| Series {
+                latest: Some(String::new()),
+                ..s
+            })
+            .collect();
         line_chart(rest, buf, st, w, &series, theme);
     }
 }

@@ -16,7 +16,7 @@ pub mod states;
 pub mod status;
 
 use super::app::App;
-use super::keymap::HINT;
+use super::keymap::{HINT, HINT_SHORT};
 use crate::lab::state::LabState;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -36,8 +36,10 @@ pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         Paragraph::new("synlab: enlarge the terminal").render(area, buf);
         return;
     }
-    let status = status::lines(app, st, area.width);
-    let caption = caption::lines(app, st);
+    // Warnings keep to a few lines so the charts keep their rows at 80x24.
+    let max_warnings = if area.height >= 40 { 4 } else { 2 };
+    let status = status::lines(app, st, area.width, max_warnings, area.height < 30);
+    let caption = caption::lines(app, st, area.width);
     let fixed = status.len() + caption.len() + 1;
     // Keep at least 6 rows of panels: the status and caption give way first.
     let room = (area.height as usize).saturating_sub(6);
@@ -56,10 +58,12 @@ pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     panels(panels_a, buf, app, st);
     let hint = if app.show_help {
         "? or Esc closes this help  q quit".to_string()
-    } else {
+    } else if area.width as usize >= HINT.chars().count() {
         HINT.to_string()
+    } else {
+        HINT_SHORT.to_string()
     };
-    Paragraph::new(Line::from(Span::styled(hint, app.theme.dim()))).render(hint_a, buf);
+    Paragraph::new(Line::from(Span::styled(hint, app.theme.text()))).render(hint_a, buf);
     if app.show_help {
         help::render(area, buf, app);
     }
@@ -90,13 +94,24 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     }
     // Small and medium: rates | queue (with TCP states folded in), then latency table | CPU.
     let bottom_h = if area.height >= 14 {
-        // 6 rows hold the latency table and the CPU total; more go to per-core bars.
-        (area.height * 38 / 100).clamp(6, 14)
+        // 7 rows hold the latency table with what it covers and the CPU total; more go to
+        // per-core bars.
+        (area.height * 38 / 100).clamp(7, 14)
     } else {
         0
     };
-    let [top, bottom] =
-        Layout::vertical([Constraint::Min(0), Constraint::Length(bottom_h)]).areas(area);
+    // Too small for the latency and CPU panels: their headline figures on one line, and how
+    // to see the panels.
+    let fold_h = u16::from(bottom_h == 0 && area.height >= 8);
+    let [top, bottom, fold] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(bottom_h),
+        Constraint::Length(fold_h),
+    ])
+    .areas(area);
+    if fold_h > 0 {
+        Paragraph::new(fold_line(app, st)).render(fold, buf);
+    }
     let [r, q] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
     rates::render(r, buf, app, st);
@@ -106,6 +121,27 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         latency::render(l, buf, app, st);
         cpu::render(c, buf, app, st);
     }
+}
+
+/// The latency and CPU panels folded into one line: "total p50 1.8ms p99 1.0s · CPU 92% ·
+/// latency, CPU: enlarge to 80x24".
+fn fold_line(app: &App, st: &LabState) -> Line<'static> {
+    let t = &app.theme;
+    let l = &st.live.all;
+    let lat = match l.total {
+        Some([p50, _, p99]) => format!(
+            "total p50 {} p99 {}",
+            common::ms(Some(p50)),
+            common::ms(Some(p99))
+        ),
+        None => "total p50 - p99 -".into(),
+    };
+    let idle = common::headline(st, crate::model::col::CPU_IDLE);
+    let cpu = idle.map_or("CPU -".into(), |i| format!("CPU {:.0}%", 100.0 - i));
+    Line::from(vec![
+        Span::styled(format!("{lat} · {cpu}"), t.label()),
+        Span::styled(" · more: enlarge", t.text()),
+    ])
 }
 
 /// The screen as text (one line per row), for snapshots to file.

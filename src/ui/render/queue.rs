@@ -1,7 +1,7 @@
 //! Panel: the listen socket's accept queue against its limit, SYN-RCVD (request socks) and
 //! listen overflows per second: where an overloaded server starts dropping SYNs.
 
-use super::common::{line_chart, num, num_or_na, panel, Series, Window};
+use super::common::{headline, line_chart, num, num_or_na, panel, Series, Window};
 use crate::lab::state::LabState;
 use crate::model::col as c;
 use crate::ui::app::App;
@@ -11,9 +11,21 @@ use ratatui::layout::Rect;
 /// A series shown in the header only (its own scale would flatten the chart).
 fn header_only(s: Series) -> Series {
     Series {
-        latest: Some(s.latest_text()),
-        points: None,
+        plotted: false,
         ..s
+    }
+}
+
+/// "129/128 full (limit+1)": Linux admits one connection past the backlog before it drops
+/// SYNs, so a full queue reads one over its limit; said, not left to puzzle over.
+pub fn queue_text(q: Option<f64>, limit: Option<f64>) -> String {
+    match (q, limit) {
+        (Some(q), Some(l)) if l > 0.0 && q.round() > l => {
+            format!("{}/{} full (limit+1)", num(q), num(l))
+        }
+        (Some(q), Some(l)) if l > 0.0 && q.round() >= l => format!("{}/{} full", num(q), num(l)),
+        (Some(q), Some(l)) => format!("{}/{}", num(q), num(l)),
+        (q, _) => num_or_na(q),
     }
 }
 
@@ -21,10 +33,10 @@ fn header_only(s: Series) -> Series {
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_states: bool) {
     let w = Window::of(app, st);
     let (q, limit) = (
-        st.store.last(c::ACCEPT_QUEUE),
-        st.store.last(c::ACCEPT_QUEUE_LIMIT),
+        headline(st, c::ACCEPT_QUEUE),
+        headline(st, c::ACCEPT_QUEUE_LIMIT),
     );
-    let full = matches!((q, limit), (Some(q), Some(l)) if l > 0.0 && q >= l);
+    let full = matches!((q, limit), (Some(q), Some(l)) if l > 0.0 && q.round() >= l);
     let title = match (full, fold_states) {
         (true, _) => "accept queue  FULL: SYNs dropped",
         (false, true) => "accept queue · TCP states",
@@ -32,16 +44,23 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
     };
     let inner = panel(area, buf, title, &app.theme);
     let mut queue = Series::column(st, "queue", c::ACCEPT_QUEUE, w);
-    queue.latest = Some(match (q, limit) {
-        (Some(q), Some(l)) => format!("{}/{}", num(q), num(l)),
-        (q, _) => num_or_na(q),
-    });
+    queue.latest = Some(queue_text(q, limit));
     let mut queue_series = vec![
         queue,
         Series::column(st, "limit", c::ACCEPT_QUEUE_LIMIT, w),
         Series::column(st, "SYN-RCVD", c::SYN_RECV, w),
     ];
-    let overflows = Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w);
+    // The built-in process or thread server's own count of its workers busy with a
+    // connection (all busy leaves new connections in the queue). The event server's one loop
+    // says little at the instant it reports, between requests.
+    let workers = headline(st, c::SERVER_WORKERS).filter(|n| *n >= 2.0);
+    if let (Some(b), Some(n)) = (headline(st, c::SERVER_BUSY), workers) {
+        queue_series.push(Series {
+            latest: Some(format!("{}/{}", num(b), num(n.round()))),
+            ..Series::value_only(st, "server busy", c::SERVER_BUSY)
+        });
+    }
+    let overflows = Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w).as_error();
     let states: Vec<Series> = if fold_states {
         vec![
             header_only(Series::column(st, "ESTAB", c::ESTABLISHED_SOCKS, w)),

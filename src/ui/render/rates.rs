@@ -1,14 +1,29 @@
-//! Panel: offered vs achieved. Target rate, SYNs arriving at the server (pcap), connections
-//! (attempts and established) and requests per second apart (keep-alive carries many requests
-//! on one connection), responses per second, and the errors of each; over TLS the handshakes
-//! per second, full and resumed, and the failed ones.
+//! Panel: offered vs achieved. What the schedule aims at, connections (attempts) started,
+//! responses and connection errors per second on the chart; SYNs arriving at the server
+//! (pcap), connections established, requests begun (keep-alive carries many on one
+//! connection) and request errors in the header; over TLS the handshakes per second, full and
+//! resumed, and the failed ones (connection errors) in the header too. Each error figure is
+//! one column of timeseries.csv, never a sum of overlapping ones.
 
-use super::common::{line_chart, panel, Series, Window};
+use super::common::{charted_events, line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
+use crate::load::protocol::Mode;
 use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+
+/// What the schedule's line is, by mode: a target (attempts/s, or requests/s over a pool),
+/// the least a flat-out S-Client offers (D/T: every connect timing out), or nothing (a closed
+/// loop has no schedule).
+fn target_label(st: &LabState, short: bool) -> Option<&'static str> {
+    let k = &st.knobs;
+    match (k.mode, k.rate) {
+        (Mode::Closed, _) => None,
+        (Mode::Sclient, None) => Some(if short { "D/T" } else { "D/T min" }),
+        _ => Some(if short { "tgt" } else { "target" }),
+    }
+}
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
@@ -16,30 +31,72 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     // Short labels on narrow panels so the header keeps to two lines.
     let short = inner.width < 60;
     let l = |long: &'static str, brief: &'static str| if short { brief } else { long };
-    let mut series = vec![
-        Series::column(st, l("target", "tgt"), c::TARGET_RATE, w),
-        Series::column(st, l("SYN in", "SYN"), c::SYN_IN, w),
-        Series::column(st, l("connections", "conn"), c::ATTEMPTS, w),
-        Series::column(st, l("established", "est"), c::ESTABLISHED, w),
-        Series::column(st, l("requests", "req"), c::REQUESTS, w),
-        Series::column(st, l("responses", "resp"), c::RESPONSES, w),
-        Series::column(st, l("conn err", "cerr"), c::CONNECTION_ERRORS, w),
-        Series::column(st, l("req err", "rerr"), c::REQUEST_ERRORS, w),
-    ];
-    // Over TLS: the handshakes, full and resumed, and those that failed (connection errors).
-    if st.knobs.resumed.is_some() {
+    let mut series = Vec::new();
+    if let Some(t) = target_label(st, short) {
+        series.push(Series::column(st, t, c::TARGET_RATE, w));
+    }
+    // Over a pool of persistent connections the rate is of requests: those are drawn, and
+    // the connections (near 0 once the pool is open) are in the header.
+    let pool = st.store.last(c::POOL_CONNECTIONS).unwrap_or(0.0) > 0.0;
+    let (drawn, started, failed, other, other_err) = if pool {
+        (
+            (l("requests", "req"), c::REQUESTS),
+            (l("responses", "resp"), c::RESPONSES),
+            (l("req err", "rerr"), c::REQUEST_ERRORS),
+            (l("connections", "conn"), c::ATTEMPTS),
+            (l("conn err", "cerr"), c::CONNECTION_ERRORS),
+        )
+    } else {
+        (
+            (l("connections", "conn"), c::ATTEMPTS),
+            (l("responses", "resp"), c::RESPONSES),
+            (l("conn err", "cerr"), c::CONNECTION_ERRORS),
+            (l("requests", "req"), c::REQUESTS),
+            (l("req err", "rerr"), c::REQUEST_ERRORS),
+        )
+    };
+    series.extend([
+        Series::column(st, drawn.0, drawn.1, w),
+        Series::column(st, started.0, started.1, w),
+        Series::column(st, failed.0, failed.1, w).as_error(),
+        Series::value_only(st, l("SYN in", "SYN"), c::SYN_IN),
+    ]);
+    // A short panel keeps its chart: the figures that are not drawn give way first.
+    let roomy = inner.height >= 10;
+    // Over TLS: the handshakes, full and resumed (what a handshake flood is about), and
+    // those that failed.
+    let tls = st.knobs.resumed.is_some();
+    if tls {
         series.extend([
-            Series::column(st, l("hs full", "full"), c::FULL_HANDSHAKES, w),
-            Series::column(st, l("hs resumed", "resm"), c::RESUMED_HANDSHAKES, w),
-            Series::column(st, l("hs err", "herr"), c::HANDSHAKE_ERRORS, w),
+            Series::value_only(st, l("hs full", "full"), c::FULL_HANDSHAKES),
+            Series::value_only(st, l("hs resumed", "resm"), c::RESUMED_HANDSHAKES),
+        ]);
+    }
+    if tls && roomy {
+        series.push(Series::value_only(
+            st,
+            l("hs err", "herr"),
+            c::HANDSHAKE_ERRORS,
+        ));
+    }
+    if pool || roomy {
+        series.push(Series::value_only(st, other.0, other.1));
+    }
+    if roomy {
+        series.extend([
+            Series::value_only(st, l("established", "est"), c::ESTABLISHED),
+            Series::value_only(st, other_err.0, other_err.1),
         ]);
     }
     // What the latest dotted column on the charts is.
-    if let Some(e) = st.store.events.iter().rev().find(|e| e.t_s >= w.since) {
+    if let Some(e) = charted_events(st, w).next_back().filter(|_| roomy) {
         series.push(Series {
-            label: "•".into(),
+            label: crate::ui::theme::EVENT_MARKER.1.into(),
             points: None,
+            value: None,
             latest: Some(format!("{} @{:.0}s", e.text, e.t_s)),
+            plotted: false,
+            error: false,
         });
     }
     line_chart(inner, buf, st, w, &series, &app.theme);

@@ -1,7 +1,7 @@
 //! The status lines: what runs (scenario, target, backend, elapsed, step, window), every knob's
 //! current value with the selected path marked, and warnings (client-bound first).
 
-use super::common::pack;
+use super::common::{pack, wrap};
 use crate::lab::state::{LabState, Warning};
 use crate::load::protocol::Mode;
 use crate::model::knob::PathKnob;
@@ -20,7 +20,7 @@ fn elapsed(s: f64) -> String {
 /// "label value" as one group: the label plain, the value bold.
 fn kv(app: &App, k: &str, v: String) -> Vec<Span<'static>> {
     vec![
-        Span::styled(format!("{k} "), app.theme.dim()),
+        Span::styled(format!("{k} "), app.theme.text()),
         Span::styled(v, app.theme.label()),
     ]
 }
@@ -31,7 +31,7 @@ fn gate(app: &App, v: &[crate::report::thresholds::Verdict]) -> Vec<Span<'static
     match v.iter().find(|x| !x.passed) {
         None => kv(app, "gate", format!("{held}/{} hold", v.len())),
         Some(f) => vec![
-            Span::styled("gate ".to_string(), app.theme.dim()),
+            Span::styled("gate ".to_string(), app.theme.text()),
             Span::styled(
                 format!("FAIL {}/{} hold: {}", held, v.len(), f.check),
                 app.theme.warn(),
@@ -40,15 +40,24 @@ fn gate(app: &App, v: &[crate::report::thresholds::Verdict]) -> Vec<Span<'static
     }
 }
 
-pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+/// The status lines for a screen `width` wide; the warnings take at most `max_warning_lines`
+/// (each wrapped at spaces; those that do not fit are counted on the last line). `compact`
+/// (a small screen) leaves out what runs where (target, backend, lab), which stays in run.log.
+pub fn lines(
+    app: &App,
+    st: &LabState,
+    width: u16,
+    max_warning_lines: usize,
+    compact: bool,
+) -> Vec<Line<'static>> {
     let t = &app.theme;
     let k = &st.knobs;
-    let mut head = vec![
-        vec![Span::styled(
-            format!("synlab · {}", st.scenario_name),
-            t.title(),
-        )],
-        kv(
+    let mut head = vec![vec![Span::styled(
+        format!("synlab · {}", st.scenario_name),
+        t.title(),
+    )]];
+    if !compact {
+        head.push(kv(
             app,
             "target",
             if st.target.is_empty() {
@@ -56,11 +65,11 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
             } else {
                 st.target.clone()
             },
-        ),
-        kv(app, "net", st.backend.clone()),
-    ];
-    if !st.lab.is_empty() {
-        head.push(kv(app, "lab", st.lab.clone()));
+        ));
+        head.push(kv(app, "net", st.backend.clone()));
+        if !st.lab.is_empty() {
+            head.push(kv(app, "lab", st.lab.clone()));
+        }
     }
     head.push(kv(app, "t", elapsed(st.elapsed_s)));
     if let Some((i, n)) = st.step {
@@ -68,6 +77,8 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     }
     if st.finished {
         head.push(vec![Span::styled("FINISHED", t.warn())]);
+    } else if st.free_play {
+        head.push(vec![Span::styled("free play", t.label())]);
     }
 
     let mut knobs = Vec::new();
@@ -109,7 +120,7 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
         ));
     }
     if k.paths.is_empty() {
-        knobs.push(vec![Span::styled("no paths (loopback)", t.dim())]);
+        knobs.push(vec![Span::styled("no paths (loopback)", t.text())]);
     }
     for (i, p) in k.paths.iter().enumerate() {
         let sel = i == k.selected_path;
@@ -132,16 +143,35 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     // Client-bound first: a result that measured the client must never look valid.
     let mut warnings = st.warnings.clone();
     warnings.sort_by_key(|w| !matches!(w, Warning::ClientBound(_)));
-    if !warnings.is_empty() {
-        let groups = warnings
-            .iter()
-            .enumerate()
-            .map(|(i, w)| {
-                let prefix = if i == 0 { "⚠ " } else { "" };
-                vec![Span::styled(format!("{prefix}{w}"), t.warn())]
-            })
-            .collect();
-        out.extend(pack(groups, " │ ", width));
+    out.extend(warning_lines(app, &warnings, width, max_warning_lines));
+    out
+}
+
+/// Each warning wrapped at spaces ("⚠ " before it), as many whole ones as fit in `max`
+/// lines, the rest counted on the last line; the first is always shown, its last line ending
+/// in "…" (at a space) if it is longer than its room.
+fn warning_lines(app: &App, warnings: &[Warning], width: u16, max: usize) -> Vec<Line<'static>> {
+    let style = app.theme.warn();
+    let max = max.max(1);
+    let mut out: Vec<Line<'static>> = Vec::new();
+    for (i, w) in warnings.iter().enumerate() {
+        let mut l = wrap(&w.to_string(), "⚠ ", width, style);
+        let more = warnings.len() - i - 1;
+        let room = max - out.len() - usize::from(more > 0);
+        if l.len() > room {
+            if i > 0 || room == 0 {
+                let text = format!("+{} more warning(s): see run.log", warnings.len() - i);
+                out.extend(wrap(&text, "⚠ ", width, style).into_iter().take(1));
+                return out;
+            }
+            // The first warning in the room it has, cut at a space.
+            let cut = wrap(&w.to_string(), "⚠ ", width.saturating_sub(2), style);
+            l = cut.into_iter().take(room).collect();
+            if let Some(last) = l.last_mut() {
+                *last = Line::from(ratatui::text::Span::styled(format!("{last} …"), style));
+            }
+        }
+        out.extend(l);
     }
     out
 }

@@ -1,0 +1,172 @@
+//! What the lab is doing now, from the last few seconds of the workers' reports: whether the
+//! client is the limit (judged over a window long enough not to flicker), the latency of the
+//! last second with what it is over, and the warnings that hold while their condition holds
+//! and then go, each raising and clearing said in run.log and events.csv.
+
+use super::{Effect, LabCore};
+use crate::lab::client_agg::{ClientTotals, LoadShape};
+use crate::lab::state::{LiveLatency, Warning};
+use crate::load::protocol::StatsDelta;
+use crate::metrics::hist::HistDelta;
+use crate::metrics::store::EventKind;
+use std::collections::VecDeque;
+use std::mem::Discriminant;
+
+/// The window the client-bound judgement looks back over: a few seconds, so a rate change or
+/// one late 100 ms report does not raise it, and it goes within seconds of its cause.
+pub const JUDGE_S: f64 = 3.0;
+/// The window the live latency covers.
+pub const LATENCY_S: f64 = 1.0;
+/// A warning whose condition stopped holding goes after this long without it (no flicker at
+/// the edge of a condition).
+pub const CLEAR_AFTER_S: f64 = 2.0;
+
+/// The workers' reports of the last `JUDGE_S` seconds, stamped with when they came.
+#[derive(Default)]
+pub(super) struct Recent {
+    reports: VecDeque<(f64, Box<StatsDelta>)>,
+}
+
+impl Recent {
+    pub(super) fn push(&mut self, t: f64, d: Box<StatsDelta>) {
+        self.reports.push_back((t, d));
+        while self.reports.front().is_some_and(|r| r.0 < t - JUDGE_S) {
+            self.reports.pop_front();
+        }
+    }
+
+    fn since<'a>(
+        &'a self,
+        t0: f64,
+        keep: &'a dyn Fn(u32) -> bool,
+    ) -> impl Iterator<Item = &'a StatsDelta> + 'a {
+        self.reports
+            .iter()
+            .filter(move |(t, d)| *t > t0 && keep(d.worker))
+            .map(|(_, d)| d.as_ref())
+    }
+
+    /// The counts (no latencies) of the reports since `t0`.
+    fn totals(&self, t0: f64) -> ClientTotals {
+        let mut tot = ClientTotals::default();
+        for d in self.since(t0, &|_| true) {
+            tot.add_counts(d);
+        }
+        tot
+    }
+
+    /// The latency of the reports since `t0` of the workers `keep` picks.
+    fn latency(&self, t0: f64, now: f64, keep: &dyn Fn(u32) -> bool) -> LiveLatency {
+        let (mut connect, mut total) = (HistDelta::default(), HistDelta::default());
+        let mut handshake = HistDelta::default();
+        let mut live = LiveLatency {
+            window_s: (now - t0).max(0.0),
+            ..Default::default()
+        };
+        for d in self.since(t0, keep) {
+            connect.0.extend_from_slice(&d.connect_us.0);
+            total.0.extend_from_slice(&d.total_us.0);
+            handshake.0.extend_from_slice(&d.handshake_us.0);
+            let c = &d.counts;
+            live.connects += c.established;
+            live.responses += c.responses;
+            live.connect_timeouts += c.connect_timeouts;
+            live.other_errors += c.errors() - c.connect_timeouts;
+        }
+        let ms = |h: &HistDelta| {
+            let q = |x| h.quantile(x).map(|us| us as f64 / 1000.0);
+            Some([q(0.5)?, q(0.9)?, q(0.99)?])
+        };
+        live.connect = ms(&connect);
+        live.total = ms(&total);
+        live.handshake = ms(&handshake);
+        live
+    }
+}
+
+/// A warning's kind (its variant, whatever it carries).
+pub(super) fn kind(w: &Warning) -> Discriminant<Warning> {
+    std::mem::discriminant(w)
+}
+
+impl LabCore {
+    /// At each row: the live latency and the warnings judged over the recent reports.
+    pub(super) fn judge_live(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        let t0 = now_s - LATENCY_S;
+        let (recent, slots) = (&self.recent, &self.slots);
+        self.state.live.all = recent.latency(t0, now_s, &|_| true);
+        self.state.live.paths = self
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let on_path = |w: u32| slots.get(w as usize).and_then(|s| s.path) == Some(i);
+                (p.name.clone(), recent.latency(t0, now_s, &on_path))
+            })
+            .collect();
+        let recent = self.recent.totals(now_s - JUDGE_S);
+        let load = LoadShape {
+            mode: self.state.knobs.mode,
+            timeout_s: self.state.knobs.timeout.as_secs_f64(),
+        };
+        let why = recent.client_bound(&load);
+        let (ports, fds) = (
+            recent.counts.addr_not_avail > 0,
+            recent.counts.out_of_fds > 0,
+        );
+        let bound = (!why.is_empty()).then_some(Warning::ClientBound(why));
+        self.hold_warning_of(kind(&Warning::ClientBound(Vec::new())), bound, now_s, fx);
+        let ports = ports.then_some(Warning::PortsRunningOut);
+        self.hold_warning_of(kind(&Warning::PortsRunningOut), ports, now_s, fx);
+        let fds = fds.then_some(Warning::OutOfFds);
+        self.hold_warning_of(kind(&Warning::OutOfFds), fds, now_s, fx);
+    }
+
+    /// A warning of `w`'s kind holds while `w` is Some (its text follows the latest reason),
+    /// and goes once it has been None for `CLEAR_AFTER_S`. Raising and clearing are logged
+    /// and kept as events (events.csv, not the charts); `kind` is `w`'s variant.
+    pub(super) fn hold_warning_of(
+        &mut self,
+        kind: Discriminant<Warning>,
+        w: Option<Warning>,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let at = self
+            .state
+            .warnings
+            .iter()
+            .position(|o| std::mem::discriminant(o) == kind);
+        match (w, at) {
+            (Some(w), Some(i)) => {
+                self.state.warnings[i] = w;
+                self.warned_at.retain(|(k, _)| *k != kind);
+                self.warned_at.push((kind, now_s));
+            }
+            (Some(w), None) => {
+                fx.push(Effect::Log(format!("[{now_s:.1}s] warning: {w}")));
+                self.state
+                    .store
+                    .event(now_s, EventKind::Warning, format!("warning: {w}"));
+                self.state.warnings.push(w);
+                self.warned_at.retain(|(k, _)| *k != kind);
+                self.warned_at.push((kind, now_s));
+            }
+            (None, Some(i)) => {
+                let last = self
+                    .warned_at
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map_or(f64::NEG_INFINITY, |x| x.1);
+                if now_s - last >= CLEAR_AFTER_S {
+                    let w = self.state.warnings.remove(i);
+                    fx.push(Effect::Log(format!("[{now_s:.1}s] warning cleared: {w}")));
+                    self.state
+                        .store
+                        .event(now_s, EventKind::Warning, format!("cleared: {w}"));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+}
