@@ -107,7 +107,14 @@ fn main() {
         let mut spent = Duration::ZERO;
         for (k, ((_, c), (_, t))) in connect.iter().zip(&total).enumerate() {
             let t0 = thread_cpu();
-            rec.push(format!("point-{}", k + 1), (k as f64 * 5.0, 4.0), c, t);
+            let empty = synlab::metrics::hist::new_hist();
+            let h = synlab::lab::recorder::hlog::PointLatencies {
+                connect: c,
+                handshake: &empty,
+                ttfb: &empty,
+                total: t,
+            };
+            rec.push(format!("point-{}", k + 1), (k as f64 * 5.0, 4.0), h);
             // As the recorder writes them: each file aside, then renamed over the old one.
             for (file, bytes) in rec.encode().unwrap() {
                 let path = Path::new(&out).join(file);

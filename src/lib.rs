@@ -17,6 +17,7 @@ pub mod report;
 pub mod scenario;
 pub mod sys;
 pub mod target;
+pub mod tls;
 pub mod ui;
 
 use std::process::ExitCode;

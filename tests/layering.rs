@@ -7,7 +7,7 @@ use std::path::Path;
 /// Layers, lowest first; modules in one layer may use each other.
 const LAYERS: &[&[&str]] = &[
     &["model"],
-    &["sys", "metrics"],
+    &["sys", "metrics", "tls"],
     &["load", "target", "net", "probe"],
     &["scenario"],
     &["report"],

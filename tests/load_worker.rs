@@ -100,6 +100,7 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
         stats_interval_ms: 100,
         seed: 1,
         paused: false,
+        tls: None,
     }
 }
 

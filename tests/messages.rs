@@ -74,6 +74,7 @@ fn every_message_a_person_reads() {
                 value: PathValue::Bandwidth(None),
             },
             Change::Selected(s("dsl")),
+            Change::Resumed(0.3),
         ]
         .map(Reply::Applied),
     );
@@ -114,6 +115,8 @@ fn every_message_a_person_reads() {
                 path: s("dsl"),
                 why: s("the delay router is not running"),
             },
+            Refusal::NoTls,
+            Refusal::Resumed(1.5),
         ]
         .map(Reply::Refused),
     );

@@ -302,15 +302,50 @@ fn apache_runs_in_the_rootless_lab_with_a_subordinate_uid_range() {
     real_server_rootless("apache", "/usr/sbin/apache2", &apache);
 }
 
-fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
+/// nginx over TLS in the rootless lab (issue 30): a line of its log per handshake, and the
+/// resumed share asked for, as the clients and as nginx count it.
+#[test]
+fn nginx_over_tls_runs_in_the_rootless_lab_and_its_log_holds_the_resumed_share() {
+    let tls = NGINX
+        .replace("keepalive = false", "keepalive = false\ntls = true")
+        .replace(
+            "timeout = \"1s\"",
+            "timeout = \"1s\"\n[load.tls]\nresumed = 0.3",
+        )
+        .replace("rootless-nginx", "rootless-nginx-tls");
+    let Some((log, s)) = real_server_rootless("nginx", "/usr/sbin/nginx", &tls) else {
+        return;
+    };
+    let lines = log.lines().count() as u64;
+    let reused = log.lines().filter(|l| l.ends_with(" tls:r")).count() as u64;
+    let t = &s["run_totals"]["tls"];
+    let (full, resumed) = (t["full"].as_u64().unwrap(), t["resumed"].as_u64().unwrap());
+    assert_eq!(full + resumed, lines, "handshakes vs nginx's lines: {t}");
+    assert_eq!(t["server_resumed"].as_u64(), Some(reused), "{t}");
+    for (what, share) in [
+        ("clients", resumed as f64 / lines as f64),
+        ("nginx", reused as f64 / lines as f64),
+    ] {
+        assert!(
+            (share - 0.3).abs() <= 0.02,
+            "{what}: resumed share {share}: {t}"
+        );
+    }
+}
+
+fn real_server_rootless(
+    kind: &str,
+    bin: &str,
+    scenario: &str,
+) -> Option<(String, serde_json::Value)> {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !installed(bin) || !installed("/usr/bin/newuidmap") {
         skip_or_fail(&format!(
             "{kind} in the rootless lab needs {bin} and newuidmap (the uidmap package)"
         ));
-        return;
+        return None;
     }
-    let Some(p) = plain_user() else { return };
+    let p = plain_user()?;
     let sc = p.write(&format!("{kind}.toml"), scenario);
     let out = p.run(&sc);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -318,16 +353,14 @@ fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
         skip_or_fail(&format!(
             "the test user has no subordinate uid range in /etc/subuid ({err})"
         ));
-        return;
+        return None;
     }
     assert!(out.status.success(), "{err}");
     let (dir, s) = p.summary();
 
     assert_eq!(s["meta"]["lab"], "rootless (user namespace)");
-    let logged = std::fs::read_to_string(dir.join(format!("{kind}/access.log")))
-        .unwrap()
-        .lines()
-        .count() as u64;
+    let log = std::fs::read_to_string(dir.join(format!("{kind}/access.log"))).unwrap();
+    let logged = log.lines().count() as u64;
     let t = &s["run_totals"];
     let responses = t["responses"].as_u64().unwrap();
     assert!(responses > 100, "{t}");
@@ -336,6 +369,8 @@ fn real_server_rootless(kind: &str, bin: &str, scenario: &str) {
         "the clients' responses against {kind}'s access log: {t}"
     );
     p.assert_none_left();
+    // The run folder goes with the user's folder: its access log is returned.
+    Some((log, s))
 }
 
 /// Without a subordinate range the rootless lab says what nginx needs instead of starting a

@@ -44,6 +44,10 @@ broken! {
     pool_without_keepalive => "pool_without_keepalive.toml",
     burst_fraction_bare => "burst_fraction_bare.toml",
     shares_over_full => "shares_over_full.toml",
+    tls_resumed_out_of_range => "tls_resumed_out_of_range.toml",
+    tls_unknown_group => "tls_unknown_group.toml",
+    tls_unknown_version => "tls_unknown_version.toml",
+    tls_without_target_tls => "tls_without_target_tls.toml",
 }
 
 #[test]

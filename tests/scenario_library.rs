@@ -554,3 +554,32 @@ fn lessons_on_bursts_and_wan_delay_run_their_steps() {
         run(sc);
     }
 }
+
+/// The TLS scenarios (issue 30) against nginx, shortened: the flood's handshakes are full ones
+/// and the resumption sweep's shares are the ones asked for (clients and nginx's log alike).
+#[test]
+fn tls_flood_and_resumption_sweep_run_against_nginx() {
+    if synlab::lab::real_server::find_binary(synlab::scenario::TargetKind::Nginx).is_err() {
+        assert!(
+            !require_privileged(),
+            "SYNLAB_REQUIRE_PRIVILEGED=1 but nginx is not installed"
+        );
+        eprintln!("skipped: needs the nginx package");
+        return;
+    }
+    let mut sc = load("tls-handshake-flood");
+    shrink(&mut sc, "[250, 500]", 1.0, 2.0);
+    for r in run(sc) {
+        assert!(r.handshakes_per_s > 100.0, "{r:?}");
+        assert_eq!(r.resumed_share_pct, 0.0, "{r:?}");
+    }
+    let mut sc = load("tls-resumption");
+    // Below nginx's capacity, so no handshake waits out its timeout.
+    sc.load.rate = Some(synlab::scenario::units::Num(400.0));
+    shrink(&mut sc, "[0, 0.5]", 1.0, 2.0);
+    let rows = run(sc);
+    for (r, want) in rows.iter().zip([0.0, 50.0]) {
+        assert!((r.resumed_share_pct - want).abs() <= 2.0, "{r:?}");
+        assert!((r.server_resumed_share_pct - want).abs() <= 3.0, "{r:?}");
+    }
+}

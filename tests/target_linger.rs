@@ -23,6 +23,7 @@ fn start(arch: Arch, lingering_close: bool, linger_timeout_ms: u64) -> Server {
         accept_batch: 1,
         lingering_close,
         linger_timeout_ms,
+        tls: None,
     };
     Server::start_with_exe(cfg, std::path::Path::new(env!("CARGO_BIN_EXE_synlab")))
         .expect("server starts")

@@ -251,3 +251,54 @@ fn tmux_keepalive_pool_shows_requests_and_connections_apart() {
         "synlab did not exit cleanly:\n{screen}"
     );
 }
+
+/// Over TLS (issue 30): the status line says what the clients speak and the resumed share, the
+/// rates panel shows handshakes/s full and resumed, the latency panel the handshake's; `U`
+/// raises the resumed share live and the handshakes follow.
+#[test]
+fn tmux_tls_shows_handshakes_and_the_resumed_share_key_moves_them() {
+    if !have_tmux() {
+        return;
+    }
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = tmp.path().join("tls.toml");
+    std::fs::write(
+        &sc,
+        "name = \"tls\"\nduration = \"2m\"\n\n[target]\ntls = true\nservice_time = \"0ms\"\n\n\
+         [load]\nmode = \"open\"\nrate = 400\narrivals = \"constant\"\n\n[load.tls]\nresumed = 0.5\n",
+    )
+    .unwrap();
+    let cmd = format!(
+        "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_synlab"),
+        sc.display(),
+        tmp.path().display()
+    );
+    let session = Session::start(&format!("synlab-tls-{}", std::process::id()), &cmd);
+    // Handshakes at the rate, split as the share says (the chart's latest values).
+    let shows = |share: f64| {
+        move |s: &str| {
+            s.contains(&format!("resumed {:.0}%", share * 100.0))
+                && s.contains("TLS 1.3 X25519")
+                && s.contains("tls hs")
+                && figure(s, "hs resumed").is_some_and(|r| (r / 400.0 - share).abs() < 0.08)
+                && figure(s, "hs full").is_some_and(|f| (f / 400.0 - (1.0 - share)).abs() < 0.08)
+        }
+    };
+    let screen = wait_for(&session.0, &shows(0.5), 30);
+    assert!(shows(0.5)(&screen), "handshakes half resumed:\n{screen}");
+    for _ in 0..3 {
+        tmux(&["send-keys", "-t", &session.0, "U"]);
+    }
+    let screen = wait_for(&session.0, &shows(0.8), 15);
+    assert!(
+        shows(0.8)(&screen),
+        "the key moved the resumed share:\n{screen}"
+    );
+    let screen = session.quit();
+    assert!(
+        screen.contains("SYNLAB-EXIT=0"),
+        "synlab did not exit cleanly:\n{screen}"
+    );
+}

@@ -27,6 +27,8 @@ fn setup() -> (App, FakeLab) {
         };
         st.knobs.paths[0].set(knob.parse(v).unwrap());
     }
+    // Over TLS, half the handshakes resumed: the resumed-share keys have room both ways.
+    st.knobs.resumed = Some(0.5);
     (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
 }
 
@@ -64,6 +66,7 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
             assert!(close(k.burst.fraction, k0.burst.fraction + d / 100.0))
         }
         Action::ToggleBurst => assert_eq!(k.burst_on, !k0.burst_on),
+        Action::ResumedBy(d) => assert!(close(k.resumed.unwrap(), k0.resumed.unwrap() + d)),
         // On the axis's number (ms, %, Mbit/s): a step adds in that unit or scales.
         Action::PathStep(knob, step) => {
             let (x0, x) = (k0.paths[0].get(knob).x(), k.paths[0].get(knob).x());

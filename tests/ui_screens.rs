@@ -294,6 +294,65 @@ fn keepalive_pool_rates() {
     snap("keepalive_pool", &colour_app(), &st);
 }
 
+/// Over TLS (issue 30): the status line says what the clients speak and the resumed share, the
+/// rates panel shows handshakes/s full and resumed, the latency panel the handshake's own
+/// percentiles; `U` and `u` move the resumed share by 10 points, within 0-100 %.
+#[test]
+fn tls_handshakes_and_the_resumed_share_key() {
+    use synlab::model::col as c;
+    let mut st = fixture::under_load();
+    st.knobs.resumed = Some(0.5);
+    st.tls = "TLS 1.3 X25519, tickets".into();
+    // The fixture's last row goes on, with the handshakes beside it.
+    let (t0, last) = st.store.last_row().expect("a row");
+    for i in 1..=50 {
+        let t = t0 + i as f64 * 0.2;
+        let mut row: Vec<_> = last.iter().map(|&(k, v)| (k, Some(v))).collect();
+        row.extend([
+            (c::HANDSHAKES, Some(900.0)),
+            (c::FULL_HANDSHAKES, Some(450.0)),
+            (c::RESUMED_HANDSHAKES, Some(450.0)),
+            (c::HANDSHAKE_ERRORS, Some(0.0)),
+            (c::HANDSHAKE_P50, Some(0.31)),
+            (c::HANDSHAKE_P90, Some(0.52)),
+            (c::HANDSHAKE_P99, Some(1.8)),
+        ]);
+        st.store.push(t, &row);
+        st.elapsed_s = t;
+    }
+    // The latency table is the last second's, as the core keeps it.
+    st.live.all.handshake = Some([0.31, 0.52, 1.8]);
+    for (w, h) in SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        assert!(
+            text.contains("tls TLS 1.3 X25519, tickets resumed 50%"),
+            "{text}"
+        );
+        assert!(text.contains("tls hs"), "{text}");
+        assert!(text.contains("1.8ms"), "handshake p99: {text}");
+        assert!(
+            text.contains("hs full 450") || text.contains("full 450"),
+            "{text}"
+        );
+    }
+    snap("tls", &colour_app(), &st);
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(st);
+    press(&mut app, &mut lab, &[Key::Char('U'), Key::Char('U')]);
+    assert_eq!(lab.state.knobs.resumed, Some(0.7));
+    press(&mut app, &mut lab, &[Key::Char('U'); 5]);
+    assert_eq!(lab.state.knobs.resumed, Some(1.0), "stops at 100 %");
+    press(&mut app, &mut lab, &[Key::Char('u')]);
+    let text = render::screen_text(&app, &lab.state, 160, 48);
+    assert!(text.contains("resumed 90%"), "{text}");
+    assert!(text.contains("resumed handshakes 90%"), "the reply: {text}");
+    // Without TLS the key says why it does nothing.
+    let mut lab = FakeLab::new(fixture::under_load());
+    press(&mut app, &mut lab, &[Key::Char('U')]);
+    let text = render::screen_text(&app, &lab.state, 160, 48);
+    assert!(text.contains("does not speak TLS"), "{text}");
+}
+
 /// issue 28, item 10: at 60x20 the latency and CPU panels fold into a line that says how to
 /// see them; three warnings at 80x24 take two lines (the rest counted), each broken at spaces,
 /// never mid-word, and the rates chart keeps its 0.

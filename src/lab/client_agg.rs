@@ -131,7 +131,11 @@ pub struct ClientTotals {
     pub pool_by_worker: std::collections::BTreeMap<u32, u32>,
     /// Each worker's quickest pool answer so far (us; latest report; 0: none yet).
     pub pool_service_min_by_worker: std::collections::BTreeMap<u32, u64>,
+    /// TLS handshakes in progress at each worker at its latest report.
+    pub handshaking_by_worker: std::collections::BTreeMap<u32, u64>,
     pub connect: Histogram<u64>,
+    /// TLS handshakes' own durations.
+    pub handshake: Histogram<u64>,
     pub ttfb: Histogram<u64>,
     pub total: Histogram<u64>,
 }
@@ -152,7 +156,9 @@ impl Default for ClientTotals {
             at_end_by_worker: Default::default(),
             pool_by_worker: Default::default(),
             pool_service_min_by_worker: Default::default(),
+            handshaking_by_worker: Default::default(),
             connect: new_hist(),
+            handshake: new_hist(),
             ttfb: new_hist(),
             total: new_hist(),
         }
@@ -163,6 +169,7 @@ impl ClientTotals {
     pub fn add(&mut self, d: &StatsDelta) {
         self.add_counts(d);
         merge(&d.connect_us, &mut self.connect);
+        merge(&d.handshake_us, &mut self.handshake);
         merge(&d.ttfb_us, &mut self.ttfb);
         merge(&d.total_us, &mut self.total);
     }
@@ -196,6 +203,7 @@ impl ClientTotals {
         self.pool_by_worker.insert(d.worker, d.pool);
         self.pool_service_min_by_worker
             .insert(d.worker, d.pool_service_min_us);
+        self.handshaking_by_worker.insert(d.worker, d.handshaking);
     }
 
     /// Adds one request class's share of worker report `d` (a class's sums have no schedule,
@@ -452,7 +460,28 @@ impl ClientTotals {
             (IN_FLIGHT, reported.then_some(self.in_flight as f64)),
             (LAG_MAX, reported.then(|| self.lag_us_max as f64 / 1000.0)),
             (WORKER_CPU, reported.then(|| self.cpu_s / dt * 100.0)),
+            (HANDSHAKES, rate(self.counts.handshakes())),
+            (FULL_HANDSHAKES, rate(self.counts.handshakes_full)),
+            (RESUMED_HANDSHAKES, rate(self.counts.handshakes_resumed)),
+            (HANDSHAKE_ERRORS, rate(self.counts.handshake_errors())),
+            (RESUMED_SHARE, self.resumed_share_pct()),
+            (
+                HANDSHAKING,
+                reported.then(|| self.handshaking_by_worker.values().sum::<u64>() as f64),
+            ),
+            (HANDSHAKE_P50, Self::q_ms(&self.handshake, 0.5)),
+            (HANDSHAKE_P90, Self::q_ms(&self.handshake, 0.9)),
+            (HANDSHAKE_P99, Self::q_ms(&self.handshake, 0.99)),
         ]
+    }
+
+    /// The share of completed TLS handshakes that resumed, percent; None without one.
+    pub fn resumed_share_pct(&self) -> Option<f64> {
+        crate::model::HandshakeTotals::share(
+            self.counts.handshakes_full,
+            self.counts.handshakes_resumed,
+        )
+        .map(|s| s * 100.0)
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Knobs {
     /// Why a scenario's [network] section has no paths in this run (the lab could not be
     /// built); None when the scenario has none.
     pub lab_off: Option<String>,
+    /// Over TLS, the share of handshakes that resume a session (0-1); None: no TLS.
+    pub resumed: Option<f64>,
 }
 
 /// A change asked for by a key, a scenario step or a sweep.
@@ -67,6 +69,9 @@ pub enum Command {
     SelectNextPath,
     Pause(bool),
     TogglePause,
+    /// The share of TLS handshakes that resume (0-1), or a step of it.
+    SetResumed(f64),
+    ResumedBy(f64),
 }
 
 /// What the core must do after a command changed the knobs.
@@ -88,6 +93,8 @@ pub enum Change {
         from: Option<f64>,
         to: Option<f64>,
     },
+    /// The share of TLS handshakes that resume.
+    Resumed(f64),
     /// The mode now, and the one a cycle skipped (open, when there is no rate to open with).
     Mode {
         to: Mode,
@@ -116,6 +123,7 @@ fn unchanged(c: &Change) -> String {
     match c {
         Change::Rate { to, .. } => format!("the rate is already {}", fmt_rate(*to)),
         Change::Mode { to, .. } => format!("the mode is already {}", mode_word(*to)),
+        Change::Resumed(x) => format!("handshakes already resume at {:.0}%", x * 100.0),
         Change::Sockets(n) => format!("D is already {n}"),
         Change::Clients(n) => format!("there are already {n} clients"),
         Change::Paused(true) => "the load is already paused".into(),
@@ -149,6 +157,7 @@ impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Change::Rate { from, to } => write!(f, "rate {} -> {}", fmt_rate(*from), fmt_rate(*to)),
+            Change::Resumed(share) => write!(f, "resumed handshakes {:.0}%", share * 100.0),
             Change::Mode { to, skipped: None } => write!(f, "mode {}", mode_word(*to)),
             Change::Mode {
                 to,
@@ -218,6 +227,10 @@ pub enum Refusal {
     LabOff(String),
     #[error("no network path named `{0}`")]
     NoPath(String),
+    #[error("the load does not speak TLS (the target has no tls = true): no handshakes to resume")]
+    NoTls,
+    #[error("the resumed share must be 0%..100% (got {:.0}%)", .0 * 100.0)]
+    Resumed(f64),
     #[error(transparent)]
     Knob(#[from] crate::model::knob::KnobError),
     /// The network lab could not put a path under its new profile; every knob kept its value.
@@ -289,6 +302,10 @@ pub fn knobs_of(sc: &Scenario) -> Knobs {
         paths: Vec::new(),
         selected_path: 0,
         lab_off: None,
+        resumed: sc
+            .target
+            .tls
+            .then(|| sc.load.tls.as_ref().map_or(0.0, |t| t.resumed)),
     }
 }
 
@@ -333,7 +350,26 @@ fn dispatch(k: &mut Knobs, cmd: Command) -> Applied {
         }
         SetPath { path, value } => set_path(k, &path, value),
         SelectNextPath => select_next_path(k),
+        // TLS.
+        SetResumed(share) => set_resumed(k, share),
+        ResumedBy(d) => {
+            let now = k.resumed.ok_or(Refusal::NoTls)?;
+            // Steps land on whole percents, and stop at the ends.
+            let to = ((now + d) * 100.0).round() / 100.0;
+            set_resumed(k, to.clamp(0.0, 1.0))
+        }
     }
+}
+
+fn set_resumed(k: &mut Knobs, share: f64) -> Applied {
+    if k.resumed.is_none() {
+        return Err(Refusal::NoTls);
+    }
+    if !(0.0..=1.0).contains(&share) {
+        return Err(Refusal::Resumed(share));
+    }
+    k.resumed = Some(share);
+    Ok((Effect::Load, Change::Resumed(share)))
 }
 
 /// The rate times `f`, in whole /s, moving by at least 1 /s (at 2/s, x1.1 is 3/s, not 2/s

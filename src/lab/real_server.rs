@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 mod conf;
 pub mod status;
-pub use conf::{apache_conf, nginx_conf, ConfigParams};
+pub use conf::{apache_conf, nginx_conf, ConfigParams, TlsParams};
 
 /// A prepared (and then started) nginx or Apache.
 pub struct RealServer {
@@ -231,6 +231,7 @@ impl RealServer {
         sc: &Scenario,
         listen: SocketAddr,
         dir: Option<PathBuf>,
+        tls: Option<crate::tls::cert::CertFiles>,
     ) -> anyhow::Result<Self> {
         let kind = sc.target.kind;
         let bin = find_binary(kind)?;
@@ -284,6 +285,12 @@ impl RealServer {
                 .map(|hard| hard.min(65536))
                 .unwrap_or(1024),
             extra: t.extra_config.clone(),
+            tls: tls.map(|f| conf::TlsParams {
+                cert: f.cert,
+                key: f.key,
+                session_cache: t.tls_session_cache,
+                tickets: t.tls_tickets,
+            }),
         };
         let d = server.dir.display().to_string();
         let conf = server.conf.display().to_string();

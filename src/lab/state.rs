@@ -100,6 +100,9 @@ pub struct LabState {
     pub backend: String,
     /// Where the network lab runs ("root", "rootless (user namespace)"); empty without one.
     pub lab: String,
+    /// Over TLS, what the clients speak ("TLS 1.3 X25519, tickets"); empty without TLS (the
+    /// resumed share, a knob, is in `knobs`).
+    pub tls: String,
     pub knobs: Knobs,
     pub store: Store,
     /// The scenario's thresholds judged on the session so far (TUI; empty without any).
@@ -140,6 +143,8 @@ pub struct LiveLatency {
     /// p50, p90, p99 in ms of the connects completed and the requests answered in the window.
     pub connect: Option<[f64; 3]>,
     pub total: Option<[f64; 3]>,
+    /// Over TLS, the handshakes completed in the window (their own duration).
+    pub handshake: Option<[f64; 3]>,
     /// What they are over (connects established, responses) and what they leave out (connects
     /// timed out; every other failure of a connect or a request).
     pub connects: u64,
@@ -164,6 +169,7 @@ impl LabState {
             target: String::new(),
             backend: "loopback (no shaping)".into(),
             lab: String::new(),
+            tls: String::new(),
             knobs,
             store: Store::new(200_000),
             latency: Vec::new(),

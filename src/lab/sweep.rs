@@ -27,6 +27,7 @@ pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command
             Command::SetBurst { ratio, fraction },
             Command::BurstOn(ratio > 1.0),
         ],
+        (SweepParam::Resumed, SweepValue::Share(x)) => vec![Command::SetResumed(x)],
         (SweepParam::Path(_), SweepValue::Path(value)) => {
             vec![Command::SetPath { path: None, value }]
         }

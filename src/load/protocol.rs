@@ -94,6 +94,9 @@ pub struct WorkerConfig {
     /// Start with load paused (the TUI can start paused).
     #[serde(default)]
     pub paused: bool,
+    /// Speak TLS: each connection's handshake follows its connect (None: plain HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::tls::ClientTls>,
 }
 
 /// Controller -> worker, one JSON object per line on the worker's stdin.
@@ -119,6 +122,10 @@ pub enum Control {
     },
     SetTimeout {
         timeout_s: f64,
+    },
+    /// The share of TLS handshakes that resume a session, from the next handshake on.
+    SetResumed {
+        share: f64,
     },
     Pause,
     Resume,
@@ -161,7 +168,8 @@ pub struct StatsDelta {
     /// Counter deltas over this interval (flattened: the wire format is unchanged).
     #[serde(flatten)]
     pub counts: Counters,
-    /// Gauges at the end of the interval: connects in progress, established connections,
+    /// Gauges at the end of the interval: connects in progress (over TLS with their
+    /// handshakes), established connections,
     /// requests sent (or being sent) and not yet answered or failed.
     pub connecting: u64,
     pub active: u64,
@@ -182,6 +190,9 @@ pub struct StatsDelta {
     /// 0: none yet): the server's time for a request when nothing queued before it.
     #[serde(default)]
     pub pool_service_min_us: u64,
+    /// Of `connecting`, TLS handshakes in progress (their connects are done).
+    #[serde(default)]
+    pub handshaking: u64,
     /// How late the latest scheduled start of this interval was, at most (us).
     pub lag_us_max: u64,
     /// The worker's own CPU time in this interval (s).
@@ -194,6 +205,9 @@ pub struct StatsDelta {
     /// Each request class's share of this report, when the mix has two or more classes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassDelta>,
+    /// TLS handshakes' own durations (us), from the connect's end to the handshake's.
+    #[serde(default)]
+    pub handshake_us: HistDelta,
     /// Set on the final message after Stop or the duration bound.
     #[serde(default)]
     pub last: bool,

@@ -170,6 +170,7 @@ fn histogram_help(name: &str) -> String {
     match name {
         "connect_latency" => "Connect time of every connection the load clients completed since the run began, from the scheduled start".into(),
         "total_latency" => "Response time (scheduled start to last byte) of every request the load clients completed since the run began".into(),
+        "tls_handshake_latency" => "Duration of every TLS handshake the load clients completed since the run began, from the connect's end".into(),
         other => format!("Latency distribution `{other}` since the run began"),
     }
 }

@@ -334,6 +334,19 @@ columns! {
     LOAD_CORES_IDLE = "load_cores_idle_pct", Percent, Gauge;
     CONTROLLER_CPU = "controller_cpu_pct", Percent, Gauge;
     LOAD_CPU = "load_cpu_pct", Percent, Gauge;
+    // TLS (issue 30): the clients' handshakes, full and resumed, their failures, the resumed
+    // share, the handshake's own duration; and the server's own count of its handshakes.
+    HANDSHAKES = "handshakes_per_s", PerSecond, Rate;
+    FULL_HANDSHAKES = "full_handshakes_per_s", PerSecond, Rate;
+    RESUMED_HANDSHAKES = "resumed_handshakes_per_s", PerSecond, Rate;
+    HANDSHAKE_ERRORS = "handshake_errors_per_s", PerSecond, Rate;
+    RESUMED_SHARE = "resumed_share_pct", Percent, Gauge;
+    HANDSHAKING = "handshaking", Count, Gauge;
+    HANDSHAKE_P50 = "tls_handshake_p50_ms", Milliseconds, Percentile;
+    HANDSHAKE_P90 = "tls_handshake_p90_ms", Milliseconds, Percentile;
+    HANDSHAKE_P99 = "tls_handshake_p99_ms", Milliseconds, Percentile;
+    SERVER_FULL_HANDSHAKES = "server_full_handshakes_per_s", PerSecond, Rate;
+    SERVER_RESUMED_HANDSHAKES = "server_resumed_handshakes_per_s", PerSecond, Rate;
 }
 
 /// The figures a network path gets of its own (its rates and latencies), in their column order.

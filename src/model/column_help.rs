@@ -125,6 +125,17 @@ const HELP: &[(Col, &str)] = &[
     (col::LOAD_CORES_IDLE, "Share of the load's CPUs' time idle, iowait included (/proc/stat of those CPUs)"),
     (col::CONTROLLER_CPU, "CPU synlab's controller process used (its run loop or TUI, probes and readers), percent of one core (/proc/self/stat)"),
     (col::LOAD_CPU, "CPU the load side's processes used together: the load workers, the delay router and the controller, percent of one core"),
+    (col::HANDSHAKES, "TLS handshakes the load clients completed per second, full and resumed"),
+    (col::FULL_HANDSHAKES, "Full TLS handshakes (no session resumed) the load clients completed per second"),
+    (col::RESUMED_HANDSHAKES, "TLS handshakes that resumed a session (ticket or session id) at the load clients, per second"),
+    (col::HANDSHAKE_ERRORS, "TLS handshakes that failed at the load clients per second (timeouts, alerts, bad certificates, protocol errors)"),
+    (col::RESUMED_SHARE, "Share of the sample's completed TLS handshakes that resumed a session, percent"),
+    (col::HANDSHAKING, "TLS handshakes in progress at the load clients (connect done, not yet established)"),
+    (col::HANDSHAKE_P50, "Median duration of the sample's completed TLS handshakes, from the connect's end"),
+    (col::HANDSHAKE_P90, "90th percentile duration of the sample's completed TLS handshakes, from the connect's end"),
+    (col::HANDSHAKE_P99, "99th percentile duration of the sample's completed TLS handshakes, from the connect's end"),
+    (col::SERVER_FULL_HANDSHAKES, "Full TLS handshakes the server counted itself (its own counter, or its access log's session-reuse field), per second"),
+    (col::SERVER_RESUMED_HANDSHAKES, "Resumed TLS handshakes the server counted itself (its own counter, or its access log's session-reuse field), per second"),
 ];
 
 impl Col {

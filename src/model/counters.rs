@@ -10,6 +10,11 @@
 //! With one request per connection (HTTP/1.0) every established connection carries one
 //! request, so `attempts = responses + errors + in_flight_at_end` over a run; with keep-alive a
 //! connection carries many, and only the two identities hold.
+//!
+//! Over TLS a connection is established when its handshake is done: a connect in progress and
+//! a handshake in progress are both `connecting`, and a handshake that fails (timeout, alert,
+//! bad certificate, protocol error) is a connection error. Every established TLS connection did
+//! one handshake, full or resumed: `established = handshakes_full + handshakes_resumed`.
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +38,18 @@ pub struct Counters {
     pub connect_other_errors: u64,
     /// Arrivals not started because the D cap was reached (open mode).
     pub client_cap_drops: u64,
+    // TLS handshakes (each a step of its connection's establishment).
+    /// Handshakes done without a session (full) and resuming one.
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
+    /// Handshakes not done within the handshake timeout.
+    pub handshake_timeouts: u64,
+    /// Handshakes the server refused with an alert.
+    pub tls_alerts: u64,
+    /// Handshakes whose certificate did not verify (verification on).
+    pub bad_certificates: u64,
+    /// Handshakes that broke otherwise: not TLS, a message out of place, closed midway.
+    pub tls_protocol_errors: u64,
     // Requests.
     /// Requests begun on an established connection (counted when the request is set up, before
     /// its first byte is handed to the kernel).
@@ -82,6 +99,12 @@ impl Counters {
             out_of_fds,
             connect_other_errors,
             client_cap_drops,
+            handshakes_full,
+            handshakes_resumed,
+            handshake_timeouts,
+            tls_alerts,
+            bad_certificates,
+            tls_protocol_errors,
             requests,
             responses,
             responses_2xx,
@@ -109,6 +132,12 @@ impl Counters {
         self.out_of_fds += out_of_fds;
         self.connect_other_errors += connect_other_errors;
         self.client_cap_drops += client_cap_drops;
+        self.handshakes_full += handshakes_full;
+        self.handshakes_resumed += handshakes_resumed;
+        self.handshake_timeouts += handshake_timeouts;
+        self.tls_alerts += tls_alerts;
+        self.bad_certificates += bad_certificates;
+        self.tls_protocol_errors += tls_protocol_errors;
         self.requests += requests;
         self.responses += responses;
         self.responses_2xx += responses_2xx;
@@ -129,13 +158,24 @@ impl Counters {
         self.requests_at_end += requests_at_end;
     }
 
-    /// Connects that failed: never established.
+    /// Connects that failed: never established (over TLS, their handshake's failures too).
     pub fn connection_errors(&self) -> u64 {
         self.connect_timeouts
             + self.refused
             + self.addr_not_avail
             + self.out_of_fds
             + self.connect_other_errors
+            + self.handshake_errors()
+    }
+
+    /// TLS handshakes that failed.
+    pub fn handshake_errors(&self) -> u64 {
+        self.handshake_timeouts + self.tls_alerts + self.bad_certificates + self.tls_protocol_errors
+    }
+
+    /// TLS handshakes completed, full and resumed.
+    pub fn handshakes(&self) -> u64 {
+        self.handshakes_full + self.handshakes_resumed
     }
 
     /// Requests that failed: sent (or begun) and never answered. Malformed or truncated
@@ -209,6 +249,30 @@ pub struct Totals {
     /// The requests' counts and identity.
     #[serde(default)]
     pub requests: RequestTotals,
+    /// Over TLS: the handshakes, as the clients and the server counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<HandshakeTotals>,
+}
+
+/// A span's TLS handshakes: completed ones full and resumed (their sum is the connections
+/// established), failed ones (in the connections' errors by kind), and the server's own count
+/// where it has one (the built-in server's counters, an access log's session-reuse field).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandshakeTotals {
+    pub full: u64,
+    pub resumed: u64,
+    pub failed: u64,
+    /// `resumed / (full + resumed)`, None without a completed handshake.
+    pub resumed_share: Option<f64>,
+    pub server_full: Option<u64>,
+    pub server_resumed: Option<u64>,
+}
+
+impl HandshakeTotals {
+    /// The share of `resumed` in `full + resumed`, None when both are 0.
+    pub fn share(full: u64, resumed: u64) -> Option<f64> {
+        (full + resumed > 0).then(|| resumed as f64 / (full + resumed) as f64)
+    }
 }
 
 /// [`Counters::errors`] split by cause.
@@ -224,6 +288,31 @@ pub struct ErrorKinds {
     /// EMFILE / ENFILE: descriptors exhausted.
     pub out_of_fds: u64,
     pub other: u64,
+    /// TLS handshakes that failed, by kind (0 without TLS).
+    #[serde(flatten)]
+    pub tls: HandshakeErrorKinds,
+}
+
+/// TLS handshakes that failed, by kind: connection errors (absent, so 0, in files written
+/// before TLS).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HandshakeErrorKinds {
+    pub handshake_timeouts: u64,
+    pub tls_alerts: u64,
+    pub bad_certificates: u64,
+    pub tls_protocol_errors: u64,
+}
+
+impl HandshakeErrorKinds {
+    pub fn of(c: &Counters) -> Self {
+        HandshakeErrorKinds {
+            handshake_timeouts: c.handshake_timeouts,
+            tls_alerts: c.tls_alerts,
+            bad_certificates: c.bad_certificates,
+            tls_protocol_errors: c.tls_protocol_errors,
+        }
+    }
 }
 
 /// A span's connections: `attempts + connecting_at_start = established + errors +
@@ -246,6 +335,9 @@ pub struct ConnectionErrorKinds {
     pub addr_not_avail: u64,
     pub out_of_fds: u64,
     pub other: u64,
+    /// Over TLS, the handshake's failures.
+    #[serde(flatten)]
+    pub tls: HandshakeErrorKinds,
 }
 
 /// A span's requests: `sent + in_flight_at_start = responses + errors + in_flight_at_end`.
@@ -305,6 +397,7 @@ impl Totals {
                 addr_not_avail: c.addr_not_avail,
                 out_of_fds: c.out_of_fds,
                 other: c.connect_other_errors + c.request_other_errors,
+                tls: HandshakeErrorKinds::of(c),
             },
             in_flight_at_end: connecting_at_end + requests_at_end,
             syn_in: None,
@@ -321,6 +414,7 @@ impl Totals {
                     addr_not_avail: c.addr_not_avail,
                     out_of_fds: c.out_of_fds,
                     other: c.connect_other_errors,
+                    tls: HandshakeErrorKinds::of(c),
                 },
                 connecting_at_start: at_start.connecting,
                 connecting_at_end,
@@ -338,6 +432,14 @@ impl Totals {
                 in_flight_at_start: at_start.requests,
                 in_flight_at_end: requests_at_end,
             },
+            tls: (c.handshakes() + c.handshake_errors() > 0).then(|| HandshakeTotals {
+                full: c.handshakes_full,
+                resumed: c.handshakes_resumed,
+                failed: c.handshake_errors(),
+                resumed_share: HandshakeTotals::share(c.handshakes_full, c.handshakes_resumed),
+                server_full: None,
+                server_resumed: None,
+            }),
         }
     }
 
@@ -388,9 +490,9 @@ mod tests {
         for (k, x) in v.as_object().unwrap() {
             assert_eq!(x, 2, "{k} was not summed");
         }
-        assert_eq!(sum.connection_errors(), 10);
+        assert_eq!(sum.connection_errors(), 18);
         assert_eq!(sum.request_errors(), 8);
-        assert_eq!(sum.errors(), 18);
+        assert_eq!(sum.errors(), 26);
         assert_eq!(sum.in_flight_at_end(), 4);
         let garbage = Counters {
             attempts: 5,

@@ -15,7 +15,7 @@ pub mod units;
 pub mod workload;
 
 pub use column::{col, ClassName, Col, Kind, PathName, Unit, CLASS_FIGURES, PATH_FIGURES};
-pub use counters::{Counters, ErrorKinds, InProgress, Totals};
+pub use counters::{Counters, ErrorKinds, HandshakeTotals, InProgress, Totals};
 pub use cpus::{Placement, Steer};
 pub use knob::{KnobError, PathKnob, PathStep, PathValue};
 pub use summary::{ClassSummary, PathSummary, SummaryRow};

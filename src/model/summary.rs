@@ -250,6 +250,36 @@ pub struct SummaryRow {
     /// default p98), over the point's completed requests: what its capacity is judged by.
     #[serde(default = "nan")]
     pub capacity_latency_ms: f64,
+    /// TLS (null without): handshakes completed per second, full and resumed; the resumed
+    /// share of them as the clients and as the server counted it (%); failed handshakes per
+    /// second; the handshake's own duration; time to first byte (from the scheduled start);
+    /// the server's own count of its handshakes per second.
+    #[serde(default)]
+    pub handshakes_per_s: f64,
+    #[serde(default)]
+    pub full_handshakes_per_s: f64,
+    #[serde(default)]
+    pub resumed_handshakes_per_s: f64,
+    #[serde(default)]
+    pub resumed_share_pct: f64,
+    #[serde(default)]
+    pub server_resumed_share_pct: f64,
+    #[serde(default)]
+    pub handshake_errors_per_s: f64,
+    #[serde(default)]
+    pub tls_handshake_p50_ms: f64,
+    #[serde(default)]
+    pub tls_handshake_p90_ms: f64,
+    #[serde(default)]
+    pub tls_handshake_p99_ms: f64,
+    #[serde(default)]
+    pub ttfb_p50_ms: f64,
+    #[serde(default)]
+    pub ttfb_p99_ms: f64,
+    #[serde(default)]
+    pub server_full_handshakes_per_s: f64,
+    #[serde(default)]
+    pub server_resumed_handshakes_per_s: f64,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -400,6 +430,19 @@ summary_cols! {
     LoadCpuPct = load_cpu_pct: Percent,
     LoadCoresBusyPct = load_cores_busy_pct: Percent,
     CapacityLatencyMs = capacity_latency_ms: Milliseconds,
+    HandshakesPerS = handshakes_per_s: PerSecond,
+    FullHandshakesPerS = full_handshakes_per_s: PerSecond,
+    ResumedHandshakesPerS = resumed_handshakes_per_s: PerSecond,
+    ResumedSharePct = resumed_share_pct: Percent,
+    ServerResumedSharePct = server_resumed_share_pct: Percent,
+    HandshakeErrorsPerS = handshake_errors_per_s: PerSecond,
+    TlsHandshakeP50Ms = tls_handshake_p50_ms: Milliseconds,
+    TlsHandshakeP90Ms = tls_handshake_p90_ms: Milliseconds,
+    TlsHandshakeP99Ms = tls_handshake_p99_ms: Milliseconds,
+    TtfbP50Ms = ttfb_p50_ms: Milliseconds,
+    TtfbP99Ms = ttfb_p99_ms: Milliseconds,
+    ServerFullHandshakesPerS = server_full_handshakes_per_s: PerSecond,
+    ServerResumedHandshakesPerS = server_resumed_handshakes_per_s: PerSecond,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }

@@ -20,6 +20,8 @@ pub enum SweepParam {
     /// (keep-alive; with one request per connection the client closes first), so the same
     /// load leaves TIME_WAIT on the server or on the clients (seed 002 Tables 10-14).
     Http,
+    /// The share of TLS handshakes that resume a session (0 to 1).
+    Resumed,
     /// A live knob of every network path.
     Path(PathKnob),
     /// Where the server's receive processing runs (`[network] steer`).
@@ -37,7 +39,7 @@ const SERVER_PARAMS: [SweepParam; 3] = [
     SweepParam::Backlog,
 ];
 
-const LOAD_PARAMS: [SweepParam; 8] = [
+const LOAD_PARAMS: [SweepParam; 9] = [
     SweepParam::Rate,
     SweepParam::Sockets,
     SweepParam::Clients,
@@ -46,6 +48,7 @@ const LOAD_PARAMS: [SweepParam; 8] = [
     SweepParam::Burst,
     SweepParam::Workload,
     SweepParam::Http,
+    SweepParam::Resumed,
 ];
 
 impl SweepParam {
@@ -68,6 +71,7 @@ impl SweepParam {
             SweepParam::Burst => "load.burst",
             SweepParam::Workload => "load.workload",
             SweepParam::Http => "load.http",
+            SweepParam::Resumed => "load.tls.resumed",
             SweepParam::Path(k) => k.sweep_name(),
             SweepParam::Steer => "network.steer",
             SweepParam::Syncookies => "network.syncookies",
@@ -100,6 +104,7 @@ impl SweepParam {
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
             SweepParam::Http => "HTTP version (1.0: the server closes first; 1.1: the client)",
+            SweepParam::Resumed => "resumed TLS handshakes (share, 0-1)",
             SweepParam::Path(k) => k.axis(),
             SweepParam::Steer => "receive steering (where the server's NET_RX softirq runs)",
             SweepParam::Syncookies => {
@@ -131,6 +136,8 @@ pub enum SweepValue {
     Http {
         keepalive: bool,
     },
+    /// A share, 0 to 1.
+    Share(f64),
     Path(PathValue),
     Steer(super::cpus::Steer),
     /// A `tcp_syncookies` setting: 0, 1 or 2.
@@ -160,6 +167,8 @@ pub enum SweepValueError {
     NotASyncookies(String),
     #[error("`{0}` is not an HTTP version; use \"1.0\" or \"1.1\"")]
     NotAnHttpVersion(String),
+    #[error("{param} takes shares from 0 to 1 (got {text})")]
+    NotAShare { param: SweepParam, text: String },
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error(transparent)]
@@ -242,6 +251,13 @@ impl SweepValue {
                 "1.1" => Ok(SweepValue::Http { keepalive: true }),
                 other => Err(SweepValueError::NotAnHttpVersion(other.to_string())),
             },
+            SweepParam::Resumed => match text.trim().parse::<f64>() {
+                Ok(x) if (0.0..=1.0).contains(&x) => Ok(SweepValue::Share(x)),
+                _ => Err(SweepValueError::NotAShare {
+                    param,
+                    text: text.to_string(),
+                }),
+            },
             SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
             SweepParam::Steer => super::cpus::Steer::parse(text)
                 .map(SweepValue::Steer)
@@ -266,6 +282,7 @@ impl SweepValue {
             | SweepValue::Steer(_)
             | SweepValue::Http { .. } => None,
             SweepValue::Syncookies(n) => Some(n as f64),
+            SweepValue::Share(x) => Some(x),
             SweepValue::Path(v) => v.x(),
         }
     }
@@ -287,6 +304,7 @@ impl fmt::Display for SweepValue {
             SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
             SweepValue::Workload(w) => write!(f, "{}", w.name()),
             SweepValue::Http { keepalive } => f.write_str(if *keepalive { "1.1" } else { "1.0" }),
+            SweepValue::Share(x) => write!(f, "{x}"),
             SweepValue::Path(v) => write!(f, "{v}"),
             SweepValue::Steer(s) => write!(f, "{s}"),
             SweepValue::Syncookies(n) => write!(f, "{n}"),

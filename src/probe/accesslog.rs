@@ -23,6 +23,11 @@ pub struct StatusCounts {
     pub s4xx: u64,
     pub s5xx: u64,
     pub unparsed: u64,
+    /// Over TLS, the lines whose session-reuse field (`tls:r` / `tls:.` as synlab's nginx
+    /// config writes `$ssl_session_reused`, `tls:Resumed` / `tls:Initial` from Apache's
+    /// `%{SSL_SESSION_RESUMED}x`) says the request's connection resumed a session or not.
+    pub tls_full: u64,
+    pub tls_resumed: u64,
 }
 
 impl StatusCounts {
@@ -37,6 +42,11 @@ impl StatusCounts {
             Some(5) => self.s5xx += 1,
             _ => self.unparsed += 1,
         }
+        match session_reused(line) {
+            Some(true) => self.tls_resumed += 1,
+            Some(false) => self.tls_full += 1,
+            None => {}
+        }
     }
 
     /// The counts added since `earlier`.
@@ -49,12 +59,30 @@ impl StatusCounts {
             s4xx: self.s4xx.saturating_sub(earlier.s4xx),
             s5xx: self.s5xx.saturating_sub(earlier.s5xx),
             unparsed: self.unparsed.saturating_sub(earlier.unparsed),
+            tls_full: self.tls_full.saturating_sub(earlier.tls_full),
+            tls_resumed: self.tls_resumed.saturating_sub(earlier.tls_resumed),
         }
     }
 
     /// Lines that were not a 2xx response (unparsed ones included).
     pub fn non2xx(&self) -> u64 {
         self.lines - self.s2xx
+    }
+}
+
+/// The marker of the session-reuse field synlab appends to its TLS servers' log lines.
+pub const TLS_FIELD: &str = " tls:";
+
+/// Whether the line's TLS session was resumed: `tls:r` or `tls:Resumed` (true), `tls:.` or
+/// `tls:Initial` (false); None when the line has no such field (plain HTTP).
+pub fn session_reused(line: &[u8]) -> Option<bool> {
+    let at = memchr::memmem::rfind(line, TLS_FIELD.as_bytes())?;
+    let v = &line[at + TLS_FIELD.len()..];
+    let end = v.iter().position(|&c| c == b' ').unwrap_or(v.len());
+    match &v[..end] {
+        b"r" | b"Resumed" => Some(true),
+        b"." | b"Initial" => Some(false),
+        _ => None,
     }
 }
 

@@ -6,6 +6,11 @@
 /// report.md and the gate).
 pub const TOLERANCE_PCT: f64 = 2.0;
 
+/// The resumed share of TLS handshakes as the server counted it against the clients' share:
+/// they may differ by this many percentage points (the bound; an access log counts
+/// per request, which on kept-alive connections weighs each handshake by its requests).
+pub const RESUMED_SHARE_POINTS: f64 = 2.0;
+
 /// `measured` against `reference` in signed percent of the reference; None when the reference is
 /// zero.
 pub fn signed_diff_pct(measured: f64, reference: f64) -> Option<f64> {

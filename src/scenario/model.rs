@@ -174,6 +174,20 @@ pub struct TargetSpec {
     /// Apache: at the end of the server config).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extra_config: Vec<String>,
+    /// The server speaks TLS (HTTPS): the built-in server, nginx and Apache with a certificate
+    /// the lab makes at start; a command or address target says so of itself.
+    #[serde(skip_serializing_if = "is_false")]
+    pub tls: bool,
+    /// The certificate's key (built-in, nginx, Apache): "ecdsa-p256" (default) or "rsa-2048".
+    pub tls_key: crate::tls::KeyKind,
+    /// Keep TLS sessions in a cache (resumption by session id; TLS 1.3 tickets that are ids).
+    pub tls_session_cache: bool,
+    /// Issue stateless session tickets.
+    pub tls_tickets: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for TargetSpec {
@@ -201,6 +215,10 @@ impl Default for TargetSpec {
             access_log: String::new(),
             mpm: None,
             extra_config: Vec::new(),
+            tls: false,
+            tls_key: crate::tls::KeyKind::EcdsaP256,
+            tls_session_cache: true,
+            tls_tickets: true,
         }
     }
 }
@@ -255,6 +273,48 @@ pub struct LoadSpec {
     /// and timed from its scheduled time. None: `rate` is connections/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<u32>,
+    /// `[load.tls]`: how the clients speak TLS to a `tls = true` target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
+}
+
+/// `[load.tls]`: the clients' TLS (the target needs `tls = true`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSpec {
+    /// "1.3" (default) or "1.2".
+    pub version: crate::tls::TlsVersion,
+    /// The share of handshakes that resume a session, 0 to 1, by schedule (exact over the run).
+    pub resumed: f64,
+    /// How a session is resumed: "tickets" (default) or "ids" (the server's session cache).
+    pub resumption: crate::tls::ResumeBy,
+    /// Key exchange: "x25519" (default), "p256", or the hybrid "x25519mlkem768".
+    pub group: crate::tls::KxGroup,
+    /// The server name sent (SNI) and verified; "" sends none. Default: the lab
+    /// certificate's name.
+    pub sni: String,
+    /// Verify the server's certificate (against the lab's CA, or `ca`); off by default.
+    pub verify: bool,
+    /// A PEM file of CA certificates to verify against instead of the lab's.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub ca: String,
+    /// A handshake not done after this long fails (a handshake timeout).
+    pub handshake_timeout: Dur,
+}
+
+impl Default for TlsSpec {
+    fn default() -> Self {
+        TlsSpec {
+            version: Default::default(),
+            resumed: 0.0,
+            resumption: Default::default(),
+            group: Default::default(),
+            sni: crate::tls::settings::LAB_NAME.to_string(),
+            verify: false,
+            ca: String::new(),
+            handshake_timeout: Dur::from_secs(5.0),
+        }
+    }
 }
 
 impl Default for LoadSpec {
@@ -276,6 +336,7 @@ impl Default for LoadSpec {
             burst: None,
             cpus: Vec::new(),
             connections: None,
+            tls: None,
         }
     }
 }

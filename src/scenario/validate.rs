@@ -20,6 +20,7 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     check_target_files(s, &mut bad);
     check_network(s, &mut bad);
     check_load(s, &mut bad);
+    check_tls(s, &mut bad);
     check_probe(s, &mut bad);
     check_steps(s, &mut bad);
     check_sweep(s, &mut bad);
@@ -331,6 +332,97 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
 }
 
+/// TLS: the clients' `[load.tls]` against what the target serves.
+fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    use crate::tls::{KxGroup, ResumeBy, TlsVersion};
+    let t = &s.target;
+    let lab_cert = matches!(
+        t.kind,
+        TargetKind::Builtin | TargetKind::Nginx | TargetKind::Apache
+    );
+    if !t.tls || !lab_cert {
+        let defaults = TargetSpec::default();
+        for (key, set) in [
+            ("tls_key", t.tls_key != defaults.tls_key),
+            (
+                "tls_session_cache",
+                t.tls_session_cache != defaults.tls_session_cache,
+            ),
+            ("tls_tickets", t.tls_tickets != defaults.tls_tickets),
+        ] {
+            if set {
+                let why = if t.tls {
+                    format!("the lab makes the certificate and TLS config only of the built-in server, nginx and Apache (this target is kind = \"{}\")", t.kind.name())
+                } else {
+                    "is used only with tls = true".into()
+                };
+                bad(&format!("target.{key}"), format!("{why}: remove the key"));
+            }
+        }
+    }
+    let Some(l) = &s.load.tls else {
+        return;
+    };
+    if !t.tls {
+        bad(
+            "load.tls",
+            format!(
+                "the target does not speak TLS (kind = \"{}\" without tls = true): add tls = true to [target], or remove [load.tls]",
+                t.kind.name()
+            ),
+        );
+    }
+    if !(0.0..=1.0).contains(&l.resumed) || !l.resumed.is_finite() {
+        bad(
+            "load.tls.resumed",
+            format!(
+                "({}) is the share of handshakes that resume a session: 0 to 1 (0.3 resumes 3 in 10)",
+                l.resumed
+            ),
+        );
+    }
+    let hs = l.handshake_timeout.secs();
+    if hs <= 0.0 || hs > 60.0 {
+        bad(
+            "load.tls.handshake_timeout",
+            "must be > 0 and at most 60s, e.g. \"5s\"".into(),
+        );
+    }
+    if l.version == TlsVersion::V12 && l.group == KxGroup::X25519Mlkem768 {
+        bad(
+            "load.tls.group",
+            "x25519mlkem768 exists only in TLS 1.3: use version = \"1.3\", or group x25519 or p256"
+                .into(),
+        );
+    }
+    if l.verify && !lab_cert && l.ca.is_empty() {
+        bad(
+            "load.tls.ca",
+            format!(
+                "verify = true against a kind = \"{}\" target needs the CA its certificate is signed by: ca = \"path/to/ca.pem\"",
+                t.kind.name()
+            ),
+        );
+    }
+    if t.tls && lab_cert && l.resumed > 0.0 {
+        match l.resumption {
+            ResumeBy::Ids if !t.tls_session_cache => bad(
+                "load.tls.resumption",
+                "resuming by session ids needs the server's session cache: set target.tls_session_cache = true, or resumption = \"tickets\"".into(),
+            ),
+            ResumeBy::Tickets if !t.tls_tickets && l.version == TlsVersion::V12 => bad(
+                "load.tls.resumption",
+                "resuming TLS 1.2 by tickets needs the server's tickets: set target.tls_tickets = true, or resumption = \"ids\"".into(),
+            ),
+            _ if !t.tls_tickets && !t.tls_session_cache => bad(
+                "load.tls.resumed",
+                "the server keeps no sessions (tls_session_cache and tls_tickets are off): nothing can resume; set resumed = 0 or turn one on".into(),
+            ),
+            _ => {}
+        }
+    }
+}
+
 /// The probe's sampling interval.
 fn check_probe(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if s.probe.interval.secs() < 0.01 || s.probe.interval.secs() > 60.0 {
@@ -409,6 +501,13 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             Some(k) if k.needs_network() && s.network.is_none() => bad(
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
+            ),
+            Some(SweepParam::Resumed) if !s.target.tls => bad(
+                "sweep.param",
+                format!(
+                    "`{}` needs a target that speaks TLS: add tls = true to [target]",
+                    sw.param
+                ),
             ),
             Some(_) => {}
         }

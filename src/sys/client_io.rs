@@ -58,6 +58,11 @@ impl Errno {
 
     /// A peer that hung up without saying why (EPOLLHUP with no pending error).
     pub const HANGUP: Errno = Errno(libc::ECONNRESET);
+
+    /// The errno of an I/O error that came from a socket call (EIO if it has none).
+    pub fn of_io(e: &io::Error) -> Errno {
+        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+    }
 }
 
 impl std::fmt::Display for Errno {
@@ -223,6 +228,23 @@ impl TcpSocket {
         }
     }
 
+    /// sendmsg() of several buffers in one call, without SIGPIPE.
+    pub fn send_vectored(&self, bufs: &[io::IoSlice<'_>]) -> Result<usize, Errno> {
+        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        // IoSlice is ABI-compatible with iovec on Unix.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        // IOV_MAX on Linux.
+        msg.msg_iovlen = bufs.len().min(1024) as _;
+        // SAFETY: msg points at bufs, valid for the call.
+        let n = unsafe { libc::sendmsg(self.0.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            Err(Errno::last())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
     pub fn recv(&self, buf: &mut [u8]) -> Result<usize, Errno> {
         // SAFETY: buf is valid for writes of buf.len() bytes.
         let n = unsafe {
@@ -238,6 +260,29 @@ impl TcpSocket {
         } else {
             Ok(n as usize)
         }
+    }
+}
+
+/// The socket as a byte stream, for a TLS library that reads and writes records through
+/// `io::Read` / `io::Write` (errno as `io::Error`; EAGAIN is `WouldBlock`).
+impl io::Read for &TcpSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv(buf)
+            .map_err(|e| io::Error::from_raw_os_error(e.0))
+    }
+}
+
+impl io::Write for &TcpSocket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.send(buf)
+            .map_err(|e| io::Error::from_raw_os_error(e.0))
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.send_vectored(bufs)
+            .map_err(|e| io::Error::from_raw_os_error(e.0))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

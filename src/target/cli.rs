@@ -64,6 +64,18 @@ pub struct ServeArgs {
     /// Period of the stats line.
     #[arg(long, default_value = "1s", value_parser = parse_dur)]
     pub stats_interval: Duration,
+    /// Serve HTTPS with this certificate chain (PEM; needs --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// HTTPS: keep sessions in a cache (resumption by session id).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub tls_session_cache: bool,
+    /// HTTPS: issue session tickets.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub tls_tickets: bool,
 }
 
 fn parse_dur(s: &str) -> Result<Duration, UnitError> {
@@ -151,6 +163,15 @@ impl ServeArgs {
             accept_batch: self.accept_batch,
             lingering_close: self.lingering_close,
             linger_timeout_ms: self.linger_timeout.as_millis() as u64,
+            tls: match (&self.tls_cert, &self.tls_key) {
+                (Some(cert), Some(key)) => Some(crate::tls::ServerTls {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    session_cache: self.tls_session_cache,
+                    tickets: self.tls_tickets,
+                }),
+                _ => None,
+            },
         };
         super::validate(&cfg)?;
         Ok(cfg)

@@ -71,6 +71,9 @@ pub struct ServeConfig {
     /// Longest silence waited for during a lingering close (Apache: 2 s).
     #[serde(default = "default_linger_timeout_ms")]
     pub linger_timeout_ms: u64,
+    /// Serve HTTPS: the certificate, and whether sessions are cached and tickets issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::tls::ServerTls>,
 }
 
 fn default_accept_batch() -> u32 {
@@ -155,6 +158,13 @@ pub struct ServerStats {
     pub dyn_db: u64,
     #[serde(default)]
     pub dyn_errors: u64,
+    /// TLS handshakes done, full and resumed, and those that failed or were abandoned.
+    #[serde(default)]
+    pub tls_full: u64,
+    #[serde(default)]
+    pub tls_resumed: u64,
+    #[serde(default)]
+    pub tls_failed: u64,
     /// Where the server listens (the real port when the config asked for port 0).
     #[serde(default)]
     pub listen: String,
@@ -171,6 +181,17 @@ impl ServerStats {
         (self.t_s > earlier.t_s).then(|| {
             let n = self.responses.saturating_sub(earlier.responses);
             (n, n as f64 / (self.t_s - earlier.t_s))
+        })
+    }
+
+    /// TLS handshakes (full, resumed) done between `earlier` and these totals; None when no
+    /// time passed.
+    pub fn handshakes_since(&self, earlier: &ServerStats) -> Option<(u64, u64)> {
+        (self.t_s > earlier.t_s).then(|| {
+            (
+                self.tls_full.saturating_sub(earlier.tls_full),
+                self.tls_resumed.saturating_sub(earlier.tls_resumed),
+            )
         })
     }
 }

@@ -8,6 +8,7 @@ use super::http::{self, Method, Parse};
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A keep-alive connection idle this long is closed (also bounds a silent client's hold on a
@@ -33,6 +34,10 @@ pub struct Counters {
     pub dyn_inproc: AtomicU64,
     pub dyn_db: AtomicU64,
     pub dyn_errors: AtomicU64,
+    /// TLS handshakes done full, resumed, and failed (an error, or the client gone midway).
+    pub tls_full: AtomicU64,
+    pub tls_resumed: AtomicU64,
+    pub tls_failed: AtomicU64,
 }
 
 /// Most prefork / threaded workers a server may have (the pid table's size).
@@ -82,6 +87,9 @@ impl Counters {
             dyn_inproc: self.dyn_inproc.load(Relaxed),
             dyn_db: self.dyn_db.load(Relaxed),
             dyn_errors: self.dyn_errors.load(Relaxed),
+            tls_full: self.tls_full.load(Relaxed),
+            tls_resumed: self.tls_resumed.load(Relaxed),
+            tls_failed: self.tls_failed.load(Relaxed),
             listen: String::new(),
             pid: 0,
         }
@@ -156,11 +164,67 @@ pub struct WriteProgress {
     pub done: u64,
 }
 
+/// Counts a TLS handshake that completed.
+pub fn count_handshake(conn: &rustls::ServerConnection, counters: &Counters) {
+    if crate::tls::server::resumed(conn) {
+        counters.tls_resumed.fetch_add(1, Relaxed);
+    } else {
+        counters.tls_full.fetch_add(1, Relaxed);
+    }
+}
+
+/// The most plaintext handed to TLS before its records are written out.
+const TLS_CHUNK: usize = 16 * 1024;
+
+/// The body from `off` to the end of the pattern buffer (or of the body, if sooner).
+fn body_piece<'a>(resp: &Response, pattern: &'a [u8], off: u64) -> &'a [u8] {
+    let start = (off % PATTERN_BUF_LEN as u64) as usize;
+    let n = ((resp.body_len - off) as usize).min(PATTERN_BUF_LEN - start);
+    &pattern[start..start + n]
+}
+
+/// As [`write_some`], through TLS on a non-blocking socket: the response goes into TLS in
+/// record-sized pieces, each written out before the next, so a large file is never held
+/// encrypted in memory whole.
+pub fn write_some_tls(
+    s: &mut TcpStream,
+    tls: &mut rustls::ServerConnection,
+    resp: &Response,
+    pattern: &[u8],
+    prog: &mut WriteProgress,
+    counters: &Counters,
+) -> io::Result<bool> {
+    let head_len = resp.head.len() as u64;
+    let total = resp.total_len();
+    loop {
+        while tls.wants_write() {
+            match tls.write_tls(s) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        if prog.done >= total {
+            return Ok(true);
+        }
+        let piece = if prog.done < head_len {
+            &resp.head[prog.done as usize..]
+        } else {
+            body_piece(resp, pattern, prog.done - head_len)
+        };
+        let piece = &piece[..piece.len().min(TLS_CHUNK)];
+        let n = tls.writer().write(piece)?;
+        prog.done += n as u64;
+        counters.bytes_out.fetch_add(n as u64, Relaxed);
+    }
+}
+
 /// Writes as much of `resp` as the socket takes (one writev of head + body chunk, so a small
 /// response is one segment with no Nagle delay between head and body). Ok(true) when complete;
 /// WouldBlock is returned as Ok(false) for non-blocking sockets.
 pub fn write_some(
-    s: &mut TcpStream,
+    s: &mut impl Write,
     resp: &Response,
     pattern: &[u8],
     prog: &mut WriteProgress,
@@ -174,10 +238,7 @@ pub fn write_some(
             let blen = resp.body_len.min(PATTERN_BUF_LEN as u64) as usize;
             s.write_vectored(&[IoSlice::new(h), IoSlice::new(&pattern[..blen])])
         } else {
-            let off = prog.done - head_len;
-            let start = (off % PATTERN_BUF_LEN as u64) as usize;
-            let n = ((resp.body_len - off) as usize).min(PATTERN_BUF_LEN - start);
-            s.write(&pattern[start..start + n])
+            s.write(body_piece(resp, pattern, prog.done - head_len))
         };
         match r {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -216,6 +277,8 @@ pub struct Ctx {
     pub pattern: Vec<u8>,
     /// CGI program and database for the dynamic endpoints.
     pub dynamic: super::dynamic::Dynamic,
+    /// HTTPS: the TLS config every connection's handshake uses.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// How a connection's serving loop ended.
@@ -232,7 +295,32 @@ enum End {
 /// read a request, spend the service time, write the response, repeat while kept alive, then
 /// (when `lingering_close` is on) linger until the client's FIN. The worker is busy throughout.
 pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &dyn Fn() -> bool) {
-    let end = serve_requests(&mut s, ctx, counters, stop);
+    let _ = s.set_nodelay(true);
+    // Wake up now and then to notice a stop or an idle keep-alive connection.
+    let _ = s.set_read_timeout(Some(WAKE_EVERY));
+    let _ = s.set_write_timeout(Some(IDLE_TIMEOUT));
+    let end = match &ctx.tls {
+        None => serve_requests(&mut s, ctx, counters, stop),
+        Some(config) => {
+            let Ok(mut conn) = rustls::ServerConnection::new(config.clone()) else {
+                counters.tls_failed.fetch_add(1, Relaxed);
+                return;
+            };
+            if !tls_handshake(&mut conn, &mut s, stop) {
+                counters.tls_failed.fetch_add(1, Relaxed);
+                return;
+            }
+            count_handshake(&conn, counters);
+            let mut stream = rustls::StreamOwned::new(conn, s);
+            let end = serve_requests(&mut stream, ctx, counters, stop);
+            if end == End::ServerCloses {
+                stream.conn.send_close_notify();
+                let _ = stream.conn.complete_io(&mut stream.sock);
+            }
+            s = stream.sock;
+            end
+        }
+    };
     if end == End::ServerCloses && ctx.cfg.lingering_close {
         linger(
             &mut s,
@@ -240,6 +328,32 @@ pub fn serve_blocking(mut s: TcpStream, ctx: &Ctx, counters: &Counters, stop: &d
             stop,
         );
     }
+}
+
+/// A blocking worker's TLS handshake: true once it is done; false when it failed, the client
+/// went away, or it idled past the keep-alive timeout.
+fn tls_handshake(
+    conn: &mut rustls::ServerConnection,
+    s: &mut TcpStream,
+    stop: &dyn Fn() -> bool,
+) -> bool {
+    let started = Instant::now();
+    while conn.is_handshaking() {
+        match conn.complete_io(s) {
+            Ok(_) => {}
+            Err(e) if is_read_timeout(&e) => {
+                if stop() || started.elapsed() >= IDLE_TIMEOUT {
+                    return false;
+                }
+            }
+            Err(_) => {
+                // An alert for the client, if there is one to send.
+                let _ = conn.write_tls(s);
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// The read timeout of a blocking worker: how often it looks at its stop flag.
@@ -282,16 +396,14 @@ fn is_read_timeout(e: &io::Error) -> bool {
     )
 }
 
+/// Reads requests and writes responses on a blocking connection (plain, or TLS once its
+/// handshake is done) until one side closes.
 fn serve_requests(
-    s: &mut TcpStream,
+    s: &mut (impl Read + Write),
     ctx: &Ctx,
     counters: &Counters,
     stop: &dyn Fn() -> bool,
 ) -> End {
-    let _ = s.set_nodelay(true);
-    // Wake up now and then to notice a stop or an idle keep-alive connection.
-    let _ = s.set_read_timeout(Some(WAKE_EVERY));
-    let _ = s.set_write_timeout(Some(IDLE_TIMEOUT));
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     let mut idle_since = Instant::now();

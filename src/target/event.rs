@@ -32,6 +32,8 @@ enum State {
 
 struct Conn {
     stream: TcpStream,
+    /// HTTPS: the connection's TLS (its handshake first, then the requests through it).
+    tls: Option<Box<rustls::ServerConnection>>,
     buf: Vec<u8>,
     state: State,
     /// Distinguishes reuses of a slot, so a stale timer never fires on a newer connection.
@@ -111,6 +113,71 @@ pub fn run(
     Ok(())
 }
 
+/// Where a TLS connection stands after its records were read.
+enum TlsStep {
+    /// Still open; `blocked` when TLS has bytes the socket would not take yet.
+    Open { blocked: bool },
+    /// The client closed (or its TLS session), or TLS failed: close it.
+    Closed,
+}
+
+/// Reads what the client sent through TLS: records read and processed (the handshake moves
+/// on; once it is done it is counted), what TLS has to send written, and the plaintext added
+/// to the connection's buffer.
+fn tls_read(c: &mut Conn, counters: &Counters) -> TlsStep {
+    let Some(t) = c.tls.as_mut() else {
+        return TlsStep::Closed;
+    };
+    let handshaking = t.is_handshaking();
+    let mut eof = false;
+    loop {
+        match t.read_tls(&mut c.stream) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(_) => {
+                if t.process_new_packets().is_err() {
+                    // Its alert goes to the client; the close counts the failed handshake.
+                    let _ = t.write_tls(&mut c.stream);
+                    return TlsStep::Closed;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return TlsStep::Closed,
+        }
+    }
+    if handshaking && !t.is_handshaking() {
+        core::count_handshake(t, counters);
+    }
+    let mut blocked = false;
+    while t.wants_write() {
+        match t.write_tls(&mut c.stream) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                blocked = true;
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return TlsStep::Closed,
+        }
+    }
+    let mut chunk = [0u8; 4096];
+    loop {
+        match t.reader().read(&mut chunk) {
+            Ok(0) => return TlsStep::Closed,
+            Ok(n) => c.buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => return TlsStep::Closed,
+        }
+    }
+    if eof {
+        return TlsStep::Closed;
+    }
+    TlsStep::Open { blocked }
+}
+
 impl EventLoop<'_> {
     fn accept_some(&mut self, listener: &TcpListener) -> io::Result<()> {
         let batch = match self.ctx.cfg.accept_batch {
@@ -134,8 +201,22 @@ impl EventLoop<'_> {
                         self.free.push(idx);
                         continue;
                     }
+                    let tls = match &self.ctx.tls {
+                        Some(config) => match rustls::ServerConnection::new(config.clone()) {
+                            Ok(c) => Some(Box::new(c)),
+                            Err(_) => {
+                                self.counters.tls_failed.fetch_add(1, Relaxed);
+                                let _ = self.ep.delete(s.as_raw_fd());
+                                self.counters.open_conns.fetch_sub(1, Relaxed);
+                                self.free.push(idx);
+                                continue;
+                            }
+                        },
+                        None => None,
+                    };
                     self.conns[idx] = Some(Conn {
                         stream: s,
+                        tls,
                         buf: Vec::new(),
                         state: State::Reading,
                         gen: self.next_gen,
@@ -159,7 +240,17 @@ impl EventLoop<'_> {
     }
 
     fn close(&mut self, idx: usize) {
-        if let Some(c) = self.conns[idx].take() {
+        if let Some(mut c) = self.conns[idx].take() {
+            if let Some(t) = c.tls.as_mut() {
+                if t.is_handshaking() {
+                    // Failed, or the client gave up on it (its handshake timeout).
+                    self.counters.tls_failed.fetch_add(1, Relaxed);
+                } else {
+                    // close_notify before the FIN, best effort, as nginx's SSL_shutdown.
+                    t.send_close_notify();
+                    let _ = t.write_tls(&mut c.stream);
+                }
+            }
             let _ = self.ep.delete(c.stream.as_raw_fd());
             self.counters.open_conns.fetch_sub(1, Relaxed);
             self.free.push(idx);
@@ -171,6 +262,17 @@ impl EventLoop<'_> {
             return;
         };
         match c.state {
+            State::Reading if c.tls.is_some() && ev & (EV_IN | EV_ERR | EV_OUT) != 0 => {
+                match tls_read(c, self.counters) {
+                    TlsStep::Open { blocked } => {
+                        let mask = if blocked { EV_IN | EV_OUT } else { EV_IN };
+                        let _ = self.ep.modify(c.stream.as_raw_fd(), mask, idx as u64);
+                    }
+                    TlsStep::Closed => return self.close(idx),
+                }
+                c.last_active = Instant::now();
+                self.advance(idx);
+            }
             State::Reading if ev & (EV_IN | EV_ERR) != 0 => {
                 let mut chunk = [0u8; 4096];
                 loop {
@@ -260,13 +362,24 @@ impl EventLoop<'_> {
                 }
                 State::Sleeping(_) | State::Cgi(_) => return,
                 State::Writing(resp, prog) => {
-                    match core::write_some(
-                        &mut c.stream,
-                        resp,
-                        &self.ctx.pattern,
-                        prog,
-                        self.counters,
-                    ) {
+                    let wrote = match c.tls.as_mut() {
+                        Some(t) => core::write_some_tls(
+                            &mut c.stream,
+                            t,
+                            resp,
+                            &self.ctx.pattern,
+                            prog,
+                            self.counters,
+                        ),
+                        None => core::write_some(
+                            &mut c.stream,
+                            resp,
+                            &self.ctx.pattern,
+                            prog,
+                            self.counters,
+                        ),
+                    };
+                    match wrote {
                         Ok(true) => {
                             core::count_response(resp, self.counters);
                             if !resp.keep {

@@ -78,6 +78,9 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
     for f in &cfg.files {
         files::validate(f)?;
     }
+    if let Some(t) = &cfg.tls {
+        crate::tls::server::config(t)?;
+    }
     Ok(())
 }
 
@@ -240,6 +243,11 @@ fn run(
         catalog: files::Catalog::new(&cfg.files),
         pattern: files::pattern_buf(),
         dynamic,
+        tls: cfg
+            .tls
+            .as_ref()
+            .map(crate::tls::server::config)
+            .transpose()?,
         cfg,
     });
     let r = match ctx.cfg.arch {

@@ -189,6 +189,13 @@ pub fn manager_main(a: ManagerArgs) -> anyhow::Result<()> {
     let shared = SharedMem::<Shared>::from_fd(shm.as_fd()).context("mapping counters")?;
     drop(shm);
     let listener = TcpListener::from(listener);
+    // Made once, before the workers are forked: they share its ticket keys (each has its
+    // own copy of the session cache, as Apache's processes without a shared cache do).
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(crate::tls::server::config)
+        .transpose()?;
     let ctx = Ctx {
         catalog: super::files::Catalog::new(&cfg.files),
         pattern: super::files::pattern_buf(),
@@ -196,6 +203,7 @@ pub fn manager_main(a: ManagerArgs) -> anyhow::Result<()> {
             exe: crate::sys::process::self_exe(),
             db: a.db,
         },
+        tls,
         cfg,
     };
     run_manager(&listener, &ctx, &shared, a.parent)?;

@@ -98,6 +98,7 @@ impl App {
             BurstRatioBy(d) => self.command(lab, Command::BurstRatioBy(d)),
             BurstFractionBy(d) => self.command(lab, Command::BurstFractionBy(d)),
             ToggleBurst => self.command(lab, Command::ToggleBurst),
+            ResumedBy(d) => self.command(lab, Command::ResumedBy(d)),
             PathStep(knob, step) => self.command(lab, Command::StepPath(knob, step)),
             SelectPath => self.command(lab, Command::SelectNextPath),
             TogglePause => self.command(lab, Command::TogglePause),

@@ -44,6 +44,7 @@ pub fn knobs() -> Knobs {
         ],
         selected_path: 0,
         lab_off: None,
+        resumed: None,
     }
 }
 
@@ -203,6 +204,7 @@ pub fn fill(st: &mut LabState, m: &Synth) {
         window_s: 1.0,
         connect: (done > 0.0).then(|| three(c::CONNECT_P50, c::CONNECT_P90, c::CONNECT_P99)),
         total: (done > 0.0).then(|| three(c::TOTAL_P50, c::TOTAL_P90, c::TOTAL_P99)),
+        handshake: None,
         connects: done.round() as u64,
         responses: (done * 0.99).round() as u64,
         connect_timeouts: (over * 0.9).round() as u64,

@@ -17,6 +17,8 @@ pub enum Action {
     /// Percentage points of time at peak.
     BurstFractionBy(f64),
     ToggleBurst,
+    /// Points of the resumed share of TLS handshakes (-0.1 / +0.1).
+    ResumedBy(f64),
     /// Step a knob of the selected network path.
     PathStep(PathKnob, PathStep),
     SelectPath,
@@ -97,6 +99,8 @@ pub const KEYMAP: &[Binding] = &[
     b(C('f'), A::BurstFractionBy(-5.0), "burst time at peak -5%"),
     b(C('F'), A::BurstFractionBy(5.0), "burst time at peak +5%"),
     b(C('b'), A::ToggleBurst, "bursts on/off"),
+    b(C('u'), A::ResumedBy(-0.1), "TLS: resumed handshakes -10%"),
+    b(C('U'), A::ResumedBy(0.1), "TLS: resumed handshakes +10%"),
     b(
         C('r'),
         A::PathStep(Rtt, Add(-10.0)),

@@ -29,5 +29,23 @@ pub fn assert_identities(t: &serde_json::Value) -> (u64, u64) {
             .sum();
         assert_eq!(sum, n(o, "errors"), "errors by kind add up: {o}");
     }
+    // Over TLS every established connection did one handshake, full or resumed, and each
+    // failed one is a connection error of its kind.
+    if let Some(tls) = t.get("tls").filter(|v| !v.is_null()) {
+        assert_eq!(
+            n(c, "established"),
+            n(tls, "full") + n(tls, "resumed"),
+            "established = full + resumed handshakes: {t}"
+        );
+        let k = &c["errors_by_kind"];
+        assert_eq!(
+            n(tls, "failed"),
+            n(k, "handshake_timeouts")
+                + n(k, "tls_alerts")
+                + n(k, "bad_certificates")
+                + n(k, "tls_protocol_errors"),
+            "failed handshakes are the TLS connection errors: {t}"
+        );
+    }
     (n(c, "attempts"), n(r, "sent"))
 }

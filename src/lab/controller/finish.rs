@@ -45,6 +45,9 @@ impl Controller {
         // Once per run (a second shutdown finds nothing new to count).
         if let Some(line) = self.core.final_crosscheck() {
             self.log(&line);
+            if let Some(line) = self.core.tls_crosscheck() {
+                self.log(&line);
+            }
         }
         self.record_router_timing();
         if let Some(net) = self.net.take() {

@@ -25,6 +25,7 @@ mod finish;
 mod inbox;
 mod supervise;
 mod target;
+mod tls;
 mod workers;
 
 pub use super::core::{Window, MIN_STRETCH_S};
@@ -98,6 +99,8 @@ pub struct Controller {
     publisher: Option<crate::metrics::openmetrics::Publisher>,
     /// The server's CPUs and the load's (workers, router, controller).
     placement: crate::model::Placement,
+    /// Over TLS: the certificate the lab made for its server.
+    tls: Option<tls::LabTls>,
 }
 
 /// A server's access log followed for its own count of responses (the counts are the core's).
@@ -193,6 +196,7 @@ impl Controller {
             real: None,
             publisher,
             placement,
+            tls: None,
         }
     }
 

@@ -11,6 +11,7 @@ impl Controller {
             None => IpAddr::from([127, 0, 0, 1]),
         };
         let label;
+        self.make_certificate(server_ip)?;
         match t.kind {
             TargetKind::Builtin => {
                 let listen = self.server_addr(server_ip, t.port)?;
@@ -29,6 +30,7 @@ impl Controller {
                     accept_batch: 1,
                     lingering_close: t.lingering_close,
                     linger_timeout_ms: t.linger_timeout.0.as_millis() as u64,
+                    tls: self.server_tls(),
                 };
                 crate::target::validate(&cfg)?;
                 let tx = self.tx.clone();
@@ -55,8 +57,12 @@ impl Controller {
                 self.server = Some(child);
                 self.target_addr = listen;
                 label = format!(
-                    "built-in {:?} server on {listen} ({} of {:?} per request, backlog {})",
-                    t.arch, t.service_time, t.service, t.backlog
+                    "built-in {:?} server on {listen} ({} of {:?} per request, backlog {}{})",
+                    t.arch,
+                    t.service_time,
+                    t.service,
+                    t.backlog,
+                    if t.tls { ", https" } else { "" }
                 )
                 .to_lowercase();
             }
@@ -87,6 +93,7 @@ impl Controller {
                     &self.scenario,
                     self.target_addr,
                     dir,
+                    self.tls.as_ref().map(|t| t.files.clone()),
                 )?;
                 let child = real.start(server_netns.clone(), self.placement.server.clone())?;
                 self.log(&format!("{}: {}", kind.name(), real.command));
@@ -106,6 +113,7 @@ impl Controller {
             bail!("{e:#}\n{}", real.where_to_look());
         }
         up?;
+        self.check_target_tls()?;
         if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
             self.server_pid = Some(real.main_pid(pid));
         }

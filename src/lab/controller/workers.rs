@@ -5,12 +5,12 @@ use crate::lab::core::split_count;
 use crate::net::spec::PathSpec;
 
 impl Controller {
-    pub(super) fn worker_config(&self, id: u32) -> WorkerConfig {
+    pub(super) fn worker_config(&self, id: u32) -> anyhow::Result<WorkerConfig> {
         let k = &self.core.state().knobs;
         let slot = &self.slots[id as usize];
         let weights: Vec<f64> = self.slots.iter().map(|s| s.share.weight).collect();
         let share = |total: u32| split_count(total, &weights)[id as usize];
-        WorkerConfig {
+        Ok(WorkerConfig {
             id,
             target: self.target_addr,
             bind_addrs: slot.bind_addrs.clone(),
@@ -32,7 +32,8 @@ impl Controller {
             stats_interval_ms: crate::load::protocol::REPORT_INTERVAL_MS,
             seed: 0x5eed + id as u64,
             paused: k.paused,
-        }
+            tls: self.client_tls()?,
+        })
     }
 
     /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own
@@ -98,7 +99,7 @@ impl Controller {
             self.client_opens_at_load_start = self.client_active_opens();
         }
         for id in 0..self.slots.len() as u32 {
-            let cfg = self.worker_config(id);
+            let cfg = self.worker_config(id)?;
             let tx = self.tx.clone();
             let spawn = Spawn {
                 args: vec![

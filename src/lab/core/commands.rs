@@ -160,7 +160,7 @@ impl LabCore {
         let sockets = split_count(k.sockets, &weights);
         let clients = split_count(k.clients, &weights);
         for (worker, slot) in self.slots.iter().enumerate() {
-            let msgs = vec![
+            let mut msgs = vec![
                 Control::SetMode { mode: k.mode },
                 Control::SetSockets {
                     sockets: sockets[worker],
@@ -180,6 +180,9 @@ impl LabCore {
                     Control::Resume
                 },
             ];
+            if let Some(share) = k.resumed {
+                msgs.push(Control::SetResumed { share });
+            }
             fx.push(Effect::Send { worker, msgs });
         }
     }

@@ -60,7 +60,7 @@ impl Recent {
     fn latency(&self, t0: f64, now: f64, keep: &dyn Fn(u32) -> bool) -> LiveLatency {
         let shares = self
             .since(t0, keep)
-            .map(|d| (&d.counts, &d.connect_us, &d.total_us));
+            .map(|d| (&d.counts, &d.connect_us, Some(&d.handshake_us), &d.total_us));
         live_latency(shares, (now - t0).max(0.0))
     }
 
@@ -69,23 +69,34 @@ impl Recent {
         let shares = self
             .since(t0, &|_| true)
             .flat_map(|d| d.classes.iter().filter(|c| c.name == name))
-            .map(|c| (&c.counts, &c.connect_us, &c.total_us));
+            .map(|c| (&c.counts, &c.connect_us, None, &c.total_us));
         live_latency(shares, (now - t0).max(0.0))
     }
 }
 
 /// The latency of reports (or class shares of them) over `window_s`, with what it is over.
 fn live_latency<'a>(
-    shares: impl Iterator<Item = (&'a Counters, &'a HistDelta, &'a HistDelta)>,
+    shares: impl Iterator<
+        Item = (
+            &'a Counters,
+            &'a HistDelta,
+            Option<&'a HistDelta>,
+            &'a HistDelta,
+        ),
+    >,
     window_s: f64,
 ) -> LiveLatency {
     let (mut connect, mut total) = (HistDelta::default(), HistDelta::default());
+    let mut handshake = HistDelta::default();
     let mut live = LiveLatency {
         window_s,
         ..Default::default()
     };
-    for (c, connect_us, total_us) in shares {
+    for (c, connect_us, handshake_us, total_us) in shares {
         connect.0.extend_from_slice(&connect_us.0);
+        if let Some(h) = handshake_us {
+            handshake.0.extend_from_slice(&h.0);
+        }
         total.0.extend_from_slice(&total_us.0);
         live.connects += c.established;
         live.responses += c.responses;
@@ -98,6 +109,7 @@ fn live_latency<'a>(
     };
     live.connect = ms(&connect);
     live.total = ms(&total);
+    live.handshake = ms(&handshake);
     live
 }
 

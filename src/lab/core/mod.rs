@@ -80,6 +80,8 @@ pub enum Input {
     /// Where the server and the load run, and the steering (at start, and when a point
     /// changes the steering).
     Cpus(crate::lab::state::CpuView),
+    /// Over TLS, what the clients speak (for the status line).
+    Tls(String),
     /// The scenario's thresholds judged on the session so far (the TUI's live verdicts).
     Verdicts(Vec<crate::report::thresholds::Verdict>),
     /// A mark on the charts and in the results.
@@ -190,6 +192,9 @@ pub struct LabCore {
     server_at_tick: Option<ServerStats>,
     /// The server's busy workers as last reported (its own report, Apache's scoreboard; seed 000 Fig. 10).
     busy_latest: Option<f64>,
+    /// Full TLS handshakes the server counted that were not the load's (the start-up check's,
+    /// on a server that counts handshakes rather than logged requests).
+    server_handshakes_not_load: u64,
     access: AccessCounts,
     /// Whether probes run (a row then waits for its interval's sample).
     probes_on: bool,
@@ -205,8 +210,8 @@ pub struct LabCore {
     /// What each worker that has not sent its last report had in progress at its latest one
     /// (a worker still draining at the bound, or gone): the run's totals count it as left.
     run_unfinished: std::collections::BTreeMap<u32, crate::model::InProgress>,
-    /// Connect and total latency since the start (for the OpenMetrics histograms).
-    run_latency: [hdrhistogram::Histogram<u64>; 2],
+    /// Connect, total and TLS handshake latency since the start (the OpenMetrics histograms).
+    run_latency: [hdrhistogram::Histogram<u64>; 3],
     /// (client responses, server responses, difference %) once the run has stopped.
     final_check: Option<(u64, u64, f64)>,
     notices: Vec<String>,
@@ -253,6 +258,7 @@ impl LabCore {
             server_reports: false,
             server_at_tick: None,
             busy_latest: None,
+            server_handshakes_not_load: 0,
             access: AccessCounts::default(),
             probes_on: false,
             probe_latest: None,
@@ -262,6 +268,7 @@ impl LabCore {
             run: Counters::default(),
             run_unfinished: Default::default(),
             run_latency: [
+                crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
                 crate::metrics::hist::new_hist(),
             ],
@@ -325,6 +332,8 @@ impl LabCore {
                 self.server_last = Some(ServerStats {
                     t_s,
                     responses: c.lines,
+                    tls_full: c.tls_full,
+                    tls_resumed: c.tls_resumed,
                     ..Default::default()
                 });
                 self.access.last = Some(c);
@@ -353,6 +362,7 @@ impl LabCore {
             Input::TargetUp(what) => self.state.target = what,
             Input::ServerNote(line) => fx.push(Effect::Log(line)),
             Input::Cpus(v) => self.state.cpus = v,
+            Input::Tls(what) => self.state.tls = what,
             Input::Verdicts(v) => self.state.verdicts = v,
             Input::Mark(label) => self.mark(&label, now_s, fx),
             Input::BeginWindow => self.begin_window(now_s),
@@ -404,6 +414,7 @@ impl LabCore {
         }
         d.connect_us.merge_into(&mut self.run_latency[0]);
         d.total_us.merge_into(&mut self.run_latency[1]);
+        d.handshake_us.merge_into(&mut self.run_latency[2]);
         self.tick.add(d);
         if let Some(p) = &mut self.point {
             p.client.add(d);
@@ -479,6 +490,12 @@ impl LabCore {
     /// The notices so far, for summary.json.
     pub fn notices(&self) -> &[String] {
         &self.notices
+    }
+
+    /// The server counted `full` handshakes that were not the load's (the start-up check's):
+    /// the run's server count leaves them out.
+    pub fn server_handshakes_not_load(&mut self, full: u64) {
+        self.server_handshakes_not_load += full;
     }
 
     /// Where the workers run: their paths and shares (the runtime plans them).

@@ -62,10 +62,19 @@ impl LabCore {
             (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),
             _ => None,
         };
+        // The server's handshakes, over the time its own reports say passed.
+        let server_tls = match (&self.server_at_tick, &self.server_last) {
+            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => b
+                .handshakes_since(a)
+                .map(|(f, r)| (f as f64 / (b.t_s - a.t_s), r as f64 / (b.t_s - a.t_s))),
+            _ => None,
+        };
         if self.server_last.is_some() {
             self.server_at_tick = self.server_last.clone();
         }
         cols.push((col::SERVER_RESPONSES, server_rate));
+        cols.push((col::SERVER_FULL_HANDSHAKES, server_tls.map(|t| t.0)));
+        cols.push((col::SERVER_RESUMED_HANDSHAKES, server_tls.map(|t| t.1)));
         for p in &mut self.paths {
             let tot = std::mem::take(&mut p.tick);
             cols.extend(tot.path_columns(dt, p.id));
@@ -100,6 +109,10 @@ impl LabCore {
             ("connect_latency", Buckets::of(&self.run_latency[0])),
             ("total_latency", Buckets::of(&self.run_latency[1])),
         ];
+        if self.state.knobs.resumed.is_some() {
+            let b = Buckets::of(&self.run_latency[2]);
+            self.state.latency.push(("tls_handshake_latency", b));
+        }
         self.rolling_crosscheck(t, fx);
         fx.push(Effect::Row { t, cols });
     }
@@ -228,6 +241,38 @@ impl LabCore {
         self.hold_warning_of(late_kind, late.then_some(Warning::RouterLate(p99)), t, fx);
     }
 
+    /// The server's own count of its TLS handshakes over the run (full, resumed), the
+    /// start-up check's left out; None without TLS or without the server's count.
+    fn run_server_tls(&self) -> Option<(u64, u64)> {
+        self.state.knobs.resumed?;
+        let last = self.server_last.as_ref()?;
+        Some((
+            last.tls_full
+                .saturating_sub(self.server_handshakes_not_load),
+            last.tls_resumed,
+        ))
+    }
+
+    /// The server's handshakes over the run against the clients': the resumed share each
+    /// counted (the server per handshake, or per access-log line: per request), which must
+    /// agree within `crosscheck::RESUMED_SHARE_POINTS`. The line for run.log; None without
+    /// TLS or the server's count.
+    pub fn tls_crosscheck(&self) -> Option<String> {
+        let (sf, sr) = self.run_server_tls()?;
+        let (cf, cr) = (self.run.handshakes_full, self.run.handshakes_resumed);
+        let share = |f: u64, r: u64| crate::model::HandshakeTotals::share(f, r).map(|s| s * 100.0);
+        let (cs, ss) = (share(cf, cr)?, share(sf, sr)?);
+        let off = (ss - cs).abs() > crosscheck::RESUMED_SHARE_POINTS;
+        Some(format!(
+            "cross-check: client counted {cf} full + {cr} resumed handshakes ({cs:.1}% resumed), server {sf} + {sr} ({ss:.1}%){}",
+            if off {
+                format!(" DISAGREE (> {} points)", crosscheck::RESUMED_SHARE_POINTS)
+            } else {
+                String::new()
+            }
+        ))
+    }
+
     /// Webmonitor's validation (seed 002 Table 9): the server's own count of responses over
     /// the run against the clients'. Once per run (a second call finds nothing new to count);
     /// the line for run.log, None without the server's count.
@@ -273,6 +318,10 @@ impl LabCore {
         let unfinished = self.run_unfinished.values().sum();
         let mut totals = Totals::of(&self.run, Default::default(), unfinished);
         totals.server_responses = self.final_check.map(|(_, sv, _)| sv);
+        if let (Some(tls), Some((full, resumed))) = (totals.tls.as_mut(), self.run_server_tls()) {
+            tls.server_full = Some(full);
+            tls.server_resumed = Some(resumed);
+        }
         totals.syn_in = syn_total.map(|v| v as u64);
         totals.syn_retrans = syn_retrans.map(|v| v as u64);
         totals.client_active_opens = client_active_opens;

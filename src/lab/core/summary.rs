@@ -35,6 +35,10 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         timeout_s: ctrl.state().knobs.timeout.as_secs_f64(),
     });
     let access = ctrl.point_access_counts();
+    // TLS figures, NaN where the load does not speak TLS.
+    let tls = ctrl.state().knobs.resumed.is_some();
+    let tls_rate = |n: u64| if tls { n as f64 / dt } else { f64::NAN };
+    let server_tls = w.server_tls.filter(|_| tls);
     SummaryRow {
         point,
         mode: crate::scenario::points::mode_name(ctrl.state().knobs.mode),
@@ -121,6 +125,23 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         requests_per_s: tot.counts.requests as f64 / dt,
         connection_errors_per_s: tot.counts.connection_errors() as f64 / dt,
         request_errors_per_s: tot.counts.request_errors() as f64 / dt,
+        handshakes_per_s: tls_rate(tot.counts.handshakes()),
+        full_handshakes_per_s: tls_rate(tot.counts.handshakes_full),
+        resumed_handshakes_per_s: tls_rate(tot.counts.handshakes_resumed),
+        resumed_share_pct: nan_or(tot.resumed_share_pct().filter(|_| tls)),
+        server_resumed_share_pct: nan_or(
+            server_tls
+                .and_then(|(f, r)| crate::model::HandshakeTotals::share(f, r))
+                .map(|s| s * 100.0),
+        ),
+        handshake_errors_per_s: tls_rate(tot.counts.handshake_errors()),
+        tls_handshake_p50_ms: q(&tot.handshake, 0.5),
+        tls_handshake_p90_ms: q(&tot.handshake, 0.9),
+        tls_handshake_p99_ms: q(&tot.handshake, 0.99),
+        ttfb_p50_ms: q(&tot.ttfb, 0.5),
+        ttfb_p99_ms: q(&tot.ttfb, 0.99),
+        server_full_handshakes_per_s: nan_or(server_tls.map(|(f, _)| f as f64 / dt)),
+        server_resumed_handshakes_per_s: nan_or(server_tls.map(|(_, r)| r as f64 / dt)),
         capacity_latency_ms: q(&tot.total, ctrl.capacity_q),
         ..server_cpu(ctrl, &w, tot.counts.responses as f64 / dt)
     }
@@ -239,5 +260,9 @@ fn window_totals(ctrl: &LabCore, w: &Window) -> Totals {
         }
     }
     t.server_responses = w.server_responses;
+    if let (Some(tls), Some((full, resumed))) = (t.tls.as_mut(), w.server_tls) {
+        tls.server_full = Some(full);
+        tls.server_resumed = Some(resumed);
+    }
     t
 }

@@ -26,6 +26,8 @@ pub struct Window {
     /// The server's own responses/s and count in it (built-in server), when it reported.
     pub server_rate: Option<f64>,
     pub server_responses: Option<u64>,
+    /// The server's own count of its TLS handshakes in it (full, resumed), when it counts them.
+    pub server_tls: Option<(u64, u64)>,
     /// The sample rows in it: their means and maxima, and the values at its opening edge.
     pub rows: SampleWindow,
 }
@@ -82,11 +84,15 @@ impl LabCore {
     }
 
     fn window(&self, open: OpenWindow, (paths, classes): (Shares, Shares), t1: f64) -> Window {
-        let since = match (open.server_at_open, &self.server_last) {
-            (Some(a), Some(b)) => b.responses_since(&a),
+        let since = match (&open.server_at_open, &self.server_last) {
+            (Some(a), Some(b)) => b.responses_since(a),
             _ => None,
         };
         let (server_responses, server_rate) = since.unzip();
+        let server_tls = match (&open.server_at_open, &self.server_last) {
+            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => b.handshakes_since(a),
+            _ => None,
+        };
         Window {
             t0: open.t0,
             t1,
@@ -95,6 +101,7 @@ impl LabCore {
             classes,
             server_rate,
             server_responses,
+            server_tls,
             rows: open.rows,
         }
     }

@@ -20,12 +20,47 @@ pub struct ConfigParams {
     /// root cannot raise it).
     pub nofile: u64,
     pub extra: Vec<String>,
+    /// HTTPS on the listen address, with the lab's certificate.
+    pub tls: Option<TlsParams>,
+}
+
+/// A real server's TLS: the lab's certificate and its session cache and tickets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsParams {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub session_cache: bool,
+    pub tickets: bool,
 }
 
 /// nginx's config: `worker_processes` = workers, the listen backlog, keep-alive on or off, the
 /// combined access log; `extra` lines go inside `http {}`.
 pub fn nginx_conf(p: &ConfigParams) -> String {
     let d = p.dir.display();
+    // Over TLS the combined format gains the session's reuse (`tls:r` / `tls:.`), so the
+    // access log counts full and resumed handshakes (per request).
+    let (log_format, format, ssl, tls) = match &p.tls {
+        None => (String::new(), "combined", "", String::new()),
+        Some(t) => (
+            "\x20   log_format synlab_tls '$remote_addr - $remote_user [$time_local] \"$request\" \
+             $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\" tls:$ssl_session_reused';\n"
+                .to_string(),
+            "synlab_tls",
+            " ssl",
+            format!(
+                "\x20       ssl_certificate {cert};\n\
+                 \x20       ssl_certificate_key {key};\n\
+                 \x20       ssl_protocols TLSv1.2 TLSv1.3;\n\
+                 \x20       ssl_session_cache {cache};\n\
+                 \x20       ssl_session_tickets {tickets};\n\
+                 \x20       ssl_session_timeout 10m;\n",
+                cert = t.cert.display(),
+                key = t.key.display(),
+                cache = if t.session_cache { "shared:SSL:10m" } else { "off" },
+                tickets = if t.tickets { "on" } else { "off" },
+            ),
+        ),
+    };
     let user = p
         .user
         .as_ref()
@@ -40,7 +75,8 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
          error_log {d}/error.log warn;\n\
          events {{\n    worker_connections 16384;\n}}\n\
          http {{\n\
-         \x20   access_log {d}/access.log combined;\n\
+         {log_format}\
+         \x20   access_log {d}/access.log {format};\n\
          \x20   default_type application/octet-stream;\n\
          \x20   sendfile on;\n\
          \x20   keepalive_timeout {ka};\n\
@@ -50,7 +86,8 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
          \x20   uwsgi_temp_path {d}/tmp/uwsgi;\n\
          \x20   scgi_temp_path {d}/tmp/scgi;\n\
          \x20   server {{\n\
-         \x20       listen {listen} backlog={backlog};\n\
+         \x20       listen {listen}{ssl} backlog={backlog};\n\
+         {tls}\
          \x20       root {root};\n\
          \x20       index index.html;\n\
          \x20   }}\n\
@@ -99,13 +136,46 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
     if let Some((u, g)) = &p.user {
         c.push_str(&format!("User {u}\nGroup {g}\n"));
     }
+    if let Some(t) = &p.tls {
+        // mod_ssl, loaded by synlab itself (no a2enmod): its session cache needs socache_shmcb.
+        for (name, file) in [
+            ("socache_shmcb_module", "mod_socache_shmcb.so"),
+            ("ssl_module", "mod_ssl.so"),
+        ] {
+            c.push_str(&format!(
+                "<IfModule !{name}>\n    LoadModule {name} {m}/{file}\n</IfModule>\n"
+            ));
+        }
+        c.push_str(&format!(
+            "SSLEngine on\n\
+             SSLCertificateFile \"{cert}\"\n\
+             SSLCertificateKeyFile \"{key}\"\n\
+             SSLProtocol -all +TLSv1.2 +TLSv1.3\n\
+             SSLSessionCache {cache}\n\
+             SSLSessionCacheTimeout 600\n\
+             SSLSessionTickets {tickets}\n",
+            cert = t.cert.display(),
+            key = t.key.display(),
+            cache = if t.session_cache {
+                format!("\"shmcb:{d}/run/ssl_scache(5120000)\"")
+            } else {
+                "none".into()
+            },
+            tickets = if t.tickets { "on" } else { "off" },
+        ));
+    }
+    // Over TLS the combined format gains the session's reuse (`tls:Resumed` / `tls:Initial`).
+    let (log_tls, listen_proto) = match p.tls {
+        Some(_) => (" tls:%{SSL_SESSION_RESUMED}x", " https"),
+        None => ("", ""),
+    };
     c.push_str(&format!(
         "DefaultRuntimeDir \"{d}/run\"\n\
          PidFile \"{d}/apache2.pid\"\n\
          Mutex file:{d}/run default\n\
          ErrorLog \"{d}/error.log\"\n\
          LogLevel warn\n\
-         Listen {listen}\n\
+         Listen {listen}{listen_proto}\n\
          ListenBacklog {backlog}\n\
          TypesConfig \"{d}/mime.types\"\n\
          DocumentRoot \"{root}\"\n\
@@ -114,7 +184,7 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
          DirectoryIndex index.html\n\
          EnableSendfile On\n\
          KeepAlive {ka}\n\
-         LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\" combined\n\
+         LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"{log_tls}\" combined\n\
          <IfModule status_module>\n    ExtendedStatus Off\n    <Location \"/server-status\">\n        SetHandler server-status\n        Require all granted\n    </Location>\n</IfModule>\n\
          <IfModule setenvif_module>\n    SetEnvIf Request_URI \"^/server-status\" synlab_status\n</IfModule>\n\
          CustomLog \"{d}/access.log\" combined env=!synlab_status\n",
@@ -166,6 +236,7 @@ mod tests {
             user: Some(("www-data".into(), "www-data".into())),
             nofile: 20000,
             extra: vec!["# extra line".into()],
+            tls: None,
         }
     }
 
@@ -214,6 +285,43 @@ mod tests {
         ] {
             assert!(c.contains(want), "{want} missing in\n{c}");
         }
+    }
+
+    #[test]
+    fn over_tls_the_servers_get_the_certificate_and_log_session_reuse() {
+        let mut p = params();
+        p.tls = Some(TlsParams {
+            cert: "/run/x/tls/cert.pem".into(),
+            key: "/run/x/tls/key.pem".into(),
+            session_cache: false,
+            tickets: true,
+        });
+        let c = nginx_conf(&p);
+        for want in [
+            "listen 198.18.0.1:8080 ssl backlog=511;",
+            "ssl_certificate /run/x/tls/cert.pem;",
+            "ssl_certificate_key /run/x/tls/key.pem;",
+            "ssl_session_cache off;",
+            "ssl_session_tickets on;",
+            "\"$http_user_agent\" tls:$ssl_session_reused';",
+            "access_log /run/x/access.log synlab_tls;",
+        ] {
+            assert!(c.contains(want), "{want} missing in\n{c}");
+        }
+        let c = apache_conf(&p, ApacheMpm::Prefork, Path::new("/m"));
+        for want in [
+            "LoadModule ssl_module /m/mod_ssl.so",
+            "Listen 198.18.0.1:8080 https",
+            "SSLEngine on",
+            "SSLCertificateFile \"/run/x/tls/cert.pem\"",
+            "SSLSessionCache none",
+            "SSLSessionTickets on",
+            "tls:%{SSL_SESSION_RESUMED}x\" combined",
+        ] {
+            assert!(c.contains(want), "{want} missing in\n{c}");
+        }
+        // Plain HTTP keeps the plain combined format.
+        assert!(!nginx_conf(&params()).contains("ssl"));
     }
 
     #[test]

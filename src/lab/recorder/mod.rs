@@ -106,9 +106,9 @@ impl Recorder {
     ) {
         if let Some(f) = &mut self.folder {
             let l = &mut f.latencies;
-            l.push(hlog::tag(point, None), span, &whole.connect, &whole.total);
+            l.push(hlog::tag(point, None), span, hists(whole));
             for (name, k) in classes {
-                l.push(hlog::tag(point, Some(name)), span, &k.connect, &k.total);
+                l.push(hlog::tag(point, Some(name)), span, hists(k));
             }
         }
     }
@@ -432,6 +432,16 @@ fn csv_cell(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
+    }
+}
+
+/// A window's latency distributions, one per hlog file.
+fn hists(t: &crate::lab::client_agg::ClientTotals) -> hlog::PointLatencies<'_> {
+    hlog::PointLatencies {
+        connect: &t.connect,
+        handshake: &t.handshake,
+        ttfb: &t.ttfb,
+        total: &t.total,
     }
 }
 

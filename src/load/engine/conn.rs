@@ -3,15 +3,17 @@
 //! already done), its readiness events, its failures counted (as a connection's or a
 //! request's, by the phase it failed in), and its end.
 //!
-//! The stages of a connection are explicit phases: `Connecting` -> (established) -> a request
-//! (`Sending` -> `Receiving`) -> `Idle` between requests on a kept-alive connection, or
-//! `Pooled` between the scheduled requests of a pool connection, or `Draining` for the server's
-//! FIN after an HTTP/1.0 response.
+//! The stages of a connection are explicit phases: `Connecting` -> (over TLS `Handshaking`) ->
+//! (established) -> a request (`Sending` -> `Receiving`) -> `Idle` between requests on a
+//! kept-alive connection, or `Pooled` between the scheduled requests of a pool connection, or
+//! `Draining` for the server's FIN after an HTTP/1.0 response.
 
 use super::classes::NO_CLASS;
+use super::handshake::TlsConn;
 use super::Engine;
 use crate::load::http::ResponseParser;
 use crate::sys::client_io::{self as io, ConnectStart, Errno, SockError, TcpSocket};
+use crate::tls::client::HandshakeFailure;
 use std::os::fd::AsFd;
 
 /// Pause before retrying after the kernel refused a socket or a port (EMFILE, EADDRNOTAVAIL).
@@ -26,6 +28,8 @@ pub const FDS_NOTICE: &str =
 pub(super) enum Phase {
     Free,
     Connecting,
+    /// Connected; the TLS handshake is under way (still `connecting` in the counts).
+    Handshaking,
     /// A request is going out (counted in `requests` from when it was set up).
     Sending,
     /// The request is out; its response is coming.
@@ -68,6 +72,11 @@ pub(super) enum Failure {
     ResponseTimeout,
     /// Not HTTP, or closed before the response was complete.
     BadResponse,
+    /// The handshake timeout passed with the TLS handshake under way.
+    HandshakeTimeout,
+    /// TLS failed: in the handshake, a connection error of its kind; after it, the request's
+    /// bad response.
+    Tls(HandshakeFailure),
 }
 
 /// Readiness a connection waits for once its request is out; `EV_OUT` is added while a request
@@ -134,6 +143,8 @@ pub(super) struct Conn {
     /// Registered for EPOLLOUT (not when the request went out with the connect).
     pub(super) out_armed: bool,
     pub(super) parser: ResponseParser,
+    /// Over TLS, the connection's TLS state (from its handshake on).
+    pub(super) tls: Option<Box<TlsConn>>,
 }
 
 impl Conn {
@@ -153,6 +164,7 @@ impl Conn {
         requests: 0,
         out_armed: false,
         parser: ResponseParser::DEFAULT,
+        tls: None,
     };
 
     /// Its socket (a connection past `Free` always has one).
@@ -219,9 +231,11 @@ impl Engine {
         if role == Role::Pool {
             self.pool.open += 1;
         }
-        // A pool connection has no request of its own to send with the connect.
+        // A pool connection has no request of its own to send with the connect, nor has one
+        // whose handshake comes first.
         if started == ConnectStart::InProgress
             && role != Role::Pool
+            && self.tls.is_none()
             && self.early.try_now()
             && self.send_with_connect(idx, now)
         {
@@ -292,6 +306,14 @@ impl Engine {
                 }
                 _ => self.count(class, |s| s.connect_other_errors += 1),
             },
+            Failure::HandshakeTimeout => self.count(class, |s| s.handshake_timeouts += 1),
+            Failure::Tls(HandshakeFailure::Alert) => self.count(class, |s| s.tls_alerts += 1),
+            Failure::Tls(HandshakeFailure::BadCertificate) => {
+                self.count(class, |s| s.bad_certificates += 1)
+            }
+            Failure::Tls(HandshakeFailure::Protocol) => {
+                self.count(class, |s| s.tls_protocol_errors += 1)
+            }
             Failure::ResponseTimeout | Failure::BadResponse => {
                 unreachable!("a request's failure while connecting")
             }
@@ -307,7 +329,11 @@ impl Engine {
                 SockError::TimedOut => |s| s.response_timeouts += 1,
                 _ => |s| s.request_other_errors += 1,
             },
-            Failure::ConnectTimeout => unreachable!("a connect timeout with a request in flight"),
+            // The TLS layer failing under a response (a bad record, an alert mid-stream).
+            Failure::Tls(_) => |s| s.bad_responses += 1,
+            Failure::ConnectTimeout | Failure::HandshakeTimeout => {
+                unreachable!("a connect or handshake timeout with a request in flight")
+            }
         };
         self.count(class, bump);
     }
@@ -317,11 +343,17 @@ impl Engine {
     pub(super) fn fail(&mut self, idx: usize, f: Failure, now: u64) {
         let phase = self.slab[idx].phase;
         match phase {
-            Phase::Connecting => self.count_connection_error(f, self.slab[idx].class),
+            Phase::Connecting | Phase::Handshaking => {
+                self.count_connection_error(f, self.slab[idx].class)
+            }
             Phase::Sending | Phase::Receiving => self.count_request_error(f, self.req_class(idx)),
             Phase::Draining | Phase::Idle | Phase::Pooled | Phase::Free => {}
         }
-        self.close(idx, now, phase == Phase::Connecting);
+        self.close(
+            idx,
+            now,
+            matches!(phase, Phase::Connecting | Phase::Handshaking),
+        );
     }
 
     pub(super) fn on_event(&mut self, key: u64, bits: u32, buf: &mut [u8]) {
@@ -342,6 +374,8 @@ impl Engine {
             if self.slab[idx].gen as u64 != key >> 32 {
                 return;
             }
+        } else if self.slab[idx].phase == Phase::Handshaking {
+            return self.handshake_io(idx, now);
         } else if self.slab[idx].phase == Phase::Sending && bits & (io::EV_OUT | io::EV_ERR) != 0 {
             self.send_more(idx, now);
             if self.slab[idx].gen as u64 != key >> 32 {
@@ -358,8 +392,19 @@ impl Engine {
         }
     }
 
+    /// The connect is done: over TLS the handshake begins, else the connection is ready.
     pub(super) fn on_established(&mut self, idx: usize, now: u64) {
-        self.count_established(idx, now);
+        self.connected(idx, now);
+        if self.tls.is_some() {
+            return self.begin_handshake(idx, now);
+        }
+        self.ready(idx);
+        self.go(idx, now);
+    }
+
+    /// An established connection goes on to what it is for: a pool connection waits for a
+    /// scheduled request, the others send their own.
+    pub(super) fn go(&mut self, idx: usize, now: u64) {
         if self.slab[idx].role == Role::Pool {
             self.pool_free(idx, now);
         } else {
@@ -367,14 +412,20 @@ impl Engine {
         }
     }
 
-    pub(super) fn count_established(&mut self, idx: usize, now: u64) {
+    /// The connect completed: its time is recorded and an S-Client slot is free again (the
+    /// handshake, if any, is handed on with the connection, as the request is).
+    pub(super) fn connected(&mut self, idx: usize, now: u64) {
         let class = self.slab[idx].class;
         self.connecting_step(class, false);
         self.slot_freed(idx, now);
-        self.active += 1;
-        self.count(class, |c| c.established += 1);
         let sched = self.slab[idx].sched_ns;
         self.record_connect(class, now.saturating_sub(sched) / 1000);
+    }
+
+    /// The connection is established: ready for requests.
+    pub(super) fn ready(&mut self, idx: usize) {
+        self.active += 1;
+        self.count(self.slab[idx].class, |c| c.established += 1);
     }
 
     /// Where the handshake completes inside connect() (loopback: the SYN-ACK is processed
@@ -399,7 +450,8 @@ impl Engine {
         self.early.hit();
         // Established when connect() returned, which is after `now` (taken before socket()).
         let t = self.now_ns();
-        self.count_established(idx, t);
+        self.connected(idx, t);
+        self.ready(idx);
         self.setup_request(idx, req, t);
         self.request_bytes_sent(idx, n);
         let whole = n == self.requests[req].len();
@@ -428,7 +480,7 @@ impl Engine {
 
     /// Closes a connection and frees its slot; what follows depends on its role: a closed
     /// client thinks and goes again, a pool connection is reopened.
-    fn close(&mut self, idx: usize, now: u64, connect_failed: bool) {
+    pub(super) fn close(&mut self, idx: usize, now: u64, connect_failed: bool) {
         let (phase, role, deadline, class) = {
             let c = &self.slab[idx];
             (c.phase, c.role, c.deadline_ns, c.class)
@@ -440,6 +492,7 @@ impl Engine {
                 // A timed-out slot was due to reconnect at its deadline, not when we noticed.
                 self.slot_freed(idx, deadline.min(now));
             }
+            Phase::Handshaking => self.handshake_abandoned(idx),
             Phase::Pooled => {
                 self.pool_left_idle(now);
                 self.active -= 1;
@@ -452,6 +505,7 @@ impl Engine {
             }
         }
         self.slab[idx].sock = None;
+        self.slab[idx].tls = None;
         self.slab[idx].phase = Phase::Free;
         self.release(idx);
         match role {

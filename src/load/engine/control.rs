@@ -1,4 +1,5 @@
-//! The controller's commands (rate, burst, mode, D, clients, T, pause, resume, drain, stop) applied
+//! The controller's commands (rate, burst, mode, D, clients, T, resumed share, pause, resume, drain,
+//! stop) applied
 //! to the running loop.
 
 use super::Engine;
@@ -59,6 +60,18 @@ impl Engine {
                     "timeout_s must be > 0, got {timeout_s}"
                 );
                 self.cfg.timeout_s = timeout_s;
+            }
+            Control::SetResumed { share } => {
+                anyhow::ensure!(
+                    (0.0..=1.0).contains(&share),
+                    "the resumed share must be 0 to 1, got {share}"
+                );
+                let tls = self.tls.as_mut();
+                let tls = tls.ok_or_else(|| anyhow::anyhow!("this worker does not speak TLS"))?;
+                tls.set_resumed(share);
+                if let Some(t) = self.cfg.tls.as_mut() {
+                    t.resumed = share;
+                }
             }
             Control::Pause => {
                 self.paused = true;

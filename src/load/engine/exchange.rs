@@ -57,6 +57,17 @@ impl Engine {
     }
 
     pub(super) fn send_more(&mut self, idx: usize, now: u64) {
+        if self.slab[idx].tls.is_some() {
+            let blocked = match self.tls_send(idx) {
+                Ok(true) => {
+                    self.slab[idx].phase = Phase::Receiving;
+                    false
+                }
+                Ok(false) => true,
+                Err(e) => return self.fail(idx, Failure::Sys(e), now),
+            };
+            return self.arm_out_if(blocked, idx, now);
+        }
         let (req, sent) = {
             let c = &self.slab[idx];
             (c.req as usize, c.sent as usize)
@@ -69,7 +80,11 @@ impl Engine {
             Err(e) if e.kind() == SockError::WouldBlock => true,
             Err(e) => return self.fail(idx, Failure::Sys(e), now),
         };
-        // The rest goes out when the socket is writable: make sure that is reported.
+        self.arm_out_if(blocked, idx, now);
+    }
+
+    /// The rest goes out when the socket is writable: make sure that is reported.
+    fn arm_out_if(&mut self, blocked: bool, idx: usize, now: u64) {
         if blocked && !self.slab[idx].out_armed {
             let key = self.key(idx);
             let armed =
@@ -93,46 +108,91 @@ impl Engine {
     }
 
     pub(super) fn read_ready(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
+        if self.slab[idx].tls.is_some() {
+            return self.read_ready_tls(idx, bits, now, buf);
+        }
         loop {
             match self.slab[idx].sock().recv(buf) {
-                Ok(0) => {
-                    let phase = self.slab[idx].phase;
-                    if matches!(phase, Phase::Draining | Phase::Idle | Phase::Pooled) {
-                        return self.finish(idx, now);
-                    }
-                    return match self.slab[idx].parser.eof() {
-                        Progress::Done(r) => self.response_done(idx, r, true, now),
-                        _ => self.fail(idx, Failure::BadResponse, now),
-                    };
-                }
+                Ok(0) => return self.at_eof(idx, now),
                 Ok(n) => {
                     self.count(self.req_class(idx), |c| c.bytes_in += n as u64);
-                    let c = &mut self.slab[idx];
-                    if c.phase != Phase::Receiving {
-                        continue; // unsolicited bytes after a response: drain them
-                    }
-                    if !c.saw_first_byte {
-                        c.saw_first_byte = true;
-                        let sched = c.sched_ns;
-                        record(&mut self.hists.ttfb, now.saturating_sub(sched) / 1000);
-                    }
-                    match self.slab[idx].parser.feed(&buf[..n]) {
-                        Progress::NeedMore => {}
-                        Progress::Done(r) => {
-                            // Peer's FIN already queued: the read that would see it is saved.
-                            let fin = bits & (io::EV_RDHUP | io::EV_HUP) != 0;
-                            self.response_done(idx, r, fin, now);
-                            if self.slab[idx].phase != Phase::Draining {
-                                return;
-                            }
-                        }
-                        Progress::Invalid(_) => {
-                            return self.fail(idx, Failure::BadResponse, now);
-                        }
+                    if !self.received(idx, &buf[..n], bits, now) {
+                        return;
                     }
                 }
                 Err(e) if e.kind() == SockError::WouldBlock => return,
                 Err(e) => return self.fail(idx, Failure::Sys(e), now),
+            }
+        }
+    }
+
+    /// As `read_ready`, through TLS: records read and processed, then the plaintext they
+    /// held handed to the response, until the socket would block.
+    fn read_ready_tls(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
+        use super::handshake::TlsRead;
+        let gen = self.slab[idx].gen;
+        loop {
+            let read = self.tls_read(idx);
+            // Whatever the records held comes first, also when the server closed after them.
+            loop {
+                match self.tls_plaintext(idx, buf) {
+                    Ok(0) => return self.at_eof(idx, now),
+                    Ok(n) => {
+                        if !self.received(idx, &buf[..n], bits, now) {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => return self.fail(idx, Failure::BadResponse, now),
+                }
+            }
+            if self.slab[idx].gen != gen {
+                return;
+            }
+            match read {
+                Ok(TlsRead::Some) => {}
+                Ok(TlsRead::WouldBlock) => return,
+                Ok(TlsRead::Eof) => return self.at_eof(idx, now),
+                Err(f) => return self.fail(idx, f, now),
+            }
+        }
+    }
+
+    /// The server closed the connection (or its TLS session).
+    fn at_eof(&mut self, idx: usize, now: u64) {
+        let phase = self.slab[idx].phase;
+        if matches!(phase, Phase::Draining | Phase::Idle | Phase::Pooled) {
+            return self.finish(idx, now);
+        }
+        match self.slab[idx].parser.eof() {
+            Progress::Done(r) => self.response_done(idx, r, true, now),
+            _ => self.fail(idx, Failure::BadResponse, now),
+        }
+    }
+
+    /// Response bytes arrived: true to read on (the connection waits for more, or drains to
+    /// the server's FIN), false when it is done with them.
+    fn received(&mut self, idx: usize, bytes: &[u8], bits: u32, now: u64) -> bool {
+        let c = &mut self.slab[idx];
+        if c.phase != Phase::Receiving {
+            return true; // unsolicited bytes after a response: drain them
+        }
+        if !c.saw_first_byte {
+            c.saw_first_byte = true;
+            let sched = c.sched_ns;
+            record(&mut self.hists.ttfb, now.saturating_sub(sched) / 1000);
+        }
+        match self.slab[idx].parser.feed(bytes) {
+            Progress::NeedMore => true,
+            Progress::Done(r) => {
+                // Peer's FIN already queued: the read that would see it is saved.
+                let fin = bits & (io::EV_RDHUP | io::EV_HUP) != 0;
+                self.response_done(idx, r, fin, now);
+                self.slab[idx].phase == Phase::Draining
+            }
+            Progress::Invalid(_) => {
+                self.fail(idx, Failure::BadResponse, now);
+                false
             }
         }
     }

@@ -37,6 +37,7 @@ mod classes;
 mod conn;
 mod control;
 mod exchange;
+mod handshake;
 mod policy;
 mod pool;
 mod slab;
@@ -53,6 +54,7 @@ const READ_BUF: usize = 64 * 1024;
 
 struct Hists {
     connect: Histogram<u64>,
+    handshake: Histogram<u64>,
     ttfb: Histogram<u64>,
     total: Histogram<u64>,
 }
@@ -85,8 +87,13 @@ pub struct Engine {
     rng: SmallRng,
     bind_next: usize,
     early: EarlySend,
+    /// Connects in progress (what the S-Client's D bounds).
     connecting: u64,
+    /// TLS handshakes in progress (their connects are done; not established yet).
+    handshaking: u64,
     active: u64,
+    /// Over TLS: the configs, sessions and resumption schedule.
+    tls: Option<crate::tls::client::TlsClient>,
     /// Requests begun and not yet answered or failed.
     requests_in_flight: u64,
     /// `connecting` and `requests_in_flight` as of the last report (the next one's start).
@@ -114,6 +121,8 @@ pub struct Engine {
     told_ports: bool,
     told_fds: bool,
     told_bind: bool,
+    /// The TLS failure kinds already said in a notice (a bit each).
+    told_tls: u8,
     out: Vec<u8>,
 }
 
@@ -182,7 +191,12 @@ impl Engine {
             bind_next: 0,
             early: EarlySend::default(),
             connecting: 0,
+            handshaking: 0,
             active: 0,
+            tls: match &cfg.tls {
+                Some(t) => Some(crate::tls::client::TlsClient::new(t, cfg.target.ip())?),
+                None => None,
+            },
             requests_in_flight: 0,
             reported_in_progress: (0, 0),
             pool: Pool::default(),
@@ -194,6 +208,7 @@ impl Engine {
             stats,
             hists: Hists {
                 connect: new_hist(),
+                handshake: new_hist(),
                 ttfb: new_hist(),
                 total: new_hist(),
             },
@@ -206,6 +221,7 @@ impl Engine {
             told_ports: false,
             told_fds: false,
             told_bind: false,
+            told_tls: 0,
             out: Vec::with_capacity(4096),
             cfg,
         };
@@ -227,7 +243,7 @@ impl Engine {
             if self.stop || now >= self.end_ns {
                 break;
             }
-            if self.draining && self.connecting + self.active == 0 {
+            if self.draining && self.connecting + self.handshaking + self.active == 0 {
                 break;
             }
             self.expire_timers(now);
@@ -251,7 +267,7 @@ impl Engine {
             }
         }
         // What is still in progress now never finishes: counted apart, so the totals add up.
-        self.stats.counts.connecting_at_end += self.connecting;
+        self.stats.counts.connecting_at_end += self.connecting + self.handshaking;
         self.stats.counts.requests_at_end += self.requests_in_flight;
         self.classes_left_at_end();
         self.close_all();
@@ -275,9 +291,11 @@ impl Engine {
     fn close_all(&mut self) {
         for c in &mut self.slab {
             c.sock = None;
+            c.tls = None;
             c.phase = Phase::Free;
         }
         self.connecting = 0;
+        self.handshaking = 0;
         self.active = 0;
         self.requests_in_flight = 0;
         self.pool = Pool::default();

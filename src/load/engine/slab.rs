@@ -75,6 +75,7 @@ impl Engine {
             let (phase, role) = (c.phase, c.role);
             match phase {
                 Phase::Connecting => self.fail(idx, Failure::ConnectTimeout, now),
+                Phase::Handshaking => self.fail(idx, Failure::HandshakeTimeout, now),
                 Phase::Sending | Phase::Receiving => self.fail(idx, Failure::ResponseTimeout, now),
                 Phase::Draining => self.finish(idx, now),
                 // A client that thought past a pause, a drain or a smaller N retires.

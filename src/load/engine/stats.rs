@@ -54,16 +54,20 @@ impl Engine {
         s.t_s = t1;
         s.interval_s = t1 - t0;
         s.target_rate = target_rate;
-        s.connecting = self.connecting;
+        // Not established yet: connecting, or (TLS) handshaking.
+        let connecting = self.connecting + self.handshaking;
+        s.connecting = connecting;
+        s.handshaking = self.handshaking;
         s.active = self.active;
         s.requests_in_flight = self.requests_in_flight;
         (s.connecting_at_start, s.requests_in_flight_at_start) = self.reported_in_progress;
-        self.reported_in_progress = (self.connecting, self.requests_in_flight);
+        self.reported_in_progress = (connecting, self.requests_in_flight);
         s.pool = self.pool_size();
         s.pool_service_min_us = self.pool.service_min_us;
         s.cpu_user_s = (cpu.0 - self.last_cpu.0).max(0.0);
         s.cpu_sys_s = (cpu.1 - self.last_cpu.1).max(0.0);
         s.connect_us = HistDelta::drain(&mut self.hists.connect);
+        s.handshake_us = HistDelta::drain(&mut self.hists.handshake);
         s.ttfb_us = HistDelta::drain(&mut self.hists.ttfb);
         s.total_us = HistDelta::drain(&mut self.hists.total);
         s.classes = self.class_deltas();

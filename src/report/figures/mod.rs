@@ -24,6 +24,8 @@ pub enum ParamKind {
     /// A network path's knob: throughput and connections against it.
     Path(PathKnob),
     Burst,
+    /// The resumed share of TLS handshakes: handshakes/s full and resumed against it.
+    Resumed,
     Other,
 }
 
@@ -34,6 +36,7 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
         Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst) => ParamKind::Burst,
+        Some(P::Resumed) => ParamKind::Resumed,
         Some(P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => {
             ParamKind::Other
         }

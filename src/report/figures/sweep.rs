@@ -148,6 +148,27 @@ fn kind_figures(ctx: &Ctx, kind: ParamKind) -> Vec<Figure> {
                 ]),
             )],
         )],
+        ParamKind::Resumed => vec![ctx.figure(
+            "handshakes",
+            "TLS handshakes vs the share resumed",
+            vec![panel(
+                "rate (1/s)",
+                ctx.series(&[
+                    (SummaryCol::HandshakesPerS, "handshakes/s", LineKind::Solid),
+                    (
+                        SummaryCol::FullHandshakesPerS,
+                        "full handshakes/s",
+                        LineKind::Dashed,
+                    ),
+                    (
+                        SummaryCol::ResumedHandshakesPerS,
+                        "resumed handshakes/s",
+                        LineKind::Dashed,
+                    ),
+                    RESP,
+                ]),
+            )],
+        )],
         ParamKind::Other => vec![ctx.figure(
             "throughput",
             &format!("Throughput vs {}", short_param(ctx.param)),
@@ -377,6 +398,7 @@ fn short_param(param: Option<SweepParam>) -> &'static str {
         ParamKind::Count => "clients / descriptors",
         ParamKind::Path(k) => k.label(),
         ParamKind::Burst => "burst",
+        ParamKind::Resumed => "resumed share",
         ParamKind::Other => match param {
             None => "sweep point",
             Some(SweepParam::Steer) => "receive steering",

@@ -1,9 +1,11 @@
 //! Panel: latency percentiles (p50/p90/p99) of connect time and total time, measured from the
 //! scheduled start, over the last second, and what they are over: the connects completed and
 //! the requests answered in it, with the ones that timed out or failed (they have no latency,
-//! so at overload the percentiles alone look better than the service was). A percentile of
-//! nothing is "-", never the last value seen. With several paths, each path's own rows; with
-//! several request classes, each class's response time; a chart of p50 and p99 (each sample's, as timeseries.csv has them) below when there is room.
+//! so at overload the percentiles alone look better than the service was); over TLS the
+//! handshake's own duration too. A percentile of nothing is "-", never the last value seen.
+//! With several paths, each path's own rows; with several request classes, each class's
+//! response time; a chart of p50 and p99 (each sample's, as timeseries.csv has them) below
+//! when there is room.
 
 use super::common::{line_chart, ms, num, pack, panel, render_top, Series, Window};
 use crate::lab::state::{LabState, LiveLatency};
@@ -53,8 +55,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         ("connect".into(), live.all.connect),
         ("total".into(), live.all.total),
     ];
+    // Over TLS the handshake's own duration, between connect and total.
+    let tls = st.knobs.resumed.is_some();
+    if tls {
+        rows.insert(1, ("tls hs".into(), live.all.handshake));
+    }
     // Rows in groups that show or hide together: the totals, a path's two, a class's one.
-    let mut groups: Vec<(usize, &str)> = vec![(2, "")];
+    let mut groups: Vec<(usize, &str)> = vec![(rows.len(), "")];
     // With several paths, each path's own percentiles follow (one path's would repeat the
     // totals).
     if live.paths.len() > 1 {
@@ -118,16 +125,27 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let rest = render_top(lines, inner, buf);
     if rest.height >= 6 {
         // The chart's values are the table's: its header names the lines only.
-        let series = [
-            Series::column(st, "conn p50", c::CONNECT_P50, w),
-            Series::column(st, "conn p99", c::CONNECT_P99, w),
+        // A chart draws at most four lines (one marker each): over TLS the handshake's p99
+        // takes the connect p50's place (the table above keeps it).
+        let mut series = Vec::new();
+        if !tls {
+            series.push(Series::column(st, "conn p50", c::CONNECT_P50, w));
+        }
+        series.push(Series::column(st, "conn p99", c::CONNECT_P99, w));
+        if tls {
+            series.push(Series::column(st, "hs p99", c::HANDSHAKE_P99, w));
+        }
+        series.extend([
             Series::column(st, "total p50", c::TOTAL_P50, w),
             Series::column(st, "total p99", c::TOTAL_P99, w),
-        ]
-        .map(|s| Series {
-            latest: Some(String::new()),
-            ..s
-        });
+        ]);
+        let series: Vec<Series> = series
+            .into_iter()
+            .map(|s| Series {
+                latest: Some(String::new()),
+                ..s
+            })
+            .collect();
         line_chart(rest, buf, st, w, &series, theme);
     }
 }

@@ -1,8 +1,9 @@
 //! Panel: offered vs achieved. What the schedule aims at, connections (attempts) started,
 //! responses and connection errors per second on the chart; SYNs arriving at the server
 //! (pcap), connections established, requests begun (keep-alive carries many on one
-//! connection) and request errors in the header. Each error figure is one column of
-//! timeseries.csv, never a sum of overlapping ones.
+//! connection) and request errors in the header; over TLS the handshakes per second, full and
+//! resumed, and the failed ones (connection errors) in the header too. Each error figure is
+//! one column of timeseries.csv, never a sum of overlapping ones.
 
 use super::common::{charted_events, line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
@@ -62,6 +63,22 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ]);
     // A short panel keeps its chart: the figures that are not drawn give way first.
     let roomy = inner.height >= 10;
+    // Over TLS: the handshakes, full and resumed (what a handshake flood is about), and
+    // those that failed.
+    let tls = st.knobs.resumed.is_some();
+    if tls {
+        series.extend([
+            Series::value_only(st, l("hs full", "full"), c::FULL_HANDSHAKES),
+            Series::value_only(st, l("hs resumed", "resm"), c::RESUMED_HANDSHAKES),
+        ]);
+    }
+    if tls && roomy {
+        series.push(Series::value_only(
+            st,
+            l("hs err", "herr"),
+            c::HANDSHAKE_ERRORS,
+        ));
+    }
     if pool || roomy {
         series.push(Series::value_only(st, other.0, other.1));
     }

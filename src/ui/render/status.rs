@@ -116,6 +116,13 @@ pub fn lines(
             if k.burst_on { "on" } else { "off" }
         ),
     ));
+    if let Some(share) = k.resumed {
+        knobs.push(kv(
+            app,
+            "tls",
+            format!("{} resumed {:.0}%", st.tls, share * 100.0),
+        ));
+    }
     if k.paths.is_empty() {
         knobs.push(vec![Span::styled("no paths (loopback)", t.text())]);
     }
