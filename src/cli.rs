@@ -1,6 +1,7 @@
 //! Command line: `synlab` (TUI on the default scenario) and its subcommands.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -85,6 +86,13 @@ pub enum Cmd {
         )]
         on: Vec<String>,
     },
+    /// Print a shell completion script of synlab's subcommands and flags.
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
+    /// Print synlab's man page (roff: `synlab man | man -l -`).
+    Man,
     /// (internal) A load worker started by the controller.
     #[command(hide = true)]
     Worker {
@@ -111,10 +119,31 @@ pub enum Cmd {
     },
 }
 
+/// The command line a person types: the internal subcommands (a worker, the router ...) left
+/// out, which clap_complete's scripts would otherwise offer.
+fn public_command() -> clap::Command {
+    let full = Cli::command();
+    let public: Vec<clap::Command> = full
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .cloned()
+        .collect();
+    clap::Command::new("synlab")
+        .args(full.get_arguments().cloned())
+        .subcommands(public)
+}
+
 /// Runs one command; Ok carries the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let holds_nothing = match &cli.cmd {
-        Some(Cmd::Check { .. } | Cmd::Probe(_) | Cmd::Report { .. } | Cmd::Compare { .. }) => true,
+        Some(
+            Cmd::Check { .. }
+            | Cmd::Probe(_)
+            | Cmd::Report { .. }
+            | Cmd::Compare { .. }
+            | Cmd::Completions { .. }
+            | Cmd::Man,
+        ) => true,
         Some(Cmd::Net(n)) => matches!(n.cmd, crate::net::cli::NetCmd::Status),
         _ => false,
     };
@@ -157,6 +186,21 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             max_regression,
             on,
         } => crate::report::compare::compare_main(&baseline, &run, &max_regression, &on),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut public_command(),
+                "synlab",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            std::io::stdout().write_all(&page)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Worker { config_json } => {
             crate::load::cli::worker_main(&config_json).map(|_| ExitCode::SUCCESS)
         }

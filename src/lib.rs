@@ -1,6 +1,7 @@
 //! synlab: an interactive terminal performance lab for one Linux host.
 //!
-//! Layout: `scenario` (the validated model of a scenario file), `load` (S-Client workers),
+//! Layout (ARCHITECTURE.md): `model` (the shared vocabulary: columns, counters, units, knobs),
+//! `scenario` (the validated model of a scenario file), `load` (S-Client workers),
 //! `target` (the built-in server), `net` (topology plans, shaping models, the delay router),
 //! `probe` (kernel counters: parsers and rate maths), `sys` (the only place that talks to the
 //! kernel), `lab` (the controller: one owner of state), `metrics` (time series, histograms),

@@ -1,6 +1,6 @@
-//! Every figure README.md quotes from the gallery is the gallery's: each quote below is in the
-//! README word for word, and the number in it is what the gallery's summary.csv says (rounded
-//! as written). Every number of the README's Gallery section is one of these quotes or one of
+//! Every figure docs/12-experiments.md quotes from the gallery is the gallery's: each quote below
+//! is in that page word for word, and the number in it is what the gallery's summary.csv says
+//! (rounded as written). Every number of its Gallery section is one of these quotes or one of
 //! the settings the scenarios chose (SETTINGS), so a figure cannot be added there unchecked;
 //! quotes in "Reproducing the papers" are checked too. docs/gallery/make.sh regenerates the
 //! files; update the quotes with them.
@@ -846,8 +846,11 @@ const SETTINGS: &[&str] = &[
     "1998 cost",
 ];
 
+/// The page that holds the gallery and the papers' comparison.
+const EXPERIMENTS: &str = "docs/12-experiments.md";
+
 fn readme() -> String {
-    std::fs::read_to_string("README.md").unwrap()
+    std::fs::read_to_string(EXPERIMENTS).unwrap()
 }
 
 /// The README's section starting at heading `## {name}`, up to the next `## `.
@@ -865,7 +868,7 @@ fn every_figure_the_readme_quotes_is_the_gallerys() {
     let mut wrong = Vec::new();
     for (quote, fig) in quotes() {
         if !md.contains(quote) {
-            wrong.push(format!("not in README.md: `{quote}`"));
+            wrong.push(format!("not in {EXPERIMENTS}: `{quote}`"));
             continue;
         }
         let (said, decimals) = stated(quote);
@@ -932,7 +935,7 @@ fn every_number_in_the_gallery_section_is_checked_or_a_setting() {
     }
     assert!(
         loose.is_empty(),
-        "numbers in the README's Gallery section that no quote checks against the gallery and no setting explains:\n{}",
+        "numbers in the Gallery section of docs/12-experiments.md that no quote checks against the gallery and no setting explains:\n{}",
         loose.join("\n")
     );
 }

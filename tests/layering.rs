@@ -1,5 +1,6 @@
-//! Dependencies point down (DESIGN.md, layout): a module may import only from the layers below
-//! it (or its own). A lower layer importing a higher one fails here, naming file and line.
+//! Dependencies point down (ARCHITECTURE.md, "Layers"): a module may import only from the
+//! layers below it (or its own). A lower layer importing a higher one fails here, naming file
+//! and line.
 //! Code under `#[cfg(test)]` is left out: tests may use fixtures from anywhere.
 
 use std::path::Path;
