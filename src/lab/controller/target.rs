@@ -255,7 +255,51 @@ impl Controller {
     }
 }
 
+/// A free port for a server we start, below the kernel's ephemeral range: a port the kernel
+/// handed out as ephemeral (bind to port 0) is soon another connection's local port (our own
+/// load's, on loopback), and the server's bind then fails with the port in use.
 pub(super) fn free_port() -> anyhow::Result<u16> {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let below = below_ephemeral(low);
+    let start = rand::random::<u16>() as usize;
+    for i in 0..below.len() {
+        let port = below.start + ((start + i) % below.len()) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    // No room below the range (it starts low): the kernel's pick.
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr()?.port())
+}
+
+/// The ports tried for a server: up to 10,000 below the ephemeral range's `low`, above the
+/// well-known and common service ports.
+fn below_ephemeral(low: u16) -> std::ops::Range<u16> {
+    let floor = 10_000u16.max(low.saturating_sub(10_000));
+    floor..low.max(floor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_port_is_picked_below_the_ephemeral_range() {
+        assert_eq!(below_ephemeral(32768), 22768..32768);
+        assert_eq!(below_ephemeral(15000), 10000..15000);
+        assert!(below_ephemeral(2000).is_empty());
+        let p = free_port().unwrap();
+        let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(low <= 10_000 || p < low, "port {p}, ephemeral from {low}");
+    }
 }

@@ -80,6 +80,13 @@ impl Engine {
     }
 
     /// Moves the connects-in-progress gauge of the worker and of `class` by one.
+    /// A class's connect (and its handshake, over TLS) is over: established or failed.
+    pub(super) fn class_connect_done(&mut self, class: u16) {
+        if let Some(t) = self.classes.get_mut(class as usize) {
+            t.connecting -= 1;
+        }
+    }
+
     pub(super) fn connecting_step(&mut self, class: u16, up: bool) {
         let step = |g: &mut u64| if up { *g += 1 } else { *g -= 1 };
         step(&mut self.connecting);

@@ -416,7 +416,9 @@ impl Engine {
     /// handshake, if any, is handed on with the connection, as the request is).
     pub(super) fn connected(&mut self, idx: usize, now: u64) {
         let class = self.slab[idx].class;
-        self.connecting_step(class, false);
+        // The worker's gauge moves on to `handshaking`; a class's counts its handshake as
+        // connecting until `ready` (or the handshake fails).
+        self.connecting -= 1;
         self.slot_freed(idx, now);
         let sched = self.slab[idx].sched_ns;
         self.record_connect(class, now.saturating_sub(sched) / 1000);
@@ -424,8 +426,10 @@ impl Engine {
 
     /// The connection is established: ready for requests.
     pub(super) fn ready(&mut self, idx: usize) {
+        let class = self.slab[idx].class;
+        self.class_connect_done(class);
         self.active += 1;
-        self.count(self.slab[idx].class, |c| c.established += 1);
+        self.count(class, |c| c.established += 1);
     }
 
     /// Where the handshake completes inside connect() (loopback: the SYN-ACK is processed

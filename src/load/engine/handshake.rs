@@ -117,6 +117,7 @@ impl Engine {
     /// it leaves the resumption schedule.
     pub(super) fn handshake_abandoned(&mut self, idx: usize) {
         self.handshaking -= 1;
+        self.class_connect_done(self.slab[idx].class);
         if let (Some(client), Some(t)) = (self.tls.as_mut(), self.slab[idx].tls.as_ref()) {
             client.failed(t.plan);
         }
