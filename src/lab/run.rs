@@ -92,11 +92,7 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
     }
     let total: f64 = points.iter().map(|p| p.warmup + p.hold + p.cooldown).sum();
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
-    let curve_kind = sc
-        .sweep
-        .as_ref()
-        .and_then(|s| s.curves.as_ref())
-        .and_then(|c| c.kind());
+    let curve_kind = sc.sweep.as_ref().and_then(|s| s.curve_kind());
     let target = sc.analysis.capacity;
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);

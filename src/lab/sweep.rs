@@ -65,27 +65,29 @@ pub fn point_label(
     }
 }
 
+/// Why the TUI cannot play a sweep (the line it says); `synlab run` can.
+#[derive(Debug, thiserror::Error)]
+pub enum NotPlayable {
+    #[error("this scenario's sweep over {} restarts the workers at each point: it plays with `synlab run`; here its base settings run (keys work)", .0.name())]
+    RestartsWorkers(SweepParam),
+    #[error("this scenario's sweep over {0} changes the server's kernel between points: it plays with `synlab run`; here its base settings run (keys work)")]
+    ChangesServer(String),
+}
+
 /// A sweep played in the TUI: each point a cue at its time (its label as caption, the commands
 /// that set its mode and value; a pause for its cool-down), as `synlab run` would measure it
 /// (the same points, labels and settings), and the sweep's length. Err(why) for a sweep the
 /// TUI cannot play: one that restarts the workers for each point (`load.workers`,
 /// `load.workload`).
-pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<Cue>, f64), String> {
+pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<Cue>, f64), NotPlayable> {
     let kind = sc.sweep.as_ref().and_then(|s| s.kind());
-    let curve_kind = sc
-        .sweep
-        .as_ref()
-        .and_then(|s| s.curves.as_ref())
-        .and_then(|c| c.kind());
+    let curve_kind = sc.sweep.as_ref().and_then(|s| s.curve_kind());
     for k in [curve_kind, kind].into_iter().flatten() {
         if matches!(
             k,
             SweepParam::Workers | SweepParam::Workload | SweepParam::Http
         ) {
-            return Err(format!(
-                "this scenario's sweep over {} restarts the workers at each point: it plays with `synlab run`; here its base settings run (keys work)",
-                k.name()
-            ));
+            return Err(NotPlayable::RestartsWorkers(k));
         }
     }
     let points = plan_points(sc);
@@ -100,9 +102,7 @@ pub fn sweep_cues(sc: &Scenario) -> Result<(Vec<Cue>, f64), String> {
             .then(|| "steer".to_string()),
     };
     if let Some(k) = server_side {
-        return Err(format!(
-            "this scenario's sweep over {k} changes the server's kernel between points: it plays with `synlab run`; here its base settings run (keys work)"
-        ));
+        return Err(NotPlayable::ChangesServer(k));
     }
     let mut cues = Vec::new();
     let mut at = 0.0;
@@ -205,11 +205,11 @@ mod tests {
         sc.sweep = crate::scenario::load(Path::new("scenarios/client-check.toml"))
             .unwrap()
             .sweep;
-        let why = sweep_cues(&sc).unwrap_err();
+        let why = sweep_cues(&sc).unwrap_err().to_string();
         assert!(why.contains("synlab run"), "{why}");
         // issue 26: steering on and off between points is the run's to set, not a knob's.
         let sc = crate::scenario::load(Path::new("scenarios/overload.toml")).unwrap();
-        let why = sweep_cues(&sc).unwrap_err();
+        let why = sweep_cues(&sc).unwrap_err().to_string();
         assert!(why.contains("server's kernel"), "{why}");
     }
 }

@@ -462,6 +462,11 @@ impl Sweep {
     pub fn kind(&self) -> Option<SweepParam> {
         SweepParam::from_name(&self.param)
     }
+
+    /// The `[sweep.curves]` parameter, if the sweep has curves.
+    pub fn curve_kind(&self) -> Option<SweepParam> {
+        self.curves.as_ref().and_then(|c| c.kind())
+    }
 }
 
 /// One parameter over a list of values, each point run for warmup + hold.

@@ -371,6 +371,7 @@ impl Controller {
                     ));
                 }
                 Err(why) => {
+                    let why = why.to_string();
                     self.log(&why);
                     self.core.say(&why);
                 }
