@@ -168,6 +168,22 @@ impl Placement {
         !self.server.is_empty() && !matches!(self.split, Split::None(_))
     }
 
+    /// The CPUs the controller's own threads (its probes included) keep off: a CPU outside
+    /// both sets when the machine has one (measuring takes time from neither side), else the
+    /// server's (they run with the load, as a real client host's tools do: the server's CPU
+    /// figures and its capacity stay its own). With no split, the scenario's load CPUs.
+    pub fn measuring_avoids(&self, machine: &[usize]) -> Vec<usize> {
+        if !self.is_split() {
+            return self.load.clone();
+        }
+        let both: Vec<usize> = self.server.iter().chain(&self.load).copied().collect();
+        if machine.iter().any(|c| !both.contains(c)) {
+            both
+        } else {
+            self.server.clone()
+        }
+    }
+
     /// One line for the status line and run.log: who runs where, and what the CPU figures
     /// then are.
     pub fn describe(&self) -> String {
@@ -287,6 +303,21 @@ mod tests {
             Placement::resolve(&[], &[], true, &[0, 1]).describe(),
             "server on CPU 1, load (workers, router, controller) on CPU 0 (the lab's default split)"
         );
+    }
+
+    #[test]
+    fn measuring_keeps_off_the_servers_cpus() {
+        // The keep-alive bench's shape: only the load's CPU named, the server (an address) on
+        // the rest: the controller goes with the load, not onto the server's CPU.
+        let p = Placement::resolve(&[], &[1], false, &[0, 1]);
+        assert_eq!(p.measuring_avoids(&[0, 1]), vec![0]);
+        let p = Placement::resolve(&[], &[], true, &[0, 1]);
+        assert_eq!(p.measuring_avoids(&[0, 1]), vec![1]);
+        // A CPU neither side has: measuring goes there.
+        let p = Placement::resolve(&[2], &[0], true, &[0, 1, 2]);
+        assert_eq!(p.measuring_avoids(&[0, 1, 2]), vec![2, 0]);
+        let lo = Placement::resolve(&[], &[], false, &[0, 1]);
+        assert!(lo.measuring_avoids(&[0, 1]).is_empty());
     }
 
     #[test]

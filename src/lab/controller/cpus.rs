@@ -58,28 +58,11 @@ impl Controller {
         self.fold_msg(Input::Cpus(view));
     }
 
-    /// The CPUs the controller's threads (probes included) keep off: with the lab's default
-    /// split the server's (its figures are then its own; they run with the load); with the
-    /// scenario's cpus both sides it named when some other CPU is left, else the load's it
-    /// named (measuring takes no time from the load), else the server's.
+    /// The CPUs the controller's threads (probes included) keep off
+    /// (`Placement::measuring_avoids`).
     pub(super) fn probe_avoid_cpus(&self) -> Vec<usize> {
-        use crate::model::cpus::Split;
-        let (target, load) = (&self.scenario.target.cpus, &self.scenario.load.cpus);
-        match self.placement.split {
-            Split::Default => self.placement.server.clone(),
-            Split::Scenario => {
-                let named: Vec<usize> = target.iter().chain(load).copied().collect();
-                let machine = crate::sys::machine::online_cpus();
-                if machine.iter().any(|c| !named.contains(c)) {
-                    named
-                } else if !load.is_empty() {
-                    load.clone()
-                } else {
-                    self.placement.server.clone()
-                }
-            }
-            Split::None(_) => load.clone(),
-        }
+        self.placement
+            .measuring_avoids(&crate::sys::machine::online_cpus())
     }
 
     /// The server's and the load's CPUs for the probes' per-set figures (none: no split).
