@@ -14,6 +14,10 @@ pub struct PidStat {
     /// Clock ticks in user / kernel mode (all threads, live and exited).
     pub utime: u64,
     pub stime: u64,
+    /// Clock ticks of its children that exited and were waited for (a server's CGI programs;
+    /// each child's own time and its waited-for children's).
+    pub cutime: u64,
+    pub cstime: u64,
     pub num_threads: u64,
     /// Clock ticks after boot when the process started: with `pid`, identifies a process.
     pub starttime: u64,
@@ -65,6 +69,8 @@ impl PidStat {
             ppid: field(4, "ppid")? as u32,
             utime: field(14, "utime")?,
             stime: field(15, "stime")?,
+            cutime: field(16, "cutime")?,
+            cstime: field(17, "cstime")?,
             num_threads: field(20, "num_threads")?,
             starttime: field(22, "starttime")?,
             rss_pages: field(24, "rss")?,
@@ -103,6 +109,7 @@ mod tests {
         let t = "42 (x) y)) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 15 16 7 18 999 20 333 22\n";
         let s = PidStat::parse(t).unwrap();
         assert_eq!((s.comm.as_str(), s.utime, s.stime), ("x) y)", 111, 222));
+        assert_eq!((s.cutime, s.cstime), (13, 14));
         assert_eq!((s.num_threads, s.starttime, s.rss_pages), (7, 999, 333));
     }
 

@@ -208,19 +208,31 @@ fn net_total(base: &Snapshot, c: &Snapshot, key: &str) -> Option<f64> {
 }
 
 /// Server CPU ticks between two readings of the process family. A process present in both
-/// (same pid and start time) adds its increase; a process born since adds all its time; one
-/// that exited in between loses its last slice (the kernel no longer shows it).
+/// (same pid and start time) adds its increase; a process born since adds all its time. Each
+/// also adds what its waited-for children used (cutime/cstime: CGI programs forked and reaped
+/// between readings, which no reading sees alive), less what a child of the family that
+/// vanished since had already been counted for, so a worker reaped by its parent adds only
+/// its last slice, not its whole life twice.
 fn server_ticks(prev: &[PidStat], cur: &[PidStat]) -> (u64, u64) {
-    let before: HashMap<(u32, u64), &PidStat> =
-        prev.iter().map(|p| ((p.pid, p.starttime), p)).collect();
+    let key = |p: &PidStat| (p.pid, p.starttime);
+    let before: HashMap<(u32, u64), &PidStat> = prev.iter().map(|p| (key(p), p)).collect();
+    let alive: std::collections::HashSet<(u32, u64)> = cur.iter().map(key).collect();
+    // Per parent: the time already counted for its children of the family that are gone.
+    let mut counted: HashMap<u32, (u64, u64)> = HashMap::new();
+    for p in prev.iter().filter(|p| !alive.contains(&key(p))) {
+        let c = counted.entry(p.ppid).or_default();
+        c.0 += p.utime + p.cutime;
+        c.1 += p.stime + p.cstime;
+    }
     cur.iter().fold((0, 0), |(u, s), p| {
-        match before.get(&(p.pid, p.starttime)) {
-            Some(b) => (
-                u + p.utime.saturating_sub(b.utime),
-                s + p.stime.saturating_sub(b.stime),
-            ),
-            None => (u + p.utime, s + p.stime),
-        }
+        let (bu, bs, bcu, bcs) = before
+            .get(&key(p))
+            .map_or((0, 0, 0, 0), |b| (b.utime, b.stime, b.cutime, b.cstime));
+        let (cu, cs) = counted.get(&p.pid).copied().unwrap_or_default();
+        (
+            u + p.utime.saturating_sub(bu) + p.cutime.saturating_sub(bcu).saturating_sub(cu),
+            s + p.stime.saturating_sub(bs) + p.cstime.saturating_sub(bcs).saturating_sub(cs),
+        )
     })
 }
 
@@ -471,6 +483,8 @@ mod tests {
             ppid: 1,
             utime: u,
             stime: s,
+            cutime: 0,
+            cstime: 0,
             num_threads: 2,
             starttime: start,
             rss_pages: 256,
@@ -674,6 +688,26 @@ mod tests {
         assert_eq!(s.m.server_procs, Some(2.0));
         assert_eq!(s.m.server_threads, Some(4.0));
         assert_eq!(s.m.server_rss_mb, Some(2.0));
+    }
+
+    #[test]
+    fn server_cpu_counts_reaped_children_once() {
+        let t0 = Instant::now();
+        let with_children = |mut p: PidStat, cu, cs| {
+            (p.cutime, p.cstime) = (cu, cs);
+            p
+        };
+        let mut a = Snapshot::empty(t0);
+        let mut worker = pid(2, 6, 50, 20);
+        worker.ppid = 1;
+        a.server = Some(vec![pid(1, 5, 100, 10), worker]);
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(1));
+        // pid 1 reaped CGI programs that used 30 + 20 ticks between the readings, and the
+        // worker pid 2 (50 + 20 counted already, 3 + 1 more in its last slice).
+        b.server = Some(vec![with_children(pid(1, 5, 105, 12), 30 + 53, 20 + 21)]);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
+        assert_eq!(s.m.server_cpu_user_pct, Some(5.0 + 30.0 + 3.0));
+        assert_eq!(s.m.server_cpu_sys_pct, Some(2.0 + 20.0 + 1.0));
     }
 
     #[test]
