@@ -28,11 +28,19 @@ pub struct StatusCounts {
     /// `%{SSL_SESSION_RESUMED}x`) says the request's connection resumed a session or not.
     pub tls_full: u64,
     pub tls_resumed: u64,
+    /// Lines the server wrote about itself, not counted in `lines`: Apache's internal dummy
+    /// connections (its parent waking a child it wants gone; over TLS a request without a
+    /// session, `tls:-`, that Apache answers 400).
+    pub internal: u64,
 }
 
 impl StatusCounts {
     /// Counts one log line (without its newline).
     pub fn add_line(&mut self, line: &[u8]) {
+        if is_internal(line) {
+            self.internal += 1;
+            return;
+        }
         self.lines += 1;
         match parse_status(line).map(|s| s / 100) {
             Some(1) => self.s1xx += 1,
@@ -61,6 +69,7 @@ impl StatusCounts {
             unparsed: self.unparsed.saturating_sub(earlier.unparsed),
             tls_full: self.tls_full.saturating_sub(earlier.tls_full),
             tls_resumed: self.tls_resumed.saturating_sub(earlier.tls_resumed),
+            internal: self.internal.saturating_sub(earlier.internal),
         }
     }
 
@@ -72,6 +81,19 @@ impl StatusCounts {
 
 /// The marker of the session-reuse field synlab appends to its TLS servers' log lines.
 pub const TLS_FIELD: &str = " tls:";
+
+/// Whether the line is one the server wrote about itself (see `StatusCounts::internal`): the
+/// user agent Apache gives its dummy connections, or, in a log with the TLS field, a request
+/// that came without a TLS session (`tls:-`), which no client of the load sends.
+pub fn is_internal(line: &[u8]) -> bool {
+    if memchr::memmem::find(line, b"(internal dummy connection)").is_some() {
+        return true;
+    }
+    memchr::memmem::rfind(line, TLS_FIELD.as_bytes()).is_some_and(|at| {
+        let v = &line[at + TLS_FIELD.len()..];
+        v == b"-" || v.starts_with(b"- ")
+    })
+}
 
 /// Whether the line's TLS session was resumed: `tls:r` or `tls:Resumed` (true), `tls:.` or
 /// `tls:Initial` (false); None when the line has no such field (plain HTTP).
@@ -313,6 +335,30 @@ mod tests {
             StatusCounts {
                 lines: 1,
                 s5xx: 1,
+                ..Default::default()
+            }
+        );
+    }
+
+    #[test]
+    fn apaches_internal_dummy_connections_are_not_responses() {
+        // As Apache 2.4 logs them: on a plain listener, and on an HTTPS one (a request
+        // without a TLS session, answered 400).
+        let plain = r#"::1 - - [26/Nov/2026:14:40:28 +0000] "OPTIONS * HTTP/1.0" 200 126 "-" "Apache/2.4.62 (Debian) (internal dummy connection)""#;
+        let tls =
+            r#"198.18.0.1 - - [26/Nov/2026:14:40:28 +0000] "GET / HTTP/1.0" 400 402 "-" "-" tls:-"#;
+        let load = r#"198.18.1.1 - - [26/Nov/2026:14:40:28 +0000] "GET /bytes/1294 HTTP/1.0" 200 1294 "-" "synlab" tls:Initial"#;
+        let mut c = StatusCounts::default();
+        for l in [plain, tls, load, NGINX_COMBINED] {
+            c.add_line(l.as_bytes());
+        }
+        assert_eq!(
+            c,
+            StatusCounts {
+                lines: 2,
+                s2xx: 2,
+                tls_full: 1,
+                internal: 2,
                 ..Default::default()
             }
         );
