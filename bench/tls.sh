@@ -115,6 +115,8 @@ run_h2load() {
     -n $n -H 'Connection: close' "https://127.0.0.1:$1/f.bin" > "$WORK/o" 2>&1 || true
   # finished in X s, R req/s; succeeded requests are full handshakes (one per connection)
   local ok secs; ok=$(awk '/^requests:/ {print $8}' "$WORK/o"); secs=$(awk '/^finished in/ {print $3+0}' "$WORK/o")
+  # h2load that did not finish (killed by the timeout, or refused) has no rate: say what it printed
+  [ -n "$secs" ] || { echo "h2load did not finish within $((SECS * 6)) s; its output:" >&2; tail -n 15 "$WORK/o" >&2; }
   # CPU scaled to the same SECS the others report over
   python3 -c "r=${ok:-0}/max(${secs:-1},1e-9); c=$(awk '{print $1+$2}' "$WORK/t"); print(r, c/max(${secs:-1},1e-9)*$SECS)"
 }
@@ -153,8 +155,10 @@ done
 python3 - <<PY
 sf,hf,tf=$(med "${RATE[synlab_full]}"),$(med "${RATE[h2load_full]}"),$(med "${RATE[stime_full]}")
 cs,ch,ct=$(med "${CPU[synlab_full]}"),$(med "${CPU[h2load_full]}"),$(med "${CPU[stime_full]}")
-print(f"full handshakes: synlab/h2load {sf/hf:.2f}x handshakes/s (goal >= 1.5 when client-bound), "
-      f"client CPU per handshake {cs/ch:.2f}x h2load's (goal <= 0.6), {cs/ct:.2f}x s_time's")
+def ratio(a, b):  # an anchor that measured nothing (it failed: its output is above) has no ratio
+    return f"{a/b:.2f}x" if b > 0 else "n/a (the anchor measured nothing)"
+print(f"full handshakes: synlab/h2load {ratio(sf, hf)} handshakes/s (goal >= 1.5 when client-bound), "
+      f"client CPU per handshake {ratio(cs, ch)} h2load's (goal <= 0.6), {ratio(cs, ct)} s_time's")
 print(f"resumed: synlab {$(med "${CPU[synlab_resumed]}"):.1f} us vs s_time -reuse {$(med "${CPU[stime_resumed]}"):.1f} us per handshake")
 PY
 echo "nginx worker CPU per handshake (us): full $(med "${SRV[nginx_full]}"), resumed $(med "${SRV[nginx_resumed]}")"
@@ -185,6 +189,7 @@ handshake_timeout = "2s"')
 done
 python3 - <<PY
 t,p=$(med "${RATE[flood_tls]}"),$(med "${RATE[flood_plain]}")
-print(f"nginx served {t:.0f} full TLS handshakes (responses)/s vs {p:.0f} plain responses/s: TLS capacity {t/p:.2f}x plain")
+print(f"nginx served {t:.0f} full TLS handshakes (responses)/s vs {p:.0f} plain responses/s: "
+      + (f"TLS capacity {t/p:.2f}x plain" if p > 0 else "no plain responses: no ratio"))
 PY
 echo "done; $(loadavg)"
