@@ -113,7 +113,7 @@ fn stated(quote: &str) -> (f64, usize) {
 fn quotes() -> Vec<(&'static str, Fig)> {
     vec![
         (
-            "from 364/s with one client",
+            "from 445/s with one client",
             cell(
                 "simple-vs-sclient",
                 "mode=closed,value=1",
@@ -121,7 +121,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "415/s with 512",
+            "483/s with 512",
             cell(
                 "simple-vs-sclient",
                 "mode=closed,value=512",
@@ -129,7 +129,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "153/s at D = 4",
+            "156/s at D = 4",
             cell(
                 "simple-vs-sclient",
                 "mode=sclient,value=4",
@@ -137,7 +137,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "1,447/s at D = 512",
+            "1,502/s at D = 512",
             cell(
                 "simple-vs-sclient",
                 "mode=sclient,value=512",
@@ -145,7 +145,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "425/s at D = 512",
+            "478/s at D = 512",
             cell(
                 "simple-vs-sclient",
                 "mode=sclient,value=512",
@@ -153,7 +153,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "148 responses/s on 65",
+            "serves 73 responses/s on",
             cell(
                 "simple-vs-sclient",
                 "mode=sclient,value=1",
@@ -161,7 +161,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "65 attempts/s",
+            "75 attempts/s",
             cell(
                 "simple-vs-sclient",
                 "mode=sclient,value=1",
@@ -169,15 +169,23 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "steered: 240/s at 1x",
+            "steered: 231/s at 1x capacity (250/s offered)",
             cell("overload", "value=250,steer=server", "throughput_per_s"),
         ),
         (
-            "185/s at 20x",
+            "219/s at 20x (5,000/s)",
             cell("overload", "value=5000,steer=server", "throughput_per_s"),
         ),
         (
-            "reached 11.2 %",
+            "grew from 4.3 %",
+            cell(
+                "overload",
+                "value=250,steer=server",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "to 10.0 %",
             cell(
                 "overload",
                 "value=5000,steer=server",
@@ -185,27 +193,75 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "sender: 243/s at 1x",
-            cell("overload", "value=250,steer=sender", "throughput_per_s"),
-        ),
-        (
-            "was 4,239 us",
+            "from 4,327 us",
             cell(
                 "overload",
-                "value=125,steer=server",
+                "value=250,steer=server",
                 "server_cpu_us_per_response",
             ),
         ),
         (
-            "(46.9 % or more of it)",
+            "to 4,547 us",
             cell(
-                "overload-nginx",
-                "value=200,steer=server",
-                "server_cores_other_pct",
+                "overload",
+                "value=5000,steer=server",
+                "server_cpu_us_per_response",
             ),
         ),
         (
-            "(14.8 % steered",
+            "sender: 239/s at 1x",
+            cell("overload", "value=250,steer=sender", "throughput_per_s"),
+        ),
+        (
+            "and 239/s at 20x",
+            cell("overload", "value=5000,steer=sender", "throughput_per_s"),
+        ),
+        (
+            "softirq at 0.7 %",
+            cell(
+                "overload",
+                "value=5000,steer=sender",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "87 % busy or more from 800/s on",
+            cell("overload-nginx", "value=800,steer=server", "load_cpu_pct"),
+        ),
+        (
+            "(system 46.0 %",
+            cell(
+                "overload-nginx",
+                "value=100,steer=server",
+                "server_cores_system_pct",
+            ),
+        ),
+        (
+            "user\n4.3 % at the lowest rate",
+            cell(
+                "overload-nginx",
+                "value=100,steer=server",
+                "server_cores_user_pct",
+            ),
+        ),
+        (
+            "Steered: 96/s at 100/s offered",
+            cell(
+                "overload-nginx",
+                "value=100,steer=server",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "116/s at 4,000/s",
+            cell(
+                "overload-nginx",
+                "value=4000,steer=server",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "softirq 29.8 %",
             cell(
                 "overload-nginx",
                 "value=100,steer=server",
@@ -213,11 +269,27 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "7.0 % on the sender",
+            "to 34.9 %;",
+            cell(
+                "overload-nginx",
+                "value=4000,steer=server",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "sender: 101/s",
             cell(
                 "overload-nginx",
                 "value=100,steer=sender",
-                "server_cores_softirq_pct",
+                "throughput_per_s",
+            ),
+        ),
+        (
+            "and 203/s",
+            cell(
+                "overload-nginx",
+                "value=4000,steer=sender",
+                "throughput_per_s",
             ),
         ),
         (
@@ -371,21 +443,21 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             "is 936 ms at 200/s",
             cell("mixed-clients", "value=200", "total_p99_ms"),
         ),
-        ("6,063 / ", cell("time-wait", "value=100", "time_wait_mean")),
+        ("5,995 / ", cell("time-wait", "value=100", "time_wait_mean")),
         (
-            "11,705 / ",
+            "11,600 / ",
             cell("time-wait", "value=200", "time_wait_mean"),
         ),
         (
-            "23,363 / ",
+            "22,304 / ",
             cell("time-wait", "value=400", "time_wait_mean"),
         ),
         (
-            "40,462 at",
+            "41,737 at",
             cell("time-wait", "value=800", "time_wait_mean"),
         ),
         (
-            "1.01x / 0.95x",
+            "1.00x / 0.94x",
             ratio(
                 cell("time-wait", "value=100", "time_wait_mean"),
                 ratio(
@@ -395,7 +467,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "0.95x / 0.96x",
+            "0.94x / 0.92x",
             ratio(
                 cell("time-wait", "value=200", "time_wait_mean"),
                 ratio(
@@ -405,7 +477,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "0.96x / 0.83x",
+            "0.92x / 0.86x",
             ratio(
                 cell("time-wait", "value=400", "time_wait_mean"),
                 ratio(
@@ -415,7 +487,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "0.83x of",
+            "0.86x of",
             ratio(
                 cell("time-wait", "value=800", "time_wait_mean"),
                 ratio(
@@ -439,26 +511,26 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "same 488 requests/s",
+            "same 487 requests/s",
             cell("specweb96", "value=specweb96_class3", "throughput_per_s"),
         ),
         (
-            "serves 194/s",
+            "serves 239/s",
             cell("ecommerce", "value=heavy_cgi", "throughput_per_s"),
         ),
         (
-            "serves 592/s",
+            "serves 717/s",
             cell("ecommerce", "value=heavy_servlet", "throughput_per_s"),
         ),
         (
-            "(3.1x, the paper",
+            "(3.0x, the paper",
             ratio(
                 cell("ecommerce", "value=heavy_servlet", "throughput_per_s"),
                 cell("ecommerce", "value=heavy_cgi", "throughput_per_s"),
             ),
         ),
         (
-            "static pages 784/s",
+            "static pages 831/s",
             cell("ecommerce", "value=static", "throughput_per_s"),
         ),
         (
@@ -466,7 +538,7 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             cell("lesson-overload", "", "accept_queue_max"),
         ),
         (
-            "(145/s at D = 4)",
+            "(148/s at D = 4)",
             cell(
                 "simple-vs-sclient",
                 "mode=sclient,value=4",
@@ -536,11 +608,11 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "40,462 at 800 connections/s",
+            "41,737 at 800 connections/s",
             cell("time-wait", "value=800", "time_wait_mean"),
         ),
         (
-            "(0.83x-1.01x",
+            "(0.86x-1.00x",
             ratio(
                 cell("time-wait", "value=800", "time_wait_mean"),
                 ratio(
@@ -550,8 +622,24 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "reads 70 % user",
-            cell("specweb96", "value=specweb96_class0", "cpu_user_pct"),
+            "reads\n  softirq 7.4 %",
+            cell(
+                "specweb96",
+                "value=specweb96_class0",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "Heavy CGI's server CPU is 49.4 % system",
+            cell("ecommerce", "value=heavy_cgi", "server_cores_system_pct"),
+        ),
+        (
+            "the servlet's 4.4 %",
+            cell(
+                "ecommerce",
+                "value=heavy_servlet",
+                "server_cores_system_pct",
+            ),
         ),
         (
             "moves 250 MB/s at the same",
@@ -561,18 +649,18 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "serves 3.1x as many",
+            "serves 3.0x as many",
             ratio(
                 cell("ecommerce", "value=heavy_servlet", "throughput_per_s"),
                 cell("ecommerce", "value=heavy_cgi", "throughput_per_s"),
             ),
         ),
         (
-            "light CGI (541/s)",
+            "light CGI (537/s)",
             cell("ecommerce", "value=light_cgi", "throughput_per_s"),
         ),
         (
-            "static pages (784/s)",
+            "static pages (831/s)",
             cell("ecommerce", "value=static", "throughput_per_s"),
         ),
         (
@@ -735,11 +823,11 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             cell("time-wait-cost", "value=1.1", "time_wait_mean"),
         ),
         (
-            "holds 95,410",
+            "holds 97,045",
             cell("time-wait-cost", "value=1.0", "time_wait_mean"),
         ),
         (
-            "(0.83x of throughput x 60 s) at",
+            "(0.81x of throughput x 60 s) at",
             ratio(
                 cell("time-wait-cost", "value=1.0", "time_wait_mean"),
                 ratio(
@@ -749,20 +837,116 @@ fn quotes() -> Vec<(&'static str, Fig)> {
             ),
         ),
         (
-            "(1,881\nand",
+            "(2,008\nand",
             cell("time-wait-cost", "value=1.1", "throughput_per_s"),
         ),
         (
-            "1,907/s)",
+            "2,007/s)",
             cell("time-wait-cost", "value=1.0", "throughput_per_s"),
         ),
         (
-            "from 27.5 %",
-            cell("time-wait-cost", "value=1.1", "cpu_system_pct"),
+            "grow: 307 us",
+            cell("time-wait-cost", "value=1.1", "server_cpu_us_per_response"),
         ),
         (
-            "to 29.0 %",
-            cell("time-wait-cost", "value=1.0", "cpu_system_pct"),
+            "then 303 us",
+            cell("time-wait-cost", "value=1.0", "server_cpu_us_per_response"),
+        ),
+        (
+            "system share 5.8 %",
+            cell("time-wait-cost", "value=1.1", "server_cores_system_pct"),
+        ),
+        (
+            "and then 5.5 %",
+            cell("time-wait-cost", "value=1.0", "server_cores_system_pct"),
+        ),
+        (
+            "leaves it 90.2 % idle",
+            cell(
+                "specweb96",
+                "value=specweb96_class0",
+                "server_cores_idle_pct",
+            ),
+        ),
+        (
+            "softirq takes 7.4 %",
+            cell(
+                "specweb96",
+                "value=specweb96_class0",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "system 2.0 % and",
+            cell(
+                "specweb96",
+                "value=specweb96_class0",
+                "server_cores_system_pct",
+            ),
+        ),
+        (
+            "user\n0.5 %",
+            cell(
+                "specweb96",
+                "value=specweb96_class0",
+                "server_cores_user_pct",
+            ),
+        ),
+        (
+            "leaves it 42.4 % idle",
+            cell(
+                "specweb96",
+                "value=specweb96_class3",
+                "server_cores_idle_pct",
+            ),
+        ),
+        (
+            "softirq at 46.0 %",
+            cell(
+                "specweb96",
+                "value=specweb96_class3",
+                "server_cores_softirq_pct",
+            ),
+        ),
+        (
+            "system 10.2 %",
+            cell(
+                "specweb96",
+                "value=specweb96_class3",
+                "server_cores_system_pct",
+            ),
+        ),
+        (
+            "user 1.4 %",
+            cell(
+                "specweb96",
+                "value=specweb96_class3",
+                "server_cores_user_pct",
+            ),
+        ),
+        (
+            "per response: 4,144 us",
+            cell("ecommerce", "value=heavy_cgi", "server_cpu_us_per_response"),
+        ),
+        (
+            "CPU at 49.4 % system",
+            cell("ecommerce", "value=heavy_cgi", "server_cores_system_pct"),
+        ),
+        (
+            "against 1,393 us",
+            cell(
+                "ecommerce",
+                "value=heavy_servlet",
+                "server_cpu_us_per_response",
+            ),
+        ),
+        (
+            "and 4.4 % system",
+            cell(
+                "ecommerce",
+                "value=heavy_servlet",
+                "server_cores_system_pct",
+            ),
         ),
     ]
 }
@@ -774,6 +958,9 @@ const SETTINGS: &[&str] = &[
     "2-vCPU",
     "Fig. 7 by its mechanism",
     "4 ms of work asked",
+    "(sub_filter over a\n77 KB file) is not a clean Fig. 7",
+    "CPU: class 0",
+    "%; class 3",
     "Linux 6.18",
     "~80 minutes",
     "load averages of 3 to 20",
