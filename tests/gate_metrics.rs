@@ -124,7 +124,9 @@ timeout = "500ms"
 fn prometheus_scrapes_a_run_and_promtool_accepts_the_exposition() {
     for tool in ["/usr/bin/prometheus", "/usr/bin/promtool"] {
         if !Path::new(tool).exists() {
-            eprintln!("skipped: {tool} is missing (apt-get install prometheus)");
+            synlab::sys::privilege::say_skipped(&format!(
+                "skipped: {tool} is missing (apt-get install prometheus)"
+            ));
             return;
         }
     }

@@ -20,7 +20,9 @@ fn two_cpus() -> bool {
         return true;
     }
     // Not a missing privilege: a one-CPU machine has no split to test.
-    eprintln!("skipped: this machine has {n} CPU, the server cannot get CPUs of its own");
+    synlab::sys::privilege::say_skipped(&format!(
+        "skipped: this machine has {n} CPU, the server cannot get CPUs of its own"
+    ));
     false
 }
 

@@ -29,7 +29,7 @@ fn privileged() -> bool {
         !require_privileged(),
         "SYNLAB_REQUIRE_PRIVILEGED=1 but {why}"
     );
-    eprintln!("skipping: {why}");
+    synlab::sys::privilege::say_skipped(&format!("skipping: {why}"));
     false
 }
 

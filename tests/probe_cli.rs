@@ -202,7 +202,7 @@ fn plain_user() -> Option<(Vec<String>, tempfile::TempDir)> {
         if synlab::sys::privilege::require_privileged() {
             panic!("{why}");
         }
-        eprintln!("skipped: {why}");
+        synlab::sys::privilege::say_skipped(&format!("skipped: {why}"));
         return None;
     }
     let u = nix::unistd::User::from_name(&name).ok().flatten()?;

@@ -39,7 +39,7 @@ fn overload_fills_the_accept_queue_and_pcap_counts_every_syn() {
         if synlab::sys::privilege::require_privileged() {
             panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but pcap needs CAP_NET_RAW (run as root)");
         }
-        eprintln!("skipped: pcap needs CAP_NET_RAW");
+        synlab::sys::privilege::say_skipped("skipped: pcap needs CAP_NET_RAW");
         return;
     }
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));

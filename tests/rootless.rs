@@ -385,8 +385,8 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
         return;
     }
     if !nix::unistd::geteuid().is_root() {
-        eprintln!(
-            "skipped: needs root, to run synlab as `nobody`, a user with no subordinate uid range"
+        synlab::sys::privilege::say_skipped(
+            "skipped: needs root, to run synlab as `nobody`, a user with no subordinate uid range",
         );
         return;
     }
@@ -397,7 +397,7 @@ fn nginx_without_a_uid_range_says_what_to_install_and_configure() {
             .any(|l| l.starts_with("nobody:") || l.starts_with("65534:"))
     };
     if has_range("/etc/subuid") {
-        eprintln!("skipped: nobody has a subordinate uid range here");
+        synlab::sys::privilege::say_skipped("skipped: nobody has a subordinate uid range here");
         return;
     }
     let Some(p) = plain_user_named("nobody") else {
@@ -440,7 +440,9 @@ fn rootless_steering_charges_the_servers_cpus() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(p) = plain_user() else { return };
     if synlab::sys::machine::online_cpus().len() < 2 {
-        eprintln!("skipped: one CPU, the server cannot get CPUs of its own");
+        synlab::sys::privilege::say_skipped(
+            "skipped: one CPU, the server cannot get CPUs of its own",
+        );
         return;
     }
     let scenario =

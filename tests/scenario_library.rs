@@ -133,7 +133,7 @@ fn privileged() -> bool {
         !require_privileged(),
         "SYNLAB_REQUIRE_PRIVILEGED=1 but {why}"
     );
-    eprintln!("skipping: {why}");
+    synlab::sys::privilege::say_skipped(&format!("skipping: {why}"));
     false
 }
 
@@ -564,7 +564,7 @@ fn tls_flood_and_resumption_sweep_run_against_nginx() {
             !require_privileged(),
             "SYNLAB_REQUIRE_PRIVILEGED=1 but nginx is not installed"
         );
-        eprintln!("skipped: needs the nginx package");
+        synlab::sys::privilege::say_skipped("skipped: needs the nginx package");
         return;
     }
     let mut sc = load("tls-handshake-flood");

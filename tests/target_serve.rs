@@ -205,7 +205,9 @@ fn listen_backlog_reaches_the_kernel() {
     {
         Ok(o) => String::from_utf8_lossy(&o.stdout).to_string(),
         Err(e) => {
-            eprintln!("skipping: `ss` not available ({e}); install iproute2");
+            synlab::sys::privilege::say_skipped(&format!(
+                "skipping: `ss` not available ({e}); install iproute2"
+            ));
             return;
         }
     };
@@ -308,7 +310,9 @@ fn event_server_at_overload_leaves_connections_in_the_accept_queue() {
         match accept_queue_len(addr.port()) {
             Some(q) => peak_queue = peak_queue.max(q),
             None => {
-                eprintln!("skipping the queue check: `ss` not available (install iproute2)");
+                synlab::sys::privilege::say_skipped(
+                    "skipping the queue check: `ss` not available (install iproute2)",
+                );
                 break;
             }
         }

@@ -141,7 +141,7 @@ fn installed(kind: TargetKind) -> bool {
             panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}")
         }
         Err(e) => {
-            eprintln!("skipped: {e:#}");
+            synlab::sys::privilege::say_skipped(&format!("skipped: {e:#}"));
             false
         }
     }

@@ -158,7 +158,9 @@ fn tmux_two_paths_show_each_paths_latency() {
         if synlab::sys::privilege::require_privileged() {
             panic!("neither root nor a user namespace: no network lab for two paths");
         }
-        eprintln!("skipped: neither root nor a user namespace, so no network lab");
+        synlab::sys::privilege::say_skipped(
+            "skipped: neither root nor a user namespace, so no network lab",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -383,10 +383,12 @@ pub fn steers_live(s: &Scenario) -> Option<String> {
         !sw.steer.is_empty() || sw.kind() == Some(crate::model::SweepParam::Steer)
     });
     live.then(|| {
-        "a rootless lab cannot change its receive steering during a run: the kernel lets only \
-         CAP_NET_ADMIN in the initial user namespace write rps_cpus (net/core/net-sysfs.c), and \
-         the namespace's net.core.rps_default_mask steers only the links made after it; run one \
-         scenario per `[network] steer` and overlay them with `synlab report A B`, or run as root"
+        "the scenario's `[sweep] steer` (or `param = \"network.steer\"`) changes the receive \
+         steering during the run, and a rootless lab cannot change its receive steering during a \
+         run: the kernel lets only CAP_NET_ADMIN in the initial user namespace write rps_cpus \
+         (net/core/net-sysfs.c), and the namespace's net.core.rps_default_mask steers only the \
+         links made after it; remove it and set `[network] steer = \"server\"` (or \"sender\"), \
+         one run each, and overlay them with `synlab report A B`, or run as root"
             .to_string()
     })
 }

@@ -92,6 +92,18 @@ pub fn require_privileged() -> bool {
     std::env::var("SYNLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
 }
 
+/// This process's effective uid (whose files it may clean up).
+pub fn effective_uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// Says why a test skips, on the process's stderr itself: libtest keeps what `eprintln!`
+/// prints in a test that passes, so a skip printed that way would never show.
+pub fn say_skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{why}");
+}
+
 /// Whether this process runs as uid 0 (the host's root, or root inside synlab's user
 /// namespace).
 pub fn effective_root() -> bool {

@@ -249,10 +249,40 @@ impl DbFile {
             SEQ.fetch_add(1, Relaxed)
         ));
         let _ = std::fs::remove_file(&path);
+        remove_orphans(&std::env::temp_dir());
         let guard = DbFile { path };
         fill_db(&guard.path)
             .with_context(|| format!("creating the database {}", guard.path.display()))?;
         Ok(guard)
+    }
+}
+
+/// Removes the database files of this user's servers that are gone (killed, so their Drop
+/// never ran): `synlab-db-{pid}-{n}.sqlite` whose pid has no process. A pid reused since keeps
+/// its file until that process is gone too.
+fn remove_orphans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let me = crate::sys::privilege::effective_uid();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("synlab-db-"))
+            .and_then(|n| n.strip_suffix(".sqlite"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let mine = std::os::unix::fs::MetadataExt::uid(&match e.metadata() {
+            Ok(m) => m,
+            Err(_) => continue,
+        }) == me;
+        if mine && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -473,6 +503,23 @@ impl Drop for CgiPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_killed_servers_database_file_is_removed_by_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        // pid 0 is never a process: its file is an orphan; ours is alive.
+        let orphan = dir.path().join("synlab-db-0-3.sqlite");
+        let alive = dir
+            .path()
+            .join(format!("synlab-db-{}-0.sqlite", std::process::id()));
+        let other = dir.path().join("notes.sqlite");
+        for f in [&orphan, &alive, &other] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        remove_orphans(dir.path());
+        assert!(!orphan.exists());
+        assert!(alive.exists() && other.exists());
+    }
 
     #[test]
     fn routes_take_digits_in_range_only() {

@@ -19,7 +19,7 @@ pub fn privileged() -> bool {
     if require_privileged() {
         panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
     }
-    eprintln!("skipped: {why}");
+    synlab::sys::privilege::say_skipped(&format!("skipped: {why}"));
     false
 }
 
@@ -84,15 +84,23 @@ pub fn check_steering(
     // The cores' counters are the machine's: other work on the server's CPUs (another
     // program's builds or traffic) puts its softirq and NET_RX into them. Say so plainly
     // rather than fail on a comparison below that was not the lab's.
+    // On a machine busy with other work the comparisons are skipped, saying so (a failure
+    // when CI requires every test: its machine is meant to be quiet).
     let uptime = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     for p in [low, high, sender] {
         let other = num(p, "server_cores_other_pct");
-        assert!(
-            other < 10.0,
-            "the server's CPUs ran {other:.0} % of work not the server's (load average {}): \
-             their softirq is not the lab's alone; run this test on a quiet machine",
-            uptime.trim()
-        );
+        if other >= 10.0 {
+            let why = format!(
+                "the server's CPUs ran {other:.0} % of work not the server's (load average {}): \
+                 their softirq is not the lab's alone; run this test on a quiet machine",
+                uptime.trim()
+            );
+            if require_privileged() {
+                panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
+            }
+            synlab::sys::privilege::say_skipped(&format!("skipped the steering checks: {why}"));
+            return;
+        }
     }
     let si = |p| num(p, "server_cores_softirq_pct");
     let rx = |p| num(p, "server_cores_net_rx_per_s");
@@ -172,7 +180,7 @@ pub fn real_server_installed(kind: synlab::scenario::TargetKind) -> bool {
         Ok(_) => true,
         Err(e) if require_privileged() => panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}"),
         Err(e) => {
-            eprintln!("skipped: {e:#}");
+            synlab::sys::privilege::say_skipped(&format!("skipped: {e:#}"));
             false
         }
     }

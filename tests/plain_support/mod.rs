@@ -19,7 +19,7 @@ pub fn skip_or_fail(why: &str) -> Option<Plain> {
     if synlab::sys::privilege::require_privileged() {
         panic!("{why}");
     }
-    eprintln!("skipped: {why}");
+    synlab::sys::privilege::say_skipped(&format!("skipped: {why}"));
     None
 }
 

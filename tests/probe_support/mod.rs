@@ -15,7 +15,9 @@ pub fn privileged(what: &str) -> bool {
     if synlab::sys::privilege::require_privileged() {
         panic!("{what} needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW)");
     }
-    eprintln!("skipping {what}: needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW)");
+    synlab::sys::privilege::say_skipped(&format!(
+        "skipping {what}: needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW)"
+    ));
     false
 }
 

@@ -12,7 +12,7 @@ pub fn have_tmux() -> bool {
     if synlab::sys::privilege::require_privileged() {
         panic!("tmux is not installed (apt-get install tmux)");
     }
-    eprintln!("skipped: tmux is not installed");
+    synlab::sys::privilege::say_skipped("skipped: tmux is not installed");
     false
 }
 
