@@ -134,21 +134,8 @@ fn tls12_resumes_by_session_ids_and_prefork_shares_its_ticket_keys() {
     }
 }
 
-fn installed(kind: TargetKind) -> bool {
-    match synlab::lab::real_server::find_binary(kind) {
-        Ok(_) => true,
-        Err(e) if synlab::sys::privilege::require_privileged() => {
-            panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}")
-        }
-        Err(e) => {
-            synlab::sys::privilege::say_skipped(&format!("skipped: {e:#}"));
-            false
-        }
-    }
-}
-
 fn nginx_installed() -> bool {
-    installed(TargetKind::Nginx)
+    lab_support::real_server_installed(TargetKind::Nginx)
 }
 
 /// A real server (`nginx`, `apache`) over TLS in the lab (20 ms RTT through the delay
@@ -244,7 +231,7 @@ fn nginx_over_tls_in_the_lab_logs_a_line_per_handshake_and_the_resumed_share() {
 
 #[test]
 fn apache_over_tls_in_the_lab_logs_a_line_per_handshake_and_the_resumed_share() {
-    if !lab_support::privileged() || !installed(TargetKind::Apache) {
+    if !lab_support::privileged() || !lab_support::real_server_installed(TargetKind::Apache) {
         return;
     }
     over_tls_in_the_lab("apache");

@@ -171,10 +171,10 @@ impl Placement {
     /// The CPUs the controller's own threads (its probes included) keep off: a CPU outside
     /// both sets when the machine has one (measuring takes time from neither side), else the
     /// server's (they run with the load, as a real client host's tools do: the server's CPU
-    /// figures and its capacity stay its own). With no split, the scenario's load CPUs.
+    /// figures and its capacity stay its own). With no split, none.
     pub fn measuring_avoids(&self, machine: &[usize]) -> Vec<usize> {
         if !self.is_split() {
-            return self.load.clone();
+            return Vec::new();
         }
         let both: Vec<usize> = self.server.iter().chain(&self.load).copied().collect();
         if machine.iter().any(|c| !both.contains(c)) {

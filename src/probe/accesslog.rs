@@ -37,7 +37,8 @@ pub struct StatusCounts {
 impl StatusCounts {
     /// Counts one log line (without its newline).
     pub fn add_line(&mut self, line: &[u8]) {
-        if is_internal(line) {
+        let tls = tls_field(line);
+        if is_internal(line, tls) {
             self.internal += 1;
             return;
         }
@@ -50,7 +51,7 @@ impl StatusCounts {
             Some(5) => self.s5xx += 1,
             _ => self.unparsed += 1,
         }
-        match session_reused(line) {
+        match tls.and_then(reused) {
             Some(true) => self.tls_resumed += 1,
             Some(false) => self.tls_full += 1,
             None => {}
@@ -82,26 +83,25 @@ impl StatusCounts {
 /// The marker of the session-reuse field synlab appends to its TLS servers' log lines.
 pub const TLS_FIELD: &str = " tls:";
 
-/// Whether the line is one the server wrote about itself (see `StatusCounts::internal`): the
-/// user agent Apache gives its dummy connections, or, in a log with the TLS field, a request
-/// that came without a TLS session (`tls:-`), which no client of the load sends.
-pub fn is_internal(line: &[u8]) -> bool {
-    if memchr::memmem::find(line, b"(internal dummy connection)").is_some() {
-        return true;
-    }
-    memchr::memmem::rfind(line, TLS_FIELD.as_bytes()).is_some_and(|at| {
-        let v = &line[at + TLS_FIELD.len()..];
-        v == b"-" || v.starts_with(b"- ")
-    })
-}
-
-/// Whether the line's TLS session was resumed: `tls:r` or `tls:Resumed` (true), `tls:.` or
-/// `tls:Initial` (false); None when the line has no such field (plain HTTP).
-pub fn session_reused(line: &[u8]) -> Option<bool> {
+/// The value of the line's session-reuse field (`r`, `Resumed`, `-`, ...); None when the line
+/// has no such field (plain HTTP).
+fn tls_field(line: &[u8]) -> Option<&[u8]> {
     let at = memchr::memmem::rfind(line, TLS_FIELD.as_bytes())?;
     let v = &line[at + TLS_FIELD.len()..];
-    let end = v.iter().position(|&c| c == b' ').unwrap_or(v.len());
-    match &v[..end] {
+    Some(&v[..v.iter().position(|&c| c == b' ').unwrap_or(v.len())])
+}
+
+/// Whether a line with session-reuse field `tls` is one the server wrote about itself (see
+/// `StatusCounts::internal`): the user agent Apache gives its dummy connections, or a request
+/// that came without a TLS session (`tls:-`), which no client of the load sends.
+fn is_internal(line: &[u8], tls: Option<&[u8]>) -> bool {
+    tls == Some(b"-") || memchr::memmem::find(line, b"(internal dummy connection)").is_some()
+}
+
+/// Whether a session-reuse field says resumed: `r` or `Resumed` (true), `.` or `Initial`
+/// (false); None for anything else.
+fn reused(tls: &[u8]) -> Option<bool> {
+    match tls {
         b"r" | b"Resumed" => Some(true),
         b"." | b"Initial" => Some(false),
         _ => None,

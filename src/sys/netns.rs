@@ -627,8 +627,7 @@ pub fn stop_lab_processes(prefix: &str, grace: std::time::Duration) -> Vec<Strin
         }
     }
     let deadline = std::time::Instant::now() + grace;
-    let alive =
-        |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid);
+    let alive = crate::sys::process::running;
     while victims.iter().any(|p| alive(p.pid)) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -639,16 +638,6 @@ pub fn stop_lab_processes(prefix: &str, grace: std::time::Duration) -> Vec<Strin
         }
     }
     victims.iter().map(|p| p.to_string()).collect()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rfind(')')
-                .map(|i| s[i + 1..].trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
 }
 
 /// Where a lab's owner is recorded: `/run/synlab/<run id>` holds "<pid> <start time>" of the
@@ -692,7 +681,7 @@ pub fn owner_gone(run_id: &str) -> Option<bool> {
     }
     let pid: u32 = first.parse().ok()?;
     let started: u64 = w.next()?.parse().ok()?;
-    Some(start_time(pid) != Some(started) || is_zombie(pid))
+    Some(start_time(pid) != Some(started) || !crate::sys::process::running(pid))
 }
 
 /// The run id of a synlab namespace or link name (`synlab-ab12-srv` -> `ab12`).

@@ -104,6 +104,15 @@ pub fn say_skipped(why: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{why}");
 }
 
+/// A test that cannot run here: a failure naming `why` when CI requires every test
+/// (`SYNLAB_REQUIRE_PRIVILEGED=1`), else a skip that says `why`.
+pub fn skip_unless_required(why: &str) {
+    if require_privileged() {
+        panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
+    }
+    say_skipped(&format!("skipped: {why}"));
+}
+
 /// Whether this process runs as uid 0 (the host's root, or root inside synlab's user
 /// namespace).
 pub fn effective_root() -> bool {

@@ -261,6 +261,17 @@ pub fn thread_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// Whether process `pid` runs: /proc shows it, and not as a zombie waiting to be reaped.
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rfind(')')
+                .map(|i| !s[i + 1..].trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
 /// Moves the calling thread off `cpus` (the load workers' CPUs), so the lab's own threads do
 /// not take time from the load they measure. Keeps the thread where it is when that would
 /// leave it no CPU. Returns the CPUs it now may run on (empty: unchanged or failed).

@@ -276,11 +276,10 @@ fn remove_orphans(dir: &Path) {
         else {
             continue;
         };
-        let mine = std::os::unix::fs::MetadataExt::uid(&match e.metadata() {
-            Ok(m) => m,
-            Err(_) => continue,
-        }) == me;
-        if mine && !Path::new(&format!("/proc/{pid}")).exists() {
+        let mine = e
+            .metadata()
+            .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == me);
+        if mine && !crate::sys::process::running(pid) {
             let _ = std::fs::remove_file(e.path());
         }
     }

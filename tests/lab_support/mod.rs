@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use synlab::lab::controller::{Controller, RunOptions};
-use synlab::sys::privilege::{require_privileged, Privileges};
+use synlab::sys::privilege::Privileges;
 
 /// Whether this test may build a network lab: false (skip, saying why) without the
 /// privileges, a failure when CI requires every test.
@@ -16,10 +16,7 @@ pub fn privileged() -> bool {
         return true;
     }
     let why = Privileges::current().lab_missing().unwrap_or_default();
-    if require_privileged() {
-        panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
-    }
-    synlab::sys::privilege::say_skipped(&format!("skipped: {why}"));
+    synlab::sys::privilege::skip_unless_required(&why);
     false
 }
 
@@ -90,15 +87,12 @@ pub fn check_steering(
     for p in [low, high, sender] {
         let other = num(p, "server_cores_other_pct");
         if other >= 10.0 {
-            let why = format!(
-                "the server's CPUs ran {other:.0} % of work not the server's (load average {}): \
-                 their softirq is not the lab's alone; run this test on a quiet machine",
+            synlab::sys::privilege::skip_unless_required(&format!(
+                "the steering checks: the server's CPUs ran {other:.0} % of work not the \
+                 server's (load average {}): their softirq is not the lab's alone; run this test \
+                 on a quiet machine",
                 uptime.trim()
-            );
-            if require_privileged() {
-                panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {why}");
-            }
-            synlab::sys::privilege::say_skipped(&format!("skipped the steering checks: {why}"));
+            ));
             return;
         }
     }
@@ -178,9 +172,8 @@ hold = "5s"
 pub fn real_server_installed(kind: synlab::scenario::TargetKind) -> bool {
     match synlab::lab::real_server::find_binary(kind) {
         Ok(_) => true,
-        Err(e) if require_privileged() => panic!("SYNLAB_REQUIRE_PRIVILEGED=1 but {e:#}"),
         Err(e) => {
-            synlab::sys::privilege::say_skipped(&format!("skipped: {e:#}"));
+            synlab::sys::privilege::skip_unless_required(&format!("{e:#}"));
             false
         }
     }

@@ -16,10 +16,7 @@ pub struct Plain {
 }
 
 pub fn skip_or_fail(why: &str) -> Option<Plain> {
-    if synlab::sys::privilege::require_privileged() {
-        panic!("{why}");
-    }
-    synlab::sys::privilege::say_skipped(&format!("skipped: {why}"));
+    synlab::sys::privilege::skip_unless_required(why);
     None
 }
 
