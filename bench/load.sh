@@ -10,7 +10,8 @@
 #      D = 10,000 would cap it at exactly 20,000/s;
 #   3. worker RSS with 20,000 sockets in flight;
 #   4. keep-alive (issue 27), 64 persistent connections to nginx (keepalive_requests 1,000,000):
-#      the closed keep-alive loop's requests/s and CPU us per request, synlab vs wrk -c64; and
+#      the closed keep-alive loop's requests/s (nginx's own count over a steady window) and CPU us
+#      per request (the generator's /proc ticks, same window), synlab vs wrk -c64; and
 #      the highest fixed request rate each holds (>= 99 % of the asked rate, no errors), synlab's
 #      open mode over a pool of 64 connections vs oha -q R -c 64 --latency-correction, found by
 #      a ladder of rates x KA_STEP from KA_START, KA_SECS each (median over runs).
@@ -27,7 +28,7 @@ SECS=${2:-10}
 export PATH="$HOME/.cargo/bin:$PATH"
 
 need=()
-for p in nginx-light wrk apache2-utils httperf tcpdump time iproute2; do
+for p in nginx-light wrk apache2-utils httperf tcpdump time iproute2 curl; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
@@ -167,7 +168,10 @@ http {
   access_log off;
   keepalive_timeout 65;
   keepalive_requests 1000000;
-  server { listen 127.0.0.1:$KA_PORT backlog=4096; root $WORK/www; }
+  server {
+    listen 127.0.0.1:$KA_PORT backlog=4096; root $WORK/www;
+    location = /nginx-status { stub_status; }
+  }
 }
 NGX
 taskset -c 0 nginx -c "$WORK/ngx-ka/nginx.conf" -p "$WORK/ngx-ka" &
@@ -212,18 +216,41 @@ except (OSError, KeyError, IndexError, ValueError):
     print(0, 0, 1, 1, "nan")
 PY
 }
+# 4a. Both generators measured the same way, over the same steady window (from 2 s into the run to
+# 2 s before its end, so neither's start-up or wind-down counts): requests counted by nginx itself
+# (stub_status, the server's count, not the tool's), CPU as the generator's processes' user+sys
+# ticks in /proc (synlab: the run and its workers; wrk: wrk). This machine's rate moves by
+# +-15 % from second to second (a shared host), so runs alternate and medians are reported.
+KA_WIN=$((SECS - 4))
+ngx_requests() { # nginx's count of requests served so far
+  curl -s "http://127.0.0.1:$KA_PORT/nginx-status" | awk 'NR == 3 {print $3}'
+}
+tree_ticks() { # user+sys clock ticks of a process and its children (fields after the comm)
+  local p
+  for p in "$1" $(pgrep -P "$1"); do sed 's/.*) //' "/proc/$p/stat" 2>/dev/null; done |
+    awk '{s += $12 + $13} END {print s + 0}'
+}
+ka_window() { # pid: requests/s and CPU us per request over the window, then waits for the pid
+  local r0 t0 r1 t1
+  sleep 2; r0=$(ngx_requests); t0=$(tree_ticks "$1")
+  sleep "$KA_WIN"; r1=$(ngx_requests); t1=$(tree_ticks "$1")
+  wait "$1" || echo "run $1 failed (exit $?)" >&2
+  python3 -c "r = $r1 - $r0; print(r / $KA_WIN, ($t1 - $t0) / $(getconf CLK_TCK) / max(r, 1) * 1e6)"
+}
 run_synlab_ka() {
   KA_RUN_SECS=$SECS ka_scenario closed "clients = 64" > "$WORK/ka-closed.toml"
-  synlab_point "$WORK/ka-closed.toml" | awk '{print $1, $2/$3*'"$SECS"'}'
+  rm -rf "$WORK/res"
+  "$SYN" run "$WORK/ka-closed.toml" --no-progress --out "$WORK/res" > "$WORK/o" 2>&1 &
+  ka_window $!
 }
 run_wrk_ka() {
-  /usr/bin/time -f "%U %S" -o "$WORK/t" taskset -c 1 wrk -t1 -c64 -d${SECS}s "$KA_URL" > "$WORK/o" 2>&1
-  echo "$(awk '/Requests\/sec/ {print $2}' "$WORK/o") $(cpu_of "$WORK/t")"
+  taskset -c 1 wrk -t1 -c64 -d${SECS}s "$KA_URL" > "$WORK/o" 2>&1 &
+  ka_window $!
 }
 declare -A KRATE KCPU
 for i in $(seq "$RUNS"); do
-  read -r r c < <(run_synlab_ka); KRATE[synlab]+="$r "; KCPU[synlab]+="$(python3 -c "print($c/(max($r,1)*$SECS)*1e6)") "
-  read -r r c < <(run_wrk_ka);    KRATE[wrk]+="$r ";    KCPU[wrk]+="$(python3 -c "print($c/(max(${r:-0},1)*$SECS)*1e6)") "
+  read -r r c < <(run_synlab_ka); KRATE[synlab]+="$r "; KCPU[synlab]+="$c "
+  read -r r c < <(run_wrk_ka);    KRATE[wrk]+="$r ";    KCPU[wrk]+="$c "
 done
 printf "%-10s %12s %14s\n" tool "req/s (med)" "CPU us/req"
 for t in synlab wrk; do
