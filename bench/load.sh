@@ -249,9 +249,14 @@ run_wrk_ka() {
   ka_window $!
 }
 declare -A KRATE KCPU
+# Each synlab run is also compared with the wrk run right after it: the host drifts between
+# minutes more than the tools differ, and a pair's ratio cancels most of that drift.
+KPAIR_R=""; KPAIR_C=""
 for i in $(seq "$RUNS"); do
   read -r r c < <(run_synlab_ka); KRATE[synlab]+="$r "; KCPU[synlab]+="$c "
-  read -r r c < <(run_wrk_ka);    KRATE[wrk]+="$r ";    KCPU[wrk]+="$c "
+  read -r rw cw < <(run_wrk_ka);  KRATE[wrk]+="$rw ";   KCPU[wrk]+="$cw "
+  KPAIR_R+="$(python3 -c "print(round($r / max($rw, 1), 3))") "
+  KPAIR_C+="$(python3 -c "print(round($c / max($cw, 1e-9), 3))") "
 done
 printf "%-10s %12s %14s\n" tool "req/s (med)" "CPU us/req"
 for t in synlab wrk; do
@@ -261,6 +266,8 @@ for t in synlab wrk; do
   eval "KMED_$t=$m; KCPUMED_$t=$u"
 done
 python3 -c "print(f'closed keep-alive: synlab/wrk {$KMED_synlab/max($KMED_wrk,1):.2f}x requests/s (goal >= 1.0), CPU per request {$KCPUMED_synlab/$KCPUMED_wrk:.2f}x (goal <= 1.0)')"
+pr=$(echo "$KPAIR_R" | tr ' ' '\n' | grep . | median); pc=$(echo "$KPAIR_C" | tr ' ' '\n' | grep . | median)
+echo "  median of the $RUNS paired runs' ratios: requests/s $(printf %.2f "$pr")x, CPU per request $(printf %.2f "$pc")x (pairs: $KPAIR_R)"
 
 # 4b. The highest fixed request rate each holds: >= 99 % of the asked rate, no errors.
 KA_START=${KA_START:-10000}; KA_STEP=${KA_STEP:-1.15}; KA_SECS=${KA_SECS:-5}

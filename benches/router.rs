@@ -91,7 +91,7 @@ fn wake_floor_pct(secs: f64, rt: bool) -> f64 {
         if rt {
             let _ = synlab::sys::packet::set_realtime(10);
         }
-        synlab::sys::packet::set_timer_slack_ns(1);
+        synlab::sys::process::set_timer_slack_ns(1);
         let mut t = Timer::new().unwrap();
         let (start, cpu0) = (mono_ns(), synlab::sys::server_io::thread_cpu_ns());
         let n = (secs * 10_000.0) as u64;
@@ -125,7 +125,7 @@ fn timer_anchor(secs: f64) {
     let h = std::thread::spawn(move || {
         pin(0, ROUTER_CPU);
         let fifo = synlab::sys::packet::set_realtime(10).is_ok();
-        synlab::sys::packet::set_timer_slack_ns(1);
+        synlab::sys::process::set_timer_slack_ns(1);
         let mut t = Timer::new().unwrap();
         let mut late = Vec::new();
         let end = mono_ns() + (secs * 1e9) as u64;

@@ -278,7 +278,7 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
         .iter()
         .map(|p| PacketPort::open(&p.dev).with_context(|| format!("opening port {}", p.dev)))
         .collect::<anyhow::Result<_>>()?;
-    packet::set_timer_slack_ns(1);
+    crate::sys::process::set_timer_slack_ns(1);
     let realtime = !no_realtime_asked() && packet::set_realtime(10).is_ok();
     let mut relay = Relay::new(cfg, packet::mono_ns());
     let mut timer = Timer::new()?;

@@ -1,6 +1,6 @@
 //! Frame I/O and timing primitives for the delay router: AF_PACKET sockets bound to one
 //! interface with a memory-mapped receive ring, an absolute-deadline timerfd, an epoll set, the
-//! monotonic clock, timer slack.
+//! monotonic clock.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -22,12 +22,6 @@ pub fn mono_ns() -> u64 {
     // SAFETY: valid pointer to a timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Sets this thread's timer slack (default 50 us) so timer wake-ups are not batched.
-pub fn set_timer_slack_ns(ns: u64) {
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
 }
 
 /// Makes a file descriptor non-blocking.

@@ -247,6 +247,12 @@ pub fn die_quietly_on_broken_pipe() {
     }
 }
 
+/// Sets this thread's timer slack (default 50 us) so timer wake-ups are not batched.
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
 /// The CPUs the calling thread may run on (empty if that cannot be read).
 pub fn thread_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; pid 0 is the calling thread.

@@ -214,6 +214,9 @@ impl Engine {
             (c.role, c.sched_ns, c.sent_ns, c.requests)
         };
         self.record_total(class, now.saturating_sub(sched) / 1000);
+        if let Some(b) = &mut self.batching {
+            b.observe(now.saturating_sub(sched));
+        }
         if role == Role::Pool {
             self.pool_served(now.saturating_sub(sent) / 1000);
         }
