@@ -6,7 +6,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use synlab::sys::sockdiag::{state, states_mask, SockDiag};
+use synlab::probe::sockdiag::{state, states_mask, DiagSummary};
+use synlab::sys::sockdiag::SockDiag;
 use synlab::target::{files, Arch, FileSet, ServeConfig, Server, ServiceKind};
 
 fn cfg(arch: Arch) -> ServeConfig {
@@ -270,15 +271,16 @@ fn sleep_service_does_not_block_the_event_loop() {
     assert_eq!(srv.stop().unwrap().responses, 20);
 }
 
-/// Listen-queue length (Recv-Q) of the listener on `port`, from `ss`; None if ss is missing.
 /// The accept queue of the listener on `port` (this netns), by sock_diag: in-process and cheap,
 /// so the samples can be dense.
 fn accept_queue_len(diag: &mut SockDiag, port: u16) -> u64 {
-    diag.dump(states_mask(&[state::LISTEN]), port)
-        .expect("sock_diag dump of the listener")
-        .iter()
-        .map(|s| s.rqueue as u64)
-        .sum()
+    let mut summary = DiagSummary::default();
+    summary.add(
+        &diag
+            .dump(states_mask(&[state::LISTEN]), port)
+            .expect("sock_diag dump of the listener"),
+    );
+    summary.accept_queue()
 }
 
 #[test]

@@ -17,11 +17,11 @@
 //! the connections').
 
 /// Longest nap.
-pub(super) const NAP_MAX_NS: u64 = 30_000;
+const NAP_MAX_NS: u64 = 30_000;
 /// Shortest nap worth a timer: below it the worker blocks as usual.
-pub(super) const NAP_MIN_NS: u64 = 5_000;
+const NAP_MIN_NS: u64 = 5_000;
 /// The nap's share of the running mean latency, at most.
-pub(super) const MEAN_SHARE: u64 = 32;
+const MEAN_SHARE: u64 = 32;
 /// Weight of the newest latency in the running mean (1/16: follows a change within ~50
 /// responses).
 const MEAN_WEIGHT_SHIFT: u32 = 4;

@@ -213,9 +213,10 @@ impl Engine {
             let c = &self.slab[idx];
             (c.role, c.sched_ns, c.sent_ns, c.requests)
         };
-        self.record_total(class, now.saturating_sub(sched) / 1000);
+        let total_ns = now.saturating_sub(sched);
+        self.record_total(class, total_ns / 1000);
         if let Some(b) = &mut self.batching {
-            b.observe(now.saturating_sub(sched));
+            b.observe(total_ns);
         }
         if role == Role::Pool {
             self.pool_served(now.saturating_sub(sent) / 1000);

@@ -13,11 +13,11 @@
 //! Connections and requests are counted apart, with gauges of what is in progress, so each
 //! report states two identities (see `model::counters`).
 //!
-//! The parts: `batching` (a closed keep-alive loop's naps between reads), `policy` (where each mode's attempts come from, and closed clients), `pool` (the
+//! The parts: `policy` (where each mode's attempts come from, and closed clients), `pool` (the
 //! persistent connections a request rate is sent over), `conn` (one connection's states, from
-//! connect to close), `exchange` (its request out, its response in), `slab` (connection slots,
-//! their keys and timers), `control` (the controller's commands), `stats` (the periodic
-//! report).
+//! connect to close), `exchange` (its request out, its response in), `batching` (a closed
+//! keep-alive loop's naps between reads), `slab` (connection slots, their keys and timers),
+//! `control` (the controller's commands), `stats` (the periodic report).
 
 use super::arrival::Schedule;
 use super::http;
@@ -284,7 +284,7 @@ impl Engine {
 
     /// Waits for events until the loop has something else to do; a closed keep-alive loop whose
     /// responses stream in first naps and reads a batch instead of blocking (see `batching`).
-    fn wait_for_events(&mut self, events: &mut [io::Event], now: u64) -> anyhow::Result<usize> {
+    fn wait_for_events(&mut self, events: &mut [io::Event], mut now: u64) -> anyhow::Result<usize> {
         let due = self.next_wake_ns(now);
         if let Some(b) = self.batching {
             let until_due = due.map_or(u64::MAX, |t| t.saturating_sub(now));
@@ -294,9 +294,9 @@ impl Engine {
                     return Ok(n);
                 }
                 std::thread::sleep(Duration::from_nanos(nap));
+                now = self.now_ns();
             }
         }
-        let now = self.now_ns();
         let timeout = due.map(|t| Duration::from_nanos(t.saturating_sub(now)));
         Ok(self.epoll.wait(events, timeout)?)
     }
