@@ -221,7 +221,8 @@ fn run(toml: &str) -> anyhow::Result<(std::path::PathBuf, Vec<synlab::model::Sum
 fn against_a_server_on_the_host_the_ports_figures_are_the_targets_own() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let srv = Server::start("60s");
-    // The target's own TIME_WAIT, made before the run; its keep-alive load makes none.
+    // The target's own TIME_WAIT, made before the run; the run's clients speak HTTP/1.1 and
+    // close first, so its load leaves TIME_WAIT on their own ports, not the server's.
     for _ in 0..30 {
         one_closed_by_server(srv.port);
     }
@@ -232,8 +233,8 @@ fn against_a_server_on_the_host_the_ports_figures_are_the_targets_own() {
     assert!(tw >= 30, "ss: {tw} TIME_WAIT on the target's port");
     let toml = format!(
         "duration = \"3s\"\n[target]\nkind = \"address\"\naddress = \"127.0.0.1:{}\"\n\n\
-         [load]\nmode = \"open\"\nrate = 300\nhttp = \"1.1\"\nconnections = 2\n\
-         timeout = \"1s\"\n\n[[load.mix]]\npath = \"/bytes/10\"\n",
+         [load]\nmode = \"open\"\nrate = 300\nhttp = \"1.1\"\ntimeout = \"1s\"\n\n\
+         [[load.mix]]\npath = \"/bytes/10\"\n",
         srv.port
     );
     let out = run(&toml);
@@ -265,12 +266,14 @@ fn against_a_server_on_the_host_the_ports_figures_are_the_targets_own() {
     assert!(r.accept_queue_max <= 2.0, "{r:?}");
     let privileged = synlab::sys::privilege::Privileges::current().net_raw;
     if privileged {
-        // pcap on the port: the 2 pool connections' SYNs, not the overloaded listener's.
+        // pcap on the port: the target's SYNs, which agree with the attempts, not the
+        // overloaded listener's besides (~200/s more).
         assert_eq!(r.syn_in_estimated, 0.0);
         assert!(
-            r.syn_in_per_s < 5.0,
-            "SYN/s {} is not the port's",
-            r.syn_in_per_s
+            r.check_syn_vs_attempts_pct.abs() <= r.check_syn_tolerance_pct,
+            "SYN/s {} vs attempts/s {}: not the port's",
+            r.syn_in_per_s,
+            r.attempts_per_s
         );
     } else {
         assert_eq!(r.syn_in_estimated, 1.0);

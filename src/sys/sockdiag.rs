@@ -38,7 +38,7 @@ const IPPROTO_TCP: u8 = 6;
 const INET_DIAG_MSG_LEN: usize = 72;
 /// The reply attribute of a socket's memory counters (`enum inet_diag_attrs`), and its bit in
 /// the request's `idiag_ext` (1 << (attribute - 1)).
-const INET_DIAG_SKMEMINFO: u16 = 4;
+const INET_DIAG_SKMEMINFO: u16 = 7;
 const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 /// The index of `sk_drops` in the SKMEMINFO array (`SK_MEMINFO_DROPS`, include/uapi/linux/sock_diag.h).
 const SK_MEMINFO_DROPS: usize = 8;
@@ -335,7 +335,7 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(r[0..4].try_into().unwrap()), 72);
         assert_eq!(u16::from_ne_bytes(r[4..6].try_into().unwrap()), 20);
         assert_eq!(u16::from_ne_bytes(r[6..8].try_into().unwrap()), 0x301);
-        assert_eq!(&r[16..20], &[2, 6, 1 << 3, 0]);
+        assert_eq!(&r[16..20], &[2, 6, 1 << 6, 0]);
         assert_eq!(u32::from_ne_bytes(r[20..24].try_into().unwrap()), 1 << 10);
         assert_eq!(&r[24..26], &8080u16.to_be_bytes());
     }
@@ -346,7 +346,7 @@ mod tests {
         assert_eq!(r.len(), 76);
         assert_eq!(u32::from_ne_bytes(r[0..4].try_into().unwrap()), 76);
         assert_eq!(u16::from_ne_bytes(r[4..6].try_into().unwrap()), 18);
-        assert_eq!(&r[16..20], &[0, 0, 0, 1 << 3]);
+        assert_eq!(&r[16..20], &[0, 0, 0, 1 << 6]);
         assert_eq!(&r[20..22], &8080u16.to_be_bytes());
         assert_eq!(u32::from_ne_bytes(r[68..72].try_into().unwrap()), 1 << 10);
     }
@@ -360,7 +360,7 @@ mod tests {
         msg[1] = state::LISTEN;
         msg[4..6].copy_from_slice(&8080u16.to_be_bytes());
         msg[56..60].copy_from_slice(&3u32.to_ne_bytes());
-        // An attribute of another type (INET_DIAG_SHUTDOWN, one byte, padded to 8).
+        // An attribute of another type (INET_DIAG_TOS, one byte, padded to 8).
         msg.extend_from_slice(&5u16.to_ne_bytes());
         msg.extend_from_slice(&8u16.to_ne_bytes());
         msg.extend_from_slice(&[0, 0, 0, 0]);
