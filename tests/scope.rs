@@ -325,7 +325,7 @@ fn a_target_pid_that_is_not_running_is_refused_at_start() {
          [load]\nmode = \"open\"\nrate = 10\n",
         l.local_addr().unwrap()
     );
-    let e = run(&toml).err().expect("a run against a pid that is gone");
+    let e = run(&toml).expect_err("a run against a pid that is gone");
     let m = format!("{e:#}");
     assert!(
         m.contains(&format!("target.pid {pid} is not running")),
