@@ -423,7 +423,7 @@ impl Sampler {
             s.server = self.server_procs(pid);
         }
         if cfg.port != 0 {
-            s.diag = self.diag_summary(cfg);
+            s.diag = self.diag_summary(cfg, s.at);
         }
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
@@ -436,7 +436,7 @@ impl Sampler {
 
     /// The server port's sockets from sock_diag: the listeners every time, all server states
     /// when a walk is due (walks are spaced so they take at most their budget of the time).
-    fn diag_summary(&mut self, cfg: &ProbeConfig) -> Option<DiagSummary> {
+    fn diag_summary(&mut self, cfg: &ProbeConfig, sampled_at: Instant) -> Option<DiagSummary> {
         let d = self.diag.as_mut()?;
         let walk_states = self.states_due.is_none_or(|t| Instant::now() >= t);
         let mask = match (walk_states, cfg.port_time_wait) {
@@ -458,7 +458,11 @@ impl Sampler {
                 if walk_states {
                     let took = t0.elapsed();
                     let gap = walk_gap(took, cfg.interval);
-                    self.states_due = Some(t0 + gap - Duration::from_millis(1));
+                    // Due from the sample's own instant, a quarter interval early: the walk
+                    // starts after the /proc reads, whose time varies, and a due time a
+                    // millisecond past the next sample's walk would skip a sample the budget
+                    // allows (a walk every interval read `-` in one sample of two).
+                    self.states_due = Some(sampled_at + gap - cfg.interval / 4);
                     if let Some(p) = PacedOut::of(cfg.port, took, cfg.interval, cfg.port_time_wait)
                     {
                         self.notes.warn("paced", || p.to_string());
