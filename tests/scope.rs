@@ -203,12 +203,15 @@ fn overloaded_elsewhere(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     })
 }
 
-fn run(toml: &str) -> anyhow::Result<(std::path::PathBuf, Vec<synlab::model::SummaryRow>)> {
+/// A run of `toml` into a folder of `tmp`: the run folder and its summary rows.
+fn run(
+    toml: &str,
+    tmp: &tempfile::TempDir,
+) -> anyhow::Result<(std::path::PathBuf, Vec<synlab::model::SummaryRow>)> {
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
-    let tmp = tempfile::tempdir().unwrap().keep();
     let sc = synlab::scenario::parse("scope.toml", toml).unwrap_or_else(|e| panic!("{e}"));
     let opts = RunOptions {
-        out_parent: Some(tmp),
+        out_parent: Some(tmp.path().to_path_buf()),
         interrupted: Arc::new(AtomicBool::new(false)),
         network_fallback: false,
         metrics: None,
@@ -237,7 +240,8 @@ fn against_a_server_on_the_host_the_ports_figures_are_the_targets_own() {
          [[load.mix]]\npath = \"/bytes/10\"\n",
         srv.port
     );
-    let out = run(&toml);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&toml, &tmp);
     stop.store(true, Ordering::Relaxed);
     busy.join().unwrap();
     let (dir, rows) = out.unwrap();
@@ -325,7 +329,8 @@ fn a_target_pid_that_is_not_running_is_refused_at_start() {
          [load]\nmode = \"open\"\nrate = 10\n",
         l.local_addr().unwrap()
     );
-    let e = run(&toml).expect_err("a run against a pid that is gone");
+    let tmp = tempfile::tempdir().unwrap();
+    let e = run(&toml, &tmp).expect_err("a run against a pid that is gone");
     let m = format!("{e:#}");
     assert!(
         m.contains(&format!("target.pid {pid} is not running")),
