@@ -462,7 +462,11 @@ impl Sampler {
                     // starts after the /proc reads, whose time varies, and a due time a
                     // millisecond past the next sample's walk would skip a sample the budget
                     // allows (a walk every interval read `-` in one sample of two).
-                    self.states_due = Some(sampled_at + gap - cfg.interval / 4);
+                    // Walks fall on samples: the first sample at least `gap` on, so the
+                    // budget holds.
+                    let samples = (gap.as_secs_f64() / cfg.interval.as_secs_f64()).ceil();
+                    self.states_due =
+                        Some(sampled_at + cfg.interval.mul_f64(samples) - cfg.interval / 4);
                     if let Some(p) = PacedOut::of(cfg.port, took, cfg.interval, cfg.port_time_wait)
                     {
                         self.notes.warn("paced", || p.to_string());
