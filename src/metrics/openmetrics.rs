@@ -6,7 +6,7 @@
 //! port binds loopback: another interface only when the user names it.
 
 use crate::metrics::hist::{Buckets, BUCKET_BOUNDS_S};
-use crate::model::{Col, Kind, Unit};
+use crate::model::{col, Col, Kind, Scope, Unit};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::io::{BufRead, BufReader, Write};
@@ -196,11 +196,35 @@ fn register(
 type ClassFamily =
     prometheus_client::metrics::family::Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>;
 
+/// A probe figure's counter with its `scope` label.
+type ScopedCounter = prometheus_client::metrics::family::Family<
+    Vec<(String, String)>,
+    prometheus_client::metrics::counter::Counter<f64, AtomicU64>,
+>;
+
+/// Whose a series is, for its `scope` label: the probes' figures only (the port's, the
+/// namespace's, the machine's, the server process's, the probes' own); the SYN rate's by its
+/// source in the same exposition (`syn_in_estimated`).
+fn scope_of(column: Col, series: &[(Col, f64)]) -> Option<Scope> {
+    if column == col::SYN_IN {
+        let estimated = series
+            .iter()
+            .find(|(c, _)| *c == col::SYN_IN_ESTIMATED)
+            .map(|&(_, v)| v)?;
+        return estimated
+            .is_finite()
+            .then(|| Scope::of_syn_rate(estimated == 1.0));
+    }
+    column.scope()
+}
+
 /// Encodes `(column, value)` series as an OpenMetrics exposition (`synlab_` prefixed; NaN
 /// series are left out: not measured), each with its column's help and unit, and latency
 /// distributions `(name, buckets)` as histograms (`synlab_<name>_seconds`). A request class's
 /// columns are one family per figure with a `class` label
-/// (`synlab_class_responses_per_second{class="static"}`).
+/// (`synlab_class_responses_per_second{class="static"}`). A probe figure carries its
+/// `scope` label (`synlab_time_wait{scope="netns"}`, `synlab_port_time_wait{scope="port"}`), so
+/// a namespace-wide count never passes for the server port's.
 pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
     use prometheus_client::metrics::counter::Counter;
     let mut reg = Registry::with_prefix("synlab");
@@ -233,6 +257,19 @@ pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
         }
         let p = prom_series(column, v);
         let help = column.help().into_owned();
+        if let Some(scope) = scope_of(column, series) {
+            let label = vec![("scope".to_string(), scope.key().to_string())];
+            if p.counter {
+                let fam = ScopedCounter::default();
+                fam.get_or_create(&label).inc_by(p.value.max(0.0));
+                register(&mut reg, p.stem, help, p.unit, fam);
+            } else {
+                let fam = ClassFamily::default();
+                fam.get_or_create(&label).set(p.value);
+                register(&mut reg, p.stem, help, p.unit, fam);
+            }
+            continue;
+        }
         if p.counter {
             let c = Counter::<f64, AtomicU64>::default();
             c.inc_by(p.value.max(0.0));
@@ -434,12 +471,14 @@ mod tests {
         );
         let c = encode(&[(col::SYN_IN_TOTAL, 7.0)], &[]);
         assert!(
-            c.contains("# TYPE synlab_syn_in counter\nsynlab_syn_in_total 7.0\n"),
+            c.contains("# TYPE synlab_syn_in counter\nsynlab_syn_in_total{scope=\"port\"} 7.0\n"),
             "{c}"
         );
         let classic = to_classic(&c);
         assert!(
-            classic.contains("# TYPE synlab_syn_in_total counter\nsynlab_syn_in_total 7.0\n"),
+            classic.contains(
+                "# TYPE synlab_syn_in_total counter\nsynlab_syn_in_total{scope=\"port\"} 7.0\n"
+            ),
             "{classic}"
         );
         assert!(
@@ -447,7 +486,10 @@ mod tests {
             "{classic}"
         );
         assert!(!classic.contains("# EOF"));
-        assert!(t.contains("synlab_accept_queue 3.0\n"), "{t}");
+        assert!(
+            t.contains("synlab_accept_queue{scope=\"port\"} 3.0\n"),
+            "{t}"
+        );
         assert!(!t.contains("offered"), "{t}");
         assert!(t.ends_with("# EOF\n"), "{t}");
         assert_eq!(parse_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
@@ -522,7 +564,9 @@ mod tests {
             &[],
         );
         assert!(
-            t.contains("# TYPE synlab_pcap_drops counter\nsynlab_pcap_drops_total 3.0\n"),
+            t.contains(
+                "# TYPE synlab_pcap_drops counter\nsynlab_pcap_drops_total{scope=\"probe\"} 3.0\n"
+            ),
             "{t}"
         );
         assert!(!t.contains("path_wan"), "{t}");
@@ -617,6 +661,47 @@ mod tests {
         assert!(!t.contains("# UNIT synlab_time_wait"), "{t}");
         assert!(!t.contains("# UNIT synlab_syn_in"), "{t}");
         assert!(!to_classic(&t).contains("# UNIT"));
+    }
+
+    /// issue 42: whose each figure is, in a label: the port's TIME_WAIT and listen drops apart
+    /// from the namespace's; the SYN rate the port's with pcap, the namespace's estimate
+    /// without; the clients' figures unlabelled.
+    #[test]
+    fn probe_figures_carry_their_scope() {
+        let t = encode(
+            &[
+                (col::PORT_TIME_WAIT, 52.0),
+                (col::TIME_WAIT, 89.0),
+                (col::PORT_LISTEN_DROPS_PER_S, 0.0),
+                (col::LISTEN_OVERFLOWS, 725.0),
+                (col::CPU_IDLE, 50.0),
+                (col::SERVER_CPU_USER_PCT, 20.0),
+                (col::SYN_IN, 3519.0),
+                (col::SYN_IN_ESTIMATED, 1.0),
+                (col::RESPONSES, 10.0),
+            ],
+            &[],
+        );
+        for want in [
+            "synlab_port_time_wait{scope=\"port\"} 52.0\n",
+            "synlab_time_wait{scope=\"netns\"} 89.0\n",
+            "synlab_port_listen_drops_per_second{scope=\"port\"} 0.0\n",
+            "synlab_listen_overflows_per_second{scope=\"netns\"} 725.0\n",
+            "synlab_cpu_idle_ratio{scope=\"machine\"} 0.5\n",
+            "synlab_server_cpu_user_ratio{scope=\"server\"} 0.2\n",
+            "synlab_syn_in_per_second{scope=\"netns\"} 3519.0\n",
+            "synlab_responses_per_second 10.0\n",
+        ] {
+            assert!(t.contains(want), "{want} in\n{t}");
+        }
+        let pcap = encode(&[(col::SYN_IN, 10.0), (col::SYN_IN_ESTIMATED, 0.0)], &[]);
+        assert!(
+            pcap.contains("synlab_syn_in_per_second{scope=\"port\"} 10.0\n"),
+            "{pcap}"
+        );
+        // Without the flag the SYN rate's owner is unknown: no label rather than a wrong one.
+        let bare = encode(&[(col::SYN_IN, 10.0)], &[]);
+        assert!(bare.contains("synlab_syn_in_per_second 10.0\n"), "{bare}");
     }
 
     #[test]

@@ -347,6 +347,170 @@ columns! {
     HANDSHAKE_P99 = "tls_handshake_p99_ms", Milliseconds, Percentile;
     SERVER_FULL_HANDSHAKES = "server_full_handshakes_per_s", PerSecond, Rate;
     SERVER_RESUMED_HANDSHAKES = "server_resumed_handshakes_per_s", PerSecond, Rate;
+    // The server port's own listen drops (issue 42): its listening sockets' SK_MEMINFO_DROPS
+    // by sock_diag, where `listen_drops_per_s` and `listen_overflows_per_s` count every port
+    // of the namespace.
+    PORT_LISTEN_DROPS = "port_listen_drops", Count, Counter;
+    PORT_LISTEN_DROPS_PER_S = "port_listen_drops_per_s", PerSecond, Rate;
+}
+
+/// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the
+/// port), the server's network namespace (its kernel counters and sockstat: every port), the
+/// machine (CPU, and the few TCP counts the kernel keeps only machine-wide), the server
+/// process family, or the probes' own. In the lab the server's namespace holds only the
+/// server, so its figures and the port's agree; against a server on the host they differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The server's port: pcap's port filter, sock_diag's port.
+    Port,
+    /// The server's network namespace, every port: /proc/net/{snmp,netstat,sockstat}.
+    Netns,
+    /// The whole machine: /proc/stat, /proc/softirqs, sockstat's machine-wide counts.
+    Machine,
+    /// The server process and its descendants.
+    Server,
+    /// synlab's probe threads and capture.
+    Probe,
+}
+
+impl Scope {
+    /// Its one word: the key of its group in `synlab probe --json`, the `scope` label of
+    /// OpenMetrics.
+    pub fn key(self) -> &'static str {
+        match self {
+            Scope::Port => "port",
+            Scope::Netns => "netns",
+            Scope::Machine => "machine",
+            Scope::Server => "server",
+            Scope::Probe => "probe",
+        }
+    }
+
+    /// The SYN rate's scope: the port's when pcap counted it on the port's packets, the
+    /// namespace's when it is estimated from the namespace's counters (PassiveOpens +
+    /// ListenDrops of every port).
+    pub fn of_syn_rate(estimated: bool) -> Scope {
+        if estimated {
+            Scope::Netns
+        } else {
+            Scope::Port
+        }
+    }
+}
+
+/// What a run's probes measured, so every place that shows their figures can say whose they
+/// are (summary.json's `meta.probe_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeScope {
+    /// The server's port: the port's figures are its sockets' and packets'.
+    pub port: u16,
+    /// The probed namespace holds other servers' sockets too (the host's, for a server on
+    /// the host): its counters and sockstat are not the port's, and the port's lead. False in
+    /// the lab, whose server namespace holds only the server.
+    pub netns_shared: bool,
+}
+
+impl ProbeScope {
+    /// How a figure of `scope` is labelled where the namespace is shared ("port 8080",
+    /// "netns: all ports", "machine"); None where no label is needed (in the lab the port's
+    /// and the namespace's figures are one).
+    pub fn label(&self, scope: Scope) -> Option<String> {
+        if !self.netns_shared {
+            return None;
+        }
+        Some(match scope {
+            Scope::Port => format!("port {}", self.port),
+            Scope::Netns => "netns: all ports".to_string(),
+            other => other.key().to_string(),
+        })
+    }
+}
+
+/// Each probe figure but the SYN rate (whose scope depends on its source:
+/// [`Scope::of_syn_rate`]) and the flag that says that source, with its scope.
+const SCOPES: &[(Col, Scope)] = &[
+    (col::SYNACK_OUT_PER_S, Scope::Port),
+    (col::RST_IN_PER_S, Scope::Port),
+    (col::RST_OUT_PER_S, Scope::Port),
+    (col::SYN_RETRANS_PER_S, Scope::Port),
+    (col::ACCEPT_QUEUE, Scope::Port),
+    (col::ACCEPT_QUEUE_LIMIT, Scope::Port),
+    (col::SYN_RECV, Scope::Port),
+    (col::ESTABLISHED_SOCKS, Scope::Port),
+    (col::FIN_WAIT, Scope::Port),
+    (col::CLOSE_WAIT, Scope::Port),
+    (col::LAST_ACK, Scope::Port),
+    (col::CLOSING, Scope::Port),
+    (col::PORT_TIME_WAIT, Scope::Port),
+    (col::PORT_LISTEN_DROPS, Scope::Port),
+    (col::PORT_LISTEN_DROPS_PER_S, Scope::Port),
+    (col::SYN_IN_TOTAL, Scope::Port),
+    (col::SYN_RETRANS_TOTAL, Scope::Port),
+    (col::SYNACK_OUT_TOTAL, Scope::Port),
+    (col::RST_IN_TOTAL, Scope::Port),
+    (col::RST_OUT_TOTAL, Scope::Port),
+    (col::TIME_WAIT, Scope::Netns),
+    (col::TCP_INUSE, Scope::Netns),
+    (col::LISTEN_OVERFLOWS, Scope::Netns),
+    (col::LISTEN_DROPS_PER_S, Scope::Netns),
+    (col::PASSIVE_OPENS_PER_S, Scope::Netns),
+    (col::ACTIVE_OPENS_PER_S, Scope::Netns),
+    (col::ATTEMPT_FAILS_PER_S, Scope::Netns),
+    (col::ESTAB_RESETS_PER_S, Scope::Netns),
+    (col::RETRANS_SEGS_PER_S, Scope::Netns),
+    (col::OUT_RSTS_PER_S, Scope::Netns),
+    (col::TCP_TIMEOUTS_PER_S, Scope::Netns),
+    (col::SYNCOOKIES_SENT_PER_S, Scope::Netns),
+    (col::REQQ_FULL_DROPS_PER_S, Scope::Netns),
+    (col::PASSIVE_OPENS_TOTAL, Scope::Netns),
+    (col::LISTEN_DROPS_TOTAL, Scope::Netns),
+    (col::LISTEN_OVERFLOWS_TOTAL, Scope::Netns),
+    (col::ACTIVE_OPENS_TOTAL, Scope::Netns),
+    (col::TCP_ORPHAN, Scope::Machine),
+    (col::TCP_MEM_PAGES, Scope::Machine),
+    (col::CPU_USER, Scope::Machine),
+    (col::CPU_NICE_PCT, Scope::Machine),
+    (col::CPU_SYSTEM, Scope::Machine),
+    (col::CPU_IRQ, Scope::Machine),
+    (col::CPU_SOFTIRQ, Scope::Machine),
+    (col::CPU_IOWAIT_PCT, Scope::Machine),
+    (col::CPU_IDLE, Scope::Machine),
+    (col::CPU_STEAL_PCT, Scope::Machine),
+    (col::CTXT_PER_S, Scope::Machine),
+    (col::INTR_PER_S, Scope::Machine),
+    (col::NET_RX_SOFTIRQ_PER_S, Scope::Machine),
+    (col::NET_TX_SOFTIRQ_PER_S, Scope::Machine),
+    (col::PROCS_RUNNING, Scope::Machine),
+    (col::PROCS_BLOCKED, Scope::Machine),
+    (col::SERVER_PROCS, Scope::Server),
+    (col::SERVER_THREADS, Scope::Server),
+    (col::SERVER_CPU_USER_PCT, Scope::Server),
+    (col::SERVER_CPU_SYS_PCT, Scope::Server),
+    (col::SERVER_RSS_MB, Scope::Server),
+    (col::PROBE_CPU, Scope::Probe),
+    (col::CONTROLLER_CPU, Scope::Probe),
+    (col::SERVER_CORES_USER, Scope::Machine),
+    (col::SERVER_CORES_SYSTEM, Scope::Machine),
+    (col::SERVER_CORES_IRQ, Scope::Machine),
+    (col::SERVER_CORES_SOFTIRQ, Scope::Machine),
+    (col::SERVER_CORES_STEAL, Scope::Machine),
+    (col::SERVER_CORES_IDLE, Scope::Machine),
+    (col::SERVER_CORES_NET_RX, Scope::Machine),
+    (col::LOAD_CORES_USER, Scope::Machine),
+    (col::LOAD_CORES_SYSTEM, Scope::Machine),
+    (col::LOAD_CORES_IRQ, Scope::Machine),
+    (col::LOAD_CORES_SOFTIRQ, Scope::Machine),
+    (col::LOAD_CORES_IDLE, Scope::Machine),
+    (col::PCAP_DROPS, Scope::Probe),
+    (col::PCAP_IF_DROPS, Scope::Probe),
+];
+
+impl Col {
+    /// Whose figure this is, for the probes' figures (None for the clients', the router's
+    /// and the server's own counts, and for the SYN rate: [`Scope::of_syn_rate`]).
+    pub fn scope(self) -> Option<Scope> {
+        SCOPES.iter().find(|(c, _)| *c == self).map(|&(_, s)| s)
+    }
 }
 
 /// The figures a network path gets of its own (its rates and latencies), in their column order.
@@ -423,6 +587,21 @@ mod tests {
         }
         assert_eq!(col::TOTAL_P99.unit(), Unit::Milliseconds);
         assert_eq!(col::SYN_IN_TOTAL.kind(), Kind::Counter);
+    }
+
+    #[test]
+    fn the_ports_figures_and_the_namespaces_are_told_apart() {
+        assert_eq!(col::PORT_TIME_WAIT.scope(), Some(Scope::Port));
+        assert_eq!(col::TIME_WAIT.scope(), Some(Scope::Netns));
+        assert_eq!(col::PORT_LISTEN_DROPS_PER_S.scope(), Some(Scope::Port));
+        assert_eq!(col::LISTEN_OVERFLOWS.scope(), Some(Scope::Netns));
+        assert_eq!(col::CPU_IDLE.scope(), Some(Scope::Machine));
+        assert_eq!(col::SYN_IN.scope(), None);
+        assert_eq!(Scope::of_syn_rate(false), Scope::Port);
+        assert_eq!(Scope::of_syn_rate(true), Scope::Netns);
+        assert_eq!(col::RESPONSES.scope(), None);
+        let once: BTreeSet<_> = SCOPES.iter().map(|(c, _)| c.name()).collect();
+        assert_eq!(once.len(), SCOPES.len(), "a figure has one scope");
     }
 
     #[test]

@@ -14,7 +14,9 @@ pub mod sweep;
 pub mod units;
 pub mod workload;
 
-pub use column::{col, ClassName, Col, Kind, PathName, Unit, CLASS_FIGURES, PATH_FIGURES};
+pub use column::{
+    col, ClassName, Col, Kind, PathName, ProbeScope, Scope, Unit, CLASS_FIGURES, PATH_FIGURES,
+};
 pub use counters::{Counters, ErrorKinds, HandshakeTotals, InProgress, Totals};
 pub use cpus::{Placement, Steer};
 pub use knob::{KnobError, PathKnob, PathStep, PathValue};

@@ -192,6 +192,21 @@ pub struct SummaryRow {
     /// is paced to keep the probes' cost low, so a short hold may have one or two.
     #[serde(default)]
     pub states_samples: f64,
+    /// The server port's own figures (issue 42), where `listen_overflows_per_s` and
+    /// `time_wait_*` are the namespace's (every port: the host's against a server on the
+    /// host): its listening sockets' drops per second (sock_diag's SK_MEMINFO_DROPS), and its
+    /// TIME_WAIT sockets (sock_diag; walked only where the namespace is shared, NaN in the lab,
+    /// whose server namespace holds only the server).
+    #[serde(default = "nan")]
+    pub port_listen_drops_per_s: f64,
+    #[serde(default = "nan")]
+    pub port_time_wait_mean: f64,
+    #[serde(default = "nan")]
+    pub port_time_wait_max: f64,
+    /// 1 when `syn_in_per_s` is the namespace's estimate (no capture: PassiveOpens +
+    /// ListenDrops of every port), 0 when pcap counted the port's SYNs (a mean over the hold).
+    #[serde(default = "nan")]
+    pub syn_in_estimated: f64,
     /// Requests apart from connections (keep-alive carries many on one): requests begun/s,
     /// and the errors of each (`errors_per_s` is their sum).
     #[serde(default)]
@@ -411,6 +426,10 @@ summary_cols! {
     CheckServerVsClientPct = check_server_vs_client_pct: Percent,
     ClientBound = client_bound: Flag,
     StatesSamples = states_samples: Count,
+    PortListenDropsPerS = port_listen_drops_per_s: PerSecond,
+    PortTimeWaitMean = port_time_wait_mean: Count,
+    PortTimeWaitMax = port_time_wait_max: Count,
+    SynInEstimated = syn_in_estimated: Flag,
     RequestsPerS = requests_per_s: PerSecond,
     ConnectionErrorsPerS = connection_errors_per_s: PerSecond,
     RequestErrorsPerS = request_errors_per_s: PerSecond,

@@ -4,10 +4,9 @@
 use super::sample::{ProbeSample, SynSource};
 use super::sampler::{spawn, ProbeConfig};
 use super::scope::{self, Scope};
-use super::sockdiag::{state, states_mask};
+use super::sockdiag::{self, Listener, ListenersError, PortOwner};
 use crate::model::units::Dur;
 use crate::sys::procfs::{self, NetnsTarget};
-use crate::sys::sockdiag::SockDiag;
 use anyhow::bail;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,14 +64,6 @@ fn parse_interval(s: &str) -> Result<Duration, IntervalError> {
     Ok(d)
 }
 
-/// A listening socket of the probed namespace.
-#[derive(Debug, Clone, Copy)]
-struct Listener {
-    port: u16,
-    inode: u64,
-    uid: u32,
-}
-
 /// Why a namespace cannot be entered, and what to do instead.
 fn cannot_enter(t: &NetnsTarget, e: impl std::fmt::Display) -> anyhow::Error {
     match t {
@@ -91,24 +82,13 @@ fn cannot_enter(t: &NetnsTarget, e: impl std::fmt::Display) -> anyhow::Error {
     }
 }
 
-/// Listening sockets in `target`'s netns, any port: a LISTEN-only dump is cheap.
+/// Listening sockets in `target`'s netns, any port; a namespace that cannot be entered said
+/// with what to do instead.
 fn listeners_in(target: Option<NetnsTarget>) -> anyhow::Result<Vec<Listener>> {
-    std::thread::spawn(move || -> anyhow::Result<Vec<Listener>> {
-        if let Some(t) = &target {
-            procfs::enter_netns(t).map_err(|e| cannot_enter(t, e))?;
-        }
-        let socks = SockDiag::open()?.dump(states_mask(&[state::LISTEN]), 0)?;
-        Ok(socks
-            .iter()
-            .map(|s| Listener {
-                port: s.sport,
-                inode: s.inode as u64,
-                uid: s.uid,
-            })
-            .collect())
+    sockdiag::listeners_in(target).map_err(|e| match e {
+        ListenersError::Enter(t, e) => cannot_enter(&t, e),
+        e => e.into(),
     })
-    .join()
-    .map_err(|_| anyhow::anyhow!("listener lookup thread panicked"))?
 }
 
 /// What `synlab probe` was pointed at, resolved.
@@ -154,35 +134,30 @@ fn resolve(args: &ProbeArgs) -> anyhow::Result<Resolved> {
             }
         }
         (Some(port), None) => {
-            let on_port: Vec<&Listener> = listeners.iter().filter(|l| l.port == port).collect();
-            let inodes: Vec<u64> = on_port.iter().map(|l| l.inode).collect();
             // Nothing listening yet is fine (the sampler notes it once): probe anyway.
-            let pid = procfs::pids_holding(&inodes).first().copied();
-            let no_server = match (pid, on_port.first()) {
-                (Some(_), _) => None,
-                (None, None) => Some(format!(
-                    "srv%cpu and procs are \"-\": nothing listens on port {port} yet, so no server process is known; pass --pid PID to follow one"
-                )),
-                (None, Some(l)) => Some(format!(
-                    "srv%cpu and procs are \"-\": port {port}'s socket belongs to {}, and which process holds a socket is read from /proc/PID/fd, which only root may read for another user's process; run the probe as root to see the server's CPU and processes",
-                    user_named(l.uid)
-                )),
+            let owner = sockdiag::port_owner(&listeners, port);
+            let (server_pid, no_server) = match owner {
+                PortOwner::Pid(pid) => (Some(pid), None),
+                PortOwner::NothingListens(_) => (
+                    None,
+                    Some(format!(
+                        "srv%cpu and procs are \"-\": {owner} yet; pass --pid PID to follow one"
+                    )),
+                ),
+                PortOwner::NotVisible { .. } => (
+                    None,
+                    Some(format!(
+                        "srv%cpu and procs are \"-\": {owner}; run the probe as root to see the server's CPU and processes"
+                    )),
+                ),
             };
             Ok(Resolved {
                 port,
-                server_pid: pid,
+                server_pid,
                 no_server,
             })
         }
         (None, None) => bail!("give --port PORT or --pid PID"),
-    }
-}
-
-/// `uid 0 (root)`.
-fn user_named(uid: u32) -> String {
-    match crate::sys::privilege::user_name(uid) {
-        Some(name) => format!("uid {uid} ({name})"),
-        None => format!("uid {uid}"),
     }
 }
 
@@ -239,6 +214,9 @@ fn fields(source: SynSource) -> Vec<Field> {
                 (Some(q), Some(l)) => format!("{:>w$}", format!("{q:.0}/{l:.0}")),
                 _ => cell(None, w),
             }
+        }),
+        f(Scope::Port, "drop/s", 7, |s, w| {
+            cell(s.m.port_listen_drops_per_s, w)
         }),
         f(Scope::Port, "synrcv", 7, |s, w| cell(s.m.syn_recv, w)),
         f(Scope::Port, "estab", 7, |s, w| cell(s.m.established, w)),
@@ -325,7 +303,7 @@ fn format_line(s: &ProbeSample, fields: &[Field]) -> String {
 }
 
 /// What a probe without CAP_NET_RAW gives and what it does not.
-pub const UNPRIVILEGED_FIGURES: &str = "not root: given are the port's accept queue, SYN-RCVD, socket states and TIME_WAIT (sock_diag), the namespace's listen overflows, drops and TIME_WAIT, the CPU split and the server's processes; \
+pub const UNPRIVILEGED_FIGURES: &str = "not root: given are the port's accept queue, listen drops (drop/s), SYN-RCVD, socket states and TIME_WAIT (sock_diag), the namespace's listen overflows, drops and TIME_WAIT, the CPU split and the server's processes; \
 not given are the port's SYN/s counted from packets (the namespace's kernel counters estimate it instead, for every port: syn/s*) and its SYN-ACK, RST and retransmitted-SYN counts, which need a packet capture: \
 run the probe as root, or probe the server inside `synlab tui`/`synlab run`, whose rootless lab captures without root";
 

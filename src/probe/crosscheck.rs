@@ -53,6 +53,21 @@ pub fn first_syns(syns: f64, retransmitted: f64) -> f64 {
     }
 }
 
+/// The first SYNs the SYNs-vs-attempts check compares with the client's attempts: the port's,
+/// as pcap counted them on the port's packets (`estimated_share` 0: every sample of the window
+/// captured). None when any sample's SYN rate was the namespace's estimate instead
+/// (PassiveOpens + ListenDrops): that counts every port's connections, the host's other
+/// servers' included, and no SYN dropped before a listener saw it, so a difference from the
+/// attempts would say nothing about this server; the check is then not made, rather than
+/// made on a figure that is not the port's.
+pub fn port_first_syns(syns: f64, retransmitted: f64, estimated_share: f64) -> Option<f64> {
+    (estimated_share == 0.0).then(|| first_syns(syns, retransmitted))
+}
+
+/// Why a point has no SYNs-vs-attempts check, for the places that say it.
+pub const NO_PORT_SYNS: &str = "not made: no capture counted the port's SYNs, and the kernel's \
+    estimate (PassiveOpens + ListenDrops) counts every port of the server's namespace";
+
 /// The SYNs-vs-attempts tolerance of a point from its recorded `check_syn_tolerance_pct`: never
 /// below the default (summary files written before the noise was recorded read 0 or NaN).
 pub fn syn_tolerance_of(recorded_pct: f64) -> f64 {
@@ -160,6 +175,16 @@ mod tests {
         // 10 % of SYNs or SYN-ACKs lost: 1,000 attempts, 1,087 SYNs of which 87 retries.
         assert_eq!(first_syns(1087.0, 87.0), 1000.0);
         assert_eq!(first_syns(1087.0, f64::NAN), 1087.0);
+    }
+
+    #[test]
+    fn the_syn_check_uses_the_ports_syns_or_none() {
+        assert_eq!(port_first_syns(1087.0, 87.0, 0.0), Some(1000.0));
+        // Estimated in all or some samples: the namespace's, every port: no check.
+        assert_eq!(port_first_syns(5000.0, f64::NAN, 1.0), None);
+        assert_eq!(port_first_syns(5000.0, 0.0, 0.5), None);
+        // No probe samples at all: nothing to compare either.
+        assert_eq!(port_first_syns(f64::NAN, f64::NAN, f64::NAN), None);
     }
 
     #[test]

@@ -160,6 +160,10 @@ metrics! {
     /// The server port's own TIME_WAIT sockets (sock_diag), when the walk counts them
     /// (`ProbeConfig::port_time_wait`); `time_wait` is the whole namespace's.
     port_time_wait => PORT_TIME_WAIT,
+    /// The server port's listen drops: its listening sockets' own drop counts (sock_diag's
+    /// SK_MEMINFO_DROPS), since they began listening, and per second; `listen_drops_per_s` is
+    /// the whole namespace's.
+    port_listen_drops => PORT_LISTEN_DROPS, port_listen_drops_per_s => PORT_LISTEN_DROPS_PER_S,
 }
 
 /// What the probes send each interval.
@@ -301,6 +305,7 @@ fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
             m.accept_queue = f(d.accept_queue());
             m.accept_queue_limit = f(d.accept_queue_limit());
         }
+        m.port_listen_drops = d.listen_drops().map(|v| v as f64);
         // Only a sample that walked the states reports them: a repeated old count would pass
         // for a new one in the time series and in the points' means.
         if d.states_fresh {
@@ -408,6 +413,9 @@ fn rates(
     m.tcp_timeouts_per_s = r("TcpExt.TCPTimeouts");
     m.syncookies_sent_per_s = r("TcpExt.SyncookiesSent");
     m.reqq_full_drops_per_s = r("TcpExt.TCPReqQFullDrop");
+    // A listener opened again (a new backlog) starts its count anew: no rate for that interval.
+    let port_drops = |s: &Snapshot| s.diag.as_ref().and_then(DiagSummary::listen_drops);
+    m.port_listen_drops_per_s = rate_opt(port_drops(p), port_drops(cur), Width::U64, dt);
 
     if let (Some(a), Some(b)) = (&p.capture, &cur.capture) {
         let cr = |x, y| rate(x, y, Width::U64, dt);
@@ -517,6 +525,7 @@ mod tests {
                 port: 80,
                 queued: 3,
                 limit: 128,
+                drops: Some(40),
             }],
             established: 7,
             syn_recv: 2,
@@ -535,6 +544,44 @@ mod tests {
         let s = build(&a, None, &a, t0, 1, K, &Cores::default());
         assert_eq!((s.m.established, s.m.syn_recv), (None, None));
         assert_eq!(s.m.accept_queue, Some(3.0));
+    }
+
+    #[test]
+    fn the_ports_listen_drops_are_its_listeners_own() {
+        let t0 = Instant::now();
+        let listener = |drops| ListenQueue {
+            local: "127.0.0.1".into(),
+            port: 80,
+            queued: 0,
+            limit: 128,
+            drops,
+        };
+        let snap = |at, drops: [Option<u32>; 2]| {
+            let mut s = Snapshot::empty(at);
+            s.diag = Some(DiagSummary {
+                listeners: drops.map(listener).to_vec(),
+                ..Default::default()
+            });
+            // The namespace counts other ports' drops too.
+            s.net = Some(net(0, 9000, 9000));
+            s
+        };
+        let a = snap(t0, [Some(10), Some(5)]);
+        let b = snap(t0 + Duration::from_millis(500), [Some(30), Some(35)]);
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
+        assert_eq!(s.m.port_listen_drops, Some(65.0));
+        assert_eq!(s.m.port_listen_drops_per_s, Some(100.0));
+        // A listener that did not say: no figure rather than a part of one.
+        let c = snap(t0 + Duration::from_secs(1), [Some(40), None]);
+        let s = build(&a, Some(&b), &c, t0, 2, K, &Cores::default());
+        assert_eq!(
+            (s.m.port_listen_drops, s.m.port_listen_drops_per_s),
+            (None, None)
+        );
+        // Listening again starts the count anew: no rate over that interval.
+        let d = snap(t0 + Duration::from_secs(1), [Some(0), Some(0)]);
+        let s = build(&a, Some(&b), &d, t0, 2, K, &Cores::default());
+        assert_eq!(s.m.port_listen_drops_per_s, None);
     }
 
     #[test]

@@ -101,6 +101,62 @@ const FAMILY_REFRESH: Duration = Duration::from_secs(2);
 const STATE_WALK_BUDGET: f64 = 0.005;
 const STATE_WALK_MAX_GAP: Duration = Duration::from_secs(5);
 
+/// How long after a walk that took `took` the next one is due: its cost over the budget, at
+/// least one sample interval, at most [`STATE_WALK_MAX_GAP`].
+fn walk_gap(took: Duration, interval: Duration) -> Duration {
+    took.div_f64(STATE_WALK_BUDGET)
+        .clamp(interval, STATE_WALK_MAX_GAP)
+}
+
+/// The port's socket states are walked less often than the samples are taken: most samples
+/// leave those figures empty, and the probe says so (once) rather than leaving `-` unexplained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacedOut {
+    pub port: u16,
+    /// What one walk took.
+    pub took: Duration,
+    /// How often the walk runs.
+    pub every: Duration,
+    pub interval: Duration,
+    /// The port's TIME_WAIT is among the states walked.
+    pub time_wait: bool,
+}
+
+impl PacedOut {
+    /// The note for a walk that took `took`, None when the walk keeps up with the samples.
+    pub fn of(port: u16, took: Duration, interval: Duration, time_wait: bool) -> Option<Self> {
+        let every = walk_gap(took, interval);
+        (every > interval).then_some(PacedOut {
+            port,
+            took,
+            every,
+            interval,
+            time_wait,
+        })
+    }
+}
+
+impl std::fmt::Display for PacedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "port {}'s socket states (SYN-RCVD, ESTABLISHED, the closing states{}) are counted \
+             every {:.1} s, not every {} ms sample: one walk of the kernel's socket table took \
+             {:.1} ms (it walks every socket of the machine), and walks are spaced to cost at \
+             most {} % of a core, so about {} in {} samples leave them empty (-); the accept \
+             queue and the listen drops are read every sample",
+            self.port,
+            if self.time_wait { ", TIME_WAIT" } else { "" },
+            self.every.as_secs_f64(),
+            self.interval.as_millis(),
+            self.took.as_secs_f64() * 1000.0,
+            STATE_WALK_BUDGET * 100.0,
+            (self.every.as_secs_f64() / self.interval.as_secs_f64()).round() as u64 - 1,
+            (self.every.as_secs_f64() / self.interval.as_secs_f64()).round() as u64,
+        )
+    }
+}
+
 /// Where the sampler delivers its samples: a channel, or a closure (the lab wraps them into
 /// its one inbox). False means nobody listens any more: the sampler stops.
 pub trait SampleSink: Send + 'static {
@@ -367,7 +423,7 @@ impl Sampler {
             s.server = self.server_procs(pid);
         }
         if cfg.port != 0 {
-            s.diag = self.diag_summary(cfg);
+            s.diag = self.diag_summary(cfg, s.at);
         }
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
@@ -380,7 +436,7 @@ impl Sampler {
 
     /// The server port's sockets from sock_diag: the listeners every time, all server states
     /// when a walk is due (walks are spaced so they take at most their budget of the time).
-    fn diag_summary(&mut self, cfg: &ProbeConfig) -> Option<DiagSummary> {
+    fn diag_summary(&mut self, cfg: &ProbeConfig, sampled_at: Instant) -> Option<DiagSummary> {
         let d = self.diag.as_mut()?;
         let walk_states = self.states_due.is_none_or(|t| Instant::now() >= t);
         let mask = match (walk_states, cfg.port_time_wait) {
@@ -400,11 +456,21 @@ impl Sampler {
                 };
                 sum.add(&socks);
                 if walk_states {
-                    let gap = t0
-                        .elapsed()
-                        .div_f64(STATE_WALK_BUDGET)
-                        .clamp(cfg.interval, STATE_WALK_MAX_GAP);
-                    self.states_due = Some(t0 + gap - Duration::from_millis(1));
+                    let took = t0.elapsed();
+                    let gap = walk_gap(took, cfg.interval);
+                    // Due from the sample's own instant, a quarter interval early: the walk
+                    // starts after the /proc reads, whose time varies, and a due time a
+                    // millisecond past the next sample's walk would skip a sample the budget
+                    // allows (a walk every interval read `-` in one sample of two).
+                    // Walks fall on samples: the first sample at least `gap` on, so the
+                    // budget holds.
+                    let samples = (gap.as_secs_f64() / cfg.interval.as_secs_f64()).ceil();
+                    self.states_due =
+                        Some(sampled_at + cfg.interval.mul_f64(samples) - cfg.interval / 4);
+                    if let Some(p) = PacedOut::of(cfg.port, took, cfg.interval, cfg.port_time_wait)
+                    {
+                        self.notes.warn("paced", || p.to_string());
+                    }
                 }
                 if sum.listeners.is_empty() {
                     self.notes.warn("nolisten", || {
@@ -506,5 +572,39 @@ impl Sampler {
             prev = Some(cur);
             cur = self.snapshot(cfg);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_out_walk_is_said_with_its_cost_and_pace() {
+        let ms = Duration::from_millis;
+        // 0.5 ms a walk: 100 ms of budget, every 200 ms sample walks; nothing to say.
+        assert_eq!(
+            PacedOut::of(80, Duration::from_micros(500), ms(200), true),
+            None
+        );
+        // 10 ms a walk: every 2 s, so 9 in 10 samples have no state counts.
+        let p = PacedOut::of(8080, ms(10), ms(200), true).unwrap();
+        assert_eq!(p.every, ms(2000));
+        let t = p.to_string();
+        for want in [
+            "port 8080",
+            "TIME_WAIT",
+            "every 2.0 s",
+            "took 10.0 ms",
+            "0.5 %",
+            "9 in 10",
+        ] {
+            assert!(t.contains(want), "{want} in {t}");
+        }
+        // Never rarer than every 5 s.
+        assert_eq!(
+            PacedOut::of(1, ms(500), ms(200), false).unwrap().every,
+            ms(5000)
+        );
     }
 }

@@ -8,192 +8,97 @@ use super::sample::{ProbeSample, SynSource};
 use crate::model::{col, Col};
 use serde_json::{Map, Value};
 
-/// Whose a figure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// The server's port: pcap's port filter, sock_diag's port.
-    Port,
-    /// The server's network namespace, every port: /proc/net/{snmp,netstat,sockstat}.
-    Netns,
-    /// The whole machine: /proc/stat, /proc/softirqs, sockstat's machine-wide counts.
-    Machine,
-    /// The server process and its descendants.
-    Server,
-    /// synlab's probe threads and capture.
-    Probe,
-}
+pub use crate::model::Scope;
 
-impl Scope {
-    /// The key of its group in `synlab probe --json`.
-    pub fn key(self) -> &'static str {
-        match self {
-            Scope::Port => "port",
-            Scope::Netns => "netns",
-            Scope::Machine => "machine",
-            Scope::Server => "server",
-            Scope::Probe => "probe",
-        }
-    }
-}
-
-/// Each figure of a sample but the SYN rate (whose scope depends on its source: [`syn_rate`]),
-/// its scope, and its key in that scope's JSON group.
-const SCOPES: &[(Col, Scope, &str)] = &[
-    (col::SYNACK_OUT_PER_S, Scope::Port, "synack_out_per_s"),
-    (col::RST_IN_PER_S, Scope::Port, "rst_in_per_s"),
-    (col::RST_OUT_PER_S, Scope::Port, "rst_out_per_s"),
-    (col::SYN_RETRANS_PER_S, Scope::Port, "syn_retrans_per_s"),
-    (col::ACCEPT_QUEUE, Scope::Port, "accept_queue"),
-    (col::ACCEPT_QUEUE_LIMIT, Scope::Port, "accept_queue_limit"),
-    (col::SYN_RECV, Scope::Port, "syn_recv"),
-    (col::ESTABLISHED_SOCKS, Scope::Port, "established"),
-    (col::FIN_WAIT, Scope::Port, "fin_wait"),
-    (col::CLOSE_WAIT, Scope::Port, "close_wait"),
-    (col::LAST_ACK, Scope::Port, "last_ack"),
-    (col::CLOSING, Scope::Port, "closing"),
-    (col::PORT_TIME_WAIT, Scope::Port, "time_wait"),
-    (col::SYN_IN_TOTAL, Scope::Port, "syn_in_total"),
-    (col::SYN_RETRANS_TOTAL, Scope::Port, "syn_retrans_total"),
-    (col::SYNACK_OUT_TOTAL, Scope::Port, "synack_out_total"),
-    (col::RST_IN_TOTAL, Scope::Port, "rst_in_total"),
-    (col::RST_OUT_TOTAL, Scope::Port, "rst_out_total"),
-    (col::TIME_WAIT, Scope::Netns, "time_wait"),
-    (col::TCP_INUSE, Scope::Netns, "tcp_inuse"),
-    (
-        col::LISTEN_OVERFLOWS,
-        Scope::Netns,
-        "listen_overflows_per_s",
-    ),
-    (col::LISTEN_DROPS_PER_S, Scope::Netns, "listen_drops_per_s"),
-    (
-        col::PASSIVE_OPENS_PER_S,
-        Scope::Netns,
-        "passive_opens_per_s",
-    ),
-    (col::ACTIVE_OPENS_PER_S, Scope::Netns, "active_opens_per_s"),
-    (
-        col::ATTEMPT_FAILS_PER_S,
-        Scope::Netns,
-        "attempt_fails_per_s",
-    ),
-    (col::ESTAB_RESETS_PER_S, Scope::Netns, "estab_resets_per_s"),
-    (col::RETRANS_SEGS_PER_S, Scope::Netns, "retrans_segs_per_s"),
-    (col::OUT_RSTS_PER_S, Scope::Netns, "out_rsts_per_s"),
-    (col::TCP_TIMEOUTS_PER_S, Scope::Netns, "tcp_timeouts_per_s"),
-    (
-        col::SYNCOOKIES_SENT_PER_S,
-        Scope::Netns,
-        "syncookies_sent_per_s",
-    ),
-    (
-        col::REQQ_FULL_DROPS_PER_S,
-        Scope::Netns,
-        "reqq_full_drops_per_s",
-    ),
-    (
-        col::PASSIVE_OPENS_TOTAL,
-        Scope::Netns,
-        "passive_opens_total",
-    ),
-    (col::LISTEN_DROPS_TOTAL, Scope::Netns, "listen_drops_total"),
-    (
-        col::LISTEN_OVERFLOWS_TOTAL,
-        Scope::Netns,
-        "listen_overflows_total",
-    ),
-    (col::ACTIVE_OPENS_TOTAL, Scope::Netns, "active_opens_total"),
-    (col::TCP_ORPHAN, Scope::Machine, "tcp_orphan"),
-    (col::TCP_MEM_PAGES, Scope::Machine, "tcp_mem_pages"),
-    (col::CPU_USER, Scope::Machine, "cpu_user_pct"),
-    (col::CPU_NICE_PCT, Scope::Machine, "cpu_nice_pct"),
-    (col::CPU_SYSTEM, Scope::Machine, "cpu_system_pct"),
-    (col::CPU_IRQ, Scope::Machine, "cpu_irq_pct"),
-    (col::CPU_SOFTIRQ, Scope::Machine, "cpu_softirq_pct"),
-    (col::CPU_IOWAIT_PCT, Scope::Machine, "cpu_iowait_pct"),
-    (col::CPU_IDLE, Scope::Machine, "cpu_idle_pct"),
-    (col::CPU_STEAL_PCT, Scope::Machine, "cpu_steal_pct"),
-    (col::CTXT_PER_S, Scope::Machine, "ctxt_per_s"),
-    (col::INTR_PER_S, Scope::Machine, "intr_per_s"),
-    (
-        col::NET_RX_SOFTIRQ_PER_S,
-        Scope::Machine,
-        "net_rx_softirq_per_s",
-    ),
-    (
-        col::NET_TX_SOFTIRQ_PER_S,
-        Scope::Machine,
-        "net_tx_softirq_per_s",
-    ),
-    (col::PROCS_RUNNING, Scope::Machine, "procs_running"),
-    (col::PROCS_BLOCKED, Scope::Machine, "procs_blocked"),
-    (col::SERVER_PROCS, Scope::Server, "procs"),
-    (col::SERVER_THREADS, Scope::Server, "threads"),
-    (col::SERVER_CPU_USER_PCT, Scope::Server, "cpu_user_pct"),
-    (col::SERVER_CPU_SYS_PCT, Scope::Server, "cpu_sys_pct"),
-    (col::SERVER_RSS_MB, Scope::Server, "rss_mb"),
-    (col::PROBE_CPU, Scope::Probe, "cpu_pct"),
-    (col::CONTROLLER_CPU, Scope::Probe, "process_cpu_pct"),
-    // The lab's CPU sets (empty in `synlab probe`, which has none): machine figures of
-    // some of its CPUs.
-    (
-        col::SERVER_CORES_USER,
-        Scope::Machine,
-        "server_cores_user_pct",
-    ),
-    (
-        col::SERVER_CORES_SYSTEM,
-        Scope::Machine,
-        "server_cores_system_pct",
-    ),
-    (
-        col::SERVER_CORES_IRQ,
-        Scope::Machine,
-        "server_cores_irq_pct",
-    ),
-    (
-        col::SERVER_CORES_SOFTIRQ,
-        Scope::Machine,
-        "server_cores_softirq_pct",
-    ),
-    (
-        col::SERVER_CORES_STEAL,
-        Scope::Machine,
-        "server_cores_steal_pct",
-    ),
-    (
-        col::SERVER_CORES_IDLE,
-        Scope::Machine,
-        "server_cores_idle_pct",
-    ),
-    (
-        col::SERVER_CORES_NET_RX,
-        Scope::Machine,
-        "server_cores_net_rx_per_s",
-    ),
-    (col::LOAD_CORES_USER, Scope::Machine, "load_cores_user_pct"),
-    (
-        col::LOAD_CORES_SYSTEM,
-        Scope::Machine,
-        "load_cores_system_pct",
-    ),
-    (col::LOAD_CORES_IRQ, Scope::Machine, "load_cores_irq_pct"),
-    (
-        col::LOAD_CORES_SOFTIRQ,
-        Scope::Machine,
-        "load_cores_softirq_pct",
-    ),
-    (col::LOAD_CORES_IDLE, Scope::Machine, "load_cores_idle_pct"),
-    (col::PCAP_DROPS, Scope::Probe, "pcap_drops"),
-    (col::PCAP_IF_DROPS, Scope::Probe, "pcap_if_drops"),
+/// Each figure of a sample but the SYN rate (whose key depends on its source: [`syn_rate`]),
+/// its key in its scope's JSON group (the scope is the column's: `Col::scope`).
+const KEYS: &[(Col, &str)] = &[
+    (col::SYNACK_OUT_PER_S, "synack_out_per_s"),
+    (col::RST_IN_PER_S, "rst_in_per_s"),
+    (col::RST_OUT_PER_S, "rst_out_per_s"),
+    (col::SYN_RETRANS_PER_S, "syn_retrans_per_s"),
+    (col::ACCEPT_QUEUE, "accept_queue"),
+    (col::ACCEPT_QUEUE_LIMIT, "accept_queue_limit"),
+    (col::SYN_RECV, "syn_recv"),
+    (col::ESTABLISHED_SOCKS, "established"),
+    (col::FIN_WAIT, "fin_wait"),
+    (col::CLOSE_WAIT, "close_wait"),
+    (col::LAST_ACK, "last_ack"),
+    (col::CLOSING, "closing"),
+    (col::PORT_TIME_WAIT, "time_wait"),
+    (col::PORT_LISTEN_DROPS, "listen_drops"),
+    (col::PORT_LISTEN_DROPS_PER_S, "listen_drops_per_s"),
+    (col::SYN_IN_TOTAL, "syn_in_total"),
+    (col::SYN_RETRANS_TOTAL, "syn_retrans_total"),
+    (col::SYNACK_OUT_TOTAL, "synack_out_total"),
+    (col::RST_IN_TOTAL, "rst_in_total"),
+    (col::RST_OUT_TOTAL, "rst_out_total"),
+    (col::TIME_WAIT, "time_wait"),
+    (col::TCP_INUSE, "tcp_inuse"),
+    (col::LISTEN_OVERFLOWS, "listen_overflows_per_s"),
+    (col::LISTEN_DROPS_PER_S, "listen_drops_per_s"),
+    (col::PASSIVE_OPENS_PER_S, "passive_opens_per_s"),
+    (col::ACTIVE_OPENS_PER_S, "active_opens_per_s"),
+    (col::ATTEMPT_FAILS_PER_S, "attempt_fails_per_s"),
+    (col::ESTAB_RESETS_PER_S, "estab_resets_per_s"),
+    (col::RETRANS_SEGS_PER_S, "retrans_segs_per_s"),
+    (col::OUT_RSTS_PER_S, "out_rsts_per_s"),
+    (col::TCP_TIMEOUTS_PER_S, "tcp_timeouts_per_s"),
+    (col::SYNCOOKIES_SENT_PER_S, "syncookies_sent_per_s"),
+    (col::REQQ_FULL_DROPS_PER_S, "reqq_full_drops_per_s"),
+    (col::PASSIVE_OPENS_TOTAL, "passive_opens_total"),
+    (col::LISTEN_DROPS_TOTAL, "listen_drops_total"),
+    (col::LISTEN_OVERFLOWS_TOTAL, "listen_overflows_total"),
+    (col::ACTIVE_OPENS_TOTAL, "active_opens_total"),
+    (col::TCP_ORPHAN, "tcp_orphan"),
+    (col::TCP_MEM_PAGES, "tcp_mem_pages"),
+    (col::CPU_USER, "cpu_user_pct"),
+    (col::CPU_NICE_PCT, "cpu_nice_pct"),
+    (col::CPU_SYSTEM, "cpu_system_pct"),
+    (col::CPU_IRQ, "cpu_irq_pct"),
+    (col::CPU_SOFTIRQ, "cpu_softirq_pct"),
+    (col::CPU_IOWAIT_PCT, "cpu_iowait_pct"),
+    (col::CPU_IDLE, "cpu_idle_pct"),
+    (col::CPU_STEAL_PCT, "cpu_steal_pct"),
+    (col::CTXT_PER_S, "ctxt_per_s"),
+    (col::INTR_PER_S, "intr_per_s"),
+    (col::NET_RX_SOFTIRQ_PER_S, "net_rx_softirq_per_s"),
+    (col::NET_TX_SOFTIRQ_PER_S, "net_tx_softirq_per_s"),
+    (col::PROCS_RUNNING, "procs_running"),
+    (col::PROCS_BLOCKED, "procs_blocked"),
+    (col::SERVER_PROCS, "procs"),
+    (col::SERVER_THREADS, "threads"),
+    (col::SERVER_CPU_USER_PCT, "cpu_user_pct"),
+    (col::SERVER_CPU_SYS_PCT, "cpu_sys_pct"),
+    (col::SERVER_RSS_MB, "rss_mb"),
+    (col::PROBE_CPU, "cpu_pct"),
+    (col::CONTROLLER_CPU, "process_cpu_pct"),
+    (col::SERVER_CORES_USER, "server_cores_user_pct"),
+    (col::SERVER_CORES_SYSTEM, "server_cores_system_pct"),
+    (col::SERVER_CORES_IRQ, "server_cores_irq_pct"),
+    (col::SERVER_CORES_SOFTIRQ, "server_cores_softirq_pct"),
+    (col::SERVER_CORES_STEAL, "server_cores_steal_pct"),
+    (col::SERVER_CORES_IDLE, "server_cores_idle_pct"),
+    (col::SERVER_CORES_NET_RX, "server_cores_net_rx_per_s"),
+    (col::LOAD_CORES_USER, "load_cores_user_pct"),
+    (col::LOAD_CORES_SYSTEM, "load_cores_system_pct"),
+    (col::LOAD_CORES_IRQ, "load_cores_irq_pct"),
+    (col::LOAD_CORES_SOFTIRQ, "load_cores_softirq_pct"),
+    (col::LOAD_CORES_IDLE, "load_cores_idle_pct"),
+    (col::PCAP_DROPS, "pcap_drops"),
+    (col::PCAP_IF_DROPS, "pcap_if_drops"),
 ];
 
 /// The SYN rate's scope and key: counted on the port's packets by pcap, or estimated from the
 /// namespace's counters (PassiveOpens + ListenDrops of every port).
 pub fn syn_rate(source: SynSource) -> (Scope, &'static str) {
-    match source {
-        SynSource::Pcap => (Scope::Port, "syn_in_per_s"),
-        SynSource::Estimated => (Scope::Netns, "syn_in_estimate_per_s"),
-    }
+    let estimated = source == SynSource::Estimated;
+    let key = if estimated {
+        "syn_in_estimate_per_s"
+    } else {
+        "syn_in_per_s"
+    };
+    (Scope::of_syn_rate(estimated), key)
 }
 
 /// A figure's scope and key (None for the flag that says the SYN rate's source, said by
@@ -202,10 +107,8 @@ pub fn of(c: Col, source: SynSource) -> Option<(Scope, &'static str)> {
     if c == col::SYN_IN {
         return Some(syn_rate(source));
     }
-    SCOPES
-        .iter()
-        .find(|(x, _, _)| *x == c)
-        .map(|&(_, s, k)| (s, k))
+    let key = KEYS.iter().find(|(x, _)| *x == c)?.1;
+    Some((c.scope()?, key))
 }
 
 /// What the probe was pointed at: said in the JSON beside each group.
@@ -280,17 +183,19 @@ mod tests {
     #[test]
     fn every_figure_has_one_scope() {
         for c in Metrics::COLUMNS {
-            let scoped = SCOPES.iter().filter(|(x, _, _)| x == c).count();
+            let keyed = KEYS.iter().filter(|(x, _)| x == c).count();
             let special = *c == col::SYN_IN || *c == col::SYN_IN_ESTIMATED;
-            assert_eq!(scoped, usize::from(!special), "{c}: give it one scope");
+            assert_eq!(keyed, usize::from(!special), "{c}: give it one key");
+            assert_eq!(c.scope().is_some(), !special, "{c}: give it one scope");
         }
         // Keys are unique within a group.
-        for (c, s, k) in SCOPES {
-            let same = SCOPES
+        for (c, k) in KEYS {
+            let s = c.scope();
+            let same = KEYS
                 .iter()
-                .filter(|(_, s2, k2)| s2 == s && k2 == k)
+                .filter(|(c2, k2)| c2.scope() == s && k2 == k)
                 .count();
-            assert_eq!(same, 1, "{c}: key {k} twice in {}", s.key());
+            assert_eq!(same, 1, "{c}: key {k} twice in {s:?}");
         }
         assert_eq!(
             of(col::TIME_WAIT, SynSource::Pcap),

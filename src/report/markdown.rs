@@ -5,6 +5,7 @@
 use super::read::{Point, RunData};
 use crate::model::summary::{non2xx_flag_pct, SummaryCol, SummaryText};
 use crate::model::sweep::SweepParam;
+use crate::model::{ProbeScope, Scope};
 use crate::probe::crosscheck::{disagrees, syn_tolerance_of, TOLERANCE_PCT};
 use std::fmt::Write;
 
@@ -223,6 +224,12 @@ struct Column {
     key: SummaryCol,
 }
 
+/// A column of the table as this run heads it.
+struct Headed {
+    head: String,
+    key: SummaryCol,
+}
+
 const COLS: &[Column] = &[
     Column {
         head: "offered/s",
@@ -301,6 +308,66 @@ const COLS: &[Column] = &[
         key: SummaryCol::LittleLoadFactor,
     },
 ];
+
+/// What the run's probes measured (summary.json's `meta.probe_scope`; None for runs written
+/// before it was recorded).
+fn probe_scope(r: &RunData) -> Option<ProbeScope> {
+    serde_json::from_value(r.meta.get("probe_scope")?.clone()).ok()
+}
+
+/// The table's columns as this run heads them. Where the probed namespace held other servers'
+/// sockets (a server on the host), the port's own figures lead, each head says whose it is
+/// (the port's, or the namespace's: every port), and the namespace's overflows and TIME_WAIT
+/// follow, labelled; in the lab (the namespace holds only the server) the heads stay plain.
+fn columns(r: &RunData) -> Vec<Headed> {
+    let scope = probe_scope(r);
+    let label = |sc: Scope| scope.and_then(|p| p.label(sc));
+    let estimated = r
+        .points
+        .iter()
+        .any(|p| p.num(SummaryCol::SynInEstimated) > 0.0);
+    let mut out = Vec::new();
+    for c in COLS {
+        let plain = |head: &str| Headed {
+            head: head.to_string(),
+            key: c.key,
+        };
+        let of = |head: &str, sc: Scope, key: SummaryCol| Headed {
+            head: match label(sc) {
+                Some(l) => format!("{head} ({l})"),
+                None => head.to_string(),
+            },
+            key,
+        };
+        match c.key {
+            SummaryCol::SynInPerS => out.push(match (label(Scope::Port), estimated) {
+                (None, _) => plain(c.head),
+                (Some(port), false) => plain(&format!("SYN/s ({port}, pcap)")),
+                (Some(_), true) => plain("SYN/s (netns: all ports, estimated)"),
+            }),
+            SummaryCol::ListenOverflowsPerS if label(Scope::Port).is_some() => {
+                out.push(of(
+                    "listen drops/s",
+                    Scope::Port,
+                    SummaryCol::PortListenDropsPerS,
+                ));
+                out.push(of("overflows/s", Scope::Netns, c.key));
+            }
+            SummaryCol::TimeWaitMean if label(Scope::Port).is_some() => {
+                out.push(of("TIME_WAIT", Scope::Port, SummaryCol::PortTimeWaitMean));
+                out.push(of("TIME_WAIT", Scope::Netns, c.key));
+            }
+            SummaryCol::AcceptQueueMax | SummaryCol::EstablishedMean => {
+                out.push(of(c.head, Scope::Port, c.key))
+            }
+            SummaryCol::CpuUserPct | SummaryCol::CpuSystemPct | SummaryCol::CpuSoftirqPct => {
+                out.push(of(c.head, Scope::Machine, c.key))
+            }
+            _ => out.push(plain(c.head)),
+        }
+    }
+    out
+}
 
 /// Every flag a point has (a client-bound point can also be counting error pages).
 fn status(p: &Point) -> String {
@@ -467,7 +534,8 @@ fn summary_table(md: &mut String, r: &RunData) {
         return;
     }
     let param = r.param();
-    let cols: Vec<&Column> = COLS
+    let all = columns(r);
+    let cols: Vec<&Headed> = all
         .iter()
         .filter(|c| r.points.iter().any(|p| p.has(c.key)))
         .collect();
@@ -478,7 +546,7 @@ fn summary_table(md: &mut String, r: &RunData) {
     if network {
         head.push("network".into());
     }
-    head.extend(cols.iter().map(|c| c.head.to_string()));
+    head.extend(cols.iter().map(|c| esc(&c.head)));
     if covered {
         head.push("latencies over".into());
     }
@@ -529,7 +597,8 @@ fn summary_table(md: &mut String, r: &RunData) {
          paced to cost at most 0.5 % of a core, so it runs less often than the other probes \
          when the machine holds many sockets). A point marked ⚠ (values in italics) was \
          client-bound: the load generator, not the server, set its numbers, so it is not a \
-         server measurement. Failed points are gaps in the plots.{}\n",
+         server measurement. Failed points are gaps in the plots.{}{}\n",
+        scope_note(r),
         if covered {
             " Latency percentiles cover completed requests only: \"latencies over\" says how \
              many, and how many attempts timed out (or failed otherwise) and are not in them."
@@ -541,6 +610,21 @@ fn summary_table(md: &mut String, r: &RunData) {
     curves_table(md, r);
     path_tables(md, r);
     class_tables(md, r);
+}
+
+/// Whose the figures are, where the probed namespace held other servers' sockets.
+fn scope_note(r: &RunData) -> String {
+    match probe_scope(r) {
+        Some(p) if p.netns_shared => format!(
+            " The probes read the host's network namespace, which holds other servers' \
+             sockets too: figures marked (port {port}) are the target's own (its listening \
+             sockets' accept queue and drops, its sockets' states, by sock_diag; its SYNs by \
+             pcap on port {port}), those marked (netns: all ports) count every port of the \
+             namespace (the kernel's counters and sockstat), (machine) every CPU.",
+            port = p.port
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Each point's connections and requests counted apart (keep-alive carries many requests on a
@@ -765,8 +849,23 @@ fn cross_checks(md: &mut String, r: &RunData) {
     let mut any_noisy = false;
     for (k, what) in keys {
         let measured = checked.iter().filter(|p| p.has(k)).count();
+        // Points whose SYN rate was the namespace's estimate have no SYN check: said so.
+        let unchecked_syns = r
+            .points
+            .iter()
+            .filter(|p| !p.has(k) && p.num(SummaryCol::SynInEstimated) > 0.0)
+            .count();
+        if k == SummaryCol::CheckSynVsAttemptsPct && unchecked_syns > 0 {
+            let _ = writeln!(
+                md,
+                "- Per point, {what}: {} at {unchecked_syns} point(s)",
+                crate::probe::crosscheck::NO_PORT_SYNS
+            );
+        }
         if measured == 0 {
-            let _ = writeln!(md, "- Per point, {what}: not measured");
+            if k != SummaryCol::CheckSynVsAttemptsPct || unchecked_syns == 0 {
+                let _ = writeln!(md, "- Per point, {what}: not measured");
+            }
             continue;
         }
         let bad = checked
@@ -812,6 +911,11 @@ fn cross_checks(md: &mut String, r: &RunData) {
     } else {
         ""
     };
+    // Only where pcap counted the port's SYNs is there anything pcap saw to explain.
+    if !r.points.iter().any(|p| p.has(keys[0].0)) {
+        let _ = writeln!(md);
+        return;
+    }
     let _ = writeln!(
         md,
         "\nSYNs vs attempts counts each connection's first SYN: the SYNs pcap saw less the \

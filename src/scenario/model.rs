@@ -160,6 +160,10 @@ pub struct TargetSpec {
     /// kind = "address": where the server listens.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub address: String,
+    /// kind = "address": the server's process (its CPU, processes and CPU per response);
+    /// without it, the process holding the port's listening socket, where we may see it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// Pin the server to these CPUs (empty = no pinning).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
@@ -211,6 +215,7 @@ impl Default for TargetSpec {
             port: 0,
             command: String::new(),
             address: String::new(),
+            pid: None,
             cpus: Vec::new(),
             access_log: String::new(),
             mpm: None,

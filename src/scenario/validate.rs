@@ -158,11 +158,13 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
     for (key, used_by) in [
         ("access_log", !t.access_log.is_empty()),
+        ("pid", t.pid.is_some()),
         ("mpm", t.mpm.is_some()),
         ("extra_config", !t.extra_config.is_empty()),
     ] {
         let allowed = match key {
             "access_log" => matches!(t.kind, TargetKind::Command | TargetKind::Address),
+            "pid" => t.kind == TargetKind::Address,
             "mpm" => t.kind == TargetKind::Apache,
             _ => t.kind.is_real_server(),
         };
@@ -170,6 +172,7 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             let why = match (key, t.kind) {
                 ("access_log", TargetKind::Builtin) => "the built-in server reports its own count",
                 ("access_log", _) => "synlab writes and counts this server's access log itself",
+                ("pid", _) => "synlab starts this server and follows the process it started",
                 ("mpm", _) => "is used only with kind = \"apache\"",
                 _ => "is used only with kind = \"nginx\" or \"apache\"",
             };

@@ -36,6 +36,12 @@ const NLM_F_REQUEST: u16 = 1;
 const NLM_F_DUMP: u16 = 0x300;
 const IPPROTO_TCP: u8 = 6;
 const INET_DIAG_MSG_LEN: usize = 72;
+/// The reply attribute of a socket's memory counters (`enum inet_diag_attrs`), and its bit in
+/// the request's `idiag_ext` (1 << (attribute - 1)).
+const INET_DIAG_SKMEMINFO: u16 = 7;
+const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
+/// The index of `sk_drops` in the SKMEMINFO array (`SK_MEMINFO_DROPS`, include/uapi/linux/sock_diag.h).
+const SK_MEMINFO_DROPS: usize = 8;
 
 /// The bytes of one dump request (nlmsghdr + inet_diag_req_v2): TCP sockets of `family`
 /// (AF_INET or AF_INET6) in `states` whose local port is `sport` (0: any port).
@@ -47,7 +53,8 @@ pub fn build_request(family: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
     b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     b.extend_from_slice(&seq.to_ne_bytes());
     b.extend_from_slice(&0u32.to_ne_bytes());
-    b.extend_from_slice(&[family, IPPROTO_TCP, 0, 0]);
+    // The memory counters ride along: a listener's `sk_drops` is its listen drops.
+    b.extend_from_slice(&[family, IPPROTO_TCP, EXT_SKMEMINFO, 0]);
     b.extend_from_slice(&states.to_ne_bytes());
     b.extend_from_slice(&sport.to_be_bytes()); // idiag_sport, network order
     b.resize(len, 0); // dport, addresses, interface, cookie: any
@@ -67,7 +74,8 @@ pub fn build_request_both(states: u32, sport: u16, seq: u32) -> Vec<u8> {
     b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     b.extend_from_slice(&seq.to_ne_bytes());
     b.extend_from_slice(&0u32.to_ne_bytes());
-    b.extend_from_slice(&[0, 0, 0, 0]); // family (ignored), src_len, dst_len, ext
+    // family (ignored), src_len, dst_len, ext (the memory counters, as `build_request`)
+    b.extend_from_slice(&[0, 0, 0, EXT_SKMEMINFO]);
     b.extend_from_slice(&sport.to_be_bytes()); // id.idiag_sport, network order
     b.resize(NLMSG_HDR + 4 + 48, 0); // dport, addresses, interface, cookie: any
     b.extend_from_slice(&states.to_ne_bytes());
@@ -89,6 +97,11 @@ pub struct DiagSocket {
     /// The owner's uid (as the probed namespace's user namespace sees it).
     pub uid: u32,
     pub inode: u32,
+    /// The socket's `sk_drops` (SK_MEMINFO_DROPS): on a listener, the SYNs and handshakes it
+    /// dropped (`tcp_listendrop()`: its own share of the namespace's ListenDrops, overflows
+    /// included), since it began listening. None where the kernel sent no memory counters
+    /// (TIME_WAIT and SYN-RCVD sockets have none).
+    pub drops: Option<u32>,
 }
 
 /// A reply the kernel refused or cut short.
@@ -155,7 +168,29 @@ fn parse_msg(m: &[u8]) -> DiagSocket {
         wqueue: ne32(60),
         uid: ne32(64),
         inode: ne32(68),
+        drops: skmeminfo_drops(&m[INET_DIAG_MSG_LEN..]),
     }
+}
+
+/// `sk_drops` from the attributes after an inet_diag_msg (rtattrs: u16 length, u16 type,
+/// payload padded to 4), None without an SKMEMINFO attribute long enough to hold it.
+fn skmeminfo_drops(mut attrs: &[u8]) -> Option<u32> {
+    while attrs.len() >= 4 {
+        let len = u16::from_ne_bytes([attrs[0], attrs[1]]) as usize;
+        let kind = u16::from_ne_bytes([attrs[2], attrs[3]]);
+        if len < 4 || len > attrs.len() {
+            return None;
+        }
+        if kind == INET_DIAG_SKMEMINFO {
+            let at = 4 + SK_MEMINFO_DROPS * 4;
+            return attrs
+                .get(at..at + 4)
+                .filter(|_| at + 4 <= len)
+                .map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+        }
+        attrs = attrs.get((len + 3) & !3..).unwrap_or_default();
+    }
+    None
 }
 
 /// An open sock_diag socket; bound to the netns of the thread that opened it.
@@ -300,7 +335,7 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(r[0..4].try_into().unwrap()), 72);
         assert_eq!(u16::from_ne_bytes(r[4..6].try_into().unwrap()), 20);
         assert_eq!(u16::from_ne_bytes(r[6..8].try_into().unwrap()), 0x301);
-        assert_eq!(&r[16..20], &[2, 6, 0, 0]);
+        assert_eq!(&r[16..20], &[2, 6, 1 << 6, 0]);
         assert_eq!(u32::from_ne_bytes(r[20..24].try_into().unwrap()), 1 << 10);
         assert_eq!(&r[24..26], &8080u16.to_be_bytes());
     }
@@ -311,9 +346,51 @@ mod tests {
         assert_eq!(r.len(), 76);
         assert_eq!(u32::from_ne_bytes(r[0..4].try_into().unwrap()), 76);
         assert_eq!(u16::from_ne_bytes(r[4..6].try_into().unwrap()), 18);
-        assert_eq!(&r[16..20], &[0, 0, 0, 0]);
+        assert_eq!(&r[16..20], &[0, 0, 0, 1 << 6]);
         assert_eq!(&r[20..22], &8080u16.to_be_bytes());
         assert_eq!(u32::from_ne_bytes(r[68..72].try_into().unwrap()), 1 << 10);
+    }
+
+    /// A reply of one listener with its memory counters (drops = 7) after an attribute the
+    /// parser does not use, then NLMSG_DONE.
+    #[test]
+    fn a_listeners_drops_come_from_its_skmeminfo() {
+        let mut msg = vec![0u8; INET_DIAG_MSG_LEN];
+        msg[0] = libc::AF_INET as u8;
+        msg[1] = state::LISTEN;
+        msg[4..6].copy_from_slice(&8080u16.to_be_bytes());
+        msg[56..60].copy_from_slice(&3u32.to_ne_bytes());
+        // An attribute of another type (INET_DIAG_TOS, one byte, padded to 8).
+        msg.extend_from_slice(&5u16.to_ne_bytes());
+        msg.extend_from_slice(&8u16.to_ne_bytes());
+        msg.extend_from_slice(&[0, 0, 0, 0]);
+        let mut mem = [0u32; 9];
+        mem[SK_MEMINFO_DROPS] = 7;
+        msg.extend_from_slice(&(4 + 36u16).to_ne_bytes());
+        msg.extend_from_slice(&INET_DIAG_SKMEMINFO.to_ne_bytes());
+        for v in mem {
+            msg.extend_from_slice(&v.to_ne_bytes());
+        }
+        let mut b = Vec::new();
+        b.extend_from_slice(&((NLMSG_HDR + msg.len()) as u32).to_ne_bytes());
+        b.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        b.extend_from_slice(&[0; 10]);
+        b.extend_from_slice(&msg);
+        b.extend_from_slice(&(NLMSG_HDR as u32).to_ne_bytes());
+        b.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
+        b.extend_from_slice(&[0; 10]);
+        let (socks, done) = parse_replies(&b).unwrap();
+        assert!(done);
+        assert_eq!((socks[0].sport, socks[0].rqueue), (8080, 3));
+        assert_eq!(socks[0].drops, Some(7));
+        // Without the attribute (a TIME_WAIT socket's reply): no drops.
+        assert_eq!(skmeminfo_drops(&[]), None);
+        // Cut short before the drops: none either, not a neighbour's value.
+        let mut short = Vec::new();
+        short.extend_from_slice(&(4 + 8u16).to_ne_bytes());
+        short.extend_from_slice(&INET_DIAG_SKMEMINFO.to_ne_bytes());
+        short.extend_from_slice(&[0; 8]);
+        assert_eq!(skmeminfo_drops(&short), None);
     }
 
     #[test]

@@ -275,9 +275,12 @@ impl Controller {
             iface,
             pcap: self.scenario.probe.pcap,
             avoid_cpus: self.probe_avoid_cpus(),
-            port_time_wait: false,
+            // The lab's server namespace holds only the server: its sockstat count is the
+            // port's. On the host other servers' sockets count there too: walk the port's.
+            port_time_wait: self.net.is_none(),
             cores: self.probe_cores(),
         };
+        self.recorder.meta("probe_scope", self.probe_scope(&cfg));
         let tx = self.tx.clone();
         let sink = move |p| tx.send(Input::Probe(Box::new(p))).is_ok();
         match crate::probe::spawn(cfg, sink) {

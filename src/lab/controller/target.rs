@@ -84,6 +84,10 @@ impl Controller {
             }
             TargetKind::Address => {
                 self.target_addr = t.address.parse().context("target.address")?;
+                // A named server process that is gone is said before any load.
+                if let Some(pid) = t.pid {
+                    self.server_pid = Some(crate::probe::sockdiag::running(pid)?);
+                }
                 label = format!("server at {}", self.target_addr);
             }
             kind => {
@@ -117,6 +121,9 @@ impl Controller {
         if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
             self.server_pid = Some(real.main_pid(pid));
         }
+        if t.kind == TargetKind::Address {
+            self.find_address_server(t.pid.is_some());
+        }
         self.log(&format!("target: {label}"));
         self.fold_msg(Input::TargetUp(label));
         if let Some(path) = self.access.path.clone() {
@@ -143,6 +150,52 @@ impl Controller {
             self.log("reading Apache's scoreboard (mod_status) for its busy workers");
         }
         Ok(())
+    }
+
+    /// A server at an address: its process, named (`target.pid`) or the one holding the
+    /// port's listening socket, whose CPU and processes the probes then follow; said in
+    /// run.log either way, and why not when it cannot be known.
+    fn find_address_server(&mut self, named: bool) {
+        use crate::probe::sockdiag::{listeners_in, port_owner, PortOwner};
+        let port = self.target_addr.port();
+        if named {
+            if let Some(pid) = self.server_pid {
+                self.log(&format!("target: server process pid {pid} (target.pid)"));
+            }
+            return;
+        }
+        let netns = self
+            .net
+            .as_ref()
+            .map(|n| crate::sys::procfs::NetnsTarget::Named(n.server_netns.clone()));
+        let line = match listeners_in(netns).map(|l| port_owner(&l, port)) {
+            Ok(PortOwner::Pid(pid)) => {
+                self.server_pid = Some(pid);
+                self.log(&format!(
+                    "target: server process pid {pid} (it holds port {port}'s listening socket)"
+                ));
+                return;
+            }
+            Ok(owner) => format!(
+                "the server's CPU and processes are not measured: {owner}; set target.pid = PID to name the server's process"
+            ),
+            Err(e) => format!(
+                "the server's CPU and processes are not measured: its process could not be found from port {port} ({e}); set target.pid = PID"
+            ),
+        };
+        self.log(&line);
+        self.core.notice(line);
+    }
+
+    /// Whose the probes' figures are, for summary.json's `meta.probe_scope`: the target's
+    /// port, and whether the probed namespace is the host's (shared with other servers) or the
+    /// lab's server namespace (only the server).
+    pub(super) fn probe_scope(&self, cfg: &crate::probe::ProbeConfig) -> serde_json::Value {
+        serde_json::to_value(crate::model::ProbeScope {
+            port: cfg.port,
+            netns_shared: cfg.netns.is_none(),
+        })
+        .unwrap_or_default()
     }
 
     /// Scenario validation refuses an address outside the lab already; this guards every

@@ -91,10 +91,14 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         cpu_iowait_pct: mean(col::CPU_IOWAIT_PCT),
         cpu_steal_pct: mean(col::CPU_STEAL_PCT),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
-        check_syn_vs_attempts_pct: cross(
-            tot.counts.attempts as f64 / dt,
-            crate::probe::crosscheck::first_syns(mean(col::SYN_IN), mean(col::SYN_RETRANS_PER_S)),
-        ),
+        check_syn_vs_attempts_pct: crate::probe::crosscheck::port_first_syns(
+            mean(col::SYN_IN),
+            mean(col::SYN_RETRANS_PER_S),
+            mean(col::SYN_IN_ESTIMATED),
+        )
+        .map_or(f64::NAN, |syns| {
+            cross(tot.counts.attempts as f64 / dt, syns)
+        }),
         check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,
             dt,
@@ -122,6 +126,10 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             .map(|(name, k)| super::classes::class_summary(name, k, dt))
             .collect(),
         states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
+        port_listen_drops_per_s: mean(col::PORT_LISTEN_DROPS_PER_S),
+        port_time_wait_mean: mean(col::PORT_TIME_WAIT),
+        port_time_wait_max: max(col::PORT_TIME_WAIT),
+        syn_in_estimated: mean(col::SYN_IN_ESTIMATED),
         requests_per_s: tot.counts.requests as f64 / dt,
         connection_errors_per_s: tot.counts.connection_errors() as f64 / dt,
         request_errors_per_s: tot.counts.request_errors() as f64 / dt,

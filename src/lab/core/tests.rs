@@ -64,6 +64,7 @@ fn probe(syn_per_s: f64) -> Input {
         syn_source: crate::probe::SynSource::Pcap,
         m: crate::probe::sample::Metrics {
             syn_in_per_s: Some(syn_per_s),
+            syn_in_estimated: Some(0.0),
             ..Default::default()
         },
         per_cpu: Vec::new(),

@@ -8,6 +8,15 @@ use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
+/// Whether the probed namespace holds other servers' sockets too: without a network lab the
+/// probes read the host's namespace, whose counters and sockstat count every port, so the
+/// panels show the port's own figures (sock_diag) and label whose each is. In the lab the
+/// server's namespace holds only the server: its figures are the port's, shown unlabelled.
+/// (The controller walks the port's TIME_WAIT by the same rule.)
+pub(super) fn netns_shared(st: &LabState) -> bool {
+    st.lab.is_empty()
+}
+
 /// A series shown in the header only (its own scale would flatten the chart).
 fn header_only(s: Series) -> Series {
     Series {
@@ -60,14 +69,24 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
             ..Series::value_only(st, "server busy", c::SERVER_BUSY)
         });
     }
-    let overflows = Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w).as_error();
-    let states: Vec<Series> = if fold_states {
-        vec![
+    // The port's own listen drops (its listeners' sk_drops: overflows and dropped SYNs)
+    // lead where the namespace's overflows count other servers' too.
+    let shared = netns_shared(st);
+    let overflows = if shared {
+        Series::column(st, "drops/s port", c::PORT_LISTEN_DROPS_PER_S, w).as_error()
+    } else {
+        Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w).as_error()
+    };
+    let mut states: Vec<Series> = match (fold_states, shared) {
+        (false, _) => Vec::new(),
+        (true, false) => vec![
             header_only(Series::column(st, "ESTAB", c::ESTABLISHED_SOCKS, w)),
             header_only(Series::column(st, "TIME_WAIT", c::TIME_WAIT, w)),
-        ]
-    } else {
-        Vec::new()
+        ],
+        (true, true) => vec![
+            header_only(Series::column(st, "ESTAB port", c::ESTABLISHED_SOCKS, w)),
+            header_only(Series::column(st, "TIME_WAIT port", c::PORT_TIME_WAIT, w)),
+        ],
     };
     if inner.height >= 14 {
         // Room for overflows/s on a chart of their own.
@@ -82,7 +101,16 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
         };
         line_chart(top, buf, st, w, &queue_series, &app.theme);
         let mut lower = vec![overflows];
-        lower.extend(states);
+        if shared {
+            // The namespace's, every port, beside the port's: labelled as such.
+            lower.push(header_only(Series::column(
+                st,
+                "ovfl/s netns",
+                c::LISTEN_OVERFLOWS,
+                w,
+            )));
+        }
+        lower.append(&mut states);
         line_chart(bottom, buf, st, w, &lower, &app.theme);
     } else {
         queue_series.push(header_only(overflows));

@@ -25,6 +25,20 @@ fn target_label(st: &LabState, short: bool) -> Option<&'static str> {
     }
 }
 
+/// The SYN rate's label: whose it is where the probed namespace holds other servers' sockets
+/// (the port's, counted by pcap; or the namespace's estimate from its counters, every port).
+fn syn_label(st: &LabState, short: bool) -> &'static str {
+    let estimated = st.store.last(c::SYN_IN_ESTIMATED) == Some(1.0);
+    match (super::queue::netns_shared(st), estimated, short) {
+        (false, _, false) => "SYN in",
+        (false, _, true) => "SYN",
+        (true, false, false) => "SYN in port",
+        (true, false, true) => "SYN port",
+        (true, true, false) => "SYN in netns est",
+        (true, true, true) => "SYN* ns",
+    }
+}
+
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let inner = panel(area, buf, "offered vs achieved  /s", &app.theme);
@@ -59,7 +73,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         Series::column(st, drawn.0, drawn.1, w),
         Series::column(st, started.0, started.1, w),
         Series::column(st, failed.0, failed.1, w).as_error(),
-        Series::value_only(st, l("SYN in", "SYN"), c::SYN_IN),
+        Series::value_only(st, syn_label(st, short), c::SYN_IN),
     ]);
     // A short panel keeps its chart: the figures that are not drawn give way first.
     let roomy = inner.height >= 10;
