@@ -334,7 +334,7 @@ fn live_refuses(knob: LoadKnob, v: f64) -> bool {
 }
 
 /// `check`'s verdict on a scenario: None if it passes, else its message, which must name the
-/// file and the line of `key` (its last line that starts with `key =`, or `line`).
+/// file and the line of the value: the last line that starts with `key_line`.
 fn check_refuses(toml: &str, key_line: &str) -> Option<String> {
     let e = match synlab::scenario::parse("knob.toml", toml) {
         Ok(_) => return None,
@@ -342,7 +342,9 @@ fn check_refuses(toml: &str, key_line: &str) -> Option<String> {
     };
     let line = toml
         .lines()
-        .position(|l| l.starts_with(key_line))
+        .collect::<Vec<_>>()
+        .iter()
+        .rposition(|l| l.starts_with(key_line))
         .unwrap_or_else(|| panic!("no line {key_line:?} in\n{toml}"))
         + 1;
     assert!(
