@@ -704,9 +704,12 @@ fn check_burst(
 ) {
     let key = match load_knob::check_burst(ratio, fraction) {
         Ok(_) => return,
-        Err(e @ LoadKnobError::OutOfRange { knob, .. }) if knob == LoadKnob::BurstFraction => {
-            (keys[1], e)
-        }
+        Err(
+            e @ LoadKnobError::OutOfRange {
+                knob: LoadKnob::BurstFraction,
+                ..
+            },
+        ) => (keys[1], e),
         Err(e) => (keys[0], e),
     };
     bad(&format!("{table}.{}", key.0), key.1.to_string());
