@@ -197,12 +197,18 @@ impl SweepValue {
                 .try_into::<Workload>()
                 .map(SweepValue::Workload)
                 .map_err(|_| SweepValueError::NotAWorkload(v.to_string())),
+            // A value a scenario sets: within the live knob's limits, as a key would set it.
+            SweepParam::Load(k) => match Self::parse_text(param, &text(v)?)? {
+                SweepValue::Load(_, x) => Ok(SweepValue::Load(k, k.check(x)?)),
+                other => Ok(other),
+            },
             _ => Self::parse_text(param, &text(v)?),
         }
     }
 
     /// A value as [`Display`](fmt::Display) writes it (summary.csv's `value`), or a scalar
-    /// as a scenario writes it.
+    /// as a scenario writes it; a load knob's limits are [`SweepValue::parse`]'s (a run folder
+    /// of an older synlab reads back whatever it swept).
     pub fn parse_text(param: SweepParam, text: &str) -> Result<SweepValue, SweepValueError> {
         match param {
             SweepParam::Load(k) => {
@@ -218,7 +224,7 @@ impl SweepValue {
                     }
                     _ => Num::parse(text)?.0,
                 };
-                Ok(SweepValue::Load(k, k.check(v)?))
+                Ok(SweepValue::Load(k, v))
             }
             SweepParam::Concurrency | SweepParam::Workers | SweepParam::Backlog => {
                 let n = Num::parse(text)?.0;
