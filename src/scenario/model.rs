@@ -318,6 +318,25 @@ impl Default for TlsSpec {
     }
 }
 
+impl LoadSpec {
+    /// The live knobs' values it sets (the burst's two when it has a burst, the resumed share
+    /// when it has `[load.tls]`).
+    pub fn load_values(&self) -> Vec<(LoadKnob, f64)> {
+        let burst = self.burst.as_ref();
+        [
+            self.rate.map(|r| (LoadKnob::Rate, r.0)),
+            Some((LoadKnob::Sockets, self.sockets as f64)),
+            Some((LoadKnob::Clients, self.clients as f64)),
+            burst.map(|b| (LoadKnob::BurstRatio, b.ratio)),
+            burst.map(|b| (LoadKnob::BurstFraction, b.fraction.fraction())),
+            self.tls.as_ref().map(|t| (LoadKnob::Resumed, t.resumed)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 impl Default for LoadSpec {
     fn default() -> Self {
         LoadSpec {

@@ -271,19 +271,18 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
 /// The load generator's mode, sizes, workload mix and burst.
 fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let l = &s.load;
-    if let Some(r) = l.rate {
-        knob(LoadKnob::Rate, r.0, LoadKnob::Rate.key(), bad);
-    } else if l.mode == Mode::Open {
+    // The live knobs' own limits: a scenario sets what a key could (the burst's two as a pair
+    // below).
+    for (k, v) in l.load_values() {
+        if !matches!(k, LoadKnob::BurstRatio | LoadKnob::BurstFraction) {
+            knob(k, v, k.key(), bad);
+        }
+    }
+    if l.rate.is_none() && l.mode == Mode::Open {
         bad(
             "load.rate",
             "mode = \"open\" needs a rate, e.g. rate = \"2k\"".into(),
         );
-    }
-    for (k, v) in [
-        (LoadKnob::Sockets, l.sockets),
-        (LoadKnob::Clients, l.clients),
-    ] {
-        knob(k, v as f64, k.key(), bad);
     }
     if l.timeout.secs() <= 0.0 {
         bad("load.timeout", "T must be > 0, e.g. \"500ms\"".into());
@@ -394,15 +393,6 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             format!(
                 "the target does not speak TLS (kind = \"{}\" without tls = true): add tls = true to [target], or remove [load.tls]",
                 t.kind.name()
-            ),
-        );
-    }
-    if LoadKnob::Resumed.check(l.resumed).is_err() {
-        bad(
-            LoadKnob::Resumed.key(),
-            format!(
-                "({}) is the share of handshakes that resume a session: 0 to 1 (0.3 resumes 3 in 10)",
-                l.resumed
             ),
         );
     }
