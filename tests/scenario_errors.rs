@@ -422,7 +422,8 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
 }
 
 /// issue 42: `load.tls.ca` is read from the scenario file's folder, as the run reads it: a
-/// file there passes (and the run is given its full path), one that is not there is refused.
+/// file there passes (and the run is given its full path), one that is not there is refused;
+/// `synlab report` reads a run folder's scenario whether or not the file is still there.
 #[test]
 fn the_ca_file_is_read_from_the_scenario_folder() {
     let d = tempfile::tempdir().unwrap();
@@ -433,6 +434,12 @@ fn the_ca_file_is_read_from_the_scenario_folder() {
     assert!(format!("{e:#}").contains("s.toml:7:"), "{e:#}");
     std::fs::write(d.path().join("ca.pem"), "").unwrap();
     let s = synlab::scenario::load(&f).unwrap();
-    let ca = s.load.tls.unwrap().ca;
-    assert_eq!(Path::new(&ca), d.path().join("ca.pem"));
+    let ca = &s.load.tls.as_ref().unwrap().ca;
+    assert_eq!(Path::new(ca), d.path().join("ca.pem"));
+    // A run folder's resolved scenario reads back though the CA is gone since.
+    let resolved = d.path().join("scenario.toml");
+    std::fs::write(&resolved, s.to_toml()).unwrap();
+    std::fs::remove_file(d.path().join("ca.pem")).unwrap();
+    assert!(synlab::scenario::load(&resolved).is_err());
+    assert_eq!(synlab::scenario::load_resolved(&resolved).unwrap(), s);
 }

@@ -29,8 +29,20 @@ pub fn load(path: &Path) -> anyhow::Result<Scenario> {
     load_with_warnings(path).map(|(s, _)| s)
 }
 
+/// A run folder's resolved `scenario.toml`: the files it names were checked when it ran and
+/// need not be there now (the folder may have moved to another machine).
+pub fn load_resolved(path: &Path) -> anyhow::Result<Scenario> {
+    read(path, false).map(|(s, _)| s)
+}
+
 /// [`load`], with what the file says that no point does (see [`validate::warnings`]).
 pub fn load_with_warnings(path: &Path) -> anyhow::Result<(Scenario, Vec<Diagnostic>)> {
+    read(path, true)
+}
+
+/// Reads and validates a scenario file; with `files`, the files it names are resolved from its
+/// folder and must exist.
+fn read(path: &Path, files: bool) -> anyhow::Result<(Scenario, Vec<Diagnostic>)> {
     if path.as_os_str() == "default" {
         return Ok((default_scenario(), Vec::new()));
     }
@@ -54,8 +66,8 @@ pub fn load_with_warnings(path: &Path) -> anyhow::Result<(Scenario, Vec<Diagnost
         );
     }
     // Files the scenario names are read from its folder.
-    let dir = path.parent().unwrap_or(Path::new(""));
-    let (mut s, warnings) = parse_in(&path.display().to_string(), &src, Some(dir))?;
+    let dir = files.then(|| path.parent().unwrap_or(Path::new("")));
+    let (mut s, warnings) = parse_in(&path.display().to_string(), &src, dir)?;
     if s.name.is_empty() {
         s.name = path
             .file_stem()
