@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use synlab::lab::controller::{Controller, RunOptions};
 use synlab::lab::knobs::Command;
+use synlab::model::load_knob::{LoadKnob, LoadStep};
 
 fn main() {
     std::env::set_var(
@@ -45,7 +46,9 @@ fn main() {
         };
         let rows_before = c.state().store.len();
         let t0 = Instant::now();
-        c.apply(Command::ScaleRate(factor)).into_result().unwrap();
+        c.apply(Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(factor)))
+            .into_result()
+            .unwrap();
         loop {
             c.pump().unwrap();
             let store = &c.state().store;

@@ -352,7 +352,7 @@ fn a_tui_session_has_a_summary_row_per_stretch_of_settings() {
         }
     };
     run_for(&mut c, 3.5);
-    c.apply(Command::SetRate(Some(200.0)))
+    c.apply(Command::SetLoad(synlab::model::LoadKnob::Rate, 200.0))
         .into_result()
         .unwrap();
     run_for(&mut c, 3.5);

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
-use synlab::load::protocol::{Arrivals, Control, Mode, StatsDelta, WorkerConfig};
+use synlab::load::protocol::{Arrivals, Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
 
 const RESPONSE: &[u8] =
     b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
@@ -105,6 +105,8 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
 }
 
 struct Worker {
+    /// The load's settings as last sent (each change sends them whole, as the lab does).
+    settings: LoadSettings,
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<std::process::ChildStdout>,
@@ -126,10 +128,17 @@ impl Worker {
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Worker {
+            settings: LoadSettings::of(cfg),
             child,
             stdin,
             stdout,
         }
+    }
+
+    /// Changes the load's settings and sends them.
+    fn load(&mut self, change: impl FnOnce(&mut LoadSettings)) {
+        change(&mut self.settings);
+        self.send(&Control::Load(self.settings));
     }
 
     fn send(&mut self, c: &Control) {
@@ -299,7 +308,7 @@ fn load_live_rate_change_has_no_catch_up_burst() {
     while t0.elapsed() < Duration::from_millis(1500) {
         before.push(w.next().unwrap());
     }
-    w.send(&Control::SetRate { rate: Some(3000.0) });
+    w.load(|s| s.rate = Some(3000.0));
     let after = w.collect();
     assert_identities(&[before.clone(), after.clone()].concat());
     for d in &after {
@@ -599,7 +608,7 @@ fn load_pause_and_resume_without_catch_up() {
     let paused: Vec<StatsDelta> = (0..4).map(|_| w.next().unwrap()).collect();
     assert_eq!(sum(&paused, |d| d.counts.attempts), 0);
     assert!(paused.iter().all(|d| d.target_rate == 0.0));
-    w.send(&Control::Resume);
+    w.load(|s| s.paused = false);
     let mut resumed = Vec::new();
     while resumed.len() < 6 {
         resumed.push(w.next().unwrap());
@@ -612,7 +621,7 @@ fn load_pause_and_resume_without_catch_up() {
         );
     }
     assert!(sum(&resumed, |d| d.counts.attempts) > 150);
-    w.send(&Control::Pause);
+    w.load(|s| s.paused = true);
     let v = w.collect();
     assert_identities(&[paused, resumed, v.clone()].concat());
     let tail: Vec<_> = v.iter().skip(2).collect();
@@ -770,7 +779,7 @@ fn load_pool_drains_and_pauses_without_leaving_connections() {
     }
     until(&mut w, 1.0, &mut v);
     // Paused: no request, the idle connections closed; resumed: the pool reopens.
-    w.send(&Control::Pause);
+    w.load(|s| s.paused = true);
     until(&mut w, 1.5, &mut v);
     let paused_from = v.len();
     until(&mut w, 2.0, &mut v);
@@ -781,7 +790,7 @@ fn load_pool_drains_and_pauses_without_leaving_connections() {
         "paused with requests or open connections: {:?}",
         &v[paused_from..]
     );
-    w.send(&Control::Resume);
+    w.load(|s| s.paused = false);
     until(&mut w, 3.0, &mut v);
     assert!(v.last().unwrap().counts.requests > 0, "resumed");
     // Drained: the worker ends at once, nothing left in progress, nothing open.
@@ -856,8 +865,8 @@ fn load_pool_keeps_its_pace_through_repeated_knobs_and_a_mode_change() {
     // The controller sends every load knob with each change: the same mode and a Resume
     // while running must not stall the pool (it would wait to reopen for up to T).
     for _ in 0..5 {
-        w.send(&Control::SetMode { mode: Mode::Open });
-        w.send(&Control::Resume);
+        w.load(|s| s.mode = Mode::Open);
+        w.load(|s| s.paused = false);
         v.push(w.next().unwrap());
     }
     let steady: Vec<_> = v[5..].to_vec();
@@ -869,11 +878,11 @@ fn load_pool_keeps_its_pace_through_repeated_knobs_and_a_mode_change() {
         / steady.iter().map(|d| d.interval_s).sum::<f64>();
     assert!((r / 1000.0 - 1.0).abs() < 0.1, "{r:.0} requests/s");
     // Closed, then the pool again: its connections close, then reopen.
-    w.send(&Control::SetMode { mode: Mode::Closed });
+    w.load(|s| s.mode = Mode::Closed);
     for _ in 0..3 {
         v.push(w.next().unwrap());
     }
-    w.send(&Control::SetMode { mode: Mode::Open });
+    w.load(|s| s.mode = Mode::Open);
     let rest = w.collect();
     let reopened: Vec<_> = rest.iter().filter(|d| d.t_s > rest[0].t_s + 0.5).collect();
     assert!(
@@ -896,7 +905,7 @@ fn load_keepalive_clients_thinking_retire_on_pause_and_drain() {
     let mut v: Vec<StatsDelta> = (0..5).map(|_| w.next().unwrap()).collect();
     assert!(sum(&v, |d| d.counts.requests) >= 4);
     // Paused: a client thinking on its open connection sends nothing more and closes it.
-    w.send(&Control::Pause);
+    w.load(|s| s.paused = true);
     let paused: Vec<StatsDelta> = (0..6).map(|_| w.next().unwrap()).collect();
     assert!(
         paused[1..].iter().all(|d| d.counts.requests == 0),
@@ -904,7 +913,7 @@ fn load_keepalive_clients_thinking_retire_on_pause_and_drain() {
     );
     assert_eq!(paused.last().unwrap().active, 0, "connections left open");
     v.extend(paused);
-    w.send(&Control::Resume);
+    w.load(|s| s.paused = false);
     v.extend((0..5).map(|_| w.next().unwrap()));
     // Drained: no think time waited out, the worker ends at once.
     let t = Instant::now();

@@ -10,6 +10,7 @@ use synlab::load::protocol::{Burst, Mode};
 use synlab::model::cpus::{CpuError, Placement};
 use synlab::model::death::{Death, Exit};
 use synlab::model::knob::{KnobError, PathKnob, PathValue};
+use synlab::model::load_knob::{LoadKnob, LoadKnobError};
 use synlab::model::summary::SummaryCol;
 use synlab::model::sweep::{SweepParam, SweepValueError};
 use synlab::model::units::{Bandwidth, Dur, Percent, UnitError};
@@ -39,9 +40,10 @@ fn every_message_a_person_reads() {
         &mut out,
         "replies: applied",
         &[
-            Change::Rate {
-                from: Some(1000.0),
-                to: None,
+            Change::Load {
+                knob: LoadKnob::Rate,
+                from: None,
+                to: 1000.0,
             },
             Change::Mode {
                 to: Mode::Closed,
@@ -51,8 +53,16 @@ fn every_message_a_person_reads() {
                 to: Mode::Closed,
                 skipped: Some(Mode::Open),
             },
-            Change::Sockets(200),
-            Change::Clients(16),
+            Change::Load {
+                knob: LoadKnob::Sockets,
+                from: Some(100.0),
+                to: 200.0,
+            },
+            Change::Load {
+                knob: LoadKnob::Clients,
+                from: Some(8.0),
+                to: 16.0,
+            },
             Change::Paused(true),
             Change::Paused(false),
             Change::Burst(burst, false),
@@ -74,7 +84,11 @@ fn every_message_a_person_reads() {
                 value: PathValue::Bandwidth(None),
             },
             Change::Selected(s("dsl")),
-            Change::Resumed(0.3),
+            Change::Load {
+                knob: LoadKnob::Resumed,
+                from: Some(0.5),
+                to: 0.3,
+            },
         ]
         .map(Reply::Applied),
     );
@@ -83,10 +97,11 @@ fn every_message_a_person_reads() {
         "replies: refused",
         &[
             Refusal::FlatOut,
-            Refusal::RateLimit,
-            Refusal::Unchanged(Change::Rate {
+            Refusal::Load(LoadKnobError::AtLimit(LoadKnob::Rate)),
+            Refusal::Unchanged(Change::Load {
+                knob: LoadKnob::Rate,
                 from: Some(1.0),
-                to: Some(1.0),
+                to: 1.0,
             }),
             Refusal::Unchanged(Change::Selected(s("wan"))),
             Refusal::Unchanged(Change::Path {
@@ -96,16 +111,11 @@ fn every_message_a_person_reads() {
             Refusal::RunStopped(s(
                 "the delay router (pid 7) was killed by signal 9 (SIGKILL)",
             )),
-            Refusal::RateOutside(-1.0),
             Refusal::OpenNeedsRate,
-            Refusal::Sockets,
-            Refusal::Clients,
-            Refusal::BurstRatio,
-            Refusal::BurstFraction,
-            Refusal::BurstOver {
+            Refusal::Load(LoadKnobError::BurstOver {
                 ratio: 12.0,
                 fraction: 0.1,
-            },
+            }),
             Refusal::BurstsNeedRate,
             Refusal::Loopback,
             Refusal::LabOff(s("user namespaces are switched off")),
@@ -116,9 +126,22 @@ fn every_message_a_person_reads() {
                 why: s("the delay router is not running"),
             },
             Refusal::NoTls,
-            Refusal::Resumed(1.5),
         ]
         .map(Reply::Refused),
+    );
+    let out_of_range = |knob, value| LoadKnobError::OutOfRange { knob, value };
+    lines(
+        &mut out,
+        "load knobs",
+        &[
+            out_of_range(LoadKnob::Rate, 0.5),
+            out_of_range(LoadKnob::Sockets, 0.0),
+            out_of_range(LoadKnob::Clients, 50_000.0),
+            out_of_range(LoadKnob::BurstRatio, 25.0),
+            out_of_range(LoadKnob::BurstFraction, 0.005),
+            out_of_range(LoadKnob::Resumed, 1.5),
+            LoadKnobError::AtLimit(LoadKnob::Clients),
+        ],
     );
     lines(
         &mut out,
@@ -294,17 +317,12 @@ fn every_message_a_person_reads() {
                 param: SweepParam::Path(PathKnob::Jitter),
                 text: s("true"),
             },
-            SweepValueError::RateNotPositive,
             SweepValueError::NotACount {
-                param: SweepParam::Clients,
+                param: SweepParam::Concurrency,
                 n: 1.5,
             },
             SweepValueError::NotABurstPair,
             SweepValueError::BurstRatioNotANumber,
-            SweepValueError::BurstShape {
-                ratio: 12.0,
-                fraction: 0.1,
-            },
             SweepValueError::NotAWorkload(s("\"nope\"")),
             SweepValueError::NotASteer(s("nic")),
             SweepValueError::NotASyncookies(s("3")),

@@ -2,6 +2,7 @@
 //! to do (insta snapshots of the exact text), and every shipped scenario passes the check.
 
 use std::path::Path;
+use synlab::model::load_knob::LoadKnob;
 
 fn error_of(name: &str) -> String {
     let path = Path::new("tests/scenarios_broken").join(name);
@@ -48,6 +49,18 @@ broken! {
     tls_unknown_group => "tls_unknown_group.toml",
     tls_unknown_version => "tls_unknown_version.toml",
     tls_without_target_tls => "tls_without_target_tls.toml",
+    // issue 42: what `check` let through and the run then broke on.
+    path_with_crlf => "path_with_crlf.toml",
+    path_with_control => "path_with_control.toml",
+    empty_class => "empty_class.toml",
+    sni_not_a_name => "sni_not_a_name.toml",
+    tls_ca_missing => "tls_ca_missing.toml",
+    // issue 44: the live knobs' limits, in [load], a step and a sweep.
+    rate_below_floor => "rate_below_floor.toml",
+    burst_ratio_too_high => "burst_ratio_too_high.toml",
+    too_many_clients => "too_many_clients.toml",
+    step_too_many_clients => "step_too_many_clients.toml",
+    sweep_rate_below_floor => "sweep_rate_below_floor.toml",
 }
 
 #[test]
@@ -276,4 +289,157 @@ fn curves_capacity_targets_and_capacity_thresholds_are_checked() {
     );
     let s = synlab::scenario::parse("ok.toml", &ok).unwrap();
     assert_eq!(synlab::scenario::points::plan_points(&s).len(), 4);
+}
+
+/// A share as a scenario writes it: "30%".
+fn pct(v: f64) -> String {
+    format!("{}%", (v * 1000.0).round() / 10.0)
+}
+
+/// A TOML line that sets `knob` to `v` in `[load]`, with what the knob needs around it (the
+/// burst's other half within ratio x fraction <= 1, a TLS target for the resumed share).
+fn load_lines(knob: LoadKnob, v: f64) -> String {
+    match knob {
+        LoadKnob::Rate => format!("[load]\nrate = {v:?}\n"),
+        LoadKnob::Sockets => format!("[load]\nsockets = {v}\n"),
+        LoadKnob::Clients => format!("[load]\nclients = {v}\n"),
+        LoadKnob::BurstRatio => {
+            format!("[load]\nrate = 100\n[load.burst]\nratio = {v:?}\nfraction = \"1%\"\n")
+        }
+        LoadKnob::BurstFraction => format!(
+            "[load]\nrate = 100\n[load.burst]\nratio = 1\nfraction = \"{}\"\n",
+            pct(v)
+        ),
+        LoadKnob::Resumed => format!("[target]\ntls = true\n[load.tls]\nresumed = {v:?}\n"),
+    }
+}
+
+/// Whether the live knob refuses `v` (a value it already has is not a refusal), from knobs
+/// that leave the burst's other half room.
+fn live_refuses(knob: LoadKnob, v: f64) -> bool {
+    use synlab::lab::knobs::{apply_knobs, knobs_of, Command, Refusal};
+    let mut sc = synlab::scenario::default_scenario();
+    sc.target.tls = true;
+    let mut k = knobs_of(&sc);
+    k.rate = Some(100.0);
+    match knob {
+        LoadKnob::BurstRatio => k.burst.fraction = 0.01,
+        LoadKnob::BurstFraction => k.burst.ratio = 1.0,
+        _ => {}
+    }
+    match apply_knobs(&mut k, Command::SetLoad(knob, v)) {
+        Ok(_) | Err(Refusal::Unchanged(_)) => false,
+        Err(_) => true,
+    }
+}
+
+/// `check`'s verdict on a scenario: None if it passes, else its message, which must name the
+/// file and the line of the value: the last line that starts with `key_line`.
+fn check_refuses(toml: &str, key_line: &str) -> Option<String> {
+    let e = match synlab::scenario::parse("knob.toml", toml) {
+        Ok(_) => return None,
+        Err(e) => e.to_string(),
+    };
+    let line = toml
+        .lines()
+        .collect::<Vec<_>>()
+        .iter()
+        .rposition(|l| l.starts_with(key_line))
+        .unwrap_or_else(|| panic!("no line {key_line:?} in\n{toml}"))
+        + 1;
+    assert!(
+        e.contains(&format!("knob.toml:{line}:")),
+        "refused at another line than {line} ({key_line}):\n{e}\n{toml}"
+    );
+    Some(e)
+}
+
+/// issue 44: one rule per load knob. For every knob and values inside, at and past its limits
+/// (rate 0.5, burst ratio 25, 50,000 clients among them), a scenario that sets the value in
+/// `[load]`, in a `[[step]]` or in a `[sweep]` is refused by `check` with file:line exactly
+/// when the live knob refuses the same value.
+#[test]
+fn check_refuses_exactly_what_a_live_knob_refuses() {
+    let values: &[(LoadKnob, &[f64])] = &[
+        (LoadKnob::Rate, &[0.5, 1.0, 2000.0, 1e6, 1.5e6]),
+        (LoadKnob::Sockets, &[0.0, 1.0, 200_000.0, 200_001.0]),
+        (LoadKnob::Clients, &[0.0, 1.0, 16.0, 20_000.0, 50_000.0]),
+        (LoadKnob::BurstRatio, &[0.5, 1.0, 4.0, 20.0, 25.0]),
+        (LoadKnob::BurstFraction, &[0.005, 0.01, 0.3, 1.0]),
+        (LoadKnob::Resumed, &[0.0, 0.3, 1.0, 1.5]),
+    ];
+    assert_eq!(values.len(), LoadKnob::ALL.len(), "every load knob");
+    let mut refused = 0;
+    for &(knob, vs) in values {
+        for &v in vs {
+            let live = live_refuses(knob, v);
+            refused += live as usize;
+            let (_, field) = knob.key().rsplit_once('.').unwrap();
+            let in_load = check_refuses(&load_lines(knob, v), &format!("{field} ="));
+            assert_eq!(in_load.is_some(), live, "{knob} = {v}: {in_load:?}");
+            if let Some(step_key) = knob.step_key() {
+                let other = match knob {
+                    LoadKnob::BurstRatio => "burst_fraction = \"1%\"\n".to_string(),
+                    LoadKnob::BurstFraction => "burst_ratio = 1\n".to_string(),
+                    _ => String::new(),
+                };
+                let value = match knob {
+                    LoadKnob::BurstFraction => format!("\"{}\"", pct(v)),
+                    _ if knob.whole() => format!("{v}"),
+                    _ => format!("{v:?}"),
+                };
+                let toml = format!(
+                    "[load]\nrate = 100\n[[step]]\nat = \"1s\"\n{other}{step_key} = {value}\n"
+                );
+                let in_step = check_refuses(&toml, &format!("{step_key} ="));
+                assert_eq!(
+                    in_step.is_some(),
+                    live,
+                    "step {step_key} = {v}: {in_step:?}"
+                );
+            }
+            if let Some(param) = knob.sweep_name() {
+                let tls = if knob == LoadKnob::Resumed {
+                    "[target]\ntls = true\n"
+                } else {
+                    ""
+                };
+                let toml = format!("{tls}[sweep]\nparam = \"{param}\"\nvalues = [{v:?}]\n");
+                let in_sweep = check_refuses(&toml, "values =");
+                assert_eq!(
+                    in_sweep.is_some(),
+                    live,
+                    "sweep {param} = {v}: {in_sweep:?}"
+                );
+            }
+        }
+    }
+    assert!(refused >= 10, "the values reach past the limits");
+    // The binary says so too, and exits 2.
+    let (code, _, err) = check("slow.toml", "[load]\nmode = \"open\"\nrate = 0.5\n");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("DIR/slow.toml:3:"), "{err}");
+}
+
+/// issue 42: `load.tls.ca` is read from the scenario file's folder, as the run reads it: a
+/// file there passes (and the run is given its full path), one that is not there is refused;
+/// `synlab report` reads a run folder's scenario whether or not the file is still there.
+#[test]
+fn the_ca_file_is_read_from_the_scenario_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let toml = "[target]\nkind = \"address\"\naddress = \"127.0.0.1:8443\"\ntls = true\n[load.tls]\nverify = true\nca = \"ca.pem\"\n";
+    let f = d.path().join("s.toml");
+    std::fs::write(&f, toml).unwrap();
+    let e = synlab::scenario::load(&f).unwrap_err();
+    assert!(format!("{e:#}").contains("s.toml:7:"), "{e:#}");
+    std::fs::write(d.path().join("ca.pem"), "").unwrap();
+    let s = synlab::scenario::load(&f).unwrap();
+    let ca = &s.load.tls.as_ref().unwrap().ca;
+    assert_eq!(Path::new(ca), d.path().join("ca.pem"));
+    // A run folder's resolved scenario reads back though the CA is gone since.
+    let resolved = d.path().join("scenario.toml");
+    std::fs::write(&resolved, s.to_toml()).unwrap();
+    std::fs::remove_file(d.path().join("ca.pem")).unwrap();
+    assert!(synlab::scenario::load(&resolved).is_err());
+    assert_eq!(synlab::scenario::load_resolved(&resolved).unwrap(), s);
 }

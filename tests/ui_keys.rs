@@ -4,9 +4,10 @@
 //! The match in `check` has no wildcard: a new Action cannot be added without a check here.
 
 use synlab::lab::control::LabControl;
-use synlab::lab::knobs::Command;
+use synlab::lab::knobs::{Command, Knobs};
 use synlab::load::protocol::Mode;
 use synlab::model::knob::{PathKnob, PathStep};
+use synlab::model::load_knob::{LoadKnob, LoadStep};
 use synlab::ui::app::App;
 use synlab::ui::fixture::{self, FakeLab};
 use synlab::ui::keymap::{action_for, Action, Key, KEYMAP};
@@ -48,12 +49,31 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-6
 }
 
+/// A load knob's value in `k`.
+fn load_value(k: &Knobs, knob: LoadKnob) -> f64 {
+    match knob {
+        LoadKnob::Rate => k.rate.unwrap(),
+        LoadKnob::Sockets => k.sockets as f64,
+        LoadKnob::Clients => k.clients as f64,
+        LoadKnob::BurstRatio => k.burst.ratio,
+        LoadKnob::BurstFraction => k.burst.fraction,
+        LoadKnob::Resumed => k.resumed.unwrap(),
+    }
+}
+
 /// Checks the effect of `action` given the lab and app before and after.
 fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App) {
     let (k0, k) = (&before.state.knobs, &lab.state.knobs);
-    let r0 = k0.rate.unwrap();
     match action {
-        Action::ScaleRate(f) => assert_eq!(k.rate, Some((r0 * f).round())),
+        // On the knob's own number: a step adds in its unit, or scales (rates in whole /s).
+        Action::Load(knob, step) => {
+            let (x0, x) = (load_value(k0, knob), load_value(k, knob));
+            let want = match step {
+                LoadStep::Add(d) => x0 + d,
+                LoadStep::Scale(f) => (x0 * f).round(),
+            };
+            assert!(close(x, want), "{knob}: {x}, want {want}");
+        }
         Action::CycleMode => {
             assert_ne!(k.mode, k0.mode);
             assert_eq!(lab.commands, vec![Command::CycleMode]);
@@ -61,12 +81,7 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
         Action::ScaleSockets(f) => {
             assert_eq!(k.sockets, (k0.sockets as f64 * f).round() as u32)
         }
-        Action::BurstRatioBy(d) => assert!(close(k.burst.ratio, k0.burst.ratio + d)),
-        Action::BurstFractionBy(d) => {
-            assert!(close(k.burst.fraction, k0.burst.fraction + d / 100.0))
-        }
         Action::ToggleBurst => assert_eq!(k.burst_on, !k0.burst_on),
-        Action::ResumedBy(d) => assert!(close(k.resumed.unwrap(), k0.resumed.unwrap() + d)),
         // On the axis's number (ms, %, Mbit/s): a step adds in that unit or scales.
         Action::PathStep(knob, step) => {
             let (x0, x) = (k0.paths[0].get(knob).x(), k.paths[0].get(knob).x());
@@ -165,6 +180,6 @@ fn a_later_lab_change_replaces_our_message() {
     press(&mut app, &mut lab, Key::Char('m'));
     assert!(message(&app, &lab).starts_with("mark 1"));
     // A scenario step changes a knob on the controller's side.
-    lab.command(Command::SetRate(Some(500.0)));
+    lab.command(Command::SetLoad(LoadKnob::Rate, 500.0));
     assert_eq!(message(&app, &lab), "rate 2000/s -> 500/s");
 }

@@ -3,19 +3,14 @@
 //! what changed (or, typed, why nothing did). One function per knob; `apply_knobs` only
 //! dispatches, by family (load, burst, paths).
 
-use crate::load::protocol::{Burst, Mode};
+use crate::load::protocol::{Burst, LoadSettings, Mode};
 use crate::model::knob::{PathKnob, PathStep, PathValue};
+use crate::model::load_knob::{check_burst, LoadKnob, LoadKnobError, LoadStep};
 use crate::net::spec::PathSpec;
 use crate::scenario::Scenario;
 use std::time::Duration;
 
-/// Limits enforced on live changes (a visible message, never a panic). The paths' knobs carry
-/// their own (`model::knob`).
-pub const RATE_MIN: f64 = 1.0;
-pub use crate::model::limits::RATE_MAX;
-pub use crate::model::limits::SOCKETS_MAX;
-pub const CLIENTS_MAX: u32 = 20_000;
-pub const BURST_RATIO_MAX: f64 = 20.0;
+// Limits: the load's knobs carry theirs (`model::load_knob`), the paths' theirs (`model::knob`).
 
 /// Every knob a person can turn, with its current value.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,19 +35,33 @@ pub struct Knobs {
     pub resumed: Option<f64>,
 }
 
+impl Knobs {
+    /// A worker's share of the load's knobs: the rate by its `weight`, D and N as split.
+    pub fn worker_share(&self, weight: f64, sockets: u32, clients: u32) -> LoadSettings {
+        LoadSettings {
+            mode: self.mode,
+            rate: self.rate.map(|r| r * weight),
+            sockets,
+            clients,
+            timeout_s: self.timeout.as_secs_f64(),
+            burst: self.burst_on.then_some(self.burst),
+            paused: self.paused,
+            resumed: self.resumed,
+        }
+    }
+}
+
 /// A change asked for by a key, a scenario step or a sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    /// Multiply the rate (e.g. 1.1 fine up, 2.0 coarse up, 0.5 coarse down).
-    ScaleRate(f64),
-    SetRate(Option<f64>),
+    /// A load knob's value (a step, a sweep), within the knob's limits.
+    SetLoad(LoadKnob, f64),
+    /// A key's step of a load knob.
+    StepLoad(LoadKnob, LoadStep),
     SetMode(Mode),
     CycleMode,
-    SetSockets(u32),
-    SetClients(u32),
-    /// Add to the burst ratio / fraction (percentage points).
-    BurstRatioBy(f64),
-    BurstFractionBy(f64),
+    /// Both halves of the burst shape at once (a step may change both: each alone could
+    /// break ratio x fraction <= 1 on the way).
     SetBurst {
         ratio: f64,
         fraction: f64,
@@ -69,9 +78,6 @@ pub enum Command {
     SelectNextPath,
     Pause(bool),
     TogglePause,
-    /// The share of TLS handshakes that resume (0-1), or a step of it.
-    SetResumed(f64),
-    ResumedBy(f64),
 }
 
 /// What the core must do after a command changed the knobs.
@@ -89,19 +95,17 @@ pub enum Effect {
 /// What a command changed, as a reply, the caption bar and run.log say it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    Rate {
+    /// A load knob's new value (the burst's two say `Burst`); `from` None: the rate was flat out.
+    Load {
+        knob: LoadKnob,
         from: Option<f64>,
-        to: Option<f64>,
+        to: f64,
     },
-    /// The share of TLS handshakes that resume.
-    Resumed(f64),
     /// The mode now, and the one a cycle skipped (open, when there is no rate to open with).
     Mode {
         to: Mode,
         skipped: Option<Mode>,
     },
-    Sockets(u32),
-    Clients(u32),
     Paused(bool),
     /// The burst shape (and whether bursts are on).
     Burst(Burst, bool),
@@ -121,11 +125,14 @@ fn mode_word(m: Mode) -> String {
 /// Why a command that changes nothing is refused: what already holds.
 fn unchanged(c: &Change) -> String {
     match c {
-        Change::Rate { to, .. } => format!("the rate is already {}", fmt_rate(*to)),
+        Change::Load { knob, to, .. } => match knob {
+            LoadKnob::Rate => format!("the rate is already {}", fmt_rate(Some(*to))),
+            LoadKnob::Sockets => format!("D is already {to}"),
+            LoadKnob::Clients => format!("there are already {to} clients"),
+            LoadKnob::Resumed => format!("handshakes already resume at {:.0}%", to * 100.0),
+            k => format!("the {} is already {}", k.label(), k.show(*to)),
+        },
         Change::Mode { to, .. } => format!("the mode is already {}", mode_word(*to)),
-        Change::Resumed(x) => format!("handshakes already resume at {:.0}%", x * 100.0),
-        Change::Sockets(n) => format!("D is already {n}"),
-        Change::Clients(n) => format!("there are already {n} clients"),
         Change::Paused(true) => "the load is already paused".into(),
         Change::Paused(false) => "the load is already running".into(),
         Change::Burst(b, _) => format!(
@@ -156,8 +163,13 @@ fn fmt_rate(r: Option<f64>) -> String {
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Change::Rate { from, to } => write!(f, "rate {} -> {}", fmt_rate(*from), fmt_rate(*to)),
-            Change::Resumed(share) => write!(f, "resumed handshakes {:.0}%", share * 100.0),
+            Change::Load { knob, from, to } => match knob {
+                LoadKnob::Rate => write!(f, "rate {} -> {}", fmt_rate(*from), fmt_rate(Some(*to))),
+                LoadKnob::Sockets => write!(f, "D = {to}"),
+                LoadKnob::Clients => write!(f, "clients = {to}"),
+                LoadKnob::Resumed => write!(f, "resumed handshakes {:.0}%", to * 100.0),
+                k => write!(f, "{} = {}", k.label(), k.show(*to)),
+            },
             Change::Mode { to, skipped: None } => write!(f, "mode {}", mode_word(*to)),
             Change::Mode {
                 to,
@@ -168,8 +180,6 @@ impl std::fmt::Display for Change {
                 mode_word(*to),
                 mode_word(*s)
             ),
-            Change::Sockets(n) => write!(f, "D = {n}"),
-            Change::Clients(n) => write!(f, "clients = {n}"),
             Change::Paused(true) => write!(f, "load paused"),
             Change::Paused(false) => write!(f, "load resumed"),
             Change::Burst(b, on) => write!(
@@ -196,8 +206,6 @@ impl std::fmt::Display for Change {
 pub enum Refusal {
     #[error("the S-Client runs flat out (no rate set): change D with the socket keys or set a rate in the scenario")]
     FlatOut,
-    #[error("rate limit reached ({min} to {max} /s)", min = RATE_MIN, max = RATE_MAX)]
-    RateLimit,
     /// The command would leave every knob as it is (a key pressed at a floor, a value set to
     /// what it already is): nothing happens, and nothing is recorded.
     #[error("{}", unchanged(.0))]
@@ -205,20 +213,11 @@ pub enum Refusal {
     /// The run stopped because a child it depends on died: the load cannot resume.
     #[error("the run stopped ({0}); quit with q and start again")]
     RunStopped(String),
-    #[error("rate {0} is outside {min}..{max} /s", min = RATE_MIN, max = RATE_MAX)]
-    RateOutside(f64),
     #[error("open mode needs a rate; set one first")]
     OpenNeedsRate,
-    #[error("D must be 1..{max}", max = SOCKETS_MAX)]
-    Sockets,
-    #[error("clients must be 1..{max}", max = CLIENTS_MAX)]
-    Clients,
-    #[error("burst ratio must be 1..{max}", max = BURST_RATIO_MAX)]
-    BurstRatio,
-    #[error("time at peak must be 1%..100%")]
-    BurstFraction,
-    #[error("ratio {ratio:.1} x {pct:.0}% at peak > 100%: lower one of them", pct = .fraction * 100.0)]
-    BurstOver { ratio: f64, fraction: f64 },
+    /// A load knob's limits (the same a scenario's check applies).
+    #[error(transparent)]
+    Load(#[from] LoadKnobError),
     #[error("bursts modulate a rate; set a rate first")]
     BurstsNeedRate,
     #[error("no network paths: this run is on loopback (add a [network] section)")]
@@ -229,8 +228,6 @@ pub enum Refusal {
     NoPath(String),
     #[error("the load does not speak TLS (the target has no tls = true): no handshakes to resume")]
     NoTls,
-    #[error("the resumed share must be 0%..100% (got {:.0}%)", .0 * 100.0)]
-    Resumed(f64),
     #[error(transparent)]
     Knob(#[from] crate::model::knob::KnobError),
     /// The network lab could not put a path under its new profile; every knob kept its value.
@@ -324,21 +321,27 @@ fn dispatch(k: &mut Knobs, cmd: Command) -> Applied {
     use Command::*;
     match cmd {
         // The load: rate, mode, concurrency, pause.
-        ScaleRate(f) => scale_rate(k, f),
-        SetRate(r) => set_rate(k, r),
+        SetLoad(knob, v) => set_load(k, knob, v),
+        StepLoad(knob, step) => {
+            let now = match knob {
+                LoadKnob::Rate => k.rate.ok_or(Refusal::FlatOut)?,
+                LoadKnob::Sockets => k.sockets as f64,
+                LoadKnob::Clients => k.clients as f64,
+                LoadKnob::BurstRatio => k.burst.ratio,
+                LoadKnob::BurstFraction => k.burst.fraction,
+                LoadKnob::Resumed => k.resumed.ok_or(Refusal::NoTls)?,
+            };
+            set_load(k, knob, knob.stepped(now, step)?)
+        }
         SetMode(m) => set_mode(k, m),
         CycleMode => {
             let (to, skipped) = next_mode(k);
             let (effect, _) = set_mode(k, to)?;
             Ok((effect, Change::Mode { to, skipped }))
         }
-        SetSockets(n) => set_sockets(k, n),
-        SetClients(n) => set_clients(k, n),
         Pause(p) => pause(k, p),
         TogglePause => pause(k, !k.paused),
         // The burst shape and its switch.
-        BurstRatioBy(d) => set_burst(k, k.burst.ratio + d, k.burst.fraction),
-        BurstFractionBy(d) => set_burst(k, k.burst.ratio, k.burst.fraction + d / 100.0),
         SetBurst { ratio, fraction } => set_burst(k, ratio, fraction),
         BurstOn(on) => burst_on(k, on),
         ToggleBurst => burst_on(k, !k.burst_on),
@@ -350,56 +353,30 @@ fn dispatch(k: &mut Knobs, cmd: Command) -> Applied {
         }
         SetPath { path, value } => set_path(k, &path, value),
         SelectNextPath => select_next_path(k),
-        // TLS.
-        SetResumed(share) => set_resumed(k, share),
-        ResumedBy(d) => {
-            let now = k.resumed.ok_or(Refusal::NoTls)?;
-            // Steps land on whole percents, and stop at the ends.
-            let to = ((now + d) * 100.0).round() / 100.0;
-            set_resumed(k, to.clamp(0.0, 1.0))
-        }
     }
 }
 
-fn set_resumed(k: &mut Knobs, share: f64) -> Applied {
-    if k.resumed.is_none() {
-        return Err(Refusal::NoTls);
-    }
-    if !(0.0..=1.0).contains(&share) {
-        return Err(Refusal::Resumed(share));
-    }
-    k.resumed = Some(share);
-    Ok((Effect::Load, Change::Resumed(share)))
-}
-
-/// The rate times `f`, in whole /s, moving by at least 1 /s (at 2/s, x1.1 is 3/s, not 2/s
-/// again) and stopping at the limits; refused only at a limit already reached.
-fn scale_rate(k: &mut Knobs, f: f64) -> Applied {
-    let Some(base) = k.rate else {
-        return Err(Refusal::FlatOut);
+/// A load knob's new value, within its limits (`LoadKnob::check`, the rule a scenario's check
+/// applies too).
+fn set_load(k: &mut Knobs, knob: LoadKnob, v: f64) -> Applied {
+    let from = match knob {
+        LoadKnob::BurstRatio => return set_burst(k, v, k.burst.fraction),
+        LoadKnob::BurstFraction => return set_burst(k, k.burst.ratio, v),
+        LoadKnob::Resumed if k.resumed.is_none() => return Err(Refusal::NoTls),
+        LoadKnob::Rate => k.rate,
+        LoadKnob::Sockets => Some(k.sockets as f64),
+        LoadKnob::Clients => Some(k.clients as f64),
+        LoadKnob::Resumed => k.resumed,
     };
-    let mut new = (base * f).round();
-    if f > 1.0 {
-        new = new.max(base + 1.0);
-    } else if f < 1.0 {
-        new = new.min(base - 1.0);
+    let to = knob.check(v)?;
+    match knob {
+        LoadKnob::Rate => k.rate = Some(to),
+        LoadKnob::Sockets => k.sockets = to as u32,
+        LoadKnob::Clients => k.clients = to as u32,
+        LoadKnob::Resumed => k.resumed = Some(to),
+        LoadKnob::BurstRatio | LoadKnob::BurstFraction => unreachable!("set_burst above"),
     }
-    let new = new.clamp(RATE_MIN, RATE_MAX);
-    if new == base {
-        return Err(Refusal::RateLimit);
-    }
-    let from = k.rate.replace(new);
-    Ok((Effect::Load, Change::Rate { from, to: k.rate }))
-}
-
-fn set_rate(k: &mut Knobs, r: Option<f64>) -> Applied {
-    if let Some(v) = r {
-        if !(RATE_MIN..=RATE_MAX).contains(&v) {
-            return Err(Refusal::RateOutside(v));
-        }
-    }
-    let from = std::mem::replace(&mut k.rate, r);
-    Ok((Effect::Load, Change::Rate { from, to: r }))
+    Ok((Effect::Load, Change::Load { knob, from, to }))
 }
 
 /// The mode after the current one: S-Client, open (with a rate), closed; and open when it
@@ -427,22 +404,6 @@ fn set_mode(k: &mut Knobs, m: Mode) -> Applied {
     ))
 }
 
-fn set_sockets(k: &mut Knobs, n: u32) -> Applied {
-    if n == 0 || n > SOCKETS_MAX {
-        return Err(Refusal::Sockets);
-    }
-    k.sockets = n;
-    Ok((Effect::Load, Change::Sockets(n)))
-}
-
-fn set_clients(k: &mut Knobs, n: u32) -> Applied {
-    if n == 0 || n > CLIENTS_MAX {
-        return Err(Refusal::Clients);
-    }
-    k.clients = n;
-    Ok((Effect::Load, Change::Clients(n)))
-}
-
 fn pause(k: &mut Knobs, p: bool) -> Applied {
     k.paused = p;
     Ok((Effect::Load, Change::Paused(p)))
@@ -450,15 +411,7 @@ fn pause(k: &mut Knobs, p: bool) -> Applied {
 
 /// A new burst shape; sent to the workers only while bursts are on.
 fn set_burst(k: &mut Knobs, ratio: f64, fraction: f64) -> Applied {
-    if !(1.0..=BURST_RATIO_MAX).contains(&ratio) {
-        return Err(Refusal::BurstRatio);
-    }
-    if !(0.009..=1.0).contains(&fraction) {
-        return Err(Refusal::BurstFraction);
-    }
-    if ratio * fraction > 1.0 + 1e-9 {
-        return Err(Refusal::BurstOver { ratio, fraction });
-    }
+    let (ratio, fraction) = check_burst(ratio, fraction)?;
     k.burst.ratio = (ratio * 10.0).round() / 10.0;
     k.burst.fraction = (fraction * 1000.0).round() / 1000.0;
     let effect = if k.burst_on {
@@ -543,34 +496,44 @@ fn test_knobs() -> Knobs {
 mod tests {
     use super::*;
     use crate::model::knob::KnobError;
+    use crate::model::limits::RATE_MAX;
+
+    fn scale_rate(f: f64) -> Command {
+        Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(f))
+    }
+
+    fn at_limit(knob: LoadKnob) -> Refusal {
+        Refusal::Load(LoadKnobError::AtLimit(knob))
+    }
     use crate::model::units::{Bandwidth, Dur, Percent};
 
     #[test]
     fn rate_scales_and_stops_at_limits() {
         let mut k = test_knobs();
-        let (e, c) = apply_knobs(&mut k, Command::ScaleRate(2.0)).unwrap();
+        let (e, c) = apply_knobs(&mut k, scale_rate(2.0)).unwrap();
         assert_eq!((e, k.rate), (Effect::Load, Some(2000.0)));
         assert_eq!(
             c,
-            Change::Rate {
+            Change::Load {
+                knob: LoadKnob::Rate,
                 from: Some(1000.0),
-                to: Some(2000.0)
+                to: 2000.0
             }
         );
         k.rate = Some(RATE_MAX);
         assert_eq!(
-            apply_knobs(&mut k, Command::ScaleRate(2.0)),
-            Err(Refusal::RateLimit)
+            apply_knobs(&mut k, scale_rate(2.0)),
+            Err(at_limit(LoadKnob::Rate))
         );
         assert_eq!(k.rate, Some(RATE_MAX));
         k.rate = Some(1.0);
         assert_eq!(
-            apply_knobs(&mut k, Command::ScaleRate(0.4)),
-            Err(Refusal::RateLimit)
+            apply_knobs(&mut k, scale_rate(0.4)),
+            Err(at_limit(LoadKnob::Rate))
         );
         // Near the top, x2 stops at the limit rather than refusing.
         k.rate = Some(RATE_MAX * 0.75);
-        apply_knobs(&mut k, Command::ScaleRate(2.0)).unwrap();
+        apply_knobs(&mut k, scale_rate(2.0)).unwrap();
         assert_eq!(k.rate, Some(RATE_MAX));
     }
 
@@ -580,24 +543,27 @@ mod tests {
     fn a_press_that_would_change_nothing_is_refused() {
         let mut k = test_knobs();
         k.rate = Some(2.0);
-        apply_knobs(&mut k, Command::ScaleRate(1.1)).unwrap();
+        apply_knobs(&mut k, scale_rate(1.1)).unwrap();
         assert_eq!(k.rate, Some(3.0));
-        apply_knobs(&mut k, Command::ScaleRate(1.0 / 1.1)).unwrap();
+        apply_knobs(&mut k, scale_rate(1.0 / 1.1)).unwrap();
         assert_eq!(k.rate, Some(2.0));
-        apply_knobs(&mut k, Command::ScaleRate(0.5)).unwrap();
+        apply_knobs(&mut k, scale_rate(0.5)).unwrap();
         assert_eq!(k.rate, Some(1.0));
         let before = k.clone();
         assert_eq!(
-            apply_knobs(&mut k, Command::ScaleRate(0.5)),
-            Err(Refusal::RateLimit)
+            apply_knobs(&mut k, scale_rate(0.5)),
+            Err(at_limit(LoadKnob::Rate))
         );
         assert_eq!(k, before);
-        let same = apply_knobs(&mut k, Command::SetRate(Some(1.0))).unwrap_err();
+        let same = apply_knobs(&mut k, Command::SetLoad(LoadKnob::Rate, 1.0)).unwrap_err();
         assert_eq!(same.to_string(), "the rate is already 1/s");
         let d = k.sockets;
         assert!(matches!(
-            apply_knobs(&mut k, Command::SetSockets(d)),
-            Err(Refusal::Unchanged(Change::Sockets(_)))
+            apply_knobs(&mut k, Command::SetLoad(LoadKnob::Sockets, d as f64)),
+            Err(Refusal::Unchanged(Change::Load {
+                knob: LoadKnob::Sockets,
+                ..
+            }))
         ));
         assert!(matches!(
             apply_knobs(&mut k, Command::Pause(false)),
@@ -616,10 +582,14 @@ mod tests {
     #[test]
     fn burst_shape_is_kept_within_ratio_times_fraction_le_one() {
         let mut k = test_knobs();
-        apply_knobs(&mut k, Command::BurstRatioBy(6.0)).unwrap(); // 10 x 10% = 1.0 ok
+        let ratio_by = |d| Command::StepLoad(LoadKnob::BurstRatio, LoadStep::Add(d));
+        apply_knobs(&mut k, ratio_by(6.0)).unwrap(); // 10 x 10% = 1.0 ok
         assert_eq!(k.burst.ratio, 10.0);
-        let e = apply_knobs(&mut k, Command::BurstRatioBy(1.0)).unwrap_err();
-        assert!(matches!(e, Refusal::BurstOver { .. }), "{e:?}");
+        let e = apply_knobs(&mut k, ratio_by(1.0)).unwrap_err();
+        assert!(
+            matches!(e, Refusal::Load(LoadKnobError::BurstOver { .. })),
+            "{e:?}"
+        );
         assert_eq!(k.burst.ratio, 10.0);
         apply_knobs(&mut k, Command::BurstOn(true)).unwrap();
         assert!(k.burst_on);

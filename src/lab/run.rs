@@ -443,7 +443,7 @@ mod tests {
         assert_eq!(pts[10].mode, Some(Mode::Sclient));
         assert_eq!(
             commands_for(SweepParam::Concurrency, pts[3].value.unwrap(), Mode::Closed),
-            vec![Command::SetClients(8)]
+            vec![Command::SetLoad(crate::model::LoadKnob::Clients, 8.0)]
         );
         assert_eq!(
             commands_for(
@@ -451,7 +451,7 @@ mod tests {
                 pts[3].value.unwrap(),
                 Mode::Sclient
             ),
-            vec![Command::SetSockets(8)]
+            vec![Command::SetLoad(crate::model::LoadKnob::Sockets, 8.0)]
         );
     }
 

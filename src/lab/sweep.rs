@@ -5,6 +5,7 @@
 use super::core::Cue;
 use super::knobs::Command;
 use crate::load::protocol::Mode;
+use crate::model::LoadKnob;
 use crate::model::{SweepParam, SweepValue};
 use crate::scenario::points::{plan_points, Point};
 use crate::scenario::Scenario;
@@ -13,21 +14,19 @@ use crate::scenario::Scenario;
 /// error here, not a sweep that silently changes nothing).
 pub fn commands_for(param: SweepParam, v: SweepValue, mode: Mode) -> Vec<Command> {
     match (param, v) {
-        (SweepParam::Rate, SweepValue::Rate(r)) => vec![Command::SetRate(Some(r))],
-        (SweepParam::Sockets, SweepValue::Count(n)) => vec![Command::SetSockets(n)],
-        (SweepParam::Clients, SweepValue::Count(n)) => vec![Command::SetClients(n)],
+        (SweepParam::Load(_), SweepValue::Load(knob, v)) => vec![Command::SetLoad(knob, v)],
         (SweepParam::Concurrency, SweepValue::Count(n)) => {
-            if mode == Mode::Closed {
-                vec![Command::SetClients(n)]
+            let knob = if mode == Mode::Closed {
+                LoadKnob::Clients
             } else {
-                vec![Command::SetSockets(n)]
-            }
+                LoadKnob::Sockets
+            };
+            vec![Command::SetLoad(knob, n as f64)]
         }
         (SweepParam::Burst, SweepValue::Burst { ratio, fraction }) => vec![
             Command::SetBurst { ratio, fraction },
             Command::BurstOn(ratio > 1.0),
         ],
-        (SweepParam::Resumed, SweepValue::Share(x)) => vec![Command::SetResumed(x)],
         (SweepParam::Path(_), SweepValue::Path(value)) => {
             vec![Command::SetPath { path: None, value }]
         }

@@ -103,36 +103,46 @@ pub struct WorkerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Control {
-    /// New attempt rate for this worker; the schedule continues from now at the new spacing
-    /// (no catch-up burst of connections for the time before the change).
-    SetRate {
-        rate: Option<f64>,
-    },
-    SetBurst {
-        burst: Option<Burst>,
-    },
-    SetMode {
-        mode: Mode,
-    },
-    SetSockets {
-        sockets: u32,
-    },
-    SetClients {
-        clients: u32,
-    },
-    SetTimeout {
-        timeout_s: f64,
-    },
-    /// The share of TLS handshakes that resume a session, from the next handshake on.
-    SetResumed {
-        share: f64,
-    },
-    Pause,
-    Resume,
+    /// Every live knob of this worker's load, sent whole on each change: the worker applies
+    /// what differs from what it runs, all or nothing.
+    Load(LoadSettings),
     /// Start nothing new; exit (after a final stats delta) once nothing is in flight.
     Drain,
     /// Close everything and exit after sending a final stats delta.
     Stop,
+}
+
+/// A worker's share of the load's live knobs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LoadSettings {
+    pub mode: Mode,
+    /// Attempts/s (requests/s over a pool); None: S-Client flat out. A new rate continues the
+    /// schedule from now at the new spacing (no catch-up burst for the time before).
+    pub rate: Option<f64>,
+    pub sockets: u32,
+    pub clients: u32,
+    pub timeout_s: f64,
+    /// None: bursts off.
+    pub burst: Option<Burst>,
+    pub paused: bool,
+    /// Over TLS, the share of handshakes that resume, from the next handshake on (None: no TLS).
+    pub resumed: Option<f64>,
+}
+
+impl LoadSettings {
+    /// The settings a worker starts with.
+    pub fn of(cfg: &WorkerConfig) -> LoadSettings {
+        LoadSettings {
+            mode: cfg.mode,
+            rate: cfg.rate,
+            sockets: cfg.sockets,
+            clients: cfg.clients,
+            timeout_s: cfg.timeout_s,
+            burst: cfg.burst,
+            paused: cfg.paused,
+            resumed: cfg.tls.as_ref().map(|t| t.resumed),
+        }
+    }
 }
 
 /// A control line the worker could not read: it is ignored, and said in the worker's notices.

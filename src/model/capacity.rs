@@ -253,8 +253,8 @@ mod tests {
             point,
             mode: "closed".into(),
             sweep: Some(SweepPoint {
-                param: SweepParam::Clients,
-                value: SweepValue::Count(clients),
+                param: SweepParam::Load(crate::model::LoadKnob::Clients),
+                value: SweepValue::Load(crate::model::LoadKnob::Clients, clients as f64),
             }),
             capacity_latency_ms: latency,
             throughput_per_s: rate,

@@ -9,6 +9,7 @@ pub mod cpus;
 pub mod death;
 pub mod knob;
 pub mod limits;
+pub mod load_knob;
 pub mod summary;
 pub mod sweep;
 pub mod units;
@@ -20,6 +21,7 @@ pub use column::{
 pub use counters::{Counters, ErrorKinds, HandshakeTotals, InProgress, Totals};
 pub use cpus::{Placement, Steer};
 pub use knob::{KnobError, PathKnob, PathStep, PathValue};
+pub use load_knob::{LoadKnob, LoadKnobError, LoadStep};
 pub use summary::{ClassSummary, PathSummary, SummaryRow};
 pub use sweep::{SweepParam, SweepPoint, SweepValue};
 pub use workload::Workload;

@@ -536,8 +536,8 @@ mod tests {
         let row = SummaryRow {
             mode: "m".into(),
             sweep: Some(crate::model::SweepPoint {
-                param: crate::model::SweepParam::Rate,
-                value: crate::model::SweepValue::Rate(100.0),
+                param: crate::model::SweepParam::Load(crate::model::LoadKnob::Rate),
+                value: crate::model::SweepValue::Load(crate::model::LoadKnob::Rate, 100.0),
             }),
             error: "e".into(),
             client_bound_reason: "r".into(),

@@ -2,6 +2,7 @@
 //! carried in summary rows, written as the scenario writes them and read back by the report.
 
 use super::knob::{KnobError, PathKnob, PathValue};
+use super::load_knob::{LoadKnob, LoadKnobError};
 use super::units::{Num, TimeShare, UnitError};
 use super::workload::Workload;
 use std::fmt;
@@ -9,9 +10,8 @@ use std::fmt;
 /// The parameters a sweep can vary, one name each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SweepParam {
-    Rate,
-    Sockets,
-    Clients,
+    /// A live knob of the load (rate, D, clients, the resumed share).
+    Load(LoadKnob),
     Concurrency,
     Workers,
     Burst,
@@ -20,8 +20,6 @@ pub enum SweepParam {
     /// (keep-alive; with one request per connection the client closes first), so the same
     /// load leaves TIME_WAIT on the server or on the clients (seed 002 Tables 10-14).
     Http,
-    /// The share of TLS handshakes that resume a session (0 to 1).
-    Resumed,
     /// A live knob of every network path.
     Path(PathKnob),
     /// Where the server's receive processing runs (`[network] steer`).
@@ -39,23 +37,22 @@ const SERVER_PARAMS: [SweepParam; 3] = [
     SweepParam::Backlog,
 ];
 
-const LOAD_PARAMS: [SweepParam; 9] = [
-    SweepParam::Rate,
-    SweepParam::Sockets,
-    SweepParam::Clients,
+const LOAD_PARAMS: [SweepParam; 5] = [
     SweepParam::Concurrency,
     SweepParam::Workers,
     SweepParam::Burst,
     SweepParam::Workload,
     SweepParam::Http,
-    SweepParam::Resumed,
 ];
 
 impl SweepParam {
     /// Every parameter, the load's first.
     pub fn all() -> impl Iterator<Item = SweepParam> {
-        LOAD_PARAMS
-            .into_iter()
+        LoadKnob::ALL
+            .iter()
+            .filter(|k| k.sweep_name().is_some())
+            .map(|&k| SweepParam::Load(k))
+            .chain(LOAD_PARAMS)
             .chain(PathKnob::ALL.iter().map(|&k| SweepParam::Path(k)))
             .chain(SERVER_PARAMS)
     }
@@ -63,15 +60,12 @@ impl SweepParam {
     /// Its name in scenario files and results.
     pub fn name(self) -> &'static str {
         match self {
-            SweepParam::Rate => "load.rate",
-            SweepParam::Sockets => "load.sockets",
-            SweepParam::Clients => "load.clients",
+            SweepParam::Load(k) => k.sweep_name().unwrap_or(k.key()),
             SweepParam::Concurrency => "load.concurrency",
             SweepParam::Workers => "load.workers",
             SweepParam::Burst => "load.burst",
             SweepParam::Workload => "load.workload",
             SweepParam::Http => "load.http",
-            SweepParam::Resumed => "load.tls.resumed",
             SweepParam::Path(k) => k.sweep_name(),
             SweepParam::Steer => "network.steer",
             SweepParam::Syncookies => "network.syncookies",
@@ -94,17 +88,19 @@ impl SweepParam {
     /// A report's x axis for it, with units.
     pub fn axis(self) -> &'static str {
         match self {
-            SweepParam::Rate => "offered rate (connection attempts/s)",
+            SweepParam::Load(LoadKnob::Rate) => "offered rate (connection attempts/s)",
             SweepParam::Concurrency => {
                 "concurrency: clients (closed loop) or descriptors D (S-Client)"
             }
-            SweepParam::Sockets => "descriptors per S-Client (D)",
-            SweepParam::Clients => "clients (closed-loop processes)",
+            SweepParam::Load(LoadKnob::Sockets) => "descriptors per S-Client (D)",
+            SweepParam::Load(LoadKnob::Clients) => "clients (closed-loop processes)",
             SweepParam::Workers => "load-generator workers",
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
             SweepParam::Http => "HTTP version (1.0: the server closes first; 1.1: the client)",
-            SweepParam::Resumed => "resumed TLS handshakes (share, 0-1)",
+            SweepParam::Load(LoadKnob::Resumed) => "resumed TLS handshakes (share, 0-1)",
+            SweepParam::Load(LoadKnob::BurstRatio) => "burst (peak/average ratio)",
+            SweepParam::Load(LoadKnob::BurstFraction) => "burst (% of time at peak)",
             SweepParam::Path(k) => k.axis(),
             SweepParam::Steer => "receive steering (where the server's NET_RX softirq runs)",
             SweepParam::Syncookies => {
@@ -124,7 +120,8 @@ impl fmt::Display for SweepParam {
 /// A typed sweep value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SweepValue {
-    Rate(f64),
+    /// A load knob's value (shares 0 to 1).
+    Load(LoadKnob, f64),
     Count(u32),
     Burst {
         ratio: f64,
@@ -136,8 +133,6 @@ pub enum SweepValue {
     Http {
         keepalive: bool,
     },
-    /// A share, 0 to 1.
-    Share(f64),
     Path(PathValue),
     Steer(super::cpus::Steer),
     /// A `tcp_syncookies` setting: 0, 1 or 2.
@@ -149,16 +144,12 @@ pub enum SweepValue {
 pub enum SweepValueError {
     #[error("`{text}` is not a {param} value")]
     NotAValue { param: SweepParam, text: String },
-    #[error("a rate must be > 0")]
-    RateNotPositive,
     #[error("{param} takes whole numbers >= 1 (got {n})")]
     NotACount { param: SweepParam, n: f64 },
     #[error("load.burst values are [ratio, fraction] pairs, e.g. [4, \"10%\"]")]
     NotABurstPair,
     #[error("the burst ratio must be a number")]
     BurstRatioNotANumber,
-    #[error("[{ratio}, {pct}%]: need ratio >= 1, fraction > 0 and ratio x fraction <= 1", pct = .fraction * 100.0)]
-    BurstShape { ratio: f64, fraction: f64 },
     #[error("`{0}` is not a workload; use one of {names}", names = Workload::ALL.map(|w| w.name()).join(", "))]
     NotAWorkload(String),
     #[error("`{0}` is not a steering; use \"server\" (the server's CPUs) or \"sender\" (the sending CPU)")]
@@ -167,12 +158,13 @@ pub enum SweepValueError {
     NotASyncookies(String),
     #[error("`{0}` is not an HTTP version; use \"1.0\" or \"1.1\"")]
     NotAnHttpVersion(String),
-    #[error("{param} takes shares from 0 to 1 (got {text})")]
-    NotAShare { param: SweepParam, text: String },
     #[error(transparent)]
     Unit(#[from] UnitError),
     #[error(transparent)]
     Knob(#[from] KnobError),
+    /// The live knob's limits, as a key and a scenario's check apply them.
+    #[error(transparent)]
+    Load(#[from] LoadKnobError),
 }
 
 impl SweepValue {
@@ -205,26 +197,36 @@ impl SweepValue {
                 .try_into::<Workload>()
                 .map(SweepValue::Workload)
                 .map_err(|_| SweepValueError::NotAWorkload(v.to_string())),
+            // A value a scenario sets: within the live knob's limits, as a key would set it.
+            SweepParam::Load(k) => match Self::parse_text(param, &text(v)?)? {
+                SweepValue::Load(_, x) => Ok(SweepValue::Load(k, k.check(x)?)),
+                other => Ok(other),
+            },
             _ => Self::parse_text(param, &text(v)?),
         }
     }
 
     /// A value as [`Display`](fmt::Display) writes it (summary.csv's `value`), or a scalar
-    /// as a scenario writes it.
+    /// as a scenario writes it; a load knob's limits are [`SweepValue::parse`]'s (a run folder
+    /// of an older synlab reads back whatever it swept).
     pub fn parse_text(param: SweepParam, text: &str) -> Result<SweepValue, SweepValueError> {
         match param {
-            SweepParam::Rate => {
-                let n = Num::parse(text)?.0;
-                if n <= 0.0 {
-                    return Err(SweepValueError::RateNotPositive);
-                }
-                Ok(SweepValue::Rate(n))
+            SweepParam::Load(k) => {
+                let v = match k {
+                    // A share, written 0.5 as the scenario's `resumed` is.
+                    LoadKnob::Resumed => {
+                        text.trim()
+                            .parse()
+                            .map_err(|_| SweepValueError::NotAValue {
+                                param,
+                                text: text.to_string(),
+                            })?
+                    }
+                    _ => Num::parse(text)?.0,
+                };
+                Ok(SweepValue::Load(k, v))
             }
-            SweepParam::Sockets
-            | SweepParam::Clients
-            | SweepParam::Concurrency
-            | SweepParam::Workers
-            | SweepParam::Backlog => {
+            SweepParam::Concurrency | SweepParam::Workers | SweepParam::Backlog => {
                 let n = Num::parse(text)?.0;
                 if n < 1.0 || n.fract() != 0.0 || n > 1e6 {
                     return Err(SweepValueError::NotACount { param, n });
@@ -251,13 +253,6 @@ impl SweepValue {
                 "1.1" => Ok(SweepValue::Http { keepalive: true }),
                 other => Err(SweepValueError::NotAnHttpVersion(other.to_string())),
             },
-            SweepParam::Resumed => match text.trim().parse::<f64>() {
-                Ok(x) if (0.0..=1.0).contains(&x) => Ok(SweepValue::Share(x)),
-                _ => Err(SweepValueError::NotAShare {
-                    param,
-                    text: text.to_string(),
-                }),
-            },
             SweepParam::Path(k) => Ok(SweepValue::Path(k.parse(text)?)),
             SweepParam::Steer => super::cpus::Steer::parse(text)
                 .map(SweepValue::Steer)
@@ -275,23 +270,21 @@ impl SweepValue {
     /// categories (bursts, workloads) or not a number (unlimited bandwidth).
     pub fn x(self) -> Option<f64> {
         match self {
-            SweepValue::Rate(r) => Some(r),
+            SweepValue::Load(_, v) => Some(v),
             SweepValue::Count(n) => Some(n as f64),
             SweepValue::Burst { .. }
             | SweepValue::Workload(_)
             | SweepValue::Steer(_)
             | SweepValue::Http { .. } => None,
             SweepValue::Syncookies(n) => Some(n as f64),
-            SweepValue::Share(x) => Some(x),
             SweepValue::Path(v) => v.x(),
         }
     }
 }
 
+/// A burst shape within the live knobs' limits.
 fn burst(ratio: f64, fraction: f64) -> Result<SweepValue, SweepValueError> {
-    if ratio < 1.0 || fraction <= 0.0 || ratio * fraction > 1.0 + 1e-9 {
-        return Err(SweepValueError::BurstShape { ratio, fraction });
-    }
+    let (ratio, fraction) = super::load_knob::check_burst(ratio, fraction)?;
     Ok(SweepValue::Burst { ratio, fraction })
 }
 
@@ -299,12 +292,11 @@ fn burst(ratio: f64, fraction: f64) -> Result<SweepValue, SweepValueError> {
 impl fmt::Display for SweepValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SweepValue::Rate(r) => write!(f, "{r}"),
+            SweepValue::Load(_, v) => write!(f, "{v}"),
             SweepValue::Count(n) => write!(f, "{n}"),
             SweepValue::Burst { ratio, fraction } => write!(f, "{ratio}x@{}%", fraction * 100.0),
             SweepValue::Workload(w) => write!(f, "{}", w.name()),
             SweepValue::Http { keepalive } => f.write_str(if *keepalive { "1.1" } else { "1.0" }),
-            SweepValue::Share(x) => write!(f, "{x}"),
             SweepValue::Path(v) => write!(f, "{v}"),
             SweepValue::Steer(s) => write!(f, "{s}"),
             SweepValue::Syncookies(n) => write!(f, "{n}"),
@@ -392,11 +384,12 @@ mod tests {
 
     #[test]
     fn values_read_back_from_what_the_summary_writes() {
-        let cases: [(SweepParam, toml::Value); 10] = [
+        let cases: [(SweepParam, toml::Value); 11] = [
             (SweepParam::Steer, "sender".into()),
             (SweepParam::Syncookies, 2.into()),
             (SweepParam::Backlog, 16.into()),
-            (SweepParam::Rate, 2000.into()),
+            (SweepParam::Load(LoadKnob::Rate), 2000.into()),
+            (SweepParam::Load(LoadKnob::Resumed), 0.5.into()),
             (SweepParam::Concurrency, 8.into()),
             (
                 SweepParam::Burst,
@@ -425,12 +418,13 @@ mod tests {
 
     #[test]
     fn a_value_of_the_wrong_kind_is_refused() {
+        let clients = SweepParam::Load(LoadKnob::Clients);
         assert_eq!(
-            SweepValue::parse(SweepParam::Clients, &"1.5".into()),
-            Err(SweepValueError::NotACount {
-                param: SweepParam::Clients,
-                n: 1.5
-            })
+            SweepValue::parse(clients, &"1.5".into()),
+            Err(SweepValueError::Load(LoadKnobError::OutOfRange {
+                knob: LoadKnob::Clients,
+                value: 1.5
+            }))
         );
         assert!(matches!(
             SweepValue::parse(SweepParam::Workload, &"nope".into()),

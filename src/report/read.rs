@@ -216,7 +216,7 @@ pub fn read_run(dir: &Path) -> anyhow::Result<RunData> {
         .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| dir.display().to_string());
 
-    let scenario = match crate::scenario::load(&dir.join("scenario.toml")) {
+    let scenario = match crate::scenario::load_resolved(&dir.join("scenario.toml")) {
         Ok(s) => Some(s),
         Err(e) => {
             warnings.push(format!("scenario.toml: {e:#}"));

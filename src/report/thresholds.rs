@@ -504,14 +504,16 @@ mod tests {
         );
     }
 
+    const RATE: crate::model::SweepParam =
+        crate::model::SweepParam::Load(crate::model::LoadKnob::Rate);
+
     fn row(point: usize, value: &str) -> SummaryRow {
         SummaryRow {
             point,
             // "" is a row without a sweep.
             sweep: (!value.is_empty()).then(|| crate::model::SweepPoint {
-                param: crate::model::SweepParam::Rate,
-                value: crate::model::SweepValue::parse_text(crate::model::SweepParam::Rate, value)
-                    .unwrap(),
+                param: RATE,
+                value: crate::model::SweepValue::parse_text(RATE, value).unwrap(),
             }),
             offered_rate: 1000.0,
             throughput_per_s: 900.0,

@@ -29,8 +29,20 @@ pub fn load(path: &Path) -> anyhow::Result<Scenario> {
     load_with_warnings(path).map(|(s, _)| s)
 }
 
+/// A run folder's resolved `scenario.toml`: the files it names were checked when it ran and
+/// need not be there now (the folder may have moved to another machine).
+pub fn load_resolved(path: &Path) -> anyhow::Result<Scenario> {
+    read(path, false).map(|(s, _)| s)
+}
+
 /// [`load`], with what the file says that no point does (see [`validate::warnings`]).
 pub fn load_with_warnings(path: &Path) -> anyhow::Result<(Scenario, Vec<Diagnostic>)> {
+    read(path, true)
+}
+
+/// Reads and validates a scenario file; with `files`, the files it names are resolved from its
+/// folder and must exist.
+fn read(path: &Path, files: bool) -> anyhow::Result<(Scenario, Vec<Diagnostic>)> {
     if path.as_os_str() == "default" {
         return Ok((default_scenario(), Vec::new()));
     }
@@ -53,7 +65,9 @@ pub fn load_with_warnings(path: &Path) -> anyhow::Result<(Scenario, Vec<Diagnost
             path.display()
         );
     }
-    let (mut s, warnings) = parse_with_warnings(&path.display().to_string(), &src)?;
+    // Files the scenario names are read from its folder.
+    let dir = files.then(|| path.parent().unwrap_or(Path::new("")));
+    let (mut s, warnings) = parse_in(&path.display().to_string(), &src, dir)?;
     if s.name.is_empty() {
         s.name = path
             .file_stem()
@@ -72,6 +86,16 @@ pub fn parse(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
 pub fn parse_with_warnings(
     file: &str,
     src: &str,
+) -> Result<(Scenario, Vec<Diagnostic>), ScenarioError> {
+    parse_in(file, src, None)
+}
+
+/// [`parse_with_warnings`]; with `dir`, the files the scenario names are resolved from that
+/// folder and must exist.
+fn parse_in(
+    file: &str,
+    src: &str,
+    dir: Option<&Path>,
 ) -> Result<(Scenario, Vec<Diagnostic>), ScenarioError> {
     let de = toml::Deserializer::new(src);
     let mut s: Scenario = match serde_path_to_error::deserialize(de) {
@@ -110,6 +134,9 @@ pub fn parse_with_warnings(
         &crate::sys::machine::online_cpus(),
     ));
     problems.extend(validate::gate_problems(&s));
+    if let Some(dir) = dir {
+        problems.extend(validate::resolve_files(&mut s, dir));
+    }
     problems.extend(foreign_target_keys(s.target.kind, &target_keys));
     let doc = toml_edit::ImDocument::parse(src.to_string()).ok();
     let at_lines = |problems: Vec<validate::Problem>| -> Vec<Diagnostic> {

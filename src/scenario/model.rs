@@ -2,6 +2,7 @@
 //! rejected everywhere; defaults make a short file a complete experiment.
 
 use super::units::{Bytes, Dur, Num, Percent, TimeShare};
+use crate::model::load_knob::LoadKnob;
 use crate::target::config::{Arch, ServiceKind};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -322,6 +323,25 @@ impl Default for TlsSpec {
     }
 }
 
+impl LoadSpec {
+    /// The live knobs' values it sets (the burst's two when it has a burst, the resumed share
+    /// when it has `[load.tls]`).
+    pub fn load_values(&self) -> Vec<(LoadKnob, f64)> {
+        let burst = self.burst.as_ref();
+        [
+            self.rate.map(|r| (LoadKnob::Rate, r.0)),
+            Some((LoadKnob::Sockets, self.sockets as f64)),
+            Some((LoadKnob::Clients, self.clients as f64)),
+            burst.map(|b| (LoadKnob::BurstRatio, b.ratio)),
+            burst.map(|b| (LoadKnob::BurstFraction, b.fraction.fraction())),
+            self.tls.as_ref().map(|t| (LoadKnob::Resumed, t.resumed)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 impl Default for LoadSpec {
     fn default() -> Self {
         LoadSpec {
@@ -349,7 +369,12 @@ impl Default for LoadSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MixSpec {
-    #[serde(default)]
+    /// Empty: the class is named by the path (a written `class = ""` is refused).
+    #[serde(
+        default,
+        deserialize_with = "class_name",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub class: String,
     pub path: String,
     #[serde(default = "one")]
@@ -358,6 +383,17 @@ pub struct MixSpec {
 
 fn one() -> f64 {
     1.0
+}
+
+/// A written class name: not empty (omitting `class` names the class by its path).
+fn class_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    if name.is_empty() {
+        return Err(serde::de::Error::custom(
+            "a class name cannot be empty: name the class, or omit `class` to name it by its path",
+        ));
+    }
+    Ok(name)
 }
 
 /// Burst modulation (seed 000 Fig. 8): `ratio` = peak / average, `fraction` = share of time at
@@ -445,6 +481,21 @@ pub struct Step {
 }
 
 impl Step {
+    /// The load knobs it sets (the burst's two as written), in the order they are applied.
+    pub fn load_values(&self) -> Vec<(LoadKnob, f64)> {
+        [
+            self.rate.map(|r| (LoadKnob::Rate, r.0)),
+            self.sockets.map(|n| (LoadKnob::Sockets, n as f64)),
+            self.clients.map(|n| (LoadKnob::Clients, n as f64)),
+            self.burst_ratio.map(|r| (LoadKnob::BurstRatio, r)),
+            self.burst_fraction
+                .map(|f| (LoadKnob::BurstFraction, f.fraction())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     /// The path knobs it sets, in the order they are applied.
     pub fn path_values(&self) -> Vec<crate::model::knob::PathValue> {
         use crate::model::knob::PathValue as V;

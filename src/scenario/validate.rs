@@ -3,7 +3,8 @@
 
 use super::gate::{check_metric, parse_bound, Aggregate, Over, RunMetric};
 use super::model::*;
-use crate::model::limits::RATE_MAX;
+use crate::model::load_knob::{self, LoadKnob, LoadKnobError};
+use std::path::Path;
 use std::time::Duration;
 
 /// One problem: the key path and what is wrong (with what to do).
@@ -273,32 +274,21 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
 /// The load generator's mode, sizes, workload mix and burst.
 fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let l = &s.load;
-    if let Some(r) = l.rate {
-        if r.0 <= 0.0 || !r.0.is_finite() {
-            bad("load.rate", format!("must be > 0 attempts/s (got {})", r.0));
-        } else if r.0 > RATE_MAX {
-            bad(
-                "load.rate",
-                format!("({}) is above synlab's limit of {RATE_MAX} attempts/s", r.0),
-            );
+    // The live knobs' own limits: a scenario sets what a key could (the burst's two as a pair
+    // below).
+    for (k, v) in l.load_values() {
+        if !matches!(k, LoadKnob::BurstRatio | LoadKnob::BurstFraction) {
+            knob(k, v, k.key(), bad);
         }
-    } else if l.mode == Mode::Open {
+    }
+    if l.rate.is_none() && l.mode == Mode::Open {
         bad(
             "load.rate",
             "mode = \"open\" needs a rate, e.g. rate = \"2k\"".into(),
         );
     }
-    if l.sockets == 0 {
-        bad("load.sockets", "D must be >= 1".into());
-    }
     if l.timeout.secs() <= 0.0 {
         bad("load.timeout", "T must be > 0, e.g. \"500ms\"".into());
-    }
-    if l.mode == Mode::Closed && l.clients == 0 {
-        bad(
-            "load.clients",
-            "mode = \"closed\" needs clients >= 1".into(),
-        );
     }
     if l.workers == 0 || l.workers > 64 {
         bad("load.workers", format!("must be 1-64 (got {})", l.workers));
@@ -323,12 +313,46 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 format!("`{}` must start with /", m.path),
             );
         }
+        // The path goes into the request line as written: a CR or LF would end it early,
+        // a space split it.
+        if let Some(c) = m.path.chars().find(|c| c.is_control() || c.is_whitespace()) {
+            bad(
+                &format!("load.mix[{i}].path"),
+                format!(
+                    "{:?} holds {}, which would break the request line: write it percent-encoded (e.g. %20 for a space, %0D%0A for CR LF)",
+                    m.path,
+                    char_name(c)
+                ),
+            );
+        }
+        // A class names a column of the results (CSV, report): one line of visible text.
+        if let Some(c) = m.class.chars().find(|c| c.is_control()) {
+            bad(
+                &format!("load.mix[{i}].class"),
+                format!(
+                    "{:?} holds {}: a class name is one line of text",
+                    m.class,
+                    char_name(c)
+                ),
+            );
+        } else if !m.class.is_empty() && m.class.trim().is_empty() {
+            bad(
+                &format!("load.mix[{i}].class"),
+                "is blank: name the class, or omit `class` to name it by its path".into(),
+            );
+        }
         if m.weight <= 0.0 || !m.weight.is_finite() {
             bad(&format!("load.mix[{i}].weight"), "must be > 0".into());
         }
     }
     if let Some(b) = &l.burst {
-        check_burst(b.ratio, b.fraction.fraction(), "load.burst", bad);
+        check_burst(
+            b.ratio,
+            b.fraction.fraction(),
+            "load.burst",
+            ["ratio", "fraction"],
+            bad,
+        );
         if b.period.secs() <= 0.0 {
             bad("load.burst.period", "must be > 0, e.g. \"10s\"".into());
         }
@@ -375,12 +399,13 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             ),
         );
     }
-    if !(0.0..=1.0).contains(&l.resumed) || !l.resumed.is_finite() {
+    // The name rustls sends and verifies: a DNS name or an IP address ("" sends none).
+    if !l.sni.is_empty() && rustls::pki_types::ServerName::try_from(l.sni.as_str()).is_err() {
         bad(
-            "load.tls.resumed",
+            "load.tls.sni",
             format!(
-                "({}) is the share of handshakes that resume a session: 0 to 1 (0.3 resumes 3 in 10)",
-                l.resumed
+                "{:?} is neither a DNS name nor an IP address: write the server's name (e.g. \"www.example.com\"), or \"\" to send none",
+                l.sni
             ),
         );
     }
@@ -451,19 +476,15 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 ),
             );
         }
-        if let Some(r) = st.rate {
-            if r.0 <= 0.0 || r.0 > RATE_MAX {
-                bad(
-                    &format!("{k}.rate"),
-                    format!("must be > 0 and at most {RATE_MAX}"),
-                );
-            }
+        // The live knobs' own limits: a step sets what a key could.
+        let mut within = true;
+        for (knob, v) in st.load_values() {
+            let key = knob.step_key().expect("a step's load knob has a step key");
+            within &= knob.check(v).is_ok();
+            self::knob(knob, v, &format!("{k}.{key}"), bad);
         }
-        if st.sockets == Some(0) {
-            bad(&format!("{k}.sockets"), "must be >= 1".into());
-        }
-        if let (Some(r), Some(f)) = (st.burst_ratio, st.burst_fraction) {
-            check_burst(r, f.fraction(), &k, bad);
+        if let (Some(r), Some(f), true) = (st.burst_ratio, st.burst_fraction, within) {
+            check_burst(r, f.fraction(), &k, ["burst_ratio", "burst_fraction"], bad);
         }
         let path_values = st.path_values();
         for v in &path_values {
@@ -505,7 +526,7 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
             ),
-            Some(SweepParam::Resumed) if !s.target.tls => bad(
+            Some(SweepParam::Load(LoadKnob::Resumed)) if !s.target.tls => bad(
                 "sweep.param",
                 format!(
                     "`{}` needs a target that speaks TLS: add tls = true to [target]",
@@ -519,8 +540,12 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         }
         if let Some(k) = sw.kind() {
             for (i, v) in sw.values.iter().enumerate() {
-                if let Err(e) = super::SweepValue::parse(k, v) {
-                    bad(&format!("sweep.values[{i}]"), e.to_string());
+                match super::SweepValue::parse(k, v) {
+                    Err(e) => bad(&format!("sweep.values[{i}]"), e.to_string()),
+                    Ok(super::SweepValue::Count(n)) if k == SweepParam::Concurrency => {
+                        concurrency(s, sw, n, &format!("sweep.values[{i}]"), bad)
+                    }
+                    Ok(_) => {}
                 }
             }
         }
@@ -531,6 +556,23 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         if let Some(c) = &sw.curves {
             check_curves(s, c, sw.kind(), bad);
         }
+    }
+}
+
+/// A `load.concurrency` value within the live knob it sets in each of the sweep's modes:
+/// clients in closed mode, D in the others.
+fn concurrency(s: &Scenario, sw: &Sweep, n: u32, key: &str, bad: &mut impl FnMut(&str, String)) {
+    let modes = if sw.modes.is_empty() {
+        std::slice::from_ref(&s.load.mode)
+    } else {
+        &sw.modes[..]
+    };
+    let knobs = modes.iter().map(|&m| match m {
+        Mode::Closed => LoadKnob::Clients,
+        _ => LoadKnob::Sockets,
+    });
+    if let Some(e) = knobs.filter_map(|k| k.check(n as f64).err()).next() {
+        bad(key, e.to_string());
     }
 }
 
@@ -637,28 +679,65 @@ pub fn dynamic_paths(s: &Scenario) -> Vec<String> {
     out
 }
 
-fn check_burst(ratio: f64, fraction: f64, key: &str, bad: &mut impl FnMut(&str, String)) {
-    if ratio.is_nan() || ratio < 1.0 {
-        bad(
-            &format!("{key}.ratio"),
-            format!("peak/average must be >= 1 (got {ratio})"),
-        );
+/// A load knob's value at `key`, within the limits its live key keeps (`LoadKnob::check`).
+fn knob(knob: LoadKnob, v: f64, key: &str, bad: &mut impl FnMut(&str, String)) {
+    if let Err(e) = knob.check(v) {
+        bad(key, e.to_string());
     }
-    if !(fraction > 0.0 && fraction <= 1.0) {
-        bad(
-            &format!("{key}.fraction"),
-            "must be > 0% and <= 100%".into(),
-        );
+}
+
+/// A burst shape under `table`, its two keys named `keys` (ratio, fraction): the live knobs'
+/// limits and ratio x fraction <= 1.
+fn check_burst(
+    ratio: f64,
+    fraction: f64,
+    table: &str,
+    keys: [&str; 2],
+    bad: &mut impl FnMut(&str, String),
+) {
+    let key = match load_knob::check_burst(ratio, fraction) {
+        Ok(_) => return,
+        Err(
+            e @ LoadKnobError::OutOfRange {
+                knob: LoadKnob::BurstFraction,
+                ..
+            },
+        ) => (keys[1], e),
+        Err(e) => (keys[0], e),
+    };
+    bad(&format!("{table}.{}", key.0), key.1.to_string());
+}
+
+/// A character as a message names it: "a line feed (LF)", "a space".
+fn char_name(c: char) -> String {
+    match c {
+        '\r' => "a carriage return (CR)".into(),
+        '\n' => "a line feed (LF)".into(),
+        '\t' => "a tab".into(),
+        ' ' => "a space".into(),
+        c => format!("the control character U+{:04X}", c as u32),
     }
-    if ratio * fraction > 1.0 + 1e-9 {
-        bad(
-            &format!("{key}.ratio"),
-            format!(
-                "ratio x fraction = {:.2} > 1: the peaks alone would exceed the average; lower the ratio or the share of time at peak",
-                ratio * fraction
-            ),
-        );
+}
+
+/// The files a scenario names (`load.tls.ca`), read from the scenario file's folder `dir` as
+/// the run reads them: each relative path is made `dir`'s, and one that is not a file is a
+/// problem.
+pub fn resolve_files(s: &mut Scenario, dir: &Path) -> Vec<Problem> {
+    let mut p = Vec::new();
+    if let Some(t) = s.load.tls.as_mut().filter(|t| !t.ca.is_empty()) {
+        let path = dir.join(&t.ca);
+        if !path.is_file() {
+            p.push((
+                "load.tls.ca".to_string(),
+                format!(
+                    "{} is not a file (a relative path is read from the scenario's folder): name the PEM file of the CA that signed the server's certificate",
+                    path.display()
+                ),
+            ));
+        }
+        t.ca = path.display().to_string();
     }
+    p
 }
 
 /// What a scenario says that no point of it does: a key nothing reads, a sweep that replaces
@@ -673,7 +752,7 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
     };
     if s.load.rate.is_some()
         && modes.iter().all(|m| *m == Mode::Closed)
-        && sweep_kind != Some(SweepParam::Rate)
+        && sweep_kind != Some(SweepParam::Load(LoadKnob::Rate))
     {
         w.push((
             "load.rate".into(),

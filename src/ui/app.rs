@@ -6,6 +6,7 @@ use super::theme::Theme;
 use crate::lab::control::LabControl;
 use crate::lab::knobs::{Command, Reply};
 use crate::load::protocol::Mode;
+use crate::model::load_knob::{LoadKnob, LoadStep};
 use std::borrow::Cow;
 
 /// Chart window limits, seconds.
@@ -83,22 +84,17 @@ impl App {
     ) {
         use Action::*;
         match action {
-            ScaleRate(f) => self.command(lab, Command::ScaleRate(f)),
+            Load(knob, step) => self.command(lab, Command::StepLoad(knob, step)),
             CycleMode => self.command(lab, Command::CycleMode),
             ScaleSockets(f) => {
-                let k = &lab.state().knobs;
-                let scale = |n: u32| ((n as f64 * f).round() as u32).max(1);
-                let cmd = if k.mode == Mode::Closed {
-                    Command::SetClients(scale(k.clients))
+                let knob = if lab.state().knobs.mode == Mode::Closed {
+                    LoadKnob::Clients
                 } else {
-                    Command::SetSockets(scale(k.sockets))
+                    LoadKnob::Sockets
                 };
-                self.command(lab, cmd)
+                self.command(lab, Command::StepLoad(knob, LoadStep::Scale(f)))
             }
-            BurstRatioBy(d) => self.command(lab, Command::BurstRatioBy(d)),
-            BurstFractionBy(d) => self.command(lab, Command::BurstFractionBy(d)),
             ToggleBurst => self.command(lab, Command::ToggleBurst),
-            ResumedBy(d) => self.command(lab, Command::ResumedBy(d)),
             PathStep(knob, step) => self.command(lab, Command::StepPath(knob, step)),
             SelectPath => self.command(lab, Command::SelectNextPath),
             TogglePause => self.command(lab, Command::TogglePause),

@@ -263,9 +263,10 @@ pub fn under_load() -> LabState {
     );
     st.store
         .event(30.0, EventKind::Change, "rate 1000/s -> 2000/s");
-    st.last_action = Some(Reply::Applied(Change::Rate {
+    st.last_action = Some(Reply::Applied(Change::Load {
+        knob: crate::model::LoadKnob::Rate,
         from: Some(1000.0),
-        to: Some(2000.0),
+        to: 2000.0,
     }));
     st
 }
@@ -287,9 +288,10 @@ pub fn overloaded() -> LabState {
     st.store.event(70.0, EventKind::Mark, "mark 1");
     st.step = Some((3, 5));
     st.caption = Some("the accept queue is full: SYNs are now dropped".into());
-    st.last_action = Some(Reply::Applied(Change::Rate {
+    st.last_action = Some(Reply::Applied(Change::Load {
+        knob: crate::model::LoadKnob::Rate,
         from: Some(3000.0),
-        to: Some(12000.0),
+        to: 12000.0,
     }));
     let verdict = |check: &str, measured: f64, limit: f64| crate::report::thresholds::Verdict {
         check: check.into(),

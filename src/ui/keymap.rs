@@ -2,23 +2,19 @@
 //! one-line hint and key dispatch all read this table, so what is shown is what is bound.
 
 use crate::model::knob::{PathKnob, PathStep};
+use crate::model::load_knob::{LoadKnob, LoadStep};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Everything a person can ask of the TUI. Lab-changing actions become a `Command` in
 /// `App::apply`; the others change UI state or call the lab (mark, snapshot, next step).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action {
-    /// Multiply the offered rate (x1.1, /1.1, x2, /2).
-    ScaleRate(f64),
+    /// Step a knob of the load (rate, burst ratio, time at peak, resumed share).
+    Load(LoadKnob, LoadStep),
     CycleMode,
     /// Multiply D (sockets; clients in closed mode).
     ScaleSockets(f64),
-    BurstRatioBy(f64),
-    /// Percentage points of time at peak.
-    BurstFractionBy(f64),
     ToggleBurst,
-    /// Points of the resumed share of TLS handshakes (-0.1 / +0.1).
-    ResumedBy(f64),
     /// Step a knob of the selected network path.
     PathStep(PathKnob, PathStep),
     SelectPath,
@@ -81,26 +77,35 @@ const fn b(key: Key, action: Action, help: &'static str) -> Binding {
 
 use Action as A;
 use Key::Char as C;
+use LoadKnob::{BurstFraction, BurstRatio, Rate, Resumed};
 use PathKnob::{Bandwidth as BW, Jitter, Loss, Rtt};
 use PathStep::{Add, Scale};
 
+/// A load knob's key step up, and down.
+const fn up(k: LoadKnob) -> Action {
+    A::Load(k, k.key_step())
+}
+const fn down(k: LoadKnob) -> Action {
+    A::Load(k, k.key_step().down())
+}
+
 /// The one source of truth for keys. Lower case turns a knob down, upper case up.
 pub const KEYMAP: &[Binding] = &[
-    b(C('+'), A::ScaleRate(1.1), "rate x1.1"),
-    b(C('='), A::ScaleRate(1.1), "rate x1.1 (no shift)"),
-    b(C('-'), A::ScaleRate(1.0 / 1.1), "rate /1.1"),
-    b(C('*'), A::ScaleRate(2.0), "rate x2"),
-    b(C('/'), A::ScaleRate(0.5), "rate /2"),
+    b(C('+'), up(Rate), "rate x1.1"),
+    b(C('='), up(Rate), "rate x1.1 (no shift)"),
+    b(C('-'), down(Rate), "rate /1.1"),
+    b(C('*'), A::Load(Rate, LoadStep::Scale(2.0)), "rate x2"),
+    b(C('/'), A::Load(Rate, LoadStep::Scale(0.5)), "rate /2"),
     b(C('c'), A::CycleMode, "cycle mode sclient/open/closed"),
     b(C('d'), A::ScaleSockets(0.5), "D (or clients) /2"),
     b(C('D'), A::ScaleSockets(2.0), "D (or clients) x2"),
-    b(C('x'), A::BurstRatioBy(-0.5), "burst ratio -0.5"),
-    b(C('X'), A::BurstRatioBy(0.5), "burst ratio +0.5"),
-    b(C('f'), A::BurstFractionBy(-5.0), "burst time at peak -5%"),
-    b(C('F'), A::BurstFractionBy(5.0), "burst time at peak +5%"),
+    b(C('x'), down(BurstRatio), "burst ratio -0.5"),
+    b(C('X'), up(BurstRatio), "burst ratio +0.5"),
+    b(C('f'), down(BurstFraction), "burst time at peak -5%"),
+    b(C('F'), up(BurstFraction), "burst time at peak +5%"),
     b(C('b'), A::ToggleBurst, "bursts on/off"),
-    b(C('u'), A::ResumedBy(-0.1), "TLS: resumed handshakes -10%"),
-    b(C('U'), A::ResumedBy(0.1), "TLS: resumed handshakes +10%"),
+    b(C('u'), down(Resumed), "TLS: resumed handshakes -10%"),
+    b(C('U'), up(Resumed), "TLS: resumed handshakes +10%"),
     b(
         C('r'),
         A::PathStep(Rtt, Add(-10.0)),

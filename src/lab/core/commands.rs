@@ -153,36 +153,15 @@ impl LabCore {
         }
     }
 
-    /// The load knobs for every worker, split by its share.
+    /// The load knobs for every worker, split by its share: one message each.
     fn push_load_knobs(&self, fx: &mut Vec<Effect>) {
         let k = &self.state.knobs;
         let weights: Vec<f64> = self.slots.iter().map(|s| s.weight).collect();
         let sockets = split_count(k.sockets, &weights);
         let clients = split_count(k.clients, &weights);
         for (worker, slot) in self.slots.iter().enumerate() {
-            let mut msgs = vec![
-                Control::SetMode { mode: k.mode },
-                Control::SetSockets {
-                    sockets: sockets[worker],
-                },
-                Control::SetClients {
-                    clients: clients[worker],
-                },
-                Control::SetRate {
-                    rate: k.rate.map(|r| r * slot.weight),
-                },
-                Control::SetBurst {
-                    burst: k.burst_on.then_some(k.burst),
-                },
-                if k.paused {
-                    Control::Pause
-                } else {
-                    Control::Resume
-                },
-            ];
-            if let Some(share) = k.resumed {
-                msgs.push(Control::SetResumed { share });
-            }
+            let share = k.worker_share(slot.weight, sockets[worker], clients[worker]);
+            let msgs = vec![Control::Load(share)];
             fx.push(Effect::Send { worker, msgs });
         }
     }

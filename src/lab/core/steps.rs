@@ -5,6 +5,7 @@ use super::commands::Origin;
 use super::{Effect, LabCore};
 use crate::lab::knobs::Command;
 use crate::metrics::store::EventKind;
+use crate::model::load_knob::LoadKnob;
 use crate::scenario::Step;
 
 /// One timed change of a session.
@@ -95,14 +96,11 @@ impl LabCore {
         if let Some(m) = st.mode {
             cmds.push(Command::SetMode(m));
         }
-        if let Some(r) = st.rate {
-            cmds.push(Command::SetRate(Some(r.0)));
-        }
-        if let Some(n) = st.sockets {
-            cmds.push(Command::SetSockets(n));
-        }
-        if let Some(n) = st.clients {
-            cmds.push(Command::SetClients(n));
+        // The burst's two are set together: one alone could break ratio x fraction <= 1.
+        for (knob, v) in st.load_values() {
+            if !matches!(knob, LoadKnob::BurstRatio | LoadKnob::BurstFraction) {
+                cmds.push(Command::SetLoad(knob, v));
+            }
         }
         if st.burst_ratio.is_some() || st.burst_fraction.is_some() {
             let k = &self.state.knobs;

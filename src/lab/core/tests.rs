@@ -6,6 +6,7 @@ use crate::load::protocol::Mode;
 use crate::metrics::store::EventKind;
 use crate::model::col;
 use crate::model::knob::PathValue;
+use crate::model::load_knob::{LoadKnob, LoadStep};
 use crate::model::units::{Dur, Num};
 use crate::probe::crosscheck;
 use std::collections::HashMap;
@@ -262,7 +263,7 @@ fn steps_play_at_their_times_and_split_the_load_over_the_workers() {
         .iter()
         .filter_map(|e| match e {
             Effect::Send { worker, msgs } => msgs.iter().find_map(|m| match m {
-                Control::SetRate { rate } => Some((*worker, *rate)),
+                Control::Load(s) => Some((*worker, s.rate)),
                 _ => None,
             }),
             _ => None,
@@ -336,7 +337,7 @@ fn a_childs_death_stops_the_load_and_fails_the_point_once() {
     let fx = at(&mut c, 3.0, Input::ChildDied(who.clone()));
     let pauses = fx
         .iter()
-        .filter(|e| matches!(e, Effect::Send { msgs, .. } if msgs.contains(&Control::Pause)))
+        .filter(|e| matches!(e, Effect::Send { msgs, .. } if msgs.iter().any(|m| matches!(m, Control::Load(s) if s.paused))))
         .count();
     assert_eq!(pauses, 2, "both workers paused: {fx:?}");
     assert_eq!(logs(&fx)[0], format!("[3.0s] {who}: the run stops"));
@@ -361,7 +362,11 @@ fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
     c.set_deadline(60.0);
     at(&mut c, 0.0, Input::BeginWindow);
     at(&mut c, 3.5, delta(0, 3.5, 3500, 3500));
-    let fx = at(&mut c, 4.0, Input::Command(Command::SetRate(Some(2000.0))));
+    let fx = at(
+        &mut c,
+        4.0,
+        Input::Command(Command::SetLoad(LoadKnob::Rate, 2000.0)),
+    );
     let row = fx.iter().find_map(|e| match e {
         Effect::Summary(r) => Some(r),
         _ => None,
@@ -370,11 +375,15 @@ fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
     assert!(matches!(fx.last(), Some(Effect::Reply(Reply::Applied(_)))));
     assert_eq!(c.window_start(), Some(4.0), "the next stretch opened");
     // Refused: knobs unchanged, no effect but the reply.
-    let fx = at(&mut c, 4.5, Input::Command(Command::SetRate(Some(-1.0))));
+    let fx = at(
+        &mut c,
+        4.5,
+        Input::Command(Command::SetLoad(LoadKnob::Rate, -1.0)),
+    );
     assert!(
         matches!(
             fx.as_slice(),
-            [Effect::Reply(Reply::Refused(Refusal::RateOutside(_)))]
+            [Effect::Reply(Reply::Refused(Refusal::Load(_)))]
         ),
         "{fx:?}"
     );
@@ -617,7 +626,7 @@ fn a_rate_change_raises_no_client_bound() {
     let mut c = core(1, Vec::new());
     c.state.knobs.rate = Some(500.0);
     drive(&mut c, 0.0, 10.0, &|_| report(50, 50.0, Some(2)));
-    let cmd = Input::Command(Command::ScaleRate(2.0));
+    let cmd = Input::Command(Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(2.0)));
     at(&mut c, 10.02, cmd);
     // The report spanning the change: half at 500/s, half at 1000/s, as the worker banks it.
     drive(&mut c, 10.0, 10.1, &|_| report(75, 75.0, Some(2)));
@@ -723,7 +732,11 @@ fn a_command_that_changes_nothing_makes_no_event_and_no_row() {
     at(&mut c, 0.0, Input::BeginWindow);
     drive(&mut c, 0.0, 5.0, &|_| report(100, 100.0, Some(2)));
     let events = c.state.store.events.len();
-    let fx = at(&mut c, 5.0, Input::Command(Command::SetRate(Some(1000.0))));
+    let fx = at(
+        &mut c,
+        5.0,
+        Input::Command(Command::SetLoad(LoadKnob::Rate, 1000.0)),
+    );
     assert!(
         matches!(
             fx.as_slice(),
@@ -733,7 +746,11 @@ fn a_command_that_changes_nothing_makes_no_event_and_no_row() {
     );
     assert_eq!(c.state.store.events.len(), events, "no event");
     assert_eq!(c.window_start(), Some(0.0), "the stretch goes on");
-    let fx = at(&mut c, 5.0, Input::Command(Command::ScaleRate(1.1)));
+    let fx = at(
+        &mut c,
+        5.0,
+        Input::Command(Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(1.1))),
+    );
     assert!(fx.iter().any(|e| matches!(e, Effect::Summary(_))), "{fx:?}");
 }
 
@@ -792,7 +809,11 @@ fn stretches_end_at_the_deadline_and_free_play_goes_on_after_it() {
     assert!(!c.state.finished && c.state.free_play && !c.state.knobs.paused);
     assert!(c.state.caption.as_deref().unwrap().starts_with("free play"));
     drive(&mut c, 25.0, 30.0, &|_| report(100, 100.0, Some(2)));
-    let fx = at(&mut c, 30.0, Input::Command(Command::ScaleRate(2.0)));
+    let fx = at(
+        &mut c,
+        30.0,
+        Input::Command(Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(2.0))),
+    );
     let rows = summaries(&fx);
     assert_eq!((rows.len(), rows[0].start_s), (1, 25.0), "{rows:?}");
     // A child dies: the run stops, and p cannot resume it.
@@ -822,12 +843,12 @@ fn cues_play_at_their_times_and_a_jump_moves_the_end() {
         Cue::Point {
             at_s: 0.0,
             label: "point 1/2: load.rate = 800".into(),
-            commands: vec![Command::SetRate(Some(800.0))],
+            commands: vec![Command::SetLoad(LoadKnob::Rate, 800.0)],
         },
         Cue::Point {
             at_s: 30.0,
             label: "point 2/2: load.rate = 1600".into(),
-            commands: vec![Command::SetRate(Some(1600.0))],
+            commands: vec![Command::SetLoad(LoadKnob::Rate, 1600.0)],
         },
     ]);
     c.set_deadline(60.0);

@@ -1,9 +1,8 @@
-//! The controller's commands (rate, burst, mode, D, clients, T, resumed share, pause, resume, drain,
-//! stop) applied
-//! to the running loop.
+//! The controller's commands applied to the running loop: the load's settings (rate, burst,
+//! mode, D, clients, T, resumed share, pause), drain and stop.
 
 use super::Engine;
-use crate::load::protocol::Control;
+use crate::load::protocol::{Control, LoadSettings};
 
 impl Engine {
     pub(super) fn apply_controls(&mut self) {
@@ -25,66 +24,7 @@ impl Engine {
         // What the schedule intended up to this change counts at its old settings.
         self.bank_intended(t);
         match c {
-            Control::SetRate { rate } => {
-                self.schedule.set_rate(rate, t)?;
-                self.cfg.rate = rate;
-            }
-            Control::SetBurst { burst } => {
-                self.schedule.set_burst(burst.as_ref(), t)?;
-                self.cfg.burst = burst;
-            }
-            // The controller sends every load knob with each change: the same mode again, or a
-            // Resume while running, changes nothing (a pool would otherwise wait to reopen).
-            Control::SetMode { mode } if mode == self.cfg.mode => {}
-            Control::Resume if !self.paused => {}
-            Control::SetMode { mode } => {
-                self.cfg.mode = mode;
-                self.schedule.restart(t);
-                self.pool_warm_up(now);
-                self.spawn_clients(now);
-                self.retire_idle_clients(now);
-                self.trim_pool(now);
-            }
-            Control::SetSockets { sockets } => {
-                anyhow::ensure!(sockets >= 1, "sockets must be >= 1, got 0");
-                self.cfg.sockets = sockets;
-            }
-            Control::SetClients { clients } => {
-                self.cfg.clients = clients;
-                self.spawn_clients(now);
-                self.retire_idle_clients(now);
-            }
-            Control::SetTimeout { timeout_s } => {
-                anyhow::ensure!(
-                    timeout_s.is_finite() && timeout_s > 0.0,
-                    "timeout_s must be > 0, got {timeout_s}"
-                );
-                self.cfg.timeout_s = timeout_s;
-            }
-            Control::SetResumed { share } => {
-                anyhow::ensure!(
-                    (0.0..=1.0).contains(&share),
-                    "the resumed share must be 0 to 1, got {share}"
-                );
-                let tls = self.tls.as_mut();
-                let tls = tls.ok_or_else(|| anyhow::anyhow!("this worker does not speak TLS"))?;
-                tls.set_resumed(share);
-                if let Some(t) = self.cfg.tls.as_mut() {
-                    t.resumed = share;
-                }
-            }
-            Control::Pause => {
-                self.paused = true;
-                self.retire_idle_clients(now);
-                self.trim_pool(now);
-            }
-            Control::Resume => {
-                self.paused = false;
-                // Continue from now: the paused time is not caught up.
-                self.schedule.restart(t);
-                self.pool_warm_up(now);
-                self.spawn_clients(now);
-            }
+            Control::Load(s) => self.apply_load(s, now, t)?,
             Control::Drain => {
                 // As a pause that never resumes: in-flight attempts run to their end.
                 self.paused = true;
@@ -93,6 +33,63 @@ impl Engine {
                 self.trim_pool(now);
             }
             Control::Stop => self.stop = true,
+        }
+        Ok(())
+    }
+
+    /// The load's settings: checked first (a refused message changes nothing), then
+    /// what differs from what runs is applied; the same settings again change nothing.
+    fn apply_load(&mut self, s: LoadSettings, now: u64, t: f64) -> anyhow::Result<()> {
+        anyhow::ensure!(s.sockets >= 1, "sockets must be >= 1, got 0");
+        anyhow::ensure!(
+            s.timeout_s.is_finite() && s.timeout_s > 0.0,
+            "timeout_s must be > 0, got {}",
+            s.timeout_s
+        );
+        if let Some(share) = s.resumed {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&share),
+                "the resumed share must be 0 to 1, got {share}"
+            );
+            anyhow::ensure!(self.tls.is_some(), "this worker does not speak TLS");
+        }
+        if s.rate != self.cfg.rate {
+            self.schedule.set_rate(s.rate, t)?;
+            self.cfg.rate = s.rate;
+        }
+        if s.burst != self.cfg.burst {
+            self.schedule.set_burst(s.burst.as_ref(), t)?;
+            self.cfg.burst = s.burst;
+        }
+        if let (Some(share), Some(tls)) = (s.resumed, self.tls.as_mut()) {
+            tls.set_resumed(share);
+            if let Some(c) = self.cfg.tls.as_mut() {
+                c.resumed = share;
+            }
+        }
+        self.cfg.sockets = s.sockets;
+        self.cfg.timeout_s = s.timeout_s;
+        let mode = s.mode != self.cfg.mode;
+        let clients = s.clients != self.cfg.clients;
+        self.cfg.mode = s.mode;
+        self.cfg.clients = s.clients;
+        // A draining worker stays paused: it never starts anything new.
+        let paused = s.paused || self.draining;
+        if paused && !self.paused {
+            self.paused = true;
+            self.retire_idle_clients(now);
+            self.trim_pool(now);
+        } else if !paused && (self.paused || mode) {
+            // Resumed or switched: continue from now (the paused time is not caught up).
+            self.paused = false;
+            self.schedule.restart(t);
+            self.pool_warm_up(now);
+            self.spawn_clients(now);
+            self.retire_idle_clients(now);
+            self.trim_pool(now);
+        } else if clients && !paused {
+            self.spawn_clients(now);
+            self.retire_idle_clients(now);
         }
         Ok(())
     }

@@ -30,13 +30,14 @@ pub enum ParamKind {
 }
 
 pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
+    use crate::model::LoadKnob as L;
     use SweepParam as P;
     match param {
-        Some(P::Rate) => ParamKind::Rate,
-        Some(P::Concurrency | P::Sockets | P::Clients | P::Workers) => ParamKind::Count,
+        Some(P::Load(L::Rate)) => ParamKind::Rate,
+        Some(P::Concurrency | P::Load(L::Sockets | L::Clients) | P::Workers) => ParamKind::Count,
         Some(P::Path(k)) => ParamKind::Path(k),
-        Some(P::Burst) => ParamKind::Burst,
-        Some(P::Resumed) => ParamKind::Resumed,
+        Some(P::Burst | P::Load(L::BurstRatio | L::BurstFraction)) => ParamKind::Burst,
+        Some(P::Load(L::Resumed)) => ParamKind::Resumed,
         Some(P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => {
             ParamKind::Other
         }
@@ -54,7 +55,7 @@ pub fn x_number(param: Option<SweepParam>, p: &Point) -> Option<f64> {
     let param = param?;
     let value = || p.sweep_value(param).and_then(|v| v.x());
     let x = match param {
-        SweepParam::Rate => Some(p.num(SummaryCol::OfferedRate))
+        SweepParam::Load(crate::model::LoadKnob::Rate) => Some(p.num(SummaryCol::OfferedRate))
             .filter(|x| x.is_finite())
             .or_else(value),
         _ => value(),
