@@ -121,8 +121,15 @@ impl Controller {
         self.fold_msg(Input::TargetUp(label));
         if let Some(path) = self.access.path.clone() {
             let tx = self.tx.clone();
+            use crate::probe::accesslog::Listener;
+            let listener = if t.tls {
+                Listener::Https
+            } else {
+                Listener::Plain
+            };
             self.access.follower = Some(crate::probe::accesslog::Follower::spawn(
                 &path,
+                listener,
                 Duration::from_millis(100),
                 move |t, c| {
                     let _ = tx.send(Input::AccessLog(t, c));
