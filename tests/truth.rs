@@ -78,7 +78,8 @@ impl UsersNginx {
                  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
                  fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
                  server {{ listen 127.0.0.1:{plain}; listen 127.0.0.1:{https} ssl;\n\
-                 ssl_certificate {cert}; ssl_certificate_key {key}; root {d}/root; }} }}\n",
+                 ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {cert}; ssl_certificate_key {key};\n\
+                 root {d}/root; }} }}\n",
                 cert = cert.cert.display(),
                 key = cert.key.display(),
             ),
@@ -274,7 +275,9 @@ fn a_tls_run_whose_ca_check_fails_exits_1_in_words_and_junit_fails() {
     assert_eq!(p["failed"], true, "{p}");
     let error = p["error"].as_str().unwrap();
     assert!(
-        error.starts_with("all ") && error.contains("bad_certificates") && error.contains(words),
+        error.starts_with("none of the ")
+            && error.contains("bad_certificates")
+            && error.contains(words),
         "{error}"
     );
     assert!(p["bad_certificates_per_s"].as_f64().unwrap() > 50.0, "{p}");
@@ -291,7 +294,9 @@ fn a_tls_run_whose_ca_check_fails_exits_1_in_words_and_junit_fails() {
     );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
-        xml.contains("<failure") && xml.contains("point measured") && xml.contains(words),
+        xml.contains("<failure")
+            && xml.contains("point measured")
+            && xml.contains("is not signed by a CA in the trusted roots"),
         "{xml}"
     );
 }

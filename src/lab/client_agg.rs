@@ -60,10 +60,12 @@ pub enum NothingMeasured {
 /// A window in which something was attempted and every attempt failed: it measured something
 /// broken (a certificate, an address, a server that is not there), not a server's capacity.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("all {attempted} attempts failed, none answered ({kinds}): {why}")]
+#[error("none of the {attempted} attempts was answered, {failed} failed ({kinds}): {why}")]
 pub struct AllFailed {
     /// Connection attempts and requests begun.
     pub attempted: u64,
+    /// Those that failed (with those begun before the window that failed in it).
+    pub failed: u64,
     /// The failures by kind, largest first ("20128 bad_certificates").
     pub kinds: String,
     /// What went wrong, in words, and what to do.
@@ -454,6 +456,7 @@ impl ClientTotals {
         };
         Some(AllFailed {
             attempted,
+            failed: c.errors(),
             kinds: kinds
                 .iter()
                 .map(|(n, k)| format!("{n} {k}"))
@@ -685,7 +688,7 @@ mod tests {
         );
         assert!(
             f.to_string().starts_with(
-                "all 500 attempts failed, none answered (500 bad_certificates): the CA file"
+                "none of the 500 attempts was answered, 500 failed (500 bad_certificates): the CA file"
             ),
             "{f}"
         );
