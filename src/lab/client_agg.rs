@@ -439,7 +439,7 @@ impl ClientTotals {
             .flatten()
             .filter_map(|(k, v)| Some((v.as_u64().filter(|&n| n > 0)?, k.clone())))
             .collect();
-        kinds.sort_by(|a, b| b.0.cmp(&a.0));
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.0));
         let why = match kinds.first().map(|k| k.1.as_str()) {
             Some("bad_certificates" | "tls_alerts" | "tls_protocol_errors") => tls_words
                 .unwrap_or("the TLS handshake failed (run.log says how)")
