@@ -256,3 +256,112 @@ impl LabCore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Input, LabCore};
+    use crate::lab::state::Warning;
+    use crate::load::protocol::StatsDelta;
+    use crate::model::Counters;
+    use crate::probe::accesslog::{LogIssue, StatusCounts};
+
+    fn core() -> LabCore {
+        let knobs = crate::lab::knobs::knobs_of(&crate::scenario::default_scenario());
+        LabCore::new("t", knobs, Vec::new(), 0.2)
+    }
+
+    fn responses(n: u64) -> Input {
+        Input::Worker(
+            0,
+            Box::new(StatsDelta {
+                interval_s: 0.1,
+                counts: Counters {
+                    attempts: n,
+                    established: n,
+                    requests: n,
+                    responses: n,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+        )
+    }
+
+    /// Folds `inputs` at their times, then a row at `row_s`: the warnings and run.log's lines.
+    fn judged(inputs: Vec<(f64, Input)>, row_s: f64) -> (Vec<Warning>, Vec<String>) {
+        let mut c = core();
+        let mut fx = Vec::new();
+        for (t, i) in inputs {
+            c.fold(i, t, &mut fx);
+        }
+        c.fold(Input::Tick, row_s, &mut fx);
+        let logs = fx
+            .into_iter()
+            .filter_map(|e| match e {
+                super::Effect::Log(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        (c.state().warnings.clone(), logs)
+    }
+
+    #[test]
+    fn a_log_the_server_count_cannot_trust_is_warned_of_live_in_the_tui_and_run_log() {
+        // Every line taken for the server's own (as a plain listener's tls:- once was).
+        let own = StatusCounts {
+            internal: 1000,
+            ..Default::default()
+        };
+        let (w, logs) = judged(
+            vec![(0.1, responses(1000)), (0.15, Input::AccessLog(0.15, own))],
+            0.2,
+        );
+        assert!(
+            w.iter().any(|w| matches!(
+                w,
+                Warning::AccessLog(LogIssue::Internal { internal: 1000, .. })
+            )),
+            "{w:?}"
+        );
+        assert!(
+            logs.iter()
+                .any(|l| l.contains("warning: access log: 1000 of 1000 lines are the server's own")),
+            "{logs:?}"
+        );
+        // Lines behind what the clients had received half a second before the read.
+        let behind = StatusCounts {
+            lines: 100,
+            s2xx: 100,
+            ..Default::default()
+        };
+        let (w, _) = judged(
+            vec![(0.1, responses(1000)), (0.9, Input::AccessLog(0.9, behind))],
+            1.0,
+        );
+        assert!(
+            w.iter().any(|w| matches!(
+                w,
+                Warning::AccessLog(LogIssue::Lagging {
+                    client: 1000,
+                    server: 100,
+                    ..
+                })
+            )),
+            "{w:?}"
+        );
+        // A log that holds every response: no warning.
+        let all = StatusCounts {
+            lines: 1000,
+            s2xx: 1000,
+            ..Default::default()
+        };
+        let (w, _) = judged(
+            vec![(0.1, responses(1000)), (0.9, Input::AccessLog(0.9, all))],
+            1.0,
+        );
+        assert!(
+            !w.iter().any(|w| matches!(w, Warning::AccessLog(_))),
+            "{w:?}"
+        );
+    }
+}
