@@ -143,6 +143,32 @@ pub fn lag_issue(client_before: u64, server: u64, in_flight: u64) -> Option<LogI
     })
 }
 
+/// At start, before the run has written a line: whether the log's last lines (up to 20, from
+/// its last 16 KiB) are all unreadable as common/combined, so that the user hears of it before
+/// the run rather than from a server count of 0 after it. None when they parse or there are none.
+pub fn start_issue(path: &Path, listener: Listener) -> Option<LogIssue> {
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)))
+        .ok()?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail).ok()?;
+    // The first piece may be a line cut by the window; the last one is not ended yet.
+    let mut lines: Vec<&[u8]> = tail.split(|&c| c == b'\n').collect();
+    lines.pop();
+    if len > 16 * 1024 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let mut c = StatusCounts::default();
+    for l in lines.iter().rev().filter(|l| !l.is_empty()).take(20) {
+        c.add_line(l, listener);
+    }
+    (c.lines > 0 && c.unparsed == c.lines).then_some(LogIssue::Unparsed {
+        unparsed: c.unparsed,
+        lines: c.lines,
+    })
+}
+
 /// The combined format as nginx's `log_format` writes it, which synlab reads.
 pub const NGINX_COMBINED: &str = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#;
 /// The session-reuse field nginx appends (`r` resumed, `.` full, `-` on a plain listener).
@@ -536,6 +562,28 @@ mod tests {
             lag_issue(1000, 900, 20),
             Some(LogIssue::Lagging { .. })
         ));
+    }
+
+    #[test]
+    fn a_log_in_a_format_synlab_cannot_read_is_said_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        append(&p, "");
+        assert_eq!(start_issue(&p, Listener::Plain), None, "an empty log");
+        // JSON lines (a custom log_format): no quoted request followed by a status.
+        append(
+            &p,
+            "{\"status\":200,\"uri\":\"/\"}\n{\"status\":200,\"uri\":\"/x\"}\n",
+        );
+        assert!(matches!(
+            start_issue(&p, Listener::Plain),
+            Some(LogIssue::Unparsed {
+                unparsed: 2,
+                lines: 2
+            })
+        ));
+        append(&p, &format!("{NGINX_COMBINED}\n"));
+        assert_eq!(start_issue(&p, Listener::Plain), None);
     }
 
     #[test]

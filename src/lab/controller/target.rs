@@ -136,6 +136,9 @@ impl Controller {
                 },
             )?);
             self.log(&format!("counting the access log {}", path.display()));
+            if let Some(issue) = crate::probe::accesslog::start_issue(&path, listener) {
+                self.log(&format!("warning: before the run, {issue}"));
+            }
         }
         if t.kind == TargetKind::Apache {
             let tx = self.tx.clone();
