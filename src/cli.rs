@@ -86,6 +86,11 @@ pub enum Cmd {
         )]
         on: Vec<String>,
     },
+    /// Print the access-log format synlab reads best for a server of yours (`target.access_log`).
+    Logformat {
+        /// The server the config lines are for.
+        server: crate::probe::accesslog::LogServer,
+    },
     /// Print a shell completion script of synlab's subcommands and flags.
     Completions {
         /// The shell the script is for.
@@ -142,6 +147,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             | Cmd::Report { .. }
             | Cmd::Compare { .. }
             | Cmd::Completions { .. }
+            | Cmd::Logformat { .. }
             | Cmd::Man,
         ) => true,
         Some(Cmd::Net(n)) => matches!(n.cmd, crate::net::cli::NetCmd::Status),
@@ -186,6 +192,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             max_regression,
             on,
         } => crate::report::compare::compare_main(&baseline, &run, &max_regression, &on),
+        Cmd::Logformat { server } => {
+            print!("{}", crate::probe::accesslog::recommended_format(server));
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -489,8 +489,9 @@ fn socket2_linger_zero(s: &std::net::TcpStream) -> std::io::Result<()> {
     }
 }
 
-/// A run against a misbehaving target: it ends on time with exit 0, no response counted,
-/// errors counted, and a valid folder.
+/// A run against a misbehaving target: it ends on time, no response counted, errors counted,
+/// a valid folder, and (every attempt failed: it measured something broken) its point failed
+/// and the run exits 1.
 fn against(kind: Fake) -> serde_json::Value {
     let stop = Arc::new(AtomicBool::new(false));
     let port = fake_target(kind, stop.clone());
@@ -501,11 +502,16 @@ fn against(kind: Fake) -> serde_json::Value {
     let run = start_run(tmp.path(), "fake.toml", &toml);
     let end = finish(run, Duration::from_secs(60));
     stop.store(true, Ordering::Relaxed);
-    assert_eq!(end.code, Some(0), "{}{}", end.stdout, end.stderr);
+    assert_eq!(end.code, Some(1), "{}{}", end.stdout, end.stderr);
     let folders = valid_folders(&tmp.path().join("results"));
     assert_eq!(folders.len(), 1);
     let r = rows(&folders[0].1);
     assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["failed"], true, "{r:?}");
+    assert!(
+        r[0]["error"].as_str().unwrap().starts_with("none of the "),
+        "{r:?}"
+    );
     assert!(end.took < Duration::from_secs(30), "took {:?}", end.took);
     r[0].clone()
 }

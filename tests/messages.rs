@@ -181,7 +181,10 @@ fn every_message_a_person_reads() {
         &[
             ClientBound::PortsOut,
             ClientBound::FdsOut,
-            ClientBound::SocketsBusy(12),
+            ClientBound::SocketsBusy {
+                busy: 300,
+                arrivals: 20000,
+            },
             ClientBound::Shortfall {
                 started: 800.0,
                 unit: "attempts",

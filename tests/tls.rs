@@ -248,7 +248,22 @@ fn a_certificate_that_fails_verification_is_a_bad_certificate_and_says_so() {
         "resumed = 0.3",
         "resumed = 0\nverify = true\nsni = \"other.synlab.test\"",
     );
-    let (_, s, log) = run(&sc, out.path());
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    let sc = synlab::scenario::parse("tls.toml", &sc).unwrap();
+    let (dir, rows, _) = synlab::lab::run::run_scenario(sc, opts(Some(out.path())), false).unwrap();
+    // Every handshake failed: the point measured something broken, and fails saying what.
+    assert!(rows[0].failed, "{rows:?}");
+    assert!(
+        rows[0]
+            .error
+            .contains("is not for the name the clients verify"),
+        "{}",
+        rows[0].error
+    );
+    let dir = dir.unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
     let t = &s["run_totals"];
     assert_identities(t);
     let kinds = &t["connections"]["errors_by_kind"];
@@ -257,7 +272,9 @@ fn a_certificate_that_fails_verification_is_a_bad_certificate_and_says_so() {
     assert_eq!(bad, t["attempts"].as_u64().unwrap(), "every handshake: {t}");
     assert_eq!(t["responses"].as_u64(), Some(0));
     assert!(
-        log.contains("invalid peer certificate") && log.contains("counted in bad_certificates"),
+        log.contains("TLS handshake failed: the server's certificate is not for the name")
+            && log.contains("counted in bad_certificates")
+            && !log.contains("NotValidForName"),
         "{log}"
     );
 }

@@ -16,6 +16,10 @@ const LAG_SHARE_OF_T: f64 = 0.1;
 /// Open arrivals: a mean lag over one inter-arrival gap is material, but never below this
 /// (timer and batching jitter at high rates; a busy machine's scheduling delays).
 const LAG_FLOOR_S: f64 = 0.005;
+/// Arrivals that found all D sockets busy (late: S-Client holds them until a socket frees)
+/// are a material share of the schedule past this: 1 %, so a handful of 20,000 does not make
+/// a point CLIENT-BOUND while a client that set the pace does.
+pub const BUSY_ARRIVALS_SHARE: f64 = 0.01;
 /// A worker using more of a core than this cannot be trusted to keep its schedule.
 const WORKER_CPU_LIMIT: f64 = 0.9;
 /// Pool mode: more than this share of the requests waiting for an idle connection means the
@@ -53,6 +57,21 @@ pub enum NothingMeasured {
     },
 }
 
+/// A window in which something was attempted and every attempt failed: it measured something
+/// broken (a certificate, an address, a server that is not there), not a server's capacity.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("none of the {attempted} attempts was answered, {failed} failed ({kinds}): {why}")]
+pub struct AllFailed {
+    /// Connection attempts and requests begun.
+    pub attempted: u64,
+    /// Those that failed (with those begun before the window that failed in it).
+    pub failed: u64,
+    /// The failures by kind, largest first ("20128 bad_certificates").
+    pub kinds: String,
+    /// What went wrong, in words, and what to do.
+    pub why: String,
+}
+
 /// One reason the client, not the server, limited a measurement (seed 000 §4.3).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ClientBound {
@@ -60,8 +79,8 @@ pub enum ClientBound {
     PortsOut,
     #[error("client ran out of file descriptors")]
     FdsOut,
-    #[error("{0} arrivals found all D sockets busy (raise load.sockets)")]
-    SocketsBusy(u64),
+    #[error("{busy} of {arrivals} arrivals found all D sockets busy, over the {:.0} % that makes it material (raise load.sockets)", BUSY_ARRIVALS_SHARE * 100.0)]
+    SocketsBusy { busy: u64, arrivals: u64 },
     #[error("no idle connection: {waits} of {scheduled} requests waited for one of the pool's {pool} (mean wait {mean_wait_ms:.1} ms) while the server answered in {service_ms:.1} ms on average, near its quickest ({service_min_ms:.1} ms): the pool set the pace; raise load.connections")]
     NoIdleConnection {
         waits: u64,
@@ -295,8 +314,12 @@ impl ClientTotals {
         if c.out_of_fds > 0 {
             why.push(ClientBound::FdsOut);
         }
-        if c.client_cap_drops > 0 {
-            why.push(ClientBound::SocketsBusy(c.client_cap_drops));
+        let arrivals = c.attempts + c.client_cap_drops;
+        if c.client_cap_drops as f64 > BUSY_ARRIVALS_SHARE * arrivals as f64 {
+            why.push(ClientBound::SocketsBusy {
+                busy: c.client_cap_drops,
+                arrivals,
+            });
         }
         let pool = self.pool();
         let scheduled = c.scheduled + c.pool_waits;
@@ -398,6 +421,49 @@ impl ClientTotals {
             }
         }
         None
+    }
+
+    /// Why every attempt of this window failed, if it did (attempts or requests begun, some
+    /// failed, none answered). `tls_words` is the clients' account of a failed handshake
+    /// (which check failed, what to do), when there was one.
+    pub fn all_failed(&self, tls_words: Option<&str>) -> Option<AllFailed> {
+        let c = &self.counts;
+        let attempted = c.attempts.max(c.requests);
+        if attempted == 0 || c.responses > 0 || c.errors() == 0 {
+            return None;
+        }
+        let by_kind = serde_json::to_value(&self.totals().errors_by_kind).unwrap_or_default();
+        let mut kinds: Vec<(u64, String)> = by_kind
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((v.as_u64().filter(|&n| n > 0)?, k.clone())))
+            .collect();
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.0));
+        let why = match kinds.first().map(|k| k.1.as_str()) {
+            Some("bad_certificates" | "tls_alerts" | "tls_protocol_errors") => tls_words
+                .unwrap_or("the TLS handshake failed (run.log says how)")
+                .to_string(),
+            Some("refused") => "the target refused every connection: nothing listens at its address and port".into(),
+            Some("connect_timeouts") => "no connection was accepted within the timeout T: is the target up and reachable?".into(),
+            Some("handshake_timeouts") => "no TLS handshake finished within load.tls.handshake_timeout: does the target speak TLS?".into(),
+            Some("response_timeouts") => "no response came within the timeout T".into(),
+            Some("addr_not_avail") => "the clients ran out of ephemeral ports".into(),
+            Some("out_of_fds") => "the clients ran out of file descriptors".into(),
+            Some("resets") => "the server reset every request".into(),
+            Some("bad_responses") => "no response was a complete HTTP response".into(),
+            _ => "see run.log".into(),
+        };
+        Some(AllFailed {
+            attempted,
+            failed: c.errors(),
+            kinds: kinds
+                .iter()
+                .map(|(n, k)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            why,
+        })
     }
 
     /// Quantile in milliseconds, None when nothing was recorded.
@@ -571,6 +637,76 @@ mod tests {
             10.0,
             "open connections add up over workers"
         );
+    }
+
+    #[test]
+    fn a_few_arrivals_finding_d_busy_are_not_client_bound_a_material_share_is() {
+        // 20,000 arrivals over 10 s, 3 of them found all D sockets busy: not material.
+        let mut t = ClientTotals::default();
+        let mut d = delta(19_997, 10, 0.01);
+        d.interval_s = 10.0;
+        d.target_rate = 2000.0;
+        d.counts.client_cap_drops = 3;
+        t.add(&d);
+        assert_eq!(t.client_bound(&OPEN), []);
+        // 300 of 20,000 (1.5 %): the client set the pace, and the text says the share.
+        let mut t = ClientTotals::default();
+        d.counts.attempts = 19_700;
+        d.counts.scheduled = 19_700;
+        d.counts.client_cap_drops = 300;
+        t.add(&d);
+        let why = t.client_bound(&OPEN);
+        assert_eq!(
+            why,
+            [ClientBound::SocketsBusy {
+                busy: 300,
+                arrivals: 20_000
+            }]
+        );
+        assert!(
+            why[0].to_string().contains("300 of 20000 arrivals")
+                && why[0].to_string().contains("over the 1 %")
+        );
+    }
+
+    #[test]
+    fn a_window_whose_every_attempt_failed_says_why_in_words() {
+        let mut t = ClientTotals::default();
+        let mut d = delta(500, 10, 0.01);
+        d.counts.responses = 0;
+        d.counts.connect_timeouts = 0;
+        d.counts.bad_certificates = 500;
+        t.add(&d);
+        let f = t
+            .all_failed(Some(
+                "the CA file holds a CA certificate used as the server's own",
+            ))
+            .unwrap();
+        assert_eq!(
+            (f.attempted, f.kinds.as_str()),
+            (500, "500 bad_certificates")
+        );
+        assert!(
+            f.to_string().starts_with(
+                "none of the 500 attempts was answered, 500 failed (500 bad_certificates): the CA file"
+            ),
+            "{f}"
+        );
+        // Refused everywhere: the words say so without TLS.
+        let mut t = ClientTotals::default();
+        d.counts.bad_certificates = 0;
+        d.counts.refused = 500;
+        t.add(&d);
+        assert!(t
+            .all_failed(None)
+            .unwrap()
+            .why
+            .contains("refused every connection"));
+        // One answered: a measurement, however bad.
+        let mut t = ClientTotals::default();
+        d.counts.responses = 1;
+        t.add(&d);
+        assert_eq!(t.all_failed(None), None);
     }
 
     #[test]

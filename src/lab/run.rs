@@ -201,6 +201,9 @@ pub enum PointFailure {
     /// The point's connections or requests do not add up (a worker lost count of one).
     #[error("the point's counts do not add up, so its figures cannot be trusted: {0}")]
     Miscounted(String),
+    /// Every attempt failed: it measured something broken, not the server.
+    #[error(transparent)]
+    AllFailed(super::client_agg::AllFailed),
 }
 
 /// One point measured: its summary row, and whether the run stops after it.
@@ -211,8 +214,8 @@ struct Measured {
 }
 
 /// Point `i` of `n`: set up, warm up, hold (its measurement window), its latencies to the
-/// recorder and its summary row; a point fails when it could not be set up, a child died or
-/// it measured nothing.
+/// recorder and its summary row; a point fails when it could not be set up, a child died, it
+/// measured nothing or every attempt in it failed.
 fn measure_point(
     ctrl: &mut Controller,
     (i, n): (usize, usize),
@@ -249,6 +252,10 @@ fn measure_point(
             .or_else(|| {
                 let broken = window.client.totals().identities_broken();
                 broken.map(PointFailure::Miscounted)
+            })
+            .or_else(|| {
+                let tls = ctrl.core().tls_failure();
+                window.client.all_failed(tls).map(PointFailure::AllFailed)
             });
     }
     ctrl.recorder.latencies(

@@ -24,6 +24,14 @@ pub enum Warning {
     RouterBehind,
     /// The router's departures were late past its goal (p99, microseconds).
     RouterLate(u64),
+    /// The server's access log is not a count synlab can trust (unparsed, internal, lagging).
+    AccessLog(crate::probe::accesslog::LogIssue),
+    /// TLS handshakes failing in the last seconds: by kind ("500 bad_certificates"), and the
+    /// clients' words for why.
+    TlsFailing {
+        kinds: String,
+        why: String,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -41,6 +49,10 @@ impl std::fmt::Display for Warning {
             Warning::OutOfFds => write!(f, "out of file descriptors"),
             Warning::ChildDied(what) => write!(f, "{what}"),
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
+            Warning::AccessLog(why) => write!(f, "{why}"),
+            Warning::TlsFailing { kinds, why } => {
+                write!(f, "TLS handshakes failing ({kinds}): {why}")
+            }
             Warning::RouterLate(p99) => write!(
                 f,
                 "delay router late: p99 {p99} us (goal < {} us)",

@@ -224,6 +224,10 @@ pub struct StatsDelta {
     /// A one-off notice for the run log (e.g. "raised RLIMIT_NOFILE from 1024 to 65536").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// Why a TLS handshake failed, in words (which check, what to do) and the counter it is
+    /// in: the first failure of each kind, once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_failure: Option<String>,
 }
 
 /// One request class's share of a report (the mix's `class` labels; sent when the mix has two

@@ -90,6 +90,89 @@ pub struct Capacity {
     pub at: Option<f64>,
     /// The points it lies between, or the point it is.
     pub points: Vec<usize>,
+    /// The series' points the rule left out, and why (their response time is not the
+    /// server's, or there is none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<Excluded>,
+}
+
+/// A point the capacity rule left out of its series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Excluded {
+    pub point: usize,
+    pub why: Exclusion,
+    /// Its response time at the target's percentile, ms (None: none measured).
+    pub latency_ms: Option<f64>,
+}
+
+/// Why a point does not count towards capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exclusion {
+    /// It failed: its figures are not a measurement.
+    Failed,
+    /// The client set the pace: its response time is the client's, not the server's.
+    ClientBound,
+    /// No request completed: it has no response time.
+    NoResponseTime,
+}
+
+impl std::fmt::Display for Exclusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Exclusion::Failed => "failed",
+            Exclusion::ClientBound => "CLIENT-BOUND",
+            Exclusion::NoResponseTime => "no response time",
+        })
+    }
+}
+
+impl Exclusion {
+    /// Why such a point does not count: what its figures would have said.
+    fn reason(self) -> &'static str {
+        match self {
+            Exclusion::Failed => "a failed point measured nothing to trust",
+            Exclusion::ClientBound => {
+                "a CLIENT-BOUND point's response time is the load generator's, not the server's"
+            }
+            Exclusion::NoResponseTime => "no request completed",
+        }
+    }
+
+    fn of(r: &SummaryRow) -> Option<Exclusion> {
+        if r.failed {
+            Some(Exclusion::Failed)
+        } else if r.client_bound {
+            Some(Exclusion::ClientBound)
+        } else if !(r.capacity_latency_ms.is_finite() && r.throughput_per_s.is_finite()) {
+            Some(Exclusion::NoResponseTime)
+        } else {
+            None
+        }
+    }
+}
+
+/// "; left out: point 7 (CLIENT-BOUND, p98 265 ms), ...: a CLIENT-BOUND point's ..." — what
+/// the sentence excludes and why; "" when nothing was.
+fn excluded_text(ex: &[Excluded], percentile: f64) -> String {
+    if ex.is_empty() {
+        return String::new();
+    }
+    let pts: Vec<String> = ex
+        .iter()
+        .map(|e| match e.latency_ms {
+            Some(ms) => format!("point {} ({}, p{percentile} {ms:.0} ms)", e.point, e.why),
+            None => format!("point {} ({})", e.point, e.why),
+        })
+        .collect();
+    let mut whys: Vec<Exclusion> = Vec::new();
+    for e in ex {
+        if !whys.contains(&e.why) {
+            whys.push(e.why);
+        }
+    }
+    let reasons: Vec<&str> = whys.iter().map(|w| w.reason()).collect();
+    format!("; left out: {}: {}", pts.join(", "), reasons.join("; "))
 }
 
 impl Capacity {
@@ -110,10 +193,13 @@ impl Capacity {
             [a] => format!("point {a}"),
             _ => String::new(),
         };
+        let left_out = excluded_text(&self.excluded, self.percentile);
         match (self.found, self.requests_per_s) {
-            (Found::NoneUnder, _) => format!("{head}: none: no valid point met the target"),
+            (Found::NoneUnder, _) => {
+                format!("{head}: none: no valid point met the target{left_out}")
+            }
             (Found::NoValidPoint, _) | (_, None) => {
-                format!("{head}: not measured: no valid point")
+                format!("{head}: not measured: no valid point{left_out}")
             }
             (found, Some(r)) => {
                 let at = self.at.map(|x| format!(" at {x:.1}")).unwrap_or_default();
@@ -123,12 +209,12 @@ impl Capacity {
                     ""
                 };
                 format!(
-                    "{head}: {reached}{r:.0} responses/s, {:.3} MB/s{at} ({where_}{})",
+                    "{head}: {reached}{r:.0} responses/s, {:.3} MB/s{at} ({where_}{}){left_out}",
                     self.bytes_per_s.unwrap_or(f64::NAN) / 1e6,
-                    if found == Found::NotReached {
-                        ": every point met the target"
-                    } else {
-                        ""
+                    match (found, self.excluded.is_empty()) {
+                        (Found::NotReached, true) => ": every point met the target",
+                        (Found::NotReached, false) => ": every valid point met the target",
+                        _ => "",
                     }
                 )
             }
@@ -168,10 +254,22 @@ pub fn capacities(rows: &[SummaryRow], target: &CapacityTarget) -> Vec<Capacity>
 }
 
 fn of_series(mode: String, curve: String, rows: &[&SummaryRow], t: &CapacityTarget) -> Capacity {
+    let excluded: Vec<Excluded> = rows
+        .iter()
+        .filter_map(|r| {
+            Some(Excluded {
+                point: r.point,
+                why: Exclusion::of(r)?,
+                latency_ms: r
+                    .capacity_latency_ms
+                    .is_finite()
+                    .then_some(r.capacity_latency_ms),
+            })
+        })
+        .collect();
     let mut pts: Vec<Pt> = rows
         .iter()
-        .filter(|r| !r.failed && !r.client_bound)
-        .filter(|r| r.capacity_latency_ms.is_finite() && r.throughput_per_s.is_finite())
+        .filter(|r| Exclusion::of(r).is_none())
         .map(|r| Pt {
             point: r.point,
             x: r.sweep.and_then(|s| s.value.x()),
@@ -196,6 +294,7 @@ fn of_series(mode: String, curve: String, rows: &[&SummaryRow], t: &CapacityTarg
         bytes_per_s: None,
         at: None,
         points: Vec::new(),
+        excluded,
     };
     if pts.is_empty() {
         return out;
@@ -311,6 +410,19 @@ mod tests {
         assert_eq!(c.found, Found::NotReached);
         assert_eq!(c.requests_per_s, Some(800.0));
         assert!(c.line().contains("at least 800"), "{}", c.line());
+        // The sentence says what it left out and why, not that every point met the target.
+        let line = c.line();
+        assert!(
+            line.contains("every valid point met the target); left out: point 2 (CLIENT-BOUND, p98 20 ms): a CLIENT-BOUND point's response time is the load generator's"),
+            "{line}"
+        );
+        assert_eq!(c.excluded[0].why, Exclusion::ClientBound);
+        let all = [row(1, 8, 10.0, 500.0), row(3, 32, 30.0, 800.0)];
+        let line = capacities(&all, &CapacityTarget::default())[0].line();
+        assert!(
+            line.ends_with("(point 3: every point met the target)"),
+            "{line}"
+        );
         let slow = [row(1, 8, 200.0, 500.0)];
         assert_eq!(
             capacities(&slow, &CapacityTarget::default())[0].found,

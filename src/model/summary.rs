@@ -281,6 +281,17 @@ pub struct SummaryRow {
     pub server_resumed_share_pct: f64,
     #[serde(default)]
     pub handshake_errors_per_s: f64,
+    /// Of those, by kind: the server's certificate did not verify, the server sent an alert,
+    /// anything else the peer got wrong, no handshake within its timeout (per second; NaN
+    /// without TLS).
+    #[serde(default)]
+    pub bad_certificates_per_s: f64,
+    #[serde(default)]
+    pub tls_alerts_per_s: f64,
+    #[serde(default)]
+    pub tls_protocol_errors_per_s: f64,
+    #[serde(default)]
+    pub handshake_timeouts_per_s: f64,
     #[serde(default)]
     pub tls_handshake_p50_ms: f64,
     #[serde(default)]
@@ -455,6 +466,10 @@ summary_cols! {
     ResumedSharePct = resumed_share_pct: Percent,
     ServerResumedSharePct = server_resumed_share_pct: Percent,
     HandshakeErrorsPerS = handshake_errors_per_s: PerSecond,
+    BadCertificatesPerS = bad_certificates_per_s: PerSecond,
+    TlsAlertsPerS = tls_alerts_per_s: PerSecond,
+    TlsProtocolErrorsPerS = tls_protocol_errors_per_s: PerSecond,
+    HandshakeTimeoutsPerS = handshake_timeouts_per_s: PerSecond,
     TlsHandshakeP50Ms = tls_handshake_p50_ms: Milliseconds,
     TlsHandshakeP90Ms = tls_handshake_p90_ms: Milliseconds,
     TlsHandshakeP99Ms = tls_handshake_p99_ms: Milliseconds,

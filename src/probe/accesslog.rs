@@ -29,16 +29,26 @@ pub struct StatusCounts {
     pub tls_full: u64,
     pub tls_resumed: u64,
     /// Lines the server wrote about itself, not counted in `lines`: Apache's internal dummy
-    /// connections (its parent waking a child it wants gone; over TLS a request without a
-    /// session, `tls:-`, that Apache answers 400).
+    /// connections (its parent waking a child it wants gone: `OPTIONS *` with its own user
+    /// agent; on an HTTPS listener a request without a TLS session, `tls:-`, answered 400).
     pub internal: u64,
 }
 
+/// What the listener whose log is read speaks: on a plain listener `tls:-` is every line's
+/// field (nginx writes `-` for `$ssl_session_reused` there when one `log_format` serves HTTP
+/// and HTTPS), so only on an HTTPS listener does `tls:-` mark a request without a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Listener {
+    #[default]
+    Plain,
+    Https,
+}
+
 impl StatusCounts {
-    /// Counts one log line (without its newline).
-    pub fn add_line(&mut self, line: &[u8]) {
+    /// Counts one log line (without its newline) of a log written for `listener`.
+    pub fn add_line(&mut self, line: &[u8], listener: Listener) {
         let tls = tls_field(line);
-        if is_internal(line, tls) {
+        if is_internal(line, tls, listener) {
             self.internal += 1;
             return;
         }
@@ -78,6 +88,119 @@ impl StatusCounts {
     pub fn non2xx(&self) -> u64 {
         self.lines - self.s2xx
     }
+
+    /// Why these lines are not a count of responses synlab can trust: too many it could not
+    /// read, or too many it took for the server's own; None when they are.
+    pub fn issue(&self) -> Option<LogIssue> {
+        if material(self.unparsed, self.lines) {
+            return Some(LogIssue::Unparsed {
+                unparsed: self.unparsed,
+                lines: self.lines,
+            });
+        }
+        let all = self.lines + self.internal;
+        material(self.internal, all).then_some(LogIssue::Internal {
+            internal: self.internal,
+            lines: all,
+        })
+    }
+}
+
+/// A share of the log's lines past which they say something about the log, not about a few
+/// odd requests (a scanner's garbage line, Apache's occasional dummy connection).
+pub const ISSUE_SHARE: f64 = 0.01;
+/// ... and never on fewer lines than this.
+const ISSUE_FLOOR: u64 = 10;
+
+fn material(part: u64, whole: u64) -> bool {
+    part > ISSUE_FLOOR && part as f64 > ISSUE_SHARE * whole as f64
+}
+
+/// Why an access log's count is not the server's count of the load's responses: the line a
+/// user reads (the TUI's warning, run.log).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LogIssue {
+    #[error("access log: {unparsed} of {lines} lines have no status synlab can read (not common/combined): the server's count is not trusted; `synlab logformat nginx|apache` prints a format it reads")]
+    Unparsed { unparsed: u64, lines: u64 },
+    #[error("access log: {internal} of {lines} lines are the server's own requests (Apache's OPTIONS * / dummy connections, or on HTTPS a request without TLS answered 400), not the load's: the server's count is not trusted")]
+    Internal { internal: u64, lines: u64 },
+    #[error("access log: {server} lines lag the clients' {client} responses by more than the {in_flight} requests in flight: the log is buffered or misses lines (nginx `access_log ... buffer=`), so the server's count is not trusted")]
+    Lagging {
+        client: u64,
+        server: u64,
+        in_flight: u64,
+    },
+}
+
+/// Whether the log's `server` lines lag `client_before`, the responses the clients had
+/// received a moment before the log was read (every one of them was logged by then: a server
+/// logs a response when it has sent it), by more than the `in_flight` requests.
+pub fn lag_issue(client_before: u64, server: u64, in_flight: u64) -> Option<LogIssue> {
+    (client_before > server + in_flight).then_some(LogIssue::Lagging {
+        client: client_before,
+        server,
+        in_flight,
+    })
+}
+
+/// At start, before the run has written a line: whether the log's last lines (up to 20, from
+/// its last 16 KiB) are all unreadable as common/combined, so that the user hears of it before
+/// the run rather than from a server count of 0 after it. None when they parse or there are none.
+pub fn start_issue(path: &Path, listener: Listener) -> Option<LogIssue> {
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)))
+        .ok()?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail).ok()?;
+    // The first piece may be a line cut by the window; the last one is not ended yet.
+    let mut lines: Vec<&[u8]> = tail.split(|&c| c == b'\n').collect();
+    lines.pop();
+    if len > 16 * 1024 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let mut c = StatusCounts::default();
+    for l in lines.iter().rev().filter(|l| !l.is_empty()).take(20) {
+        c.add_line(l, listener);
+    }
+    (c.lines > 0 && c.unparsed == c.lines).then_some(LogIssue::Unparsed {
+        unparsed: c.unparsed,
+        lines: c.lines,
+    })
+}
+
+/// The combined format as nginx's `log_format` writes it, which synlab reads.
+pub const NGINX_COMBINED: &str = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#;
+/// The session-reuse field nginx appends (`r` resumed, `.` full, `-` on a plain listener).
+pub const NGINX_TLS_FIELD: &str = " tls:$ssl_session_reused";
+/// The combined format as Apache's `LogFormat` writes it (its quotes escaped for the
+/// directive's own).
+pub const APACHE_COMBINED: &str = r#"%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\""#;
+/// The session-reuse field Apache's mod_ssl appends (`Resumed`, `Initial`, `-`).
+pub const APACHE_TLS_FIELD: &str = " tls:%{SSL_SESSION_RESUMED}x";
+
+/// The server whose log format `synlab logformat` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogServer {
+    Nginx,
+    Apache,
+}
+
+/// The lines to put in a server's config so that synlab reads its access log best: common/
+/// combined with the session-reuse field, one format for HTTP and HTTPS.
+pub fn recommended_format(server: LogServer) -> String {
+    match server {
+        LogServer::Nginx => format!(
+            "# nginx, inside http {{}}: one format for HTTP and HTTPS listeners (plain ones log tls:-)\n\
+             log_format synlab '{NGINX_COMBINED}{NGINX_TLS_FIELD}';\n\
+             access_log /var/log/nginx/access.log synlab;\n"
+        ),
+        LogServer::Apache => format!(
+            "# Apache: the tls field needs mod_ssl loaded (without it, leave{APACHE_TLS_FIELD} out)\n\
+             LogFormat \"{APACHE_COMBINED}{APACHE_TLS_FIELD}\" synlab\n\
+             CustomLog ${{APACHE_LOG_DIR}}/access.log synlab\n"
+        ),
+    }
 }
 
 /// The marker of the session-reuse field synlab appends to its TLS servers' log lines.
@@ -92,10 +215,16 @@ fn tls_field(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// Whether a line with session-reuse field `tls` is one the server wrote about itself (see
-/// `StatusCounts::internal`): the user agent Apache gives its dummy connections, or a request
-/// that came without a TLS session (`tls:-`), which no client of the load sends.
-fn is_internal(line: &[u8], tls: Option<&[u8]>) -> bool {
-    tls == Some(b"-") || memchr::memmem::find(line, b"(internal dummy connection)").is_some()
+/// `StatusCounts::internal`): Apache's own request (`OPTIONS *`, or the user agent it gives
+/// its dummy connections), or on an HTTPS listener a request that came without a TLS session
+/// (`tls:-`) and was answered 400, which no client of the load sends. A plain listener's
+/// `tls:-` is its normal field and never makes a line internal.
+fn is_internal(line: &[u8], tls: Option<&[u8]>, listener: Listener) -> bool {
+    let apaches_own = memchr::memmem::find(line, b"\"OPTIONS * ").is_some()
+        || memchr::memmem::find(line, b"(internal dummy connection)").is_some();
+    let no_session =
+        listener == Listener::Https && tls == Some(b"-") && parse_status(line) == Some(400);
+    apaches_own || no_session
 }
 
 /// Whether a session-reuse field says resumed: `r` or `Resumed` (true), `.` or `Initial`
@@ -138,15 +267,16 @@ pub struct LogTail {
     file: File,
     offset: u64,
     inode: (u64, u64),
+    listener: Listener,
     /// The start of a line not yet ended by its newline.
     carry: Vec<u8>,
     buf: Vec<u8>,
 }
 
 impl LogTail {
-    /// Opens `path` at its current end: only lines written from now on count. A missing or
-    /// unreadable file is an error that names it.
-    pub fn open_at_end(path: &Path) -> anyhow::Result<Self> {
+    /// Opens `path`, the log of a `listener`, at its current end: only lines written from
+    /// now on count. A missing or unreadable file is an error that names it.
+    pub fn open_at_end(path: &Path, listener: Listener) -> anyhow::Result<Self> {
         let file = File::open(path).with_context(|| {
             format!(
                 "cannot read the access log {}: point target.access_log at the server's access log (common or combined format), readable by this user",
@@ -165,6 +295,7 @@ impl LogTail {
             file,
             offset: meta.len(),
             inode: (meta.dev(), meta.ino()),
+            listener,
             carry: Vec::new(),
             buf: vec![0; 64 * 1024],
         })
@@ -188,7 +319,7 @@ impl LogTail {
                     self.offset = 0;
                     // A line cut at a rotation is the old file's last and ends there.
                     if !self.carry.is_empty() {
-                        counts.add_line(&std::mem::take(&mut self.carry));
+                        counts.add_line(&std::mem::take(&mut self.carry), self.listener);
                     }
                     self.read_to_end(counts)?;
                 }
@@ -208,10 +339,10 @@ impl LogTail {
             let mut chunk = &self.buf[..n];
             while let Some(nl) = memchr::memchr(b'\n', chunk) {
                 if self.carry.is_empty() {
-                    counts.add_line(&chunk[..nl]);
+                    counts.add_line(&chunk[..nl], self.listener);
                 } else {
                     self.carry.extend_from_slice(&chunk[..nl]);
-                    counts.add_line(&self.carry);
+                    counts.add_line(&self.carry, self.listener);
                     self.carry.clear();
                 }
                 chunk = &chunk[nl + 1..];
@@ -231,10 +362,11 @@ pub struct Follower {
 impl Follower {
     pub fn spawn(
         path: &Path,
+        listener: Listener,
         interval: Duration,
         mut on_sample: impl FnMut(f64, StatusCounts) + Send + 'static,
     ) -> anyhow::Result<Self> {
-        let mut tail = LogTail::open_at_end(path)?;
+        let mut tail = LogTail::open_at_end(path, listener)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let start = Instant::now();
@@ -314,9 +446,9 @@ mod tests {
             assert_eq!(parse_status(bad.as_bytes()), None, "{bad}");
         }
         let mut c = StatusCounts::default();
-        c.add_line(b"garbage");
-        c.add_line(COMMON_404.as_bytes());
-        c.add_line(NGINX_COMBINED.as_bytes());
+        c.add_line(b"garbage", Listener::Plain);
+        c.add_line(COMMON_404.as_bytes(), Listener::Plain);
+        c.add_line(NGINX_COMBINED.as_bytes(), Listener::Plain);
         assert_eq!(
             c,
             StatusCounts {
@@ -329,7 +461,7 @@ mod tests {
         );
         assert_eq!(c.non2xx(), 2);
         let mut later = c;
-        later.add_line(NGINX_ESCAPED.as_bytes());
+        later.add_line(NGINX_ESCAPED.as_bytes(), Listener::Plain);
         assert_eq!(
             later.since(&c),
             StatusCounts {
@@ -350,7 +482,7 @@ mod tests {
         let load = r#"198.18.1.1 - - [26/Nov/2026:14:40:28 +0000] "GET /bytes/1294 HTTP/1.0" 200 1294 "-" "synlab" tls:Initial"#;
         let mut c = StatusCounts::default();
         for l in [plain, tls, load, NGINX_COMBINED] {
-            c.add_line(l.as_bytes());
+            c.add_line(l.as_bytes(), Listener::Https);
         }
         assert_eq!(
             c,
@@ -362,6 +494,114 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn a_plain_listeners_tls_dash_is_a_response_not_apaches_own() {
+        // One nginx log_format for HTTP and HTTPS: a plain listener writes `tls:-` on every
+        // line, a 400 among them (a client's bad request) included.
+        let ok = r#"127.0.0.1 - - [27/Nov/2026:10:00:00 +0000] "GET /bytes/100 HTTP/1.1" 200 100 "-" "synlab" tls:-"#;
+        let bad = r#"127.0.0.1 - - [27/Nov/2026:10:00:00 +0000] "GET /x HTTP/1.1" 400 150 "-" "synlab" tls:-"#;
+        let mut c = StatusCounts::default();
+        for l in [ok, ok, bad] {
+            c.add_line(l.as_bytes(), Listener::Plain);
+        }
+        assert_eq!((c.lines, c.s2xx, c.s4xx, c.internal), (3, 2, 1, 0));
+        assert_eq!((c.tls_full, c.tls_resumed), (0, 0));
+        // On an HTTPS listener only the 400 without a session is the server's own.
+        let mut h = StatusCounts::default();
+        for l in [ok, bad] {
+            h.add_line(l.as_bytes(), Listener::Https);
+        }
+        assert_eq!((h.lines, h.internal), (1, 1));
+        // Apache's OPTIONS * is its own whatever the listener, whatever its user agent.
+        let options = r#"::1 - - [27/Nov/2026:10:00:00 +0000] "OPTIONS * HTTP/1.0" 200 - "-" "-""#;
+        let mut a = StatusCounts::default();
+        a.add_line(options.as_bytes(), Listener::Plain);
+        assert_eq!((a.lines, a.internal), (0, 1));
+    }
+
+    #[test]
+    fn trailing_fields_after_combined_are_read() {
+        let line = r#"10.0.0.1 - - [27/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 304 0 "-" "curl/8" 0.003 "upstream=-" tls:r"#;
+        let mut c = StatusCounts::default();
+        c.add_line(line.as_bytes(), Listener::Https);
+        assert_eq!((c.lines, c.s3xx, c.tls_resumed, c.unparsed), (1, 1, 1, 0));
+    }
+
+    #[test]
+    fn a_log_synlab_cannot_trust_says_why() {
+        let mut c = StatusCounts {
+            lines: 1000,
+            s2xx: 995,
+            unparsed: 5,
+            ..Default::default()
+        };
+        assert_eq!(c.issue(), None, "a few odd lines are not the format");
+        c.unparsed = 500;
+        let why = c.issue().unwrap().to_string();
+        assert!(
+            why.contains("500 of 1000") && why.contains("synlab logformat"),
+            "{why}"
+        );
+        let c = StatusCounts {
+            lines: 0,
+            internal: 900,
+            ..Default::default()
+        };
+        assert!(matches!(
+            c.issue(),
+            Some(LogIssue::Internal {
+                internal: 900,
+                lines: 900
+            })
+        ));
+        // Lines lag the clients by more than what is in flight: buffered or missing.
+        assert_eq!(lag_issue(1000, 990, 20), None);
+        assert!(matches!(
+            lag_issue(1000, 900, 20),
+            Some(LogIssue::Lagging { .. })
+        ));
+    }
+
+    #[test]
+    fn a_log_in_a_format_synlab_cannot_read_is_said_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        append(&p, "");
+        assert_eq!(start_issue(&p, Listener::Plain), None, "an empty log");
+        // JSON lines (a custom log_format): no quoted request followed by a status.
+        append(
+            &p,
+            "{\"status\":200,\"uri\":\"/\"}\n{\"status\":200,\"uri\":\"/x\"}\n",
+        );
+        assert!(matches!(
+            start_issue(&p, Listener::Plain),
+            Some(LogIssue::Unparsed {
+                unparsed: 2,
+                lines: 2
+            })
+        ));
+        append(&p, &format!("{NGINX_COMBINED}\n"));
+        assert_eq!(start_issue(&p, Listener::Plain), None);
+    }
+
+    #[test]
+    fn the_recommended_formats_are_read_with_their_tls_field() {
+        let nginx = recommended_format(LogServer::Nginx);
+        assert!(nginx.contains("tls:$ssl_session_reused") && nginx.contains("log_format synlab '"));
+        let apache = recommended_format(LogServer::Apache);
+        assert!(
+            apache.contains(r#"LogFormat "%h %l %u %t \"%r\" %>s"#),
+            "{apache}"
+        );
+        // A line as nginx writes the format on a plain listener and on an HTTPS one.
+        let plain = r#"127.0.0.1 - - [27/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "synlab" tls:-"#;
+        let https = r#"127.0.0.1 - - [27/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "synlab" tls:."#;
+        let mut c = StatusCounts::default();
+        c.add_line(plain.as_bytes(), Listener::Plain);
+        c.add_line(https.as_bytes(), Listener::Https);
+        assert_eq!((c.lines, c.s2xx, c.tls_full, c.issue()), (2, 2, 1, None));
     }
 
     fn append(path: &Path, text: &str) {
@@ -378,7 +618,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("access.log");
         append(&p, &format!("{NGINX_COMBINED}\n{COMMON_404}\n"));
-        let mut t = LogTail::open_at_end(&p).unwrap();
+        let mut t = LogTail::open_at_end(&p, Listener::Plain).unwrap();
         let mut c = StatusCounts::default();
         t.poll(&mut c).unwrap();
         assert_eq!(c.lines, 0, "lines from before the start do not count");
@@ -397,7 +637,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("access.log");
         append(&p, &format!("{NGINX_COMBINED}\n{NGINX_COMBINED}\n"));
-        let mut t = LogTail::open_at_end(&p).unwrap();
+        let mut t = LogTail::open_at_end(&p, Listener::Plain).unwrap();
         let mut c = StatusCounts::default();
         // Truncated (copytruncate), then one line: the size dropped, read from the start.
         std::fs::write(&p, "").unwrap();
@@ -414,7 +654,7 @@ mod tests {
 
     #[test]
     fn a_missing_log_is_an_error_naming_it() {
-        let e = LogTail::open_at_end(Path::new("/nonexistent/synlab/access.log"))
+        let e = LogTail::open_at_end(Path::new("/nonexistent/synlab/access.log"), Listener::Plain)
             .err()
             .unwrap();
         let msg = format!("{e:#}");
@@ -430,9 +670,14 @@ mod tests {
         let p = dir.path().join("access.log");
         append(&p, "");
         let (tx, rx) = std::sync::mpsc::channel();
-        let mut f = Follower::spawn(&p, Duration::from_secs(3600), move |t, c| {
-            let _ = tx.send((t, c));
-        })
+        let mut f = Follower::spawn(
+            &p,
+            Listener::Plain,
+            Duration::from_secs(3600),
+            move |t, c| {
+                let _ = tx.send((t, c));
+            },
+        )
         .unwrap();
         append(&p, &format!("{NGINX_COMBINED}\n{COMMON_404}\n"));
         f.stop();

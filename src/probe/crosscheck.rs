@@ -150,9 +150,206 @@ pub fn responses(server_responses: u64, client_responses: u64) -> Check {
     )
 }
 
+/// The server's count of responses against the clients', judged: the line run.log and
+/// report.md print, and which count the throughput figures are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponsesVerdict {
+    /// Within the tolerance: the clients' count, confirmed by the server's.
+    Agree {
+        client: u64,
+        server: u64,
+        diff_pct: f64,
+    },
+    /// The server answered more, by no more than the requests the clients gave up on at
+    /// their timeout T (under S-Client overload it answers them after the clients left): both
+    /// counts hold, the clients' is what they received in time.
+    Abandoned {
+        client: u64,
+        server: u64,
+        abandoned: u64,
+    },
+    /// Something was attempted and nothing answered: two zeros that agree on nothing.
+    NothingAnswered { attempts: u64, server: u64 },
+    /// The server's count cannot be trusted (its access log's issue): the clients' stands alone.
+    Untrusted {
+        client: u64,
+        server: u64,
+        why: String,
+    },
+    /// Past the tolerance with nothing to explain it.
+    Disagree {
+        client: u64,
+        server: u64,
+        diff_pct: f64,
+    },
+}
+
+impl ResponsesVerdict {
+    /// Judges the server's count `server` against the clients' `client` of one span, in
+    /// which the clients made `attempts` and gave up on `abandoned` requests at T (response
+    /// timeouts); `untrusted` is why the server's count is not to be used, if it is not.
+    pub fn judge(
+        server: u64,
+        client: u64,
+        attempts: u64,
+        abandoned: u64,
+        untrusted: Option<String>,
+    ) -> Self {
+        if let Some(why) = untrusted {
+            return ResponsesVerdict::Untrusted {
+                client,
+                server,
+                why,
+            };
+        }
+        if client == 0 && server == 0 && attempts > 0 {
+            return ResponsesVerdict::NothingAnswered { attempts, server };
+        }
+        let diff_pct = match signed_diff_pct(server as f64, client as f64) {
+            Some(d) => d,
+            None if server == 0 => 0.0,
+            None => f64::INFINITY,
+        };
+        if !disagrees(diff_pct, TOLERANCE_PCT) {
+            return ResponsesVerdict::Agree {
+                client,
+                server,
+                diff_pct,
+            };
+        }
+        // Above the clients by no more than what they abandoned (and the counting noise the
+        // tolerance allows): the server finished what the clients no longer waited for.
+        let slack = abandoned as f64 + TOLERANCE_PCT / 100.0 * client as f64;
+        if server > client && (server - client) as f64 <= slack {
+            return ResponsesVerdict::Abandoned {
+                client,
+                server,
+                abandoned,
+            };
+        }
+        ResponsesVerdict::Disagree {
+            client,
+            server,
+            diff_pct,
+        }
+    }
+
+    /// Whether the check passes (a gate's `fail_on_crosscheck`): agreement, or a difference
+    /// explained; a server count that is not trusted is not a measurement to fail on.
+    pub fn passes(&self) -> bool {
+        !matches!(
+            self,
+            ResponsesVerdict::Disagree { .. } | ResponsesVerdict::NothingAnswered { .. }
+        )
+    }
+
+    /// Which count the throughput figures are, and why.
+    pub fn trusted(&self) -> &'static str {
+        match self {
+            ResponsesVerdict::Agree { .. } => {
+                "the throughput is the clients' count, confirmed by the server's own"
+            }
+            ResponsesVerdict::Abandoned { .. } => {
+                "the throughput is the clients' count (answered within T); the server's is higher by work the clients had abandoned"
+            }
+            ResponsesVerdict::NothingAnswered { .. } => {
+                "there is no throughput to trust: nothing was answered"
+            }
+            ResponsesVerdict::Untrusted { .. } => {
+                "the throughput is the clients' count alone: the server's count is not trusted"
+            }
+            ResponsesVerdict::Disagree { .. } => {
+                "distrust the throughput figures: the two counts of the same responses differ"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ResponsesVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResponsesVerdict::Agree {
+                client,
+                server,
+                diff_pct,
+            } => write!(
+                f,
+                "client counted {client} responses, server {server} ({diff_pct:+.2}%): agree"
+            ),
+            ResponsesVerdict::Abandoned {
+                client,
+                server,
+                abandoned,
+            } => write!(
+                f,
+                "client counted {client} responses, server {server}: the server answered {} connections the clients had abandoned at T ({abandoned} timed out waiting)",
+                server - client
+            ),
+            ResponsesVerdict::NothingAnswered { attempts, server } => write!(
+                f,
+                "client counted 0 responses of {attempts} attempts, server {server}: nothing was answered, nothing to agree on"
+            ),
+            ResponsesVerdict::Untrusted {
+                client,
+                server,
+                why,
+            } => write!(
+                f,
+                "client counted {client} responses, server {server}: not compared ({why})"
+            ),
+            ResponsesVerdict::Disagree {
+                client,
+                server,
+                diff_pct,
+            } => write!(
+                f,
+                "client counted {client} responses, server {server} ({diff_pct:+.2}%) DISAGREE (> {TOLERANCE_PCT}%)"
+            ),
+        }?;
+        write!(f, "; {}", self.trusted())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn responses_verdicts_name_what_happened() {
+        use ResponsesVerdict as V;
+        assert!(matches!(
+            V::judge(1010, 1000, 1000, 0, None),
+            V::Agree { .. }
+        ));
+        // S-Client overload: the server 9 % above, 120 requests abandoned at T.
+        let v = V::judge(1090, 1000, 1200, 120, None);
+        assert!(matches!(v, V::Abandoned { abandoned: 120, .. }), "{v}");
+        assert!(v.passes());
+        assert!(
+            v.to_string()
+                .contains("the server answered 90 connections the clients had abandoned at T"),
+            "{v}"
+        );
+        assert!(!v.to_string().contains("DISAGREE"));
+        // More than was abandoned: a disagreement.
+        let v = V::judge(1300, 1000, 1400, 120, None);
+        assert!(matches!(v, V::Disagree { .. }) && !v.passes(), "{v}");
+        // Below the clients is never explained by abandoned work.
+        assert!(matches!(
+            V::judge(900, 1000, 1000, 500, None),
+            V::Disagree { .. }
+        ));
+        // 0 vs 0 after 20,128 attempts agrees on nothing.
+        let v = V::judge(0, 0, 20128, 0, None);
+        assert!(matches!(v, V::NothingAnswered { .. }) && !v.passes(), "{v}");
+        assert!(!v.to_string().contains("agree:") && !v.to_string().contains(": agree"));
+        assert!(matches!(V::judge(0, 0, 0, 0, None), V::Agree { .. }));
+        let v = V::judge(0, 500, 500, 0, Some("its lines are unparsed".into()));
+        assert!(
+            v.passes() && v.to_string().contains("clients' count alone"),
+            "{v}"
+        );
+    }
 
     #[test]
     fn syn_check_allows_counting_noise_of_short_holds_only() {

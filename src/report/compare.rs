@@ -509,6 +509,7 @@ mod tests {
             bytes_per_s: Some(r * 1000.0),
             at: Some(100.0),
             points: vec![1, 2],
+            excluded: Vec::new(),
         };
         let mut base = run(&[("8", 400.0, 50.0)]);
         let mut r = run(&[("8", 400.0, 50.0)]);

@@ -801,6 +801,14 @@ fn pct_share(part: f64, whole: f64) -> String {
 
 fn cross_checks(md: &mut String, r: &RunData) {
     match r.meta.get("check_responses").and_then(|v| v.as_object()) {
+        // Runs that judged it say which count they trusted and why.
+        Some(c) if c.get("verdict").and_then(|v| v.as_str()).is_some() => {
+            let _ = writeln!(
+                md,
+                "- Responses over the whole run, client count vs server count: {}",
+                c["verdict"].as_str().unwrap_or_default()
+            );
+        }
         Some(c) => {
             let g = |k: &str| c.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
             let d = g("diff_pct");

@@ -164,6 +164,19 @@ impl Gate {
     /// The verdicts for one finished point (thresholds over points, and `[gate]` conditions).
     pub fn judge_point(&self, row: &SummaryRow) -> Vec<Verdict> {
         let mut out = Vec::new();
+        // A point that failed is a failed check of its own (JUnit lists it), thresholds or not.
+        if row.failed {
+            out.push(Verdict {
+                check: "point measured".into(),
+                source: "run".into(),
+                point: Some(row.point),
+                value: row.value_text(),
+                measured: None,
+                limit: None,
+                passed: false,
+                message: format!("point {} failed: {}", point_label(row), row.error),
+            });
+        }
         for th in &self.thresholds {
             let (t, metric) = (&th.spec, th.metric);
             if t.over != Over::Points || !selects(t, row) {
@@ -227,7 +240,15 @@ impl Gate {
                 ),
             ] {
                 let d = get(row, key);
-                let passed = d.is_none_or(|d| !crosscheck::disagrees(d, tol));
+                let mut passed = d.is_none_or(|d| !crosscheck::disagrees(d, tol));
+                // The server above the clients by what they abandoned at T is not a failure,
+                // and its verdict says so.
+                let verdict = (key == SummaryCol::CheckServerVsClientPct)
+                    .then(|| responses_verdict(row))
+                    .flatten();
+                if let Some(v) = &verdict {
+                    passed = v.passes();
+                }
                 out.push(Verdict {
                     check: format!("gate: cross-check {short} within {tol:.1} %"),
                     source: "gate".into(),
@@ -236,9 +257,10 @@ impl Gate {
                     measured: d,
                     limit: Some(tol),
                     passed,
-                    message: match d {
-                        None => format!("point {}: {what}: not measured", point_label(row)),
-                        Some(d) => format!(
+                    message: match (d, &verdict) {
+                        (_, Some(v)) => format!("point {}: {v}", point_label(row)),
+                        (None, _) => format!("point {}: {what}: not measured", point_label(row)),
+                        (Some(d), None) => format!(
                             "point {}: {what} differ by {d:+.1} % ({} {tol:.1} %)",
                             point_label(row),
                             if passed { "within" } else { "more than" }
@@ -453,6 +475,18 @@ pub fn exit_code(v: &[Verdict], aborted: bool) -> Option<std::process::ExitCode>
     Some(std::process::ExitCode::from(3))
 }
 
+/// A point's server-vs-client verdict from its counts (None without the server's count).
+fn responses_verdict(row: &SummaryRow) -> Option<crosscheck::ResponsesVerdict> {
+    let t = row.totals.as_ref()?;
+    Some(crosscheck::ResponsesVerdict::judge(
+        t.server_responses?,
+        t.responses,
+        t.attempts + t.requests.sent,
+        t.requests.errors_by_kind.response_timeouts,
+        None,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,6 +513,7 @@ mod tests {
             bytes_per_s: r.map(|r| r * 1e3),
             at: None,
             points: vec![1],
+            excluded: Vec::new(),
         };
         let v = g.judge_capacity(&[
             cap("closed", Some(1200.0), Found::Interpolated),

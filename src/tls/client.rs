@@ -42,6 +42,44 @@ pub fn classify(e: &rustls::Error) -> HandshakeFailure {
     }
 }
 
+/// Why a handshake failed, in words a user acts on: which check failed and what to do
+/// (rustls' certificate errors and webpki's kinds named, not their Debug text).
+pub fn failure_words(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    let cert = |c: &C| -> String {
+        match c {
+            C::UnknownIssuer => "the server's certificate is not signed by a CA in the trusted roots (the lab's CA, or load.tls.ca): set load.tls.ca to the CA that issued it, or verify = false".into(),
+            C::NotValidForName | C::NotValidForNameContext { .. } => "the server's certificate is not for the name the clients verify (load.tls.sni, or the address without one): set sni to a name the certificate holds, or verify = false".into(),
+            C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired: renew it, or set verify = false".into(),
+            C::NotValidYet | C::NotValidYetContext { .. } => "the server's certificate is not valid yet (its notBefore is in the future: check the clock), or set verify = false".into(),
+            C::Revoked => "the server's certificate is revoked: replace it".into(),
+            C::BadSignature => "the server's certificate chain has a signature that does not verify: the certificate and its CA do not match".into(),
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => "the server's certificate is not for TLS servers (its extended key usage lacks serverAuth): make a server certificate".into(),
+            C::BadEncoding => "the server's certificate cannot be parsed (bad DER): check the file the server is given".into(),
+            C::Other(o) => webpki_words(&o.to_string()),
+            other => format!("the server's certificate failed verification ({other}): fix the certificate, or set verify = false"),
+        }
+    };
+    match e {
+        rustls::Error::InvalidCertificate(c) => cert(c),
+        rustls::Error::NoCertificatesPresented => "the server presented no certificate".into(),
+        rustls::Error::AlertReceived(a) => format!("the server refused the handshake with a {a:?} alert: check the version (load.tls.version), the group and the SNI it accepts"),
+        other => format!("the handshake broke: {other}"),
+    }
+}
+
+/// webpki's verification errors (rustls passes them as `OtherError`, whose text is the kind's
+/// name) in words.
+fn webpki_words(kind: &str) -> String {
+    match kind {
+        "CaUsedAsEndEntity" => "the CA file holds a CA certificate used as the server's own: make a CA and a leaf (the server presents the leaf, load.tls.ca holds the CA), or set verify = false".into(),
+        "EndEntityUsedAsCa" => "the chain uses a server certificate as a CA: load.tls.ca must hold the CA that issued the server's certificate, or set verify = false".into(),
+        "UnsupportedCertVersion" => "the server's certificate is not X.509 v3: make it again (openssl req -x509 makes v3)".into(),
+        "MissingOrMalformedExtensions" | "ExtensionValueInvalid" => "the server's certificate has missing or malformed extensions: make it again with a CA and a leaf".into(),
+        other => format!("the server's certificate failed verification ({other}): fix the certificate, or set verify = false"),
+    }
+}
+
 #[derive(Debug, Default)]
 struct Sessions {
     tls13: VecDeque<rustls::client::Tls13ClientSessionValue>,
@@ -322,4 +360,60 @@ pub fn check_handshake(
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .unwrap_or_else(|| "none".into());
     Ok(format!("{version}, {group}, {suite}, ALPN {alpn}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate for `name`: with `ca` as `openssl req -x509` makes it
+    /// (CA:TRUE), else a leaf.
+    fn self_signed(name: &str, ca: bool) -> CertificateDer<'static> {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+        // Names of their own: a leaf whose issuer names the CA would be checked against its
+        // key (a bad signature), not reported as from an unknown issuer.
+        let cn = if ca { "a CA" } else { "a leaf" };
+        p.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        if ca {
+            p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
+        p.self_signed(&key).unwrap().der().clone()
+    }
+
+    fn verify(cert: &CertificateDer<'static>, root: &CertificateDer<'static>) -> rustls::Error {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(root.clone()).unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let v = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .unwrap();
+        let name = ServerName::try_from("synlab.test").unwrap();
+        v.verify_server_cert(cert, &[], &name, &[], UnixTime::now())
+            .unwrap_err()
+    }
+
+    #[test]
+    fn certificate_failures_are_said_in_words_with_what_to_do() {
+        let ca = self_signed("synlab.test", true);
+        let e = verify(&ca, &ca);
+        let words = failure_words(&e);
+        assert!(
+            words.starts_with(
+                "the CA file holds a CA certificate used as the server's own: make a CA and a leaf"
+            ) && words.contains("or set verify = false"),
+            "{words} ({e:?})"
+        );
+        assert!(!words.contains("OtherError"), "{words}");
+        let other = self_signed("synlab.test", false);
+        let words = failure_words(&verify(&other, &ca));
+        assert!(
+            words.contains("not signed by a CA in the trusted roots"),
+            "{words}"
+        );
+        assert_eq!(
+            classify(&verify(&other, &ca)),
+            HandshakeFailure::BadCertificate
+        );
+    }
 }

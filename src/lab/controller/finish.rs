@@ -132,12 +132,11 @@ impl Controller {
         }
         rec.meta("machine", crate::sys::machine::Machine::read().to_json());
         rec.run_classes(core.run_class_totals());
-        if let Some((c, sv, d)) = core.final_check() {
-            let agree =
-                !crate::probe::crosscheck::disagrees(d, crate::probe::crosscheck::TOLERANCE_PCT);
+        if let (Some((c, sv, d)), Some(v)) = (core.final_check(), core.final_verdict()) {
             rec.meta(
                 "check_responses",
-                serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": agree}),
+                serde_json::json!({"client": c, "server": sv, "diff_pct": d, "agree": v.passes(),
+                    "verdict": v.to_string(), "trusted": v.trusted()}),
             );
         }
         let broken = totals.identities_broken();

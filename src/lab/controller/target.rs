@@ -128,14 +128,24 @@ impl Controller {
         self.fold_msg(Input::TargetUp(label));
         if let Some(path) = self.access.path.clone() {
             let tx = self.tx.clone();
+            use crate::probe::accesslog::Listener;
+            let listener = if t.tls {
+                Listener::Https
+            } else {
+                Listener::Plain
+            };
             self.access.follower = Some(crate::probe::accesslog::Follower::spawn(
                 &path,
+                listener,
                 Duration::from_millis(100),
                 move |t, c| {
                     let _ = tx.send(Input::AccessLog(t, c));
                 },
             )?);
             self.log(&format!("counting the access log {}", path.display()));
+            if let Some(issue) = crate::probe::accesslog::start_issue(&path, listener) {
+                self.log(&format!("warning: before the run, {issue}"));
+            }
         }
         if t.kind == TargetKind::Apache {
             let tx = self.tx.clone();

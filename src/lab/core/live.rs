@@ -10,6 +10,7 @@ use crate::load::protocol::StatsDelta;
 use crate::metrics::hist::HistDelta;
 use crate::metrics::store::EventKind;
 use crate::model::Counters;
+use crate::probe::accesslog::{self, LogIssue};
 use std::collections::VecDeque;
 use std::mem::Discriminant;
 
@@ -18,6 +19,10 @@ use std::mem::Discriminant;
 pub const JUDGE_S: f64 = 3.0;
 /// The window the live latency covers.
 pub const LATENCY_S: f64 = 1.0;
+/// How long before an access-log sample the clients' count it must hold is taken: the log
+/// is read every 100 ms and the workers report every 100 ms, so a response received this long
+/// before the read was logged by then (a server logs a response once it has sent it).
+pub const LOG_GRACE_S: f64 = 0.5;
 /// A warning whose condition stopped holding goes after this long without it (no flicker at
 /// the edge of a condition).
 pub const CLEAR_AFTER_S: f64 = 2.0;
@@ -113,6 +118,25 @@ fn live_latency<'a>(
     live
 }
 
+/// TLS handshakes that failed in `c`, by kind, with the clients' words for why; None when
+/// none did.
+fn tls_failing(c: &Counters, why: Option<&str>) -> Option<Warning> {
+    let kinds: Vec<String> = [
+        (c.bad_certificates, "bad certificates"),
+        (c.tls_alerts, "alerts"),
+        (c.tls_protocol_errors, "protocol errors"),
+        (c.handshake_timeouts, "timeouts"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, k)| format!("{n} {k}"))
+    .collect();
+    (!kinds.is_empty()).then(|| Warning::TlsFailing {
+        kinds: kinds.join(", "),
+        why: why.unwrap_or("run.log says why").to_string(),
+    })
+}
+
 /// A warning's kind (its variant, whatever it carries).
 pub(super) fn kind(w: &Warning) -> Discriminant<Warning> {
     std::mem::discriminant(w)
@@ -154,6 +178,34 @@ impl LabCore {
         self.hold_warning_of(kind(&Warning::PortsRunningOut), ports, now_s, fx);
         let fds = fds.then_some(Warning::OutOfFds);
         self.hold_warning_of(kind(&Warning::OutOfFds), fds, now_s, fx);
+        let tls = tls_failing(&recent.counts, self.tls_failure.as_deref());
+        let tls_kind = kind(&Warning::TlsFailing {
+            kinds: String::new(),
+            why: String::new(),
+        });
+        self.hold_warning_of(tls_kind, tls, now_s, fx);
+        if self.access.last.is_some() {
+            let issue = self.access_log_issue().map(Warning::AccessLog);
+            let k = kind(&Warning::AccessLog(LogIssue::Unparsed {
+                unparsed: 0,
+                lines: 0,
+            }));
+            self.hold_warning_of(k, issue, now_s, fx);
+        }
+    }
+
+    /// Why the access log's count is not to be trusted now, if it is not: its lines unparsed
+    /// or the server's own, or behind what the clients had received `LOG_GRACE_S` before it
+    /// was read by more than the requests in flight.
+    pub(super) fn access_log_issue(&self) -> Option<LogIssue> {
+        let c = self.access.last?;
+        if let Some(i) = c.issue() {
+            return Some(i);
+        }
+        let since = self.recent.totals(self.access.last_at_s - LOG_GRACE_S);
+        let before = self.run.responses.saturating_sub(since.counts.responses);
+        let in_flight = self.run_unfinished.values().map(|p| p.requests).sum();
+        accesslog::lag_issue(before, c.lines, in_flight)
     }
 
     /// A warning of `w`'s kind holds while `w` is Some (its text follows the latest reason),
@@ -202,5 +254,114 @@ impl LabCore {
             }
             (None, None) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Input, LabCore};
+    use crate::lab::state::Warning;
+    use crate::load::protocol::StatsDelta;
+    use crate::model::Counters;
+    use crate::probe::accesslog::{LogIssue, StatusCounts};
+
+    fn core() -> LabCore {
+        let knobs = crate::lab::knobs::knobs_of(&crate::scenario::default_scenario());
+        LabCore::new("t", knobs, Vec::new(), 0.2)
+    }
+
+    fn responses(n: u64) -> Input {
+        Input::Worker(
+            0,
+            Box::new(StatsDelta {
+                interval_s: 0.1,
+                counts: Counters {
+                    attempts: n,
+                    established: n,
+                    requests: n,
+                    responses: n,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+        )
+    }
+
+    /// Folds `inputs` at their times, then a row at `row_s`: the warnings and run.log's lines.
+    fn judged(inputs: Vec<(f64, Input)>, row_s: f64) -> (Vec<Warning>, Vec<String>) {
+        let mut c = core();
+        let mut fx = Vec::new();
+        for (t, i) in inputs {
+            c.fold(i, t, &mut fx);
+        }
+        c.fold(Input::Tick, row_s, &mut fx);
+        let logs = fx
+            .into_iter()
+            .filter_map(|e| match e {
+                super::Effect::Log(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        (c.state().warnings.clone(), logs)
+    }
+
+    #[test]
+    fn a_log_the_server_count_cannot_trust_is_warned_of_live_in_the_tui_and_run_log() {
+        // Every line taken for the server's own (as a plain listener's tls:- once was).
+        let own = StatusCounts {
+            internal: 1000,
+            ..Default::default()
+        };
+        let (w, logs) = judged(
+            vec![(0.1, responses(1000)), (0.15, Input::AccessLog(0.15, own))],
+            0.2,
+        );
+        assert!(
+            w.iter().any(|w| matches!(
+                w,
+                Warning::AccessLog(LogIssue::Internal { internal: 1000, .. })
+            )),
+            "{w:?}"
+        );
+        assert!(
+            logs.iter()
+                .any(|l| l.contains("warning: access log: 1000 of 1000 lines are the server's own")),
+            "{logs:?}"
+        );
+        // Lines behind what the clients had received half a second before the read.
+        let behind = StatusCounts {
+            lines: 100,
+            s2xx: 100,
+            ..Default::default()
+        };
+        let (w, _) = judged(
+            vec![(0.1, responses(1000)), (0.9, Input::AccessLog(0.9, behind))],
+            1.0,
+        );
+        assert!(
+            w.iter().any(|w| matches!(
+                w,
+                Warning::AccessLog(LogIssue::Lagging {
+                    client: 1000,
+                    server: 100,
+                    ..
+                })
+            )),
+            "{w:?}"
+        );
+        // A log that holds every response: no warning.
+        let all = StatusCounts {
+            lines: 1000,
+            s2xx: 1000,
+            ..Default::default()
+        };
+        let (w, _) = judged(
+            vec![(0.1, responses(1000)), (0.9, Input::AccessLog(0.9, all))],
+            1.0,
+        );
+        assert!(
+            !w.iter().any(|w| matches!(w, Warning::AccessLog(_))),
+            "{w:?}"
+        );
     }
 }

@@ -160,6 +160,8 @@ pub struct Slot {
 #[derive(Default, Clone, Copy)]
 struct AccessCounts {
     last: Option<StatusCounts>,
+    /// When the latest counts came (seconds of the run).
+    last_at_s: f64,
     at_point: Option<StatusCounts>,
     point: Option<StatusCounts>,
 }
@@ -214,6 +216,10 @@ pub struct LabCore {
     run_latency: [hdrhistogram::Histogram<u64>; 3],
     /// (client responses, server responses, difference %) once the run has stopped.
     final_check: Option<(u64, u64, f64)>,
+    /// ... and its verdict.
+    final_verdict: Option<crate::probe::crosscheck::ResponsesVerdict>,
+    /// The clients' latest account of a failed TLS handshake, in words.
+    tls_failure: Option<String>,
     notices: Vec<String>,
     steps: Vec<Cue>,
     next_step: usize,
@@ -273,6 +279,8 @@ impl LabCore {
                 crate::metrics::hist::new_hist(),
             ],
             final_check: None,
+            final_verdict: None,
+            tls_failure: None,
             notices: Vec::new(),
             steps,
             next_step: 0,
@@ -308,6 +316,16 @@ impl LabCore {
         self.final_check
     }
 
+    /// The clients' latest account of a failed TLS handshake (which check, what to do).
+    pub fn tls_failure(&self) -> Option<&str> {
+        self.tls_failure.as_deref()
+    }
+
+    /// The final check's verdict (which count the run trusted and why), once the run stopped.
+    pub fn final_verdict(&self) -> Option<&crate::probe::crosscheck::ResponsesVerdict> {
+        self.final_verdict.as_ref()
+    }
+
     /// Keeps only the last `secs` seconds of the time series in memory (headless runs).
     pub fn keep_series(&mut self, secs: f64) {
         self.state.store.keep_only(secs);
@@ -337,6 +355,7 @@ impl LabCore {
                     ..Default::default()
                 });
                 self.access.last = Some(c);
+                self.access.last_at_s = now_s;
             }
             Input::Probe(p) => self.fold_probe(*p, fx),
             Input::Router { stats, late_life } => self.router_now = Some((*stats, late_life)),
@@ -401,6 +420,13 @@ impl LabCore {
             if self.notice_once(n) {
                 fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
             }
+        }
+        if let Some(why) = &d.tls_failure {
+            let line = format!("TLS handshake failed: {why}");
+            if self.notice_once(&line) {
+                fx.push(Effect::Log(format!("worker {}: {line}", d.worker)));
+            }
+            self.tls_failure = Some(why.clone());
         }
         self.run.add(&d.counts);
         if d.last {

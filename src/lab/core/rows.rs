@@ -284,14 +284,16 @@ impl LabCore {
         let (c, sv) = (self.run.responses, st.responses);
         let diff = crosscheck::signed_diff_pct(sv as f64, c as f64).unwrap_or(0.0);
         self.final_check = Some((c, sv, diff));
-        Some(format!(
-            "cross-check: client counted {c} responses, server {sv} ({diff:+.2}%){}",
-            if crosscheck::disagrees(diff, crosscheck::TOLERANCE_PCT) {
-                format!(" DISAGREE (> {}%)", crosscheck::TOLERANCE_PCT)
-            } else {
-                String::new()
-            }
-        ))
+        let verdict = crosscheck::ResponsesVerdict::judge(
+            sv,
+            c,
+            self.run.attempts + self.run.requests,
+            self.run.response_timeouts,
+            self.access_log_issue().map(|i| i.to_string()),
+        );
+        let line = format!("cross-check: {verdict}");
+        self.final_verdict = Some(verdict);
+        Some(line)
     }
 
     /// The run's totals: every worker report's counts, the server's, the SYNs pcap saw over

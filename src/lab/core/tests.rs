@@ -225,10 +225,13 @@ fn the_final_check_of_server_against_client_responses_keeps_its_tolerance() {
     assert!((diff - 1.5).abs() < 1e-9);
     assert_eq!(
         line,
-        "cross-check: client counted 1000 responses, server 1015 (+1.50%)"
+        "cross-check: client counted 1000 responses, server 1015 (+1.50%): agree; the throughput is the clients' count, confirmed by the server's own"
     );
     let (_, line) = check(970);
-    assert!(line.ends_with("(-3.00%) DISAGREE (> 2%)"), "{line}");
+    assert!(
+        line.contains("(-3.00%) DISAGREE (> 2%); distrust the throughput figures"),
+        "{line}"
+    );
     assert!(
         core(1, Vec::new()).final_crosscheck().is_none(),
         "no server count"

@@ -1,5 +1,6 @@
 //! The config files synlab writes for nginx and Apache from the scenario's `[target]` keys.
 
+use crate::probe::accesslog;
 use crate::scenario::ApacheMpm;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -42,9 +43,11 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
     let (log_format, format, ssl, tls) = match &p.tls {
         None => (String::new(), "combined", "", String::new()),
         Some(t) => (
-            "\x20   log_format synlab_tls '$remote_addr - $remote_user [$time_local] \"$request\" \
-             $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\" tls:$ssl_session_reused';\n"
-                .to_string(),
+            format!(
+                "\x20   log_format synlab_tls '{}{}';\n",
+                accesslog::NGINX_COMBINED,
+                accesslog::NGINX_TLS_FIELD
+            ),
             "synlab_tls",
             " ssl",
             format!(
@@ -56,7 +59,11 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
                  \x20       ssl_session_timeout 10m;\n",
                 cert = t.cert.display(),
                 key = t.key.display(),
-                cache = if t.session_cache { "shared:SSL:10m" } else { "off" },
+                cache = if t.session_cache {
+                    "shared:SSL:10m"
+                } else {
+                    "off"
+                },
                 tickets = if t.tickets { "on" } else { "off" },
             ),
         ),
@@ -166,7 +173,7 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
     }
     // Over TLS the combined format gains the session's reuse (`tls:Resumed` / `tls:Initial`).
     let (log_tls, listen_proto) = match p.tls {
-        Some(_) => (" tls:%{SSL_SESSION_RESUMED}x", " https"),
+        Some(_) => (accesslog::APACHE_TLS_FIELD, " https"),
         None => ("", ""),
     };
     c.push_str(&format!(
@@ -184,7 +191,7 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
          DirectoryIndex index.html\n\
          EnableSendfile On\n\
          KeepAlive {ka}\n\
-         LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"{log_tls}\" combined\n\
+         LogFormat \"{combined}{log_tls}\" combined\n\
          <IfModule status_module>\n    ExtendedStatus Off\n    <Location \"/server-status\">\n        SetHandler server-status\n        Require all granted\n    </Location>\n</IfModule>\n\
          <IfModule setenvif_module>\n    SetEnvIf Request_URI \"^/server-status\" synlab_status\n</IfModule>\n\
          CustomLog \"{d}/access.log\" combined env=!synlab_status\n",
@@ -192,6 +199,7 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
         backlog = p.backlog,
         root = p.docroot.display(),
         ka = if p.keepalive { "On" } else { "Off" },
+        combined = accesslog::APACHE_COMBINED,
     ));
     let (w, max) = (p.workers.max(1), p.max_workers.max(p.workers).max(1));
     match mpm {

@@ -11,7 +11,7 @@ use super::conn::{Failure, Phase};
 use super::Engine;
 use crate::metrics::hist::record;
 use crate::sys::client_io::Errno;
-use crate::tls::client::{classify, HandshakeFailure};
+use crate::tls::client::{classify, failure_words, HandshakeFailure};
 use crate::tls::schedule::Plan;
 use rustls::ClientConnection;
 use std::io::{ErrorKind, Read, Write};
@@ -168,12 +168,15 @@ impl Engine {
         if let Err(e) = t.conn.process_new_packets() {
             let kind = classify(&e);
             let _ = t.conn.write_tls(&mut s);
-            // Said once per kind, with rustls' reason: the counts say how often.
+            // Said once per kind, in words: the counts say how often.
             let bit = 1u8 << (kind as u8);
             if self.told_tls & bit == 0 {
                 self.told_tls |= bit;
-                self.notices.push(format!(
-                    "TLS failed: {e} (counted in {}; said once)",
+                // Its own line in run.log (not joined to other notices), and the reason a
+                // point whose every handshake failed gives.
+                self.tls_failure = Some(format!(
+                    "{} (counted in {})",
+                    failure_words(&e),
                     match kind {
                         HandshakeFailure::Alert => "tls_alerts",
                         HandshakeFailure::BadCertificate => "bad_certificates",

@@ -126,6 +126,8 @@ pub struct Engine {
     told_bind: bool,
     /// The TLS failure kinds already said in a notice (a bit each).
     told_tls: u8,
+    /// A handshake failure's words not yet reported (the first of each kind).
+    tls_failure: Option<String>,
     out: Vec<u8>,
 }
 
@@ -227,6 +229,7 @@ impl Engine {
             told_fds: false,
             told_bind: false,
             told_tls: 0,
+            tls_failure: None,
             out: Vec::with_capacity(4096),
             cfg,
         };

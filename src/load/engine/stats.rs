@@ -72,6 +72,7 @@ impl Engine {
         s.total_us = HistDelta::drain(&mut self.hists.total);
         s.classes = self.class_deltas();
         s.last = last;
+        s.tls_failure = self.tls_failure.take();
         if !self.notices.is_empty() {
             s.notice = Some(self.notices.join("; "));
             self.notices.clear();
