@@ -200,16 +200,28 @@ pub fn repeat_main(
     })
 }
 
-/// The aggregate's rows as summary rows (for the markdown summary); empty when they do not read.
+/// The aggregate's rows as summary rows for the markdown summary (the figures it shows; a
+/// median of counts need not be a whole number, so the rows are not deserialized whole).
 fn aggregate_rows(dir: &Path) -> Vec<SummaryRow> {
     let Ok(src) = std::fs::read_to_string(dir.join("summary.json")) else {
         return Vec::new();
     };
     let v: serde_json::Value = serde_json::from_str(&src).unwrap_or_default();
+    let num = |p: &serde_json::Value, k: &str| p[k].as_f64().unwrap_or(f64::NAN);
     v["points"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|p| serde_json::from_value(p.clone()).ok())
+        .map(|p| SummaryRow {
+            point: p["point"].as_u64().unwrap_or(0) as usize,
+            throughput_per_s: num(p, "throughput_per_s"),
+            total_p50_ms: num(p, "total_p50_ms"),
+            total_p99_ms: num(p, "total_p99_ms"),
+            errors_per_s: num(p, "errors_per_s"),
+            failed: p["failed"].as_bool().unwrap_or(false),
+            client_bound: p["client_bound"].as_bool().unwrap_or(false),
+            error: p["error"].as_str().unwrap_or("").to_string(),
+            ..Default::default()
+        })
         .collect()
 }
