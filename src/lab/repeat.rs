@@ -130,8 +130,15 @@ pub fn run_trials(
 
 /// The run's table: per point, the median [interval] of throughput and the merged p50 / p99.
 fn table(agg: &trials::Aggregate) -> String {
+    // The level order statistics reach with these trials (95 % needs 6).
+    let level = agg
+        .points
+        .iter()
+        .flatten()
+        .find_map(|f| f.ci)
+        .map_or(0.0, |c| c.level_pct());
     let mut s = format!(
-        "{} trials: median [95 % interval] (latency percentiles of the merged histograms)\n",
+        "{} trials: median [{level:.1} % interval] (latency percentiles of the merged histograms)\n",
         agg.trials.len()
     );
     for (i, figs) in agg.points.iter().enumerate() {
@@ -172,7 +179,7 @@ pub fn repeat_main(
         }
     }
     let verdict = run_verdict(
-        &mut r.unwritten,
+        &r.unwritten,
         r.interrupted,
         r.child_died.as_ref(),
         &r.rows,

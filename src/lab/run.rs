@@ -432,7 +432,7 @@ pub fn run_main(
     }
     let signalled = cut || interrupted.load(Ordering::Relaxed);
     let verdict = run_verdict(
-        &mut unwritten,
+        &unwritten,
         signalled,
         child_died.as_ref(),
         &rows,
@@ -454,7 +454,7 @@ pub fn run_main(
 /// How a run ends, said on stderr as it always was: a file not written (1, unless a signal cut
 /// the run short: 130), a death (1), failed points (1), failed checks (3), else passed.
 pub(crate) fn run_verdict(
-    unwritten: &mut Vec<String>,
+    unwritten: &[String],
     signalled: bool,
     died: Option<&crate::model::death::Death>,
     rows: &[SummaryRow],

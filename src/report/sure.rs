@@ -12,6 +12,9 @@ use super::read::RunData;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The most trials a "may be past" line suggests; more means the figure is too noisy to judge.
+const MAX_TRIALS_SAID: usize = 100;
+
 /// What the interval of a figure's change says against the limit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Sureness {
@@ -108,8 +111,14 @@ impl std::fmt::Display for Judged {
             Sureness::Regression => write!(f, ": regression past the {lim}")?,
             Sureness::MaybePast { trials } => {
                 write!(f, ": may be past the {lim}: the interval straddles it")?;
-                if let Some(n) = trials {
-                    write!(f, "; about {n} trials a side would settle it")?;
+                match trials {
+                    // Past this the estimate of 1/sqrt(n) narrowing means nothing: say so.
+                    Some(n) if n > MAX_TRIALS_SAID => write!(
+                        f,
+                        "; over {MAX_TRIALS_SAID} trials a side would be needed: too noisy here to judge at this limit"
+                    )?,
+                    Some(n) => write!(f, "; about {n} trials a side would settle it")?,
+                    None => {}
                 }
             }
             Sureness::WorseWithin => write!(f, ": worse, within the {lim}")?,
@@ -603,6 +612,15 @@ mod tests {
         assert!(l.ends_with("regression past the 5 % limit"), "{l}");
         j.verdict = Sureness::Noise;
         assert!(j.to_string().ends_with(": within the noise"));
+        j.verdict = decide((3.1, -4.0, 9.8), 5.0, (5, 5));
+        assert_eq!(j.verdict, Sureness::MaybePast { trials: Some(66) });
+        assert!(j
+            .to_string()
+            .ends_with("about 66 trials a side would settle it"));
+        j.verdict = Sureness::MaybePast { trials: Some(500) };
+        assert!(j
+            .to_string()
+            .ends_with("too noisy here to judge at this limit"));
         j.trials = (1, 1);
         j.verdict = Sureness::Unknown { past: true };
         let l = j.to_string();
