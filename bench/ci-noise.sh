@@ -43,13 +43,14 @@ repeated() { # $1 scenario, $2 out; prints the repeated run's folder
   ls -d "$2"/*/ | head -1
 }
 judge() { # $1 baseline, $2 run, $3 label: 1 if exit 3
+  local f="${2%/}.compare"
   set +e
   "$SYNLAB" compare "$1" "$2" --max-regression 5% --on throughput_per_s,total_p50_ms,total_p99_ms \
-    > "$2.compare" 2>&1
+    > "$f" 2>&1
   local code=$?
   set -e
-  echo "$3: exit $code: $(grep -E '^verdict' "$2.compare" || tail -1 "$2.compare")" >&2
-  grep -E ' at .*: [+-][0-9.]+ % \(' "$2.compare" | sed 's/^/    /' >&2 || true
+  echo "$3: exit $code: $(grep -E '^verdict' "$f" || tail -1 "$f")" >&2
+  grep -E ' at .*: [+-][0-9.]+ % \(' "$f" | sed 's/^/    /' >&2 || true
   [ "$code" = 3 ] && echo 1 || echo 0
 }
 

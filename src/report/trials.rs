@@ -239,11 +239,18 @@ impl Aggregate {
                         serde_json::Value::Null
                     };
                 }
-                for flag in ["failed", "client_bound"] {
-                    let any = all
+                // A flag raised in any trial, with that trial's reason when trial 1 has none.
+                for (flag, why) in [("failed", "error"), ("client_bound", "client_bound_reason")] {
+                    let raised = all
                         .iter()
-                        .any(|s| s["points"][i][flag].as_bool() == Some(true));
-                    row[flag] = any.into();
+                        .map(|s| &s["points"][i])
+                        .find(|p| p[flag].as_bool() == Some(true));
+                    row[flag] = raised.is_some().into();
+                    if let Some(p) = raised {
+                        if row[why].as_str().is_none_or(str::is_empty) {
+                            row[why] = p[why].clone();
+                        }
+                    }
                 }
                 if row["failed"] == true && row["error"].as_str().is_none_or(str::is_empty) {
                     row["error"] = "the point failed in a trial: see its trial folder".into();
