@@ -280,3 +280,20 @@ fn ab_alternates_a_and_b_and_judges_the_pairs_ratios() {
         r.stdout
     );
 }
+
+#[test]
+fn a_scenario_asks_for_its_trials_within_bounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ok, bad) = (tmp.path().join("ok.toml"), tmp.path().join("bad.toml"));
+    std::fs::write(&ok, format!("{SC}\n[output]\nrepeat = 5\n")).unwrap();
+    std::fs::write(&bad, format!("{SC}\n[output]\nrepeat = 0\n")).unwrap();
+    let r = synlab(&["check"], &[&ok]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = synlab(&["check"], &[&bad]);
+    assert_ne!(r.code, 0);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        said.contains("output.repeat") && said.contains("1 to 1000"),
+        "{said}"
+    );
+}
