@@ -67,7 +67,8 @@ pub enum Cmd {
         #[arg(required = true, num_args = 1..)]
         runs: Vec<PathBuf>,
     },
-    /// Compare a run with a baseline run point by point; exit 3 on a regression past the limit.
+    /// Compare a run with a baseline run point by point; exit 3 on a regression past the limit
+    /// (on repeated runs: when the change's 95 % interval is wholly past it).
     Compare {
         /// The baseline run folder.
         baseline: PathBuf,
@@ -85,12 +86,21 @@ pub enum Cmd {
             default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct,capacity_per_s"
         )]
         on: Vec<String>,
+        /// Write the judged figures (change, 95 % interval, verdict) as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Write one JUnit test case per judged figure (its interval in the message) to FILE.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Print the access-log format synlab reads best for a server of yours (`target.access_log`).
     Logformat {
         /// The server the config lines are for.
         server: crate::probe::accesslog::LogServer,
     },
+    /// Measure two configurations in interleaved trials (A B B A ...) and judge B against A
+    /// per figure with a 95 % interval; exit 3 on a regression past the limit.
+    Ab(crate::lab::ab::AbArgs),
     /// Print a shell completion script of synlab's subcommands and flags.
     Completions {
         /// The shell the script is for.
@@ -191,11 +201,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             run,
             max_regression,
             on,
-        } => crate::report::compare::compare_main(&baseline, &run, &max_regression, &on),
+            json,
+            junit,
+        } => crate::report::sure::compare_cli(
+            &baseline,
+            &run,
+            &max_regression,
+            &on,
+            &crate::report::sure::Outputs { json, junit },
+        ),
         Cmd::Logformat { server } => {
             print!("{}", crate::probe::accesslog::recommended_format(server));
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Ab(a) => crate::lab::ab::ab_main(&a),
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,

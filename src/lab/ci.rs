@@ -1,7 +1,12 @@
-//! The flags `synlab run` takes for CI: where to write JUnit XML (and, for live dashboards, where
-//! to serve OpenMetrics), kept apart so the run's own flags stay short.
+//! The flags `synlab run` takes for CI: where to write JUnit XML and a markdown summary (and,
+//! for live dashboards, where to serve OpenMetrics), how many trials; and what a run prints
+//! where no one watches a terminal: one line per point as it ends, each notice as it is raised,
+//! GitHub annotations under GitHub Actions, and one verdict line last.
 
-use std::path::PathBuf;
+use crate::model::SummaryRow;
+use crate::report::thresholds::Verdict;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunExtras {
@@ -17,4 +22,295 @@ pub struct RunExtras {
     /// root gets; without root that is the default).
     #[arg(long)]
     pub userns: bool,
+    /// Run the scenario N times (trial-1 ... sub-folders, the server restarted for each) and
+    /// write the median of every figure with its 95 % interval (overrides [output] repeat).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: Option<u32>,
+    /// Append a markdown summary (verdicts and figures) to FILE; $GITHUB_STEP_SUMMARY gets it
+    /// too when set.
+    #[arg(long, value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
+}
+
+/// Whether GitHub Actions runs us (its annotation lines are understood there).
+pub fn github_actions() -> bool {
+    std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true")
+}
+
+/// How a headless run shows its progress on stderr.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// A progress bar (stderr is a terminal).
+    pub bar: bool,
+    /// One line per point as it ends and each notice as it is raised (stderr is not a
+    /// terminal: a CI log).
+    pub lines: bool,
+    /// `::warning` / `::error` annotation lines (GitHub Actions).
+    pub annotate: bool,
+    /// Trial k of n of a repeated run.
+    pub trial: Option<(usize, usize)>,
+}
+
+impl Progress {
+    /// What a front end shows: a bar on a terminal (unless `--no-progress`), lines elsewhere.
+    pub fn for_stderr(bar_wanted: bool) -> Self {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        Progress {
+            bar: bar_wanted && tty,
+            lines: !tty,
+            annotate: github_actions(),
+            trial: None,
+        }
+    }
+
+    /// `trial 2 of 5: ` (empty for a single run).
+    pub fn trial_prefix(&self) -> String {
+        self.trial
+            .map(|(k, n)| format!("trial {k} of {n}: "))
+            .unwrap_or_default()
+    }
+
+    /// A notice the run raised, said at once in CI.
+    pub fn notice(&self, text: &str) {
+        if !self.lines {
+            return;
+        }
+        let mut e = std::io::stderr();
+        let _ = writeln!(e, "synlab: {}notice: {text}", self.trial_prefix());
+        if self.annotate {
+            let _ = writeln!(e, "::warning title=synlab notice::{}", escape(text));
+        }
+    }
+
+    /// Point `i` of `n` ended: one line with its figures and failed checks, in CI.
+    pub fn point_ended(&self, (i, n): (usize, usize), row: &SummaryRow, judged: &[Verdict]) {
+        if !self.lines {
+            return;
+        }
+        let mut e = std::io::stderr();
+        let _ = writeln!(
+            e,
+            "{}",
+            point_line(&self.trial_prefix(), (i, n), row, judged)
+        );
+        if self.annotate {
+            for v in judged.iter().filter(|v| !v.passed) {
+                let _ = writeln!(e, "::error title=synlab threshold::{}", escape(&v.message));
+            }
+            if row.failed {
+                let _ = writeln!(
+                    e,
+                    "::error title=synlab point failed::{}",
+                    escape(&row.error)
+                );
+            }
+        }
+    }
+}
+
+/// The line a point that ended says in CI.
+pub fn point_line(
+    prefix: &str,
+    (i, n): (usize, usize),
+    row: &SummaryRow,
+    judged: &[Verdict],
+) -> String {
+    let num = crate::report::markdown::num;
+    let value = row
+        .sweep
+        .as_ref()
+        .map(|s| format!(" ({} {})", s.param.name(), s.value))
+        .unwrap_or_default();
+    let failed = judged.iter().filter(|v| !v.passed).count();
+    let checks = if judged.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} of {} checks passed",
+            judged.len() - failed,
+            judged.len()
+        )
+    };
+    let state = if row.failed {
+        format!(": FAILED: {}", row.error)
+    } else {
+        format!(
+            ": {} responses/s, p50 {} ms, p99 {} ms, {} errors/s{checks}",
+            num(row.throughput_per_s),
+            num(row.total_p50_ms),
+            num(row.total_p99_ms),
+            num(row.errors_per_s)
+        )
+    };
+    format!("{prefix}point {} of {n}{value}{state}", i + 1)
+}
+
+/// A GitHub workflow command's message: its own line breaks and `%` escaped.
+fn escape(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// The one line a run ends with, its exit code's reason.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunVerdict {
+    Passed { points: usize, checks: usize },
+    Failed { code: u8, why: String },
+}
+
+impl std::fmt::Display for RunVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunVerdict::Passed { points, checks } => write!(
+                f,
+                "verdict: PASS: {points} point(s) measured, {checks} check(s) passed (exit 0)"
+            ),
+            RunVerdict::Failed { code, why } => write!(f, "verdict: FAIL: {why} (exit {code})"),
+        }
+    }
+}
+
+impl RunVerdict {
+    /// Says it last: on stdout, and as an annotation under GitHub Actions when it failed.
+    pub fn say(&self) {
+        println!("{self}");
+        if let (RunVerdict::Failed { why, .. }, true) = (self, github_actions()) {
+            println!("::error title=synlab verdict::{}", escape(why));
+        }
+    }
+}
+
+/// The markdown summary of a run for `--summary-md` and `$GITHUB_STEP_SUMMARY`: the verdict,
+/// the points' figures, the failed checks.
+pub fn summary_markdown(
+    name: &str,
+    verdict: &RunVerdict,
+    rows: &[SummaryRow],
+    verdicts: &[Verdict],
+    dir: Option<&Path>,
+) -> String {
+    let num = crate::report::markdown::num;
+    let mark = match verdict {
+        RunVerdict::Passed { .. } => "✅",
+        RunVerdict::Failed { .. } => "❌",
+    };
+    let mut s = format!("### synlab run {name}\n\n{mark} {verdict}\n\n");
+    s.push_str(
+        "| point | responses/s | p50 ms | p99 ms | errors/s | state |\n|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let value = r
+            .sweep
+            .as_ref()
+            .map(|s| format!(" {}", s.value))
+            .unwrap_or_default();
+        let state = if r.failed {
+            format!("FAILED: {}", r.error)
+        } else if r.client_bound {
+            "CLIENT-BOUND".into()
+        } else {
+            "ok".into()
+        };
+        s.push_str(&format!(
+            "| {}{value} | {} | {} | {} | {} | {} |\n",
+            r.point,
+            num(r.throughput_per_s),
+            num(r.total_p50_ms),
+            num(r.total_p99_ms),
+            num(r.errors_per_s),
+            state.replace('|', "\\|")
+        ));
+    }
+    let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.passed).collect();
+    if !failed.is_empty() {
+        s.push_str("\nFailed checks:\n\n");
+        for v in failed {
+            s.push_str(&format!("- {}\n", v.message));
+        }
+    }
+    if let Some(d) = dir {
+        s.push_str(&format!("\nRun folder: `{}`\n", d.display()));
+    }
+    s.push('\n');
+    s
+}
+
+/// Where the markdown summary goes: `--summary-md FILE`, and `$GITHUB_STEP_SUMMARY` when set.
+pub fn summary_targets(file: Option<&Path>) -> Vec<PathBuf> {
+    let step = std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    file.map(Path::to_path_buf)
+        .into_iter()
+        .chain(step)
+        .collect()
+}
+
+/// Appends `md` to each file; what could not be written (path and why).
+pub fn write_summary_md(files: &[PathBuf], md: &str) -> Vec<String> {
+    let mut unwritten = Vec::new();
+    for path in files {
+        let r = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(md.as_bytes()));
+        if let Err(e) = r {
+            unwritten.push(format!("the markdown summary {}: {e}", path.display()));
+        }
+    }
+    unwritten
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_point_line_says_its_figures_and_checks() {
+        let row = SummaryRow {
+            point: 2,
+            throughput_per_s: 2507.0,
+            total_p50_ms: 41.2,
+            total_p99_ms: 84.0,
+            errors_per_s: 0.0,
+            ..Default::default()
+        };
+        let l = point_line("trial 2 of 5: ", (1, 3), &row, &[]);
+        assert_eq!(
+            l,
+            "trial 2 of 5: point 2 of 3: 2507 responses/s, p50 41.2 ms, p99 84.0 ms, 0 errors/s"
+        );
+        let failed = SummaryRow {
+            failed: true,
+            error: "the server died".into(),
+            ..row
+        };
+        assert_eq!(
+            point_line("", (0, 1), &failed, &[]),
+            "point 1 of 1: FAILED: the server died"
+        );
+    }
+
+    #[test]
+    fn the_verdict_and_the_markdown_summary() {
+        let v = RunVerdict::Failed {
+            code: 3,
+            why: "1 of 4 checks failed".into(),
+        };
+        assert_eq!(
+            v.to_string(),
+            "verdict: FAIL: 1 of 4 checks failed (exit 3)"
+        );
+        let md = summary_markdown("s", &v, &[SummaryRow::default()], &[], None);
+        assert!(md.contains("❌ verdict: FAIL"), "{md}");
+        assert!(md.contains("| 0 | 0 | 0 | 0 | 0 | ok |"), "{md}");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.md");
+        assert!(write_summary_md(std::slice::from_ref(&f), "a\n").is_empty());
+        assert!(write_summary_md(std::slice::from_ref(&f), "b\n").is_empty());
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "a\nb\n");
+        assert_eq!(escape("50%\nx"), "50%25%0Ax");
+    }
 }

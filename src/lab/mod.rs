@@ -3,6 +3,7 @@
 //! server, the workers, the network lab, the probes, the recorder of the run folder), and the
 //! drivers of steps and sweeps.
 
+pub mod ab;
 pub mod ci;
 pub mod client_agg;
 pub mod control;
@@ -11,6 +12,7 @@ pub mod core;
 pub mod knobs;
 pub mod real_server;
 pub mod recorder;
+pub mod repeat;
 pub mod run;
 pub mod session;
 pub mod state;

@@ -81,7 +81,20 @@ pub fn run_scenario_outcome(
 }
 
 /// Runs a scenario headless, judging its thresholds point by point.
-pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
+pub fn run_gated(sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::Result<Outcome> {
+    let p = super::ci::Progress {
+        bar: progress,
+        ..Default::default()
+    };
+    run_gated_with(sc, opts, &p)
+}
+
+/// `run_gated`, its progress shown as `progress` says (a bar, or CI lines; which trial).
+pub fn run_gated_with(
+    mut sc: Scenario,
+    opts: RunOptions,
+    progress: &super::ci::Progress,
+) -> anyhow::Result<Outcome> {
     let mut verdicts = Vec::new();
     let mut aborted = false;
     let points = plan_points(&sc);
@@ -97,15 +110,25 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
     let mut ctrl = Controller::start(sc, opts)?;
     ctrl.keep_series(HEADLESS_KEEP_S);
     let gate = ctrl.gate().clone();
-    let pb = progress.then(|| progress_bar(total));
+    let pb = progress.bar.then(|| progress_bar(total));
     let began = Instant::now();
+    let said = std::cell::Cell::new(0usize);
     let tick = |c: &Controller| {
         if let Some(pb) = &pb {
             pb.set_position(began.elapsed().as_secs());
             let r = c.state().store.last(col::RESPONSES).unwrap_or(0.0);
             let a = c.state().store.last(col::ATTEMPTS).unwrap_or(0.0);
-            pb.set_message(format!("attempts {a:.0}/s, responses {r:.0}/s"));
+            pb.set_message(format!(
+                "{}attempts {a:.0}/s, responses {r:.0}/s",
+                progress.trial_prefix()
+            ));
         }
+        // CI: each notice as it is raised, not at the end.
+        let notices = c.core().notices();
+        for n in notices.iter().skip(said.get()) {
+            progress.notice(n);
+        }
+        said.set(notices.len());
     };
     let mut interrupted = false;
     // The load is paused between points (a cool-down, a settle): the next point resumes it
@@ -132,6 +155,7 @@ pub fn run_gated(mut sc: Scenario, opts: RunOptions, progress: bool) -> anyhow::
         for v in judged.iter().filter(|v| !v.passed) {
             ctrl.log(&format!("FAIL {}", v.message));
         }
+        progress.point_ended(at, &m.row, &judged);
         verdicts.extend(judged);
         ctrl.recorder.summary_point(m.row);
         let capacity = crate::model::capacity::capacities(ctrl.recorder.points(), &target);
@@ -361,7 +385,7 @@ fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<
     failed
 }
 
-/// `synlab run SCENARIO [--out DIR] [--quick]`.
+/// `synlab run SCENARIO [--out DIR] [--quick] [--repeat N]`.
 pub fn run_main(
     scenario: &Path,
     out: Option<&Path>,
@@ -377,10 +401,17 @@ pub fn run_main(
         quick,
     };
     let (sc, opts) = start.open()?;
+    let show = super::ci::Progress::for_stderr(progress);
+    let repeat = extras
+        .repeat
+        .map(|n| n as usize)
+        .unwrap_or(sc.output.repeat.unwrap_or(1));
+    if repeat > 1 {
+        return super::repeat::repeat_main(sc, opts, repeat, &show, extras);
+    }
     let name = sc.name.clone();
     let target = sc.analysis.capacity;
     let interrupted = Arc::clone(&opts.interrupted);
-    let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let Outcome {
         dir,
         rows,
@@ -389,7 +420,7 @@ pub fn run_main(
         verdicts,
         aborted,
         last_files,
-    } = run_gated(sc, opts, progress)?;
+    } = run_gated_with(sc, opts, &show)?;
     print!("{}", summary_table(&rows));
     for c in crate::model::capacity::capacities(&rows, &target) {
         println!("{}", c.line());
@@ -407,19 +438,57 @@ pub fn run_main(
         unwritten.push(format!("{e:#}"));
     }
     let signalled = cut || interrupted.load(Ordering::Relaxed);
+    let verdict = run_verdict(
+        &unwritten,
+        signalled,
+        child_died.as_ref(),
+        &rows,
+        &verdicts,
+        aborted,
+    );
+    let md = super::ci::summary_markdown(&name, &verdict, &rows, &verdicts, dir.as_deref());
+    let targets = super::ci::summary_targets(extras.summary_md.as_deref());
+    for e in super::ci::write_summary_md(&targets, &md) {
+        eprintln!("synlab: not written: {e}");
+    }
+    verdict.say();
+    Ok(match verdict {
+        super::ci::RunVerdict::Passed { .. } => ExitCode::SUCCESS,
+        super::ci::RunVerdict::Failed { code, .. } => ExitCode::from(code),
+    })
+}
+
+/// How a run ends, said on stderr as it always was: a file not written (1, unless a signal cut
+/// the run short: 130), a death (1), failed points (1), failed checks (3), else passed.
+pub(crate) fn run_verdict(
+    unwritten: &[String],
+    signalled: bool,
+    died: Option<&crate::model::death::Death>,
+    rows: &[SummaryRow],
+    verdicts: &[Verdict],
+    aborted: bool,
+) -> super::ci::RunVerdict {
+    use super::ci::RunVerdict::{Failed, Passed};
     if signalled {
-        for e in &unwritten {
+        for e in unwritten.iter() {
             eprintln!("synlab: not written: {e}");
         }
     } else if !unwritten.is_empty() {
-        eprintln!(
-            "synlab: the run folder is incomplete: {} (exit 1)",
-            unwritten.join("; ")
-        );
-        return Ok(ExitCode::from(1));
+        let why = format!("the run folder is incomplete: {}", unwritten.join("; "));
+        eprintln!("synlab: {why} (exit 1)");
+        return Failed { code: 1, why };
     }
-    if let Some(code) = session::cut_short(signalled, child_died.as_ref()) {
-        return Ok(code);
+    if session::cut_short(signalled, died).is_some() {
+        return match died {
+            Some(d) if !signalled => Failed {
+                code: 1,
+                why: d.to_string(),
+            },
+            _ => Failed {
+                code: 130,
+                why: "interrupted".into(),
+            },
+        };
     }
     let failed = rows.iter().filter(|r| r.failed).count();
     if failed > 0 {
@@ -427,12 +496,30 @@ pub fn run_main(
             "synlab: {failed} of {} points failed; see the table and run.log in the run folder",
             rows.len()
         );
-        return Ok(ExitCode::from(1));
+        return Failed {
+            code: 1,
+            why: format!("{failed} of {} points failed", rows.len()),
+        };
     }
-    if let Some(code) = crate::report::thresholds::exit_code(&verdicts, aborted) {
-        return Ok(code);
+    if crate::report::thresholds::exit_code(verdicts, aborted).is_some() {
+        let n = verdicts.iter().filter(|v| !v.passed).count();
+        let first = verdicts
+            .iter()
+            .find(|v| !v.passed)
+            .map(|v| v.message.clone());
+        return Failed {
+            code: 3,
+            why: format!(
+                "{n} of {} checks failed; first: {}",
+                verdicts.len(),
+                first.unwrap_or_default()
+            ),
+        };
     }
-    Ok(ExitCode::SUCCESS)
+    Passed {
+        points: rows.len(),
+        checks: verdicts.len(),
+    }
 }
 
 #[cfg(test)]

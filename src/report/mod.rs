@@ -6,9 +6,12 @@ pub mod figures;
 pub mod hlog;
 pub mod junit;
 pub mod markdown;
+pub mod noise;
 pub mod plots;
 pub mod read;
+pub mod sure;
 pub mod thresholds;
+pub mod trials;
 
 use crate::sys::machine::Machine;
 use anyhow::Context;

@@ -582,4 +582,7 @@ pub struct OutputSpec {
     /// Parent folder of run folders (default ./results).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
+    /// Trials of a repeated run (`synlab run --repeat N` overrides it; default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<usize>,
 }

@@ -26,6 +26,12 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     check_steps(s, &mut bad);
     check_sweep(s, &mut bad);
     check_analysis(s, &mut bad);
+    if let Some(n) = s.output.repeat.filter(|n| !(1..=1000).contains(n)) {
+        bad(
+            "output.repeat",
+            format!("{n} trials: a repeated run has 1 to 1000 (5 to 10 is usual)"),
+        );
+    }
     p
 }
 
