@@ -160,10 +160,12 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         ("access_log", !t.access_log.is_empty()),
         ("mpm", t.mpm.is_some()),
         ("extra_config", !t.extra_config.is_empty()),
+        ("extra_events", !t.extra_events.is_empty()),
     ] {
         let allowed = match key {
             "access_log" => matches!(t.kind, TargetKind::Command | TargetKind::Address),
             "mpm" => t.kind == TargetKind::Apache,
+            "extra_events" => t.kind == TargetKind::Nginx,
             _ => t.kind.is_real_server(),
         };
         if used_by && !allowed {
@@ -171,6 +173,9 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 ("access_log", TargetKind::Builtin) => "the built-in server reports its own count",
                 ("access_log", _) => "synlab writes and counts this server's access log itself",
                 ("mpm", _) => "is used only with kind = \"apache\"",
+                ("extra_events", _) => {
+                    "is used only with kind = \"nginx\" (lines of its events {} block; Apache has none)"
+                }
                 _ => "is used only with kind = \"nginx\" or \"apache\"",
             };
             bad(

@@ -63,7 +63,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
     let overflows = Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w).as_error();
     let states: Vec<Series> = if fold_states {
         vec![
-            header_only(Series::column(st, "ESTAB", c::ESTABLISHED_SOCKS, w)),
+            header_only(Series::sum_of(st, "held", &super::states::HELD, w)),
             header_only(Series::column(st, "TIME_WAIT", c::TIME_WAIT, w)),
         ]
     } else {

@@ -1,4 +1,6 @@
-//! Panel: TCP connection states of the server over time (ESTABLISHED, TIME_WAIT).
+//! Panel: TCP connection states of the server over time: the connections it holds
+//! (ESTABLISHED, FIN_WAIT-1/2, CLOSE_WAIT, LAST_ACK: each holds a socket, and in a
+//! process-per-connection server a process, until it closes) and TIME_WAIT.
 
 use super::common::{line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
@@ -7,11 +9,24 @@ use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
+/// The states of a connection the server still holds: "held" is their sum (a lesson's
+/// "connections open at once": with a lingering close most of them sit in FIN_WAIT).
+pub const HELD: [crate::model::Col; 4] = [
+    c::ESTABLISHED_SOCKS,
+    c::FIN_WAIT,
+    c::CLOSE_WAIT,
+    c::LAST_ACK,
+];
+
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let inner = panel(area, buf, "TCP states", &app.theme);
     let series = [
-        Series::column(st, "ESTABLISHED", c::ESTABLISHED_SOCKS, w),
+        Series::sum_of(st, "held", &HELD, w),
+        Series::column(st, "ESTAB", c::ESTABLISHED_SOCKS, w),
+        Series::column(st, "FIN_WAIT", c::FIN_WAIT, w),
+        Series::value_only(st, "CLOSE_WAIT", c::CLOSE_WAIT),
+        Series::value_only(st, "LAST_ACK", c::LAST_ACK),
         Series::column(st, "TIME_WAIT", c::TIME_WAIT, w),
     ];
     line_chart(inner, buf, st, w, &series, &app.theme);
