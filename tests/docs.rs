@@ -315,12 +315,14 @@ fn scenario_descriptions_name_commands_that_work() {
         }
         for c in commands {
             let words: Vec<&str> = c.split_whitespace().collect();
-            let parsed = synlab::cli::Cli::try_parse_from(&words);
-            assert!(
-                parsed.is_ok(),
-                "{}: `{c}` does not parse: {parsed:?}",
-                p.display()
-            );
+            // A command named in passing (`synlab report`) may leave out its arguments; a
+            // subcommand or flag that does not exist is the defect.
+            match synlab::cli::Cli::try_parse_from(&words) {
+                Ok(_) => {}
+                Err(e)
+                    if !lesson && e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {}
+                Err(e) => panic!("{}: `{c}` does not run: {}", p.display(), e.kind()),
+            }
             for w in words.iter().filter(|w| w.ends_with(".toml")) {
                 assert!(
                     root().join(w).is_file(),

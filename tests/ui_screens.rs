@@ -608,10 +608,10 @@ fn the_router_late_note_rests_while_the_load_is_paused() {
 fn the_cpu_panel_wraps_its_processes_and_says_why_one_is_missing() {
     let mut st = fixture::under_load();
     let text = render::screen_text(&colour_app(), &st, 120, 40);
-    assert!(text.contains("server procs CPU "), "{text}");
+    assert!(text.contains("procs: server "), "{text}");
     assert!(
         text.lines()
-            .any(|l| l.contains("load procs CPU ") && l.contains("(workers ") && l.contains("%)")),
+            .any(|l| l.contains("load ") && l.contains("(workers ") && l.contains("%)")),
         "the load's figure whole on one line:\n{text}"
     );
     // Never measured: the probe had no server pid.
@@ -620,10 +620,7 @@ fn the_cpu_panel_wraps_its_processes_and_says_why_one_is_missing() {
     fresh.push(t, &[(synlab::model::col::LOAD_CPU, Some(20.0))]);
     st.store = fresh;
     let text = render::screen_text(&colour_app(), &st, 120, 40);
-    assert!(
-        text.contains("server procs CPU n/a (no server pid)"),
-        "{text}"
-    );
+    assert!(text.contains("procs: server n/a (no pid)"), "{text}");
     assert!(!text.contains("n/a%"), "{text}");
 }
 

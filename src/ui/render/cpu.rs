@@ -44,16 +44,16 @@ fn pct(v: Option<f64>) -> String {
 }
 
 /// The processes' own CPU (each in % of one CPU, from their pids; the bars above are the
-/// CPUs'): the server's, the load's with its workers, the probes'. Packed in groups, so a
-/// narrow panel wraps between figures rather than cutting one. The server's reads why it is
-/// missing: the probe has no pid to read (an address target).
+/// CPUs'): "procs: server 51%  load 28% (workers 12%)  probes 0.4%". Packed in groups,
+/// so a narrow panel wraps between figures rather than cutting one. The server's reads why it
+/// is missing: the probe has no pid to read (an address target).
 fn procs_lines(st: &LabState, width: u16, theme: &Theme) -> Vec<Line<'static>> {
     let last = |k: Col| super::common::headline(st, k);
     let measured = st.store.col(c::SERVER_CPU_USER_PCT).is_some();
     let srv = match (last(c::SERVER_CPU_USER_PCT), last(c::SERVER_CPU_SYS_PCT)) {
         (Some(u), Some(s)) => pct(Some(u + s)),
         _ if measured => "-".into(),
-        _ => "n/a (no server pid)".into(),
+        _ => "n/a (no pid)".into(),
     };
     let kv = |k: &str, v: String| {
         vec![
@@ -61,14 +61,12 @@ fn procs_lines(st: &LabState, width: u16, theme: &Theme) -> Vec<Line<'static>> {
             Span::styled(v, theme.label()),
         ]
     };
-    let mut load = kv("load procs CPU", pct(last(c::LOAD_CPU)));
+    let mut server = vec![Span::styled("procs: ", theme.label())];
+    server.extend(kv("server", srv));
+    let mut load = kv("load", pct(last(c::LOAD_CPU)));
     load.extend(kv(" (workers", format!("{})", pct(last(c::WORKER_CPU)))));
     pack(
-        vec![
-            kv("server procs CPU", srv),
-            load,
-            kv("probes", pct(last(c::PROBE_CPU))),
-        ],
+        vec![server, load, kv("probes", pct(last(c::PROBE_CPU)))],
         "  ",
         width,
     )
