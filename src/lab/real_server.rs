@@ -395,9 +395,14 @@ impl RealServer {
         let mut said: Vec<String> = Vec::new();
         for f in files {
             let text = std::fs::read_to_string(f).unwrap_or_default();
-            for l in text.lines().map(str::trim).filter(|l| is_start_error(l)) {
-                if !said.iter().any(|s| s == l) {
-                    said.push(l.to_string());
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            for (i, l) in lines.iter().enumerate().filter(|(_, l)| is_start_error(l)) {
+                // Apache says what is wrong on the line after "Syntax error on line N".
+                let next = lines.get(i + 1).filter(|_| l.contains("Syntax error"));
+                for l in std::iter::once(l).chain(next) {
+                    if !l.is_empty() && !said.iter().any(|s| s == l) {
+                        said.push(l.to_string());
+                    }
                 }
             }
         }
