@@ -400,7 +400,7 @@ impl RealServer {
                 // Apache says what is wrong on the line after "Syntax error on line N".
                 let next = lines.get(i + 1).filter(|_| l.contains("Syntax error"));
                 for l in std::iter::once(l).chain(next) {
-                    if !l.is_empty() && !said.iter().any(|s| s == l) {
+                    if !l.is_empty() && !said.iter().any(|s| same_error(s, l)) {
                         said.push(l.to_string());
                     }
                 }
@@ -433,6 +433,27 @@ impl RealServer {
             look.join(", ")
         )
     }
+}
+
+/// The same error said twice: nginx writes each to its output ("nginx: [emerg] X") and to its
+/// error log ("2026/11/28 01:03:28 [emerg] 1#1: X").
+fn same_error(a: &str, b: &str) -> bool {
+    let what = |l: &str| -> String {
+        let Some((_, rest)) = l.split_once("] ") else {
+            return l.to_string();
+        };
+        match rest.split_once(": ") {
+            Some((pid, x))
+                if pid
+                    .split('#')
+                    .all(|n| n.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                x.to_string()
+            }
+            _ => rest.to_string(),
+        }
+    };
+    a == b || what(a) == what(b)
 }
 
 /// A line of a server's start-up error: nginx's `[emerg]`/`[alert]`/`[crit]`, Apache's
@@ -524,6 +545,14 @@ mod tests {
         ] {
             assert!(is_start_error(l), "{l}");
         }
+        assert!(same_error(
+            "nginx: [emerg] unknown directive \"x\" in /c:2",
+            "2026/11/28 01:03:28 [emerg] 1#1: unknown directive \"x\" in /c:2"
+        ));
+        assert!(!same_error(
+            "nginx: [emerg] unknown directive \"x\" in /c:2",
+            "nginx: [emerg] unknown directive \"y\" in /c:3"
+        ));
         for l in [
             "nginx: the configuration file syntax is ok",
             "AHEAD: fine",
