@@ -284,3 +284,53 @@ fn the_grafana_dashboard_queries_series_synlab_serves() {
     }
     assert!(queried >= 10, "the dashboard queries only {queried} series");
 }
+
+/// issue 45: every scenario's description (the head of its report.md) that names a `synlab ...`
+/// command names one that runs: the subcommand and flags parse, the file it names exists.
+#[test]
+fn scenario_descriptions_name_commands_that_work() {
+    use clap::Parser;
+    let mut lessons = 0;
+    for e in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let sc: toml::Table = toml::from_str(&text).unwrap();
+        let Some(desc) = sc.get("description").and_then(|d| d.as_str()) else {
+            continue;
+        };
+        let commands: Vec<&str> = desc
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|c| c.starts_with("synlab "))
+            .collect();
+        let lesson = p
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("lesson-");
+        if lesson {
+            lessons += 1;
+            assert!(!commands.is_empty(), "{}: names no command", p.display());
+        }
+        for c in commands {
+            let words: Vec<&str> = c.split_whitespace().collect();
+            // A command named in passing (`synlab report`) may leave out its arguments; a
+            // subcommand or flag that does not exist is the defect.
+            match synlab::cli::Cli::try_parse_from(&words) {
+                Ok(_) => {}
+                Err(e)
+                    if !lesson && e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {}
+                Err(e) => panic!("{}: `{c}` does not run: {}", p.display(), e.kind()),
+            }
+            for w in words.iter().filter(|w| w.ends_with(".toml")) {
+                assert!(
+                    root().join(w).is_file(),
+                    "{}: `{c}` names no file",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(lessons >= 3, "{lessons} lessons");
+}

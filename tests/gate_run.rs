@@ -157,6 +157,51 @@ fn the_schema_describes_every_summary_column_and_is_valid() {
     let mut bad = doc.clone();
     bad["points"][0]["throughput_per_s"] = "fast".into();
     assert!(!jsonschema::is_valid(&s, &bad));
+    // meta holds only described keys: every run's summary.json checked here would fail on a
+    // new one, and every key the code writes is described.
+    let mut unknown = doc.clone();
+    unknown["meta"]["not_described"] = 1.into();
+    assert!(!jsonschema::is_valid(&s, &unknown));
+    let described: Vec<&String> = s["properties"]["meta"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    let written = meta_keys_written(Path::new("src"));
+    assert!(written.len() >= 10, "{written:?}");
+    for k in &written {
+        assert!(
+            described.contains(&k),
+            "summary.json's meta.{k} is written but not in docs/summary.schema.json"
+        );
+    }
+}
+
+/// The meta keys the code writes: the first argument of every `.meta("key", ...)` call and
+/// `meta.insert("key".into(), ...)` in the sources under `dir`.
+fn meta_keys_written(dir: &Path) -> std::collections::BTreeSet<String> {
+    let mut keys = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            keys.extend(meta_keys_written(&p));
+            continue;
+        }
+        if p.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&p).unwrap();
+        for call in [".meta(", "meta.insert("] {
+            for (i, _) in src.match_indices(call) {
+                let rest = src[i + call.len()..].trim_start();
+                if let Some(lit) = rest.strip_prefix('"') {
+                    let key = &lit[..lit.find('"').unwrap()];
+                    keys.insert(key.to_string());
+                }
+            }
+        }
+    }
+    keys
 }
 
 #[test]

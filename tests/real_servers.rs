@@ -175,6 +175,63 @@ fn nginx_and_apache_on_loopback_keep_config_and_logs_in_the_run_folder() {
     }
 }
 
+/// issue 42 item 6: a config nginx refuses stops the start with nginx's own `[emerg]` line and
+/// the paths of files that exist (with a run folder and without one, whose temporary folder is
+/// then kept); `extra_events` reaches nginx's `events {}` block.
+#[test]
+fn nginx_refusing_its_config_is_echoed_and_extra_events_reach_its_events_block() {
+    if !installed(TargetKind::Nginx) {
+        return;
+    }
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    let out = tempfile::tempdir().unwrap();
+    for folder in [Some(out.path()), None] {
+        let sc = "[target]\nkind = \"nginx\"\nworkers = 1\n\
+                  extra_config = [\"no_such_directive on;\"]\n[load]\nrate = 100\nmode = \"open\"\n";
+        let sc = synlab::scenario::parse("refused.toml", sc).unwrap();
+        let e = Controller::start(sc, opts(folder))
+            .err()
+            .expect("nginx refuses");
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("[emerg]") && msg.contains("no_such_directive"),
+            "nginx's own line: {msg}"
+        );
+        assert!(!msg.contains("target.log"), "{msg}");
+        let see = msg.lines().find(|l| l.starts_with("see ")).expect(&msg);
+        let paths: Vec<&str> = see
+            .split_whitespace()
+            .map(|w| w.trim_end_matches(','))
+            .filter(|w| w.starts_with('/'))
+            .collect();
+        assert!(paths.len() >= 2, "{msg}");
+        for p in &paths {
+            assert!(
+                std::path::Path::new(p).is_file(),
+                "{p} named but missing: {msg}"
+            );
+        }
+        if folder.is_none() {
+            // The kept temporary folder: ours to remove.
+            let dir = std::path::Path::new(paths[0]).parent().unwrap();
+            assert!(dir.starts_with(std::env::temp_dir()), "{msg}");
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+    let sc = "[target]\nkind = \"nginx\"\nworkers = 1\n\
+              extra_events = [\"multi_accept on;\", \"worker_connections 2048;\"]\n\
+              [load]\nrate = 100\nmode = \"open\"\n";
+    let sc = synlab::scenario::parse("events.toml", sc).unwrap();
+    let mut c = Controller::start(sc, opts(Some(out.path()))).unwrap();
+    let conf = std::fs::read_to_string(c.folder_dir().unwrap().join("nginx/nginx.conf")).unwrap();
+    assert!(
+        conf.contains("events {\n    multi_accept on;\n    worker_connections 2048;\n}"),
+        "{conf}"
+    );
+    run_for(&mut c, 0.5);
+    c.shutdown().unwrap();
+}
+
 /// A command target (nginx with a config of the user's) with `access_log`: counted as the
 /// server's own responses, 404s in their class.
 #[test]

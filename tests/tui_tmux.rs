@@ -304,3 +304,52 @@ fn tmux_tls_shows_handshakes_and_the_resumed_share_key_moves_them() {
         "synlab did not exit cleanly:\n{screen}"
     );
 }
+
+/// issue 45 item 4, in a real 80x24 terminal: lesson-overload as shipped, started with the
+/// command its description names, shows its whole caption under the status line and the
+/// accept-queue chart beside the rates chart (both x axes end in "now").
+#[test]
+fn tmux_lesson_at_80x24_keeps_the_caption_and_the_queue_chart() {
+    if !have_tmux() {
+        return;
+    }
+    let _turn = turn();
+    let tmp = tempfile::tempdir().unwrap();
+    let sc =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/lesson-overload.toml");
+    let cmd = format!(
+        "{} tui {} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_synlab"),
+        sc.display(),
+        tmp.path().display()
+    );
+    let session = Session::start_sized(
+        &format!("synlab-lesson80-{}", std::process::id()),
+        &cmd,
+        80,
+        24,
+    );
+    let ready = |s: &str| {
+        s.contains("▶ 400 requests/s against a server")
+            && s.contains("accept queue")
+            && s.lines().any(|l| l.matches("now").count() >= 2)
+    };
+    let screen = wait_for(&session.0, &ready, 30);
+    assert!(
+        ready(&screen),
+        "caption and both charts at 80x24:\n{screen}"
+    );
+    let caption: String = screen
+        .lines()
+        .skip_while(|l| !l.starts_with("▶ 400"))
+        .take_while(|l| l.starts_with("▶ ") || l.starts_with("  "))
+        .map(|l| l.trim_start_matches("▶ ").trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        caption.ends_with("the accept queue is empty."),
+        "the whole caption: {caption}\n{screen}"
+    );
+    let screen = session.quit();
+    assert!(screen.contains("SYNLAB-EXIT=0"), "{screen}");
+}

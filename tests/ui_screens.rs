@@ -504,3 +504,138 @@ fn the_schedules_line_is_labelled_by_mode_and_a_full_queue_says_so() {
     let text = render::screen_text(&colour_app(), &st, 160, 48);
     assert!(text.contains("queue 129/128 full (limit+1)"), "{text}");
 }
+
+/// The caption-led layout's sizes: a laptop's terminal and a classroom's.
+const LESSON_SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
+
+/// issue 45 item 4: the caption leads the screen: under the status line, above the warnings,
+/// bold black on yellow across the width, wrapped at words; the steady conditions (no pcap,
+/// the delay router late) are one plain `note:` line, not an alarm; at 80x24 a three-line
+/// caption and the accept-queue chart both stay (the latency and CPU panels fold into a line).
+#[test]
+fn a_lesson_leads_with_its_caption_and_keeps_the_queue_chart() {
+    let st = fixture::lesson();
+    let app = colour_app();
+    for (w, h) in LESSON_SIZES {
+        let term = draw(&app, &st, w, h);
+        let buf = term.backend().buffer();
+        let text = render::screen_text(&app, &st, w, h);
+        let rows: Vec<&str> = text.lines().collect();
+        let caption: Vec<usize> = (0..h)
+            .filter(|&y| buf[(0, y)].bg == Color::LightYellow)
+            .map(usize::from)
+            .collect();
+        assert!(
+            rows[caption[0]].starts_with("▶ 50 ms round trip"),
+            "{w}x{h}:\n{text}"
+        );
+        let words: String = caption
+            .iter()
+            .map(|&y| rows[y].trim_start_matches("▶ "))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(
+            words.split_whitespace().collect::<Vec<_>>(),
+            st.caption
+                .as_deref()
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            "the whole caption, wrapped at words: {w}x{h}:\n{text}"
+        );
+        for &y in &caption {
+            let y = y as u16;
+            let (first, last) = (&buf[(0, y)], &buf[(w - 1, y)]);
+            assert!(
+                first.modifier.contains(ratatui::style::Modifier::BOLD)
+                    && first.fg == Color::Black
+                    && last.bg == Color::LightYellow,
+                "{w}x{h}: caption row {y} is not a bold band"
+            );
+        }
+        // The notes: one plain line below the caption, never white on red.
+        let note = rows
+            .iter()
+            .position(|l| l.starts_with("note: no pcap: SYN/s estimated · delay router late"))
+            .unwrap_or_else(|| panic!("{w}x{h}: no note line:\n{text}"));
+        assert!(note > *caption.last().unwrap(), "{text}");
+        assert_eq!(buf[(0, note as u16)].bg, Color::Reset);
+        assert!(!buf[(0, note as u16)]
+            .modifier
+            .contains(ratatui::style::Modifier::BOLD));
+        assert!(!text.contains('⚠'), "no alarm here: {text}");
+        // The accept-queue chart is drawn: its x axis ends in "now" beside the rates chart's.
+        let axis = rows
+            .iter()
+            .find(|l| l.matches("now").count() >= 2)
+            .unwrap_or_else(|| {
+                panic!("{w}x{h}: the rates and queue charts are not both drawn:\n{text}")
+            });
+        assert!(axis.contains("-60s"), "{axis}");
+        // TCP states name the connections the caption points at.
+        assert!(
+            text.contains("held ") && text.contains("TIME_WAIT"),
+            "{text}"
+        );
+        if h >= 40 {
+            assert!(
+                text.contains("FIN_WAIT") && text.contains("CLOSE_WAIT"),
+                "{text}"
+            );
+        }
+        insta::assert_snapshot!(format!("lesson_{w}x{h}"), term.backend());
+    }
+}
+
+/// issue 42 item 7: the delay router's lateness is over the shaped traffic: not shown while
+/// the load is paused, back when it resumes.
+#[test]
+fn the_router_late_note_rests_while_the_load_is_paused() {
+    let mut st = fixture::lesson();
+    let shown = render::screen_text(&colour_app(), &st, 120, 40);
+    assert!(shown.contains("delay router late"), "{shown}");
+    st.knobs.paused = true;
+    let paused = render::screen_text(&colour_app(), &st, 120, 40);
+    assert!(
+        !paused.contains("delay router late") && paused.contains("note: no pcap"),
+        "{paused}"
+    );
+}
+
+/// issue 42 item 7: the CPU panel's processes line wraps between figures at 120 columns,
+/// never inside one, and says why the server's is missing.
+#[test]
+fn the_cpu_panel_wraps_its_processes_and_says_why_one_is_missing() {
+    let mut st = fixture::under_load();
+    let text = render::screen_text(&colour_app(), &st, 120, 40);
+    assert!(text.contains("procs: server "), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("load ") && l.contains("(workers ") && l.contains("%)")),
+        "the load's figure whole on one line:\n{text}"
+    );
+    // Never measured: the probe had no server pid.
+    let t = st.store.times().last().copied().unwrap() + 0.2;
+    let mut fresh = synlab::metrics::store::Store::new(1000);
+    fresh.push(t, &[(synlab::model::col::LOAD_CPU, Some(20.0))]);
+    st.store = fresh;
+    let text = render::screen_text(&colour_app(), &st, 120, 40);
+    assert!(text.contains("procs: server n/a (no pid)"), "{text}");
+    assert!(!text.contains("n/a%"), "{text}");
+}
+
+/// issue 45: the help lists the keys that act on this run: the TLS share's only over TLS;
+/// the bandwidth keys say they step the 1-2-5 ladder.
+#[test]
+fn help_hides_the_tls_keys_without_tls() {
+    let mut app = colour_app();
+    app.show_help = true;
+    let plain = fixture::under_load();
+    let text = render::screen_text(&app, &plain, 160, 48);
+    assert!(!text.contains("resumed handshakes"), "{text}");
+    assert!(text.contains("bandwidth up (1-2-5 steps)"), "{text}");
+    let mut tls = fixture::under_load();
+    tls.knobs.resumed = Some(0.5);
+    let text = render::screen_text(&app, &tls, 160, 48);
+    assert!(text.contains("TLS: resumed handshakes +10%"), "{text}");
+}

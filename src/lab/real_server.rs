@@ -285,6 +285,7 @@ impl RealServer {
                 .map(|hard| hard.min(65536))
                 .unwrap_or(1024),
             extra: t.extra_config.clone(),
+            extra_events: t.extra_events.clone(),
             tls: tls.map(|f| conf::TlsParams {
                 cert: f.cert,
                 key: f.key,
@@ -383,16 +384,90 @@ impl RealServer {
         started
     }
 
-    /// Where to look when the server did not come up.
-    pub fn where_to_look(&self) -> String {
+    /// Why the server did not come up, in its own words: its start-up errors (nginx's
+    /// `[emerg]` lines, Apache's `AH...` lines) from its output and error log, and where to
+    /// read more, naming only files that exist. The folder is kept (also a temporary one), so
+    /// the paths named stay readable after the run stops.
+    pub fn start_failure(&mut self) -> String {
+        self.owned.retain(|d| *d != self.dir);
+        let output = self.dir.join("output.log");
+        let files = [&output, &self.error_log];
+        let mut said: Vec<String> = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            for (i, l) in lines.iter().enumerate().filter(|(_, l)| is_start_error(l)) {
+                // Apache says what is wrong on the line after "Syntax error on line N".
+                let next = lines.get(i + 1).filter(|_| l.contains("Syntax error"));
+                for l in std::iter::once(l).chain(next) {
+                    if !l.is_empty() && !said.iter().any(|s| same_error(s, l)) {
+                        said.push(l.to_string());
+                    }
+                }
+            }
+        }
+        // Nothing recognised: the output's last lines, whatever they say.
+        if said.is_empty() {
+            let text = std::fs::read_to_string(&output).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            said = lines[lines.len().saturating_sub(3)..]
+                .iter()
+                .map(|l| l.trim().to_string())
+                .collect();
+        }
+        let mut look: Vec<String> = vec![format!("its config {}", self.conf.display())];
+        look.extend(
+            files
+                .iter()
+                .filter(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+                .map(|f| f.display().to_string()),
+        );
+        let said = if said.is_empty() {
+            "it said nothing".to_string()
+        } else {
+            format!("it said:\n  {}", said.join("\n  "))
+        };
         format!(
-            "{} did not start; its config is {}, its messages are in {} and {}",
+            "{} did not start; {said}\nsee {}",
             self.kind.name(),
-            self.conf.display(),
-            self.error_log.display(),
-            self.dir.join("output.log").display()
+            look.join(", ")
         )
     }
+}
+
+/// The same error said twice: nginx writes each to its output ("nginx: [emerg] X") and to its
+/// error log ("2026/11/28 01:03:28 [emerg] 1#1: X").
+fn same_error(a: &str, b: &str) -> bool {
+    let what = |l: &str| -> String {
+        let Some((_, rest)) = l.split_once("] ") else {
+            return l.to_string();
+        };
+        match rest.split_once(": ") {
+            Some((pid, x))
+                if pid
+                    .split('#')
+                    .all(|n| n.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                x.to_string()
+            }
+            _ => rest.to_string(),
+        }
+    };
+    a == b || what(a) == what(b)
+}
+
+/// A line of a server's start-up error: nginx's `[emerg]`/`[alert]`/`[crit]`, Apache's
+/// `AH01234: ...` and its "Syntax error on line N".
+fn is_start_error(l: &str) -> bool {
+    ["[emerg]", "[alert]", "[crit]", "Syntax error"]
+        .iter()
+        .any(|m| l.contains(m))
+        || l.split_whitespace().any(|w| {
+            w.len() == 8
+                && w.starts_with("AH")
+                && w.ends_with(':')
+                && w[2..7].bytes().all(|b| b.is_ascii_digit())
+        })
 }
 
 /// Asks a server we started (by its pid) to stop: nginx's fast shutdown and Apache's stop
@@ -450,9 +525,40 @@ mod tests {
                 "service_time",
             ),
             ("[target]\nextra_config = [\"x\"]\n", "extra_config"),
+            (
+                "[target]\nkind = \"apache\"\nextra_events = [\"x\"]\n",
+                "extra_events",
+            ),
         ] {
             let msg = format!("{:#}", crate::scenario::parse("x.toml", toml).unwrap_err());
             assert!(msg.contains(key), "{toml}: {msg}");
+        }
+    }
+
+    #[test]
+    fn start_errors_are_the_servers_own_lines() {
+        for l in [
+            "nginx: [emerg] unknown directive \"bogus\" in /r/nginx/nginx.conf:30",
+            "2026/11/28 00:20:01 [emerg] 7#7: unknown directive \"bogus\"",
+            "AH00526: Syntax error on line 40 of /r/apache/apache.conf:",
+            "[Sat Nov 28 00:20:01 2026] [core:error] [pid 9] AH00015: Unable to open logs",
+        ] {
+            assert!(is_start_error(l), "{l}");
+        }
+        assert!(same_error(
+            "nginx: [emerg] unknown directive \"x\" in /c:2",
+            "2026/11/28 01:03:28 [emerg] 1#1: unknown directive \"x\" in /c:2"
+        ));
+        assert!(!same_error(
+            "nginx: [emerg] unknown directive \"x\" in /c:2",
+            "nginx: [emerg] unknown directive \"y\" in /c:3"
+        ));
+        for l in [
+            "nginx: the configuration file syntax is ok",
+            "AHEAD: fine",
+            "",
+        ] {
+            assert!(!is_start_error(l), "{l}");
         }
     }
 

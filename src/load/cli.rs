@@ -36,6 +36,7 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
                     c.hard,
                     want,
                     nr_open,
+                    crate::sys::userns::host_root(),
                 ));
             }
         }

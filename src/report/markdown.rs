@@ -288,7 +288,7 @@ const COLS: &[Column] = &[
         key: SummaryCol::TimeWaitMean,
     },
     Column {
-        head: "server procs",
+        head: "server processes",
         key: SummaryCol::ServerProcsMean,
     },
     Column {

@@ -179,6 +179,10 @@ pub struct TargetSpec {
     /// Apache: at the end of the server config).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extra_config: Vec<String>,
+    /// kind = "nginx": lines added inside the generated config's `events {}` block
+    /// (`worker_connections`, `multi_accept`, `use epoll`, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_events: Vec<String>,
     /// The server speaks TLS (HTTPS): the built-in server, nginx and Apache with a certificate
     /// the lab makes at start; a command or address target says so of itself.
     #[serde(skip_serializing_if = "is_false")]
@@ -221,6 +225,7 @@ impl Default for TargetSpec {
             access_log: String::new(),
             mpm: None,
             extra_config: Vec::new(),
+            extra_events: Vec::new(),
             tls: false,
             tls_key: crate::tls::KeyKind::EcdsaP256,
             tls_session_cache: true,

@@ -168,11 +168,13 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         ("pid", t.pid.is_some()),
         ("mpm", t.mpm.is_some()),
         ("extra_config", !t.extra_config.is_empty()),
+        ("extra_events", !t.extra_events.is_empty()),
     ] {
         let allowed = match key {
             "access_log" => matches!(t.kind, TargetKind::Command | TargetKind::Address),
             "pid" => t.kind == TargetKind::Address,
             "mpm" => t.kind == TargetKind::Apache,
+            "extra_events" => t.kind == TargetKind::Nginx,
             _ => t.kind.is_real_server(),
         };
         if used_by && !allowed {
@@ -181,6 +183,9 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 ("access_log", _) => "synlab writes and counts this server's access log itself",
                 ("pid", _) => "synlab starts this server and follows the process it started",
                 ("mpm", _) => "is used only with kind = \"apache\"",
+                ("extra_events", _) => {
+                    "is used only with kind = \"nginx\" (lines of its events {} block; Apache has none)"
+                }
                 _ => "is used only with kind = \"nginx\" or \"apache\"",
             };
             bad(

@@ -69,14 +69,26 @@ impl Privileges {
 
 /// Why a load may run short of descriptors after the limit was raised as far as it goes:
 /// `soft` is what the process got, `hard` its hard limit, `want` what the load could need,
-/// `nr_open` the kernel's ceiling (fs.nr_open). Names the cause that applies: without
-/// CAP_SYS_RESOURCE (also root in a container that drops it) the hard limit stands; with it,
-/// only fs.nr_open bounds the limit.
-pub fn nofile_note(p: &Privileges, soft: u64, hard: u64, want: u64, nr_open: u64) -> String {
+/// `nr_open` the kernel's ceiling (fs.nr_open), `host_root` whether this is the host's root.
+/// Names the cause that applies: without CAP_SYS_RESOURCE (also root in a container that drops
+/// it) the hard limit stands; with it, only fs.nr_open bounds the limit. A plain user (also
+/// root in synlab's rootless user namespace) is told what a plain user can do.
+pub fn nofile_note(
+    p: &Privileges,
+    soft: u64,
+    hard: u64,
+    want: u64,
+    nr_open: u64,
+    host_root: bool,
+) -> String {
     let why = if p.sys_resource && soft >= nr_open {
         format!("the kernel's ceiling fs.nr_open is {nr_open} (sysctl fs.nr_open to raise it)")
     } else if p.sys_resource {
         format!("hard limit {hard}")
+    } else if !host_root {
+        format!(
+            "hard limit {hard}, which a plain user cannot raise: an administrator raises it (`nofile` in /etc/security/limits.conf, or LimitNOFILE= of your session's service), or run synlab as root"
+        )
     } else {
         format!(
             "hard limit {hard}, and raising it needs CAP_SYS_RESOURCE, which this process lacks (root in a container may lack it: `ulimit -Hn`, LimitNOFILE= or docker's --ulimit nofile= raise it from outside)"
@@ -173,10 +185,17 @@ mod tests {
         let root = Privileges::from_status("CapEff:\t000001ffffffffff\n");
         let container_root = Privileges::from_status("CapEff:\t000001fffeffffff\n");
         assert!(root.sys_resource && !container_root.sys_resource);
-        let n = nofile_note(&container_root, 20000, 20000, 40000, 1 << 20);
+        let n = nofile_note(&container_root, 20000, 20000, 40000, 1 << 20, true);
         assert!(n.contains("lacks") && n.contains("CAP_SYS_RESOURCE"), "{n}");
-        let n = nofile_note(&root, 1 << 20, 1 << 20, 2 << 20, 1 << 20);
+        let n = nofile_note(&root, 1 << 20, 1 << 20, 2 << 20, 1 << 20, true);
         assert!(n.contains("fs.nr_open") && !n.contains("lacks"), "{n}");
+        // A plain user gets a plain user's advice, not root's (no docker, no capabilities).
+        let plain = Privileges::from_status("CapEff:\t0000000000000000\n");
+        let n = nofile_note(&plain, 1024, 4096, 40000, 1 << 20, false);
+        assert!(
+            n.contains("plain user") && n.contains("limits.conf") && !n.contains("docker"),
+            "{n}"
+        );
     }
 
     #[test]

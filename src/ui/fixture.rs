@@ -158,6 +158,10 @@ pub fn fill(st: &mut LabState, m: &Synth) {
             ),
             (c::LISTEN_OVERFLOWS, Some(over * wob)),
             (c::ESTABLISHED_SOCKS, Some((done * 0.02 + queue).round())),
+            // A lingering close holds most closing connections in FIN_WAIT.
+            (c::FIN_WAIT, Some((done * 0.1).round())),
+            (c::CLOSE_WAIT, Some(0.0)),
+            (c::LAST_ACK, Some((done * 0.002).round())),
             (c::TIME_WAIT, Some((done * t.min(60.0)).round())),
             (c::CPU_USER, Some(user)),
             (c::CPU_SYSTEM, Some(system)),
@@ -335,6 +339,36 @@ pub fn client_bound() -> LabState {
         ClientBound::WorkerCpu { cpu: 0.99 },
     ]));
     st.warn(Warning::PortsRunningOut);
+    st
+}
+
+/// A lesson in the lab: 800/s through a 50 ms path, a three-line caption at 80 columns, the
+/// delay router late (a steady note) and no pcap (another).
+pub fn lesson() -> LabState {
+    let mut st = base("lesson-wan");
+    st.knobs.rate = Some(800.0);
+    st.knobs.paths.truncate(1);
+    st.knobs.paths[0].name = "wan".into();
+    st.knobs.paths[0].rtt = Dur(Duration::from_millis(50));
+    fill(
+        &mut st,
+        &Synth {
+            offered: |_| 800.0,
+            target: |_| 800.0,
+            capacity: 1200.0,
+            pcap: false,
+            ..Synth::default()
+        },
+    );
+    st.step = Some((2, 8));
+    st.caption = Some(
+        "50 ms round trip: ~800/s x ~0.15 s = over 100 connections are held at once, most of \
+         them closing (FIN_WAIT). Same rate, many more connections: see held and FIN_WAIT."
+            .into(),
+    );
+    st.store.event(25.0, EventKind::Mark, "50 ms");
+    st.warn(Warning::NoPcap);
+    st.warn(Warning::RouterLate(2055));
     st
 }
 

@@ -118,8 +118,16 @@ pub const KEYMAP: &[Binding] = &[
     b(C('J'), A::PathStep(Jitter, Add(1.0)), "jitter +1 ms"),
     b(C('l'), A::PathStep(Loss, Add(-0.5)), "loss -0.5%"),
     b(C('L'), A::PathStep(Loss, Add(0.5)), "loss +0.5%"),
-    b(C('w'), A::PathStep(BW, Scale(0.5)), "bandwidth /2"),
-    b(C('W'), A::PathStep(BW, Scale(2.0)), "bandwidth x2"),
+    b(
+        C('w'),
+        A::PathStep(BW, Scale(0.5)),
+        "bandwidth down (1-2-5 steps)",
+    ),
+    b(
+        C('W'),
+        A::PathStep(BW, Scale(2.0)),
+        "bandwidth up (1-2-5 steps)",
+    ),
     b(Key::Tab, A::SelectPath, "select next path"),
     b(C('p'), A::TogglePause, "pause/resume load"),
     b(C('m'), A::Mark, "mark an event"),

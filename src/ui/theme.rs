@@ -1,9 +1,11 @@
 //! Colours and glyphs, readable on a projector. Every letter and digit is drawn in the
 //! terminal's own foreground (whatever its background, light or dark, that is what it
 //! contrasts with), bold for values; colour marks only which line is which (a swatch before a
-//! series' name, the lines themselves) and stands out only for warnings, drawn white on red.
-//! NO_COLOR mode sets no colour at all: each plotted series has a marker of its own (a chart
-//! plots at most `MARKERS.len()` series) and warnings are reversed.
+//! series' name, the lines themselves) and stands out for the lesson's caption (black on
+//! yellow, what the eye goes to first) and for alarms (white on red); a steady condition (no
+//! pcap, a late delay router) is a plain note. NO_COLOR mode sets no colour at all: each
+//! plotted series has a marker of its own (a chart plots at most `MARKERS.len()` series),
+//! alarms are reversed and the caption bold and underlined.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
@@ -99,6 +101,23 @@ impl Theme {
         } else {
             Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED)
         }
+    }
+    /// The lesson's caption: what a class reads first, so the strongest contrast on screen
+    /// (black on light yellow, 19:1) and bold; NO_COLOR: bold and underlined.
+    pub fn caption(&self) -> Style {
+        if self.color {
+            Style::default()
+                .fg(Color::Black)
+                .bg(Color::LightYellow)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+        }
+    }
+    /// A steady condition worth knowing (no pcap, the delay router late): plain text, not an
+    /// alarm.
+    pub fn notice(&self) -> Style {
+        self.text()
     }
     /// The answer to a key: plain (a refusal is a warning).
     pub fn ok(&self) -> Style {

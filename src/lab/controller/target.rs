@@ -113,8 +113,8 @@ impl Controller {
         }
         self.ensure_lab_address()?;
         let up = self.wait_for_target(Duration::from_secs(10));
-        if let (Err(e), Some(real)) = (&up, &self.real) {
-            bail!("{e:#}\n{}", real.where_to_look());
+        if let (Err(e), Some(real)) = (&up, self.real.as_mut()) {
+            bail!("{e:#}\n{}", real.start_failure());
         }
         up?;
         self.check_target_tls()?;
@@ -268,8 +268,10 @@ impl Controller {
                 if let Some(st) = s.try_wait() {
                     bail!(
                         "the target server exited during start-up ({st}); see its messages {}",
-                        match self.target_log() {
+                        // nginx and Apache write theirs in their own folder (said below).
+                        match self.target_log().filter(|_| self.real.is_none()) {
                             Some(p) => format!("in {}", p.display()),
+                            None if self.real.is_some() => "below".into(),
                             None => "above".into(),
                         }
                     );

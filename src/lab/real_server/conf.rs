@@ -21,6 +21,8 @@ pub struct ConfigParams {
     /// root cannot raise it).
     pub nofile: u64,
     pub extra: Vec<String>,
+    /// nginx: lines inside `events {}` (a `worker_connections` there replaces synlab's).
+    pub extra_events: Vec<String>,
     /// HTTPS on the listen address, with the lab's certificate.
     pub tls: Option<TlsParams>,
 }
@@ -35,7 +37,7 @@ pub struct TlsParams {
 }
 
 /// nginx's config: `worker_processes` = workers, the listen backlog, keep-alive on or off, the
-/// combined access log; `extra` lines go inside `http {}`.
+/// combined access log; `extra` lines go inside `http {}`, `extra_events` inside `events {}`.
 pub fn nginx_conf(p: &ConfigParams) -> String {
     let d = p.dir.display();
     // Over TLS the combined format gains the session's reuse (`tls:r` / `tls:.`), so the
@@ -74,13 +76,23 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
         .map(|(u, g)| format!("user {u} {g};\n"))
         .unwrap_or_default();
     let extra: String = p.extra.iter().map(|l| format!("    {l}\n")).collect();
+    // nginx refuses a directive given twice: the scenario's worker_connections wins.
+    let own_connections = p
+        .extra_events
+        .iter()
+        .any(|l| l.trim_start().starts_with("worker_connections"));
+    let events: String = (!own_connections)
+        .then(|| "    worker_connections 16384;\n".to_string())
+        .into_iter()
+        .chain(p.extra_events.iter().map(|l| format!("    {l}\n")))
+        .collect();
     format!(
         "# Written by synlab from the scenario's [target] keys.\n\
          {user}worker_processes {workers};\n\
          worker_rlimit_nofile {nofile};\n\
          pid {d}/nginx.pid;\n\
          error_log {d}/error.log warn;\n\
-         events {{\n    worker_connections 16384;\n}}\n\
+         events {{\n{events}}}\n\
          http {{\n\
          {log_format}\
          \x20   access_log {d}/access.log {format};\n\
@@ -244,6 +256,7 @@ mod tests {
             user: Some(("www-data".into(), "www-data".into())),
             nofile: 20000,
             extra: vec!["# extra line".into()],
+            extra_events: Vec::new(),
             tls: None,
         }
     }
@@ -268,6 +281,23 @@ mod tests {
         p.user = None;
         let c = nginx_conf(&p);
         assert!(c.contains("keepalive_timeout 65s;") && !c.contains("user "));
+        // events {}: synlab's worker_connections, unless the scenario sets its own.
+        assert!(
+            c.contains("events {\n    worker_connections 16384;\n}"),
+            "{c}"
+        );
+        p.extra_events = vec!["multi_accept on;".into()];
+        let c = nginx_conf(&p);
+        assert!(
+            c.contains("events {\n    worker_connections 16384;\n    multi_accept on;\n}"),
+            "{c}"
+        );
+        p.extra_events = vec!["worker_connections 512;".into()];
+        let c = nginx_conf(&p);
+        assert!(
+            c.contains("events {\n    worker_connections 512;\n}") && !c.contains("16384"),
+            "{c}"
+        );
     }
 
     #[test]

@@ -190,9 +190,34 @@ impl Recorder {
     }
 }
 
+/// A scenario name as a folder name a shell reads without quotes: every character other than
+/// a letter, a digit, `.`, `_` or `-` (spaces, slashes) becomes `-`, a run of them one `-`
+/// ("wan delay / nginx" -> "wan-delay-nginx"); "run" when nothing is left.
+pub fn folder_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = if c.is_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            c
+        } else {
+            '-'
+        };
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c);
+        }
+    }
+    let out = out.trim_matches(|c| c == '-' || c == '.');
+    if out.is_empty() {
+        "run".into()
+    } else {
+        out.to_string()
+    }
+}
+
 impl Folder {
-    /// Creates `<parent>/<name>-<timestamp>/` and writes the resolved scenario.
+    /// Creates `<parent>/<name>-<timestamp>/` (the name made safe: `folder_name`) and writes
+    /// the resolved scenario.
     fn create(parent: &Path, name: &str, scenario_toml: &str) -> anyhow::Result<Self> {
+        let name = folder_name(name);
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating the results folder {}", parent.display()))?;
@@ -227,7 +252,7 @@ impl Folder {
             run_classes: Vec::new(),
             capacity: Vec::new(),
             thresholds: Vec::new(),
-            latencies: hlog::Latencies::new(name, SystemTime::now()),
+            latencies: hlog::Latencies::new(&name, SystemTime::now()),
             latencies_written: 0,
         })
     }
@@ -467,6 +492,23 @@ mod tests {
         for d in &dirs {
             assert!(d.join("scenario.toml").is_file() && d.join("run.log").is_file());
         }
+    }
+
+    #[test]
+    fn run_folder_names_have_no_spaces() {
+        assert_eq!(folder_name("lesson-wan"), "lesson-wan");
+        assert_eq!(folder_name("wan delay / nginx"), "wan-delay-nginx");
+        assert_eq!(folder_name(" my test "), "my-test");
+        assert_eq!(folder_name("v1.2_ok"), "v1.2_ok");
+        assert_eq!(folder_name("../.."), "run");
+        assert_eq!(folder_name(""), "run");
+        let tmp = tempfile::tempdir().unwrap();
+        let f = Folder::create(tmp.path(), "two words", "x = 1\n").unwrap();
+        let name = f.dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("two-words-") && !name.contains(' '),
+            "{name}"
+        );
     }
 
     #[test]

@@ -1,21 +1,36 @@
-//! The caption bar: the scenario's caption (a lesson) and the last action with its result or
-//! the reason it was refused, each wrapped at spaces to the screen's width.
+//! The caption bar: the scenario's caption (a lesson), the first thing the eye finds (bold, the
+//! strongest contrast on screen, wrapped to the screen's width as a band of its own), then the
+//! last action with its result or the reason it was refused.
 
 use super::common::wrap;
 use crate::lab::state::LabState;
 use crate::ui::app::App;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 
-pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+/// The caption's lines: each padded to `width`, so the caption reads as one band.
+pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+    let style = app.theme.caption();
+    let Some(c) = &st.caption else {
+        return Vec::new();
+    };
+    wrap(c, "▶ ", width, style)
+        .into_iter()
+        .map(|l| {
+            let text = l.to_string();
+            let pad = (width as usize).saturating_sub(text.chars().count());
+            Line::from(Span::styled(format!("{text}{}", " ".repeat(pad)), style))
+        })
+        .collect()
+}
+
+/// The last action's line(s); with a caption and nothing done yet, none (the hint line says
+/// which key opens the help).
+pub fn message(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let mut out = Vec::new();
-    if let Some(c) = &st.caption {
-        out.extend(wrap(c, "▶ ", width, t.label()));
-    }
     match app.message_for(st.last_action.as_ref()) {
-        Some((text, true)) => out.extend(wrap(&text, "» ", width, t.warn())),
-        Some((text, false)) => out.extend(wrap(&text, "» ", width, t.ok())),
-        None => out.extend(wrap("ready: press ? for keys", "» ", width, t.text())),
+        Some((text, true)) => wrap(&text, "» ", width, t.warn()),
+        Some((text, false)) => wrap(&text, "» ", width, t.ok()),
+        None if st.caption.is_some() => Vec::new(),
+        None => wrap("ready: press ? for keys", "» ", width, t.text()),
     }
-    out
 }

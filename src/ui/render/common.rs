@@ -161,12 +161,18 @@ impl Series {
 
     /// The sum of two columns row by row (a row counts if either is measured).
     pub fn sum(st: &LabState, label: &str, a: Col, b: Col, w: Window) -> Self {
-        let (ca, cb) = (st.store.col(a), st.store.col(b));
-        let value = match (headline(st, a), headline(st, b)) {
-            (None, None) => None,
-            (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
-        };
-        if ca.is_none() && cb.is_none() {
+        Self::sum_of(st, label, &[a, b], w)
+    }
+
+    /// The sum of `cols` row by row (a row counts if any of them is measured).
+    pub fn sum_of(st: &LabState, label: &str, cols: &[Col], w: Window) -> Self {
+        let data: Vec<Option<&[f64]>> = cols.iter().map(|&c| st.store.col(c)).collect();
+        let heads: Vec<Option<f64>> = cols.iter().map(|&c| headline(st, c)).collect();
+        let value = heads
+            .iter()
+            .any(Option::is_some)
+            .then(|| heads.iter().flatten().sum());
+        if data.iter().all(Option::is_none) {
             return Series {
                 label: label.into(),
                 points: None,
@@ -178,16 +184,12 @@ impl Series {
         }
         let t = st.store.times();
         let start = t.partition_point(|&x| x < w.since);
-        let get = |c: Option<&[f64]>, i: usize| c.map(|c| c[i]).unwrap_or(f64::NAN);
         let pts = (start..t.len())
             .filter_map(|i| {
-                let (x, y) = (get(ca, i), get(cb, i));
-                match (x.is_nan(), y.is_nan()) {
-                    (true, true) => None,
-                    (false, true) => Some((t[i], x)),
-                    (true, false) => Some((t[i], y)),
-                    (false, false) => Some((t[i], x + y)),
-                }
+                let cells = data.iter().flatten().map(|c| c[i]).filter(|v| !v.is_nan());
+                cells
+                    .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
+                    .map(|y| (t[i], y))
             })
             .collect();
         Series {

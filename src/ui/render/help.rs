@@ -1,7 +1,9 @@
-//! The `?` overlay: every binding of the keymap table, in as many columns as fit.
+//! The `?` overlay: every binding of the keymap table that acts on this run (the TLS keys only
+//! over TLS), in as many columns as fit.
 
+use crate::lab::state::LabState;
 use crate::ui::app::App;
-use crate::ui::keymap::KEYMAP;
+use crate::ui::keymap::{Action, Binding, KEYMAP};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,11 +12,21 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 const KEY_W: usize = 7;
 const HELP_W: usize = 31;
 
-pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
+/// The bindings that act on this run: the resumed share's keys only over TLS (elsewhere they
+/// answer that there is no TLS).
+pub fn bindings(st: &LabState) -> Vec<&'static Binding> {
+    KEYMAP
+        .iter()
+        .filter(|b| !matches!(b.action, Action::ResumedBy(_)) || st.knobs.resumed.is_some())
+        .collect()
+}
+
+pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let t = &app.theme;
+    let keys = bindings(st);
     let col_w = KEY_W + HELP_W;
     let cols = ((area.width.saturating_sub(2) as usize) / col_w).clamp(1, 3);
-    let rows = KEYMAP.len().div_ceil(cols);
+    let rows = keys.len().div_ceil(cols);
     let w = ((cols * col_w + 2) as u16).min(area.width);
     let h = ((rows + 3) as u16).min(area.height);
     let r = Rect {
@@ -33,7 +45,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
         .map(|row| {
             let mut spans = Vec::new();
             for col in 0..cols {
-                if let Some(b) = KEYMAP.get(col * rows + row) {
+                if let Some(b) = keys.get(col * rows + row) {
                     spans.push(Span::styled(
                         format!("{:<KEY_W$}", b.key.label()),
                         t.label(),

@@ -1,9 +1,14 @@
 //! Drawing: reads the App and the LabState only (no I/O), lays out the panels for the terminal
 //! size and folds them on small screens. One module per panel.
 //!
+//! Top to bottom: the status line, the lesson's caption (it leads: the last to give way), the
+//! last action's answer, the warnings, the panels, the key hint.
+//!
 //! Folding order on small screens (80x24): TCP states go first (their latest values move into
 //! the accept-queue header), then the latency chart (the p50/p90/p99 table stays), then the
-//! overflows chart (a header value), then per-core CPU rows (a "+N cores" line).
+//! overflows chart (a header value), then per-core CPU rows (a "+N cores" line); when the
+//! rates and accept-queue charts would have fewer than `TOP_MIN` rows (a three-line caption at
+//! 80x24), the latency and CPU panels fold into one line.
 
 pub mod caption;
 pub mod common;
@@ -38,23 +43,37 @@ pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     }
     // Warnings keep to a few lines so the charts keep their rows at 80x24.
     let max_warnings = if area.height >= 40 { 4 } else { 2 };
-    let status = status::lines(app, st, area.width, max_warnings, area.height < 30);
-    let caption = caption::lines(app, st, area.width);
-    let fixed = status.len() + caption.len() + 1;
-    // Keep at least 6 rows of panels: the status and caption give way first.
-    let room = (area.height as usize).saturating_sub(6);
-    let status_h = status.len().min(room) as u16;
-    let caption_h = caption.len().min(room.saturating_sub(status_h as usize)) as u16;
+    let status = status::lines(app, st, area.width, area.height < 30);
+    let caption = caption::caption(app, st, area.width);
+    let message = caption::message(app, st, area.width);
+    let warnings = status::warnings(app, st, area.width, max_warnings);
+    let fixed = status.len() + caption.len() + message.len() + warnings.len() + 1;
+    // Keep at least 6 rows of panels. The caption leads: it is the last to give way, then
+    // the status, the warnings (one line at least) and the last action's answer.
+    let mut room = (area.height as usize).saturating_sub(6);
+    let mut take = |n: usize| {
+        let h = n.min(room);
+        room -= h;
+        h as u16
+    };
+    let caption_h = take(caption.len());
+    let status_h = take(status.len());
+    let warnings_h = take(warnings.len());
+    let message_h = take(message.len());
     let hint_h = u16::from(fixed <= area.height as usize);
-    let [status_a, caption_a, panels_a, hint_a] = Layout::vertical([
+    let [status_a, caption_a, message_a, warnings_a, panels_a, hint_a] = Layout::vertical([
         Constraint::Length(status_h),
         Constraint::Length(caption_h),
+        Constraint::Length(message_h),
+        Constraint::Length(warnings_h),
         Constraint::Min(0),
         Constraint::Length(hint_h),
     ])
     .areas(area);
     Paragraph::new(status).render(status_a, buf);
     Paragraph::new(caption).render(caption_a, buf);
+    Paragraph::new(message).render(message_a, buf);
+    Paragraph::new(warnings).render(warnings_a, buf);
     panels(panels_a, buf, app, st);
     let hint = if app.show_help {
         "? or Esc closes this help  q quit".to_string()
@@ -65,9 +84,13 @@ pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     };
     Paragraph::new(Line::from(Span::styled(hint, app.theme.text()))).render(hint_a, buf);
     if app.show_help {
-        help::render(area, buf, app);
+        help::render(area, buf, app, st);
     }
 }
+
+/// The rows the rates and accept-queue panels keep on a small screen: borders, a header of up
+/// to four lines and a chart of four.
+const TOP_MIN: u16 = 10;
 
 fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     if area.height < 3 {
@@ -93,10 +116,12 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         return;
     }
     // Small and medium: rates | queue (with TCP states folded in), then latency table | CPU.
-    let bottom_h = if area.height >= 14 {
-        // 7 rows hold the latency table with what it covers and the CPU total; more go to
-        // per-core bars.
-        (area.height * 38 / 100).clamp(7, 14)
+    // 7 rows hold the latency table with what it covers and the CPU total; more go to
+    // per-core bars. The charts above keep TOP_MIN rows first (a lesson's caption takes
+    // rows at 80x24): else the latency and CPU panels fold into one line.
+    let bottom_h = (area.height * 38 / 100).clamp(7, 14);
+    let bottom_h = if area.height >= bottom_h + TOP_MIN {
+        bottom_h
     } else {
         0
     };

@@ -77,14 +77,14 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
     } else {
         Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w).as_error()
     };
-    let mut states: Vec<Series> = match (fold_states, shared) {
+    let states: Vec<Series> = match (fold_states, shared) {
         (false, _) => Vec::new(),
         (true, false) => vec![
-            header_only(Series::column(st, "ESTAB", c::ESTABLISHED_SOCKS, w)),
+            header_only(Series::sum_of(st, "held", &super::states::HELD, w)),
             header_only(Series::column(st, "TIME_WAIT", c::TIME_WAIT, w)),
         ],
         (true, true) => vec![
-            header_only(Series::column(st, "ESTAB port", c::ESTABLISHED_SOCKS, w)),
+            header_only(Series::sum_of(st, "held port", &super::states::HELD, w)),
             header_only(Series::column(st, "TIME_WAIT port", c::PORT_TIME_WAIT, w)),
         ],
     };

@@ -1,5 +1,7 @@
-//! Panel: TCP connection states of the server over time (ESTABLISHED, TIME_WAIT): the port's,
-//! and where the probed namespace holds other servers' sockets, its TIME_WAIT apart, labelled.
+//! Panel: TCP connection states of the server's port over time: the connections it holds
+//! (ESTABLISHED, FIN_WAIT-1/2, CLOSE_WAIT, LAST_ACK: each holds a socket, and in a
+//! process-per-connection server a process, until it closes) and TIME_WAIT; where the probed
+//! namespace holds other servers' sockets, its TIME_WAIT apart, labelled.
 
 use super::common::{line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
@@ -8,20 +10,32 @@ use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
+/// The states of a connection the server still holds: "held" is their sum (a lesson's
+/// "connections open at once": with a lingering close most of them sit in FIN_WAIT).
+pub const HELD: [crate::model::Col; 4] = [
+    c::ESTABLISHED_SOCKS,
+    c::FIN_WAIT,
+    c::CLOSE_WAIT,
+    c::LAST_ACK,
+];
+
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let inner = panel(area, buf, "TCP states", &app.theme);
-    let series = if super::queue::netns_shared(st) {
-        vec![
-            Series::column(st, "ESTABLISHED port", c::ESTABLISHED_SOCKS, w),
-            Series::column(st, "TIME_WAIT port", c::PORT_TIME_WAIT, w),
-            Series::column(st, "TIME_WAIT netns", c::TIME_WAIT, w),
-        ]
+    let shared = super::queue::netns_shared(st);
+    let port = |label: &str| if shared { format!("{label} port") } else { label.to_string() };
+    let mut series = vec![
+        Series::sum_of(st, &port("held"), &HELD, w),
+        Series::column(st, &port("ESTAB"), c::ESTABLISHED_SOCKS, w),
+        Series::column(st, "FIN_WAIT", c::FIN_WAIT, w),
+        Series::value_only(st, "CLOSE_WAIT", c::CLOSE_WAIT),
+        Series::value_only(st, "LAST_ACK", c::LAST_ACK),
+    ];
+    if shared {
+        series.push(Series::column(st, "TIME_WAIT port", c::PORT_TIME_WAIT, w));
+        series.push(Series::column(st, "TIME_WAIT netns", c::TIME_WAIT, w));
     } else {
-        vec![
-            Series::column(st, "ESTABLISHED", c::ESTABLISHED_SOCKS, w),
-            Series::column(st, "TIME_WAIT", c::TIME_WAIT, w),
-        ]
-    };
+        series.push(Series::column(st, "TIME_WAIT", c::TIME_WAIT, w));
+    }
     line_chart(inner, buf, st, w, &series, &app.theme);
 }

@@ -1,5 +1,7 @@
 //! The status lines: what runs (scenario, target, backend, elapsed, step, window), every knob's
-//! current value with the selected path marked, and warnings (client-bound first).
+//! current value with the selected path marked; and the warnings by severity: alarms
+//! (client-bound first) white on red, steady conditions (no pcap, the delay router late) as one
+//! plain line of notes.
 
 use super::common::{pack, wrap};
 use crate::lab::state::{LabState, Warning};
@@ -40,16 +42,9 @@ fn gate(app: &App, v: &[crate::report::thresholds::Verdict]) -> Vec<Span<'static
     }
 }
 
-/// The status lines for a screen `width` wide; the warnings take at most `max_warning_lines`
-/// (each wrapped at spaces; those that do not fit are counted on the last line). `compact`
-/// (a small screen) leaves out what runs where (target, backend, lab), which stays in run.log.
-pub fn lines(
-    app: &App,
-    st: &LabState,
-    width: u16,
-    max_warning_lines: usize,
-    compact: bool,
-) -> Vec<Line<'static>> {
+/// The status lines for a screen `width` wide. `compact` (a small screen) leaves out what runs
+/// where (target, backend, lab), which stays in run.log.
+pub fn lines(app: &App, st: &LabState, width: u16, compact: bool) -> Vec<Line<'static>> {
     let t = &app.theme;
     let k = &st.knobs;
     let mut head = vec![vec![Span::styled(
@@ -144,10 +139,69 @@ pub fn lines(
     }
     let mut out = pack(head, " │ ", width);
     out.extend(pack(knobs, "  ", width));
-    // Client-bound first: a result that measured the client must never look valid.
-    let mut warnings = st.warnings.clone();
-    warnings.sort_by_key(|w| !matches!(w, Warning::ClientBound(_)));
-    out.extend(warning_lines(app, &warnings, width, max_warning_lines));
+    out
+}
+
+/// How a warning is shown: an alarm (the figures are wrong or the run is in trouble) or a
+/// steady condition a person should know but need not act on now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Alarm,
+    Note,
+}
+
+pub fn severity(w: &Warning) -> Severity {
+    match w {
+        Warning::NoPcap | Warning::NoLab(_) | Warning::RouterLate(_) => Severity::Note,
+        Warning::ClientBound(_)
+        | Warning::CrossCheck(_)
+        | Warning::PortsRunningOut
+        | Warning::OutOfFds
+        | Warning::ChildDied(_)
+        | Warning::RouterBehind => Severity::Alarm,
+    }
+}
+
+/// The warnings that hold now: the router's lateness is over the shaped traffic, so it is not
+/// shown while the load is paused (nothing is shaped then; it comes back with the load).
+fn current(st: &LabState) -> impl Iterator<Item = &Warning> {
+    st.warnings
+        .iter()
+        .filter(move |w| !(st.knobs.paused && matches!(w, Warning::RouterLate(_))))
+}
+
+/// The warning lines for a screen `width` wide, at most `max` of them: the alarms first
+/// (client-bound first: a result that measured the client must never look valid), each
+/// wrapped at spaces, those that do not fit counted on the last line; then the notes on one
+/// line ("note: no pcap: SYN/s estimated · ..."), cut with "…" when it is longer.
+pub fn warnings(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'static>> {
+    let mut alarms: Vec<Warning> = current(st)
+        .filter(|w| severity(w) == Severity::Alarm)
+        .cloned()
+        .collect();
+    alarms.sort_by_key(|w| !matches!(w, Warning::ClientBound(_)));
+    let notes: Vec<String> = current(st)
+        .filter(|w| severity(w) == Severity::Note)
+        .map(ToString::to_string)
+        .collect();
+    let note_h = usize::from(!notes.is_empty() && (alarms.is_empty() || max >= 2));
+    let mut out = if alarms.is_empty() {
+        Vec::new()
+    } else {
+        warning_lines(app, &alarms, width, max.saturating_sub(note_h).max(1))
+    };
+    if note_h > 0 && out.len() < max.max(1) {
+        let text = format!("note: {}", notes.join(" · "));
+        let w = width as usize;
+        let text = if text.chars().count() > w {
+            let mut cut: String = text.chars().take(w.saturating_sub(1)).collect();
+            cut.push('…');
+            cut
+        } else {
+            text
+        };
+        out.push(Line::from(Span::styled(text, app.theme.notice())));
+    }
     out
 }
 
