@@ -78,6 +78,14 @@ impl Controller {
                 Effect::Path(profiles) => {
                     // The core holds the change once the lab has it, or keeps the knobs.
                     let applied = self.apply_paths(&profiles);
+                    // A key's refusal goes only to the message line in the core: the lab's
+                    // (the router's answer, a failed `tc`) is the run's record too.
+                    if let Err(f) = &applied {
+                        self.log(&format!(
+                            "[{now_s:.1}s] path {} unchanged: {}",
+                            f.path, f.why
+                        ));
+                    }
                     let mut then = Vec::new();
                     self.core
                         .fold(Input::PathApplied(applied), now_s, &mut then);

@@ -75,6 +75,7 @@ impl Controller {
                     cpus: self.placement.server.clone(),
                     netns: server_netns.clone(),
                     output: self.target_log(),
+                    ..Default::default()
                 };
                 let child = ChildProc::spawn("target command", &spawn, |_| {})?;
                 self.server_pid = Some(child.pid());
