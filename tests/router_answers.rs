@@ -100,7 +100,7 @@ fn a_change_the_router_refuses_shows_in_the_message_line_and_run_log() {
     });
     let why = "path far unchanged: the delay router has no path `far` (its paths: near, other); \
                it was started for another lab";
-    assert_eq!(reply.to_string(), why);
+    assert_eq!(reply.to_string(), format!("refused: {why}"));
     assert!(reply.is_refused());
     let far = |c: &Controller| {
         c.state()
@@ -115,7 +115,7 @@ fn a_change_the_router_refuses_shows_in_the_message_line_and_run_log() {
     // The TUI's message line: what the lab last did, as the caption bar shows it.
     let app = synlab::ui::app::App::new(synlab::ui::theme::Theme { color: false }, 60.0);
     let (line, warning) = app.message_for(c.state().last_action.as_ref()).unwrap();
-    assert_eq!((line.as_ref(), warning), (why, true));
+    assert_eq!((line.as_ref(), warning), (reply.to_string().as_str(), true));
 
     run_for(&mut c, 0.3);
     c.shutdown().unwrap();
