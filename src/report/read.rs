@@ -413,7 +413,7 @@ fn records(src: &str) -> impl Iterator<Item = Vec<String>> + '_ {
     csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_reader(src[..end].as_bytes())
+        .from_reader(&src.as_bytes()[..end])
         .into_records()
         .filter_map(Result::ok)
         .map(|r| r.iter().map(str::to_string).collect::<Vec<_>>())

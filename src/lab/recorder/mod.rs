@@ -415,8 +415,7 @@ fn csv_record(cells: impl IntoIterator<Item = String>) -> String {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
-    w.write_record(cells.into_iter())
-        .expect("writing a record into memory");
+    w.write_record(cells).expect("writing a record into memory");
     let bytes = w.into_inner().expect("flushing into memory");
     String::from_utf8(bytes).expect("the cells were text")
 }
