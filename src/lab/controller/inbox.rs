@@ -178,9 +178,10 @@ impl Controller {
         let mut sum = 0;
         for ns in netns {
             let read = crate::sys::netns::in_netns(&ns, || {
-                let text = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+                use crate::sys::procfs;
+                let text = std::fs::read_to_string(procfs::net_dir().join("snmp"))?;
                 let mut c = crate::probe::procnet::NetCounters::default();
-                c.parse_into("/proc/net/snmp", &text)?;
+                c.parse_into(procfs::NET_SNMP, &text)?;
                 c.counter("Tcp.ActiveOpens")
                     .ok_or_else(|| anyhow::anyhow!("no Tcp ActiveOpens"))
             });
