@@ -740,3 +740,38 @@ fn only_src_sys_touches_the_kernel() {
     assert!(!touches_the_kernel("use std::os::unix::net::UnixStream;"));
     assert!(!touches_the_kernel("// SAFETY: unsafe in a comment"));
 }
+
+// ---------------------------------------------------------------------------------------
+// /proc behind src/sys (issue 44): its paths are named there, and read there.
+
+/// Whether `line` holds a `"/proc` string (outside a comment).
+fn names_a_proc_path(line: &str) -> bool {
+    line.split("//").next().unwrap_or("").contains("\"/proc")
+}
+
+#[test]
+fn only_src_sys_names_a_proc_path() {
+    let mut bad = Vec::new();
+    for (f, rel) in &src_files() {
+        if rel.starts_with("src/sys/") {
+            continue;
+        }
+        let src = without_tests(&std::fs::read_to_string(f).unwrap());
+        for (n, line) in src.lines().enumerate() {
+            if names_a_proc_path(line) {
+                bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "/proc is read behind src/sys (sys::procfs: a ProcFile kept open for what is read every \
+         sample, a small function for the rest; its paths are constants there):\n{}",
+        bad.join("\n")
+    );
+    assert!(names_a_proc_path(
+        r#"let t = std::fs::read_to_string("/proc/stat")?;"#
+    ));
+    assert!(!names_a_proc_path("// reads \"/proc/stat\" through sys"));
+    assert!(!names_a_proc_path("let t = procfs::STAT;"));
+}

@@ -370,13 +370,9 @@ impl RealServer {
         if !self.in_pid_ns {
             return started;
         }
-        let children = format!("/proc/{started}/task/{started}/children");
         // unshare forks at once; the server is up by the time the caller asks.
         for _ in 0..100 {
-            if let Some(pid) = std::fs::read_to_string(&children)
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            {
+            if let Some(&pid) = crate::sys::procfs::children(started).first() {
                 return pid;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));

@@ -26,10 +26,7 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
                 ));
             }
             if c.new_soft < want {
-                let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok())
-                    .unwrap_or(c.hard);
+                let nr_open = crate::sys::procfs::nr_open().unwrap_or(c.hard);
                 notices.push(crate::sys::privilege::nofile_note(
                     &crate::sys::privilege::Privileges::current(),
                     c.new_soft,

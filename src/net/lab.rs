@@ -1,10 +1,11 @@
 //! The lab as the controller uses it: `Lab::up` checks privileges, picks the backend, applies
 //! the plan, starts the delay router, and returns a `LabNet` that knows every name and address,
-//! changes paths live, keeps the router's latest stats, and tears everything down on drop.
+//! changes paths live (a router change holds once the router answers it), keeps the router's
+//! latest stats and what else it said, and tears everything down on drop.
 
 use crate::metrics::hist::{self, HistDelta};
 use crate::net::plan::{self, Backend, Plan};
-use crate::net::router::{ControlMsg, RouterStats};
+use crate::net::router::{Answer, AnswerLine, ControlMsg, RouterStats};
 use crate::net::spec::{BackendChoice, NetworkSpec, PathSpec};
 use crate::sys::netns::{self, TopologyGuard};
 use crate::sys::privilege::Privileges;
@@ -75,8 +76,18 @@ pub struct LabNet {
     // Field order matters: the router goes before its interfaces.
     router: Option<ChildProc>,
     view: Arc<Mutex<RouterView>>,
+    /// The router's answers to control lines, in order.
+    answers: crossbeam_channel::Receiver<Answer>,
+    /// The id of the last control line sent.
+    last_id: u64,
+    /// What the router wrote that is neither stats nor an awaited answer (its last error, an
+    /// answer that came too late), for run.log.
+    said: Arc<Mutex<Vec<String>>>,
     guard: TopologyGuard,
 }
+
+/// How long a path change waits for the router's answer (it answers as it reads the line).
+const ANSWER_WAIT: Duration = Duration::from_secs(2);
 
 /// Entry point for the controller.
 pub struct Lab;
@@ -140,6 +151,8 @@ impl Lab {
             None => spec.steer,
         });
         let view = Arc::new(Mutex::new(RouterView::new(plan.paths.len())));
+        let (answer_tx, answers) = crossbeam_channel::unbounded();
+        let said = Arc::new(Mutex::new(Vec::new()));
         let mut lab = LabNet {
             run_id: run_id.to_string(),
             backend,
@@ -162,6 +175,9 @@ impl Lab {
             plan: plan::Plan { steering, ..plan },
             router: None,
             view,
+            answers,
+            last_id: 0,
+            said: said.clone(),
             guard,
         };
         if let Some(plan::StartRouter { netns, config }) = lab.plan.router() {
@@ -177,11 +193,17 @@ impl Lab {
                     ],
                     netns: Some(netns.clone()),
                     cpus: placement.load.clone(),
+                    // Its last error (and a panic) would land on the TUI's terminal.
+                    stderr_to_stdout: true,
                     ..Default::default()
                 },
                 move |line| {
-                    if let Ok(s) = serde_json::from_str::<RouterStats>(line) {
+                    if let Ok(a) = serde_json::from_str::<AnswerLine>(line) {
+                        let _ = answer_tx.send(a.answer);
+                    } else if let Ok(s) = serde_json::from_str::<RouterStats>(line) {
                         v.lock().unwrap().fold(s);
+                    } else if !line.trim().is_empty() {
+                        said.lock().unwrap().push(line.to_string());
                     }
                 },
             )?;
@@ -207,7 +229,12 @@ impl LabNet {
                 return Ok(());
             }
             if let Some(st) = self.router.as_mut().and_then(|r| r.try_wait()) {
-                bail!("the delay router exited at start ({st}); see its message above");
+                // Its reader may still hold the last lines: stop joins it.
+                if let Some(mut r) = self.router.take() {
+                    r.stop(Duration::from_millis(100));
+                }
+                let said = self.take_router_said().join(" / ");
+                bail!("the delay router exited at start ({st}): {said}");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -243,7 +270,9 @@ impl LabNet {
             })?;
         match self.backend {
             Backend::Router => {
+                self.last_id += 1;
                 let msg = ControlMsg {
+                    id: self.last_id,
                     path: profile.clone(),
                 };
                 self.router
@@ -251,6 +280,10 @@ impl LabNet {
                     .context("the delay router is not running")?
                     .send_line(&serde_json::to_string(&msg)?)
                     .context("sending the change to the delay router (has it exited?)")?;
+                match self.router_answer(msg.id)? {
+                    Answer::Applied { .. } => {}
+                    Answer::Refused { why, .. } => return Err(why.into()),
+                }
             }
             Backend::Netem => {
                 let args = plan::netem_args(profile);
@@ -263,6 +296,41 @@ impl LabNet {
             }
         }
         Ok(())
+    }
+
+    /// Waits for the router's answer to control line `id`; earlier answers (of a change that
+    /// timed out) go to what it said.
+    fn router_answer(&mut self, id: u64) -> anyhow::Result<Answer> {
+        let deadline = Instant::now() + ANSWER_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .answers
+                .recv_timeout(left.min(Duration::from_millis(50)))
+            {
+                Ok(a) if a.id() == id => return Ok(a),
+                Ok(a) => self
+                    .said
+                    .lock()
+                    .unwrap()
+                    .push(format!("a late answer: {a}")),
+                Err(_) if left.is_zero() => bail!(
+                    "the delay router did not answer the change within {} s (is it stuck?)",
+                    ANSWER_WAIT.as_secs()
+                ),
+                Err(_) => {
+                    if let Some(st) = self.router.as_mut().and_then(|r| r.try_wait()) {
+                        bail!("the delay router exited ({st}) before it answered the change");
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the router wrote besides its stats and awaited answers since the last call (its
+    /// last error, late answers), oldest first.
+    pub fn take_router_said(&self) -> Vec<String> {
+        std::mem::take(&mut *self.said.lock().unwrap())
     }
 
     /// Steers the server's receive processing live (a sweep's point): RPS on the server's
@@ -305,13 +373,15 @@ impl LabNet {
         self.view.lock().unwrap().clone()
     }
 
-    /// Clears the merged delay histograms (e.g. between sweep points).
+    /// Clears the merged delay histograms (e.g. between sweep points), in place: their
+    /// buckets are kept, not allocated again.
     pub fn reset_router_histograms(&self) {
         let mut v = self.view.lock().unwrap();
-        let n = v.delay_us.len();
-        let latest = v.latest.take();
-        *v = RouterView::new(n);
-        v.latest = latest;
+        for (up, down) in &mut v.delay_us {
+            up.reset();
+            down.reset();
+        }
+        v.late_us.reset();
     }
 
     /// Router pid (for the controller's process table).

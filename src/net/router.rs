@@ -1,8 +1,11 @@
 //! The delay router (`synlab router`, run by the lab in the router netns): relays frames
 //! between each client-side port and the server-side port at layer 2 (ARP included), holding
 //! each frame until the departure time its path's shaper gives it, and reports counters and
-//! realised delays as JSON lines on stdout. Live changes arrive as JSON lines on stdin; stdin
-//! EOF stops it.
+//! realised delays as JSON lines on stdout. Live changes arrive as JSON lines on stdin, and
+//! each is answered on stdout (`{"answer":{"applied":..}}` or `{"answer":{"refused":..}}`,
+//! between the stats lines), so the lab holds a change only once the router has it; stdin EOF
+//! stops it. The router writes nothing else: the lab starts it with its stderr on the same
+//! pipe, so even its last error reaches run.log, never the TUI's terminal.
 //!
 //! Frames from a client port go to the server port through that path's `up` shaper. Frames
 //! from the server port go to the client port whose source MAC matched their destination
@@ -39,12 +42,64 @@ pub struct RouterConfig {
     pub detached: bool,
 }
 
-/// A live change on stdin: the path's whole new profile, named by its `name`
-/// (`{"path":{"name":"dsl","rtt":"20ms",...}}`).
+/// A live change on stdin: the path's whole new profile, named by its `name`, and the number
+/// the answer carries back (`{"id":3,"path":{"name":"dsl","rtt":"20ms",...}}`; 0: none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlMsg {
+    #[serde(default)]
+    pub id: u64,
     pub path: PathSpec,
+}
+
+/// Why the router did not take a control line: the line run.log and the TUI show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlRefusal {
+    /// Not a control line this router reads (a controller of another build?).
+    #[error("the delay router could not read the change `{line}` ({error}); are the controller and the router the same build (SYNLAB_EXE)?")]
+    Unreadable { line: String, error: String },
+    /// A path the router does not relay.
+    #[error("the delay router has no path `{path}` (its paths: {}); it was started for another lab", .known.join(", "))]
+    NoPath { path: String, known: Vec<String> },
+    /// A profile the lab could not have been built with (the `[[network.path]]` rules).
+    #[error("the delay router will not put path `{path}` under that profile: {}", .problems.join("; "))]
+    Profile { path: String, problems: Vec<String> },
+}
+
+/// The router's answer to one control line, by the line's `id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// The path's shapers have the new profile: frames arriving from now on get it.
+    Applied { id: u64, path: String },
+    /// Nothing changed, and why.
+    Refused { id: u64, why: ControlRefusal },
+}
+
+impl Answer {
+    pub fn id(&self) -> u64 {
+        match self {
+            Answer::Applied { id, .. } | Answer::Refused { id, .. } => *id,
+        }
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answer::Applied { id, path } => write!(f, "change {id}: path `{path}` applied"),
+            Answer::Refused { id, why } => write!(f, "change {id} refused: {why}"),
+        }
+    }
+}
+
+/// An answer as the router writes it on stdout: `{"answer":{...}}` (a stats line has no
+/// `answer`, an answer line nothing else).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerLine {
+    pub answer: Answer,
 }
 
 /// Counters of one direction of a path. Counters are totals since start; `delay_us` holds
@@ -366,7 +421,13 @@ pub fn run(cfg: &RouterConfig) -> anyhow::Result<()> {
                             line.extend_from_slice(&buf[..k]);
                             while let Some(pos) = line.iter().position(|&b| b == b'\n') {
                                 let l: Vec<u8> = line.drain(..=pos).collect();
-                                apply_control(&mut relay, &cfg.ports, &l, packet::mono_ns());
+                                let now = packet::mono_ns();
+                                if let Some(a) = apply_control(&mut relay, &cfg.ports, &l, now) {
+                                    let mut o = out.lock();
+                                    serde_json::to_writer(&mut o, &AnswerLine { answer: a })?;
+                                    o.write_all(b"\n")?;
+                                    o.flush()?;
+                                }
                             }
                         }
                     }
@@ -479,26 +540,55 @@ fn depart(
     relay.pool.extend(due.drain(..).map(|h| h.frame));
 }
 
-fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64) {
+/// Takes one control line: the path's shapers get its profile, or nothing changes and the
+/// answer says why. None for a blank line (nothing to answer).
+fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64) -> Option<Answer> {
     let text = String::from_utf8_lossy(line);
-    if text.trim().is_empty() {
-        return;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
     }
-    match serde_json::from_str::<ControlMsg>(text.trim()) {
-        Ok(msg) => match ports.iter().position(|p| p.path.name == msg.path.name) {
-            Some(i) => {
-                let params = DirParams::from_path(&msg.path);
-                for s in relay.shapers[i].iter_mut() {
-                    s.change(now, params);
-                }
-            }
-            None => eprintln!(
-                "synlab router: no path `{}`; ignoring {text}",
-                msg.path.name
-            ),
-        },
-        Err(e) => eprintln!("synlab router: bad control line {}: {e}", text.trim()),
+    let msg = match serde_json::from_str::<ControlMsg>(text) {
+        Ok(m) => m,
+        Err(e) => {
+            let why = ControlRefusal::Unreadable {
+                line: text.chars().take(200).collect(),
+                error: e.to_string(),
+            };
+            return Some(Answer::Refused { id: 0, why });
+        }
+    };
+    let (id, path) = (msg.id, msg.path.name.clone());
+    let refused = |why| Some(Answer::Refused { id, why });
+    let Some(i) = ports.iter().position(|p| p.path.name == path) else {
+        let known = ports.iter().map(|p| p.path.name.clone()).collect();
+        return refused(ControlRefusal::NoPath { path, known });
+    };
+    // The rules a `[[network.path]]` is built under, one definition (the spec's): the
+    // controller's knobs keep within them, a line from anywhere else may not. The share is
+    // the controller's business (it splits the load), not the router's.
+    let alone = crate::net::spec::NetworkSpec {
+        paths: vec![PathSpec {
+            share: None,
+            ..msg.path.clone()
+        }],
+        ..Default::default()
+    };
+    if let Err(errs) = alone.validate() {
+        let problems = errs
+            .iter()
+            .map(|e| {
+                let key = e.key.strip_prefix("network.path[0].").unwrap_or(&e.key);
+                format!("{key}: {}", e.msg)
+            })
+            .collect();
+        return refused(ControlRefusal::Profile { path, problems });
     }
+    let params = DirParams::from_path(&msg.path);
+    for s in relay.shapers[i].iter_mut() {
+        s.change(now, params);
+    }
+    Some(Answer::Applied { id, path })
 }
 
 #[cfg(test)]
@@ -550,17 +640,82 @@ mod tests {
     }
 
     #[test]
-    fn control_line_changes_only_its_path() {
+    fn control_line_changes_only_its_path_and_is_answered() {
         let c = cfg();
         let mut r = Relay::new(&c, 1);
-        apply_control(
+        let a = apply_control(
             &mut r,
             &c.ports,
-            br#"{"path":{"name":"b","rtt":"40ms"}}"#,
+            br#"{"id":7,"path":{"name":"b","rtt":"40ms","share":0.5}}"#,
             0,
+        );
+        assert_eq!(
+            a,
+            Some(Answer::Applied {
+                id: 7,
+                path: "b".into()
+            })
         );
         assert_eq!(r.shapers[0][UP].params().latency_ns, 0);
         assert_eq!(r.shapers[1][DOWN].params().latency_ns, 20_000_000);
+        assert_eq!(apply_control(&mut r, &c.ports, b"  \n", 0), None);
+    }
+
+    /// Every line the router cannot take is refused with why, and changes nothing.
+    #[test]
+    fn control_lines_it_cannot_take_are_refused_with_why() {
+        let c = cfg();
+        let mut r = Relay::new(&c, 1);
+        let mut answer = |line: &[u8]| match apply_control(&mut r, &c.ports, line, 0) {
+            Some(Answer::Refused { id, why }) => (id, why.to_string()),
+            other => panic!("{other:?}"),
+        };
+        let (id, why) = answer(br#"{"id":2,"path":{"name":"c","rtt":"40ms"}}"#);
+        assert_eq!(id, 2);
+        assert_eq!(
+            why,
+            "the delay router has no path `c` (its paths: a, b); it was started for another lab"
+        );
+        let (id, why) = answer(br#"{"id":3,"path":{"name":"a","loss":"80%","queue":0}}"#);
+        assert_eq!(id, 3);
+        assert_eq!(
+            why,
+            "the delay router will not put path `a` under that profile: loss: loss must be 0..50%; queue: 0 frames; use 1 to 1000000"
+        );
+        let (id, why) = answer(b"rtt=40ms");
+        assert_eq!(id, 0);
+        assert!(
+            why.starts_with("the delay router could not read the change `rtt=40ms` ("),
+            "{why}"
+        );
+        assert!(r
+            .shapers
+            .iter()
+            .flatten()
+            .all(|s| s.params().latency_ns == 0));
+        assert!(r
+            .shapers
+            .iter()
+            .flatten()
+            .all(|s| s.params().loss == crate::net::shaper::Loss::None));
+    }
+
+    #[test]
+    fn an_answer_line_is_not_a_stats_line_nor_the_reverse() {
+        let a = AnswerLine {
+            answer: Answer::Refused {
+                id: 4,
+                why: ControlRefusal::NoPath {
+                    path: "x".into(),
+                    known: vec!["a".into()],
+                },
+            },
+        };
+        let line = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<AnswerLine>(&line).unwrap(), a);
+        assert!(serde_json::from_str::<RouterStats>(&line).is_err());
+        let stats = serde_json::to_string(&Relay::new(&cfg(), 1).snapshot(0, 1)).unwrap();
+        assert!(serde_json::from_str::<AnswerLine>(&stats).is_err());
     }
 
     #[test]

@@ -74,7 +74,7 @@ impl ProcStat {
     }
 
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        const FILE: &str = "/proc/stat";
+        const FILE: &str = crate::sys::procfs::STAT;
         let mut s = ProcStat::default();
         let mut saw_total = false;
         for line in text.lines() {
@@ -171,7 +171,7 @@ pub struct SoftIrqs {
 
 impl SoftIrqs {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        const FILE: &str = "/proc/softirqs";
+        const FILE: &str = crate::sys::procfs::SOFTIRQS;
         let mut lines = text.lines();
         let ncpu = lines
             .next()

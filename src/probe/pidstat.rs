@@ -27,7 +27,7 @@ pub struct PidStat {
 
 impl PidStat {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        const FILE: &str = "/proc/<pid>/stat";
+        const FILE: &str = crate::sys::procfs::PID_STAT;
         let open = text.find('(').ok_or(ParseError::Missing {
             file: FILE,
             want: "(comm)",

@@ -1,6 +1,7 @@
 //! Parsers of a network namespace's TCP counters: /proc/net/snmp and /proc/net/netstat (pairs
 //! of "Group: names" / "Group: values" lines) and /proc/net/sockstat (gauges such as `tw`).
 
+use crate::sys::procfs;
 use std::collections::HashMap;
 
 /// Named counters of /proc/net/snmp + /proc/net/netstat, keyed `Group.Name` (`Tcp.PassiveOpens`,
@@ -79,17 +80,17 @@ impl NetCounters {
     /// Parses /proc/net/snmp and /proc/net/netstat together.
     pub fn parse(snmp: &str, netstat: &str) -> Result<Self, ParseError> {
         let mut c = NetCounters::default();
-        c.parse_into("/proc/net/snmp", snmp)?;
+        c.parse_into(procfs::NET_SNMP, snmp)?;
         if !c.values.contains_key("Tcp.PassiveOpens") {
             return Err(ParseError::Missing {
-                file: "/proc/net/snmp",
+                file: procfs::NET_SNMP,
                 want: "Tcp:",
             });
         }
-        c.parse_into("/proc/net/netstat", netstat)?;
+        c.parse_into(procfs::NET_NETSTAT, netstat)?;
         if !c.values.contains_key("TcpExt.ListenOverflows") {
             return Err(ParseError::Missing {
-                file: "/proc/net/netstat",
+                file: procfs::NET_NETSTAT,
                 want: "TcpExt:",
             });
         }
@@ -127,7 +128,7 @@ pub struct SockStat {
 
 impl SockStat {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        const FILE: &str = "/proc/net/sockstat";
+        const FILE: &str = procfs::NET_SOCKSTAT;
         let line =
             text.lines()
                 .find_map(|l| l.strip_prefix("TCP:"))

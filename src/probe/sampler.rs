@@ -300,6 +300,10 @@ struct Sampler {
     diag: Option<SockDiag>,
     capture: Option<Arc<CaptureCounters>>,
     family: Vec<u32>,
+    /// The family's /proc/<pid>/stat files, open from one refresh to the next.
+    family_stat: Vec<ProcFile>,
+    /// This process's /proc/self/stat (the probes' own CPU), open for the run.
+    self_stat: Option<ProcFile>,
     family_at: Option<Instant>,
     /// When the next walk of the socket states is due.
     states_due: Option<Instant>,
@@ -367,8 +371,9 @@ impl Sampler {
         let snmp = open(net.join("snmp"));
         let netstat = open(net.join("netstat"));
         let sockstat = open(net.join("sockstat"));
-        let stat = open("/proc/stat".into());
-        let softirqs = open("/proc/softirqs".into());
+        let stat = open(procfs::STAT.into());
+        let softirqs = open(procfs::SOFTIRQS.into());
+        let self_stat = open(procfs::pid_stat_path(None));
         let diag = match SockDiag::open() {
             Ok(d) => Some(d),
             Err(e) => {
@@ -384,6 +389,8 @@ impl Sampler {
             sockstat,
             stat,
             softirqs,
+            self_stat,
+            family_stat: Vec::new(),
             diag,
             capture,
             family: Vec::new(),
@@ -409,14 +416,14 @@ impl Sampler {
         s.sockstat = read_parsed(self.sockstat.as_mut(), notes, "sockstat", "sockstat", |t| {
             Ok(procnet::SockStat::parse(t)?)
         });
-        s.stat = read_parsed(self.stat.as_mut(), notes, "stat", "/proc/stat", |t| {
+        s.stat = read_parsed(self.stat.as_mut(), notes, "stat", procfs::STAT, |t| {
             Ok(cpustat::ProcStat::parse(t)?)
         });
         s.softirqs = read_parsed(
             self.softirqs.as_mut(),
             notes,
             "softirqs",
-            "/proc/softirqs",
+            procfs::SOFTIRQS,
             |t| Ok(cpustat::SoftIrqs::parse(t)?),
         );
         if let Some(pid) = cfg.server_pid {
@@ -427,9 +434,10 @@ impl Sampler {
         }
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
-        s.self_ticks = std::fs::read_to_string("/proc/self/stat")
-            .ok()
-            .and_then(|t| pidstat::PidStat::parse(&t).ok())
+        s.self_ticks = self
+            .self_stat
+            .as_mut()
+            .and_then(|f| pidstat::PidStat::parse(f.read().ok()?).ok())
             .map(|p| p.utime + p.stime);
         s
     }
@@ -496,12 +504,17 @@ impl Sampler {
         if self.family_at.is_none_or(|t| t.elapsed() >= FAMILY_REFRESH) {
             self.family = procfs::process_family(pid);
             self.family_at = Some(Instant::now());
+            // Kept open until the next refresh: one read per process per sample, no open.
+            self.family_stat = self
+                .family
+                .iter()
+                .filter_map(|&p| ProcFile::open(procfs::pid_stat_path(Some(p))).ok())
+                .collect();
         }
         let procs: Vec<_> = self
-            .family
-            .iter()
-            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
-            .filter_map(|t| pidstat::PidStat::parse(&t).ok())
+            .family_stat
+            .iter_mut()
+            .filter_map(|f| pidstat::PidStat::parse(f.read().ok()?).ok())
             .collect();
         if procs.is_empty() {
             self.notes.warn("server", || {

@@ -325,13 +325,11 @@ pub fn parse_summary_json(src: &str) -> anyhow::Result<(Meta, Vec<Point>)> {
 
 /// Parses summary.csv (header + rows; quoted cells as the lab's recorder writes them).
 pub fn parse_summary_csv(src: &str) -> Vec<Point> {
-    let mut lines = complete_lines(src);
-    let Some(header) = lines.next() else {
+    let mut lines = records(src);
+    let Some(keys) = lines.next() else {
         return Vec::new();
     };
-    let keys = split_csv(header);
     lines
-        .map(split_csv)
         .filter(|cells| cells.len() == keys.len())
         .map(|cells| {
             Point(
@@ -359,11 +357,10 @@ pub fn parse_summary_csv(src: &str) -> Vec<Point> {
 
 /// Parses timeseries.csv; a row with the wrong number of cells (a half-written line) is dropped.
 pub fn parse_timeseries(src: &str) -> TimeSeries {
-    let mut lines = complete_lines(src);
-    let Some(header) = lines.next() else {
+    let mut lines = records(src);
+    let Some(mut names) = lines.next() else {
         return TimeSeries::default();
     };
-    let mut names = split_csv(header);
     if names.first().map(String::as_str) != Some("t_s") {
         return TimeSeries::default();
     }
@@ -372,8 +369,7 @@ pub fn parse_timeseries(src: &str) -> TimeSeries {
         columns: names,
         ..Default::default()
     };
-    for line in lines {
-        let cells = split_csv(line);
+    for cells in lines {
         if cells.len() != ts.columns.len() + 1 {
             continue;
         }
@@ -392,10 +388,9 @@ pub fn parse_timeseries(src: &str) -> TimeSeries {
 }
 
 pub fn parse_events(src: &str) -> Vec<EventRow> {
-    complete_lines(src)
+    records(src)
         .skip(1)
-        .filter_map(|l| {
-            let c = split_csv(l);
+        .filter_map(|c| {
             Some(EventRow {
                 t_s: c.first()?.parse().ok()?,
                 kind: c.get(1)?.clone(),
@@ -405,36 +400,24 @@ pub fn parse_events(src: &str) -> Vec<EventRow> {
         .collect()
 }
 
-/// Lines of a file that is being appended to: the last one counts only if it ends in '\n'.
-fn complete_lines(src: &str) -> impl Iterator<Item = &str> {
+/// The records of a CSV file of the run folder (RFC 4180 quoting, as the recorder writes
+/// them with the same `csv` crate: a quoted cell may hold a comma, a quote or a newline). The
+/// file may be being appended to: only what ends in a newline counts, and a record that does
+/// not read (cut short) is left out.
+fn records(src: &str) -> impl Iterator<Item = Vec<String>> + '_ {
     let end = if src.ends_with('\n') {
         src.len()
     } else {
         src.rfind('\n').map(|i| i + 1).unwrap_or(0)
     };
-    src[..end].lines().filter(|l| !l.trim().is_empty())
-}
-
-/// Splits one CSV line; `"a,b"` and `""` quoting as written by the lab's recorder.
-pub fn split_csv(line: &str) -> Vec<String> {
-    let mut cells = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', true) => quoted = false,
-            ('"', false) if cur.is_empty() => quoted = true,
-            (',', false) => cells.push(std::mem::take(&mut cur)),
-            (c, _) => cur.push(c),
-        }
-    }
-    cells.push(cur);
-    cells
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(&src.as_bytes()[..end])
+        .into_records()
+        .filter_map(Result::ok)
+        .map(|r| r.iter().map(str::to_string).collect::<Vec<_>>())
+        .filter(|cells| !(cells.len() == 1 && cells[0].trim().is_empty()))
 }
 
 #[cfg(test)]
@@ -442,10 +425,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn csv_quotes_and_empty_cells() {
+    fn csv_quotes_newlines_and_empty_cells() {
+        let got: Vec<_> =
+            records("a,\"1,000\",,\"x\"\"y\"\n \nb,\"two\nlines\"\nc,\"cut").collect();
         assert_eq!(
-            split_csv("a,\"1,000\",,\"x\"\"y\""),
-            ["a", "1,000", "", "x\"y"]
+            got,
+            [vec!["a", "1,000", "", "x\"y"], vec!["b", "two\nlines"]]
         );
     }
 

@@ -470,10 +470,7 @@ pub fn raise_nofile(want: u64) -> io::Result<NofileChange> {
         });
     }
     if want > rl.rlim_max {
-        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(rl.rlim_max);
+        let nr_open = super::procfs::nr_open().unwrap_or(rl.rlim_max);
         let try_hard = want.min(nr_open).max(rl.rlim_max);
         let up = libc::rlimit {
             rlim_cur: try_hard,

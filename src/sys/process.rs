@@ -30,6 +30,9 @@ pub struct Spawn {
     /// lines and sharing our stderr: for a target command's access log, which would flood the
     /// terminal or draw over the TUI.
     pub output: Option<std::path::PathBuf>,
+    /// The child's stderr goes into its stdout pipe (read as lines like the rest) instead of
+    /// our stderr: for a child whose every word is for run.log, not the TUI's terminal.
+    pub stderr_to_stdout: bool,
 }
 
 /// A running child whose stdout lines arrive through `on_line` on a reader thread.
@@ -68,6 +71,7 @@ impl ChildProc {
                 cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
             }
         }
+        let merge_stderr = spawn.stderr_to_stdout && spawn.output.is_none();
         let netns = spawn.netns.clone();
         let cpus = spawn.cpus.clone();
         let parent = std::process::id();
@@ -81,6 +85,10 @@ impl ChildProc {
                 // The controller may have died between fork and prctl.
                 if libc::getppid() as u32 != parent {
                     libc::_exit(1);
+                }
+                // std has set up the pipes by now: fd 1 is the stdout pipe.
+                if merge_stderr && libc::dup2(1, 2) < 0 {
+                    return Err(std::io::Error::last_os_error());
                 }
                 if let Some(ns) = &netns {
                     super::netns_enter_raw(ns)?;

@@ -39,6 +39,54 @@ impl ProcFile {
     }
 }
 
+/// The system's CPU times (`cpu` lines) and interrupt counts (read every sample).
+pub const STAT: &str = "/proc/stat";
+/// Softirq counts per CPU (read every sample).
+pub const SOFTIRQS: &str = "/proc/softirqs";
+/// The TCP/IP counters (`Tcp:`, `Ip:` ...) of a namespace, as the parsers name them in errors
+/// (read through [`net_dir`]).
+pub const NET_SNMP: &str = "/proc/net/snmp";
+/// The extended TCP counters (`TcpExt:`), likewise.
+pub const NET_NETSTAT: &str = "/proc/net/netstat";
+/// Socket counts per protocol, likewise.
+pub const NET_SOCKSTAT: &str = "/proc/net/sockstat";
+/// How a /proc/<pid>/stat line is named in errors.
+pub const PID_STAT: &str = "/proc/<pid>/stat";
+
+/// /proc/<pid>/stat (`self`: this process).
+pub fn pid_stat_path(pid: Option<u32>) -> PathBuf {
+    match pid {
+        Some(p) => PathBuf::from(format!("/proc/{p}/stat")),
+        None => PathBuf::from("/proc/self/stat"),
+    }
+}
+
+/// The kernel's ceiling on a process's open files (fs.nr_open); None when unreadable.
+pub fn nr_open() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// The low end of the kernel's ephemeral port range (net.ipv4.ip_local_port_range) of the
+/// calling thread's namespace; None when unreadable.
+pub fn ephemeral_low() -> Option<u16> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+}
+
+/// The children of `pid`'s main thread (/proc/PID/task/PID/children), oldest first.
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The /proc/.../net directory of the namespace the calling thread is in (after
 /// [`enter_netns`], the probed one).
 pub fn net_dir() -> PathBuf {

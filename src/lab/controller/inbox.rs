@@ -78,6 +78,14 @@ impl Controller {
                 Effect::Path(profiles) => {
                     // The core holds the change once the lab has it, or keeps the knobs.
                     let applied = self.apply_paths(&profiles);
+                    // A key's refusal goes only to the message line in the core: the lab's
+                    // (the router's answer, a failed `tc`) is the run's record too.
+                    if let Err(f) = &applied {
+                        self.log(&format!(
+                            "[{now_s:.1}s] path {} unchanged: {}",
+                            f.path, f.why
+                        ));
+                    }
                     let mut then = Vec::new();
                     self.core
                         .fold(Input::PathApplied(applied), now_s, &mut then);
@@ -170,9 +178,10 @@ impl Controller {
         let mut sum = 0;
         for ns in netns {
             let read = crate::sys::netns::in_netns(&ns, || {
-                let text = std::fs::read_to_string("/proc/thread-self/net/snmp")?;
+                use crate::sys::procfs;
+                let text = std::fs::read_to_string(procfs::net_dir().join("snmp"))?;
                 let mut c = crate::probe::procnet::NetCounters::default();
-                c.parse_into("/proc/net/snmp", &text)?;
+                c.parse_into(procfs::NET_SNMP, &text)?;
                 c.counter("Tcp.ActiveOpens")
                     .ok_or_else(|| anyhow::anyhow!("no Tcp ActiveOpens"))
             });

@@ -314,6 +314,7 @@ impl Controller {
     /// both drivers (headless and TUI): a signal is noted (`note_interrupted`), not an error.
     pub fn pump(&mut self) -> anyhow::Result<()> {
         self.pump_messages();
+        self.log_router_said();
         self.check_children();
         let now = self.elapsed();
         if self.core.row_due(now) {

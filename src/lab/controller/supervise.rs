@@ -5,6 +5,15 @@ use super::*;
 use crate::model::death::Death;
 
 impl Controller {
+    /// What the delay router said besides its stats and answers (its last error before it
+    /// died, a late answer) goes to run.log: its stderr is not the terminal's.
+    pub(super) fn log_router_said(&mut self) {
+        let said = self.net.as_ref().map(|n| n.take_router_said());
+        for line in said.into_iter().flatten() {
+            self.log(&format!("the delay router: {line}"));
+        }
+    }
+
     /// Watches every child the run depends on (workers, target, delay router). A death stops
     /// the load at once: the point fails, the TUI says who died and how.
     pub(super) fn check_children(&mut self) {

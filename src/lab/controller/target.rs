@@ -75,6 +75,7 @@ impl Controller {
                     cpus: self.placement.server.clone(),
                     netns: server_netns.clone(),
                     output: self.target_log(),
+                    ..Default::default()
                 };
                 let child = ChildProc::spawn("target command", &spawn, |_| {})?;
                 self.server_pid = Some(child.pid());
@@ -324,10 +325,7 @@ impl Controller {
 /// handed out as ephemeral (bind to port 0) is soon another connection's local port (our own
 /// load's, on loopback), and the server's bind then fails with the port in use.
 pub(super) fn free_port() -> anyhow::Result<u16> {
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
+    let low = crate::sys::procfs::ephemeral_low().unwrap_or(32768);
     let below = below_ephemeral(low);
     let start = rand::random::<u16>() as usize;
     for i in 0..below.len() {

@@ -324,15 +324,11 @@ impl Folder {
 
     /// Rewrites summary.csv and summary.json with the rows so far.
     fn write_summary(&mut self) -> anyhow::Result<()> {
-        let mut csv = String::new();
         let header = serde_json::to_value(SummaryRow::default())?;
         let keys: Vec<String> = header.as_object().unwrap().keys().cloned().collect();
         let classes = class_columns(&self.summary);
-        csv.push_str(&keys.join(","));
-        for (id, fig) in &classes {
-            csv.push_str(&format!(",class_{id}_{fig}"));
-        }
-        csv.push('\n');
+        let class_keys = classes.iter().map(|(id, fig)| format!("class_{id}_{fig}"));
+        let mut csv = csv_record(keys.iter().cloned().chain(class_keys));
         for r in &self.summary {
             let v = serde_json::to_value(r)?;
             let o = v.as_object().unwrap();
@@ -343,7 +339,7 @@ impl Folder {
                         n.as_f64().map(fmt_num).unwrap_or_else(|| n.to_string())
                     }
                     serde_json::Value::Null => String::new(),
-                    serde_json::Value::String(s) => csv_cell(s),
+                    serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 })
                 .chain(classes.iter().map(|(id, fig)| {
@@ -355,8 +351,7 @@ impl Folder {
                         .unwrap_or_default()
                 }))
                 .collect();
-            csv.push_str(&cells.join(","));
-            csv.push('\n');
+            csv.push_str(&csv_record(cells));
         }
         atomic_write(&self.dir.join("summary.csv"), csv.as_bytes())?;
         let mut json = serde_json::json!({
@@ -398,9 +393,10 @@ impl Folder {
     }
 
     fn write_events(&mut self, events: &[Event]) -> anyhow::Result<()> {
-        let mut s = String::from("t_s,kind,text\n");
+        let mut s = csv_record(["t_s", "kind", "text"].map(String::from));
         for e in events {
-            s.push_str(&format!("{:.3},{},{}\n", e.t_s, e.kind, csv_cell(&e.text)));
+            let t = format!("{:.3}", e.t_s);
+            s.push_str(&csv_record([t, e.kind.to_string(), e.text.clone()]));
         }
         atomic_write(&self.dir.join("events.csv"), s.as_bytes())
     }
@@ -426,20 +422,27 @@ fn class_columns(rows: &[SummaryRow]) -> Vec<(&'static str, &'static str)> {
 
 /// timeseries.csv's header line: `t_s` and the columns' names.
 fn header(cols: &[Col]) -> String {
-    let names: Vec<_> = cols.iter().map(|c| c.name()).collect();
-    format!("t_s,{}\n", names.join(","))
+    let names = cols.iter().map(|c| c.name().to_string());
+    csv_record(std::iter::once("t_s".to_string()).chain(names))
 }
 
 /// One line of timeseries.csv (and of a snapshot): the time, then a cell per column, empty
 /// where there is no value.
 fn csv_row(t_s: f64, cells: impl Iterator<Item = Option<f64>>) -> String {
-    let mut line = format!("{t_s:.3}");
-    for v in cells {
-        line.push(',');
-        line.push_str(&v.map(fmt_num).unwrap_or_default());
-    }
-    line.push('\n');
-    line
+    let cells = cells.map(|v| v.map(fmt_num).unwrap_or_default());
+    csv_record(std::iter::once(format!("{t_s:.3}")).chain(cells))
+}
+
+/// One record of the run folder's CSV files, ending in a newline, quoted as RFC 4180 says (a
+/// cell with a comma, a quote or a newline is quoted) by the `csv` crate, which
+/// `report::read` reads them back with.
+fn csv_record(cells: impl IntoIterator<Item = String>) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    w.write_record(cells).expect("writing a record into memory");
+    let bytes = w.into_inner().expect("flushing into memory");
+    String::from_utf8(bytes).expect("the cells were text")
 }
 
 fn fmt_num(v: f64) -> String {
@@ -449,14 +452,6 @@ fn fmt_num(v: f64) -> String {
         format!("{}", v as i64)
     } else {
         format!("{v:.4}")
-    }
-}
-
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 
@@ -581,5 +576,39 @@ mod tests {
         std::fs::remove_dir_all(rec.dir().unwrap()).unwrap();
         let e = rec.finish(&[], Default::default()).unwrap_err();
         assert!(format!("{e:#}").contains("events.csv"), "{e:#}");
+    }
+
+    /// A text with a newline, a comma and quotes (an error's two lines, a step's caption)
+    /// comes back whole through `synlab report`'s reader: summary.csv and events.csv.
+    #[test]
+    fn a_quoted_newline_round_trips_through_the_report_reader() {
+        use crate::metrics::store::EventKind;
+        use crate::report::read::{parse_summary_csv, read_run};
+        let text = "refused: \"far\", 2 paths\nsecond line, \"quoted\"";
+        let tmp = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(tmp.path(), "t", "name = \"t\"\n").unwrap();
+        for error in [text, "plain"] {
+            rec.summary_point(SummaryRow {
+                error: error.into(),
+                ..Default::default()
+            });
+        }
+        let events = [text, "after"].map(|text| Event {
+            t_s: 1.5,
+            kind: EventKind::Mark,
+            text: text.into(),
+        });
+        rec.finish(&events, Default::default()).unwrap();
+        let dir = rec.dir().unwrap();
+        let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+        let errors: Vec<String> = parse_summary_csv(&csv)
+            .iter()
+            .map(|p| p.text(crate::model::summary::SummaryText::Error))
+            .collect();
+        assert_eq!(errors, [text, "plain"]);
+        let run = read_run(dir).unwrap();
+        let texts: Vec<&str> = run.events.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, [text, "after"]);
+        assert_eq!(run.events[0].kind, "mark");
     }
 }
