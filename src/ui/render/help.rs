@@ -3,6 +3,7 @@
 
 use crate::lab::state::LabState;
 use crate::ui::app::App;
+use crate::model::load_knob::LoadKnob;
 use crate::ui::keymap::{Action, Binding, KEYMAP};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -17,7 +18,7 @@ const HELP_W: usize = 31;
 pub fn bindings(st: &LabState) -> Vec<&'static Binding> {
     KEYMAP
         .iter()
-        .filter(|b| !matches!(b.action, Action::ResumedBy(_)) || st.knobs.resumed.is_some())
+        .filter(|b| !matches!(b.action, Action::Load(LoadKnob::Resumed, _)) || st.knobs.resumed.is_some())
         .collect()
 }
 

@@ -158,7 +158,9 @@ pub fn severity(w: &Warning) -> Severity {
         | Warning::PortsRunningOut
         | Warning::OutOfFds
         | Warning::ChildDied(_)
-        | Warning::RouterBehind => Severity::Alarm,
+        | Warning::RouterBehind
+        | Warning::AccessLog(_)
+        | Warning::TlsFailing { .. } => Severity::Alarm,
     }
 }
 
