@@ -76,15 +76,20 @@ pub enum Cmd {
         /// The largest regression allowed, in % of the baseline (error share: in points).
         #[arg(long, default_value = "5%")]
         max_regression: String,
-        /// The metrics judged (comma-separated): throughput_per_s, total_p50_ms, total_p99_ms,
-        /// error_share_pct (errors in % of attempts), capacity_per_s (the sweep's capacity at
-        /// its response-time target, per series).
+        /// The metrics judged (comma-separated): any numeric column of summary.json (e.g.
+        /// good_responses_per_s, total_p99_ms, error_share_pct: failures in % of the requests
+        /// that ended, judged in points), cpu_busy_pct, capacity_per_s (the sweep's capacity
+        /// at its response-time target, per series).
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct,capacity_per_s"
+            default_value = "good_responses_per_s,total_p50_ms,total_p99_ms,error_share_pct,capacity_per_s"
         )]
         on: Vec<String>,
+        /// Where the overlay plots go (default: the run's folder; the baseline's is never
+        /// written).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Print a shell completion script of synlab's subcommands and flags.
     Completions {
@@ -185,7 +190,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             run,
             max_regression,
             on,
-        } => crate::report::compare::compare_main(&baseline, &run, &max_regression, &on),
+            out,
+        } => crate::report::compare::compare_main(
+            &baseline,
+            &run,
+            &max_regression,
+            &on,
+            out.as_deref(),
+        ),
         Cmd::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -390,8 +390,14 @@ pub fn run_main(
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     // Every file that could not be written (each says its path and why) fails the run.
     let mut unwritten: Vec<String> = last_files.into_iter().collect();
+    let signalled = cut || interrupted.load(Ordering::Relaxed);
     if let Some(path) = &extras.junit {
-        match crate::report::junit::write(path, &name, &verdicts) {
+        let cut_short = match (signalled, &child_died) {
+            (true, _) => Some("it was interrupted".to_string()),
+            (false, Some(d)) => Some(format!("a process of the lab died: {d}")),
+            (false, None) => None,
+        };
+        match crate::report::junit::write(path, &name, &verdicts, cut_short.as_deref()) {
             Ok(()) => println!("junit: {}", path.display()),
             Err(e) => unwritten.push(format!("{e:#}")),
         }
@@ -399,7 +405,6 @@ pub fn run_main(
     if let Err(e) = session::report_and_folder(dir.as_deref()) {
         unwritten.push(format!("{e:#}"));
     }
-    let signalled = cut || interrupted.load(Ordering::Relaxed);
     if signalled {
         for e in &unwritten {
             eprintln!("synlab: not written: {e}");
