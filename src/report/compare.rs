@@ -852,10 +852,7 @@ mod tests {
         assert!(t.contains("10.0->13.0 +30%!"), "{t}");
         // A rate's floor: 1/s.
         assert_eq!(SummaryCol::GoodResponsesPerS.floor(), 1.0);
-        assert_eq!(
-            regression(Metric::Col(SummaryCol::GoodResponsesPerS), 2.0, 1.2).1,
-            true
-        );
+        assert!(regression(Metric::Col(SummaryCol::GoodResponsesPerS), 2.0, 1.2).1);
     }
 
     /// Another scenario, or other holds, is said; points that do not match are refused.
