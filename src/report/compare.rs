@@ -533,7 +533,10 @@ pub fn compare_main(
         false
     } else if b.param().is_some() && b.param() == r.param() {
         let into = out.map_or_else(|| run.to_path_buf(), Path::to_path_buf);
-        match super::write_overlay_into(&[base.to_path_buf(), run.to_path_buf()], &into) {
+        // Named after the baseline: `RUN/compare-<BASELINE>/`.
+        let named = [b.name.as_str()];
+        let dirs = [base.to_path_buf(), run.to_path_buf()];
+        match super::write_overlay_into(&dirs, &into, Some(&named)) {
             Ok(md) => {
                 println!("overlay: {}", md.display());
                 false
