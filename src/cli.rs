@@ -77,13 +77,14 @@ pub enum Cmd {
         /// The largest regression allowed, in % of the baseline (error share: in points).
         #[arg(long, default_value = "5%")]
         max_regression: String,
-        /// The metrics judged (comma-separated): throughput_per_s, total_p50_ms, total_p99_ms,
-        /// error_share_pct (errors in % of attempts), capacity_per_s (the sweep's capacity at
-        /// its response-time target, per series).
+        /// The metrics judged (comma-separated): any numeric column of summary.json (e.g.
+        /// good_responses_per_s, total_p99_ms, error_share_pct: failures in % of the requests
+        /// that ended, judged in points), cpu_busy_pct, capacity_per_s (the sweep's capacity
+        /// at its response-time target, per series).
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "throughput_per_s,total_p50_ms,total_p99_ms,error_share_pct,capacity_per_s"
+            default_value = "good_responses_per_s,total_p50_ms,total_p99_ms,error_share_pct,capacity_per_s"
         )]
         on: Vec<String>,
         /// Write the judged figures (change, 95 % interval, verdict) as JSON to FILE.
@@ -92,6 +93,10 @@ pub enum Cmd {
         /// Write one JUnit test case per judged figure (its interval in the message) to FILE.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// Where the overlay plots go (default: the run's folder; the baseline's is never
+        /// written).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Print the access-log format synlab reads best for a server of yours (`target.access_log`).
     Logformat {
@@ -203,12 +208,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             on,
             json,
             junit,
+            out,
         } => crate::report::sure::compare_cli(
             &baseline,
             &run,
             &max_regression,
             &on,
-            &crate::report::sure::Outputs { json, junit },
+            &crate::report::sure::Outputs {
+                json,
+                junit,
+                overlay: out,
+            },
         ),
         Cmd::Logformat { server } => {
             print!("{}", crate::probe::accesslog::recommended_format(server));

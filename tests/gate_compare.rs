@@ -1,5 +1,7 @@
 //! `synlab compare`: a run against a server made twice as slow exits 3 against its baseline; a
-//! second run of the same scenario exits 0; the overlay plots are written. Real server on loopback.
+//! second run of the same scenario exits 0, as does a run against itself; the overlay plots are
+//! written beside the run (or to `--out`), never into the baseline; other holds are said, other
+//! points refused (exit 2); an interrupted run's JUnit is not green. Real server on loopback.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,6 +78,7 @@ fn a_server_twice_as_slow_regresses_and_the_same_server_does_not() {
     let base = run(tmp.path(), "base", "5ms");
     let same = run(tmp.path(), "same", "5ms");
     let slow = run(tmp.path(), "slow", "10ms");
+    let base_files = listing(&base);
     let limit = "--max-regression=25%";
     let on = "--on=throughput_per_s,total_p50_ms,error_share_pct";
 
@@ -102,11 +105,108 @@ fn a_server_twice_as_slow_regresses_and_the_same_server_does_not() {
         "{stderr}"
     );
     assert!(stderr.contains("REGRESSION total_p50_ms"), "{stderr}");
-    // The overlay, as `synlab report A B` writes it.
-    let name = slow.file_name().unwrap().to_string_lossy().into_owned();
-    let overlay = base.join(format!("compare-{name}"));
+    // The overlay, as `synlab report A B` writes it, beside the run judged: the baseline's
+    // folder is left as it was (a CI job may keep it read-only).
+    let name = base.file_name().unwrap().to_string_lossy().into_owned();
+    let overlay = slow.join(format!("compare-{name}"));
     assert!(overlay.join("report.md").is_file(), "{stdout}");
     assert!(std::fs::read_dir(overlay.join("plots")).unwrap().count() > 0);
+    assert_eq!(
+        listing(&base),
+        base_files,
+        "compare wrote into the baseline"
+    );
+
+    // `--out` puts the overlay elsewhere.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = format!("--out={}", elsewhere.path().display());
+    let (code, stdout, stderr) = synlab(&[
+        "compare".as_ref(),
+        base.as_os_str(),
+        same.as_os_str(),
+        limit.as_ref(),
+        on.as_ref(),
+        out.as_ref(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(elsewhere
+        .path()
+        .join(format!("compare-{name}"))
+        .join("report.md")
+        .is_file());
+    assert_eq!(
+        listing(&base),
+        base_files,
+        "compare wrote into the baseline"
+    );
+
+    // A run compared with itself: no regression, exit 0.
+    let (code, stdout, stderr) = synlab(&["compare".as_ref(), base.as_os_str(), base.as_os_str()]);
+    assert_eq!(code, 0, "a run against itself:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("no regression past 5 %"), "{stdout}");
+    assert!(
+        stdout.contains("the baseline and the run are one folder"),
+        "{stdout}"
+    );
+
+    // The same run under a scenario that held its points for less: compared, and said so.
+    let held = copy_with_scenario(tmp.path(), &base, "held", |s| {
+        s.replace("hold = \"2s\"", "hold = \"1500ms\"")
+    });
+    let (code, stdout, stderr) = synlab(&["compare".as_ref(), base.as_os_str(), held.as_os_str()]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("note: the runs hold their points for different times (closed 16: 2 s in the baseline, 1.5 s in the run)"),
+        "{stdout}"
+    );
+    // ... and under one that plans other points: refused (exit 2), naming both.
+    let other = copy_with_scenario(tmp.path(), &base, "other", |s| {
+        s.replace("values = [16]", "values = [16, 32]")
+    });
+    let (code, stdout, stderr) = synlab(&["compare".as_ref(), base.as_os_str(), other.as_os_str()]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("the runs' points do not match: the baseline plans closed 16, the run closed 16, closed 32"),
+        "{stderr}"
+    );
+}
+
+/// The names in a folder, recursively, sorted.
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(listing(&p));
+        }
+        out.push(p);
+    }
+    out.sort();
+    out
+}
+
+/// A copy of run folder `dir` as `parent/<tag>`, its scenario.toml changed by `edit`.
+fn copy_with_scenario(
+    parent: &Path,
+    dir: &Path,
+    tag: &str,
+    edit: impl Fn(&str) -> String,
+) -> PathBuf {
+    let to = parent.join(tag);
+    let ok = Command::new("cp")
+        .arg("-r")
+        .arg(dir)
+        .arg(&to)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let sc = to.join("scenario.toml");
+    let text = std::fs::read_to_string(&sc).unwrap();
+    let changed = edit(&text);
+    assert_ne!(changed, text, "the edit changed nothing in:\n{text}");
+    std::fs::write(&sc, changed).unwrap();
+    to
 }
 
 /// The same scenario as a 4-point sweep of the clients.
@@ -142,6 +242,8 @@ fn an_interrupted_candidate_fails_the_comparison() {
     let child = Command::new(env!("CARGO_BIN_EXE_synlab"))
         .args(["run", "--no-progress", "--out"])
         .arg(&cut_out)
+        .arg("--junit")
+        .arg(tmp.path().join("cut.xml"))
         .arg(&sc)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -173,6 +275,14 @@ fn an_interrupted_candidate_fails_the_comparison() {
         Some(130),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Its JUnit file is not green: the run did not finish.
+    let junit = std::fs::read_to_string(tmp.path().join("cut.xml")).unwrap();
+    assert!(junit.contains("errors=\"1\""), "{junit}");
+    assert!(
+        junit.contains("the run did not finish: it was interrupted"),
+        "{junit}"
     );
 
     let (code, stdout, stderr) = synlab(&["compare".as_ref(), base.as_os_str(), cut.as_os_str()]);

@@ -101,6 +101,7 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
         seed: 1,
         paused: false,
         tls: None,
+        good_statuses: Default::default(),
     }
 }
 

@@ -359,7 +359,8 @@ fn every_message_a_person_reads() {
         &mut out,
         "thresholds",
         &[
-            GateError::TextColumn(s("backend")),
+            GateError::TextColumn { name: s("backend") },
+            GateError::UnknownMetric { name: s("latency") },
             GateError::UnknownMetricNear {
                 name: s("throughput_per_sec"),
                 nearest: s("throughput_per_s"),

@@ -173,7 +173,12 @@ pub fn repeat_main(
     let mut r = run_trials(&sc, &opts, n, show)?;
     print!("{}", crate::report::thresholds::verdict_lines(&r.verdicts));
     if let Some(path) = &extras.junit {
-        match crate::report::junit::write(path, &name, &r.verdicts) {
+        match crate::report::junit::write(
+            path,
+            &name,
+            &r.verdicts,
+            super::run::cut_short_reason(r.interrupted, r.child_died.as_ref()).as_deref(),
+        ) {
             Ok(()) => println!("junit: {}", path.display()),
             Err(e) => r.unwritten.push(format!("{e:#}")),
         }

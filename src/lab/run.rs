@@ -428,8 +428,10 @@ pub fn run_main(
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
     // Every file that could not be written (each says its path and why) fails the run.
     let mut unwritten: Vec<String> = last_files.into_iter().collect();
+    let signalled = cut || interrupted.load(Ordering::Relaxed);
     if let Some(path) = &extras.junit {
-        match crate::report::junit::write(path, &name, &verdicts) {
+        let cut_short = cut_short_reason(signalled, child_died.as_ref());
+        match crate::report::junit::write(path, &name, &verdicts, cut_short.as_deref()) {
             Ok(()) => println!("junit: {}", path.display()),
             Err(e) => unwritten.push(format!("{e:#}")),
         }
@@ -437,7 +439,6 @@ pub fn run_main(
     if let Err(e) = session::report_and_folder(dir.as_deref()) {
         unwritten.push(format!("{e:#}"));
     }
-    let signalled = cut || interrupted.load(Ordering::Relaxed);
     let verdict = run_verdict(
         &unwritten,
         signalled,
@@ -456,6 +457,18 @@ pub fn run_main(
         super::ci::RunVerdict::Passed { .. } => ExitCode::SUCCESS,
         super::ci::RunVerdict::Failed { code, .. } => ExitCode::from(code),
     })
+}
+
+/// Why a run's JUnit file gets an errored "run finished whole" case, if it does.
+pub(crate) fn cut_short_reason(
+    signalled: bool,
+    died: Option<&crate::model::death::Death>,
+) -> Option<String> {
+    match (signalled, died) {
+        (true, _) => Some("it was interrupted".to_string()),
+        (false, Some(d)) => Some(format!("a process of the lab died: {d}")),
+        (false, None) => None,
+    }
 }
 
 /// How a run ends, said on stderr as it always was: a file not written (1, unless a signal cut

@@ -12,10 +12,19 @@ fn fmt(v: f64, w: usize) -> String {
     }
 }
 
-/// The end-of-run table's note for a point whose responses were more than 1 % not 2xx.
+/// The end-of-run table's note for a point whose responses were more than 1 % not 2xx: how
+/// many of them failed (4xx/5xx not named good: in `error_share_pct`, so a threshold on it
+/// catches them), and where a wrong path would come from.
 pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
-    crate::model::summary::non2xx_flag_pct(r.non2xx_per_s, r.throughput_per_s).map(|pct| {
-        format!("NOT 2xx: {pct:.0} % of responses (check the request paths: load.mix / workload)")
+    let pct = crate::model::summary::non2xx_flag_pct(r.non2xx_per_s, r.throughput_per_s)?;
+    let failed = 100.0 * r.failed_responses_per_s / r.throughput_per_s;
+    Some(if failed > 0.0 {
+        format!(
+            "NOT 2xx: {pct:.0} % of responses, {failed:.0} % failed (4xx/5xx: counted in \
+             error_share_pct; a 4xx may be a wrong request path in load.mix / workload)"
+        )
+    } else {
+        format!("NOT 2xx: {pct:.0} % of responses (none failed: 1xx/3xx or named good)")
     })
 }
 

@@ -97,6 +97,9 @@ pub struct WorkerConfig {
     /// Speak TLS: each connection's handshake follows its connect (None: plain HTTP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::tls::ClientTls>,
+    /// The statuses counted as good responses (`[gate] good_statuses`; empty: every 2xx).
+    #[serde(default)]
+    pub good_statuses: crate::model::counters::GoodStatuses,
 }
 
 /// Controller -> worker, one JSON object per line on the worker's stdin.

@@ -5,7 +5,7 @@
 //! prometheus-client, a tiny std HTTP responder thread serves the latest exposition. A bare
 //! port binds loopback: another interface only when the user names it.
 
-use crate::metrics::hist::{Buckets, BUCKET_BOUNDS_S};
+use crate::metrics::hist::{bucket_bounds_s, Buckets};
 use crate::model::{col, Col, Kind, Scope, Unit};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -141,7 +141,9 @@ pub fn prom_series(column: Col, v: f64) -> PromSeries {
     }
 }
 
-/// A latency distribution since the run began, in fixed buckets, as an OpenMetrics histogram.
+/// A latency distribution since the run began, in fixed buckets 1.044x apart
+/// ([`bucket_bounds_s`]), as an OpenMetrics histogram: `histogram_quantile` over them is
+/// within 5 % of the run's own percentiles.
 #[derive(Debug)]
 struct FixedHistogram(Buckets);
 
@@ -150,7 +152,7 @@ impl prometheus_client::encoding::EncodeMetric for FixedHistogram {
         &self,
         mut encoder: prometheus_client::encoding::MetricEncoder,
     ) -> Result<(), std::fmt::Error> {
-        let bounds = BUCKET_BOUNDS_S.iter().copied().chain([f64::INFINITY]);
+        let bounds = bucket_bounds_s().iter().copied().chain([f64::INFINITY]);
         let buckets: Vec<(f64, u64)> = bounds.zip(self.0.counts.iter().copied()).collect();
         encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
             self.0.sum_s,
@@ -500,7 +502,7 @@ mod tests {
     #[test]
     fn latency_is_a_cumulative_histogram_in_seconds() {
         let mut h = crate::metrics::hist::new_hist();
-        for us in [300, 20_000, 20_000, 30_000_000] {
+        for us in [10, 20_000, 20_000, 100_000_000] {
             crate::metrics::hist::record(&mut h, us);
         }
         let t = encode(&[], &[("connect", Buckets::of(&h))]);
@@ -509,22 +511,111 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("synlab_connect_seconds_count 4\n"), "{t}");
-        assert!(
-            t.contains("synlab_connect_seconds_bucket{le=\"0.0005\"} 1\n"),
-            "{t}"
-        );
-        assert!(
-            t.contains("synlab_connect_seconds_bucket{le=\"0.025\"} 3\n"),
-            "{t}"
-        );
-        assert!(
-            t.contains("synlab_connect_seconds_bucket{le=\"10.0\"} 3\n"),
-            "{t}"
-        );
-        assert!(
-            t.contains("synlab_connect_seconds_bucket{le=\"+Inf\"} 4\n"),
-            "{t}"
-        );
+        let b = buckets_of(&t, "synlab_connect_seconds");
+        assert_eq!(b.len(), bucket_bounds_s().len() + 1);
+        assert_eq!(b[0].1, 1.0, "{t}");
+        let at = |s: f64| b.iter().find(|(le, _)| *le >= s).unwrap().1;
+        assert_eq!(at(0.019), 1.0);
+        assert_eq!(at(0.021), 3.0);
+        assert_eq!(at(64.0), 3.0);
+        assert_eq!(b.last().unwrap(), &(f64::INFINITY, 4.0));
+        assert!(t.contains("synlab_connect_seconds_bucket{le=\"+Inf\"} 4\n"));
+    }
+
+    /// `(le, cumulative count)` of a histogram's `_bucket` lines in an exposition, as
+    /// Prometheus reads them.
+    fn buckets_of(t: &str, name: &str) -> Vec<(f64, f64)> {
+        let prefix = format!("{name}_bucket{{le=\"");
+        t.lines()
+            .filter_map(|l| l.strip_prefix(prefix.as_str()))
+            .map(|l| {
+                let (le, n) = l.split_once("\"} ").unwrap();
+                let le = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap()
+                };
+                (le, n.trim().parse().unwrap())
+            })
+            .collect()
+    }
+
+    /// Prometheus' `histogram_quantile` (promql/quantile.go, `bucketQuantile`): the bucket
+    /// where the rank falls, interpolated linearly between its bounds; in the `+Inf` bucket,
+    /// the highest finite bound.
+    fn histogram_quantile(q: f64, b: &[(f64, f64)]) -> f64 {
+        let total = b.last().unwrap().1;
+        let rank = q * total;
+        let i = b[..b.len() - 1]
+            .iter()
+            .position(|(_, c)| *c >= rank)
+            .unwrap_or(b.len() - 1);
+        if i == b.len() - 1 {
+            return b[b.len() - 2].0;
+        }
+        let (start, below) = if i > 0 { b[i - 1] } else { (0.0, 0.0) };
+        start + (b[i].0 - start) * (rank - below) / (b[i].1 - below)
+    }
+
+    /// Over the exposed buckets, `histogram_quantile(0.99, ...)` is within 5 % of the run's
+    /// own p99 for the distributions a run sees: a 40 ms path with a tail, a spread, a point
+    /// mass just past a bound (the worst case of the interpolation), two modes.
+    #[test]
+    fn histogram_quantile_over_the_buckets_is_within_5_pct_of_the_runs_p99() {
+        // A fixed LCG: the same samples every run.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut uniform = move || {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let bound = bucket_bounds_s()[200] * 1e6;
+        let cases: Vec<(&str, Vec<u64>)> = vec![
+            (
+                "40 ms path, exponential tail (mean 12 ms)",
+                (0..100_000)
+                    .map(|_| (40_000.0 - 12_000.0 * (1.0 - uniform()).ln()) as u64)
+                    .collect(),
+            ),
+            (
+                "uniform 40-140 ms",
+                (0..50_000)
+                    .map(|_| (40_000.0 + 100_000.0 * uniform()) as u64)
+                    .collect(),
+            ),
+            ("every response at 84 ms", vec![84_000; 10_000]),
+            (
+                "a point mass just past a bound",
+                vec![(bound * 1.002) as u64; 10_000],
+            ),
+            (
+                "loopback 0.3 ms with 1.5 % at 200 ms",
+                (0..20_000)
+                    .map(|i| {
+                        if i % 200 < 3 {
+                            200_000
+                        } else {
+                            300 + (i % 50) as u64
+                        }
+                    })
+                    .collect(),
+            ),
+        ];
+        for (what, samples) in cases {
+            let mut h = crate::metrics::hist::new_hist();
+            for us in samples {
+                crate::metrics::hist::record(&mut h, us);
+            }
+            let own = h.value_at_quantile(0.99) as f64 / 1e6;
+            let t = encode(&[], &[("total_latency", Buckets::of(&h))]);
+            let b = buckets_of(&t, "synlab_total_latency_seconds");
+            let promql = histogram_quantile(0.99, &b);
+            let err = (promql - own).abs() / own;
+            assert!(
+                err < 0.05,
+                "{what}: histogram_quantile {promql} vs the run's p99 {own}: {:.1} % off",
+                err * 100.0
+            );
+        }
     }
 
     #[test]

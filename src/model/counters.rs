@@ -57,6 +57,11 @@ pub struct Counters {
     pub responses: u64,
     pub responses_2xx: u64,
     pub responses_non2xx: u64,
+    /// Responses whose status is good ([`GoodStatuses`]: 2xx, or the statuses the scenario
+    /// names), and those whose status is a failure (5xx, and 4xx not named good). A 1xx/3xx
+    /// not named good is neither.
+    pub responses_good: u64,
+    pub responses_failed: u64,
     pub response_timeouts: u64,
     /// ECONNRESET / EPIPE while a request was being sent or answered.
     pub resets: u64,
@@ -109,6 +114,8 @@ impl Counters {
             responses,
             responses_2xx,
             responses_non2xx,
+            responses_good,
+            responses_failed,
             response_timeouts,
             resets,
             bad_responses,
@@ -142,6 +149,8 @@ impl Counters {
         self.responses += responses;
         self.responses_2xx += responses_2xx;
         self.responses_non2xx += responses_non2xx;
+        self.responses_good += responses_good;
+        self.responses_failed += responses_failed;
         self.response_timeouts += response_timeouts;
         self.resets += resets;
         self.bad_responses += bad_responses;
@@ -190,9 +199,47 @@ impl Counters {
         self.connection_errors() + self.request_errors()
     }
 
+    /// Every failure a gate counts: [`Counters::errors`] and the responses whose status is a
+    /// failure (a 503 is a failed request, however fast it came).
+    pub fn failures(&self) -> u64 {
+        self.errors() + self.responses_failed
+    }
+
     /// Connects and requests still in progress when the workers stopped.
     pub fn in_flight_at_end(&self) -> u64 {
         self.connecting_at_end + self.requests_at_end
+    }
+}
+
+/// The response statuses a scenario counts as good (`[gate] good_statuses`; empty: every
+/// 2xx): the one rule by which a worker sorts a response into good, failed or neither.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GoodStatuses(pub Vec<u16>);
+
+/// What a response's status makes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusClass {
+    /// 2xx, or a status named good.
+    Good,
+    /// 5xx, or 4xx, not named good (or a status outside 100-599).
+    Failed,
+    /// 1xx or 3xx not named good: not a good response, not a failure.
+    Neither,
+}
+
+impl GoodStatuses {
+    pub fn class(&self, status: u16) -> StatusClass {
+        let good = if self.0.is_empty() {
+            (200..300).contains(&status)
+        } else {
+            self.0.contains(&status)
+        };
+        match status {
+            _ if good => StatusClass::Good,
+            100..=399 => StatusClass::Neither,
+            _ => StatusClass::Failed,
+        }
     }
 }
 
@@ -225,6 +272,11 @@ pub struct Totals {
     /// Complete HTTP responses, any status.
     pub responses: u64,
     pub non2xx: u64,
+    /// Responses whose status is good, and those whose status is a failure ([`GoodStatuses`]).
+    #[serde(default)]
+    pub good: u64,
+    #[serde(default)]
+    pub failed_responses: u64,
     /// Connection errors and request errors.
     pub errors: u64,
     pub errors_by_kind: ErrorKinds,
@@ -387,6 +439,8 @@ impl Totals {
             established: c.established,
             responses: c.responses,
             non2xx: c.responses_non2xx,
+            good: c.responses_good,
+            failed_responses: c.responses_failed,
             errors: c.errors(),
             errors_by_kind: ErrorKinds {
                 connect_timeouts: c.connect_timeouts,
@@ -545,6 +599,32 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("requests: 40 sent + 0 in flight"), "{why}");
+    }
+
+    #[test]
+    fn statuses_are_good_failed_or_neither_by_one_rule() {
+        let default = GoodStatuses::default();
+        assert_eq!(default.class(200), StatusClass::Good);
+        assert_eq!(default.class(204), StatusClass::Good);
+        assert_eq!(default.class(304), StatusClass::Neither);
+        assert_eq!(default.class(404), StatusClass::Failed);
+        assert_eq!(default.class(503), StatusClass::Failed);
+        let named = GoodStatuses(vec![200, 304, 404]);
+        assert_eq!(named.class(200), StatusClass::Good);
+        assert_eq!(named.class(304), StatusClass::Good);
+        assert_eq!(named.class(404), StatusClass::Good);
+        // Named statuses replace the 2xx default.
+        assert_eq!(named.class(204), StatusClass::Neither);
+        assert_eq!(named.class(301), StatusClass::Neither);
+        assert_eq!(named.class(403), StatusClass::Failed);
+        assert_eq!(named.class(503), StatusClass::Failed);
+        let c = Counters {
+            refused: 1,
+            resets: 2,
+            responses_failed: 3,
+            ..Default::default()
+        };
+        assert_eq!((c.errors(), c.failures()), (3, 6));
     }
 
     #[test]

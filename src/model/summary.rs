@@ -12,6 +12,18 @@ pub fn non2xx_flag_pct(non2xx_per_s: f64, throughput_per_s: f64) -> Option<f64> 
         .then(|| 100.0 * non2xx_per_s / throughput_per_s)
 }
 
+/// The error share, %: failures (failed responses, connection and request errors) over every
+/// request that ended (responses and errors). NaN when nothing ended. The one definition a
+/// threshold, `compare` and the run table use.
+pub fn error_share_pct(responses: f64, failed_responses: f64, errors: f64) -> f64 {
+    let ended = responses + errors;
+    if ended > 0.0 {
+        100.0 * (failed_responses + errors) / ended
+    } else {
+        f64::NAN
+    }
+}
+
 /// One `[[network.path]]`'s figures in a point (seed 000 §4.4: client classes sharing a
 /// server). Latencies cover completed requests; `connect_timeouts` says how many did not.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -110,6 +122,17 @@ pub struct SummaryRow {
     /// Of those, responses whose status was not 2xx (a 404 from a wrong path, a 503 ...).
     #[serde(default)]
     pub non2xx_per_s: f64,
+    /// Of those, good responses/s: 2xx, or the statuses `[gate] good_statuses` names. The
+    /// throughput a gate judges.
+    #[serde(default = "nan")]
+    pub good_responses_per_s: f64,
+    /// Responses/s whose status is a failure: 5xx, and 4xx not named good.
+    #[serde(default = "nan")]
+    pub failed_responses_per_s: f64,
+    /// Failures in % of the requests that ended ([`error_share_pct`]): failed responses and
+    /// connection and request errors over responses and errors.
+    #[serde(default = "nan")]
+    pub error_share_pct: f64,
     pub server_responses_per_s: f64,
     /// The server's access log over the hold by status class, lines/s (NaN without one).
     #[serde(default)]
@@ -395,6 +418,9 @@ summary_cols! {
     EstablishedPerS = established_per_s: PerSecond,
     ThroughputPerS = throughput_per_s: PerSecond,
     Non2xxPerS = non2xx_per_s: PerSecond,
+    GoodResponsesPerS = good_responses_per_s: PerSecond,
+    FailedResponsesPerS = failed_responses_per_s: PerSecond,
+    ErrorSharePct = error_share_pct: Percent,
     ServerResponsesPerS = server_responses_per_s: PerSecond,
     Server2xxPerS = server_2xx_per_s: PerSecond,
     Server3xxPerS = server_3xx_per_s: PerSecond,
@@ -481,10 +507,109 @@ summary_cols! {
     EndS = end_s: Seconds,
 }
 
+/// Which way a column's change is worse: what `compare` calls a regression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worse {
+    /// Less is worse (throughput, capacity).
+    Lower,
+    /// More is worse (latency, errors, queues, CPU per response).
+    Higher,
+    /// Either way is a change to flag (counts and settings with no better side).
+    Either,
+}
+
 impl SummaryCol {
-    /// The column called `name` in summary.csv / summary.json (a threshold's `metric`).
+    /// The column called `name` in summary.csv / summary.json (a threshold's `metric`, a
+    /// `compare --on` metric).
     pub fn parse(name: &str) -> Option<SummaryCol> {
         SummaryCol::ALL.iter().copied().find(|c| c.name() == name)
+    }
+
+    /// Which way a change of this column is a regression.
+    pub fn worse(self) -> Worse {
+        use SummaryCol as C;
+        match self {
+            C::ThroughputPerS
+            | C::GoodResponsesPerS
+            | C::EstablishedPerS
+            | C::ServerResponsesPerS
+            | C::Server2xxPerS
+            | C::BytesInPerS
+            | C::RequestsPerS
+            | C::HandshakesPerS
+            | C::FullHandshakesPerS
+            | C::ResumedHandshakesPerS
+            | C::ResumedSharePct
+            | C::ServerResumedSharePct
+            | C::ServerFullHandshakesPerS
+            | C::ServerResumedHandshakesPerS
+            | C::CpuIdlePct
+            | C::ServerCoresIdlePct => Worse::Lower,
+            C::Non2xxPerS
+            | C::FailedResponsesPerS
+            | C::ErrorSharePct
+            | C::Server4xxPerS
+            | C::Server5xxPerS
+            | C::ErrorsPerS
+            | C::ConnectTimeoutsPerS
+            | C::RefusedPerS
+            | C::ConnectP50Ms
+            | C::ConnectP99Ms
+            | C::TotalP50Ms
+            | C::TotalP90Ms
+            | C::TotalP98Ms
+            | C::TotalP99Ms
+            | C::LittleLoadFactor
+            | C::AcceptQueueMean
+            | C::AcceptQueueMax
+            | C::ListenOverflowsPerS
+            | C::TimeWaitMean
+            | C::TimeWaitMax
+            | C::Failed
+            | C::ClientBound
+            | C::CapacityLatencyMs
+            | C::HandshakeErrorsPerS
+            | C::TlsHandshakeP50Ms
+            | C::TlsHandshakeP90Ms
+            | C::TlsHandshakeP99Ms
+            | C::TtfbP50Ms
+            | C::TtfbP99Ms
+            | C::ConnectionErrorsPerS
+            | C::RequestErrorsPerS
+            | C::ServerCpuUsPerResponse
+            | C::ServerCoresUsPerResponse
+            | C::ServerSoftirqUsPerSyn
+            | C::CpuUserPct
+            | C::CpuSystemPct
+            | C::CpuIrqPct
+            | C::CpuSoftirqPct
+            | C::ServerCpuUserPct
+            | C::ServerCpuSysPct
+            | C::ServerCoresUserPct
+            | C::ServerCoresSystemPct
+            | C::ServerCoresIrqPct
+            | C::ServerCoresSoftirqPct
+            | C::WorkerCpuPct
+            | C::LoadCpuPct
+            | C::LoadCoresBusyPct => Worse::Higher,
+            // Anything else (settings, samples, clocks, cross-checks, columns added later):
+            // a change either way is flagged.
+            _ => Worse::Either,
+        }
+    }
+
+    /// The smallest change of this column that can be a regression, in its unit: under it a
+    /// change is noise however large in % (p50 0.26 -> 0.34 ms is not a 30 % regression).
+    /// Percent columns change in points, judged against the limit in points already.
+    pub fn floor(self) -> f64 {
+        match self.unit() {
+            Unit::Milliseconds => 1.0,
+            Unit::Seconds => 0.001,
+            Unit::Microseconds => 1.0,
+            Unit::PerSecond => 1.0,
+            Unit::Count => 1.0,
+            Unit::Percent | Unit::Flag | Unit::Megabytes | Unit::Pages => 0.0,
+        }
     }
 }
 

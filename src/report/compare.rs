@@ -6,7 +6,7 @@
 //! measured the load generator, so it is flagged and not judged.
 
 use super::read::{Point, RunData};
-use crate::model::summary::{SummaryCol, SummaryText};
+use crate::model::summary::{SummaryCol, SummaryText, Worse};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -17,22 +17,10 @@ pub const EXIT_INCOMPLETE: u8 = 4;
 /// Exit code of a regression past the limit.
 pub const EXIT_REGRESSION: u8 = 3;
 
-/// How a metric is judged.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Better {
-    Higher,
-    Lower,
-    /// Shown, not judged: the accept queue and the machine's CPU depend on where the load runs
-    /// as much as on the server.
-    Shown,
-}
-
-/// What is compared: summary columns, and two figures derived from them.
+/// What is compared: any numeric summary column, and two figures derived from them.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Metric {
     Col(SummaryCol),
-    /// Errors as a share of attempts, %.
-    ErrorShare,
     /// The machine's CPU busy, % (100 - idle).
     CpuBusy,
     /// The run's capacity at its target (summary.json's `capacity`), responses/s, per series
@@ -45,47 +33,84 @@ impl Metric {
     pub fn name(self) -> &'static str {
         match self {
             Metric::Col(c) => c.name(),
-            Metric::ErrorShare => "error_share_pct",
             Metric::CpuBusy => "cpu_busy_pct",
             Metric::Capacity => "capacity_per_s",
+        }
+    }
+
+    /// The metric `--on` names: a numeric summary column, `cpu_busy_pct` or `capacity_per_s`
+    /// (the same columns a `[[threshold]]` may bound: one rule, [`SummaryCol`]).
+    pub fn parse(name: &str) -> Result<Metric, crate::scenario::gate::GateError> {
+        [Metric::CpuBusy, Metric::Capacity]
+            .into_iter()
+            .find(|m| m.name() == name)
+            .map_or_else(
+                || crate::scenario::gate::check_metric(name).map(Metric::Col),
+                Ok,
+            )
+    }
+
+    /// Which way a change is worse.
+    pub fn worse(self) -> Worse {
+        match self {
+            Metric::Col(c) => c.worse(),
+            Metric::CpuBusy => Worse::Higher,
+            Metric::Capacity => Worse::Lower,
+        }
+    }
+
+    /// Whether its change is in percentage points (a share: the error share, CPU %) rather
+    /// than in % of the baseline.
+    pub fn in_points(self) -> bool {
+        match self {
+            Metric::Col(c) => c.unit() == crate::model::Unit::Percent,
+            Metric::CpuBusy => true,
+            Metric::Capacity => false,
+        }
+    }
+
+    /// The smallest change that can be a regression, in the metric's unit
+    /// ([`SummaryCol::floor`]).
+    pub fn floor(self) -> f64 {
+        match self {
+            Metric::Col(c) => c.floor(),
+            Metric::CpuBusy => 0.0,
+            Metric::Capacity => SummaryCol::ThroughputPerS.floor(),
         }
     }
 
     fn value(self, p: &Point) -> f64 {
         match self {
             Metric::Col(c) => p.num(c),
-            Metric::ErrorShare => {
-                let a = p.num(SummaryCol::AttemptsPerS);
-                if a > 0.0 {
-                    100.0 * p.num(SummaryCol::ErrorsPerS) / a
-                } else {
-                    f64::NAN
-                }
-            }
             Metric::CpuBusy => 100.0 - p.num(SummaryCol::CpuIdlePct),
             Metric::Capacity => f64::NAN,
         }
     }
 }
 
-/// The metrics compared: (metric, heading, which way is better).
-const METRICS: [(Metric, &str, Better); 6] = [
-    (
-        Metric::Col(SummaryCol::ThroughputPerS),
-        "responses/s",
-        Better::Higher,
-    ),
-    (Metric::Col(SummaryCol::TotalP50Ms), "p50 ms", Better::Lower),
-    (Metric::Col(SummaryCol::TotalP99Ms), "p99 ms", Better::Lower),
-    (Metric::ErrorShare, "errors %", Better::Lower),
+/// The metrics the table shows: (metric, heading). Judged are those `--on` names; a judged
+/// metric not among these gets a column of its own.
+const METRICS: [(Metric, &str); 7] = [
+    (Metric::Col(SummaryCol::GoodResponsesPerS), "good/s"),
+    (Metric::Col(SummaryCol::ThroughputPerS), "responses/s"),
+    (Metric::Col(SummaryCol::TotalP50Ms), "p50 ms"),
+    (Metric::Col(SummaryCol::TotalP99Ms), "p99 ms"),
+    (Metric::Col(SummaryCol::ErrorSharePct), "errors %"),
     // The same statistics, under the same headings, as the run's own table (`synlab run`).
-    (
-        Metric::Col(SummaryCol::AcceptQueueMax),
-        "acceptq max",
-        Better::Shown,
-    ),
-    (Metric::CpuBusy, "cpu%", Better::Shown),
+    (Metric::Col(SummaryCol::AcceptQueueMax), "acceptq max"),
+    (Metric::CpuBusy, "cpu%"),
 ];
+
+/// The table's columns: [`METRICS`], then any judged metric not among them.
+fn columns(on: &[Metric]) -> Vec<(Metric, &'static str)> {
+    let mut c = METRICS.to_vec();
+    for m in on {
+        if *m != Metric::Capacity && !c.iter().any(|(x, _)| x == m) {
+            c.push((*m, m.name()));
+        }
+    }
+    c
+}
 
 /// One metric of one point in both runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,11 +119,42 @@ pub struct Delta {
     pub metric: Metric,
     pub base: f64,
     pub run: f64,
-    /// How much worse the run is, in % of the baseline (percentage points for the error share);
-    /// negative when better; None when not judged or not measured.
+    /// How much worse the run is, in % of the baseline (percentage points for a percent
+    /// metric, e.g. the error share); negative when better; infinite when it rose from 0;
+    /// None when not judged or not measured.
     pub regression_pct: Option<f64>,
+    /// The change is under the metric's absolute floor ([`SummaryCol::floor`]): noise
+    /// however large in %, never a regression.
+    pub under_floor: bool,
     /// Why the point is not judged (a CLIENT-BOUND run), None when it is.
     pub unjudged: Option<String>,
+}
+
+impl Delta {
+    /// A regression past `limit` (% or points): judged, over the limit and over the floor.
+    pub fn regressed(&self, limit: f64) -> bool {
+        !self.under_floor && self.regression_pct.is_some_and(|r| r > limit)
+    }
+}
+
+/// How much worse `y` is than `x` for `m`, and whether the change is under its floor.
+fn regression(m: Metric, x: f64, y: f64) -> (Option<f64>, bool) {
+    let bad = match m.worse() {
+        Worse::Lower => x - y,
+        Worse::Higher => y - x,
+        Worse::Either => (y - x).abs(),
+    };
+    let under_floor = (y - x).abs() < m.floor();
+    let pct = if m.in_points() {
+        Some(bad)
+    } else if x != 0.0 {
+        Some(bad / x.abs() * 100.0)
+    } else if bad > 0.0 {
+        Some(f64::INFINITY)
+    } else {
+        Some(0.0)
+    };
+    (pct, under_floor)
 }
 
 /// `mode [curve] value` of a point, the key points are matched by.
@@ -130,34 +186,42 @@ fn client_bound_note(b: &Point, r: &Point) -> Option<String> {
     }
 }
 
-/// The deltas of every metric at every point the two runs share (matched by mode and sweep
-/// value; by position when neither run has a sweep).
+/// The point of `run` that matches `b`, the `i`-th of `base`: by mode and sweep value; by
+/// position when neither run has a sweep.
+fn matching<'a>(base: &RunData, run: &'a RunData, i: usize, b: &Point) -> Option<&'a Point> {
+    run.points.iter().find(|r| key(r) == key(b)).or_else(|| {
+        (base.param().is_none() && run.param().is_none())
+            .then(|| run.points.get(i))
+            .flatten()
+    })
+}
+
+/// The deltas of the table's metrics at every point the two runs share.
 pub fn deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
+    deltas_on(base, run, &JUDGED)
+}
+
+/// The deltas of the table's metrics and of `on` at every point the two runs share (matched
+/// by mode and sweep value; by position when neither run has a sweep).
+pub fn deltas_on(base: &RunData, run: &RunData, on: &[Metric]) -> Vec<Delta> {
     let mut out = Vec::new();
     for (i, b) in base.points.iter().enumerate() {
-        let r = run.points.iter().find(|r| key(r) == key(b)).or_else(|| {
-            (base.param().is_none())
-                .then(|| run.points.get(i))
-                .flatten()
-        });
-        let Some(r) = r else { continue };
+        let Some(r) = matching(base, run, i, b) else {
+            continue;
+        };
         let label = if b.text(SummaryText::Value).is_empty() {
             b.number()
         } else {
             key(b)
         };
         let unjudged = client_bound_note(b, r);
-        for (m, _, better) in METRICS {
+        for (m, _) in columns(on) {
             let (x, y) = (m.value(b), m.value(r));
             let measured = x.is_finite() && y.is_finite() && !b.failed() && !r.failed();
-            let regression_pct = match better {
-                _ if !measured || unjudged.is_some() => None,
-                Better::Shown => None,
-                // The error share is a percentage already: its rise in points.
-                Better::Lower if m == Metric::ErrorShare => Some(y - x),
-                Better::Higher if x > 0.0 => Some((x - y) / x * 100.0),
-                Better::Lower if x > 0.0 => Some((y - x) / x * 100.0),
-                _ => None,
+            let (regression_pct, under_floor) = if measured && unjudged.is_none() {
+                regression(m, x, y)
+            } else {
+                (None, false)
             };
             out.push(Delta {
                 point: label.clone(),
@@ -165,6 +229,7 @@ pub fn deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
                 base: x,
                 run: y,
                 regression_pct,
+                under_floor,
                 unjudged: unjudged.clone(),
             });
         }
@@ -185,12 +250,14 @@ fn capacity_deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
                 .find(|r| r.mode == b.mode && r.curve == b.curve)?;
             let series = format!("{} {}", b.mode, b.curve).trim().to_string();
             let (x, y) = (b.requests_per_s?, r.requests_per_s?);
+            let (regression_pct, under_floor) = regression(Metric::Capacity, x, y);
             Some(Delta {
                 point: format!("capacity {series}"),
                 metric: Metric::Capacity,
                 base: x,
                 run: y,
-                regression_pct: (x > 0.0).then(|| (x - y) / x * 100.0),
+                regression_pct,
+                under_floor,
                 unjudged: None,
             })
         })
@@ -198,11 +265,13 @@ fn capacity_deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
 }
 
 /// The table printed by `synlab compare`: per point, baseline -> run and the change per metric;
-/// `!` marks a regression past the limit in a judged metric (`on`), a point not judged says why.
+/// `!` marks a regression past the limit in a judged metric (`on`), `~` a change under the
+/// metric's absolute floor; a point not judged says why.
 pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
+    let cols = columns(on);
     let mut s = String::new();
     let _ = write!(s, "{:<18}", "point");
-    for (_, head, _) in METRICS {
+    for (_, head) in &cols {
         let _ = write!(s, " {head:>22}");
     }
     s.push_str("  notes\n");
@@ -215,20 +284,24 @@ pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
     for p in points {
         let _ = write!(s, "{p:<18}");
         let mut note = String::new();
-        for (m, _, _) in METRICS {
+        for (m, _) in &cols {
             let cell = d
                 .iter()
-                .find(|x| x.point == p && x.metric == m)
+                .find(|x| x.point == p && x.metric == *m)
                 .map(|x| {
                     if let Some(u) = &x.unjudged {
                         note = format!("not judged: {u}");
                     }
-                    let past = x.regression_pct.is_some_and(|r| r > limit_pct) && on.contains(&m);
-                    let mark = if past { "!" } else { "" };
-                    // The change in the unit the limit is in: points for the error share (a
-                    // percentage already), % of the baseline for the rest.
+                    let past = x.regressed(limit_pct) && on.contains(m);
+                    let mark = match () {
+                        _ if past => "!",
+                        _ if x.under_floor && on.contains(m) => "~",
+                        _ => "",
+                    };
+                    // The change in the unit the limit is in: points for a share (the error
+                    // share, CPU %), % of the baseline for the rest.
                     let change = match x.regression_pct {
-                        Some(_) if m == Metric::ErrorShare => {
+                        Some(_) if m.in_points() => {
                             format!(" {:+.1}pt{mark}", x.run - x.base)
                         }
                         Some(_) if x.base != 0.0 => {
@@ -245,7 +318,7 @@ pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
         let _ = writeln!(s, "  {note}");
     }
     for x in d.iter().filter(|x| x.metric == Metric::Capacity) {
-        let past = x.regression_pct.is_some_and(|r| r > limit_pct) && on.contains(&x.metric);
+        let past = x.regressed(limit_pct) && on.contains(&x.metric);
         let _ = writeln!(
             s,
             "{}: {} -> {} responses/s ({:+.0}%{})",
@@ -272,14 +345,86 @@ pub fn parse_limit(s: &str) -> anyhow::Result<f64> {
     }
 }
 
-/// The metrics judged unless `--on` names others.
+/// The metrics judged unless `--on` names others: the good responses (a 503 is no
+/// throughput), the median and p99, the error share (in points) and the capacity.
 pub const JUDGED: [Metric; 5] = [
-    Metric::Col(SummaryCol::ThroughputPerS),
+    Metric::Col(SummaryCol::GoodResponsesPerS),
     Metric::Col(SummaryCol::TotalP50Ms),
     Metric::Col(SummaryCol::TotalP99Ms),
-    Metric::ErrorShare,
+    Metric::Col(SummaryCol::ErrorSharePct),
     Metric::Capacity,
 ];
+
+/// The points a scenario plans: each one's key (`mode [curve] value`) and hold, seconds.
+fn planned_points(sc: &crate::scenario::Scenario) -> Vec<(String, f64)> {
+    crate::scenario::points::plan_points(sc)
+        .iter()
+        .map(|plan| {
+            let mode = crate::scenario::points::mode_name(plan.mode.unwrap_or(sc.load.mode));
+            let value = plan.value.map(|v| v.to_string()).unwrap_or_default();
+            let curve = plan.curve.map(|v| v.to_string()).unwrap_or_default();
+            (point_key(&mode, &curve, &value), plan.hold)
+        })
+        .collect()
+}
+
+/// How the two runs' plans differ: notes to print (another scenario, other holds), and the
+/// reason to refuse the comparison when their points do not match (None when they do).
+pub fn mismatch(base: &RunData, run: &RunData) -> (Vec<String>, Option<String>) {
+    let mut notes = Vec::new();
+    let (Some(bs), Some(rs)) = (&base.scenario, &run.scenario) else {
+        return (notes, None);
+    };
+    if bs.name != rs.name {
+        notes.push(format!(
+            "the baseline ran scenario `{}`, the run `{}`: their figures are compared point by \
+             point as if they measured the same thing",
+            bs.name, rs.name
+        ));
+    }
+    let (bp, rp) = (planned_points(bs), planned_points(rs));
+    let keys = |v: &[(String, f64)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    if keys(&bp) != keys(&rp) {
+        let list = |v: &[(String, f64)]| {
+            let k = keys(v);
+            if k.iter().all(String::is_empty) {
+                format!("{} unswept point(s)", k.len())
+            } else {
+                k.join(", ")
+            }
+        };
+        return (
+            notes,
+            Some(format!(
+                "the runs' points do not match: the baseline plans {}, the run {}; compare \
+                 runs of the same points (mode and sweep values)",
+                list(&bp),
+                list(&rp)
+            )),
+        );
+    }
+    let holds: Vec<String> = bp
+        .iter()
+        .zip(&rp)
+        .filter(|((_, a), (_, b))| (a - b).abs() > 1e-9)
+        .map(|((k, a), (_, b))| {
+            let k = if k.is_empty() {
+                "the point"
+            } else {
+                k.as_str()
+            };
+            format!("{k}: {a} s in the baseline, {b} s in the run")
+        })
+        .collect();
+    if !holds.is_empty() {
+        notes.push(format!(
+            "the runs hold their points for different times ({}): a percentile over a shorter \
+             hold has fewer samples in its tail",
+            holds.join("; ")
+        ));
+    }
+    (notes, None)
+}
 
 /// What keeps a run from being compared whole: interrupted, points of its scenario missing,
 /// points cut short (held less than planned), failed points. Empty for a whole run.
@@ -300,15 +445,11 @@ pub fn incomplete(run: &RunData) -> Vec<String> {
         why.push("its scenario.toml cannot be read, so the points it planned are unknown".into());
         return why;
     };
-    let planned = crate::scenario::points::plan_points(sc);
+    let planned = planned_points(sc);
     let mut missing = Vec::new();
-    for (i, plan) in planned.iter().enumerate() {
-        let mode = crate::scenario::points::mode_name(plan.mode.unwrap_or(sc.load.mode));
-        let value = plan.value.map(|v| v.to_string()).unwrap_or_default();
-        let curve = plan.curve.map(|v| v.to_string()).unwrap_or_default();
-        let want = point_key(&mode, &curve, &value);
+    for (i, (want, hold)) in planned.iter().enumerate() {
         let found = if sc.sweep.is_some() {
-            run.points.iter().find(|p| key(p) == want)
+            run.points.iter().find(|p| key(p) == *want)
         } else {
             run.points.get(i)
         };
@@ -319,11 +460,10 @@ pub fn incomplete(run: &RunData) -> Vec<String> {
         // A hold is measured over the workers' reports (100 ms apart): a point cut short by an
         // interruption holds far less than planned; a whole one within a report or so.
         let held = p.num(SummaryCol::HoldS);
-        if !p.failed() && held < plan.hold - (0.25f64).max(0.1 * plan.hold) {
+        if !p.failed() && held < hold - (0.25f64).max(0.1 * hold) {
             why.push(format!(
-                "point {} ({want}) is partial: held {held:.1} s of its {:.1} s",
+                "point {} ({want}) is partial: held {held:.1} s of its {hold:.1} s",
                 p.number(),
-                plan.hold
             ));
         }
     }
@@ -338,29 +478,39 @@ pub fn incomplete(run: &RunData) -> Vec<String> {
     why
 }
 
-/// `synlab compare BASELINE RUN --max-regression LIMIT [--on METRIC,...]`: exit 0, 3 on a
-/// regression, 4 when a run is not whole or nothing could be judged, 1 when the overlay plots
-/// could not be written (4 wins over 1, 1 over 3).
+/// `synlab compare BASELINE RUN --max-regression LIMIT [--on METRIC,...] [--out DIR]`: exit 0,
+/// 3 on a regression, 4 when a run is not whole or nothing could be judged, 2 when the runs'
+/// points do not match, 1 when the overlay plots could not be written (4 wins over 1, 1 over
+/// 3). The overlay goes to `out`, or into the run's folder (never the baseline's, which a CI
+/// job may keep read-only).
 pub fn compare_main(
     base: &Path,
     run: &Path,
     limit: &str,
     on: &[String],
+    out: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let limit = parse_limit(limit)?;
-    let judged: Vec<&str> = JUDGED.iter().map(|m| m.name()).collect();
     let mut on_metrics = Vec::new();
     for m in on {
-        match JUDGED.iter().find(|j| j.name() == m) {
-            Some(j) => on_metrics.push(*j),
-            None => anyhow::bail!(
-                "--on `{m}`: compare judges {} (accept queue and CPU are shown, not judged)",
-                judged.join(", ")
+        match Metric::parse(m) {
+            Ok(j) => on_metrics.push(j),
+            Err(e) => anyhow::bail!(
+                "--on `{m}`: {e}\n(--on takes the numeric columns of summary.json, cpu_busy_pct \
+                 and capacity_per_s)"
             ),
         }
     }
     let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
-    let d = deltas(&b, &r);
+    let (notes, refusal) = mismatch(&b, &r);
+    if let Some(why) = refusal {
+        anyhow::bail!(
+            "cannot compare {} with {}: {why}",
+            base.display(),
+            run.display()
+        );
+    }
+    let d = deltas_on(&b, &r, &on_metrics);
     if d.is_empty() {
         anyhow::bail!(
             "{} and {} share no point (points are matched by mode and sweep value): compare runs \
@@ -370,9 +520,23 @@ pub fn compare_main(
         );
     }
     println!("baseline: {}\nrun:      {}", b.name, r.name);
+    for n in &notes {
+        println!("note: {n}");
+    }
     print!("{}", table(&d, limit, &on_metrics));
-    let overlay_failed = if b.param().is_some() && b.param() == r.param() {
-        match super::write_comparison(base, run) {
+    let same = matches!(
+        (base.canonicalize(), run.canonicalize()),
+        (Ok(x), Ok(y)) if x == y
+    );
+    let overlay_failed = if same {
+        println!("overlay: none (the baseline and the run are one folder)");
+        false
+    } else if b.param().is_some() && b.param() == r.param() {
+        let into = out.map_or_else(|| run.to_path_buf(), Path::to_path_buf);
+        // Named after the baseline: `RUN/compare-<BASELINE>/`.
+        let named = [b.name.as_str()];
+        let dirs = [base.to_path_buf(), run.to_path_buf()];
+        match super::write_overlay_into(&dirs, &into, Some(&named)) {
             Ok(md) => {
                 println!("overlay: {}", md.display());
                 false
@@ -400,24 +564,68 @@ pub fn compare_main(
     if !unjudged.is_empty() {
         println!("not judged: {}", unjudged.join("; "));
     }
+    for m in &on_metrics {
+        let of_m: Vec<&Delta> = d.iter().filter(|x| x.metric == *m).collect();
+        let lacks = |f: fn(&Delta) -> f64| of_m.iter().all(|x| !f(x).is_finite());
+        let side = match (lacks(|x| x.base), lacks(|x| x.run)) {
+            _ if of_m.is_empty() || *m == Metric::Capacity => None,
+            (true, true) => Some("either run"),
+            (true, false) => Some("the baseline"),
+            (false, true) => Some("the run"),
+            (false, false) => None,
+        };
+        if let Some(side) = side {
+            println!(
+                "not judged: {} was not measured in {side} (a run written by an older synlab \
+                 lacks it)",
+                m.name()
+            );
+        }
+    }
+    let floored: Vec<String> = d
+        .iter()
+        .filter(|x| on_metrics.contains(&x.metric) && x.under_floor)
+        .filter(|x| x.regression_pct.is_some_and(|r| r > limit))
+        .map(|x| {
+            format!(
+                "{} at {}: {} -> {} is under the {} floor",
+                x.metric.name(),
+                x.point,
+                short(x.base),
+                short(x.run),
+                floor_text(x.metric)
+            )
+        })
+        .collect();
+    if !floored.is_empty() {
+        println!(
+            "within the floor (past {limit} % but too small to be a regression): {}",
+            floored.join("; ")
+        );
+    }
     let worse: Vec<&Delta> = d
         .iter()
         .filter(|x| on_metrics.contains(&x.metric))
-        .filter(|x| x.regression_pct.is_some_and(|r| r > limit))
+        .filter(|x| x.regressed(limit))
         .collect();
     for x in &worse {
         let by = x.regression_pct.unwrap_or_default();
-        let (change, unit) = if x.metric == Metric::ErrorShare {
-            (format!("{by:+.1} points"), "points")
-        } else {
-            (format!("{by:.1} % worse"), "%")
+        let (change, unit) = match () {
+            _ if x.metric.in_points() => (format!("{by:+.1} points"), "points"),
+            _ if by.is_infinite() => ("from none".to_string(), "%"),
+            _ => (format!("{by:.1} % worse"), "%"),
         };
         eprintln!(
-            "REGRESSION {} at {}: {} -> {} ({change}, limit {limit} {unit})",
+            "REGRESSION {} at {}: {} -> {} ({change}, limit {limit} {unit}{})",
             x.metric.name(),
             x.point,
             short(x.base),
             short(x.run),
+            if x.metric == Metric::Col(SummaryCol::ErrorSharePct) {
+                "; the error share is in % of the requests that ended"
+            } else {
+                ""
+            }
         );
     }
     let judged_any = d
@@ -443,10 +651,15 @@ pub fn compare_main(
         return Ok(ExitCode::from(super::EXIT_UNWRITTEN));
     }
     if worse.is_empty() {
-        let points = if on_metrics.contains(&Metric::ErrorShare) {
-            format!(" ({limit} points for {})", Metric::ErrorShare.name())
-        } else {
+        let points: Vec<&str> = on_metrics
+            .iter()
+            .filter(|m| m.in_points())
+            .map(|m| m.name())
+            .collect();
+        let points = if points.is_empty() {
             String::new()
+        } else {
+            format!(" ({limit} points for {})", points.join(", "))
         };
         println!("no regression past {limit} %{points} in {}", on.join(", "));
         Ok(ExitCode::SUCCESS)
@@ -454,6 +667,21 @@ pub fn compare_main(
         eprintln!("synlab: {} regression(s) past the limit", worse.len());
         Ok(ExitCode::from(EXIT_REGRESSION))
     }
+}
+
+/// A metric's floor as a person reads it: `1 ms`, `1/s`.
+fn floor_text(m: Metric) -> String {
+    let unit = match m {
+        Metric::Col(c) => c.unit().symbol(),
+        Metric::Capacity => "/s",
+        Metric::CpuBusy => "%",
+    };
+    let sep = if unit.starts_with('/') || unit.is_empty() {
+        ""
+    } else {
+        " "
+    };
+    format!("{}{sep}{unit}", m.floor())
 }
 
 #[cfg(test)]
@@ -466,7 +694,8 @@ mod tests {
             "meta": {},
             "points": rows.iter().enumerate().map(|(i, (v, thr, p99))| serde_json::json!({
                 "point": i + 1, "mode": "closed", "param": "load.clients", "value": v,
-                "failed": false, "throughput_per_s": thr, "total_p50_ms": 10.0,
+                "failed": false, "throughput_per_s": thr, "good_responses_per_s": thr,
+                "error_share_pct": 0.0, "total_p50_ms": 10.0,
                 "total_p99_ms": p99, "attempts_per_s": thr, "errors_per_s": 0.0,
                 "accept_queue_mean": 3.0, "accept_queue_max": 9.0, "cpu_idle_pct": 50.0,
                 "hold_s": 2.0, "client_bound": false,
@@ -536,12 +765,13 @@ mod tests {
                 .unwrap()
                 .regression_pct
         };
+        assert_eq!(r("closed 16", "good_responses_per_s"), Some(50.0));
         assert_eq!(r("closed 16", "throughput_per_s"), Some(50.0));
         assert_eq!(r("closed 16", "total_p99_ms"), Some(100.0));
         assert_eq!(r("closed 8", "throughput_per_s"), Some(-2.5));
         assert_eq!(r("closed 8", "total_p99_ms"), Some(-10.0));
         assert_eq!(r("closed 8", "error_share_pct"), Some(0.0));
-        assert_eq!(r("closed 8", "cpu_busy_pct"), None);
+        assert_eq!(r("closed 8", "cpu_busy_pct"), Some(0.0));
         assert_eq!(parse_limit("5%").unwrap(), 5.0);
         assert!(parse_limit("five").is_err());
         let t = table(&d, 5.0, &JUDGED);
@@ -549,7 +779,7 @@ mod tests {
         assert!(t.contains("80.0->160 +100%!"), "{t}");
         assert!(t.contains("50.0->45.0 -10%"), "{t}");
         // `!` only on the judged columns: p99 left out of `--on` is shown, not marked.
-        let t = table(&d, 5.0, &[Metric::Col(SummaryCol::ThroughputPerS)]);
+        let t = table(&d, 5.0, &[Metric::Col(SummaryCol::GoodResponsesPerS)]);
         assert!(t.contains("400->200 -50%!"), "{t}");
         assert!(t.contains("80.0->160 +100% "), "{t}");
         assert!(!t.contains("+100%!"), "{t}");
@@ -564,17 +794,109 @@ mod tests {
         set(
             &mut new,
             1,
-            "errors_per_s",
-            super::super::read::Cell::Num(21.6),
+            "error_share_pct",
+            super::super::read::Cell::Num(5.4),
         );
         let d = deltas(&base, &new);
         let e = d
             .iter()
-            .find(|x| x.point == "closed 16" && x.metric == Metric::ErrorShare)
+            .find(|x| x.point == "closed 16" && x.metric == Metric::Col(SummaryCol::ErrorSharePct))
             .unwrap();
         assert!((e.regression_pct.unwrap() - 5.4).abs() < 1e-9);
         let t = table(&d, 5.0, &JUDGED);
         assert!(t.contains("0->5.40 +5.4pt!"), "{t}");
+    }
+
+    /// Every numeric summary column is a `--on` metric (one rule with the thresholds), judged
+    /// the way it is worse: a failed-response rate that rises, from 0 too.
+    #[test]
+    fn any_summary_column_is_judged_the_way_it_is_worse() {
+        assert_eq!(
+            Metric::parse("non2xx_per_s"),
+            Ok(Metric::Col(SummaryCol::Non2xxPerS))
+        );
+        assert_eq!(Metric::parse("capacity_per_s"), Ok(Metric::Capacity));
+        assert!(Metric::parse("backend").is_err());
+        for c in SummaryCol::ALL {
+            assert_eq!(Metric::parse(c.name()), Ok(Metric::Col(*c)));
+        }
+        let mut base = run(&[("8", 400.0, 50.0)]);
+        let mut new = run(&[("8", 400.0, 50.0)]);
+        let failed = "failed_responses_per_s";
+        set(&mut base, 0, failed, super::super::read::Cell::Num(0.0));
+        set(&mut new, 0, failed, super::super::read::Cell::Num(52.0));
+        let on = [Metric::Col(SummaryCol::FailedResponsesPerS)];
+        let d = deltas_on(&base, &new, &on);
+        let f = d.iter().find(|x| x.metric == on[0]).unwrap();
+        assert!(f.regressed(5.0), "{f:?}");
+        assert!(table(&d, 5.0, &on).contains("failed_responses_per_s"));
+    }
+
+    /// A change under the metric's absolute floor is noise, however large in %: p50 0.26 ->
+    /// 0.34 ms (+31 %) is no regression; 10 -> 13 ms (+30 %) is.
+    #[test]
+    fn a_change_under_the_floor_is_not_a_regression() {
+        let mut base = run(&[("8", 400.0, 50.0), ("16", 400.0, 80.0)]);
+        let mut new = run(&[("8", 400.0, 50.0), ("16", 400.0, 80.0)]);
+        let p50 = "total_p50_ms";
+        set(&mut base, 0, p50, super::super::read::Cell::Num(0.26));
+        set(&mut new, 0, p50, super::super::read::Cell::Num(0.34));
+        set(&mut new, 1, p50, super::super::read::Cell::Num(13.0));
+        let d = deltas(&base, &new);
+        let at = |p: &str| {
+            d.iter()
+                .find(|x| x.point == p && x.metric == Metric::Col(SummaryCol::TotalP50Ms))
+                .unwrap()
+        };
+        assert!(at("closed 8").under_floor);
+        assert!(!at("closed 8").regressed(5.0));
+        assert!(at("closed 16").regressed(5.0));
+        let t = table(&d, 5.0, &JUDGED);
+        assert!(t.contains("0.26->0.34 +31%~"), "{t}");
+        assert!(t.contains("10.0->13.0 +30%!"), "{t}");
+        // A rate's floor: 1/s.
+        assert_eq!(SummaryCol::GoodResponsesPerS.floor(), 1.0);
+        assert!(regression(Metric::Col(SummaryCol::GoodResponsesPerS), 2.0, 1.2).1);
+    }
+
+    /// Another scenario, or other holds, is said; points that do not match are refused.
+    #[test]
+    fn runs_of_other_points_are_refused_and_other_holds_said() {
+        let base = run(&[("8", 400.0, 50.0), ("16", 400.0, 80.0)]);
+        assert_eq!(mismatch(&base, &base), (vec![], None));
+        let mut held = base.clone();
+        held.scenario = Some(
+            crate::scenario::parse(
+                "y.toml",
+                "name = \"other\"\n[load]\nmode = \"closed\"\nclients = 8\n[sweep]\nparam = \"load.clients\"\nvalues = [8, 16]\nhold = \"5s\"\n",
+            )
+            .unwrap(),
+        );
+        let (notes, refusal) = mismatch(&base, &held);
+        assert_eq!(refusal, None);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("scenario `x`, the run `other`"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("closed 8: 2 s in the baseline, 5 s in the run"),
+            "{notes:?}"
+        );
+        let mut other = base.clone();
+        other.scenario = Some(
+            crate::scenario::parse(
+                "x.toml",
+                "[load]\nmode = \"closed\"\nclients = 8\n[sweep]\nparam = \"load.clients\"\nvalues = [8, 32]\nhold = \"2s\"\n",
+            )
+            .unwrap(),
+        );
+        let (_, refusal) = mismatch(&base, &other);
+        let why = refusal.unwrap();
+        assert!(
+            why.contains("the baseline plans closed 8, closed 16, the run closed 8, closed 32"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -99,6 +99,18 @@ pub fn write_comparison(a: &Path, b: &Path) -> anyhow::Result<PathBuf> {
 /// scenario against built-in, nginx and Apache targets) into the first run's folder, under
 /// `compare-<the others' names>`; returns that report.md's path.
 pub fn write_overlay(dirs: &[PathBuf]) -> anyhow::Result<PathBuf> {
+    write_overlay_into(dirs, &dirs[0], None)
+}
+
+/// [`write_overlay`] into the folder `into` (`compare` writes beside the run it judges, never
+/// into a baseline a CI job may keep read-only), under `compare-<named>` (default: the names
+/// of the runs after the first). The folder's name is bounded ([`plots::bounded_name`]):
+/// eleven runs' names do not make a name too long.
+pub fn write_overlay_into(
+    dirs: &[PathBuf],
+    into: &Path,
+    named: Option<&[&str]>,
+) -> anyhow::Result<PathBuf> {
     let canon: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
     for (i, c) in canon.iter().enumerate() {
         if let Some(j) = canon[..i].iter().position(|o| o.is_some() && o == c) {
@@ -144,7 +156,7 @@ pub fn write_overlay(dirs: &[PathBuf]) -> anyhow::Result<PathBuf> {
     let ctx = Ctx::new(&runs, subtitle);
     let figs = figures::sweep_figures(&ctx);
     let others: Vec<&str> = runs[1..].iter().map(|r| r.name.as_str()).collect();
-    let out = dirs[0].join(format!("compare-{}", others.join("-")));
+    let out = into.join(plots::bounded_name("compare", named.unwrap_or(&others)));
     write_all(&out, &runs, figs, &ctx.missing(), &machine)
 }
 

@@ -112,6 +112,29 @@ impl Figure {
     }
 }
 
+/// A file or folder name `<prefix>-<parts joined by ->`, bounded to 100 bytes (a file
+/// system's limit is 255): past that, the first part, how many more, and a hash of all of them,
+/// so that different sets of runs keep different names.
+pub fn bounded_name(prefix: &str, parts: &[&str]) -> String {
+    const MAX: usize = 100;
+    let full = format!("{prefix}-{}", parts.join("-"));
+    if full.len() <= MAX {
+        return full;
+    }
+    // FNV-1a: stable across builds and platforms (std's hasher is not).
+    let hash = full.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let tail = format!("-and-{}-more-{hash:016x}", parts.len().saturating_sub(1));
+    let mut head = format!("{prefix}-{}", parts.first().copied().unwrap_or(""));
+    let mut cut = MAX.saturating_sub(tail.len()).min(head.len());
+    while !head.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    head.truncate(cut);
+    head + &tail
+}
+
 fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -587,6 +610,21 @@ mod tests {
         ]);
         assert_eq!(s, vec![vec![(1.0, 1.0)], vec![(3.0, 3.0), (4.0, 4.0)]]);
         assert!(XY::new(1.0, f64::NAN).y.is_none());
+    }
+
+    #[test]
+    fn names_of_many_runs_stay_bounded_and_distinct() {
+        let names: Vec<String> = (0..11)
+            .map(|i| format!("20261128-001500-a-scenario-name-run-{i}"))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let a = bounded_name("compare", &refs);
+        let b = bounded_name("compare", &refs[..10]);
+        assert!(a.len() <= 100 && b.len() <= 100, "{a} {b}");
+        assert_ne!(a, b);
+        assert!(a.starts_with("compare-20261128-001500-a-scenario"), "{a}");
+        assert!(a.contains("-and-10-more-"), "{a}");
+        assert_eq!(bounded_name("compare", &["x", "y"]), "compare-x-y");
     }
 
     #[test]

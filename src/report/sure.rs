@@ -185,9 +185,9 @@ fn values(runs: &[RunData], other: &RunData, x: &Delta, base_side: bool) -> Vec<
     runs.iter()
         .filter_map(|r| {
             let d = if base_side {
-                compare::deltas(r, other)
+                compare::deltas_on(r, other, &[x.metric])
             } else {
-                compare::deltas(other, r)
+                compare::deltas_on(other, r, &[x.metric])
             };
             d.into_iter()
                 .find(|y| y.point == x.point && y.metric == x.metric)
@@ -212,7 +212,7 @@ pub fn judge(
         }
         let b = values(base, &run[0], x, true);
         let r = values(run, &base[0], x, false);
-        let scale = if x.metric == Metric::ErrorShare {
+        let scale = if x.metric.in_points() {
             Scale::Difference
         } else {
             Scale::Ratio
@@ -268,12 +268,15 @@ pub fn judge_paired(pairs: &[(RunData, RunData)], limit: f64, on: &[Metric]) -> 
         return Vec::new();
     };
     let mut out = Vec::new();
-    let all: Vec<Vec<Delta>> = pairs.iter().map(|(a, b)| compare::deltas(a, b)).collect();
-    for x in compare::deltas(a0, b0)
+    let all: Vec<Vec<Delta>> = pairs
+        .iter()
+        .map(|(a, b)| compare::deltas_on(a, b, on))
+        .collect();
+    for x in compare::deltas_on(a0, b0, on)
         .iter()
         .filter(|x| on.contains(&x.metric))
     {
-        let scale = if x.metric == Metric::ErrorShare {
+        let scale = if x.metric.in_points() {
             Scale::Difference
         } else {
             Scale::Ratio
@@ -310,7 +313,7 @@ pub fn judge_paired(pairs: &[(RunData, RunData)], limit: f64, on: &[Metric]) -> 
             let v: Vec<f64> = pairs
                 .iter()
                 .filter_map(|p| {
-                    let d = compare::deltas(&p.0, &p.1);
+                    let d = compare::deltas_on(&p.0, &p.1, &[x.metric]);
                     let y = d
                         .into_iter()
                         .find(|y| y.point == x.point && y.metric == x.metric)?;
@@ -412,6 +415,8 @@ pub fn junit(j: &[Judged], incomplete: &[String]) -> quick_junit::Report {
 pub struct Outputs {
     pub json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
+    /// Where single runs' overlay plots go (`--out`; default the run's folder).
+    pub overlay: Option<PathBuf>,
 }
 
 fn write_outputs(
@@ -441,13 +446,7 @@ fn write_outputs(
 
 pub fn parse_on(on: &[String]) -> anyhow::Result<Vec<Metric>> {
     on.iter()
-        .map(|m| {
-            compare::JUDGED
-                .iter()
-                .find(|j| j.name() == m)
-                .copied()
-                .ok_or_else(|| anyhow::anyhow!("--on `{m}` is not a metric compare judges"))
-        })
+        .map(|m| Metric::parse(m).map_err(|e| anyhow::anyhow!("--on: {e}")))
         .collect()
 }
 
@@ -465,10 +464,10 @@ pub fn compare_cli(
     let repeated =
         !super::trials::trial_dirs(base).is_empty() || !super::trials::trial_dirs(run).is_empty();
     if !repeated {
-        let code = compare::compare_main(base, run, limit_s, on)?;
+        let code = compare::compare_main(base, run, limit_s, on, out.overlay.as_deref())?;
         let on_m = parse_on(on)?;
         let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
-        let d = compare::deltas(&b, &r);
+        let d = compare::deltas_on(&b, &r, &on_m);
         let j = judge(&d, &[b], &[r], limit, &on_m);
         println!(
             "noise: unknown with one trial a side, so each change was judged alone; \
@@ -484,7 +483,7 @@ pub fn compare_cli(
     let on_m = parse_on(on)?;
     let (bt, rt) = (trial_runs(base)?, trial_runs(run)?);
     let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
-    let d = compare::deltas(&b, &r);
+    let d = compare::deltas_on(&b, &r, &on_m);
     if d.is_empty() {
         anyhow::bail!(
             "{} and {} share no point (points are matched by mode and sweep value): compare runs \

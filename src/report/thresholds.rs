@@ -377,8 +377,9 @@ fn verdict(
             (
                 ok,
                 format!(
-                    "threshold `{check}` at {at}: {metric} = {}{rel}: {}",
+                    "threshold `{check}` at {at}: {metric} = {}{}{rel}: {}",
                     short(m),
+                    unit_note(metric),
                     if ok { "pass" } else { "FAIL" }
                 ),
             )
@@ -393,6 +394,16 @@ fn verdict(
         limit,
         passed,
         message,
+    }
+}
+
+/// What a figure is a share of, where a bare number would mislead.
+fn unit_note(metric: &str) -> &'static str {
+    match SummaryCol::parse(metric) {
+        Some(SummaryCol::ErrorSharePct) => {
+            " % of the requests that ended (failed responses and errors over responses and errors)"
+        }
+        _ => "",
     }
 }
 

@@ -89,11 +89,39 @@ pub struct GateSpec {
     /// Stop the run at the first point that fails any threshold or gate condition.
     #[serde(skip_serializing_if = "is_default")]
     pub abort_on_fail: bool,
+    /// The response statuses that count as good (`good_per_s`); every other 4xx and 5xx is a
+    /// failed response (`failed_responses_per_s`, `error_share_pct`). Empty: every 2xx.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub good_statuses: Vec<u16>,
 }
 
 impl GateSpec {
+    /// True when it judges nothing (`good_statuses` says how to count, not what to judge).
     pub fn is_empty(&self) -> bool {
-        *self == GateSpec::default()
+        let GateSpec {
+            fail_on_client_bound,
+            fail_on_crosscheck,
+            abort_on_fail,
+            good_statuses: _,
+        } = self;
+        !(*fail_on_client_bound || *fail_on_crosscheck || *abort_on_fail)
+    }
+
+    /// Why `good_statuses` cannot be used: (index, message) per status outside 100-599.
+    pub fn status_problems(&self) -> Vec<(usize, String)> {
+        self.good_statuses
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !(100..=599).contains(*s))
+            .map(|(i, s)| {
+                (
+                    i,
+                    format!(
+                        "{s} is not an HTTP status: name statuses from 100 to 599, e.g. [200, 304]"
+                    ),
+                )
+            })
+            .collect()
     }
 }
 
@@ -172,12 +200,12 @@ impl RunMetric {
 /// Why a threshold's metric or bound cannot be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GateError {
-    #[error("`{0}` is a text column (or a nested object) of summary.json; a threshold needs a number\nhelp: numeric columns: {names}", names = metric_names().join(", "))]
-    TextColumn(String),
+    #[error("`{name}` is a text column (or a nested object) of summary.json; a threshold needs a number\nhelp: the nearest numeric columns: {near}; every one is listed in docs/summary.schema.json", near = closest(name, 3).join(", "))]
+    TextColumn { name: String },
     #[error("unknown metric `{name}`\nhelp: did you mean `{nearest}`? (any numeric column of summary.json)")]
     UnknownMetricNear { name: String, nearest: String },
-    #[error("unknown metric `{0}`\nhelp: use a numeric column of summary.json: {names}", names = metric_names().join(", "))]
-    UnknownMetric(String),
+    #[error("unknown metric `{name}`\nhelp: the nearest numeric columns of summary.json: {near}; every one is listed in docs/summary.schema.json", near = closest(name, 3).join(", "))]
+    UnknownMetric { name: String },
     #[error("in `{bound}`: the factor {unit}; write e.g. \"0.95 x offered_rate\"")]
     Factor { bound: String, unit: UnitError },
     #[error("in `{bound}`: {metric}")]
@@ -201,20 +229,32 @@ pub enum GateError {
     },
 }
 
+/// The `n` metric names nearest to `name` by edit distance, quoted: what an error offers
+/// when no name is near enough to be the likely intent (never the whole list of ~90).
+pub fn closest(name: &str, n: usize) -> Vec<String> {
+    let mut names = metric_names();
+    names.sort_by_key(|c| (strsim::damerau_levenshtein(name, c), c.clone()));
+    names
+        .into_iter()
+        .take(n)
+        .map(|c| format!("`{c}`"))
+        .collect()
+}
+
 /// The summary column a metric names; the error names the nearest column.
 pub fn check_metric(name: &str) -> Result<SummaryCol, GateError> {
     if let Some(c) = SummaryCol::parse(name) {
         return Ok(c);
     }
     if SummaryText::ALL.iter().any(|t| t.name() == name) {
-        return Err(GateError::TextColumn(name.into()));
+        return Err(GateError::TextColumn { name: name.into() });
     }
     Err(match super::diag::nearest(name, &metric_names()) {
         Some(n) => GateError::UnknownMetricNear {
             name: name.into(),
             nearest: n.to_string(),
         },
-        None => GateError::UnknownMetric(name.into()),
+        None => GateError::UnknownMetric { name: name.into() },
     })
 }
 
@@ -313,6 +353,26 @@ mod tests {
     }
 
     #[test]
+    fn good_statuses_are_http_statuses_and_judge_nothing_alone() {
+        let sc = crate::scenario::parse(
+            "s.toml",
+            "[load]\nrate = 10\n[gate]\ngood_statuses = [200, 304]\n",
+        )
+        .unwrap();
+        assert_eq!(sc.gate.good_statuses, [200, 304]);
+        assert!(sc.gate.is_empty(), "good_statuses alone judges nothing");
+        let e = crate::scenario::parse(
+            "s.toml",
+            "[load]\nrate = 10\n[gate]\ngood_statuses = [200, 304, 700]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("s.toml:4"), "{e}");
+        assert!(e.contains("gate.good_statuses[2]"), "{e}");
+        assert!(e.contains("700 is not an HTTP status"), "{e}");
+    }
+
+    #[test]
     fn metrics_are_the_numeric_columns() {
         let names = metric_names();
         assert!(names.contains(&"total_p99_ms".to_string()));
@@ -328,7 +388,16 @@ mod tests {
         assert_eq!(check_metric("total_p99_ms"), Ok(SummaryCol::TotalP99Ms));
         assert_eq!(
             check_metric("backend"),
-            Err(GateError::TextColumn("backend".into()))
+            Err(GateError::TextColumn {
+                name: "backend".into()
+            })
         );
+        // Nothing near: the three nearest, not the ~90 names.
+        let e = check_metric("zzzzzzzzzzzzzzzzzzzzzzz")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.matches('`').count(), 2 + 6, "{e}");
+        assert!(e.contains("docs/summary.schema.json"), "{e}");
+        assert!(e.len() < 300, "{e}");
     }
 }

@@ -950,5 +950,8 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
             _ => {}
         }
     }
+    for (j, why) in s.gate.status_problems() {
+        p.push((format!("gate.good_statuses[{j}]"), why));
+    }
     p
 }

@@ -33,6 +33,9 @@ impl Controller {
             seed: 0x5eed + id as u64,
             paused: k.paused,
             tls: self.client_tls()?,
+            good_statuses: crate::model::counters::GoodStatuses(
+                self.scenario.gate.good_statuses.clone(),
+            ),
         })
     }
 

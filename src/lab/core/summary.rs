@@ -54,6 +54,13 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         established_per_s: tot.counts.established as f64 / dt,
         throughput_per_s: tot.counts.responses as f64 / dt,
         non2xx_per_s: tot.counts.responses_non2xx as f64 / dt,
+        good_responses_per_s: tot.counts.responses_good as f64 / dt,
+        failed_responses_per_s: tot.counts.responses_failed as f64 / dt,
+        error_share_pct: crate::model::summary::error_share_pct(
+            tot.counts.responses as f64,
+            tot.counts.responses_failed as f64,
+            tot.errors() as f64,
+        ),
         server_responses_per_s: nan_or(server_rate),
         server_2xx_per_s: nan_or(access.map(|c| c.s2xx as f64 / dt)),
         server_3xx_per_s: nan_or(access.map(|c| c.s3xx as f64 / dt)),

@@ -6,6 +6,7 @@ use super::conn::{Failure, Phase, Role, EV_RESPONSE};
 use super::Engine;
 use crate::load::http::{self, Progress};
 use crate::metrics::hist::record;
+use crate::model::counters::StatusClass;
 
 use crate::sys::client_io::{self as io, SockError};
 use rand::Rng;
@@ -200,12 +201,18 @@ impl Engine {
     pub(super) fn response_done(&mut self, idx: usize, r: http::Response, fin: bool, now: u64) {
         let class = self.req_class(idx);
         let ok = (200..300).contains(&r.status);
+        let judged = self.cfg.good_statuses.class(r.status);
         self.count(class, |c| {
             c.responses += 1;
             if ok {
                 c.responses_2xx += 1;
             } else {
                 c.responses_non2xx += 1;
+            }
+            match judged {
+                StatusClass::Good => c.responses_good += 1,
+                StatusClass::Failed => c.responses_failed += 1,
+                StatusClass::Neither => {}
             }
         });
         self.in_flight_step(class, false);

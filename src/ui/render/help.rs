@@ -2,8 +2,8 @@
 //! over TLS), in as many columns as fit.
 
 use crate::lab::state::LabState;
-use crate::ui::app::App;
 use crate::model::load_knob::LoadKnob;
+use crate::ui::app::App;
 use crate::ui::keymap::{Action, Binding, KEYMAP};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -18,7 +18,9 @@ const HELP_W: usize = 31;
 pub fn bindings(st: &LabState) -> Vec<&'static Binding> {
     KEYMAP
         .iter()
-        .filter(|b| !matches!(b.action, Action::Load(LoadKnob::Resumed, _)) || st.knobs.resumed.is_some())
+        .filter(|b| {
+            !matches!(b.action, Action::Load(LoadKnob::Resumed, _)) || st.knobs.resumed.is_some()
+        })
         .collect()
 }
 

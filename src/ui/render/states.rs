@@ -23,7 +23,13 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let inner = panel(area, buf, "TCP states", &app.theme);
     let shared = super::queue::netns_shared(st);
-    let port = |label: &str| if shared { format!("{label} port") } else { label.to_string() };
+    let port = |label: &str| {
+        if shared {
+            format!("{label} port")
+        } else {
+            label.to_string()
+        }
+    };
     let mut series = vec![
         Series::sum_of(st, &port("held"), &HELD, w),
         Series::column(st, &port("ESTAB"), c::ESTABLISHED_SOCKS, w),
