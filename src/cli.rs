@@ -195,7 +195,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             quick,
             no_progress,
             extras,
-        } => crate::lab::run::run_main(&scenario, out.as_deref(), quick, !no_progress, &extras),
+        } => crate::lab::repeat::run_main(&scenario, out.as_deref(), quick, !no_progress, &extras),
         Cmd::Check { files } => crate::scenario::check_main(&files),
         Cmd::Serve(a) => crate::target::cli::serve_main(a).map(|_| ExitCode::SUCCESS),
         Cmd::Probe(a) => crate::probe::cli::probe_main(a).map(|_| ExitCode::SUCCESS),

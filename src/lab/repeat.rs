@@ -6,6 +6,7 @@
 use super::ci::{Progress, RunExtras, RunVerdict};
 use super::controller::RunOptions;
 use super::run::{run_gated_with, run_verdict};
+use super::session::Start;
 use crate::model::SummaryRow;
 use crate::report::trials;
 use crate::scenario::Scenario;
@@ -158,6 +159,33 @@ fn table(agg: &trials::Aggregate) -> String {
         ));
     }
     s
+}
+
+/// `synlab run SCENARIO [--out DIR] [--quick] [--repeat N]`.
+pub fn run_main(
+    scenario: &Path,
+    out: Option<&Path>,
+    quick: bool,
+    progress: bool,
+    extras: &super::ci::RunExtras,
+) -> anyhow::Result<ExitCode> {
+    let start = Start {
+        scenario: Some(scenario),
+        out,
+        metrics: extras.metrics.as_deref(),
+        userns: extras.userns,
+        quick,
+    };
+    let (sc, opts) = start.open()?;
+    let show = super::ci::Progress::for_stderr(progress);
+    let repeat = extras
+        .repeat
+        .map(|n| n as usize)
+        .unwrap_or(sc.output.repeat.unwrap_or(1));
+    if repeat > 1 {
+        return repeat_main(sc, opts, repeat, &show, extras);
+    }
+    super::run::single_main(sc, opts, &show, extras)
 }
 
 /// `synlab run --repeat N`: exit as a single run does, over all the trials (a failed point or

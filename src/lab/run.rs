@@ -3,7 +3,7 @@
 
 use super::controller::{Controller, RunOptions};
 use super::knobs::{Command, Reply};
-use super::session::{self, Start};
+use super::session;
 use crate::model::col;
 use crate::model::SummaryRow;
 use crate::model::{SweepParam, SweepPoint, SweepValue};
@@ -385,30 +385,14 @@ fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<
     failed
 }
 
-/// `synlab run SCENARIO [--out DIR] [--quick] [--repeat N]`.
-pub fn run_main(
-    scenario: &Path,
-    out: Option<&Path>,
-    quick: bool,
-    progress: bool,
+/// One run of `synlab run` (a single trial; `repeat::run_main` decides between this and
+/// repeated trials).
+pub(crate) fn single_main(
+    sc: crate::scenario::Scenario,
+    opts: RunOptions,
+    show: &super::ci::Progress,
     extras: &super::ci::RunExtras,
 ) -> anyhow::Result<ExitCode> {
-    let start = Start {
-        scenario: Some(scenario),
-        out,
-        metrics: extras.metrics.as_deref(),
-        userns: extras.userns,
-        quick,
-    };
-    let (sc, opts) = start.open()?;
-    let show = super::ci::Progress::for_stderr(progress);
-    let repeat = extras
-        .repeat
-        .map(|n| n as usize)
-        .unwrap_or(sc.output.repeat.unwrap_or(1));
-    if repeat > 1 {
-        return super::repeat::repeat_main(sc, opts, repeat, &show, extras);
-    }
     let name = sc.name.clone();
     let target = sc.analysis.capacity;
     let interrupted = Arc::clone(&opts.interrupted);
@@ -420,7 +404,7 @@ pub fn run_main(
         verdicts,
         aborted,
         last_files,
-    } = run_gated_with(sc, opts, &show)?;
+    } = run_gated_with(sc, opts, show)?;
     print!("{}", summary_table(&rows));
     for c in crate::model::capacity::capacities(&rows, &target) {
         println!("{}", c.line());
