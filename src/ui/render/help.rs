@@ -17,7 +17,12 @@ const HELP_W: usize = 31;
 pub fn bindings(st: &LabState) -> Vec<&'static Binding> {
     KEYMAP
         .iter()
-        .filter(|b| !matches!(b.action, Action::ResumedBy(_)) || st.knobs.resumed.is_some())
+        .filter(|b| {
+            !matches!(
+                b.action,
+                Action::Load(crate::model::load_knob::LoadKnob::Resumed, _)
+            ) || st.knobs.resumed.is_some()
+        })
         .collect()
 }
 

@@ -77,7 +77,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
     } else {
         Series::column(st, "overflows/s", c::LISTEN_OVERFLOWS, w).as_error()
     };
-    let states: Vec<Series> = match (fold_states, shared) {
+    let mut states: Vec<Series> = match (fold_states, shared) {
         (false, _) => Vec::new(),
         (true, false) => vec![
             header_only(Series::sum_of(st, "held", &super::states::HELD, w)),

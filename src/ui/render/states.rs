@@ -12,18 +12,19 @@ use ratatui::layout::Rect;
 
 /// The states of a connection the server still holds: "held" is their sum (a lesson's
 /// "connections open at once": with a lingering close most of them sit in FIN_WAIT).
-pub const HELD: [crate::model::Col; 4] = [
-    c::ESTABLISHED_SOCKS,
-    c::FIN_WAIT,
-    c::CLOSE_WAIT,
-    c::LAST_ACK,
-];
+pub const HELD: [crate::model::Col; 4] = crate::model::expect::HELD;
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let inner = panel(area, buf, "TCP states", &app.theme);
     let shared = super::queue::netns_shared(st);
-    let port = |label: &str| if shared { format!("{label} port") } else { label.to_string() };
+    let port = |label: &str| {
+        if shared {
+            format!("{label} port")
+        } else {
+            label.to_string()
+        }
+    };
     let mut series = vec![
         Series::sum_of(st, &port("held"), &HELD, w),
         Series::column(st, &port("ESTAB"), c::ESTABLISHED_SOCKS, w),

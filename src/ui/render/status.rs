@@ -152,13 +152,16 @@ pub enum Severity {
 
 pub fn severity(w: &Warning) -> Severity {
     match w {
-        Warning::NoPcap | Warning::NoLab(_) | Warning::RouterLate(_) => Severity::Note,
+        Warning::NoPcap | Warning::NoLab(_) | Warning::RouterLate(_) | Warning::AccessLog(_) => {
+            Severity::Note
+        }
         Warning::ClientBound(_)
         | Warning::CrossCheck(_)
         | Warning::PortsRunningOut
         | Warning::OutOfFds
         | Warning::ChildDied(_)
-        | Warning::RouterBehind => Severity::Alarm,
+        | Warning::RouterBehind
+        | Warning::TlsFailing { .. } => Severity::Alarm,
     }
 }
 
