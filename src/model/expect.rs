@@ -116,7 +116,7 @@ impl fmt::Display for ExpectError {
             ),
             ExpectError::UnknownFigure(s) => write!(
                 f,
-                "`{s}` is not a figure: use `held` or a column of timeseries.csv (e.g. accept_queue, total_p99_ms, responses_per_s; docs/05-metrics.md lists them)"
+                "`{s}` is not a figure: use `held` or a column of timeseries.csv (e.g. accept_queue, total_p99_ms, responses_per_s: its header, docs/03-results.md)"
             ),
             ExpectError::BadBound(s) => write!(
                 f,
