@@ -1008,9 +1008,6 @@ fn other_work_above_the_share_on_the_servers_cpus_puts_the_banner_up() {
             (col::SERVER_CORES_SYSTEM, Some(server_busy / 2.0)),
             (col::SERVER_CPU_USER_PCT, Some(80.0)),
             (col::SERVER_CPU_SYS_PCT, Some(20.0)),
-            (col::LOAD_CORES_USER, Some(30.0)),
-            (col::LOAD_CORES_SYSTEM, Some(10.0)),
-            (col::LOAD_CPU, Some(80.0)),
         ]
     };
     st.store.push(1.0, &row(60.0));

@@ -17,15 +17,23 @@ pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
         return Vec::new();
     };
     let mut lines = wrap(c, "▶ ", width, style);
-    // The checks on as few lines as they fit: the charts keep their rows at 80x24.
-    let verdicts = checks::judge(&st.store, &st.expect);
-    if !verdicts.is_empty() {
-        let text = verdicts
-            .iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join("  ·  ");
-        lines.extend(wrap(&text, "  ", width, style));
+    // The checks on as few lines as they fit (the charts keep their rows at 80x24), each
+    // whole on a line unless it is wider than the screen.
+    let mut row = String::new();
+    for v in checks::judge(&st.store, &st.expect) {
+        let v = v.to_string();
+        let fits = row.chars().count() + 3 + v.chars().count() <= width as usize;
+        if !row.is_empty() && fits {
+            row = format!("{row} · {v}");
+            continue;
+        }
+        if !row.is_empty() {
+            lines.extend(wrap(&row, "  ", width, style));
+        }
+        row = v;
+    }
+    if !row.is_empty() {
+        lines.extend(wrap(&row, "  ", width, style));
     }
     let mut out: Vec<Line<'static>> = lines
         .into_iter()
