@@ -181,7 +181,7 @@ impl fmt::Display for Expect {
         write!(f, "{} {} ", self.figure, self.op.symbol())?;
         match self.bound {
             Bound::Num(v) => write!(f, "{v}"),
-            Bound::Figure(k, fig) if k == 1.0 => write!(f, "{fig}"),
+            Bound::Figure(1.0, fig) => write!(f, "{fig}"),
             Bound::Figure(k, fig) => write!(f, "{k} * {fig}"),
         }
     }
