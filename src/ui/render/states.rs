@@ -34,7 +34,8 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ];
     if shared {
         series.push(Series::column(st, "TIME_WAIT port", c::PORT_TIME_WAIT, w));
-        series.push(Series::column(st, "TIME_WAIT netns", c::TIME_WAIT, w));
+        // A chart draws at most four lines: the namespace's count is a header figure.
+        series.push(Series::value_only(st, "TIME_WAIT netns", c::TIME_WAIT));
     } else {
         series.push(Series::column(st, "TIME_WAIT", c::TIME_WAIT, w));
     }
