@@ -60,6 +60,7 @@ broken! {
     burst_ratio_too_high => "burst_ratio_too_high.toml",
     too_many_clients => "too_many_clients.toml",
     step_too_many_clients => "step_too_many_clients.toml",
+    step_expect_typo => "step_expect_typo.toml",
     sweep_rate_below_floor => "sweep_rate_below_floor.toml",
 }
 

@@ -639,3 +639,74 @@ fn help_hides_the_tls_keys_without_tls() {
     let text = render::screen_text(&app, &tls, 160, 48);
     assert!(text.contains("TLS: resumed handshakes +10%"), "{text}");
 }
+
+/// The caption band's top rows: status, caption, checks, busy banner, notes.
+fn top(st: &LabState, rows: usize) -> String {
+    render::screen_text(&colour_app(), st, 120, 40)
+        .lines()
+        .take(rows)
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// issue 45 item 1: a step's checks show under its caption, in the same band: one held, one
+/// not yet with the figure's value and the bound's; a figure never measured says so.
+#[test]
+fn a_lessons_checks_show_held_or_not_yet_under_its_caption() {
+    let mut st = fixture::lesson();
+    st.expect = [
+        "held >= 40",
+        "accept_queue >= 0.9 * accept_queue_limit",
+        "tls_handshake_p99_ms < 50",
+    ]
+    .iter()
+    .map(|t| synlab::model::expect::Expect::parse(t).unwrap())
+    .collect();
+    let text = top(&st, 8);
+    assert!(text.contains("✓ held: held >= 40"), "{text}");
+    assert!(
+        text.contains(
+            "… not yet: accept_queue = 8, wants accept_queue >= 0.9 * accept_queue_limit (115)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("… not measured: tls_handshake_p99_ms < 50"),
+        "{text}"
+    );
+    assert!(!text.contains("machine is busy"), "{text}");
+    // The checks are in the caption's band.
+    let term = draw(&colour_app(), &st, 120, 40);
+    let y = text.lines().position(|l| l.contains("✓ held")).unwrap() as u16;
+    assert_eq!(term.backend().buffer()[(0, y)].bg, Color::LightYellow);
+    insta::assert_snapshot!("lesson_checks_120x40", text);
+}
+
+/// issue 45 item 1: other work on the server's CPU above the share puts the banner under the
+/// caption: the step's figures are not the server's alone.
+#[test]
+fn other_work_on_the_servers_cpu_says_the_machine_is_busy() {
+    use synlab::model::col;
+    let mut st = fixture::lesson();
+    assert!(!top(&st, 8).contains("machine is busy"));
+    // The server's one CPU 95 % busy while the server used 45 % of it: others took 50 %.
+    let t = *st.store.times().last().unwrap();
+    for i in 1..=5 {
+        st.store.push(
+            t + 0.2 * f64::from(i),
+            &[
+                (col::SERVER_CORES_USER, Some(85.0)),
+                (col::SERVER_CORES_SYSTEM, Some(10.0)),
+                (col::SERVER_CPU_USER_PCT, Some(40.0)),
+                (col::SERVER_CPU_SYS_PCT, Some(5.0)),
+            ],
+        );
+    }
+    let text = top(&st, 9);
+    assert!(
+        text.contains("⚠ the machine is busy: other work took 50 % of the server's CPUs: this step's figures are not the server's alone"),
+        "{text}"
+    );
+    insta::assert_snapshot!("lesson_busy_120x40", text);
+}

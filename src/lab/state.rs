@@ -127,6 +127,8 @@ pub struct LabState {
     pub warnings: Vec<Warning>,
     /// The scenario's current caption (lessons).
     pub caption: Option<String>,
+    /// The current step's checks of its caption's claims (`lab::core::checks` judges them).
+    pub expect: Vec<crate::model::expect::Expect>,
     /// The last change made or refused, for the caption bar ("rate 1000 -> 1100/s").
     pub last_action: Option<Reply>,
     /// Step i of n, if the scenario has steps.
@@ -190,6 +192,7 @@ impl LabState {
             interval_s,
             warnings: Vec::new(),
             caption: None,
+            expect: Vec::new(),
             last_action: None,
             step: None,
             cpu_cores: Vec::new(),

@@ -483,6 +483,9 @@ pub struct Step {
     /// Put a named mark on the charts and in the results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<String>,
+    /// The caption's claims as checks the TUI judges live on the latest second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<crate::model::expect::Expect>,
 }
 
 impl Step {

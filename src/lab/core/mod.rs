@@ -17,6 +17,7 @@ use crate::probe::ProbeSample;
 use crate::scenario::Step;
 use crate::target::config::ServerStats;
 
+pub mod checks;
 mod classes;
 mod commands;
 mod live;

@@ -76,6 +76,14 @@ impl LabCore {
             self.state.store.event(now_s, EventKind::Caption, c);
             fx.push(Effect::Log(format!("[{now_s:.1}s] caption: {c}")));
         }
+        // A new caption brings its own checks (none: the old caption's claims are gone).
+        if let Cue::Step(st) = &cue {
+            if st.caption.is_some() || !st.expect.is_empty() {
+                self.state.expect = st.expect.clone();
+            }
+        } else {
+            self.state.expect.clear();
+        }
         let (mark, commands) = match &cue {
             Cue::Step(st) => (st.mark.clone(), self.step_commands(st)),
             Cue::Point {

@@ -1,8 +1,11 @@
 //! The caption bar: the scenario's caption (a lesson), the first thing the eye finds (bold, the
 //! strongest contrast on screen, wrapped to the screen's width as a band of its own), then the
-//! last action with its result or the reason it was refused.
+//! last action with its result or the reason it was refused. Under the caption, the step's
+//! checks of its claims ("✓ held" / "… not yet") and, when other work took the lab's CPUs,
+//! the banner that says this step's figures are not the lab's alone.
 
 use super::common::wrap;
+use crate::lab::core::checks;
 use crate::lab::state::LabState;
 use crate::ui::app::App;
 use ratatui::text::{Line, Span};
@@ -13,14 +16,37 @@ pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     let Some(c) = &st.caption else {
         return Vec::new();
     };
-    wrap(c, "▶ ", width, style)
+    let mut lines = wrap(c, "▶ ", width, style);
+    // The checks on as few lines as they fit (the charts keep their rows at 80x24), each
+    // whole on a line unless it is wider than the screen.
+    let mut row = String::new();
+    for v in checks::judge(&st.store, &st.expect) {
+        let v = v.to_string();
+        let fits = row.chars().count() + 3 + v.chars().count() <= width as usize;
+        if !row.is_empty() && fits {
+            row = format!("{row} · {v}");
+            continue;
+        }
+        if !row.is_empty() {
+            lines.extend(wrap(&row, "  ", width, style));
+        }
+        row = v;
+    }
+    if !row.is_empty() {
+        lines.extend(wrap(&row, "  ", width, style));
+    }
+    let mut out: Vec<Line<'static>> = lines
         .into_iter()
         .map(|l| {
             let text = l.to_string();
             let pad = (width as usize).saturating_sub(text.chars().count());
             Line::from(Span::styled(format!("{text}{}", " ".repeat(pad)), style))
         })
-        .collect()
+        .collect();
+    if let Some(b) = checks::busy(st) {
+        out.extend(wrap(&b.to_string(), "", width, app.theme.warn()));
+    }
+    out
 }
 
 /// The last action's line(s); with a caption and nothing done yet, none (the hint line says

@@ -1,0 +1,147 @@
+//! A lesson step's checks judged on the latest second, and whether other work on the
+//! machine took enough of the server's CPUs to make a step's figures not the
+//! lab's alone.
+
+use crate::lab::state::LabState;
+use crate::metrics::store::Store;
+use crate::model::col;
+use crate::model::expect::Expect;
+use crate::model::Col;
+use std::fmt;
+
+/// The stretch a check reads: the mean of the rows of the latest second.
+pub const CHECK_S: f64 = 1.0;
+
+/// Other work above this share of the server's CPUs puts the busy banner up.
+pub const BUSY_SHARE_PCT: f64 = 15.0;
+
+/// A check's verdict; its Display is the line the caption band shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    Held(Expect),
+    NotYet {
+        expect: Expect,
+        value: f64,
+        bound: f64,
+    },
+    /// A figure it reads has no value in the latest second.
+    NotMeasured(Expect),
+}
+
+impl Check {
+    pub fn held(&self) -> bool {
+        matches!(self, Check::Held(_))
+    }
+}
+
+/// A figure as the caption says it: whole numbers above 10, else two significant places.
+fn num(v: f64) -> String {
+    if v.abs() >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{:.2}", v)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Check::Held(e) => write!(f, "✓ held: {e}"),
+            Check::NotYet {
+                expect,
+                value,
+                bound,
+            } => {
+                write!(
+                    f,
+                    "… not yet: {} = {}, wants {expect}",
+                    expect.figure,
+                    num(*value)
+                )?;
+                // A bound that is a figure: say what it is now.
+                if matches!(expect.bound, crate::model::expect::Bound::Figure(..)) {
+                    write!(f, " ({})", num(*bound))?;
+                }
+                Ok(())
+            }
+            Check::NotMeasured(e) => write!(f, "… not measured: {e}"),
+        }
+    }
+}
+
+/// A column's mean over the latest [`CHECK_S`] of rows (None: no value in it).
+fn latest(store: &Store, c: Col) -> Option<f64> {
+    let now = *store.times().last()?;
+    store.mean_since(c, now - CHECK_S + 1e-6)
+}
+
+/// `expects` judged on the latest second of `store`.
+pub fn judge(store: &Store, expects: &[Expect]) -> Vec<Check> {
+    let value_of = |c: Col| latest(store, c);
+    expects
+        .iter()
+        .map(
+            |e| match (e.figure.value(&value_of), e.bound_value(&value_of)) {
+                (Some(v), Some(b)) if e.op.holds(v, b) => Check::Held(*e),
+                (Some(value), Some(bound)) => Check::NotYet {
+                    expect: *e,
+                    value,
+                    bound,
+                },
+                _ => Check::NotMeasured(*e),
+            },
+        )
+        .collect()
+}
+
+/// Other work on a set of the lab's CPUs; its Display is the banner.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Busy {
+    /// Whose CPUs ("server's").
+    pub whose: &'static str,
+    /// Other work's share of them, percent.
+    pub pct: f64,
+}
+
+impl fmt::Display for Busy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "⚠ the machine is busy: other work took {:.0} % of the {w} CPUs: this step's figures are not the {w} alone",
+            self.pct,
+            w = self.whose,
+        )
+    }
+}
+
+/// Other work's share of `n` CPUs: their user+system time less what `own` (the lab's
+/// processes on them, percent of one core) used.
+fn other_share(store: &Store, n: usize, cores: [Col; 2], own: &[Col]) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    let busy = latest(store, cores[0])? + latest(store, cores[1])?;
+    let own: f64 = own.iter().map(|c| latest(store, *c).unwrap_or(0.0)).sum();
+    Some(((busy * n as f64 - own) / n as f64).max(0.0))
+}
+
+/// The server's CPUs when other work took more than [`BUSY_SHARE_PCT`] of them in the latest
+/// second (None without a CPU split: then nothing tells other work apart). The load's CPUs
+/// are not judged yet: their split against `load_cpu_pct` has not been checked on a real run,
+/// and a false banner would teach the wrong lesson.
+pub fn busy(st: &LabState) -> Option<Busy> {
+    other_share(
+        &st.store,
+        st.cpus.server.len(),
+        [col::SERVER_CORES_USER, col::SERVER_CORES_SYSTEM],
+        &[col::SERVER_CPU_USER_PCT, col::SERVER_CPU_SYS_PCT],
+    )
+    .filter(|pct| *pct > BUSY_SHARE_PCT)
+    .map(|pct| Busy {
+        whose: "server's",
+        pct,
+    })
+}
