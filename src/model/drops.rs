@@ -4,6 +4,7 @@
 //! any user (/proc/<pid>/net/netstat and snmp).
 
 use super::column::{col, Col};
+use super::summary::SummaryCol;
 
 /// One reason: the kernel counter (`Group.Name` of /proc/net/netstat or snmp), what it means
 /// in words, its short name (the OpenMetrics `reason` label, the probe table's head) and the
@@ -117,6 +118,11 @@ impl DropReason {
     pub fn of_col(c: Col) -> Option<&'static DropReason> {
         DROP_REASONS.iter().find(|r| r.col == c)
     }
+
+    /// Its summary column: the point's mean rate, named as its time-series column.
+    pub fn summary_col(&self) -> SummaryCol {
+        SummaryCol::parse(&self.col.name()).expect("a drop reason without its summary column")
+    }
 }
 
 /// The reasons with a rate above zero, the largest first (ties in the table's order):
@@ -153,6 +159,7 @@ mod tests {
                 "{}",
                 r.counter
             );
+            assert_eq!(r.summary_col().name(), r.col.name());
             assert!(r.short.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
         }
         assert_eq!(
