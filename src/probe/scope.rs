@@ -165,6 +165,14 @@ pub fn to_json(s: &ProbeSample, t: &Target) -> Value {
         "listeners".into(),
         serde_json::to_value(&s.listeners).unwrap_or_default(),
     );
+    // The drops group, by reason in words-as-keys (`accept_queue_full`), inside the netns
+    // group whose counters they are.
+    let drops: Map<String, Value> = crate::model::drops::DROP_REASONS
+        .iter()
+        .map(|r| (r.short.to_string(), s.m.get(r.col).into()))
+        .collect();
+    let i = group(&mut groups, Scope::Netns);
+    groups[i].1.insert("drops".into(), drops.into());
     let i = group(&mut groups, Scope::Machine);
     groups[i].1.insert(
         "per_cpu".into(),
@@ -236,6 +244,7 @@ mod tests {
             port_time_wait: Some(0.0),
             tcp_orphan: Some(12.0),
             syn_in_per_s: Some(600.0),
+            listen_overflows_per_s: Some(725.0),
             passive_opens_per_s: Some(600.0),
             ..Default::default()
         };
@@ -259,6 +268,8 @@ mod tests {
         assert_eq!(j["port"]["port"], 18080);
         assert_eq!(j["port"]["time_wait"], 0.0);
         assert_eq!(j["netns"]["time_wait"], 31737.0);
+        assert_eq!(j["netns"]["drops"]["accept_queue_full"], 725.0);
+        assert_eq!(j["netns"]["drops"]["syn_queue_full_dropped"], Value::Null);
         assert_eq!(j["machine"]["tcp_orphan"], 12.0);
         assert!(j["port"].get("syn_in_per_s").is_none());
         assert_eq!(j["netns"]["syn_in_estimate_per_s"], 600.0);
