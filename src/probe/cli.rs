@@ -222,6 +222,15 @@ fn fields(source: SynSource) -> Vec<Field> {
         f(Scope::Port, "estab", 7, |s, w| cell(s.m.established, w)),
         f(Scope::Port, "timewt", 7, |s, w| cell(s.m.port_time_wait, w)),
     ];
+    // First of the namespace's columns: the drops group's largest reason of the sample ("-"
+    // when nothing was dropped).
+    v.push(f(Scope::Netns, "top drop/s", 26, |s, w| {
+        let top = crate::model::drops::top(|c| s.m.get(c));
+        match top.first() {
+            Some((r, v)) => format!("{:>w$}", format!("{} {v:.0}", r.short)),
+            None => cell(None, w),
+        }
+    }));
     if source == SynSource::Estimated {
         v.push(f(Scope::Netns, "syn/s*", 7, |s, w| {
             cell(s.m.syn_in_per_s, w)
@@ -238,14 +247,6 @@ fn fields(source: SynSource) -> Vec<Field> {
             cell(s.m.passive_opens_per_s, w)
         }),
         f(Scope::Netns, "timewt", 7, |s, w| cell(s.m.time_wait, w)),
-        // The drops group's largest reason of the sample ("-" when nothing was dropped).
-        f(Scope::Netns, "top drop/s", 26, |s, w| {
-            let top = crate::model::drops::top(|c| s.m.get(c));
-            match top.first() {
-                Some((r, v)) => format!("{:>w$}", format!("{} {v:.0}", r.short)),
-                None => cell(None, w),
-            }
-        }),
         f(Scope::Machine, "us", 3, |s, w| cell(s.m.cpu_user_pct, w)),
         f(Scope::Machine, "sy", 3, |s, w| cell(s.m.cpu_system_pct, w)),
         f(Scope::Machine, "si", 3, |s, w| cell(s.m.cpu_softirq_pct, w)),
