@@ -126,3 +126,93 @@ fn accept_queue_full_rate_adds_up_to_listen_overflows_and_leads_the_report() {
         "{md}"
     );
 }
+
+/// The plain user to run synlab as (root runs it through setpriv), with its own copy of the
+/// binary; None (skipped, or a panic under SYNLAB_REQUIRE_PRIVILEGED) where there is none.
+fn plain_user() -> Option<(Vec<String>, tempfile::TempDir)> {
+    let name = std::env::var("SYNLAB_TEST_USER").unwrap_or_else(|_| "nobody".into());
+    if !nix::unistd::geteuid().is_root() {
+        let why = "needs root, to run synlab as a plain user against a root-owned listener";
+        if synlab::sys::privilege::require_privileged() {
+            panic!("{why}");
+        }
+        synlab::sys::privilege::say_skipped(&format!("skipped: {why}"));
+        return None;
+    }
+    let u = nix::unistd::User::from_name(&name).ok().flatten()?;
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_synlab"), dir.path().join("synlab")).unwrap();
+    let prefix = vec![
+        "setpriv".into(),
+        format!("--reuid={}", u.uid),
+        format!("--regid={}", u.gid),
+        "--clear-groups".into(),
+        dir.path().join("synlab").display().to_string(),
+    ];
+    Some((prefix, dir))
+}
+
+/// Rootless: a plain user's `synlab probe --json` of a flooded root-owned listener on the
+/// host reads the drops group from the namespace's counters, "accept queue full" above zero.
+/// (The host namespace is shared with whatever else runs: only "above zero" is asserted.)
+#[test]
+fn a_plain_user_sees_the_drops_by_reason() {
+    let Some((prefix, _dir)) = plain_user() else {
+        return;
+    };
+    let listener = RawListener::new(16);
+    let port = listener.port;
+    let mut probe = std::process::Command::new(&prefix[0])
+        .args(&prefix[1..])
+        .args([
+            "probe",
+            "--json",
+            "--count",
+            "12",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The flood starts once the probe has taken its first sample (its baseline), so the
+    // samples after it see the flood however long the probe took to start.
+    let mut stdout = std::io::BufReader::new(probe.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    lines.push(first);
+    let attempts = blast(port, Duration::from_secs(2));
+    lines.extend(std::io::BufRead::lines(stdout).map(Result::unwrap));
+    let out = probe.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let samples: Vec<serde_json::Value> = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect(l))
+        .collect();
+    let full: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s["netns"]["drops"]["accept_queue_full"].as_f64())
+        .collect();
+    eprintln!("attempts {attempts}, accept_queue_full/s per sample {full:?}");
+    assert!(
+        attempts > 100,
+        "only {attempts} attempts: the blast did not run"
+    );
+    assert!(full.len() + 1 >= samples.len(), "{samples:?}");
+    assert!(full.iter().any(|v| *v > 0.0), "{samples:?}");
+    for r in DROP_REASONS {
+        assert!(
+            samples[1]["netns"]["drops"][r.short].is_number(),
+            "{} in {}",
+            r.short,
+            samples[1]
+        );
+    }
+    drop(listener);
+}
