@@ -282,6 +282,37 @@ pub fn encode(series: &[(Col, f64)], hists: &[(&str, Buckets)]) -> String {
             register(&mut reg, p.stem, help, p.unit, g);
         }
     }
+    // The drops group once more as one family, a `reason` label per reason: what a dashboard
+    // stacks without knowing the reasons' names.
+    let drops = ClassFamily::default();
+    let mut drops_unit = None;
+    for &(column, v) in series {
+        let Some(r) = crate::model::drops::DropReason::of_col(column) else {
+            continue;
+        };
+        if !v.is_finite() {
+            continue;
+        }
+        let p = prom_series(column, v);
+        drops_unit = Some(p.unit);
+        drops
+            .get_or_create(&vec![
+                ("reason".to_string(), r.short.to_string()),
+                ("scope".to_string(), Scope::Netns.key().to_string()),
+            ])
+            .set(p.value);
+    }
+    if let Some(unit) = drops_unit {
+        register(
+            &mut reg,
+            "drops".to_string(),
+            "What the server namespace's kernel dropped, and why: each reason's rate (label \
+             `reason`), from its TcpExt/Udp counters"
+                .to_string(),
+            unit,
+            drops,
+        );
+    }
     for (name, b) in hists {
         reg.register_with_unit(
             name.to_string(),
@@ -785,6 +816,12 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} in\n{t}");
         }
+        assert!(
+            t.contains(
+                "synlab_drops_per_second{reason=\"accept_queue_full\",scope=\"netns\"} 725.0\n"
+            ),
+            "{t}"
+        );
         let pcap = encode(&[(col::SYN_IN, 10.0), (col::SYN_IN_ESTIMATED, 0.0)], &[]);
         assert!(
             pcap.contains("synlab_syn_in_per_second{scope=\"port\"} 10.0\n"),

@@ -274,6 +274,16 @@ columns! {
     TCP_TIMEOUTS_PER_S = "tcp_timeouts_per_s", PerSecond, Rate;
     SYNCOOKIES_SENT_PER_S = "syncookies_sent_per_s", PerSecond, Rate;
     REQQ_FULL_DROPS_PER_S = "reqq_full_drops_per_s", PerSecond, Rate;
+    REQQ_FULL_COOKIES_PER_S = "reqq_full_cookies_per_s", PerSecond, Rate;
+    SYNCOOKIES_RECV_PER_S = "syncookies_recv_per_s", PerSecond, Rate;
+    SYNCOOKIES_FAILED_PER_S = "syncookies_failed_per_s", PerSecond, Rate;
+    BACKLOG_DROPS_PER_S = "backlog_drops_per_s", PerSecond, Rate;
+    RCVQ_DROPS_PER_S = "rcvq_drops_per_s", PerSecond, Rate;
+    ZERO_WINDOW_DROPS_PER_S = "zero_window_drops_per_s", PerSecond, Rate;
+    TIME_WAIT_OVERFLOWS_PER_S = "time_wait_overflows_per_s", PerSecond, Rate;
+    ABORT_ON_MEMORY_PER_S = "abort_on_memory_per_s", PerSecond, Rate;
+    UDP_RCVBUF_ERRORS_PER_S = "udp_rcvbuf_errors_per_s", PerSecond, Rate;
+    UDP_IN_ERRORS_PER_S = "udp_in_errors_per_s", PerSecond, Rate;
     CPU_USER = "cpu_user_pct", Percent, Gauge;
     CPU_NICE_PCT = "cpu_nice_pct", Percent, Gauge;
     CPU_SYSTEM = "cpu_system_pct", Percent, Gauge;
@@ -462,6 +472,16 @@ const SCOPES: &[(Col, Scope)] = &[
     (col::TCP_TIMEOUTS_PER_S, Scope::Netns),
     (col::SYNCOOKIES_SENT_PER_S, Scope::Netns),
     (col::REQQ_FULL_DROPS_PER_S, Scope::Netns),
+    (col::REQQ_FULL_COOKIES_PER_S, Scope::Netns),
+    (col::SYNCOOKIES_RECV_PER_S, Scope::Netns),
+    (col::SYNCOOKIES_FAILED_PER_S, Scope::Netns),
+    (col::BACKLOG_DROPS_PER_S, Scope::Netns),
+    (col::RCVQ_DROPS_PER_S, Scope::Netns),
+    (col::ZERO_WINDOW_DROPS_PER_S, Scope::Netns),
+    (col::TIME_WAIT_OVERFLOWS_PER_S, Scope::Netns),
+    (col::ABORT_ON_MEMORY_PER_S, Scope::Netns),
+    (col::UDP_RCVBUF_ERRORS_PER_S, Scope::Netns),
+    (col::UDP_IN_ERRORS_PER_S, Scope::Netns),
     (col::PASSIVE_OPENS_TOTAL, Scope::Netns),
     (col::LISTEN_DROPS_TOTAL, Scope::Netns),
     (col::LISTEN_OVERFLOWS_TOTAL, Scope::Netns),

@@ -7,6 +7,7 @@ pub mod column_help;
 pub mod counters;
 pub mod cpus;
 pub mod death;
+pub mod drops;
 pub mod expect;
 pub mod knob;
 pub mod limits;

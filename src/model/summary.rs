@@ -329,6 +329,32 @@ pub struct SummaryRow {
     pub server_full_handshakes_per_s: f64,
     #[serde(default)]
     pub server_resumed_handshakes_per_s: f64,
+    /// The drops group (`model::drops::DROP_REASONS`) but ListenOverflows (above): each
+    /// reason's mean rate over the point, whole server namespace.
+    #[serde(default = "nan")]
+    pub reqq_full_drops_per_s: f64,
+    #[serde(default = "nan")]
+    pub reqq_full_cookies_per_s: f64,
+    #[serde(default = "nan")]
+    pub syncookies_sent_per_s: f64,
+    #[serde(default = "nan")]
+    pub syncookies_recv_per_s: f64,
+    #[serde(default = "nan")]
+    pub syncookies_failed_per_s: f64,
+    #[serde(default = "nan")]
+    pub backlog_drops_per_s: f64,
+    #[serde(default = "nan")]
+    pub rcvq_drops_per_s: f64,
+    #[serde(default = "nan")]
+    pub zero_window_drops_per_s: f64,
+    #[serde(default = "nan")]
+    pub time_wait_overflows_per_s: f64,
+    #[serde(default = "nan")]
+    pub abort_on_memory_per_s: f64,
+    #[serde(default = "nan")]
+    pub udp_rcvbuf_errors_per_s: f64,
+    #[serde(default = "nan")]
+    pub udp_in_errors_per_s: f64,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -503,6 +529,18 @@ summary_cols! {
     TtfbP99Ms = ttfb_p99_ms: Milliseconds,
     ServerFullHandshakesPerS = server_full_handshakes_per_s: PerSecond,
     ServerResumedHandshakesPerS = server_resumed_handshakes_per_s: PerSecond,
+    ReqqFullDropsPerS = reqq_full_drops_per_s: PerSecond,
+    ReqqFullCookiesPerS = reqq_full_cookies_per_s: PerSecond,
+    SyncookiesSentPerS = syncookies_sent_per_s: PerSecond,
+    SyncookiesRecvPerS = syncookies_recv_per_s: PerSecond,
+    SyncookiesFailedPerS = syncookies_failed_per_s: PerSecond,
+    BacklogDropsPerS = backlog_drops_per_s: PerSecond,
+    RcvqDropsPerS = rcvq_drops_per_s: PerSecond,
+    ZeroWindowDropsPerS = zero_window_drops_per_s: PerSecond,
+    TimeWaitOverflowsPerS = time_wait_overflows_per_s: PerSecond,
+    AbortOnMemoryPerS = abort_on_memory_per_s: PerSecond,
+    UdpRcvbufErrorsPerS = udp_rcvbuf_errors_per_s: PerSecond,
+    UdpInErrorsPerS = udp_in_errors_per_s: PerSecond,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }

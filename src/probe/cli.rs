@@ -222,6 +222,15 @@ fn fields(source: SynSource) -> Vec<Field> {
         f(Scope::Port, "estab", 7, |s, w| cell(s.m.established, w)),
         f(Scope::Port, "timewt", 7, |s, w| cell(s.m.port_time_wait, w)),
     ];
+    // First of the namespace's columns: the drops group's largest reason of the sample ("-"
+    // when nothing was dropped).
+    v.push(f(Scope::Netns, "top drop/s", 26, |s, w| {
+        let top = crate::model::drops::top(|c| s.m.get(c));
+        match top.first() {
+            Some((r, v)) => format!("{:>w$}", format!("{} {v:.0}", r.short)),
+            None => cell(None, w),
+        }
+    }));
     if source == SynSource::Estimated {
         v.push(f(Scope::Netns, "syn/s*", 7, |s, w| {
             cell(s.m.syn_in_per_s, w)
@@ -427,9 +436,30 @@ mod tests {
         // Estimated SYNs are the namespace's, marked *.
         let e = header(&fields(SynSource::Estimated), 18080, None);
         let (g, hd) = e.split_once('\n').unwrap();
-        assert!(
-            hd[g.find("netns").unwrap() - 10..].contains("syn/s*"),
-            "{e}"
-        );
+        let start = g[..g.find(" netns").unwrap()].rfind(' ').unwrap();
+        assert!(hd[start..].contains("syn/s*"), "{e}");
+    }
+
+    #[test]
+    fn a_line_names_the_samples_largest_drop_reason() {
+        let f = fields(SynSource::Pcap);
+        let mut s = ProbeSample {
+            at: std::time::Instant::now(),
+            t_s: 1.0,
+            seq: 5,
+            dt_s: Some(0.2),
+            syn_source: SynSource::Pcap,
+            m: Default::default(),
+            per_cpu: Vec::new(),
+            listeners: Vec::new(),
+            notes: Vec::new(),
+        };
+        s.m.listen_overflows_per_s = Some(725.0);
+        s.m.reqq_full_drops_per_s = Some(30.0);
+        let line = format_line(&s, &f);
+        assert!(line.contains(" accept_queue_full 725 "), "{line}");
+        s.m.listen_overflows_per_s = Some(0.0);
+        s.m.reqq_full_drops_per_s = Some(0.0);
+        assert!(!format_line(&s, &f).contains("accept_queue_full"));
     }
 }

@@ -182,6 +182,14 @@ mod tests {
     }
 
     #[test]
+    fn every_drop_reasons_counter_is_in_the_real_files() {
+        let c = NetCounters::parse(SNMP, NETSTAT).unwrap();
+        for r in crate::model::drops::DROP_REASONS {
+            assert!(c.counter(r.counter).is_some(), "{} missing", r.counter);
+        }
+    }
+
+    #[test]
     fn mismatched_lines_are_an_error_naming_the_group() {
         let e = NetCounters::parse("Tcp: A B\nTcp: 1\n", "").unwrap_err();
         assert_eq!(

@@ -7,6 +7,7 @@ use super::cpustat::{CpuPct, ProcStat, SoftIrqs};
 use super::pidstat::PidStat;
 use super::procnet::{NetCounters, SockStat};
 use super::sockdiag::{DiagSummary, ListenQueue};
+use crate::model::drops::DROP_REASONS;
 use crate::model::{col, Col};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -102,6 +103,17 @@ macro_rules! metrics {
             pub fn columns(&self) -> Vec<(Col, Option<f64>)> {
                 vec![$((col::$col, self.$name)),*]
             }
+
+            /// The field of column `c`; None if no field is.
+            pub fn get(&self, c: Col) -> Option<f64> {
+                $(if c == col::$col { return self.$name; })*
+                None
+            }
+
+            /// Sets the field of column `c` (a table-driven group: the drops).
+            fn set(&mut self, c: Col, v: Option<f64>) {
+                $(if c == col::$col { self.$name = v; return; })*
+            }
         }
     };
 }
@@ -128,6 +140,17 @@ metrics! {
     retrans_segs_per_s => RETRANS_SEGS_PER_S, out_rsts_per_s => OUT_RSTS_PER_S,
     tcp_timeouts_per_s => TCP_TIMEOUTS_PER_S,
     syncookies_sent_per_s => SYNCOOKIES_SENT_PER_S, reqq_full_drops_per_s => REQQ_FULL_DROPS_PER_S,
+    /// The rest of the drops group (`model::drops::DROP_REASONS`), set from its table.
+    reqq_full_cookies_per_s => REQQ_FULL_COOKIES_PER_S,
+    syncookies_recv_per_s => SYNCOOKIES_RECV_PER_S,
+    syncookies_failed_per_s => SYNCOOKIES_FAILED_PER_S,
+    backlog_drops_per_s => BACKLOG_DROPS_PER_S,
+    rcvq_drops_per_s => RCVQ_DROPS_PER_S,
+    zero_window_drops_per_s => ZERO_WINDOW_DROPS_PER_S,
+    time_wait_overflows_per_s => TIME_WAIT_OVERFLOWS_PER_S,
+    abort_on_memory_per_s => ABORT_ON_MEMORY_PER_S,
+    udp_rcvbuf_errors_per_s => UDP_RCVBUF_ERRORS_PER_S,
+    udp_in_errors_per_s => UDP_IN_ERRORS_PER_S,
     cpu_user_pct => CPU_USER, cpu_nice_pct => CPU_NICE_PCT, cpu_system_pct => CPU_SYSTEM,
     cpu_irq_pct => CPU_IRQ, cpu_softirq_pct => CPU_SOFTIRQ, cpu_iowait_pct => CPU_IOWAIT_PCT,
     cpu_idle_pct => CPU_IDLE, cpu_steal_pct => CPU_STEAL_PCT, ctxt_per_s => CTXT_PER_S,
@@ -402,7 +425,6 @@ fn rates(
 ) -> Vec<Option<CpuPct>> {
     let mut per_cpu = Vec::new();
     let r = |key| net_rate(p, cur, key, dt);
-    m.listen_overflows_per_s = r("TcpExt.ListenOverflows");
     m.listen_drops_per_s = r("TcpExt.ListenDrops");
     m.passive_opens_per_s = r("Tcp.PassiveOpens");
     m.active_opens_per_s = r("Tcp.ActiveOpens");
@@ -411,8 +433,9 @@ fn rates(
     m.retrans_segs_per_s = r("Tcp.RetransSegs");
     m.out_rsts_per_s = r("Tcp.OutRsts");
     m.tcp_timeouts_per_s = r("TcpExt.TCPTimeouts");
-    m.syncookies_sent_per_s = r("TcpExt.SyncookiesSent");
-    m.reqq_full_drops_per_s = r("TcpExt.TCPReqQFullDrop");
+    for reason in DROP_REASONS {
+        m.set(reason.col, r(reason.counter));
+    }
     // A listener opened again (a new backlog) starts its count anew: no rate for that interval.
     let port_drops = |s: &Snapshot| s.diag.as_ref().and_then(DiagSummary::listen_drops);
     m.port_listen_drops_per_s = rate_opt(port_drops(p), port_drops(cur), Width::U64, dt);
@@ -497,6 +520,58 @@ mod tests {
             starttime: start,
             rss_pages: 256,
         }
+    }
+
+    /// `text` (snmp/netstat-style) with counter `Group.Name` raised by `by`.
+    fn bump(text: &str, key: &str, by: i64) -> String {
+        let (group, name) = key.split_once('.').unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        for i in (0..lines.len().saturating_sub(1)).step_by(2) {
+            let (g, names) = lines[i].split_once(':').unwrap();
+            let Some(at) = names.split_whitespace().position(|n| n == name) else {
+                continue;
+            };
+            if g != group {
+                continue;
+            }
+            let (g, vals) = lines[i + 1].split_once(':').unwrap();
+            let mut vals: Vec<String> = vals.split_whitespace().map(String::from).collect();
+            vals[at] = (vals[at].parse::<i64>().unwrap() + by).to_string();
+            out[i + 1] = format!("{g}: {}", vals.join(" "));
+        }
+        out.join("\n")
+    }
+
+    #[test]
+    fn every_drop_reason_is_a_rate_of_its_counter_from_the_real_files() {
+        let snmp = include_str!("../../tests/fixtures/proc_net_snmp.txt");
+        let netstat = include_str!("../../tests/fixtures/proc_net_netstat.txt");
+        let (mut snmp2, mut netstat2) = (snmp.to_string(), netstat.to_string());
+        for (i, r) in DROP_REASONS.iter().enumerate() {
+            let by = 10 * (i as i64 + 1);
+            if r.counter.starts_with("Udp.") {
+                snmp2 = bump(&snmp2, r.counter, by);
+            } else {
+                netstat2 = bump(&netstat2, r.counter, by);
+            }
+        }
+        let t0 = Instant::now();
+        let mut a = Snapshot::empty(t0);
+        a.net = Some(NetCounters::parse(snmp, netstat).unwrap());
+        let mut b = Snapshot::empty(t0 + Duration::from_secs(2));
+        b.net = Some(NetCounters::parse(&snmp2, &netstat2).unwrap());
+        let s = build(&a, Some(&a), &b, t0, 1, K, &Cores::default());
+        for (i, r) in DROP_REASONS.iter().enumerate() {
+            assert!(Metrics::COLUMNS.contains(&r.col), "{}", r.col.name());
+            assert_eq!(
+                s.m.get(r.col),
+                Some(5.0 * (i as f64 + 1.0)),
+                "{}",
+                r.counter
+            );
+        }
+        assert_eq!(s.m.listen_overflows_per_s, Some(30.0));
     }
 
     #[test]

@@ -46,6 +46,16 @@ const KEYS: &[(Col, &str)] = &[
     (col::TCP_TIMEOUTS_PER_S, "tcp_timeouts_per_s"),
     (col::SYNCOOKIES_SENT_PER_S, "syncookies_sent_per_s"),
     (col::REQQ_FULL_DROPS_PER_S, "reqq_full_drops_per_s"),
+    (col::REQQ_FULL_COOKIES_PER_S, "reqq_full_cookies_per_s"),
+    (col::SYNCOOKIES_RECV_PER_S, "syncookies_recv_per_s"),
+    (col::SYNCOOKIES_FAILED_PER_S, "syncookies_failed_per_s"),
+    (col::BACKLOG_DROPS_PER_S, "backlog_drops_per_s"),
+    (col::RCVQ_DROPS_PER_S, "rcvq_drops_per_s"),
+    (col::ZERO_WINDOW_DROPS_PER_S, "zero_window_drops_per_s"),
+    (col::TIME_WAIT_OVERFLOWS_PER_S, "time_wait_overflows_per_s"),
+    (col::ABORT_ON_MEMORY_PER_S, "abort_on_memory_per_s"),
+    (col::UDP_RCVBUF_ERRORS_PER_S, "udp_rcvbuf_errors_per_s"),
+    (col::UDP_IN_ERRORS_PER_S, "udp_in_errors_per_s"),
     (col::PASSIVE_OPENS_TOTAL, "passive_opens_total"),
     (col::LISTEN_DROPS_TOTAL, "listen_drops_total"),
     (col::LISTEN_OVERFLOWS_TOTAL, "listen_overflows_total"),
@@ -155,6 +165,14 @@ pub fn to_json(s: &ProbeSample, t: &Target) -> Value {
         "listeners".into(),
         serde_json::to_value(&s.listeners).unwrap_or_default(),
     );
+    // The drops group, by reason in words-as-keys (`accept_queue_full`), inside the netns
+    // group whose counters they are.
+    let drops: Map<String, Value> = crate::model::drops::DROP_REASONS
+        .iter()
+        .map(|r| (r.short.to_string(), s.m.get(r.col).into()))
+        .collect();
+    let i = group(&mut groups, Scope::Netns);
+    groups[i].1.insert("drops".into(), drops.into());
     let i = group(&mut groups, Scope::Machine);
     groups[i].1.insert(
         "per_cpu".into(),
@@ -226,6 +244,7 @@ mod tests {
             port_time_wait: Some(0.0),
             tcp_orphan: Some(12.0),
             syn_in_per_s: Some(600.0),
+            listen_overflows_per_s: Some(725.0),
             passive_opens_per_s: Some(600.0),
             ..Default::default()
         };
@@ -249,6 +268,8 @@ mod tests {
         assert_eq!(j["port"]["port"], 18080);
         assert_eq!(j["port"]["time_wait"], 0.0);
         assert_eq!(j["netns"]["time_wait"], 31737.0);
+        assert_eq!(j["netns"]["drops"]["accept_queue_full"], 725.0);
+        assert_eq!(j["netns"]["drops"]["syn_queue_full_dropped"], Value::Null);
         assert_eq!(j["machine"]["tcp_orphan"], 12.0);
         assert!(j["port"].get("syn_in_per_s").is_none());
         assert_eq!(j["netns"]["syn_in_estimate_per_s"], 600.0);

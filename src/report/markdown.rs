@@ -91,6 +91,10 @@ pub fn report(
         };
         let _ = writeln!(md, "## Cross-checks{suffix}\n");
         cross_checks(&mut md, r);
+        let drops = drops_table(&r.points);
+        if !drops.is_empty() {
+            let _ = writeln!(md, "## What the kernel dropped, and why{suffix}\n\n{drops}");
+        }
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
         if !r.capacity.is_empty() {
@@ -672,6 +676,37 @@ fn counts_table(md: &mut String, r: &RunData) {
     );
 }
 
+/// Per point, the reasons the server namespace's kernel dropped for (its TcpExt/Udp
+/// counters), each with its mean rate, the largest first, only those above zero; "" when no
+/// point dropped anything.
+pub fn drops_table(points: &[Point]) -> String {
+    let rows: Vec<(&Point, String)> = points
+        .iter()
+        .filter_map(|p| {
+            let top = crate::model::drops::top(|c| {
+                crate::model::drops::DropReason::of_col(c).map(|r| p.num(r.summary_col()))
+            });
+            let cells: Vec<String> = top
+                .iter()
+                .map(|(r, v)| format!("{} {}/s", r.words, num(*v)))
+                .collect();
+            (!cells.is_empty()).then(|| (p, cells.join("; ")))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from("| # | reasons, per second, the largest first |\n|---|---|\n");
+    for (p, cells) in rows {
+        let _ = writeln!(md, "| {} | {} |", p.number(), esc(&cells));
+    }
+    md.push_str(
+        "\nWhole server namespace, every port, from its TcpExt/Udp counters (readable by any \
+         user); points without a drop are left out.\n",
+    );
+    md
+}
+
 /// A point's counts (summary.json `points[i].totals`), when the run recorded them.
 fn point_totals(p: &Point) -> Option<crate::model::Totals> {
     serde_json::from_str(&p.text(SummaryText::Totals)).ok()
@@ -1114,5 +1149,25 @@ mod tests {
             rows[3].contains("| closed | 40–61 s | wan: rtt 70 ms, loss 0.0 %, bw 50 Mbit/s | – |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn drops_table_lists_each_points_reasons_largest_first() {
+        let json = serde_json::json!({"meta": {}, "points": [
+            {"point": 1, "listen_overflows_per_s": 0.0, "reqq_full_drops_per_s": 0.0},
+            {"point": 2, "listen_overflows_per_s": 725.0, "reqq_full_drops_per_s": 12.5,
+             "backlog_drops_per_s": null},
+        ]});
+        let (_, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
+        let md = drops_table(&points);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+        assert_eq!(rows.len(), 2, "{md}");
+        assert_eq!(
+            rows[1],
+            "| 2 | accept queue full: handshake's final ACK dropped 725/s; SYN queue full: SYN \
+             dropped 12.5/s |",
+            "{md}"
+        );
+        assert_eq!(drops_table(&points[..1]), "");
     }
 }
