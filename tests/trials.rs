@@ -177,7 +177,7 @@ fn a_repeated_run_merges_its_trials_histograms_and_compare_judges_with_intervals
     assert_eq!(c.code, 0, "{}\n{}", c.stdout, c.stderr);
     assert!(
         c.stdout
-            .contains("throughput_per_s at open 100: +0.0 % (90 % CI"),
+            .contains("good_responses_per_s at open 100: +0.0 % (90 % CI"),
         "{}",
         c.stdout
     );

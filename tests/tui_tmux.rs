@@ -342,7 +342,10 @@ fn tmux_lesson_at_80x24_keeps_the_caption_and_the_queue_chart() {
     let caption: String = screen
         .lines()
         .skip_while(|l| !l.starts_with("▶ 400"))
-        .take_while(|l| l.starts_with("▶ ") || l.starts_with("  "))
+        // The caption's own lines; its live checks (✓ held, … not yet) follow under it.
+        .take_while(|l| {
+            l.starts_with("▶ ") || (l.starts_with("  ") && !l.trim_start().starts_with(['✓', '…']))
+        })
         .map(|l| l.trim_start_matches("▶ ").trim())
         .collect::<Vec<_>>()
         .join(" ");

@@ -132,12 +132,7 @@ pub fn run_trials(
 /// The run's table: per point, the median [interval] of throughput and the merged p50 / p99.
 fn table(agg: &trials::Aggregate) -> String {
     // The level order statistics reach with these trials (95 % needs 6).
-    let level = agg
-        .points
-        .iter()
-        .flatten()
-        .find_map(|f| f.ci)
-        .map_or(0.0, |c| c.level_pct());
+    let level = agg.level_pct();
     let mut s = format!(
         "{} trials: median [{level:.1} % interval] (latency percentiles of the merged histograms)\n",
         agg.trials.len()

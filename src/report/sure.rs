@@ -348,13 +348,7 @@ pub fn judge_paired(pairs: &[(RunData, RunData)], limit: f64, on: &[Metric]) -> 
 
 /// --json: the comparison's figures and verdicts.
 pub fn json(base: &Path, run: &Path, limit: f64, j: &[Judged], exit: u8) -> serde_json::Value {
-    let n = |v: f64| {
-        if v.is_finite() {
-            serde_json::json!(v)
-        } else {
-            serde_json::Value::Null
-        }
-    };
+    let n = super::trials::finite_json;
     serde_json::json!({
         "baseline": base.display().to_string(),
         "run": run.display().to_string(),

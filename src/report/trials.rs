@@ -117,13 +117,7 @@ impl Figure {
     }
 
     fn json(&self) -> serde_json::Value {
-        let n = |v: f64| {
-            if v.is_finite() {
-                serde_json::json!(v)
-            } else {
-                serde_json::Value::Null
-            }
-        };
+        let n = finite_json;
         serde_json::json!({
             "median": n(self.median),
             "ci_lo": n(self.ci.map_or(f64::NAN, |c| c.lo)),
@@ -221,6 +215,15 @@ pub const CI_METHOD: &str = "order statistics of the trials' values (binomial, d
     the widest interval [x(k), x(n+1-k)] whose coverage reaches 95 %, else min .. max with its own coverage";
 
 impl Aggregate {
+    /// The level the trials' order-statistics intervals reach (95 % needs 6 trials).
+    pub fn level_pct(&self) -> f64 {
+        self.points
+            .iter()
+            .flatten()
+            .find_map(|f| f.ci)
+            .map_or(0.0, |c| c.level_pct())
+    }
+
     /// The aggregate's point rows: trial 1's rows with every number replaced by its median over
     /// the trials (a latency percentile by the merged histograms' percentile), a point failed
     /// or CLIENT-BOUND when it was in any trial.
@@ -389,12 +392,7 @@ pub fn cell(f: &Figure) -> String {
 
 fn markdown(dir: &Path, agg: &Aggregate, rows: &[serde_json::Value]) -> String {
     let n = agg.trials.len();
-    let level = agg
-        .points
-        .iter()
-        .flatten()
-        .find_map(|f| f.ci)
-        .map_or(0.0, |c| c.level_pct());
+    let level = agg.level_pct();
     let mut s =
         format!(
         "# {} trials of {}\n\nEach figure is the median over the {n} trials with its {level:.1} % \
@@ -447,6 +445,15 @@ fn markdown(dir: &Path, agg: &Aggregate, rows: &[serde_json::Value]) -> String {
     s.push_str(&links.join(", "));
     s.push('\n');
     s
+}
+
+/// A figure as JSON: a number, or null where none could be made (JSON has no NaN).
+pub fn finite_json(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        serde_json::json!(v)
+    } else {
+        serde_json::Value::Null
+    }
 }
 
 #[cfg(test)]
