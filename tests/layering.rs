@@ -717,8 +717,8 @@ fn touches_the_kernel(line: &str) -> bool {
     word_at("libc::") || word_at("nix::") || word_at("unsafe")
 }
 
-#[test]
-fn only_src_sys_touches_the_kernel() {
+/// The lines outside src/sys (tests left out) that `pred` holds for, as `file:line: text`.
+fn lines_above_sys(pred: fn(&str) -> bool) -> Vec<String> {
     let mut bad = Vec::new();
     for (f, rel) in &src_files() {
         if rel.starts_with("src/sys/") {
@@ -726,11 +726,17 @@ fn only_src_sys_touches_the_kernel() {
         }
         let src = without_tests(&std::fs::read_to_string(f).unwrap());
         for (n, line) in src.lines().enumerate() {
-            if touches_the_kernel(line) {
+            if pred(line) {
                 bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
             }
         }
     }
+    bad
+}
+
+#[test]
+fn only_src_sys_touches_the_kernel() {
+    let bad = lines_above_sys(touches_the_kernel);
     assert!(
         bad.is_empty(),
         "libc::, nix:: and unsafe belong in src/sys (behind a small safe function there):\n{}",
@@ -751,18 +757,7 @@ fn names_a_proc_path(line: &str) -> bool {
 
 #[test]
 fn only_src_sys_names_a_proc_path() {
-    let mut bad = Vec::new();
-    for (f, rel) in &src_files() {
-        if rel.starts_with("src/sys/") {
-            continue;
-        }
-        let src = without_tests(&std::fs::read_to_string(f).unwrap());
-        for (n, line) in src.lines().enumerate() {
-            if names_a_proc_path(line) {
-                bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
-            }
-        }
-    }
+    let bad = lines_above_sys(names_a_proc_path);
     assert!(
         bad.is_empty(),
         "/proc is read behind src/sys (sys::procfs: a ProcFile kept open for what is read every \
