@@ -7,11 +7,16 @@
 //! (established) -> a request (`Sending` -> `Receiving`) -> `Idle` between requests on a
 //! kept-alive connection, or `Pooled` between the scheduled requests of a pool connection, or
 //! `Draining` for the server's FIN after an HTTP/1.0 response.
+//!
+//! This is the driver of the connection's layers (see `layers`): it opens the transport,
+//! moves the security layer's handshake on from readiness and the timer, and hands the HTTP
+//! layer's bytes to the socket (through the security layer) and the socket's bytes to it.
 
 use super::classes::NO_CLASS;
-use super::handshake::TlsConn;
+use super::layers::tcp::{self, OpenError};
+use super::layers::{Http, HttpLayer, SecError, Security, Wire};
 use super::Engine;
-use crate::load::http::ResponseParser;
+use crate::metrics::hist::record;
 use crate::sys::client_io::{self as io, ConnectStart, Errno, SockError, TcpSocket};
 use crate::tls::client::HandshakeFailure;
 use std::os::fd::AsFd;
@@ -122,7 +127,6 @@ pub(super) struct Conn {
     pub(super) gen: u32,
     pub(super) phase: Phase,
     pub(super) role: Role,
-    pub(super) saw_first_byte: bool,
     /// Scheduled start of the current request (the attempt's for the first one), ns.
     pub(super) sched_ns: u64,
     /// When the current request was set up to be sent, ns (a pool request's service time is
@@ -137,39 +141,54 @@ pub(super) struct Conn {
     pub(super) req: u16,
     /// The class of the request it was opened for (`NO_CLASS`: a pool's connection).
     pub(super) class: u16,
-    pub(super) sent: u32,
-    /// Requests begun on this connection.
+    /// Requests begun on this connection (the current one's token).
     pub(super) requests: u32,
     /// Registered for EPOLLOUT (not when the request went out with the connect).
     pub(super) out_armed: bool,
-    pub(super) parser: ResponseParser,
-    /// Over TLS, the connection's TLS state (from its handshake on).
-    pub(super) tls: Option<Box<TlsConn>>,
+    /// When its handshake began (the connect's end), ns.
+    pub(super) handshake_ns: u64,
+    /// Its security layer (None: plaintext).
+    pub(super) sec: Option<Box<dyn Security>>,
+    /// Its HTTP layer.
+    pub(super) http: Http,
 }
 
 impl Conn {
-    pub(super) const FREE: Conn = Conn {
-        sock: None,
-        gen: 0,
-        phase: Phase::Free,
-        role: Role::Attempt,
-        saw_first_byte: false,
-        sched_ns: 0,
-        sent_ns: 0,
-        deadline_ns: NO_DEADLINE,
-        timer_at: 0,
-        req: 0,
-        class: NO_CLASS,
-        sent: 0,
-        requests: 0,
-        out_armed: false,
-        parser: ResponseParser::DEFAULT,
-        tls: None,
-    };
+    pub(super) fn free() -> Conn {
+        Conn {
+            sock: None,
+            gen: 0,
+            phase: Phase::Free,
+            role: Role::Attempt,
+            sched_ns: 0,
+            sent_ns: 0,
+            deadline_ns: NO_DEADLINE,
+            timer_at: 0,
+            req: 0,
+            class: NO_CLASS,
+            requests: 0,
+            out_armed: false,
+            handshake_ns: 0,
+            sec: None,
+            http: Http::H1(Default::default()),
+        }
+    }
 
     /// Its socket (a connection past `Free` always has one).
     pub(super) fn sock(&self) -> &TcpSocket {
         self.sock.as_ref().expect("a live connection has a socket")
+    }
+
+    /// Drops its socket and layers.
+    pub(super) fn clear(&mut self) {
+        self.sock = None;
+        if let Some(s) = self.sec.as_mut() {
+            if self.phase == Phase::Handshaking {
+                s.abandon();
+            }
+        }
+        self.sec = None;
+        self.phase = Phase::Free;
     }
 }
 
@@ -189,31 +208,28 @@ impl Engine {
             self.class_of_req(req)
         };
         self.count(class, |c| c.attempts += 1);
-        let sock = match TcpSocket::for_addr(&self.target) {
-            Ok(s) => s,
-            Err(e) => return self.attempt_failed(Some(e), now, role, class),
-        };
-        if !self.cfg.bind_addrs.is_empty() {
+        let source = (!self.cfg.bind_addrs.is_empty()).then(|| {
             let ip = self.cfg.bind_addrs[self.bind_next % self.cfg.bind_addrs.len()];
             self.bind_next = self.bind_next.wrapping_add(1);
-            if let Err(e) = sock.bind_source(ip) {
-                if e.kind() == SockError::AddrNotAvail {
-                    // Not a port shortage: the source address is not on this host.
-                    self.count(class, |c| c.connect_other_errors += 1);
-                    if !self.told_bind {
-                        self.told_bind = true;
-                        self.notices.push(format!(
-                            "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
-                        ));
-                    }
-                    return self.attempt_failed(None, now, role, class);
+            ip
+        });
+        let (sock, started) = match tcp::open(&self.target, source) {
+            Ok(x) => x,
+            Err(OpenError::Bind(e)) if e.kind() == SockError::AddrNotAvail => {
+                // Not a port shortage: the source address is not on this host.
+                self.count(class, |c| c.connect_other_errors += 1);
+                if !self.told_bind {
+                    self.told_bind = true;
+                    let ip = source.expect("a bind error has a source address");
+                    self.notices.push(format!(
+                        "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
+                    ));
                 }
-                return self.attempt_failed(Some(e), now, role, class);
+                return self.attempt_failed(None, now, role, class);
             }
-        }
-        let started = match sock.connect(&self.target) {
-            Ok(s) => s,
-            Err(e) => return self.attempt_failed(Some(e), now, role, class),
+            Err(OpenError::Socket(e) | OpenError::Bind(e) | OpenError::Connect(e)) => {
+                return self.attempt_failed(Some(e), now, role, class)
+            }
         };
         let idx = self.alloc();
         let key = self.key(idx);
@@ -222,11 +238,11 @@ impl Engine {
         c.role = role;
         c.sched_ns = sched;
         c.deadline_ns = now;
-        c.saw_first_byte = false;
         c.requests = 0;
         c.req = req as u16;
         c.class = class;
         c.phase = Phase::Connecting;
+        c.http = (self.layers.http)();
         self.connecting_step(class, true);
         if role == Role::Pool {
             self.pool.open += 1;
@@ -235,7 +251,8 @@ impl Engine {
         // whose handshake comes first.
         if started == ConnectStart::InProgress
             && role != Role::Pool
-            && self.tls.is_none()
+            && !self.layers.secure()
+            && self.slab[idx].http.sends_h1_first()
             && self.early.try_now()
             && self.send_with_connect(idx, now)
         {
@@ -375,7 +392,7 @@ impl Engine {
                 return;
             }
         } else if self.slab[idx].phase == Phase::Handshaking {
-            return self.handshake_io(idx, now);
+            return self.handshake_step(idx, now);
         } else if self.slab[idx].phase == Phase::Sending && bits & (io::EV_OUT | io::EV_ERR) != 0 {
             self.send_more(idx, now);
             if self.slab[idx].gen as u64 != key >> 32 {
@@ -395,7 +412,7 @@ impl Engine {
     /// The connect is done: over TLS the handshake begins, else the connection is ready.
     pub(super) fn on_established(&mut self, idx: usize, now: u64) {
         self.connected(idx, now);
-        if self.tls.is_some() {
+        if self.layers.secure() {
             return self.begin_handshake(idx, now);
         }
         self.ready(idx);
@@ -439,7 +456,7 @@ impl Engine {
     /// connection was dealt with here (its request sent, or it failed and is finished).
     pub(super) fn send_with_connect(&mut self, idx: usize, now: u64) -> bool {
         let req = self.slab[idx].req as usize;
-        let n = match self.slab[idx].sock().send(&self.requests[req]) {
+        let n = match self.slab[idx].sock().send(&self.requests[req].h1) {
             Ok(n) => n,
             Err(e) if e.kind() == SockError::WouldBlock => {
                 self.early.missed();
@@ -458,7 +475,7 @@ impl Engine {
         self.ready(idx);
         self.setup_request(idx, req, t);
         self.request_bytes_sent(idx, n);
-        let whole = n == self.requests[req].len();
+        let whole = n == self.requests[req].h1.len();
         let mask = if whole {
             EV_RESPONSE
         } else {
@@ -496,7 +513,10 @@ impl Engine {
                 // A timed-out slot was due to reconnect at its deadline, not when we noticed.
                 self.slot_freed(idx, deadline.min(now));
             }
-            Phase::Handshaking => self.handshake_abandoned(idx),
+            Phase::Handshaking => {
+                self.handshaking -= 1;
+                self.class_connect_done(class);
+            }
             Phase::Pooled => {
                 self.pool_left_idle(now);
                 self.active -= 1;
@@ -508,9 +528,7 @@ impl Engine {
                 self.active -= 1;
             }
         }
-        self.slab[idx].sock = None;
-        self.slab[idx].tls = None;
-        self.slab[idx].phase = Phase::Free;
+        self.slab[idx].clear();
         self.release(idx);
         match role {
             Role::Client => {
@@ -525,6 +543,113 @@ impl Engine {
             }
             Role::Attempt => {}
         }
+    }
+}
+
+/// The security layer's driver: its handshake after the connect, timed on its own, counted
+/// full or resumed and failed by kind, then the plaintext through it. A connection
+/// handshaking is still `connecting` in the counts (not established until the handshake is
+/// done) and `handshaking` in the gauges; its S-Client slot was freed when its connect
+/// completed, so the offered rate of handshakes does not depend on the server either.
+impl Engine {
+    /// The connect is done: the handshake begins (its first flight goes out at once).
+    fn begin_handshake(&mut self, idx: usize, now: u64) {
+        let Some(layer) = self.layers.security() else {
+            return;
+        };
+        self.handshaking += 1;
+        self.slab[idx].phase = Phase::Handshaking;
+        match layer {
+            Ok(l) => self.slab[idx].sec = Some(l),
+            Err(e) => return self.sec_failed(idx, e, now),
+        }
+        self.slab[idx].handshake_ns = now;
+        let timeout = self.cfg.tls.as_ref().map_or(5.0, |t| t.handshake_timeout_s);
+        self.arm(idx, now + (timeout * 1e9) as u64);
+        self.handshake_step(idx, now);
+    }
+
+    /// Moves the handshake on as far as the socket allows.
+    fn handshake_step(&mut self, idx: usize, now: u64) {
+        let mut wire = Wire::default();
+        let c = &mut self.slab[idx];
+        let (Some(sock), Some(sec)) = (c.sock.as_ref(), c.sec.as_mut()) else {
+            return;
+        };
+        let step = sec.handshake(sock, &mut wire);
+        self.add_wire(wire);
+        match step {
+            Ok(None) => {}
+            Ok(Some(resumed)) => self.handshake_done(idx, resumed, now),
+            Err(e) => self.sec_failed(idx, e, now),
+        }
+    }
+
+    fn handshake_done(&mut self, idx: usize, resumed: bool, now: u64) {
+        if resumed {
+            self.stats.counts.handshakes_resumed += 1;
+        } else {
+            self.stats.counts.handshakes_full += 1;
+        }
+        let started = self.slab[idx].handshake_ns;
+        record(
+            &mut self.hists.handshake,
+            now.saturating_sub(started) / 1000,
+        );
+        self.handshaking -= 1;
+        self.ready(idx);
+        // Established: the phase leaves `Handshaking` for whatever `go` makes it.
+        self.slab[idx].phase = Phase::Idle;
+        if self.slab[idx].role == Role::Pool && self.sec_flush(idx).is_err() {
+            // Established and idle: its end is no one's error (as a pool connection the
+            // server closes).
+            return self.finish(idx, now);
+        }
+        self.go(idx, now);
+    }
+
+    /// The bytes a security layer moved, counted for the worker.
+    pub(super) fn add_wire(&mut self, wire: Wire) {
+        self.stats.counts.bytes_in += wire.bytes_in;
+        self.stats.counts.bytes_out += wire.bytes_out;
+    }
+
+    /// Writes what the security layer holds: Ok(true) when all is out.
+    pub(super) fn sec_flush(&mut self, idx: usize) -> Result<bool, Errno> {
+        let mut wire = Wire::default();
+        let c = &mut self.slab[idx];
+        let (Some(sock), Some(sec)) = (c.sock.as_ref(), c.sec.as_mut()) else {
+            return Ok(true);
+        };
+        let r = sec.flush(sock, &mut wire);
+        self.add_wire(wire);
+        r
+    }
+
+    /// A security layer failed the connection: counted by kind, its words said once per kind.
+    pub(super) fn sec_failed(&mut self, idx: usize, e: SecError, now: u64) {
+        let f = match e {
+            SecError::Sys(e) => Failure::Sys(e),
+            SecError::BadStream => Failure::BadResponse,
+            SecError::Protocol { kind, words } => {
+                let bit = 1u8 << (kind as u8);
+                if let Some(words) = words.filter(|_| self.told_tls & bit == 0) {
+                    self.told_tls |= bit;
+                    // Its own line in run.log (not joined to other notices), and the reason a
+                    // point whose every handshake failed gives.
+                    self.tls_failure = Some(format!(
+                        "{words} (counted in {})",
+                        match kind {
+                            HandshakeFailure::Alert => "tls_alerts",
+                            HandshakeFailure::BadCertificate => "bad_certificates",
+                            HandshakeFailure::Protocol => "tls_protocol_errors",
+                        }
+                    ));
+                }
+                Failure::Tls(kind)
+            }
+        };
+        self.fail(idx, f, now)
     }
 }
 

@@ -51,7 +51,7 @@ impl Engine {
                 (0.0..=1.0).contains(&share),
                 "the resumed share must be 0 to 1, got {share}"
             );
-            anyhow::ensure!(self.tls.is_some(), "this worker does not speak TLS");
+            anyhow::ensure!(self.layers.secure(), "this worker does not speak TLS");
         }
         if s.rate != self.cfg.rate {
             self.schedule.set_rate(s.rate, t)?;
@@ -61,8 +61,8 @@ impl Engine {
             self.schedule.set_burst(s.burst.as_ref(), t)?;
             self.cfg.burst = s.burst;
         }
-        if let (Some(share), Some(tls)) = (s.resumed, self.tls.as_mut()) {
-            tls.set_resumed(share);
+        if let (Some(share), true) = (s.resumed, self.layers.secure()) {
+            self.layers.set_resumed(share);
             if let Some(c) = self.cfg.tls.as_mut() {
                 c.resumed = share;
             }

@@ -1,10 +1,12 @@
 //! A connection's request and response: the request picked from the mix and sent (resumed when
 //! the socket was full), the response read and parsed, and what follows it (the next request on
 //! a kept-alive connection, back to the pool, a wait for the server's FIN, or the close).
+//! Requests go to the connection's HTTP layer and its bytes to the socket (through the security
+//! layer); what the layer makes of the bytes that come back arrives as `HttpEvent`s.
 
 use super::conn::{Failure, Phase, Role, EV_RESPONSE};
+use super::layers::{HttpEvent, HttpLayer, ReqToken, SecRead, Wire};
 use super::Engine;
-use crate::load::http::{self, Progress};
 use crate::metrics::hist::record;
 use crate::model::counters::StatusClass;
 
@@ -48,18 +50,27 @@ impl Engine {
         let c = &mut self.slab[idx];
         c.req = req as u16;
         c.sent_ns = now;
-        c.sent = 0;
         c.requests += 1;
-        c.saw_first_byte = false;
-        c.parser.reset();
+        c.http.start(ReqToken(c.requests), &self.requests[req]);
         c.phase = Phase::Sending;
         let deadline = now + (self.cfg.response_timeout_s * 1e9) as u64;
         self.arm(idx, deadline);
     }
 
+    /// Writes what the HTTP layer has to send, through the security layer if any.
     pub(super) fn send_more(&mut self, idx: usize, now: u64) {
-        if self.slab[idx].tls.is_some() {
-            let blocked = match self.tls_send(idx) {
+        if self.slab[idx].sec.is_some() {
+            let mut wire = Wire::default();
+            let c = &mut self.slab[idx];
+            let (Some(sock), Some(sec)) = (c.sock.as_ref(), c.sec.as_mut()) else {
+                return;
+            };
+            let out = c.http.output();
+            let n = out.len();
+            let r = sec.send(sock, out, &mut wire);
+            c.http.consumed(n);
+            self.add_wire(wire);
+            let blocked = match r {
                 Ok(true) => {
                     self.slab[idx].phase = Phase::Receiving;
                     false
@@ -69,11 +80,8 @@ impl Engine {
             };
             return self.arm_out_if(blocked, idx, now);
         }
-        let (req, sent) = {
-            let c = &self.slab[idx];
-            (c.req as usize, c.sent as usize)
-        };
-        let blocked = match self.slab[idx].sock().send(&self.requests[req][sent..]) {
+        let c = &self.slab[idx];
+        let blocked = match c.sock().send(c.http.output()) {
             Ok(n) => {
                 self.request_bytes_sent(idx, n);
                 self.slab[idx].phase == Phase::Sending
@@ -102,15 +110,15 @@ impl Engine {
     pub(super) fn request_bytes_sent(&mut self, idx: usize, n: usize) {
         self.count(self.req_class(idx), |c| c.bytes_out += n as u64);
         let c = &mut self.slab[idx];
-        c.sent += n as u32;
-        if c.sent as usize == self.requests[c.req as usize].len() {
+        c.http.consumed(n);
+        if c.http.output().is_empty() {
             c.phase = Phase::Receiving;
         }
     }
 
     pub(super) fn read_ready(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
-        if self.slab[idx].tls.is_some() {
-            return self.read_ready_tls(idx, bits, now, buf);
+        if self.slab[idx].sec.is_some() {
+            return self.read_ready_secure(idx, bits, now, buf);
         }
         loop {
             match self.slab[idx].sock().recv(buf) {
@@ -127,34 +135,26 @@ impl Engine {
         }
     }
 
-    /// As `read_ready`, through TLS: records read and processed, then the plaintext they
-    /// held handed to the response, until the socket would block.
-    fn read_ready_tls(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
-        use super::handshake::TlsRead;
-        let gen = self.slab[idx].gen;
+    /// As `read_ready`, through the security layer: its plaintext handed to the HTTP layer,
+    /// until the socket would block.
+    fn read_ready_secure(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
         loop {
-            let read = self.tls_read(idx);
-            // Whatever the records held comes first, also when the server closed after them.
-            loop {
-                match self.tls_plaintext(idx, buf) {
-                    Ok(0) => return self.at_eof(idx, now),
-                    Ok(n) => {
-                        if !self.received(idx, &buf[..n], bits, now) {
-                            return;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(_) => return self.fail(idx, Failure::BadResponse, now),
-                }
-            }
-            if self.slab[idx].gen != gen {
+            let mut wire = Wire::default();
+            let c = &mut self.slab[idx];
+            let (Some(sock), Some(sec)) = (c.sock.as_ref(), c.sec.as_mut()) else {
                 return;
-            }
-            match read {
-                Ok(TlsRead::Some) => {}
-                Ok(TlsRead::WouldBlock) => return,
-                Ok(TlsRead::Eof) => return self.at_eof(idx, now),
-                Err(f) => return self.fail(idx, f, now),
+            };
+            let r = sec.recv(sock, buf, &mut wire);
+            self.add_wire(wire);
+            match r {
+                Ok(SecRead::Data(n)) => {
+                    if !self.received(idx, &buf[..n], bits, now) {
+                        return;
+                    }
+                }
+                Ok(SecRead::WouldBlock) => return,
+                Ok(SecRead::Eof) => return self.at_eof(idx, now),
+                Err(e) => return self.sec_failed(idx, e, now),
             }
         }
     }
@@ -165,43 +165,108 @@ impl Engine {
         if matches!(phase, Phase::Draining | Phase::Idle | Phase::Pooled) {
             return self.finish(idx, now);
         }
-        match self.slab[idx].parser.eof() {
-            Progress::Done(r) => self.response_done(idx, r, true, now),
-            _ => self.fail(idx, Failure::BadResponse, now),
+        let mut events = std::mem::take(&mut self.events);
+        let r = self.slab[idx].http.eof(&mut events);
+        let done = events.iter().any(|e| matches!(e, HttpEvent::Done { .. }));
+        if r.is_ok() && done {
+            self.on_http_events(idx, &mut events, true, now);
+        } else {
+            events.clear();
+            self.fail(idx, Failure::BadResponse, now);
         }
+        self.events = events;
     }
 
-    /// Response bytes arrived: true to read on (the connection waits for more, or drains to
-    /// the server's FIN), false when it is done with them.
+    /// Bytes arrived: true to read on (the connection waits for more, drains to the server's
+    /// FIN, or its protocol reads between requests), false when it is done with them.
     fn received(&mut self, idx: usize, bytes: &[u8], bits: u32, now: u64) -> bool {
         let c = &mut self.slab[idx];
-        if c.phase != Phase::Receiving {
+        let between = !c.phase.in_request();
+        if between && !c.http.reads_between_requests() {
             return true; // unsolicited bytes after a response: drain them
         }
-        if !c.saw_first_byte {
-            c.saw_first_byte = true;
-            let sched = c.sched_ns;
-            record(&mut self.hists.ttfb, now.saturating_sub(sched) / 1000);
+        let gen = c.gen;
+        let mut events = std::mem::take(&mut self.events);
+        let fed = c.http.feed(bytes, &mut events);
+        // Peer's FIN already queued: the read that would see it is saved.
+        let fin = bits & (io::EV_RDHUP | io::EV_HUP) != 0;
+        let answered = self.on_http_events(idx, &mut events, fin, now);
+        self.events = events;
+        let c = &self.slab[idx];
+        if c.gen != gen || c.phase == Phase::Free {
+            return false;
         }
-        match self.slab[idx].parser.feed(bytes) {
-            Progress::NeedMore => true,
-            Progress::Done(r) => {
-                // Peer's FIN already queued: the read that would see it is saved.
-                let fin = bits & (io::EV_RDHUP | io::EV_HUP) != 0;
-                self.response_done(idx, r, fin, now);
-                self.slab[idx].phase == Phase::Draining
-            }
-            Progress::Invalid(_) => {
-                self.fail(idx, Failure::BadResponse, now);
-                false
-            }
+        if let Err(_why) = fed {
+            self.fail(idx, Failure::BadResponse, now);
+            return false;
         }
+        !answered || c.phase == Phase::Draining || c.http.reads_between_requests()
     }
 
-    pub(super) fn response_done(&mut self, idx: usize, r: http::Response, fin: bool, now: u64) {
+    /// Acts on what the HTTP layer reported (and empties `events`); true when a response
+    /// completed.
+    fn on_http_events(
+        &mut self,
+        idx: usize,
+        events: &mut Vec<HttpEvent>,
+        fin: bool,
+        now: u64,
+    ) -> bool {
+        let gen = self.slab[idx].gen;
+        let mut answered = false;
+        for ev in events.drain(..) {
+            if self.slab[idx].gen != gen || self.slab[idx].phase == Phase::Free {
+                break;
+            }
+            match ev {
+                HttpEvent::FirstByte(_) => {
+                    let sched = self.slab[idx].sched_ns;
+                    record(&mut self.hists.ttfb, now.saturating_sub(sched) / 1000);
+                }
+                HttpEvent::Done {
+                    token,
+                    status,
+                    close,
+                    ..
+                } => {
+                    debug_assert_eq!(token, ReqToken(self.slab[idx].requests));
+                    answered = true;
+                    self.response_done(idx, status, close, fin, now);
+                }
+                // The driver keeps one request per connection: a refused or reset one, or a
+                // server going away before answering it, ends the connection as the request's
+                // error (an HTTP/2 adapter retries refused ones on another connection).
+                HttpEvent::Refused(_) | HttpEvent::Reset(_) => {
+                    if self.slab[idx].phase.in_request() {
+                        self.fail(idx, Failure::BadResponse, now);
+                    }
+                }
+                HttpEvent::GoingAway { last } => {
+                    let current = ReqToken(self.slab[idx].requests);
+                    let answers = last.is_some_and(|l| l.0 >= current.0);
+                    if self.slab[idx].phase.in_request() && !answers {
+                        self.fail(idx, Failure::BadResponse, now);
+                    }
+                }
+            }
+        }
+        events.clear();
+        answered
+    }
+
+    /// The current request's response is in (`close`: the server closes after it; `fin`:
+    /// its FIN is already here).
+    pub(super) fn response_done(
+        &mut self,
+        idx: usize,
+        status: u16,
+        close: bool,
+        fin: bool,
+        now: u64,
+    ) {
         let class = self.req_class(idx);
-        let ok = (200..300).contains(&r.status);
-        let judged = self.cfg.good_statuses.class(r.status);
+        let ok = (200..300).contains(&status);
+        let judged = self.cfg.good_statuses.class(status);
         self.count(class, |c| {
             c.responses += 1;
             if ok {
@@ -231,7 +296,7 @@ impl Engine {
         // The request is answered: the connection is between requests from here.
         self.slab[idx].phase = Phase::Idle;
         let reusable = self.cfg.keepalive
-            && !r.close
+            && !close
             && !fin
             && requests < self.cfg.requests_per_conn
             && !self.paused;
@@ -249,7 +314,7 @@ impl Engine {
             // An open arrival's connection sends its requests back to back.
             self.slab[idx].sched_ns = now;
             self.begin_request(idx, now);
-        } else if fin || self.cfg.keepalive || !r.close {
+        } else if fin || self.cfg.keepalive || !close {
             // The FIN is in, or the server means to keep the connection (we end it, our FIN
             // first): close now. Otherwise wait for the server's FIN.
             self.finish(idx, now);

@@ -38,14 +38,15 @@ mod classes;
 mod conn;
 mod control;
 mod exchange;
-mod handshake;
+pub mod layers;
 mod policy;
 mod pool;
 mod slab;
 mod stats;
 
-use conn::{Conn, EarlySend, Phase};
+use conn::{Conn, EarlySend};
 pub use conn::{FDS_NOTICE, PORTS_NOTICE};
+use layers::{HttpEvent, Layers, Request};
 use pool::Pool;
 
 /// Epoll data word of the control eventfd (slab keys never reach it: gen < u32::MAX).
@@ -80,7 +81,7 @@ pub struct Engine {
     /// together, all retry together, and the server idles between the bursts.
     slots_due: BinaryHeap<Reverse<u64>>,
     schedule: Schedule,
-    requests: Vec<Vec<u8>>,
+    requests: Vec<Request>,
     mix_cum: Vec<f64>,
     /// Each mix entry's class (empty with fewer than two classes), and the classes' counts.
     class_of: Vec<u16>,
@@ -93,8 +94,10 @@ pub struct Engine {
     /// TLS handshakes in progress (their connects are done; not established yet).
     handshaking: u64,
     active: u64,
-    /// Over TLS: the configs, sessions and resumption schedule.
-    tls: Option<crate::tls::client::TlsClient>,
+    /// What its connections are made of (transport, security, HTTP).
+    layers: Layers,
+    /// The HTTP layers' events being acted on (kept for its allocation).
+    events: Vec<HttpEvent>,
     /// Requests begun and not yet answered or failed.
     requests_in_flight: u64,
     /// A closed keep-alive loop's read batching (None in every other mode).
@@ -149,8 +152,13 @@ impl Engine {
         } else {
             cfg.host_header.clone()
         };
+        let request = |path: &str| Request {
+            path: path.to_string(),
+            authority: host.clone(),
+            h1: http::request(path, &host, cfg.keepalive).into(),
+        };
         let (requests, mix_cum) = if cfg.mix.is_empty() {
-            (vec![http::request("/", &host, cfg.keepalive)], vec![1.0])
+            (vec![request("/")], vec![1.0])
         } else {
             let mut acc = 0.0;
             let cum = cfg
@@ -161,11 +169,7 @@ impl Engine {
                     acc
                 })
                 .collect();
-            let reqs = cfg
-                .mix
-                .iter()
-                .map(|m| http::request(&m.path, &host, cfg.keepalive))
-                .collect();
+            let reqs = cfg.mix.iter().map(|m| request(&m.path)).collect();
             (reqs, cum)
         };
         let (class_of, class_tallies) = classes::classes_of(&cfg.mix);
@@ -198,10 +202,8 @@ impl Engine {
             connecting: 0,
             handshaking: 0,
             active: 0,
-            tls: match &cfg.tls {
-                Some(t) => Some(crate::tls::client::TlsClient::new(t, cfg.target.ip())?),
-                None => None,
-            },
+            layers: Layers::of(&cfg)?,
+            events: Vec::new(),
             requests_in_flight: 0,
             batching: (cfg.mode == Mode::Closed && cfg.keepalive)
                 .then(batching::ReadBatching::default),
@@ -318,9 +320,7 @@ impl Engine {
 
     fn close_all(&mut self) {
         for c in &mut self.slab {
-            c.sock = None;
-            c.tls = None;
-            c.phase = Phase::Free;
+            c.clear();
         }
         self.connecting = 0;
         self.handshaking = 0;

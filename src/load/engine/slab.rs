@@ -15,7 +15,7 @@ impl Engine {
         if let Some(i) = self.free.pop() {
             return i as usize;
         }
-        self.slab.push(Conn::FREE);
+        self.slab.push(Conn::free());
         self.slab.len() - 1
     }
 

@@ -1,0 +1,249 @@
+//! The connection's layers and the seam the engine drives them through.
+//!
+//! A connection is a transport (`tcp`: a non-blocking TCP socket; UDP for QUIC next), an
+//! optional security layer (`Security`: none, or `tls`) and an HTTP layer (`HttpLayer`:
+//! `http1` now). Each layer is a state machine with no socket loop of its own: the engine's
+//! connection driver (`conn`, `exchange`) owns the socket, the epoll registration and the
+//! timer, and moves the layers on from readiness and timers; the layers answer in bytes to
+//! write and in events keyed by a request token. The scheduler (arrivals, S-Client slots, the
+//! pool, closed clients), the timeouts, the counting and the reporting see only those events,
+//! so a new protocol is a new layer in its own module plus one line in [`Layers::of`].
+//!
+//! The HTTP seam is the multiplexed one: a layer reports how many requests it takes at once
+//! (`capacity`: HTTP/1.x keep-alive is 1, HTTP/2 the server's max concurrent streams), takes
+//! requests by token, and reports per token (first byte, done with status and bytes, refused,
+//! reset) and per connection (going away with the last token it will answer); it may have
+//! bytes to write that belong to no request (HTTP/2 SETTINGS, WINDOW_UPDATE, PING acks) and
+//! timers of its own. The driver today keeps one request in flight per connection (it asks
+//! for no more than capacity 1); an HTTP/2 adapter over `crate::http2` fits the same trait.
+
+pub mod http1;
+pub mod tcp;
+pub mod tls;
+
+use crate::load::protocol::WorkerConfig;
+use crate::sys::client_io::{Errno, TcpSocket};
+use crate::tls::client::{HandshakeFailure, TlsClient};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A request on one connection: the connection's count of requests begun when it started
+/// (unique per connection, so per-request events name it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReqToken(pub u32);
+
+/// One request of the mix, in the forms the HTTP layers take: the target and authority (for a
+/// layer that encodes its own head, as HTTP/2's HPACK does) and the HTTP/1.x bytes, built once.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub path: String,
+    pub authority: String,
+    pub h1: Arc<[u8]>,
+}
+
+/// What an HTTP layer says about its requests and its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpEvent {
+    /// The first byte of the response to this request arrived.
+    FirstByte(ReqToken),
+    /// The response is complete.
+    Done {
+        token: ReqToken,
+        status: u16,
+        body_bytes: u64,
+        /// The server closes the connection after it (HTTP/1.0, `Connection: close`).
+        close: bool,
+    },
+    /// The server refused the request before processing it (HTTP/2 REFUSED_STREAM): it may be
+    /// sent again on another connection.
+    Refused(ReqToken),
+    /// The request was reset after it began (HTTP/2 RST_STREAM with another code).
+    Reset(ReqToken),
+    /// The server goes away: requests after `last` (all, when None) will not be answered.
+    GoingAway { last: Option<ReqToken> },
+}
+
+/// Why an HTTP layer gave up on the connection's byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpError {
+    /// The bytes are not a response of this protocol (or the stream ended in the middle of one).
+    Invalid(&'static str),
+}
+
+/// An HTTP layer: requests in, bytes out; bytes in, events out. Sans-IO: it never touches a
+/// socket, so the engine keeps owning its sockets, buffers and timers.
+pub trait HttpLayer {
+    /// Requests it takes in flight at once now.
+    fn capacity(&self) -> u32;
+    /// Begins a request; its bytes join [`Self::output`].
+    fn start(&mut self, token: ReqToken, req: &Request);
+    /// Bytes it wants written now (requests, and frames of its own).
+    fn output(&self) -> &[u8];
+    /// `n` bytes of [`Self::output`] were written.
+    fn consumed(&mut self, n: usize);
+    /// Bytes received; what they completed is pushed to `events`.
+    fn feed(&mut self, bytes: &[u8], events: &mut Vec<HttpEvent>) -> Result<(), HttpError>;
+    /// The peer ended the byte stream.
+    fn eof(&mut self, events: &mut Vec<HttpEvent>) -> Result<(), HttpError>;
+    /// Whether bytes between requests are the protocol's own (read and fed) rather than
+    /// stray bytes after a response (read and dropped).
+    fn reads_between_requests(&self) -> bool {
+        false
+    }
+    /// Whether the first request's bytes are its `Request::h1` as is, so the driver may send
+    /// them with the connect (before the layer is told, saving a wake-up on loopback).
+    fn sends_h1_first(&self) -> bool {
+        false
+    }
+    /// When the layer's own next timer is due, ns (PING, idle), if it has one.
+    fn next_timer_ns(&self) -> Option<u64> {
+        None
+    }
+    /// Its timer is due.
+    fn on_timer(&mut self, _now: u64, _events: &mut Vec<HttpEvent>) {}
+}
+
+/// The HTTP layer of a connection: HTTP/1.x inline (the hot path: no allocation and no
+/// indirect call per connection), any other behind the trait.
+pub enum Http {
+    H1(http1::Http1),
+    Other(Box<dyn HttpLayer>),
+}
+
+macro_rules! each {
+    ($self:ident, $l:ident => $e:expr) => {
+        match $self {
+            Http::H1($l) => $e,
+            Http::Other($l) => $e,
+        }
+    };
+}
+
+impl HttpLayer for Http {
+    fn capacity(&self) -> u32 {
+        each!(self, l => l.capacity())
+    }
+    fn start(&mut self, token: ReqToken, req: &Request) {
+        each!(self, l => l.start(token, req))
+    }
+    fn output(&self) -> &[u8] {
+        each!(self, l => l.output())
+    }
+    fn consumed(&mut self, n: usize) {
+        each!(self, l => l.consumed(n))
+    }
+    fn feed(&mut self, bytes: &[u8], events: &mut Vec<HttpEvent>) -> Result<(), HttpError> {
+        each!(self, l => l.feed(bytes, events))
+    }
+    fn eof(&mut self, events: &mut Vec<HttpEvent>) -> Result<(), HttpError> {
+        each!(self, l => l.eof(events))
+    }
+    fn reads_between_requests(&self) -> bool {
+        each!(self, l => l.reads_between_requests())
+    }
+    fn sends_h1_first(&self) -> bool {
+        each!(self, l => l.sends_h1_first())
+    }
+    fn next_timer_ns(&self) -> Option<u64> {
+        each!(self, l => l.next_timer_ns())
+    }
+    fn on_timer(&mut self, now: u64, events: &mut Vec<HttpEvent>) {
+        each!(self, l => l.on_timer(now, events))
+    }
+}
+
+/// Bytes a security layer moved over the wire in one call (counted by the engine).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Wire {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// Why a security layer failed the connection.
+#[derive(Debug)]
+pub enum SecError {
+    Sys(Errno),
+    /// The protocol failed: its kind, and the words a user reads (said once per kind; None:
+    /// the count says it all).
+    Protocol {
+        kind: HandshakeFailure,
+        words: Option<String>,
+    },
+    /// The plaintext stream broke after the handshake (a bad response, as the server's).
+    BadStream,
+}
+
+/// What a security layer's read gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecRead {
+    /// `n` bytes of plaintext in the buffer.
+    Data(usize),
+    /// Nothing more now.
+    WouldBlock,
+    /// The peer closed (the session, or the connection).
+    Eof,
+}
+
+/// A security layer between the transport and the HTTP layer (TLS): a handshake after the
+/// connect, then plaintext through it. Sans-IO but for the socket handed to each call.
+pub trait Security {
+    /// Moves the handshake on as far as the socket allows: Ok(Some(resumed)) once it is done.
+    fn handshake(&mut self, sock: &TcpSocket, wire: &mut Wire) -> Result<Option<bool>, SecError>;
+    /// Takes plaintext to send (all of it) and writes what it can: Ok(true) when all is out,
+    /// Ok(false) when the socket is full (EPOLLOUT says when to [`Self::flush`]).
+    fn send(&mut self, sock: &TcpSocket, plain: &[u8], wire: &mut Wire) -> Result<bool, Errno>;
+    /// Writes what it holds: Ok(true) when all is out.
+    fn flush(&mut self, sock: &TcpSocket, wire: &mut Wire) -> Result<bool, Errno>;
+    /// The next plaintext into `buf`, reading from the socket as needed.
+    fn recv(
+        &mut self,
+        sock: &TcpSocket,
+        buf: &mut [u8],
+        wire: &mut Wire,
+    ) -> Result<SecRead, SecError>;
+    /// The connection ends with the handshake unfinished (failed, timed out, the run's end).
+    fn abandon(&mut self);
+}
+
+/// Which layers this worker's connections are made of: chosen once, here, from the config.
+pub struct Layers {
+    /// Over TLS, the worker's TLS client (configs, sessions, the resumption schedule), shared
+    /// with each connection's layer.
+    tls: Option<Rc<RefCell<TlsClient>>>,
+    /// Makes a connection's HTTP layer.
+    pub http: fn() -> Http,
+}
+
+impl Layers {
+    /// The one place the layers are chosen (a new protocol: a line here).
+    pub fn of(cfg: &WorkerConfig) -> anyhow::Result<Layers> {
+        let tls = match &cfg.tls {
+            Some(t) => Some(Rc::new(RefCell::new(TlsClient::new(t, cfg.target.ip())?))),
+            None => None,
+        };
+        Ok(Layers {
+            tls,
+            http: || Http::H1(http1::Http1::default()),
+        })
+    }
+
+    /// Whether connections have a security layer.
+    pub fn secure(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// A new connection's security layer (None: plaintext); Err when the layer could not
+    /// begin (rustls refused our own config: counted as a protocol error).
+    pub fn security(&self) -> Option<Result<Box<dyn Security>, SecError>> {
+        let client = self.tls.as_ref()?;
+        Some(tls::TlsLayer::start(client).map(|l| Box::new(l) as Box<dyn Security>))
+    }
+
+    /// The share of TLS handshakes that resume (a live knob).
+    pub fn set_resumed(&self, share: f64) {
+        if let Some(c) = &self.tls {
+            c.borrow_mut().set_resumed(share);
+        }
+    }
+}
