@@ -63,7 +63,7 @@ pub(super) fn classes_of(mix: &[MixEntry]) -> (Vec<u16>, Vec<ClassTally>) {
 impl Engine {
     /// The class of mix entry `req` (`NO_CLASS` without classes).
     pub(super) fn class_of_req(&self, req: usize) -> u16 {
-        self.class_of.get(req).copied().unwrap_or(NO_CLASS)
+        self.report.class_of.get(req).copied().unwrap_or(NO_CLASS)
     }
 
     /// The class of the request connection `idx` carries now.
@@ -73,8 +73,8 @@ impl Engine {
 
     /// Counts `f` for the worker and for `class`.
     pub(super) fn count(&mut self, class: u16, f: impl Fn(&mut Counters)) {
-        f(&mut self.stats.counts);
-        if let Some(t) = self.classes.get_mut(class as usize) {
+        f(&mut self.report.stats.counts);
+        if let Some(t) = self.report.classes.get_mut(class as usize) {
             f(&mut t.counts);
         }
     }
@@ -82,15 +82,15 @@ impl Engine {
     /// Moves the connects-in-progress gauge of the worker and of `class` by one.
     /// A class's connect (and its handshake, over TLS) is over: established or failed.
     pub(super) fn class_connect_done(&mut self, class: u16) {
-        if let Some(t) = self.classes.get_mut(class as usize) {
+        if let Some(t) = self.report.classes.get_mut(class as usize) {
             t.connecting -= 1;
         }
     }
 
     pub(super) fn connecting_step(&mut self, class: u16, up: bool) {
         let step = |g: &mut u64| if up { *g += 1 } else { *g -= 1 };
-        step(&mut self.connecting);
-        if let Some(t) = self.classes.get_mut(class as usize) {
+        step(&mut self.report.connecting);
+        if let Some(t) = self.report.classes.get_mut(class as usize) {
             step(&mut t.connecting);
         }
     }
@@ -98,24 +98,24 @@ impl Engine {
     /// Moves the requests-in-flight gauge of the worker and of `class` by one.
     pub(super) fn in_flight_step(&mut self, class: u16, up: bool) {
         let step = |g: &mut u64| if up { *g += 1 } else { *g -= 1 };
-        step(&mut self.requests_in_flight);
-        if let Some(t) = self.classes.get_mut(class as usize) {
+        step(&mut self.report.requests_in_flight);
+        if let Some(t) = self.report.classes.get_mut(class as usize) {
             step(&mut t.requests_in_flight);
         }
     }
 
     /// Records a connect latency (us) for the worker and for `class`.
     pub(super) fn record_connect(&mut self, class: u16, us: u64) {
-        record(&mut self.hists.connect, us);
-        if let Some(t) = self.classes.get_mut(class as usize) {
+        record(&mut self.report.hists.connect, us);
+        if let Some(t) = self.report.classes.get_mut(class as usize) {
             record(&mut t.connect, us);
         }
     }
 
     /// Records a response time (us) for the worker and for `class`.
     pub(super) fn record_total(&mut self, class: u16, us: u64) {
-        record(&mut self.hists.total, us);
-        if let Some(t) = self.classes.get_mut(class as usize) {
+        record(&mut self.report.hists.total, us);
+        if let Some(t) = self.report.classes.get_mut(class as usize) {
             record(&mut t.total, us);
         }
     }
@@ -123,7 +123,7 @@ impl Engine {
     /// The worker stops: what each class still has in progress is counted as left at the end,
     /// as the worker's is.
     pub(super) fn classes_left_at_end(&mut self) {
-        for t in &mut self.classes {
+        for t in &mut self.report.classes {
             t.counts.connecting_at_end += t.connecting;
             t.counts.requests_at_end += t.requests_in_flight;
             t.connecting = 0;
@@ -134,7 +134,8 @@ impl Engine {
     /// Every class's share of the report being written (its counts taken, its histograms
     /// drained).
     pub(super) fn class_deltas(&mut self) -> Vec<ClassDelta> {
-        self.classes
+        self.report
+            .classes
             .iter_mut()
             .map(|t| {
                 let at_start = t.reported;

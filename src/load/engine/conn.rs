@@ -218,10 +218,10 @@ impl Engine {
             Err(OpenError::Bind(e)) if e.kind() == SockError::AddrNotAvail => {
                 // Not a port shortage: the source address is not on this host.
                 self.count(class, |c| c.connect_other_errors += 1);
-                if !self.told_bind {
-                    self.told_bind = true;
+                if !self.report.told_bind {
+                    self.report.told_bind = true;
                     let ip = source.expect("a bind error has a source address");
-                    self.notices.push(format!(
+                    self.report.notices.push(format!(
                         "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
                     ));
                 }
@@ -245,7 +245,7 @@ impl Engine {
         c.http = (self.layers.http)();
         self.connecting_step(class, true);
         if role == Role::Pool {
-            self.pool.open += 1;
+            self.sched.pool.open += 1;
         }
         // A pool connection has no request of its own to send with the connect, nor has one
         // whose handshake comes first.
@@ -291,11 +291,11 @@ impl Engine {
                 e.kind(),
                 SockError::OutOfFds | SockError::AddrNotAvail | SockError::OutOfMemory
             ) {
-                self.backoff_until_ns = now + RESOURCE_BACKOFF_NS;
+                self.sched.backoff_until_ns = now + RESOURCE_BACKOFF_NS;
             }
         }
         match role {
-            Role::Client => self.client_done(now.max(self.backoff_until_ns)),
+            Role::Client => self.client_done(now.max(self.sched.backoff_until_ns)),
             Role::Pool => self.pool_reconnect_later(now),
             Role::Attempt => {}
         }
@@ -309,16 +309,16 @@ impl Engine {
                 SockError::TimedOut => self.count(class, |s| s.connect_timeouts += 1),
                 SockError::AddrNotAvail => {
                     self.count(class, |s| s.addr_not_avail += 1);
-                    if !self.told_ports {
-                        self.told_ports = true;
-                        self.notices.push(PORTS_NOTICE.into());
+                    if !self.report.told_ports {
+                        self.report.told_ports = true;
+                        self.report.notices.push(PORTS_NOTICE.into());
                     }
                 }
                 SockError::OutOfFds => {
                     self.count(class, |s| s.out_of_fds += 1);
-                    if !self.told_fds {
-                        self.told_fds = true;
-                        self.notices.push(FDS_NOTICE.into());
+                    if !self.report.told_fds {
+                        self.report.told_fds = true;
+                        self.report.notices.push(FDS_NOTICE.into());
                     }
                 }
                 _ => self.count(class, |s| s.connect_other_errors += 1),
@@ -435,7 +435,7 @@ impl Engine {
         let class = self.slab[idx].class;
         // The worker's gauge moves on to `handshaking`; a class's counts its handshake as
         // connecting until `ready` (or the handshake fails).
-        self.connecting -= 1;
+        self.report.connecting -= 1;
         self.slot_freed(idx, now);
         let sched = self.slab[idx].sched_ns;
         self.record_connect(class, now.saturating_sub(sched) / 1000);
@@ -445,7 +445,7 @@ impl Engine {
     pub(super) fn ready(&mut self, idx: usize) {
         let class = self.slab[idx].class;
         self.class_connect_done(class);
-        self.active += 1;
+        self.report.active += 1;
         self.count(class, |c| c.established += 1);
     }
 
@@ -514,18 +514,18 @@ impl Engine {
                 self.slot_freed(idx, deadline.min(now));
             }
             Phase::Handshaking => {
-                self.handshaking -= 1;
+                self.report.handshaking -= 1;
                 self.class_connect_done(class);
             }
             Phase::Pooled => {
                 self.pool_left_idle(now);
-                self.active -= 1;
+                self.report.active -= 1;
             }
             p => {
                 if p.in_request() {
                     self.in_flight_step(self.req_class(idx), false);
                 }
-                self.active -= 1;
+                self.report.active -= 1;
             }
         }
         self.slab[idx].clear();
@@ -536,7 +536,7 @@ impl Engine {
                 self.client_done(at);
             }
             Role::Pool => {
-                self.pool.open -= 1;
+                self.sched.pool.open -= 1;
                 if connect_failed {
                     self.pool_reconnect_later(now);
                 }
@@ -557,7 +557,7 @@ impl Engine {
         let Some(layer) = self.layers.security() else {
             return;
         };
-        self.handshaking += 1;
+        self.report.handshaking += 1;
         self.slab[idx].phase = Phase::Handshaking;
         match layer {
             Ok(l) => self.slab[idx].sec = Some(l),
@@ -587,16 +587,16 @@ impl Engine {
 
     fn handshake_done(&mut self, idx: usize, resumed: bool, now: u64) {
         if resumed {
-            self.stats.counts.handshakes_resumed += 1;
+            self.report.stats.counts.handshakes_resumed += 1;
         } else {
-            self.stats.counts.handshakes_full += 1;
+            self.report.stats.counts.handshakes_full += 1;
         }
         let started = self.slab[idx].handshake_ns;
         record(
-            &mut self.hists.handshake,
+            &mut self.report.hists.handshake,
             now.saturating_sub(started) / 1000,
         );
-        self.handshaking -= 1;
+        self.report.handshaking -= 1;
         self.ready(idx);
         // Established: the phase leaves `Handshaking` for whatever `go` makes it.
         self.slab[idx].phase = Phase::Idle;
@@ -610,8 +610,8 @@ impl Engine {
 
     /// The bytes a security layer moved, counted for the worker.
     pub(super) fn add_wire(&mut self, wire: Wire) {
-        self.stats.counts.bytes_in += wire.bytes_in;
-        self.stats.counts.bytes_out += wire.bytes_out;
+        self.report.stats.counts.bytes_in += wire.bytes_in;
+        self.report.stats.counts.bytes_out += wire.bytes_out;
     }
 
     /// Writes what the security layer holds: Ok(true) when all is out.
@@ -633,11 +633,11 @@ impl Engine {
             SecError::BadStream => Failure::BadResponse,
             SecError::Protocol { kind, words } => {
                 let bit = 1u8 << (kind as u8);
-                if let Some(words) = words.filter(|_| self.told_tls & bit == 0) {
-                    self.told_tls |= bit;
+                if let Some(words) = words.filter(|_| self.report.told_tls & bit == 0) {
+                    self.report.told_tls |= bit;
                     // Its own line in run.log (not joined to other notices), and the reason a
                     // point whose every handshake failed gives.
-                    self.tls_failure = Some(format!(
+                    self.report.tls_failure = Some(format!(
                         "{words} (counted in {})",
                         match kind {
                             HandshakeFailure::Alert => "tls_alerts",

@@ -10,10 +10,10 @@ impl Engine {
             let now = self.now_ns();
             let t = now as f64 / 1e9;
             match msg {
-                Err(bad) => self.notices.push(bad.to_string()),
+                Err(bad) => self.report.notices.push(bad.to_string()),
                 Ok(c) => {
                     if let Err(e) = self.apply(c, now, t) {
-                        self.notices.push(format!("control refused: {e}"));
+                        self.report.notices.push(format!("control refused: {e}"));
                     }
                 }
             }
@@ -27,8 +27,8 @@ impl Engine {
             Control::Load(s) => self.apply_load(s, now, t)?,
             Control::Drain => {
                 // As a pause that never resumes: in-flight attempts run to their end.
-                self.paused = true;
-                self.draining = true;
+                self.sched.paused = true;
+                self.sched.draining = true;
                 self.retire_idle_clients(now);
                 self.trim_pool(now);
             }
@@ -54,11 +54,11 @@ impl Engine {
             anyhow::ensure!(self.layers.secure(), "this worker does not speak TLS");
         }
         if s.rate != self.cfg.rate {
-            self.schedule.set_rate(s.rate, t)?;
+            self.sched.schedule.set_rate(s.rate, t)?;
             self.cfg.rate = s.rate;
         }
         if s.burst != self.cfg.burst {
-            self.schedule.set_burst(s.burst.as_ref(), t)?;
+            self.sched.schedule.set_burst(s.burst.as_ref(), t)?;
             self.cfg.burst = s.burst;
         }
         if let (Some(share), true) = (s.resumed, self.layers.secure()) {
@@ -74,15 +74,15 @@ impl Engine {
         self.cfg.mode = s.mode;
         self.cfg.clients = s.clients;
         // A draining worker stays paused: it never starts anything new.
-        let paused = s.paused || self.draining;
-        if paused && !self.paused {
-            self.paused = true;
+        let paused = s.paused || self.sched.draining;
+        if paused && !self.sched.paused {
+            self.sched.paused = true;
             self.retire_idle_clients(now);
             self.trim_pool(now);
-        } else if !paused && (self.paused || mode) {
+        } else if !paused && (self.sched.paused || mode) {
             // Resumed or switched: continue from now (the paused time is not caught up).
-            self.paused = false;
-            self.schedule.restart(t);
+            self.sched.paused = false;
+            self.sched.schedule.restart(t);
             self.pool_warm_up(now);
             self.spawn_clients(now);
             self.retire_idle_clients(now);

@@ -221,7 +221,10 @@ impl Engine {
             match ev {
                 HttpEvent::FirstByte(_) => {
                     let sched = self.slab[idx].sched_ns;
-                    record(&mut self.hists.ttfb, now.saturating_sub(sched) / 1000);
+                    record(
+                        &mut self.report.hists.ttfb,
+                        now.saturating_sub(sched) / 1000,
+                    );
                 }
                 HttpEvent::Done {
                     token,
@@ -287,7 +290,7 @@ impl Engine {
         };
         let total_ns = now.saturating_sub(sched);
         self.record_total(class, total_ns / 1000);
-        if let Some(b) = &mut self.batching {
+        if let Some(b) = &mut self.sched.batching {
             b.observe(total_ns);
         }
         if role == Role::Pool {
@@ -299,10 +302,13 @@ impl Engine {
             && !close
             && !fin
             && requests < self.cfg.requests_per_conn
-            && !self.paused;
+            && !self.sched.paused;
         if reusable && role == Role::Pool {
             self.pool_free(idx, now);
-        } else if reusable && role == Role::Client && self.clients_alive <= self.closed_target() {
+        } else if reusable
+            && role == Role::Client
+            && self.sched.clients_alive <= self.closed_target()
+        {
             if self.cfg.think_s > 0.0 {
                 let at = now + (self.cfg.think_s * 1e9) as u64;
                 self.arm(idx, at);

@@ -24,10 +24,8 @@ use super::http;
 use super::protocol::{BadControl, Control, Mode, StatsDelta, WorkerConfig};
 use crate::metrics::hist::new_hist;
 use crate::sys::client_io::{self as io, Epoll, EventFd, RawAddr};
-use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -44,7 +42,7 @@ mod pool;
 mod slab;
 mod stats;
 
-use conn::{Conn, EarlySend};
+use conn::EarlySend;
 pub use conn::{FDS_NOTICE, PORTS_NOTICE};
 use layers::{HttpEvent, Layers, Request};
 use pool::Pool;
@@ -54,14 +52,9 @@ const CONTROL_KEY: u64 = u64::MAX;
 const EVENT_BATCH: usize = 1024;
 const READ_BUF: usize = 64 * 1024;
 
-struct Hists {
-    connect: Histogram<u64>,
-    handshake: Histogram<u64>,
-    ttfb: Histogram<u64>,
-    total: Histogram<u64>,
-}
-
-/// The running worker.
+/// The running worker: the scheduler (`sched`: where attempts and requests come from), the
+/// connections (`slab`, driven through their `layers`), and the stats reporter (`report`),
+/// composed by the event loop below.
 pub struct Engine {
     cfg: WorkerConfig,
     target: RawAddr,
@@ -70,68 +63,23 @@ pub struct Engine {
     epoll: Epoll,
     control_fd: Arc<EventFd>,
     control_rx: crossbeam_channel::Receiver<Result<Control, BadControl>>,
-    slab: Vec<Conn>,
-    free: Vec<u32>,
-    timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
-    wakes: BinaryHeap<Reverse<u64>>,
-    /// Sclient flat out: when each free slot (re)connects, earliest first. A freed slot is due
-    /// at once (its T deadline, or the moment its connect completed or failed), so a late
-    /// reconnect shows as lag; slots that start fresh are spread over T (seed 000 §4.2: "these
-    /// D connection requests are spaced out over T"), else they stay in lockstep: all time out
-    /// together, all retry together, and the server idles between the bursts.
-    slots_due: BinaryHeap<Reverse<u64>>,
-    schedule: Schedule,
+    /// The scheduler's state: arrivals, S-Client slots, closed clients, the pool.
+    sched: policy::Sched,
+    /// The connections: their slots and timers.
+    slab: slab::Slab,
+    /// The stats reporter's state: counts, gauges, histograms, notices.
+    report: stats::Report,
+    /// What the connections are made of (transport, security, HTTP).
+    layers: Layers,
+    /// The mix's requests, in the forms the HTTP layers take, and their cumulative weights.
     requests: Vec<Request>,
     mix_cum: Vec<f64>,
-    /// Each mix entry's class (empty with fewer than two classes), and the classes' counts.
-    class_of: Vec<u16>,
-    classes: Vec<classes::ClassTally>,
     rng: SmallRng,
     bind_next: usize,
     early: EarlySend,
-    /// Connects in progress (what the S-Client's D bounds).
-    connecting: u64,
-    /// TLS handshakes in progress (their connects are done; not established yet).
-    handshaking: u64,
-    active: u64,
-    /// What its connections are made of (transport, security, HTTP).
-    layers: Layers,
     /// The HTTP layers' events being acted on (kept for its allocation).
     events: Vec<HttpEvent>,
-    /// Requests begun and not yet answered or failed.
-    requests_in_flight: u64,
-    /// A closed keep-alive loop's read batching (None in every other mode).
-    batching: Option<batching::ReadBatching>,
-    /// `connecting` and `requests_in_flight` as of the last report (the next one's start).
-    reported_in_progress: (u64, u64),
-    pool: Pool,
-    /// Closed clients alive (connected, connecting or thinking).
-    clients_alive: u32,
-    paused: bool,
-    /// Drain: no new attempts; the worker exits once nothing is in flight.
-    draining: bool,
     stop: bool,
-    backoff_until_ns: u64,
-    stats: StatsDelta,
-    hists: Hists,
-    last_stats_ns: u64,
-    /// Arrivals the schedule intended since the last report, banked at each change of the
-    /// schedule (rate, burst, mode, pause) so a report that spans a change states what each
-    /// part intended, not the new rate for all of it.
-    intended: f64,
-    /// From when (seconds) the schedule as it is now has not been banked yet.
-    intended_from: f64,
-    next_stats_ns: u64,
-    last_cpu: (f64, f64),
-    notices: Vec<String>,
-    told_ports: bool,
-    told_fds: bool,
-    told_bind: bool,
-    /// The TLS failure kinds already said in a notice (a bit each).
-    told_tls: u8,
-    /// A handshake failure's words not yet reported (the first of each kind).
-    tls_failure: Option<String>,
-    out: Vec<u8>,
 }
 
 impl Engine {
@@ -186,53 +134,56 @@ impl Engine {
             epoll,
             control_fd,
             control_rx,
-            slab: Vec::new(),
-            free: Vec::new(),
-            timers: BinaryHeap::new(),
-            wakes: BinaryHeap::new(),
-            slots_due: BinaryHeap::new(),
-            schedule,
+            sched: policy::Sched {
+                wakes: BinaryHeap::new(),
+                slots_due: BinaryHeap::new(),
+                schedule,
+                clients_alive: 0,
+                pool: Pool::default(),
+                paused: cfg.paused,
+                draining: false,
+                backoff_until_ns: 0,
+                batching: (cfg.mode == Mode::Closed && cfg.keepalive)
+                    .then(batching::ReadBatching::default),
+            },
+            slab: slab::Slab::default(),
+            report: stats::Report {
+                class_of,
+                classes: class_tallies,
+                connecting: 0,
+                handshaking: 0,
+                active: 0,
+                requests_in_flight: 0,
+                reported_in_progress: (0, 0),
+                stats,
+                hists: stats::Hists {
+                    connect: new_hist(),
+                    handshake: new_hist(),
+                    ttfb: new_hist(),
+                    total: new_hist(),
+                },
+                last_stats_ns: 0,
+                intended: 0.0,
+                intended_from: 0.0,
+                next_stats_ns: interval_ns,
+                last_cpu: io::cpu_times(),
+                notices,
+                told_ports: false,
+                told_fds: false,
+                told_bind: false,
+                told_tls: 0,
+                tls_failure: None,
+                out: Vec::with_capacity(4096),
+                sink: Box::new(std::io::stdout()),
+            },
+            layers: Layers::of(&cfg)?,
             requests,
             mix_cum,
-            class_of,
-            classes: class_tallies,
             rng: SmallRng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15),
             bind_next: 0,
             early: EarlySend::default(),
-            connecting: 0,
-            handshaking: 0,
-            active: 0,
-            layers: Layers::of(&cfg)?,
             events: Vec::new(),
-            requests_in_flight: 0,
-            batching: (cfg.mode == Mode::Closed && cfg.keepalive)
-                .then(batching::ReadBatching::default),
-            reported_in_progress: (0, 0),
-            pool: Pool::default(),
-            clients_alive: 0,
-            paused: cfg.paused,
-            draining: false,
             stop: false,
-            backoff_until_ns: 0,
-            stats,
-            hists: Hists {
-                connect: new_hist(),
-                handshake: new_hist(),
-                ttfb: new_hist(),
-                total: new_hist(),
-            },
-            last_stats_ns: 0,
-            intended: 0.0,
-            intended_from: 0.0,
-            next_stats_ns: interval_ns,
-            last_cpu: io::cpu_times(),
-            notices,
-            told_ports: false,
-            told_fds: false,
-            told_bind: false,
-            told_tls: 0,
-            tls_failure: None,
-            out: Vec::with_capacity(4096),
             cfg,
         };
         e.spawn_clients(0);
@@ -248,7 +199,7 @@ impl Engine {
     pub fn run(mut self) -> anyhow::Result<()> {
         let mut events = io::empty_events(EVENT_BATCH);
         let mut buf = vec![0u8; READ_BUF];
-        if self.batching.is_some() {
+        if self.sched.batching.is_some() {
             // The naps are 5-30 us: the default 50 us slack would stretch each to ~80 us.
             crate::sys::process::set_timer_slack_ns(1_000);
         }
@@ -257,12 +208,14 @@ impl Engine {
             if self.stop || now >= self.end_ns {
                 break;
             }
-            if self.draining && self.connecting + self.handshaking + self.active == 0 {
+            if self.sched.draining
+                && self.report.connecting + self.report.handshaking + self.report.active == 0
+            {
                 break;
             }
             self.expire_timers(now);
             self.start_attempts(now);
-            if now >= self.next_stats_ns && !self.emit_stats(now, false) {
+            if now >= self.report.next_stats_ns && !self.emit_stats(now, false) {
                 self.stop = true;
                 continue;
             }
@@ -278,8 +231,9 @@ impl Engine {
             }
         }
         // What is still in progress now never finishes: counted apart, so the totals add up.
-        self.stats.counts.connecting_at_end += self.connecting + self.handshaking;
-        self.stats.counts.requests_at_end += self.requests_in_flight;
+        self.report.stats.counts.connecting_at_end +=
+            self.report.connecting + self.report.handshaking;
+        self.report.stats.counts.requests_at_end += self.report.requests_in_flight;
         self.classes_left_at_end();
         self.close_all();
         let now = self.now_ns();
@@ -291,9 +245,9 @@ impl Engine {
     /// responses stream in first naps and reads a batch instead of blocking (see `batching`).
     fn wait_for_events(&mut self, events: &mut [io::Event], mut now: u64) -> anyhow::Result<usize> {
         let due = self.next_wake_ns(now);
-        if let Some(b) = self.batching {
+        if let Some(b) = self.sched.batching {
             let until_due = due.map_or(u64::MAX, |t| t.saturating_sub(now));
-            if let Some(nap) = b.nap_ns(self.requests_in_flight, until_due) {
+            if let Some(nap) = b.nap_ns(self.report.requests_in_flight, until_due) {
                 let n = self.epoll.wait(events, Some(Duration::ZERO))?;
                 if n > 0 {
                     return Ok(n);
@@ -308,7 +262,7 @@ impl Engine {
 
     /// The earliest moment the loop has something to do.
     fn next_wake_ns(&self, now: u64) -> Option<u64> {
-        let mut t = self.end_ns.min(self.next_stats_ns);
+        let mut t = self.end_ns.min(self.report.next_stats_ns);
         if let Some(at) = self.next_timer_ns() {
             t = t.min(at);
         }
@@ -319,13 +273,13 @@ impl Engine {
     }
 
     fn close_all(&mut self) {
-        for c in &mut self.slab {
+        for c in self.slab.conns.iter_mut() {
             c.clear();
         }
-        self.connecting = 0;
-        self.handshaking = 0;
-        self.active = 0;
-        self.requests_in_flight = 0;
-        self.pool = Pool::default();
+        self.report.connecting = 0;
+        self.report.handshaking = 0;
+        self.report.active = 0;
+        self.report.requests_in_flight = 0;
+        self.sched.pool = Pool::default();
     }
 }

@@ -2,10 +2,14 @@
 //! clients' wakes, an S-Client's free slots, scheduled arrivals), when the next one is due and
 //! what caps them; and the closed-loop clients' lifecycle.
 
+use super::batching::ReadBatching;
 use super::conn::{Phase, Role};
+use super::pool::Pool;
 use super::Engine;
+use crate::load::arrival::Schedule;
 use crate::load::protocol::Mode;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Most arrivals started per loop pass, so a late worker still services its sockets.
 const STARTS_PER_PASS: usize = 512;
@@ -26,13 +30,37 @@ pub(super) enum Starts {
     RequestsOnPool,
 }
 
+/// The scheduler's state: what decides when the next attempt or request starts.
+pub(super) struct Sched {
+    /// Closed clients' wake times (their next request, after thinking).
+    pub(super) wakes: BinaryHeap<Reverse<u64>>,
+    /// Sclient flat out: when each free slot (re)connects, earliest first. A freed slot is due
+    /// at once (its T deadline, or the moment its connect completed or failed), so a late
+    /// reconnect shows as lag; slots that start fresh are spread over T (seed 000 §4.2: "these
+    /// D connection requests are spaced out over T"), else they stay in lockstep: all time out
+    /// together, all retry together, and the server idles between the bursts.
+    pub(super) slots_due: BinaryHeap<Reverse<u64>>,
+    /// Scheduled arrivals (open, sclient with a rate, the pool's requests).
+    pub(super) schedule: Schedule,
+    /// Closed clients alive (connected, connecting or thinking).
+    pub(super) clients_alive: u32,
+    pub(super) pool: Pool,
+    pub(super) paused: bool,
+    /// Drain: no new attempts; the worker exits once nothing is in flight.
+    pub(super) draining: bool,
+    /// No attempts before this (the kernel refused a socket or a port).
+    pub(super) backoff_until_ns: u64,
+    /// A closed keep-alive loop's read batching (None in every other mode).
+    pub(super) batching: Option<ReadBatching>,
+}
+
 impl Engine {
     /// Where this worker's attempts come from now (its mode, and for sclient whether it has a
     /// rate): the one statement of the per-mode policy.
     pub(super) fn starts(&self) -> Starts {
         match self.cfg.mode {
             Mode::Closed => Starts::Clients,
-            Mode::Sclient if self.schedule.rate().is_none() => Starts::FreeSlots,
+            Mode::Sclient if self.sched.schedule.rate().is_none() => Starts::FreeSlots,
             Mode::Sclient => Starts::ArrivalsIntoSlots,
             Mode::Open if self.cfg.connections > 0 => Starts::RequestsOnPool,
             Mode::Open => Starts::Arrivals,
@@ -42,14 +70,14 @@ impl Engine {
     /// When the loop next has an attempt to start: None while paused, with nothing queued, or
     /// while every slot of an sclient is connecting.
     pub(super) fn next_start_ns(&self, now: u64) -> Option<u64> {
-        if self.paused {
+        if self.sched.paused {
             return None;
         }
         let starts = self.starts();
         if starts == Starts::RequestsOnPool {
             return self
                 .pool_next_ns(now)
-                .map(|due| due.max(self.backoff_until_ns.max(now)));
+                .map(|due| due.max(self.sched.backoff_until_ns.max(now)));
         }
         if self.waits_for_slot(starts) {
             return None;
@@ -60,20 +88,20 @@ impl Engine {
         } else {
             self.queued_start(starts)
         };
-        due.map(|due| due.max(self.backoff_until_ns.max(now)))
+        due.map(|due| due.max(self.sched.backoff_until_ns.max(now)))
     }
 
     /// All D sockets are connecting and this mode's next start waits for one to free up.
     pub(super) fn waits_for_slot(&self, starts: Starts) -> bool {
         matches!(starts, Starts::FreeSlots | Starts::ArrivalsIntoSlots)
-            && self.connecting >= self.cfg.sockets as u64
+            && self.report.connecting >= self.cfg.sockets as u64
     }
 
     /// The scheduled start (ns) of the next attempt queued in this mode.
     pub(super) fn queued_start(&self, starts: Starts) -> Option<u64> {
         match starts {
-            Starts::Clients => self.wakes.peek().map(|&Reverse(at)| at),
-            Starts::FreeSlots => self.slots_due.peek().map(|&Reverse(at)| at),
+            Starts::Clients => self.sched.wakes.peek().map(|&Reverse(at)| at),
+            Starts::FreeSlots => self.sched.slots_due.peek().map(|&Reverse(at)| at),
             Starts::ArrivalsIntoSlots | Starts::Arrivals | Starts::RequestsOnPool => {
                 self.next_due_ns()
             }
@@ -84,24 +112,25 @@ impl Engine {
     pub(super) fn pop_start(&mut self, starts: Starts) {
         match starts {
             Starts::Clients => {
-                self.wakes.pop();
+                self.sched.wakes.pop();
             }
             Starts::FreeSlots => {
-                self.slots_due.pop();
+                self.sched.slots_due.pop();
             }
             Starts::ArrivalsIntoSlots | Starts::Arrivals | Starts::RequestsOnPool => {
-                self.schedule.pop();
+                self.sched.schedule.pop();
             }
         }
     }
 
     /// Sclient flat out: free slots with no due time yet.
     pub(super) fn slots_missing(&self) -> u64 {
-        (self.cfg.sockets as u64).saturating_sub(self.connecting + self.slots_due.len() as u64)
+        (self.cfg.sockets as u64)
+            .saturating_sub(self.report.connecting + self.sched.slots_due.len() as u64)
     }
 
     pub(super) fn start_attempts(&mut self, now: u64) {
-        if self.paused || now < self.backoff_until_ns {
+        if self.sched.paused || now < self.sched.backoff_until_ns {
             return;
         }
         let starts = self.starts();
@@ -112,7 +141,10 @@ impl Engine {
             self.queue_missing_slots(now);
         }
         let mut n = 0;
-        while n < STARTS_PER_PASS && now >= self.backoff_until_ns && !self.waits_for_slot(starts) {
+        while n < STARTS_PER_PASS
+            && now >= self.sched.backoff_until_ns
+            && !self.waits_for_slot(starts)
+        {
             let due = match self.queued_start(starts) {
                 Some(due) if due <= now => due,
                 _ => break,
@@ -120,8 +152,8 @@ impl Engine {
             self.pop_start(starts);
             n += 1;
             self.note_lag(now, due);
-            if starts == Starts::Arrivals && self.connecting >= self.cfg.sockets as u64 {
-                self.stats.counts.client_cap_drops += 1;
+            if starts == Starts::Arrivals && self.report.connecting >= self.cfg.sockets as u64 {
+                self.report.stats.counts.client_cap_drops += 1;
             } else {
                 let role = if starts == Starts::Clients {
                     Role::Client
@@ -141,7 +173,7 @@ impl Engine {
         let missing = self.slots_missing();
         if let Some(step) = ((self.cfg.timeout_s * 1e9) as u64).checked_div(missing) {
             for k in 0..missing {
-                self.slots_due.push(Reverse(now + k * step));
+                self.sched.slots_due.push(Reverse(now + k * step));
             }
         }
     }
@@ -149,36 +181,36 @@ impl Engine {
     /// A smaller D: drop the latest due times beyond the free slots.
     pub(super) fn drop_surplus_slots(&mut self) {
         let d = self.cfg.sockets as u64;
-        let keep = (d - self.connecting.min(d)) as usize;
-        if self.slots_due.len() > keep {
-            let mut v = std::mem::take(&mut self.slots_due).into_sorted_vec();
+        let keep = (d - self.report.connecting.min(d)) as usize;
+        if self.sched.slots_due.len() > keep {
+            let mut v = std::mem::take(&mut self.sched.slots_due).into_sorted_vec();
             // Sorted by Reverse: the latest times come first.
             v.drain(..v.len() - keep);
-            self.slots_due = v.into_iter().collect();
+            self.sched.slots_due = v.into_iter().collect();
         }
     }
 
     /// When the schedule's next arrival is due, ns.
     pub(super) fn next_due_ns(&self) -> Option<u64> {
-        self.schedule.next_due().map(|due| (due * 1e9) as u64)
+        self.sched.schedule.next_due().map(|due| (due * 1e9) as u64)
     }
 
     pub(super) fn note_lag(&mut self, now: u64, due: u64) {
         let lag_us = now.saturating_sub(due) / 1000;
-        self.stats.counts.scheduled += 1;
-        self.stats.counts.lag_us_sum += lag_us;
-        self.stats.lag_us_max = self.stats.lag_us_max.max(lag_us);
+        self.report.stats.counts.scheduled += 1;
+        self.report.stats.counts.lag_us_sum += lag_us;
+        self.report.stats.lag_us_max = self.report.stats.lag_us_max.max(lag_us);
     }
 
     /// Records when an sclient slot became free (flat out only; scheduled modes have arrivals).
     pub(super) fn slot_freed(&mut self, idx: usize, due: u64) {
         if self.starts() == Starts::FreeSlots && self.slab[idx].role == Role::Attempt {
-            self.slots_due.push(Reverse(due));
+            self.sched.slots_due.push(Reverse(due));
         }
     }
 
     pub(super) fn closed_target(&self) -> u32 {
-        if self.cfg.mode == Mode::Closed && !self.paused {
+        if self.cfg.mode == Mode::Closed && !self.sched.paused {
             self.cfg.clients
         } else {
             0
@@ -187,29 +219,29 @@ impl Engine {
 
     /// A client's request ended: it goes again at `at`, or retires if there are too many.
     pub(super) fn client_done(&mut self, at: u64) {
-        if self.clients_alive > self.closed_target() {
-            self.clients_alive -= 1;
+        if self.sched.clients_alive > self.closed_target() {
+            self.sched.clients_alive -= 1;
         } else {
-            self.wakes.push(Reverse(at));
+            self.sched.wakes.push(Reverse(at));
         }
     }
 
     /// Starts clients up to the target, all at `now`.
     pub(super) fn spawn_clients(&mut self, now: u64) {
-        while self.clients_alive < self.closed_target() {
-            self.clients_alive += 1;
-            self.wakes.push(Reverse(now));
+        while self.sched.clients_alive < self.closed_target() {
+            self.sched.clients_alive += 1;
+            self.sched.wakes.push(Reverse(now));
         }
     }
 
     /// Thinking clients beyond the target retire at once (those thinking on a kept-alive
     /// connection close it); busy ones when their request ends.
     pub(super) fn retire_idle_clients(&mut self, now: u64) {
-        while self.clients_alive > self.closed_target() && self.wakes.pop().is_some() {
-            self.clients_alive -= 1;
+        while self.sched.clients_alive > self.closed_target() && self.sched.wakes.pop().is_some() {
+            self.sched.clients_alive -= 1;
         }
         for idx in 0..self.slab.len() {
-            if self.clients_alive <= self.closed_target() {
+            if self.sched.clients_alive <= self.closed_target() {
                 break;
             }
             let c = &self.slab[idx];

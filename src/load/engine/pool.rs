@@ -41,7 +41,7 @@ impl Engine {
     /// The pool's size now: the configured one in open mode, none when paused or in another
     /// mode (its connections then close as they come free).
     pub(super) fn pool_target(&self) -> u64 {
-        if self.pooled() && !self.paused {
+        if self.pooled() && !self.sched.paused {
             self.cfg.connections as u64
         } else {
             0
@@ -65,7 +65,7 @@ impl Engine {
     /// A pool connection is free (just established, or its response is in): idle for the next
     /// due request, or closed when the pool is over its size (a pause, a drain, another mode).
     pub(super) fn pool_free(&mut self, idx: usize, now: u64) {
-        if self.pool.open > self.pool_target() {
+        if self.sched.pool.open > self.pool_target() {
             self.slab[idx].phase = Phase::Idle;
             self.finish(idx, now);
         } else if let Some(due) = self.due_request(now) {
@@ -79,7 +79,7 @@ impl Engine {
 
     /// The scheduled time of the next request, if it is due by `now` (none while opening).
     fn due_request(&self, now: u64) -> Option<u64> {
-        if self.pool.warming_until.is_some() {
+        if self.sched.pool.warming_until.is_some() {
             return None;
         }
         self.next_due_ns().filter(|&due| due <= now)
@@ -88,9 +88,14 @@ impl Engine {
     /// Sends the due request (scheduled at `due`) on connection `idx`: timed from `due`, and
     /// counted as a wait for the pool when it was due while no connection was idle.
     fn send_scheduled(&mut self, idx: usize, due: u64, now: u64) {
-        self.schedule.pop();
-        if self.pool.all_busy_since.is_some_and(|since| due >= since) {
-            let s = &mut self.stats.counts;
+        self.sched.schedule.pop();
+        if self
+            .sched
+            .pool
+            .all_busy_since
+            .is_some_and(|since| due >= since)
+        {
+            let s = &mut self.report.stats.counts;
             s.pool_waits += 1;
             s.pool_wait_us_sum += now.saturating_sub(due) / 1000;
         } else {
@@ -105,25 +110,25 @@ impl Engine {
         let gen = self.slab[idx].gen;
         self.slab[idx].phase = Phase::Pooled;
         self.disarm(idx);
-        self.pool.idle += 1;
-        self.pool.all_busy_since = None;
-        self.pool.queue.push_back((idx as u32, gen));
+        self.sched.pool.idle += 1;
+        self.sched.pool.all_busy_since = None;
+        self.sched.pool.queue.push_back((idx as u32, gen));
     }
 
     /// An idle connection left idleness (taken, or closed) at `now`.
     pub(super) fn pool_left_idle(&mut self, now: u64) {
-        self.pool.idle -= 1;
-        if self.pool.idle == 0 {
-            self.pool.all_busy_since = Some(now);
+        self.sched.pool.idle -= 1;
+        if self.sched.pool.idle == 0 {
+            self.sched.pool.all_busy_since = Some(now);
         }
     }
 
     /// A pool request was answered `us` after it was sent.
     pub(super) fn pool_served(&mut self, us: u64) {
-        let s = &mut self.stats.counts;
+        let s = &mut self.report.stats.counts;
         s.pool_served += 1;
         s.pool_service_us_sum += us;
-        let min = &mut self.pool.service_min_us;
+        let min = &mut self.sched.pool.service_min_us;
         if *min == 0 || us < *min {
             *min = us.max(1);
         }
@@ -131,7 +136,7 @@ impl Engine {
 
     /// The idle connection that waited longest, taken out of idleness.
     fn pool_take_idle(&mut self, now: u64) -> Option<usize> {
-        while let Some((idx, gen)) = self.pool.queue.pop_front() {
+        while let Some((idx, gen)) = self.sched.pool.queue.pop_front() {
             let c = &self.slab[idx as usize];
             if c.gen == gen && c.phase == Phase::Pooled {
                 self.pool_left_idle(now);
@@ -145,35 +150,38 @@ impl Engine {
     /// The pool (re)starts (the worker's start, a resume, open mode again): the schedule waits
     /// for its connections, at most T.
     pub(super) fn pool_warm_up(&mut self, now: u64) {
-        self.pool.warming_until = self
+        self.sched.pool.warming_until = self
             .pooled()
             .then(|| now + (self.cfg.timeout_s * 1e9) as u64);
     }
 
     /// True while the pool is opening and the schedule has not started.
     pub(super) fn pool_warming(&self) -> bool {
-        self.pooled() && self.pool.warming_until.is_some()
+        self.pooled() && self.sched.pool.warming_until.is_some()
     }
 
     /// A pool connection failed to connect: its place is reopened after a pause.
     pub(super) fn pool_reconnect_later(&mut self, now: u64) {
-        self.pool.reopen_due.push(Reverse(now + RECONNECT_PAUSE_NS));
+        self.sched
+            .pool
+            .reopen_due
+            .push(Reverse(now + RECONNECT_PAUSE_NS));
     }
 
     /// When the pool next has something to start: a connection to open, or a request due
     /// while a connection is idle.
     pub(super) fn pool_next_ns(&self, now: u64) -> Option<u64> {
         let target = self.pool_target();
-        let open = if self.pool.open + (self.pool.reopen_due.len() as u64) < target {
+        let open = if self.sched.pool.open + (self.sched.pool.reopen_due.len() as u64) < target {
             Some(now)
-        } else if self.pool.open < target {
-            self.pool.reopen_due.peek().map(|&Reverse(at)| at)
+        } else if self.sched.pool.open < target {
+            self.sched.pool.reopen_due.peek().map(|&Reverse(at)| at)
         } else {
             None
         };
-        let request = match self.pool.warming_until {
+        let request = match self.sched.pool.warming_until {
             Some(until) => Some(until),
-            None if self.pool.idle > 0 => self.next_due_ns(),
+            None if self.sched.pool.idle > 0 => self.next_due_ns(),
             None => None,
         };
         match (open, request) {
@@ -186,14 +194,14 @@ impl Engine {
     /// ones, at most `budget` starts of each.
     pub(super) fn pool_starts(&mut self, now: u64, budget: usize) {
         self.pool_open_missing(now, budget);
-        if let Some(until) = self.pool.warming_until {
-            if self.pool.idle < self.pool_target() && now < until {
+        if let Some(until) = self.sched.pool.warming_until {
+            if self.sched.pool.idle < self.pool_target() && now < until {
                 return;
             }
-            self.pool.warming_until = None;
-            self.schedule.restart(now as f64 / 1e9);
-            if self.pool.idle == 0 {
-                self.pool.all_busy_since = Some(now);
+            self.sched.pool.warming_until = None;
+            self.sched.schedule.restart(now as f64 / 1e9);
+            if self.sched.pool.idle == 0 {
+                self.sched.pool.all_busy_since = Some(now);
             }
         }
         for _ in 0..budget {
@@ -211,17 +219,17 @@ impl Engine {
         let target = self.pool_target();
         // Connections never opened (start, resume) open now. The pool's size is not a live
         // knob, so there are never more reopenings due than places.
-        let known = self.pool.open + self.pool.reopen_due.len() as u64;
+        let known = self.sched.pool.open + self.sched.pool.reopen_due.len() as u64;
         for _ in known..target {
-            self.pool.reopen_due.push(Reverse(now));
+            self.sched.pool.reopen_due.push(Reverse(now));
         }
         let mut n = 0;
-        while n < budget && now >= self.backoff_until_ns {
-            match self.pool.reopen_due.peek() {
+        while n < budget && now >= self.sched.backoff_until_ns {
+            match self.sched.pool.reopen_due.peek() {
                 Some(&Reverse(at)) if at <= now => {}
                 _ => break,
             }
-            let Some(Reverse(at)) = self.pool.reopen_due.pop() else {
+            let Some(Reverse(at)) = self.sched.pool.reopen_due.pop() else {
                 break;
             };
             n += 1;
@@ -232,7 +240,7 @@ impl Engine {
     /// Closes idle pool connections beyond the pool's size (a pause, a drain, another mode);
     /// busy ones close when their response is in.
     pub(super) fn trim_pool(&mut self, now: u64) {
-        while self.pool.open > self.pool_target() {
+        while self.sched.pool.open > self.pool_target() {
             let Some(idx) = self.pool_take_idle(now) else {
                 break;
             };

@@ -9,13 +9,43 @@
 use super::conn::{Conn, Failure, Phase, Role, NO_DEADLINE};
 use super::Engine;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::{Index, IndexMut};
+
+/// The connections: their slots (indexed by the epoll key's low word), the free list and
+/// the timer heap.
+#[derive(Default)]
+pub(super) struct Slab {
+    pub(super) conns: Vec<Conn>,
+    pub(super) free: Vec<u32>,
+    pub(super) timers: BinaryHeap<Reverse<(u64, u32, u32)>>,
+}
+
+impl Slab {
+    pub(super) fn len(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+impl Index<usize> for Slab {
+    type Output = Conn;
+    fn index(&self, i: usize) -> &Conn {
+        &self.conns[i]
+    }
+}
+
+impl IndexMut<usize> for Slab {
+    fn index_mut(&mut self, i: usize) -> &mut Conn {
+        &mut self.conns[i]
+    }
+}
 
 impl Engine {
     pub(super) fn alloc(&mut self) -> usize {
-        if let Some(i) = self.free.pop() {
+        if let Some(i) = self.slab.free.pop() {
             return i as usize;
         }
-        self.slab.push(Conn::free());
+        self.slab.conns.push(Conn::free());
         self.slab.len() - 1
     }
 
@@ -24,7 +54,7 @@ impl Engine {
         c.gen = c.gen.wrapping_add(1) % (u32::MAX - 1);
         c.timer_at = 0;
         c.deadline_ns = NO_DEADLINE;
-        self.free.push(idx as u32);
+        self.slab.free.push(idx as u32);
     }
 
     pub(super) fn key(&self, idx: usize) -> u64 {
@@ -33,11 +63,13 @@ impl Engine {
 
     /// Sets the connection's deadline; a heap entry is added only when none is due before it.
     pub(super) fn arm(&mut self, idx: usize, deadline: u64) {
-        let c = &mut self.slab[idx];
+        let c = &mut self.slab.conns[idx];
         c.deadline_ns = deadline;
         if c.timer_at == 0 || c.timer_at > deadline {
             c.timer_at = deadline;
-            self.timers.push(Reverse((deadline, idx as u32, c.gen)));
+            self.slab
+                .timers
+                .push(Reverse((deadline, idx as u32, c.gen)));
         }
     }
 
@@ -48,17 +80,17 @@ impl Engine {
 
     /// When the earliest heap entry is due (it may find its deadline moved).
     pub(super) fn next_timer_ns(&self) -> Option<u64> {
-        self.timers.peek().map(|Reverse((at, _, _))| *at)
+        self.slab.timers.peek().map(|Reverse((at, _, _))| *at)
     }
 
     pub(super) fn expire_timers(&mut self, now: u64) {
-        while let Some(&Reverse((at, idx, gen))) = self.timers.peek() {
+        while let Some(&Reverse((at, idx, gen))) = self.slab.timers.peek() {
             if at > now {
                 break;
             }
-            self.timers.pop();
+            self.slab.timers.pop();
             let idx = idx as usize;
-            let c = &mut self.slab[idx];
+            let c = &mut self.slab.conns[idx];
             // Entries of an ended connection, or superseded by an earlier one, are skipped.
             if c.gen != gen || c.timer_at != at || c.phase == Phase::Free {
                 continue;
@@ -68,7 +100,9 @@ impl Engine {
                 // The deadline moved on (or went): follow it.
                 if c.deadline_ns != NO_DEADLINE {
                     c.timer_at = c.deadline_ns;
-                    self.timers.push(Reverse((c.deadline_ns, idx as u32, gen)));
+                    self.slab
+                        .timers
+                        .push(Reverse((c.deadline_ns, idx as u32, gen)));
                 }
                 continue;
             }
@@ -80,7 +114,7 @@ impl Engine {
                 Phase::Draining => self.finish(idx, now),
                 // A client that thought past a pause, a drain or a smaller N retires.
                 Phase::Idle
-                    if role == Role::Client && self.clients_alive > self.closed_target() =>
+                    if role == Role::Client && self.sched.clients_alive > self.closed_target() =>
                 {
                     self.finish(idx, now)
                 }

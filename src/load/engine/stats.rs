@@ -1,26 +1,74 @@
 //! The periodic stats line: the counts since the last one, the histograms drained, CPU time and
 //! the offered rate, as one JSON line on stdout.
 
+use super::classes::ClassTally;
 use super::Engine;
-use crate::load::protocol::Mode;
+use crate::load::protocol::{Mode, StatsDelta};
 use crate::load::rates::offered_rate;
 use crate::metrics::hist::HistDelta;
 use crate::sys::client_io as io;
+use hdrhistogram::Histogram;
 use std::io::Write;
+
+pub(super) struct Hists {
+    pub(super) connect: Histogram<u64>,
+    pub(super) handshake: Histogram<u64>,
+    pub(super) ttfb: Histogram<u64>,
+    pub(super) total: Histogram<u64>,
+}
+
+/// The stats reporter's state: the counts and histograms since the last report, the gauges of
+/// what is in progress, the notices not said yet.
+pub(super) struct Report {
+    /// Each mix entry's class (empty with fewer than two classes), and the classes' counts.
+    pub(super) class_of: Vec<u16>,
+    pub(super) classes: Vec<ClassTally>,
+    /// Connects in progress (what the S-Client's D bounds).
+    pub(super) connecting: u64,
+    /// Handshakes in progress (their connects are done; not established yet).
+    pub(super) handshaking: u64,
+    pub(super) active: u64,
+    /// Requests begun and not yet answered or failed.
+    pub(super) requests_in_flight: u64,
+    /// `connecting` and `requests_in_flight` as of the last report (the next one's start).
+    pub(super) reported_in_progress: (u64, u64),
+    pub(super) stats: StatsDelta,
+    pub(super) hists: Hists,
+    pub(super) last_stats_ns: u64,
+    /// Arrivals the schedule intended since the last report, banked at each change of the
+    /// schedule (rate, burst, mode, pause) so a report that spans a change states what each
+    /// part intended, not the new rate for all of it.
+    pub(super) intended: f64,
+    /// From when (seconds) the schedule as it is now has not been banked yet.
+    pub(super) intended_from: f64,
+    pub(super) next_stats_ns: u64,
+    pub(super) last_cpu: (f64, f64),
+    pub(super) notices: Vec<String>,
+    pub(super) told_ports: bool,
+    pub(super) told_fds: bool,
+    pub(super) told_bind: bool,
+    /// The security failure kinds already said in a notice (a bit each).
+    pub(super) told_tls: u8,
+    /// A handshake failure's words not yet reported (the first of each kind).
+    pub(super) tls_failure: Option<String>,
+    pub(super) out: Vec<u8>,
+    /// Where the stats lines go (the worker's stdout).
+    pub(super) sink: Box<dyn Write>,
+}
 
 impl Engine {
     /// Adds what the schedule, as it is now, intended from the last bank to `t`.
     pub(super) fn bank_intended(&mut self, t: f64) {
-        let t0 = self.intended_from;
+        let t0 = self.report.intended_from;
         if t <= t0 {
             return;
         }
         let cfg = &self.cfg;
         // A pool still opening has not started its schedule.
-        self.intended += if self.paused || self.pool_warming() {
+        self.report.intended += if self.sched.paused || self.pool_warming() {
             0.0
-        } else if self.schedule.rate().is_some() && cfg.mode != Mode::Closed {
-            self.schedule.expected_arrivals(t0, t)
+        } else if self.sched.schedule.rate().is_some() && cfg.mode != Mode::Closed {
+            self.sched.schedule.expected_arrivals(t0, t)
         } else {
             offered_rate(
                 cfg.mode,
@@ -31,63 +79,63 @@ impl Engine {
                 cfg.think_s,
             ) * (t - t0)
         };
-        self.intended_from = t;
+        self.report.intended_from = t;
     }
 
     /// Writes one stats line; false when stdout is gone (the controller died).
     pub(super) fn emit_stats(&mut self, now: u64, last: bool) -> bool {
         let interval_ns = self.cfg.stats_interval_ms * 1_000_000;
-        let t0 = self.last_stats_ns as f64 / 1e9;
+        let t0 = self.report.last_stats_ns as f64 / 1e9;
         let t1 = now as f64 / 1e9;
         let cpu = io::cpu_times();
         self.bank_intended(t1);
         // The interval's intended arrivals as a rate: each part of it at the schedule it had.
         let target_rate = if t1 > t0 {
-            self.intended / (t1 - t0)
+            self.report.intended / (t1 - t0)
         } else {
             0.0
         };
-        self.intended = 0.0;
-        let mut s = std::mem::take(&mut self.stats);
-        self.stats.worker = s.worker;
-        self.stats.seq = s.seq + 1;
+        self.report.intended = 0.0;
+        let mut s = std::mem::take(&mut self.report.stats);
+        self.report.stats.worker = s.worker;
+        self.report.stats.seq = s.seq + 1;
         s.t_s = t1;
         s.interval_s = t1 - t0;
         s.target_rate = target_rate;
         // Not established yet: connecting, or (TLS) handshaking.
-        let connecting = self.connecting + self.handshaking;
+        let connecting = self.report.connecting + self.report.handshaking;
         s.connecting = connecting;
-        s.handshaking = self.handshaking;
-        s.active = self.active;
-        s.requests_in_flight = self.requests_in_flight;
-        (s.connecting_at_start, s.requests_in_flight_at_start) = self.reported_in_progress;
-        self.reported_in_progress = (connecting, self.requests_in_flight);
+        s.handshaking = self.report.handshaking;
+        s.active = self.report.active;
+        s.requests_in_flight = self.report.requests_in_flight;
+        (s.connecting_at_start, s.requests_in_flight_at_start) = self.report.reported_in_progress;
+        self.report.reported_in_progress = (connecting, self.report.requests_in_flight);
         s.pool = self.pool_size();
-        s.pool_service_min_us = self.pool.service_min_us;
-        s.cpu_user_s = (cpu.0 - self.last_cpu.0).max(0.0);
-        s.cpu_sys_s = (cpu.1 - self.last_cpu.1).max(0.0);
-        s.connect_us = HistDelta::drain(&mut self.hists.connect);
-        s.handshake_us = HistDelta::drain(&mut self.hists.handshake);
-        s.ttfb_us = HistDelta::drain(&mut self.hists.ttfb);
-        s.total_us = HistDelta::drain(&mut self.hists.total);
+        s.pool_service_min_us = self.sched.pool.service_min_us;
+        s.cpu_user_s = (cpu.0 - self.report.last_cpu.0).max(0.0);
+        s.cpu_sys_s = (cpu.1 - self.report.last_cpu.1).max(0.0);
+        s.connect_us = HistDelta::drain(&mut self.report.hists.connect);
+        s.handshake_us = HistDelta::drain(&mut self.report.hists.handshake);
+        s.ttfb_us = HistDelta::drain(&mut self.report.hists.ttfb);
+        s.total_us = HistDelta::drain(&mut self.report.hists.total);
         s.classes = self.class_deltas();
         s.last = last;
-        s.tls_failure = self.tls_failure.take();
-        if !self.notices.is_empty() {
-            s.notice = Some(self.notices.join("; "));
-            self.notices.clear();
+        s.tls_failure = self.report.tls_failure.take();
+        if !self.report.notices.is_empty() {
+            s.notice = Some(self.report.notices.join("; "));
+            self.report.notices.clear();
         }
-        self.last_cpu = cpu;
-        self.last_stats_ns = now;
-        while self.next_stats_ns <= now {
-            self.next_stats_ns += interval_ns;
+        self.report.last_cpu = cpu;
+        self.report.last_stats_ns = now;
+        while self.report.next_stats_ns <= now {
+            self.report.next_stats_ns += interval_ns;
         }
-        self.out.clear();
-        if serde_json::to_writer(&mut self.out, &s).is_err() {
+        self.report.out.clear();
+        if serde_json::to_writer(&mut self.report.out, &s).is_err() {
             return true;
         }
-        self.out.push(b'\n');
-        let mut stdout = std::io::stdout().lock();
-        stdout.write_all(&self.out).is_ok() && stdout.flush().is_ok()
+        self.report.out.push(b'\n');
+        let r = &mut self.report;
+        r.sink.write_all(&r.out).is_ok() && r.sink.flush().is_ok()
     }
 }

@@ -247,3 +247,6 @@ impl Layers {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
