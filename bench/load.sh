@@ -20,6 +20,9 @@
 #        KA_START=10000 KA_STEP=1.15 KA_SECS=5 SECTIONS=4 bench/load.sh ...
 #        SYN=/tmp/synlab-before bench/load.sh ...      (that binary, not a fresh release build:
 #                                                       an A/B of two builds in one session)
+#        AB="/tmp/a /tmp/b" bench/load.sh 5 10         (section 1 only, builds interleaved run by
+#                                                       run with wrk: each build's conn/s and CPU
+#                                                       us/conn, and its ratio to the first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
@@ -32,6 +35,7 @@ for p in nginx-light wrk apache2-utils httperf tcpdump time iproute2 curl; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
+if [ -z "${SYN:-}" ] && [ -n "${AB:-}" ]; then SYN=${AB%% *}; fi
 if [ -z "${SYN:-}" ]; then
   cargo build --release -q
   SYN=$PWD/target/release/synlab
@@ -122,6 +126,32 @@ p=json.load(open(sys.argv[1]))["points"][0]
 print(p["throughput_per_s"], p["worker_cpu_pct"]/100.0*p["hold_s"], p["hold_s"])
 PY
 }
+
+if [ -n "${AB:-}" ]; then
+echo "== 1 (A/B). connection-per-request rate, builds interleaved (runs=$RUNS, ${SECS}s each); $(loadavg)"
+declare -A ABR ABC
+for i in $(seq "$RUNS"); do
+  k=0
+  for b in $AB; do
+    read -r r c < <(SYN=$b run_synlab_closed | awk '{print $1, $2/$3*'"$SECS"'}')
+    ABR[$k]+="$r "; ABC[$k]+="$(python3 -c "print($c/($r*$SECS)*1e6)") "; k=$((k + 1))
+  done
+  read -r r c < <(run_wrk); ABR[wrk]+="$r "; ABC[wrk]+="$(python3 -c "print($c/($r*$SECS)*1e6)") "
+  echo "run $i: ${ABR[*]} | $(loadavg)"
+done
+printf "%-40s %12s %14s %10s\n" build "conn/s (med)" "CPU us/conn" "vs first"
+k=0; first=
+for b in $AB wrk; do
+  key=$k; [ "$b" = wrk ] && key=wrk
+  m=$(echo "${ABR[$key]}" | tr ' ' '\n' | grep . | median)
+  u=$(echo "${ABC[$key]}" | tr ' ' '\n' | grep . | median)
+  [ -z "$first" ] && first=$m
+  printf "%-40s %12.0f %14.1f %9.3fx\n" "$b" "$m" "$u" "$(python3 -c "print($m/$first)")"
+  echo "  runs: ${ABR[$key]}"
+  k=$((k + 1))
+done
+SECTIONS=${SECTIONS//1/}
+fi
 
 if [[ $SECTIONS == *1* ]]; then
 echo "== 1. connection-per-request rate vs nginx (runs=$RUNS, ${SECS}s each); $(loadavg)"

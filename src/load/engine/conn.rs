@@ -179,6 +179,16 @@ impl Conn {
         self.sock.as_ref().expect("a live connection has a socket")
     }
 
+    /// When its timer entry should next be due: its deadline, or its layer's timer if sooner.
+    pub(super) fn next_wake_ns(&self) -> u64 {
+        match &self.http {
+            Http::Other(l) => l
+                .next_timer_ns()
+                .map_or(self.deadline_ns, |t| t.min(self.deadline_ns)),
+            Http::H1(_) => self.deadline_ns,
+        }
+    }
+
     /// Drops its socket and layers.
     pub(super) fn clear(&mut self) {
         self.sock = None;
@@ -395,6 +405,12 @@ impl Engine {
             return self.handshake_step(idx, now);
         } else if self.slab[idx].phase == Phase::Sending && bits & (io::EV_OUT | io::EV_ERR) != 0 {
             self.send_more(idx, now);
+            if self.slab[idx].gen as u64 != key >> 32 {
+                return;
+            }
+        } else if bits & io::EV_OUT != 0 && self.slab[idx].http.reads_between_requests() {
+            // A multiplexed layer's own bytes, blocked earlier, go on.
+            self.flush_layer(idx, now);
             if self.slab[idx].gen as u64 != key >> 32 {
                 return;
             }

@@ -53,8 +53,12 @@ impl Engine {
         c.requests += 1;
         c.http.start(ReqToken(c.requests), &self.requests[req]);
         c.phase = Phase::Sending;
+        let multiplexed = c.http.reads_between_requests();
         let deadline = now + (self.cfg.response_timeout_s * 1e9) as u64;
         self.arm(idx, deadline);
+        if multiplexed {
+            self.arm_layer_timer(idx);
+        }
     }
 
     /// Writes what the HTTP layer has to send, through the security layer if any.
@@ -90,6 +94,57 @@ impl Engine {
             Err(e) => return self.fail(idx, Failure::Sys(e), now),
         };
         self.arm_out_if(blocked, idx, now);
+    }
+
+    /// Writes a multiplexed layer's bytes outside a request being sent (SETTINGS,
+    /// WINDOW_UPDATE, PING acks); the phase stays as it is.
+    pub(super) fn flush_layer(&mut self, idx: usize, now: u64) {
+        if self.slab[idx].phase == Phase::Sending {
+            return self.send_more(idx, now);
+        }
+        let mut wire = Wire::default();
+        let c = &mut self.slab[idx];
+        let Some(sock) = c.sock.as_ref() else {
+            return;
+        };
+        let out = c.http.output();
+        if out.is_empty() && c.sec.is_none() {
+            return;
+        }
+        let r = match c.sec.as_mut() {
+            Some(sec) => {
+                let n = out.len();
+                let r = sec.send(sock, out, &mut wire);
+                c.http.consumed(n);
+                r
+            }
+            None => match sock.send(out) {
+                Ok(n) => {
+                    wire.bytes_out += n as u64;
+                    c.http.consumed(n);
+                    Ok(c.http.output().is_empty())
+                }
+                Err(e) if e.kind() == SockError::WouldBlock => Ok(false),
+                Err(e) => Err(e),
+            },
+        };
+        self.add_wire(wire);
+        match r {
+            Ok(all) => self.arm_out_if(!all, idx, now),
+            Err(e) => self.fail(idx, Failure::Sys(e), now),
+        }
+    }
+
+    /// A layer's own timer is due: what it reports is acted on, what it has to say is written.
+    pub(super) fn layer_timer(&mut self, idx: usize, now: u64) {
+        let mut events = std::mem::take(&mut self.events);
+        self.slab[idx].http.on_timer(now, &mut events);
+        let gen = self.slab[idx].gen;
+        self.on_http_events(idx, &mut events, false, now);
+        self.events = events;
+        if self.slab[idx].gen == gen && self.slab[idx].phase != Phase::Free {
+            self.flush_layer(idx, now);
+        }
     }
 
     /// The rest goes out when the socket is writable: make sure that is reported.
@@ -200,6 +255,16 @@ impl Engine {
             self.fail(idx, Failure::BadResponse, now);
             return false;
         }
+        if c.http.reads_between_requests() {
+            // A multiplexed layer may answer what it read (PING, SETTINGS) and move its timer.
+            self.flush_layer(idx, now);
+            self.arm_layer_timer(idx);
+            let c = &self.slab[idx];
+            if c.gen != gen || c.phase == Phase::Free {
+                return false;
+            }
+        }
+        let c = &self.slab[idx];
         !answered || c.phase == Phase::Draining || c.http.reads_between_requests()
     }
 

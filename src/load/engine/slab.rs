@@ -7,6 +7,7 @@
 //! it. So the heap holds one entry per live connection, not one per request.
 
 use super::conn::{Conn, Failure, Phase, Role, NO_DEADLINE};
+use super::layers::{Http, HttpLayer};
 use super::Engine;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -73,6 +74,17 @@ impl Engine {
         }
     }
 
+    /// Makes sure the connection's heap entry is due by its layer's next timer.
+    pub(super) fn arm_layer_timer(&mut self, idx: usize) {
+        let c = &mut self.slab.conns[idx];
+        if let Some(t) = c.http.next_timer_ns() {
+            if c.timer_at == 0 || c.timer_at > t {
+                c.timer_at = t;
+                self.slab.timers.push(Reverse((t, idx as u32, c.gen)));
+            }
+        }
+    }
+
     /// No deadline until the next `arm` (its heap entry, if any, lapses when due).
     pub(super) fn disarm(&mut self, idx: usize) {
         self.slab[idx].deadline_ns = NO_DEADLINE;
@@ -96,13 +108,23 @@ impl Engine {
                 continue;
             }
             c.timer_at = 0;
+            // A layer's own timer (an HTTP/1.x layer has none: the hot path skips this).
+            if let Http::Other(l) = &c.http {
+                if l.next_timer_ns().is_some_and(|t| t <= now) {
+                    self.layer_timer(idx, now);
+                    let c = &self.slab.conns[idx];
+                    if c.gen != gen || c.phase == Phase::Free {
+                        continue;
+                    }
+                }
+            }
+            let c = &mut self.slab.conns[idx];
             if c.deadline_ns > now {
-                // The deadline moved on (or went): follow it.
-                if c.deadline_ns != NO_DEADLINE {
-                    c.timer_at = c.deadline_ns;
-                    self.slab
-                        .timers
-                        .push(Reverse((c.deadline_ns, idx as u32, gen)));
+                // The deadline moved on (or went): follow it (or the layer's timer).
+                let next = c.next_wake_ns();
+                if next != NO_DEADLINE {
+                    c.timer_at = next;
+                    self.slab.timers.push(Reverse((next, idx as u32, gen)));
                 }
                 continue;
             }
