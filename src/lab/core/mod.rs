@@ -535,6 +535,11 @@ impl LabCore {
         self.probes_on = on;
     }
 
+    /// Whether the probes run (their rows are awaited).
+    pub fn probes_on(&self) -> bool {
+        self.probes_on
+    }
+
     /// Interactive use: stretches of settings are summarised, and the load stops at
     /// `duration_s` (`p` then runs it again, past the scenario's end: free play).
     pub fn set_deadline(&mut self, duration_s: f64) {
