@@ -229,7 +229,7 @@ impl Drop for FakeChild {
 struct FakeNetwork(Machine);
 
 impl Network for FakeNetwork {
-    fn blocker(&self) -> Option<String> {
+    fn blocker(&self) -> Option<crate::lab::core::NoLab> {
         None
     }
     fn label(&self) -> String {

@@ -4,7 +4,7 @@
 //! it returns (control messages, path changes, rows, run.log). The headless runner and the TUI
 //! both drive it through the one `pump`.
 
-use super::core::{Effect, Input, LabCore, PathFailure, Slot};
+use super::core::{Effect, Input, LabCore, PathFailure, PathRefusal, Slot};
 use super::knobs::{Command, Reply};
 use super::state::LabState;
 use crate::lab::recorder::Recorder;
@@ -258,10 +258,10 @@ impl Controller {
             .up(&spec, &run_id, &self.placement)
             .context("bringing the network lab up (`synlab net status` lists leftovers, `synlab net down` removes them)")?;
         let layout = net.layout().clone();
-        let mut backend = format!("{:?}", layout.backend).to_lowercase();
-        if spec.backend == crate::net::spec::BackendChoice::Auto {
-            backend.push_str(" (auto)");
-        }
+        let backend = super::core::LabBackend {
+            backend: layout.backend,
+            auto: spec.backend == crate::net::spec::BackendChoice::Auto,
+        };
         for r in &layout.leftovers_removed {
             let line = format!("removed a leftover of a crashed earlier run: {r}");
             self.log(&line);
@@ -577,7 +577,10 @@ mod tests {
             ..Default::default()
         };
         c.fold_msg(Input::LabUp {
-            backend: "router".into(),
+            backend: crate::lab::core::LabBackend {
+                backend: crate::net::plan::Backend::Router,
+                auto: false,
+            },
             lab: "root".into(),
             paths: vec![wan],
         });

@@ -4,6 +4,7 @@
 //! order, supervision, the drain and the finish are tested without root or sockets.
 
 use super::Input;
+use crate::lab::core::NoLab;
 use crate::model::death::{Death, Exit};
 use crate::model::{Placement, Steer};
 use crate::net::lab::{LabNet, LabPath, RouterView};
@@ -78,7 +79,7 @@ pub(crate) trait Children: Send {
 /// answers.
 pub(crate) trait Network: Send {
     /// Why the lab cannot be built here (None: it can).
-    fn blocker(&self) -> Option<String>;
+    fn blocker(&self) -> Option<NoLab>;
     /// Where the lab runs, for the status line and run.log: "root", "rootless (user namespace)".
     fn label(&self) -> String;
     /// Other synlab runs on this machine, as a notice.
@@ -193,10 +194,12 @@ impl Children for RealChildren {
 struct RealNetwork;
 
 impl Network for RealNetwork {
-    fn blocker(&self) -> Option<String> {
+    fn blocker(&self) -> Option<NoLab> {
         match crate::sys::userns::mode() {
-            Some(crate::sys::userns::LabMode::Refused(why)) => Some(why.to_string()),
-            _ => crate::sys::privilege::Privileges::current().lab_missing(),
+            Some(crate::sys::userns::LabMode::Refused(why)) => Some(NoLab::UserNs(why.clone())),
+            _ => crate::sys::privilege::Privileges::current()
+                .lab_missing()
+                .map(NoLab::Privileges),
         }
     }
     fn label(&self) -> String {

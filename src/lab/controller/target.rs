@@ -1,6 +1,7 @@
 //! Starting the target server (built-in, command, nginx/Apache) and following its access log.
 
 use super::*;
+use crate::lab::core::TargetUp;
 
 impl Controller {
     pub(super) fn start_target(&mut self) -> anyhow::Result<()> {
@@ -57,15 +58,14 @@ impl Controller {
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
                 self.target_addr = listen;
-                label = format!(
-                    "built-in {:?} server on {listen} ({} of {:?} per request, backlog {}{})",
-                    t.arch,
-                    t.service_time,
-                    t.service,
-                    t.backlog,
-                    if t.tls { ", https" } else { "" }
-                )
-                .to_lowercase();
+                label = TargetUp::Builtin {
+                    arch: t.arch,
+                    listen,
+                    service_time: t.service_time,
+                    service: t.service,
+                    backlog: t.backlog,
+                    tls: t.tls,
+                };
             }
             TargetKind::Command => {
                 let addr = self.server_addr(server_ip, t.port)?;
@@ -85,7 +85,7 @@ impl Controller {
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
                 self.target_addr = addr;
-                label = format!("`{cmdline}` on {}", self.target_addr);
+                label = TargetUp::Command { cmdline, addr };
             }
             TargetKind::Address => {
                 self.target_addr = t.address.parse().context("target.address")?;
@@ -93,7 +93,7 @@ impl Controller {
                 if let Some(pid) = t.pid {
                     self.server_pid = Some(crate::probe::sockdiag::running(pid)?);
                 }
-                label = format!("server at {}", self.target_addr);
+                label = TargetUp::Address(self.target_addr);
             }
             kind => {
                 self.target_addr = self.server_addr(server_ip, t.port)?;
@@ -108,7 +108,10 @@ impl Controller {
                 self.log(&format!("{}: {}", kind.name(), real.command));
                 self.server_pid = Some(child.pid());
                 self.server = Some(Box::new(child));
-                label = format!("{} on {}", kind.name(), self.target_addr);
+                label = TargetUp::Managed {
+                    kind,
+                    addr: self.target_addr,
+                };
                 self.access.path = Some(real.access_log.clone());
                 self.real = Some(real);
             }

@@ -110,13 +110,12 @@ impl Controller {
             return Ok(());
         };
         let verify = tls.verify;
-        self.fold_msg(Input::Tls(format!(
-            "{} {}, {}{}",
-            tls.version,
-            tls.group,
-            tls.resume_by,
-            if verify { ", verify" } else { "" }
-        )));
+        self.fold_msg(Input::Tls(crate::lab::core::TlsSpoken {
+            version: tls.version,
+            group: tls.group,
+            resume_by: tls.resume_by,
+            verify,
+        }));
         tls.verify = false;
         let addr = self.target_addr;
         let check = move || crate::tls::client::check_handshake(addr, &tls, CHECK_TIMEOUT);

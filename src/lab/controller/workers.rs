@@ -172,13 +172,12 @@ impl Controller {
     /// Puts the network lab's paths under `profiles`, all or none: when one cannot be
     /// applied, those changed before it go back to the profiles the core still holds.
     pub(super) fn apply_paths(&mut self, profiles: &[PathSpec]) -> Result<(), PathFailure> {
-        let failure = |path: &PathSpec, why: String| PathFailure {
+        let failure = |path: &PathSpec, why: PathRefusal| PathFailure {
             path: path.name.clone(),
             why,
         };
         let Some(net) = self.net.as_mut() else {
-            let why = "no network lab in this run (add a [network] section)".to_string();
-            return Err(failure(&profiles[0], why));
+            return Err(failure(&profiles[0], PathRefusal::NoLab));
         };
         for (j, p) in profiles.iter().enumerate() {
             if let Err(e) = net.set_path(p) {
@@ -188,7 +187,7 @@ impl Controller {
                         let _ = net.set_path(old);
                     }
                 }
-                return Err(failure(p, format!("{e:#}")));
+                return Err(failure(p, PathRefusal::Lab(format!("{e:#}"))));
             }
         }
         Ok(())
