@@ -76,7 +76,7 @@ pub enum Cmd {
         run: PathBuf,
         /// The largest regression allowed, in % of the baseline (error share: in points).
         #[arg(long, default_value = "5%")]
-        max_regression: String,
+        max_regression: crate::report::compare::MaxRegression,
         /// The metrics judged (comma-separated): any numeric column of summary.json (e.g.
         /// good_responses_per_s, total_p99_ms, error_share_pct: failures in % of the requests
         /// that ended, judged in points), cpu_busy_pct, capacity_per_s (the sweep's capacity
@@ -212,7 +212,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         } => crate::report::sure::compare_cli(
             &baseline,
             &run,
-            &max_regression,
+            max_regression,
             &on,
             &crate::report::sure::Outputs {
                 json,

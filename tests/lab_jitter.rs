@@ -151,7 +151,7 @@ fn jitter_spreads_connect_times_as_configured() {
     let p50_shift = q(&with, 0.5) - q(&without, 0.5);
     assert!(p50_shift.abs() < 1.0, "p50 moved {p50_shift:.2} ms");
     // The router shapes what it was told: its realised one-way delays spread +-J.
-    let v = c.net.as_ref().unwrap().router_view();
+    let v = c.router_view().unwrap();
     let (up, _) = &v.delay_us[0];
     let (lo, hi) = (up.value_at_quantile(0.01), up.value_at_quantile(0.99));
     eprintln!("router, path p0 up: delay p1 {lo} us, p99 {hi} us");

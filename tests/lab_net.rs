@@ -51,7 +51,7 @@ fn lab_run_shapes_each_path_changes_live_and_cleans_up() {
     let sc = synlab::scenario::parse("lab.toml", SCENARIO).unwrap();
     let mut c = Controller::start(sc, opts(None)).unwrap();
     // This run's namespaces only: another lab (a concurrent run) may be up too.
-    let prefix = format!("synlab-{}-", c.net.as_ref().expect("lab up").run_id);
+    let prefix = format!("synlab-{}-", c.lab_run_id().expect("lab up"));
     let ours: Vec<String> = lab_namespaces()
         .into_iter()
         .filter(|n| n.starts_with(&prefix))

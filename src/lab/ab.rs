@@ -38,7 +38,7 @@ pub struct AbArgs {
     pub repeat: u32,
     /// The largest regression of B against A allowed, in % (error share: in points).
     #[arg(long, default_value = "5%")]
-    pub max_regression: String,
+    pub max_regression: crate::report::compare::MaxRegression,
     /// The metrics judged (comma-separated), as `synlab compare --on`.
     #[arg(
         long,
@@ -69,7 +69,7 @@ fn stem(p: &Path) -> String {
 /// `synlab ab`: exit 0, 3 when a judged figure of B regressed past the limit with its whole
 /// interval, 4 when a trial was not whole, 130 interrupted.
 pub fn ab_main(args: &AbArgs) -> anyhow::Result<ExitCode> {
-    let limit = crate::report::compare::parse_limit(&args.max_regression)?;
+    let limit = args.max_regression.0;
     let on = sure::parse_on(&args.on)?;
     let open = |p: &Path| {
         Start {

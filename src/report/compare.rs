@@ -336,12 +336,31 @@ fn short(v: f64) -> String {
     super::markdown::num(v)
 }
 
-/// Parses `5%` or `5` (percent) for --max-regression.
-pub fn parse_limit(s: &str) -> anyhow::Result<f64> {
-    let t = s.trim().trim_end_matches('%').trim();
-    match t.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => anyhow::bail!("--max-regression `{s}` is not a percentage: write e.g. 5%"),
+/// `--max-regression`: the largest regression allowed, in % of the baseline (error share: in
+/// points). The command line parses it (`5%` or `5`), so a bad value is refused before any
+/// run folder is read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaxRegression(pub f64);
+
+/// A `--max-regression` that is no percentage.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a percentage: write e.g. 5%")]
+pub struct NotAPercentage(String);
+
+impl std::str::FromStr for MaxRegression {
+    type Err = NotAPercentage;
+    fn from_str(s: &str) -> Result<Self, NotAPercentage> {
+        let t = s.trim().trim_end_matches('%').trim();
+        match t.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(MaxRegression(v)),
+            _ => Err(NotAPercentage(s.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for MaxRegression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}%", self.0)
     }
 }
 
@@ -486,11 +505,11 @@ pub fn incomplete(run: &RunData) -> Vec<String> {
 pub fn compare_main(
     base: &Path,
     run: &Path,
-    limit: &str,
+    limit: MaxRegression,
     on: &[String],
     out: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let limit = parse_limit(limit)?;
+    let limit = limit.0;
     let mut on_metrics = Vec::new();
     for m in on {
         match Metric::parse(m) {
@@ -772,8 +791,11 @@ mod tests {
         assert_eq!(r("closed 8", "total_p99_ms"), Some(-10.0));
         assert_eq!(r("closed 8", "error_share_pct"), Some(0.0));
         assert_eq!(r("closed 8", "cpu_busy_pct"), Some(0.0));
-        assert_eq!(parse_limit("5%").unwrap(), 5.0);
-        assert!(parse_limit("five").is_err());
+        assert_eq!("5%".parse(), Ok(MaxRegression(5.0)));
+        assert_eq!(" 2.5 ".parse(), Ok(MaxRegression(2.5)));
+        let bad = "five".parse::<MaxRegression>().unwrap_err();
+        assert_eq!(bad.to_string(), "`five` is not a percentage: write e.g. 5%");
+        assert!("-1%".parse::<MaxRegression>().is_err());
         let t = table(&d, 5.0, &JUDGED);
         assert!(t.contains("400->200 -50%!"), "{t}");
         assert!(t.contains("80.0->160 +100%!"), "{t}");

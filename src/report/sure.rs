@@ -450,15 +450,15 @@ pub fn parse_on(on: &[String]) -> anyhow::Result<Vec<Metric>> {
 pub fn compare_cli(
     base: &Path,
     run: &Path,
-    limit_s: &str,
+    max_regression: compare::MaxRegression,
     on: &[String],
     out: &Outputs,
 ) -> anyhow::Result<ExitCode> {
-    let limit = compare::parse_limit(limit_s)?;
+    let limit = max_regression.0;
     let repeated =
         !super::trials::trial_dirs(base).is_empty() || !super::trials::trial_dirs(run).is_empty();
     if !repeated {
-        let code = compare::compare_main(base, run, limit_s, on, out.overlay.as_deref())?;
+        let code = compare::compare_main(base, run, max_regression, on, out.overlay.as_deref())?;
         let on_m = parse_on(on)?;
         let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
         let d = compare::deltas_on(&b, &r, &on_m);

@@ -38,7 +38,7 @@ pub fn tui_main(start: Start) -> anyhow::Result<ExitCode> {
     eprintln!("synlab: starting {} ...", sc.name);
     let mut ctrl = crate::lab::controller::Controller::start(sc, opts)?;
     ctrl.tui_mode();
-    terminal_watch(&interrupted, ctrl.net.as_ref().map(|n| n.netns_prefix()));
+    terminal_watch(&interrupted, ctrl.lab_netns_prefix());
     let result = run_tui(&mut ctrl, UiOptions::default());
     let unwritten = session::report_and_folder(ctrl.folder_dir());
     result?;

@@ -23,7 +23,7 @@ impl Controller {
         let line = format!("cpus: {}", self.placement.describe());
         self.log(&line);
         let (steer, refused) = match &self.net {
-            Some(n) => (n.steer, n.steer_refused.clone()),
+            Some(n) => (n.steer(), n.layout().steer_refused.clone()),
             None => (None, None),
         };
         if let Some(why) = &refused {
@@ -82,7 +82,7 @@ impl Controller {
             .net
             .as_mut()
             .context("receive steering needs the network lab ([network])")?;
-        if net.steer == Some(steer) {
+        if net.steer() == Some(steer) {
             return Ok(());
         }
         net.set_steer(steer)?;
@@ -93,14 +93,10 @@ impl Controller {
 
     /// A sweep point's `net.ipv4.tcp_syncookies` in the server's namespace.
     pub fn set_syncookies(&mut self, value: u8) -> anyhow::Result<()> {
-        let net = self
-            .net
-            .as_ref()
-            .context("tcp_syncookies is set in the lab's server namespace ([network])")?;
-        let ns = net.server_netns.clone();
-        crate::sys::netns::in_netns(&ns, || {
-            crate::sys::sysctl::write("net/ipv4/tcp_syncookies", &value.to_string())
-        })??;
+        self.net
+            .as_mut()
+            .context("tcp_syncookies is set in the lab's server namespace ([network])")?
+            .set_syncookies(value)?;
         self.log(&format!(
             "server namespace: net.ipv4.tcp_syncookies = {value}"
         ));

@@ -66,9 +66,9 @@ impl Controller {
     /// Stops the workers (they send their last report), the target and the access log.
     fn stop_children(&mut self) {
         self.send_all(&Control::Stop);
-        let deadline = Instant::now() + Duration::from_secs(3);
+        let deadline = self.rt.clock.now() + Duration::from_secs(3);
         for w in &mut self.workers {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(self.rt.clock.now());
             w.stop(left);
         }
         self.pump_messages();
@@ -155,10 +155,10 @@ impl Controller {
     /// never do within four intervals; None without probes.
     fn probe_after_drain(&mut self) -> Option<crate::probe::ProbeSample> {
         self.probe.as_ref()?;
-        let after = Instant::now() + Duration::from_millis(60);
+        let after = self.rt.clock.now() + Duration::from_millis(60);
         let deadline = after + self.interval * 4 + Duration::from_millis(500);
         let mut last: Option<crate::probe::ProbeSample> = None;
-        while let Ok(m) = self.rx.recv_deadline(deadline) {
+        while let Some(m) = self.rt.clock.recv_until(&self.rx, deadline) {
             // The other producers' messages are folded as they come.
             let Input::Probe(p) = m else {
                 self.fold_msg(m);

@@ -168,33 +168,12 @@ impl Controller {
     /// over the lab's client namespaces (read from a thread inside each). None without a lab
     /// or when one cannot be read (said in run.log).
     pub(super) fn client_active_opens(&mut self) -> Option<u64> {
-        let netns: Vec<String> = self
-            .net
-            .as_ref()?
-            .paths
-            .iter()
-            .map(|p| p.netns.clone())
-            .collect();
-        let mut sum = 0;
-        for ns in netns {
-            let read = crate::sys::netns::in_netns(&ns, || {
-                use crate::sys::procfs;
-                let text = std::fs::read_to_string(procfs::net_dir().join("snmp"))?;
-                let mut c = crate::probe::procnet::NetCounters::default();
-                c.parse_into(procfs::NET_SNMP, &text)?;
-                c.counter("Tcp.ActiveOpens")
-                    .ok_or_else(|| anyhow::anyhow!("no Tcp ActiveOpens"))
-            });
-            match read.and_then(|r| r) {
-                Ok(n) => sum += n,
-                Err(e) => {
-                    self.log(&format!(
-                        "client TcpActiveOpens in netns {ns} unreadable: {e:#}"
-                    ));
-                    return None;
-                }
+        match self.net.as_ref()?.client_active_opens() {
+            Ok(n) => Some(n),
+            Err(e) => {
+                self.log(&format!("client TcpActiveOpens unreadable: {e:#}"));
+                None
             }
         }
-        Some(sum)
     }
 }

@@ -4,25 +4,30 @@
 //! it returns (control messages, path changes, rows, run.log). The headless runner and the TUI
 //! both drive it through the one `pump`.
 
-use super::core::{Effect, Input, LabCore, PathFailure, Slot};
+use super::core::{Effect, Input, LabCore, PathFailure, PathRefusal, Slot};
 use super::knobs::{Command, Reply};
 use super::state::LabState;
 use crate::lab::recorder::Recorder;
 use crate::load::protocol::{Control, Mode, StatsDelta, WorkerConfig};
 use crate::scenario::{HttpVersion, Scenario, TargetKind};
-use crate::sys::process::{ChildProc, Spawn};
+use crate::sys::process::Spawn;
 use crate::target::config::{ServeConfig, ServerStats};
 use anyhow::{bail, Context};
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod cpus;
+#[cfg(test)]
+mod fakes;
 mod finish;
 mod inbox;
+mod runtime;
+#[cfg(test)]
+mod seam_tests;
 mod supervise;
 mod target;
 mod tls;
@@ -31,6 +36,7 @@ mod workers;
 pub use super::core::{Window, MIN_STRETCH_S};
 use crate::lab::knobs::knobs_of;
 pub use crate::scenario::workloads::mix_of;
+use runtime::{Child, Lab};
 #[cfg(test)]
 use workers::loopback_sources;
 
@@ -71,16 +77,18 @@ pub struct Controller {
     core: LabCore,
     tx: Sender<Input>,
     rx: Receiver<Input>,
-    server: Option<ChildProc>,
+    /// The machine as the controller uses it (fakes in tests).
+    rt: runtime::Runtime,
+    server: Option<Box<dyn Child>>,
     pub target_addr: SocketAddr,
     pub server_pid: Option<u32>,
-    workers: Vec<ChildProc>,
+    workers: Vec<Box<dyn Child>>,
     /// Where each worker runs and its share of the load.
     slots: Vec<WorkerSlot>,
     n_workers: u32,
     /// The network lab, when the scenario has a [network] section.
-    pub net: Option<crate::net::lab::LabNet>,
-    probe: Option<crate::probe::ProbeHandle>,
+    pub(crate) net: Option<Box<dyn Lab>>,
+    probe: Option<runtime::ProbesRunning>,
     start: Instant,
     interval: Duration,
     /// Owns the run folder: every file of it is written through the recorder.
@@ -118,13 +126,22 @@ pub use crate::load::validate::is_lab_address;
 impl Controller {
     /// Starts the target and the workers. Nothing is left running if this fails.
     pub fn start(scenario: Scenario, opts: RunOptions) -> anyhow::Result<Self> {
+        Self::start_on(scenario, opts, runtime::Runtime::real())
+    }
+
+    /// Starts on `rt`: the network lab, then the target, then the probes, then the load.
+    pub(crate) fn start_on(
+        scenario: Scenario,
+        opts: RunOptions,
+        rt: runtime::Runtime,
+    ) -> anyhow::Result<Self> {
         let recorder = match &opts.out_parent {
             Some(p) => Recorder::create(p, &scenario.name, &scenario.to_toml())?,
             None => Recorder::off(),
         };
-        let mut c = Self::assemble(scenario, opts, recorder);
+        let mut c = Self::assemble(scenario, opts, recorder, rt);
         c.log(&format!("scenario {}", c.scenario.name));
-        if let Some(line) = crate::sys::netns::others_running_notice() {
+        if let Some(line) = c.rt.network.others_running() {
             c.log(&line);
             c.core.notice(line);
         }
@@ -141,14 +158,19 @@ impl Controller {
             return Err(e);
         }
         // The core's clock starts now: its first row is one interval from here.
-        c.start = Instant::now();
+        c.start = c.rt.clock.now();
         c.recorder.set_start(std::time::SystemTime::now());
         Ok(c)
     }
 
     /// The controller of `scenario` with nothing started yet (no children, no lab, no
     /// probes), recording into `recorder`.
-    fn assemble(scenario: Scenario, opts: RunOptions, recorder: Recorder) -> Self {
+    fn assemble(
+        scenario: Scenario,
+        opts: RunOptions,
+        recorder: Recorder,
+        rt: runtime::Runtime,
+    ) -> Self {
         let (tx, rx) = unbounded();
         let interval = scenario.probe.interval.0;
         let knobs = knobs_of(&scenario);
@@ -181,13 +203,14 @@ impl Controller {
             tx,
             rx,
             server: None,
+            start: rt.clock.now(),
+            rt,
             target_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             server_pid: None,
             workers: Vec::new(),
             slots: Vec::new(),
             net: None,
             probe: None,
-            start: Instant::now(),
             interval,
             recorder,
             opts,
@@ -205,7 +228,11 @@ impl Controller {
     }
 
     pub fn elapsed(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
+        self.rt
+            .clock
+            .now()
+            .saturating_duration_since(self.start)
+            .as_secs_f64()
     }
 
     /// Builds the network lab for a [network] section (root only; says what is missing).
@@ -213,10 +240,7 @@ impl Controller {
         let Some(spec) = self.scenario.network.clone() else {
             return Ok(());
         };
-        let blocker = match crate::sys::userns::mode() {
-            Some(crate::sys::userns::LabMode::Refused(why)) => Some(why.to_string()),
-            _ => crate::sys::privilege::Privileges::current().lab_missing(),
-        };
+        let blocker = self.rt.network.blocker();
         if let Some(missing) = blocker {
             if self.opts.network_fallback {
                 let line = format!("network lab off, running on loopback: {missing}");
@@ -228,22 +252,26 @@ impl Controller {
             bail!("{missing}");
         }
         let run_id = crate::net::plan::new_run_id();
-        let net = crate::net::lab::Lab::up_placed(&spec, &run_id, &self.placement)
+        let net = self
+            .rt
+            .network
+            .up(&spec, &run_id, &self.placement)
             .context("bringing the network lab up (`synlab net status` lists leftovers, `synlab net down` removes them)")?;
-        let mut backend = format!("{:?}", net.backend).to_lowercase();
-        if spec.backend == crate::net::spec::BackendChoice::Auto {
-            backend.push_str(" (auto)");
-        }
-        for r in &net.leftovers_removed {
+        let layout = net.layout().clone();
+        let backend = super::core::LabBackend {
+            backend: layout.backend,
+            auto: spec.backend == crate::net::spec::BackendChoice::Auto,
+        };
+        for r in &layout.leftovers_removed {
             let line = format!("removed a leftover of a crashed earlier run: {r}");
             self.log(&line);
             self.core.notice(line);
         }
-        let lab = lab_label();
+        let lab = self.rt.network.label();
         let line = format!(
             "network lab {run_id} up: lab: {lab}, backend {backend}, server netns {}, {} path(s)",
-            net.server_netns,
-            net.paths.len()
+            layout.server_netns,
+            layout.paths.len()
         );
         self.log(&line);
         self.net = Some(net);
@@ -263,7 +291,7 @@ impl Controller {
         let iface = if !self.scenario.probe.iface.is_empty() {
             self.scenario.probe.iface.clone()
         } else if let Some(net) = &self.net {
-            net.plan().server.dev.clone()
+            net.layout().server_dev.clone()
         } else {
             "lo".to_string()
         };
@@ -271,7 +299,7 @@ impl Controller {
             interval: self.interval,
             port: self.target_addr.port(),
             server_pid: self.server_pid,
-            netns: self.net.as_ref().map(|n| n.server_netns.clone()),
+            netns: self.net.as_ref().map(|n| n.layout().server_netns.clone()),
             iface,
             pcap: self.scenario.probe.pcap,
             avoid_cpus: self.probe_avoid_cpus(),
@@ -282,8 +310,8 @@ impl Controller {
         };
         self.recorder.meta("probe_scope", self.probe_scope(&cfg));
         let tx = self.tx.clone();
-        let sink = move |p| tx.send(Input::Probe(Box::new(p))).is_ok();
-        match crate::probe::spawn(cfg, sink) {
+        let sink = Box::new(move |p| tx.send(Input::Probe(Box::new(p))).is_ok());
+        match self.rt.probes.start(cfg, sink) {
             Ok(h) => {
                 self.probe = Some(h);
                 self.core.set_probes_on(true);
@@ -422,6 +450,21 @@ impl Controller {
     pub fn mode(&self) -> Mode {
         self.core.state().knobs.mode
     }
+
+    /// The network lab's run id, when it is up.
+    pub fn lab_run_id(&self) -> Option<&str> {
+        self.net.as_ref().map(|n| n.layout().run_id.as_str())
+    }
+
+    /// The prefix of the lab's namespaces, when it is up.
+    pub fn lab_netns_prefix(&self) -> Option<String> {
+        self.net.as_ref().map(|n| n.netns_prefix())
+    }
+
+    /// The delay router's stats over the lab's life, when the lab is up.
+    pub fn router_view(&self) -> Option<crate::net::lab::RouterView> {
+        self.net.as_ref().map(|n| n.router_view())
+    }
 }
 
 impl super::control::LabControl for Controller {
@@ -463,15 +506,6 @@ impl Drop for Controller {
                 eprintln!("synlab: {e:#}");
             }
         }
-    }
-}
-
-/// Where the lab runs, for the status line and run.log: "root" or "rootless (user namespace)".
-fn lab_label() -> String {
-    match crate::sys::userns::mode() {
-        Some(m) => m.label().to_string(),
-        None if crate::sys::userns::host_root() => "root".into(),
-        None => "rootless (user namespace)".into(),
     }
 }
 
@@ -537,13 +571,16 @@ mod tests {
             metrics: None,
         };
         let sc = crate::scenario::default_scenario();
-        let mut c = Controller::assemble(sc, opts, Recorder::off());
+        let mut c = Controller::assemble(sc, opts, Recorder::off(), runtime::Runtime::real());
         let wan = crate::net::spec::PathSpec {
             name: "wan".into(),
             ..Default::default()
         };
         c.fold_msg(Input::LabUp {
-            backend: "router".into(),
+            backend: crate::lab::core::LabBackend {
+                backend: crate::net::plan::Backend::Router,
+                auto: false,
+            },
             lab: "root".into(),
             paths: vec![wan],
         });
@@ -572,7 +609,12 @@ mod tests {
             network_fallback: false,
             metrics: None,
         };
-        let mut c = Controller::assemble(crate::scenario::default_scenario(), opts, recorder);
+        let mut c = Controller::assemble(
+            crate::scenario::default_scenario(),
+            opts,
+            recorder,
+            runtime::Runtime::real(),
+        );
         std::fs::remove_dir_all(&dir).unwrap();
         let row = |t| Effect::Row {
             t,

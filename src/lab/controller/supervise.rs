@@ -28,7 +28,7 @@ impl Controller {
         }
         if let Some(s) = &mut self.server {
             if let Some(d) = s.death() {
-                let who = if s.name == "server" {
+                let who = if s.name() == "server" {
                     "the target server"
                 } else {
                     "the target command"

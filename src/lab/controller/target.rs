@@ -1,13 +1,14 @@
 //! Starting the target server (built-in, command, nginx/Apache) and following its access log.
 
 use super::*;
+use crate::lab::core::TargetUp;
 
 impl Controller {
     pub(super) fn start_target(&mut self) -> anyhow::Result<()> {
         let t = self.scenario.target.clone();
-        let server_netns = self.net.as_ref().map(|n| n.server_netns.clone());
+        let server_netns = self.net.as_ref().map(|n| n.layout().server_netns.clone());
         let server_ip: IpAddr = match &self.net {
-            Some(n) => IpAddr::V4(n.server_addr),
+            Some(n) => IpAddr::V4(n.layout().server_addr),
             None => IpAddr::from([127, 0, 0, 1]),
         };
         let label;
@@ -44,7 +45,7 @@ impl Controller {
                     netns: server_netns.clone(),
                     ..Default::default()
                 };
-                let child = ChildProc::spawn("server", &spawn, move |line| {
+                let on_line = Box::new(move |line: &str| {
                     if let Ok(s) = serde_json::from_str::<ServerStats>(line) {
                         let _ = tx.send(Input::Server(s));
                     } else if let Ok(n) =
@@ -52,19 +53,19 @@ impl Controller {
                     {
                         let _ = tx.send(Input::ServerNote(n.describe()));
                     }
-                })?;
+                });
+                let child = self.rt.children.spawn("server", &spawn, on_line)?;
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
                 self.target_addr = listen;
-                label = format!(
-                    "built-in {:?} server on {listen} ({} of {:?} per request, backlog {}{})",
-                    t.arch,
-                    t.service_time,
-                    t.service,
-                    t.backlog,
-                    if t.tls { ", https" } else { "" }
-                )
-                .to_lowercase();
+                label = TargetUp::Builtin {
+                    arch: t.arch,
+                    listen,
+                    service_time: t.service_time,
+                    service: t.service,
+                    backlog: t.backlog,
+                    tls: t.tls,
+                };
             }
             TargetKind::Command => {
                 let addr = self.server_addr(server_ip, t.port)?;
@@ -77,11 +78,14 @@ impl Controller {
                     output: self.target_log(),
                     ..Default::default()
                 };
-                let child = ChildProc::spawn("target command", &spawn, |_| {})?;
+                let child = self
+                    .rt
+                    .children
+                    .spawn("target command", &spawn, Box::new(|_| {}))?;
                 self.server_pid = Some(child.pid());
                 self.server = Some(child);
                 self.target_addr = addr;
-                label = format!("`{cmdline}` on {}", self.target_addr);
+                label = TargetUp::Command { cmdline, addr };
             }
             TargetKind::Address => {
                 self.target_addr = t.address.parse().context("target.address")?;
@@ -89,7 +93,7 @@ impl Controller {
                 if let Some(pid) = t.pid {
                     self.server_pid = Some(crate::probe::sockdiag::running(pid)?);
                 }
-                label = format!("server at {}", self.target_addr);
+                label = TargetUp::Address(self.target_addr);
             }
             kind => {
                 self.target_addr = self.server_addr(server_ip, t.port)?;
@@ -103,8 +107,11 @@ impl Controller {
                 let child = real.start(server_netns.clone(), self.placement.server.clone())?;
                 self.log(&format!("{}: {}", kind.name(), real.command));
                 self.server_pid = Some(child.pid());
-                self.server = Some(child);
-                label = format!("{} on {}", kind.name(), self.target_addr);
+                self.server = Some(Box::new(child));
+                label = TargetUp::Managed {
+                    kind,
+                    addr: self.target_addr,
+                };
                 self.access.path = Some(real.access_log.clone());
                 self.real = Some(real);
             }
@@ -150,7 +157,7 @@ impl Controller {
         }
         if t.kind == TargetKind::Apache {
             let tx = self.tx.clone();
-            let netns = self.net.as_ref().map(|n| n.server_netns.clone());
+            let netns = self.net.as_ref().map(|n| n.layout().server_netns.clone());
             self.scoreboard = Some(crate::lab::real_server::status::StatusPoller::spawn(
                 self.target_addr,
                 netns,
@@ -178,7 +185,7 @@ impl Controller {
         let netns = self
             .net
             .as_ref()
-            .map(|n| crate::sys::procfs::NetnsTarget::Named(n.server_netns.clone()));
+            .map(|n| crate::sys::procfs::NetnsTarget::Named(n.layout().server_netns.clone()));
         let line = match listeners_in(netns).map(|l| port_owner(&l, port)) {
             Ok(PortOwner::Pid(pid)) => {
                 self.server_pid = Some(pid);
@@ -225,7 +232,7 @@ impl Controller {
     /// host (8080 in the lab: a fresh namespace has every port free); checked free first.
     fn server_addr(&self, ip: IpAddr, port: u16) -> anyhow::Result<SocketAddr> {
         let port = match (port, &self.net) {
-            (0, None) => free_port()?,
+            (0, None) => self.rt.network.free_port()?,
             (0, Some(_)) => 8080,
             (p, _) => p,
         };
@@ -242,8 +249,8 @@ impl Controller {
             return Ok(());
         }
         // As the servers bind: SO_REUSEADDR, so TIME_WAIT from an earlier run does not count.
-        match crate::sys::server_io::bind_listener(addr, 1) {
-            Ok(_) => Ok(()),
+        match self.rt.network.port_free(addr) {
+            Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
                 "target.port {} is already in use on {} (see `ss -ltnp 'sport = :{}'`); \
                  stop what listens there, or set `port = 0` to let synlab pick a free one",
@@ -263,10 +270,10 @@ impl Controller {
 
     /// Waits until the target accepts a connection; a clear error if it never does.
     pub(super) fn wait_for_target(&mut self, limit: Duration) -> anyhow::Result<()> {
-        let deadline = Instant::now() + limit;
+        let deadline = self.rt.clock.now() + limit;
         loop {
             if let Some(s) = self.server.as_mut() {
-                if let Some(st) = s.try_wait() {
+                if let Some(st) = s.ended() {
                     bail!(
                         "the target server exited during start-up ({st}); see its messages {}",
                         // nginx and Apache write theirs in their own folder (said below).
@@ -278,17 +285,11 @@ impl Controller {
                     );
                 }
             }
-            let addr = self.target_addr;
-            let connect = move || {
-                TcpStream::connect_timeout(&addr, Duration::from_millis(500))
-                    .map(drop)
-                    .map_err(|e| e.kind())
-            };
-            let tried = match self.net.as_ref().and_then(|n| n.paths.first()) {
-                Some(p) => crate::sys::netns::in_netns(&p.netns, connect)
-                    .unwrap_or(Err(std::io::ErrorKind::Other)),
-                None => connect(),
-            };
+            let client_netns = self.client_netns();
+            let tried = self
+                .rt
+                .network
+                .connect(self.target_addr, client_netns.as_deref());
             match tried {
                 Ok(()) => return Ok(()),
                 // A server synlab did not start is up already or not at all: nothing listens
@@ -299,15 +300,21 @@ impl Controller {
                 ),
                 Err(_) => {}
             }
-            if Instant::now() > deadline {
+            if self.rt.clock.now() > deadline {
                 bail!(
                     "the target at {} does not accept connections after {}s; is it running and listening there?",
                     self.target_addr,
                     limit.as_secs()
                 );
             }
-            std::thread::sleep(Duration::from_millis(20));
+            self.rt.clock.sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The namespace the start-up checks connect from: the lab's first client's (None: here).
+    pub(super) fn client_netns(&self) -> Option<String> {
+        let net = self.net.as_ref()?;
+        net.layout().paths.first().map(|p| p.netns.clone())
     }
 
     /// The access log's path and its counts over the run, for summary.json.

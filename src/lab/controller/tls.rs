@@ -110,18 +110,17 @@ impl Controller {
             return Ok(());
         };
         let verify = tls.verify;
-        self.fold_msg(Input::Tls(format!(
-            "{} {}, {}{}",
-            tls.version,
-            tls.group,
-            tls.resume_by,
-            if verify { ", verify" } else { "" }
-        )));
+        self.fold_msg(Input::Tls(crate::lab::core::TlsSpoken {
+            version: tls.version,
+            group: tls.group,
+            resume_by: tls.resume_by,
+            verify,
+        }));
         tls.verify = false;
         let addr = self.target_addr;
         let check = move || crate::tls::client::check_handshake(addr, &tls, CHECK_TIMEOUT);
-        let r = match self.net.as_ref().and_then(|n| n.paths.first()) {
-            Some(p) => crate::sys::netns::in_netns(&p.netns, check)
+        let r = match self.client_netns() {
+            Some(ns) => crate::sys::netns::in_netns(&ns, check)
                 .unwrap_or_else(|e| Err(anyhow::anyhow!("entering the client namespace: {e}"))),
             None => check(),
         };

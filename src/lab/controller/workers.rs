@@ -55,12 +55,13 @@ impl Controller {
     pub(super) fn plan_slots(&mut self) {
         self.slots = match &self.net {
             Some(net) => {
-                let shares: Vec<f64> = net.paths.iter().map(|p| p.share).collect();
+                let paths = &net.layout().paths;
+                let shares: Vec<f64> = paths.iter().map(|p| p.share).collect();
                 let total: f64 = shares.iter().sum::<f64>().max(1e-9);
                 split_workers(self.n_workers, &shares)
                     .into_iter()
                     .flat_map(|(i, n)| {
-                        let p = &net.paths[i];
+                        let p = &paths[i];
                         let slot = WorkerSlot {
                             share: Slot {
                                 path: Some(i),
@@ -114,16 +115,21 @@ impl Controller {
                 netns: self.slots[id as usize].netns.clone(),
                 ..Default::default()
             };
-            let child = ChildProc::spawn(&format!("worker {id}"), &spawn, move |line| {
-                match serde_json::from_str::<StatsDelta>(line) {
-                    Ok(d) => {
-                        let _ = tx.send(Input::Worker(id, Box::new(d)));
-                    }
-                    Err(_) => {
-                        let _ = tx.send(Input::WorkerText(id, line.to_string()));
-                    }
-                }
-            })?;
+            let on_line =
+                Box::new(
+                    move |line: &str| match serde_json::from_str::<StatsDelta>(line) {
+                        Ok(d) => {
+                            let _ = tx.send(Input::Worker(id, Box::new(d)));
+                        }
+                        Err(_) => {
+                            let _ = tx.send(Input::WorkerText(id, line.to_string()));
+                        }
+                    },
+                );
+            let child = self
+                .rt
+                .children
+                .spawn(&format!("worker {id}"), &spawn, on_line)?;
             self.workers.push(child);
         }
         let n = self.slots.len();
@@ -166,13 +172,12 @@ impl Controller {
     /// Puts the network lab's paths under `profiles`, all or none: when one cannot be
     /// applied, those changed before it go back to the profiles the core still holds.
     pub(super) fn apply_paths(&mut self, profiles: &[PathSpec]) -> Result<(), PathFailure> {
-        let failure = |path: &PathSpec, why: String| PathFailure {
+        let failure = |path: &PathSpec, why: PathRefusal| PathFailure {
             path: path.name.clone(),
             why,
         };
         let Some(net) = self.net.as_mut() else {
-            let why = "no network lab in this run (add a [network] section)".to_string();
-            return Err(failure(&profiles[0], why));
+            return Err(failure(&profiles[0], PathRefusal::NoLab));
         };
         for (j, p) in profiles.iter().enumerate() {
             if let Err(e) = net.set_path(p) {
@@ -182,7 +187,7 @@ impl Controller {
                         let _ = net.set_path(old);
                     }
                 }
-                return Err(failure(p, format!("{e:#}")));
+                return Err(failure(p, PathRefusal::Lab(format!("{e:#}"))));
             }
         }
         Ok(())
@@ -198,13 +203,13 @@ impl Controller {
         self.send_all(&Control::Drain);
         let bound = self.core.state().knobs.timeout.as_secs_f64()
             + self.scenario.load.response_timeout.secs();
-        let deadline = Instant::now() + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
-        while Instant::now() < deadline {
+        let deadline = self.rt.clock.now() + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
+        while self.rt.clock.now() < deadline {
             self.pump_messages();
-            if self.workers.iter_mut().all(|w| w.try_wait().is_some()) {
+            if self.workers.iter_mut().all(|w| w.ended().is_some()) {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            self.rt.clock.sleep(Duration::from_millis(10));
         }
         self.pump_messages();
         let in_flight = self.core.run_counts().in_flight_at_end();
@@ -223,7 +228,7 @@ impl Controller {
         self.apply(Command::Pause(true));
         let bound = self.core.state().knobs.timeout.as_secs_f64()
             + self.scenario.load.response_timeout.secs();
-        let t0 = Instant::now();
+        let t0 = self.rt.clock.now();
         let deadline = t0 + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
         // Rows after the pause: the store's latest reflects the workers' reports since.
         let fresh = t0 + self.interval * 2;
@@ -235,13 +240,14 @@ impl Controller {
         };
         loop {
             self.pump()?;
-            let now = Instant::now();
+            let now = self.rt.clock.now();
             if now >= deadline || (now >= fresh && in_progress(self) == 0.0) {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            self.rt.clock.sleep(Duration::from_millis(10));
         }
-        Ok((t0.elapsed().as_secs_f64(), in_progress(self) as u64))
+        let waited = self.rt.clock.now().saturating_duration_since(t0);
+        Ok((waited.as_secs_f64(), in_progress(self) as u64))
     }
 
     /// How many load workers run now.

@@ -92,6 +92,7 @@ impl LabCore {
                 self.hold(p.knobs, effect, p.change, p.origin, now_s, fx)
             }
             Err(PathFailure { path, why }) => {
+                let why = why.to_string();
                 self.settle(p.origin, Err(Refusal::NotApplied { path, why }), fx)
             }
         }

@@ -20,6 +20,7 @@ use crate::target::config::ServerStats;
 pub mod checks;
 mod classes;
 mod commands;
+mod inputs;
 mod live;
 mod rows;
 mod steps;
@@ -29,6 +30,7 @@ mod tests;
 mod window;
 
 pub use commands::split_count;
+pub use inputs::{LabBackend, NoLab, PathRefusal, TargetUp, TlsSpoken};
 pub use live::{CLEAR_AFTER_S, JUDGE_S, LATENCY_S};
 pub use steps::Cue;
 pub use window::{Window, MIN_STRETCH_S};
@@ -67,14 +69,14 @@ pub enum Input {
     PathApplied(Result<(), PathFailure>),
     /// The network lab is up: its backend, where it runs, and each path's profile as built.
     LabUp {
-        backend: String,
+        backend: LabBackend,
         lab: String,
         paths: Vec<crate::net::spec::PathSpec>,
     },
     /// The scenario's network lab could not be built and the run goes on on loopback: why.
-    LabOff(String),
+    LabOff(NoLab),
     /// The target answers: what it is, for the status line and run.log.
-    TargetUp(String),
+    TargetUp(TargetUp),
     /// A line the server printed besides its stats (its work's calibration, a backlog
     /// change): for run.log.
     ServerNote(String),
@@ -82,7 +84,7 @@ pub enum Input {
     /// changes the steering).
     Cpus(crate::lab::state::CpuView),
     /// Over TLS, what the clients speak (for the status line).
-    Tls(String),
+    Tls(TlsSpoken),
     /// The scenario's thresholds judged on the session so far (the TUI's live verdicts).
     Verdicts(Vec<crate::report::thresholds::Verdict>),
     /// A mark on the charts and in the results.
@@ -126,7 +128,7 @@ pub enum Effect {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathFailure {
     pub path: String,
-    pub why: String,
+    pub why: PathRefusal,
 }
 
 /// One network path's share of the client figures.
@@ -369,20 +371,20 @@ impl LabCore {
                 paths,
             } => {
                 self.paths = paths.iter().map(|p| PathTotals::new(&p.name)).collect();
-                self.state.backend = backend;
+                self.state.backend = backend.to_string();
                 self.state.lab = lab;
                 self.state.knobs.paths = paths;
             }
             Input::LabOff(why) => {
-                self.state.knobs.lab_off = Some(why);
+                self.state.knobs.lab_off = Some(why.to_string());
                 self.state.warn(Warning::NoLab(
                     "loopback only, no WAN shaping (run.log says why)".into(),
                 ));
             }
-            Input::TargetUp(what) => self.state.target = what,
+            Input::TargetUp(what) => self.state.target = what.to_string(),
             Input::ServerNote(line) => fx.push(Effect::Log(line)),
             Input::Cpus(v) => self.state.cpus = v,
-            Input::Tls(what) => self.state.tls = what,
+            Input::Tls(what) => self.state.tls = what.to_string(),
             Input::Verdicts(v) => self.state.verdicts = v,
             Input::Mark(label) => self.mark(&label, now_s, fx),
             Input::BeginWindow => self.begin_window(now_s),
@@ -533,6 +535,11 @@ impl LabCore {
     /// Probes run: a row waits (up to half an interval) for its interval's sample.
     pub fn set_probes_on(&mut self, on: bool) {
         self.probes_on = on;
+    }
+
+    /// Whether the probes run (their rows are awaited).
+    pub fn probes_on(&self) -> bool {
+        self.probes_on
     }
 
     /// Interactive use: stretches of settings are summarised, and the load stops at

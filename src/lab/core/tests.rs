@@ -77,7 +77,10 @@ fn probe(syn_per_s: f64) -> Input {
 /// The network lab came up with these paths (20 ms RTT each).
 fn lab_up(names: &[&str]) -> Input {
     Input::LabUp {
-        backend: "router".into(),
+        backend: super::LabBackend {
+            backend: crate::net::plan::Backend::Router,
+            auto: false,
+        },
         lab: "root".into(),
         paths: names
             .iter()
@@ -500,7 +503,9 @@ fn a_path_change_the_lab_fails_is_refused_and_changes_no_knob() {
     assert_eq!(c.state.knobs, before);
     let failure = PathFailure {
         path: "far".into(),
-        why: "sending the change to the delay router (has it exited?)".into(),
+        why: super::PathRefusal::Lab(
+            "sending the change to the delay router (has it exited?)".into(),
+        ),
     };
     let fx = at(&mut c, 1.0, Input::PathApplied(Err(failure)));
     let refusal = Refusal::NotApplied {
@@ -553,7 +558,7 @@ fn a_steps_second_path_change_waits_for_the_first() {
     // The lab refuses the second: the step says so in run.log, the first holds.
     let why = PathFailure {
         path: "wan".into(),
-        why: "the delay router is not running".into(),
+        why: super::PathRefusal::Lab("the delay router is not running".into()),
     };
     let fx = at(&mut c, 1.0, Input::PathApplied(Err(why)));
     assert_eq!(
