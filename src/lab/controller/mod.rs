@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 mod cpus;
 mod finish;
+mod http2;
 mod inbox;
 mod supervise;
 mod target;
@@ -132,6 +133,7 @@ impl Controller {
             c.start_network()?;
             c.place_on_cpus();
             c.start_target()?;
+            c.check_http2()?;
             c.start_probes();
             c.start_workers()
         })();
