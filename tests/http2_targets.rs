@@ -71,6 +71,15 @@ fn established(port: u16) -> usize {
         .len()
 }
 
+/// The JSON object under `v` (at any depth) that has the key `key`.
+fn find<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
+    let o = v.as_object()?;
+    if o.contains_key(key) {
+        return Some(v);
+    }
+    o.values().find_map(|c| find(c, key))
+}
+
 /// `kind` on loopback with HTTP/2 in the clear (h2c), as the lab writes its config; h2load
 /// with `conns` connections x 10 streams for 3 s: established connections during the load,
 /// and after it, the log's HTTP/2 lines against h2load's succeeded requests.
@@ -106,19 +115,53 @@ fn h2c_counts(kind: &str, extra: &str, want_streams: u32) {
             .spawn()
             .unwrap()
     };
-    // A timed load holds its connections open: the kernel's view of them while it runs (the
-    // most seen over samples, until it ends).
-    let mut timed = h2load(&["-D", "3"]);
-    let mut open = 0;
-    while timed.try_wait().unwrap().is_none() {
-        open = open.max(established(addr.port()));
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // A timed load holds its connections open: the kernel's view of them while it runs, as
+    // `synlab probe` samples it (the established connections' count, queues, retransmissions).
+    let mut timed = h2load(&["-D", "4"]);
+    let probe = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args([
+            "probe",
+            "--port",
+            &addr.port().to_string(),
+            "--json",
+            "--no-pcap",
+        ])
+        .args(["--interval", "200ms", "--count", "12"])
+        .output()
+        .unwrap();
     assert!(timed.wait().unwrap().success());
-    assert_eq!(
-        open, conns,
-        "the kernel's established connections vs h2load -c"
+    let lines = String::from_utf8_lossy(&probe.stdout).into_owned();
+    assert!(
+        probe.status.success(),
+        "{lines}{}",
+        String::from_utf8_lossy(&probe.stderr)
     );
+    let (mut open, mut seen) = (0.0f64, Vec::new());
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let port =
+            find(&v, "conn_recvq_bytes_mean").unwrap_or_else(|| panic!("no conn figures in {l}"));
+        if let Some(n) = port["established"].as_f64() {
+            open = open.max(n);
+            seen.push(format!(
+                "est {n} recvq mean {} max {} sendq mean {} max {} retrans {}",
+                port["conn_recvq_bytes_mean"],
+                port["conn_recvq_bytes_max"],
+                port["conn_sendq_bytes_mean"],
+                port["conn_sendq_bytes_max"],
+                port["conn_retrans"]
+            ));
+            assert!(port["conn_recvq_bytes_max"].as_f64().is_some(), "{l}");
+            assert!(port["conn_sendq_bytes_max"].as_f64().is_some(), "{l}");
+            assert!(port["conn_retrans"].as_f64().is_some(), "{l}");
+        }
+    }
+    assert_eq!(
+        open as usize, conns,
+        "the kernel view's established connections vs h2load -c: {seen:#?}"
+    );
+    eprintln!("{kind} kernel view during h2load -c {conns} -m 10: {seen:#?}");
+    assert_eq!(established(addr.port()), 0, "h2load closed its connections");
     // A counted load (every request answered before it ends), from an empty log.
     std::fs::write(&real.access_log, "").unwrap();
     let out = h2load(&["-n", "5000"]).wait_with_output().unwrap();
