@@ -312,6 +312,7 @@ fn load_lines(knob: LoadKnob, v: f64) -> String {
             pct(v)
         ),
         LoadKnob::Resumed => format!("[target]\ntls = true\n[load.tls]\nresumed = {v:?}\n"),
+        LoadKnob::Streams => format!("[load]\nhttp = \"2\"\nstreams = {v}\n"),
     }
 }
 
@@ -321,6 +322,7 @@ fn live_refuses(knob: LoadKnob, v: f64) -> bool {
     use synlab::lab::knobs::{apply_knobs, knobs_of, Command, Refusal};
     let mut sc = synlab::scenario::default_scenario();
     sc.target.tls = true;
+    sc.load.http = synlab::scenario::HttpVersion::Http2;
     let mut k = knobs_of(&sc);
     k.rate = Some(100.0);
     match knob {
@@ -368,6 +370,7 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
         (LoadKnob::BurstRatio, &[0.5, 1.0, 4.0, 20.0, 25.0]),
         (LoadKnob::BurstFraction, &[0.005, 0.01, 0.3, 1.0]),
         (LoadKnob::Resumed, &[0.0, 0.3, 1.0, 1.5]),
+        (LoadKnob::Streams, &[0.0, 1.0, 100.0, 1000.0, 1001.0]),
     ];
     assert_eq!(values.len(), LoadKnob::ALL.len(), "every load knob");
     let mut refused = 0;
@@ -389,8 +392,13 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
                     _ if knob.whole() => format!("{v}"),
                     _ => format!("{v:?}"),
                 };
+                let http = if knob == LoadKnob::Streams {
+                    "http = \"2\"\n"
+                } else {
+                    ""
+                };
                 let toml = format!(
-                    "[load]\nrate = 100\n[[step]]\nat = \"1s\"\n{other}{step_key} = {value}\n"
+                    "[load]\nrate = 100\n{http}[[step]]\nat = \"1s\"\n{other}{step_key} = {value}\n"
                 );
                 let in_step = check_refuses(&toml, &format!("{step_key} ="));
                 assert_eq!(
@@ -400,10 +408,10 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
                 );
             }
             if let Some(param) = knob.sweep_name() {
-                let tls = if knob == LoadKnob::Resumed {
-                    "[target]\ntls = true\n"
-                } else {
-                    ""
+                let tls = match knob {
+                    LoadKnob::Resumed => "[target]\ntls = true\n",
+                    LoadKnob::Streams => "[load]\nhttp = \"2\"\n",
+                    _ => "",
                 };
                 let toml = format!("{tls}[sweep]\nparam = \"{param}\"\nvalues = [{v:?}]\n");
                 let in_sweep = check_refuses(&toml, "values =");
@@ -443,4 +451,63 @@ fn the_ca_file_is_read_from_the_scenario_folder() {
     std::fs::remove_file(d.path().join("ca.pem")).unwrap();
     assert!(synlab::scenario::load(&resolved).is_err());
     assert_eq!(synlab::scenario::load_resolved(&resolved).unwrap(), s);
+}
+
+/// issue 46: HTTP/2's keys. `streams` without http = "2" (in [load], a step, a sweep), 0 or
+/// past the limit, and Apache's prefork with HTTP/2 are refused by `check` (exit 2) at their
+/// line; http = "2" alone passes with a warning that says the engine cannot load it yet.
+#[test]
+fn http2_keys_are_refused_at_their_line_when_they_cannot_work() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[load]\nhttp = \"1.1\"\nstreams = 10\n",
+            ":3:",
+            "needs http = \"2\"",
+        ),
+        ("[load]\nstreams = 10\n", ":2:", "the load speaks HTTP/1.0"),
+        (
+            "[load]\nhttp = \"2\"\nstreams = 0\n",
+            ":3:",
+            "streams per connection must be 1..1000 (got 0)",
+        ),
+        (
+            "[load]\nhttp = \"2\"\nstreams = 1001\n",
+            ":3:",
+            "must be 1..1000 (got 1001)",
+        ),
+        (
+            "[load]\nrate = 10\n[[step]]\nat = \"1s\"\nstreams = 4\n",
+            ":5:",
+            "needs http = \"2\"",
+        ),
+        (
+            "[sweep]\nparam = \"load.streams\"\nvalues = [1, 10]\n",
+            ":2:",
+            "needs http = \"2\"",
+        ),
+        (
+            "[target]\nkind = \"apache\"\nmpm = \"prefork\"\n[load]\nhttp = \"2\"\n",
+            ":3:",
+            "prefork MPM (the default) refuses HTTP/2",
+        ),
+        (
+            "[target]\nkind = \"apache\"\n[load]\nhttp = \"2\"\n",
+            ":2:",
+            "set mpm = \"event\"",
+        ),
+    ];
+    for (toml, line, want) in cases {
+        let (code, _, err) = check("h2.toml", toml);
+        assert_eq!(code, Some(2), "{toml}\n{err}");
+        assert!(err.contains(&format!("DIR/h2.toml{line}")), "{toml}\n{err}");
+        assert!(err.contains(want), "{toml}\n{err}");
+    }
+    let (code, out, err) = check("ok.toml", "[load]\nhttp = \"2\"\nstreams = 100\n");
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("does not speak HTTP/2 yet"),
+        "{out}{err}"
+    );
+    let s = synlab::scenario::parse("ok.toml", "[load]\nhttp = \"2\"\n").unwrap();
+    assert_eq!(s.load.streams_per_connection(), Some(1), "h2load's default");
 }

@@ -30,6 +30,8 @@ fn setup() -> (App, FakeLab) {
     }
     // Over TLS, half the handshakes resumed: the resumed-share keys have room both ways.
     st.knobs.resumed = Some(0.5);
+    // Over HTTP/2, 8 streams per connection: the streams keys have room both ways.
+    st.knobs.streams = Some(8);
     (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
 }
 
@@ -58,6 +60,7 @@ fn load_value(k: &Knobs, knob: LoadKnob) -> f64 {
         LoadKnob::BurstRatio => k.burst.ratio,
         LoadKnob::BurstFraction => k.burst.fraction,
         LoadKnob::Resumed => k.resumed.unwrap(),
+        LoadKnob::Streams => k.streams.unwrap() as f64,
     }
 }
 

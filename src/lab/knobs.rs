@@ -33,6 +33,8 @@ pub struct Knobs {
     pub lab_off: Option<String>,
     /// Over TLS, the share of handshakes that resume a session (0-1); None: no TLS.
     pub resumed: Option<f64>,
+    /// Over HTTP/2, the concurrent streams per connection (M); None: the load speaks HTTP/1.x.
+    pub streams: Option<u32>,
 }
 
 impl Knobs {
@@ -228,6 +230,8 @@ pub enum Refusal {
     NoPath(String),
     #[error("the load does not speak TLS (the target has no tls = true): no handshakes to resume")]
     NoTls,
+    #[error("the load does not speak HTTP/2 (the scenario has no http = \"2\"): no streams per connection to change")]
+    NoHttp2,
     #[error(transparent)]
     Knob(#[from] crate::model::knob::KnobError),
     /// The network lab could not put a path under its new profile; every knob kept its value.
@@ -303,6 +307,7 @@ pub fn knobs_of(sc: &Scenario) -> Knobs {
             .target
             .tls
             .then(|| sc.load.tls.as_ref().map_or(0.0, |t| t.resumed)),
+        streams: sc.load.streams_per_connection(),
     }
 }
 
@@ -330,6 +335,7 @@ fn dispatch(k: &mut Knobs, cmd: Command) -> Applied {
                 LoadKnob::BurstRatio => k.burst.ratio,
                 LoadKnob::BurstFraction => k.burst.fraction,
                 LoadKnob::Resumed => k.resumed.ok_or(Refusal::NoTls)?,
+                LoadKnob::Streams => k.streams.ok_or(Refusal::NoHttp2)? as f64,
             };
             set_load(k, knob, knob.stepped(now, step)?)
         }
@@ -363,6 +369,8 @@ fn set_load(k: &mut Knobs, knob: LoadKnob, v: f64) -> Applied {
         LoadKnob::BurstRatio => return set_burst(k, v, k.burst.fraction),
         LoadKnob::BurstFraction => return set_burst(k, k.burst.ratio, v),
         LoadKnob::Resumed if k.resumed.is_none() => return Err(Refusal::NoTls),
+        LoadKnob::Streams if k.streams.is_none() => return Err(Refusal::NoHttp2),
+        LoadKnob::Streams => k.streams.map(f64::from),
         LoadKnob::Rate => k.rate,
         LoadKnob::Sockets => Some(k.sockets as f64),
         LoadKnob::Clients => Some(k.clients as f64),
@@ -374,6 +382,7 @@ fn set_load(k: &mut Knobs, knob: LoadKnob, v: f64) -> Applied {
         LoadKnob::Sockets => k.sockets = to as u32,
         LoadKnob::Clients => k.clients = to as u32,
         LoadKnob::Resumed => k.resumed = Some(to),
+        LoadKnob::Streams => k.streams = Some(to as u32),
         LoadKnob::BurstRatio | LoadKnob::BurstFraction => unreachable!("set_burst above"),
     }
     Ok((Effect::Load, Change::Load { knob, from, to }))

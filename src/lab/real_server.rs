@@ -292,6 +292,7 @@ impl RealServer {
                 session_cache: t.tls_session_cache,
                 tickets: t.tls_tickets,
             }),
+            http2: sc.load.http == crate::scenario::HttpVersion::Http2,
         };
         let d = server.dir.display().to_string();
         let conf = server.conf.display().to_string();

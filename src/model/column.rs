@@ -255,6 +255,11 @@ columns! {
     ACCEPT_QUEUE_LIMIT = "accept_queue_limit", Count, Gauge;
     SYN_RECV = "syn_recv", Count, Gauge;
     ESTABLISHED_SOCKS = "established", Count, Gauge;
+    CONN_RECVQ_MEAN = "conn_recvq_bytes_mean", Count, Gauge;
+    CONN_RECVQ_MAX = "conn_recvq_bytes_max", Count, Gauge;
+    CONN_SENDQ_MEAN = "conn_sendq_bytes_mean", Count, Gauge;
+    CONN_SENDQ_MAX = "conn_sendq_bytes_max", Count, Gauge;
+    CONN_RETRANS = "conn_retrans", Count, Gauge;
     FIN_WAIT = "fin_wait", Count, Gauge;
     CLOSE_WAIT = "close_wait", Count, Gauge;
     LAST_ACK = "last_ack", Count, Gauge;
@@ -447,6 +452,11 @@ const SCOPES: &[(Col, Scope)] = &[
     (col::ACCEPT_QUEUE_LIMIT, Scope::Port),
     (col::SYN_RECV, Scope::Port),
     (col::ESTABLISHED_SOCKS, Scope::Port),
+    (col::CONN_RECVQ_MEAN, Scope::Port),
+    (col::CONN_RECVQ_MAX, Scope::Port),
+    (col::CONN_SENDQ_MEAN, Scope::Port),
+    (col::CONN_SENDQ_MAX, Scope::Port),
+    (col::CONN_RETRANS, Scope::Port),
     (col::FIN_WAIT, Scope::Port),
     (col::CLOSE_WAIT, Scope::Port),
     (col::LAST_ACK, Scope::Port),

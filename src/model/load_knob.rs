@@ -1,4 +1,5 @@
-//! The load's live knobs (rate, D, clients, burst ratio and time at peak, resumed share): one type
+//! The load's live knobs (rate, D, clients, burst ratio and time at peak, resumed share, HTTP/2
+//! streams per connection): one type
 //! that says, per knob, its keys in scenario files, its sweep name, its unit and limits, how a key
 //! press steps it and how its values read. Scenario validation, steps, sweeps, the keys and the
 //! lab's replies all go through it, so a scenario and a key accept exactly the same values.
@@ -8,6 +9,9 @@ use std::fmt;
 
 /// The most closed-loop clients a run keeps (each is a state machine with its connection).
 pub const CLIENTS_MAX: u32 = 20_000;
+/// The most concurrent HTTP/2 streams per connection (h2load's `-m`; nginx and Apache advertise
+/// 128 and 100 by default, RFC 9113 recommends at least 100).
+pub const STREAMS_MAX: u32 = 1000;
 /// The highest peak/average ratio of a burst.
 pub const BURST_RATIO_MAX: f64 = 20.0;
 
@@ -26,6 +30,8 @@ pub enum LoadKnob {
     BurstFraction,
     /// Over TLS, the share of handshakes that resume a session (0-1).
     Resumed,
+    /// M: over HTTP/2, the concurrent streams per connection.
+    Streams,
 }
 
 /// How a key changes a load knob: by an amount in the knob's value unit, or by a factor.
@@ -68,6 +74,7 @@ impl LoadKnob {
         LoadKnob::BurstRatio,
         LoadKnob::BurstFraction,
         LoadKnob::Resumed,
+        LoadKnob::Streams,
     ];
 
     /// Its key path in a scenario's `[load]`.
@@ -79,6 +86,7 @@ impl LoadKnob {
             LoadKnob::BurstRatio => "load.burst.ratio",
             LoadKnob::BurstFraction => "load.burst.fraction",
             LoadKnob::Resumed => "load.tls.resumed",
+            LoadKnob::Streams => "load.streams",
         }
     }
 
@@ -91,6 +99,7 @@ impl LoadKnob {
             LoadKnob::BurstRatio => Some("burst_ratio"),
             LoadKnob::BurstFraction => Some("burst_fraction"),
             LoadKnob::Resumed => None,
+            LoadKnob::Streams => Some("streams"),
         }
     }
 
@@ -101,6 +110,7 @@ impl LoadKnob {
             LoadKnob::Sockets => Some("load.sockets"),
             LoadKnob::Clients => Some("load.clients"),
             LoadKnob::Resumed => Some("load.tls.resumed"),
+            LoadKnob::Streams => Some("load.streams"),
             LoadKnob::BurstRatio | LoadKnob::BurstFraction => None,
         }
     }
@@ -122,6 +132,7 @@ impl LoadKnob {
             LoadKnob::BurstRatio => "burst ratio",
             LoadKnob::BurstFraction => "time at peak",
             LoadKnob::Resumed => "the resumed share",
+            LoadKnob::Streams => "streams per connection",
         }
     }
 
@@ -129,7 +140,7 @@ impl LoadKnob {
     pub fn unit(self) -> &'static str {
         match self {
             LoadKnob::Rate => "/s",
-            LoadKnob::Sockets | LoadKnob::Clients => "",
+            LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams => "",
             LoadKnob::BurstRatio => "x",
             LoadKnob::BurstFraction | LoadKnob::Resumed => "%",
         }
@@ -144,19 +155,23 @@ impl LoadKnob {
             LoadKnob::BurstRatio => (1.0, BURST_RATIO_MAX),
             LoadKnob::BurstFraction => (0.01, 1.0),
             LoadKnob::Resumed => (0.0, 1.0),
+            LoadKnob::Streams => (1.0, STREAMS_MAX as f64),
         }
     }
 
     /// A count: whole values only.
     pub fn whole(self) -> bool {
-        matches!(self, LoadKnob::Sockets | LoadKnob::Clients)
+        matches!(
+            self,
+            LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams
+        )
     }
 
     /// The step of a key press, upwards (its lower-case key steps [`LoadStep::down`]).
     pub const fn key_step(self) -> LoadStep {
         match self {
             LoadKnob::Rate => LoadStep::Scale(1.1),
-            LoadKnob::Sockets | LoadKnob::Clients => LoadStep::Scale(2.0),
+            LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams => LoadStep::Scale(2.0),
             LoadKnob::BurstRatio => LoadStep::Add(0.5),
             LoadKnob::BurstFraction => LoadStep::Add(0.05),
             LoadKnob::Resumed => LoadStep::Add(0.1),
@@ -167,7 +182,7 @@ impl LoadKnob {
     /// in tenths of a percent), so key presses land on round values.
     fn grain(self) -> f64 {
         match self {
-            LoadKnob::Rate | LoadKnob::Sockets | LoadKnob::Clients => 1.0,
+            LoadKnob::Rate | LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams => 1.0,
             LoadKnob::BurstRatio => 0.1,
             LoadKnob::BurstFraction => 0.001,
             LoadKnob::Resumed => 0.01,
@@ -296,5 +311,16 @@ mod tests {
         );
         assert_eq!(LoadKnob::Resumed.stepped(0.5, LoadStep::Add(0.1)), Ok(0.6));
         assert_eq!(LoadKnob::BurstRatio.key_step().down(), LoadStep::Add(-0.5));
+        let m = LoadKnob::Streams;
+        assert_eq!(m.stepped(10.0, m.key_step()), Ok(20.0));
+        assert_eq!(
+            m.stepped(1.0, m.key_step().down()),
+            Err(LoadKnobError::AtLimit(m))
+        );
+        assert_eq!(m.stepped(800.0, m.key_step()), Ok(STREAMS_MAX as f64));
+        assert_eq!(
+            m.check(0.0).unwrap_err().to_string(),
+            "streams per connection must be 1..1000 (got 0)"
+        );
     }
 }

@@ -160,6 +160,14 @@ pub struct SummaryRow {
     pub accept_queue_max: f64,
     pub listen_overflows_per_s: f64,
     pub established_mean: f64,
+    /// The server port's established connections (sock_diag): bytes waiting in their receive
+    /// and send queues (each sample's mean per connection, then its mean over the window; the
+    /// largest of any connection), and their retransmissions (tcp_info, the most seen).
+    pub conn_recvq_bytes_mean: f64,
+    pub conn_recvq_bytes_max: f64,
+    pub conn_sendq_bytes_mean: f64,
+    pub conn_sendq_bytes_max: f64,
+    pub conn_retrans_max: f64,
     /// TCP sockets in use in the server's netns (sockstat `inuse`: every state but TIME_WAIT,
     /// closed-but-unacknowledged ones included): the server kernel's open connections in the
     /// lab; on loopback the client's sockets count too.
@@ -468,6 +476,11 @@ summary_cols! {
     AcceptQueueMax = accept_queue_max: Count,
     ListenOverflowsPerS = listen_overflows_per_s: PerSecond,
     EstablishedMean = established_mean: Count,
+    ConnRecvqBytesMean = conn_recvq_bytes_mean: Count,
+    ConnRecvqBytesMax = conn_recvq_bytes_max: Count,
+    ConnSendqBytesMean = conn_sendq_bytes_mean: Count,
+    ConnSendqBytesMax = conn_sendq_bytes_max: Count,
+    ConnRetransMax = conn_retrans_max: Count,
     ServerSocketsMean = server_sockets_mean: Count,
     ClientOpenMean = client_open_mean: Count,
     TimeWaitMean = time_wait_mean: Count,

@@ -101,6 +101,7 @@ impl SweepParam {
             SweepParam::Load(LoadKnob::Resumed) => "resumed TLS handshakes (share, 0-1)",
             SweepParam::Load(LoadKnob::BurstRatio) => "burst (peak/average ratio)",
             SweepParam::Load(LoadKnob::BurstFraction) => "burst (% of time at peak)",
+            SweepParam::Load(LoadKnob::Streams) => "HTTP/2 streams per connection (M)",
             SweepParam::Path(k) => k.axis(),
             SweepParam::Steer => "receive steering (where the server's NET_RX softirq runs)",
             SweepParam::Syncookies => {

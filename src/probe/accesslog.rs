@@ -28,6 +28,9 @@ pub struct StatusCounts {
     /// `%{SSL_SESSION_RESUMED}x`) says the request's connection resumed a session or not.
     pub tls_full: u64,
     pub tls_resumed: u64,
+    /// Lines whose request was HTTP/2: the request field's protocol (`"GET / HTTP/2.0"`, the
+    /// `$server_protocol` that ends nginx's `$request`, Apache's `%H` that ends `%r`).
+    pub http2: u64,
     /// Lines the server wrote about itself, not counted in `lines`: Apache's internal dummy
     /// connections (its parent waking a child it wants gone: `OPTIONS *` with its own user
     /// agent; on an HTTPS listener a request without a TLS session, `tls:-`, answered 400).
@@ -66,6 +69,9 @@ impl StatusCounts {
             Some(false) => self.tls_full += 1,
             None => {}
         }
+        if is_http2(line) {
+            self.http2 += 1;
+        }
     }
 
     /// The counts added since `earlier`.
@@ -80,6 +86,7 @@ impl StatusCounts {
             unparsed: self.unparsed.saturating_sub(earlier.unparsed),
             tls_full: self.tls_full.saturating_sub(earlier.tls_full),
             tls_resumed: self.tls_resumed.saturating_sub(earlier.tls_resumed),
+            http2: self.http2.saturating_sub(earlier.http2),
             internal: self.internal.saturating_sub(earlier.internal),
         }
     }
@@ -225,6 +232,26 @@ fn is_internal(line: &[u8], tls: Option<&[u8]>, listener: Listener) -> bool {
     let no_session =
         listener == Listener::Https && tls == Some(b"-") && parse_status(line) == Some(400);
     apaches_own || no_session
+}
+
+/// The protocol that ends a request field over HTTP/2 (nginx and Apache both write 2.0).
+const HTTP2_REQUEST_END: &[u8] = b" HTTP/2.0\"";
+
+/// Whether the line's request (its first quoted field) was HTTP/2.
+fn is_http2(line: &[u8]) -> bool {
+    let Some(open) = memchr::memchr(b'"', line) else {
+        return false;
+    };
+    // The request field ends at the first quote after it that a backslash does not escape.
+    let mut i = open + 1;
+    while let Some(&c) = line.get(i) {
+        match c {
+            b'\\' => i += 2,
+            b'"' => return line[..=i].ends_with(HTTP2_REQUEST_END),
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// Whether a session-reuse field says resumed: `r` or `Resumed` (true), `.` or `Initial`
@@ -519,6 +546,21 @@ mod tests {
         let mut a = StatusCounts::default();
         a.add_line(options.as_bytes(), Listener::Plain);
         assert_eq!((a.lines, a.internal), (0, 1));
+    }
+
+    #[test]
+    fn http2_lines_are_counted_by_their_request_protocol() {
+        let mut c = StatusCounts::default();
+        for l in [
+            r#"127.0.0.1 - - [28/Nov/2026:03:25:44 +0000] "GET /index.html HTTP/2.0" 200 6 "-" "h2load nghttp2/1.52.0""#,
+            r#"::1 - - [28/Nov/2026:03:25:44 +0000] "GET / HTTP/2.0" 200 6 "-" "curl" tls:."#,
+            r#"127.0.0.1 - - [28/Nov/2026:03:25:44 +0000] "GET / HTTP/1.1" 200 6 "-" "HTTP/2.0""#,
+            r#"127.0.0.1 - - [28/Nov/2026:03:25:44 +0000] "GET /a"b HTTP/2.0" HTTP/1.1" 200 6 "-" "-""#,
+            r#"127.0.0.1 - - [28/Nov/2026:03:25:44 +0000] "-" 400 0 "-" "-""#,
+        ] {
+            c.add_line(l.as_bytes(), Listener::Plain);
+        }
+        assert_eq!((c.lines, c.http2), (5, 2), "{c:?}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod procnet;
 pub mod sample;
 pub mod sampler;
 pub mod scope;
+pub mod speaks_h2;
 
 pub use sample::{Cores, Metrics, ProbeSample, SynSource};
 pub use sampler::{spawn, spawn_with, ProbeConfig, ProbeHandle, SampleSink};

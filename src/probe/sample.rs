@@ -130,6 +130,11 @@ metrics! {
     /// Accept-queue length and limit summed over the port's listening sockets.
     accept_queue => ACCEPT_QUEUE, accept_queue_limit => ACCEPT_QUEUE_LIMIT, syn_recv => SYN_RECV,
     established => ESTABLISHED_SOCKS, fin_wait => FIN_WAIT, close_wait => CLOSE_WAIT,
+    /// The port's established connections: bytes waiting in their receive and send queues
+    /// (mean and largest over connections) and their retransmissions (tcp_info).
+    conn_recvq_mean => CONN_RECVQ_MEAN, conn_recvq_max => CONN_RECVQ_MAX,
+    conn_sendq_mean => CONN_SENDQ_MEAN, conn_sendq_max => CONN_SENDQ_MAX,
+    conn_retrans => CONN_RETRANS,
     last_ack => LAST_ACK, closing => CLOSING,
     /// Whole namespace (all ports): /proc/net/sockstat `tw`.
     time_wait => TIME_WAIT, tcp_inuse => TCP_INUSE, tcp_orphan => TCP_ORPHAN,
@@ -338,6 +343,14 @@ fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
             m.close_wait = f(d.close_wait);
             m.last_ack = f(d.last_ack);
             m.closing = f(d.closing);
+            if let Some(q) = d.conns {
+                let (rq, sq) = q.means();
+                m.conn_recvq_mean = Some(rq);
+                m.conn_recvq_max = f(q.recvq_max);
+                m.conn_sendq_mean = Some(sq);
+                m.conn_sendq_max = f(q.sendq_max);
+                m.conn_retrans = f(q.retrans);
+            }
             if d.time_wait_walked {
                 m.port_time_wait = f(d.time_wait);
             }

@@ -464,6 +464,14 @@ impl Sampler {
                 };
                 sum.add(&socks);
                 if walk_states {
+                    // The established connections' queues and retransmissions (tcp_info): a
+                    // second walk, inside the walks' budget (timed with the first).
+                    match crate::sys::conn_queues::conn_queues(d, cfg.port) {
+                        Ok(q) => sum.conns = Some(q),
+                        Err(e) => self.notes.warn("conns", || {
+                            format!("the established connections' queues are missing: sock_diag with tcp_info failed: {e}")
+                        }),
+                    }
                     let took = t0.elapsed();
                     let gap = walk_gap(took, cfg.interval);
                     // Due from the sample's own instant, a quarter interval early: the walk

@@ -53,6 +53,8 @@ pub struct DiagSummary {
     /// less often than the samples), only the listeners were asked for and the counts mean
     /// nothing.
     pub states_fresh: bool,
+    /// The established connections' queues and retransmissions (walked with the states).
+    pub conns: Option<crate::sys::conn_queues::ConnQueues>,
 }
 
 impl DiagSummary {

@@ -319,14 +319,15 @@ impl Scenario {
         toml::to_string_pretty(&v).unwrap_or_else(|e| format!("# could not serialize: {e}\n"))
     }
 
-    /// Whether any point speaks HTTP/1.1 keep-alive (`load.http`, or a sweep or its curves
+    /// Whether any point keeps its connections (HTTP/1.1 keep-alive or HTTP/2: `load.http`, or a sweep or its curves
     /// over it): the server then keeps connections the clients keep.
     pub fn uses_keepalive(&self) -> bool {
         let swept = self.sweep.iter().flat_map(|sw| {
             let curves = sw.curves.iter().map(|c| (c.kind(), &c.values));
             std::iter::once((sw.kind(), &sw.values)).chain(curves)
         });
-        self.load.http == HttpVersion::Http11
+        // HTTP/2's connections carry every request of their client: kept open as 1.1's.
+        matches!(self.load.http, HttpVersion::Http11 | HttpVersion::Http2)
             || swept
                 .filter(|(k, _)| *k == Some(SweepParam::Http))
                 .flat_map(|(_, vals)| vals.iter())

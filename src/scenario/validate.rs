@@ -274,10 +274,48 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
             ),
         );
     }
-    if l.http != HttpVersion::Http11 {
+    if l.http == HttpVersion::Http10 {
         bad(
             "load.connections",
-            "persistent connections need keep-alive: add http = \"1.1\"".into(),
+            "persistent connections need keep-alive: add http = \"1.1\" (or \"2\")".into(),
+        );
+    }
+}
+
+/// HTTP/2: streams per connection only over HTTP/2 (the limits are the knob's, above), and an
+/// Apache that can speak it (mod_http2 refuses the prefork MPM).
+fn check_http2(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let h2 = s.load.http == HttpVersion::Http2;
+    let needs_h2 = |what: &str| {
+        format!("{what} is HTTP/2's streams per connection: it needs http = \"2\" in [load] (the load speaks HTTP/{})", if s.load.http == HttpVersion::Http11 { "1.1" } else { "1.0" })
+    };
+    if s.load.streams.is_some() && !h2 {
+        bad("load.streams", needs_h2("streams"));
+    }
+    for (i, st) in s.steps.iter().enumerate() {
+        if st.streams.is_some() && !h2 {
+            bad(&format!("step[{i}].streams"), needs_h2("streams"));
+        }
+    }
+    if let Some(sw) = s.sweep.as_ref().filter(|_| !h2) {
+        let streams = Some(SweepParam::Load(LoadKnob::Streams));
+        if sw.kind() == streams {
+            bad("sweep.param", needs_h2("load.streams"));
+        }
+        if sw.curves.iter().any(|c| c.kind() == streams) {
+            bad("sweep.curves.param", needs_h2("load.streams"));
+        }
+    }
+    let mpm = s.target.mpm.unwrap_or_default();
+    if h2 && s.target.kind == TargetKind::Apache && mpm == crate::scenario::ApacheMpm::Prefork {
+        let key = if s.target.mpm.is_some() {
+            "target.mpm"
+        } else {
+            "target.kind"
+        };
+        bad(
+            key,
+            "Apache's prefork MPM (the default) refuses HTTP/2: mod_http2 needs a threaded MPM; set mpm = \"event\" in [target]".into(),
         );
     }
 }
@@ -311,6 +349,7 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         bad("load.requests_per_conn", "must be >= 1".into());
     }
     check_pool(l, bad);
+    check_http2(s, bad);
     if l.workload == Workload::Custom && l.mix.is_empty() {
         bad(
             "load.mix",
@@ -769,6 +808,9 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
             "load.rate".into(),
             "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".into(),
         ));
+    }
+    if s.load.http == HttpVersion::Http2 {
+        w.push(("load.http".into(), crate::scenario::ENGINE_NO_HTTP2.into()));
     }
     if let Some(sw) = &s.sweep {
         if written_top.iter().any(|k| k == "duration") {

@@ -53,6 +53,7 @@ pub fn netns_enter_raw(name: &str) -> std::io::Result<()> {
     Ok(())
 }
 pub mod cgi_spawn;
+pub mod conn_queues;
 pub mod machine;
 pub mod pcap;
 pub mod procfs;

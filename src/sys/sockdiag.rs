@@ -240,6 +240,16 @@ impl SockDiag {
         self.exchange(&req)
     }
 
+    /// One dump of a request another file builds (`conn_queues`) from the next sequence number.
+    pub fn exchange_request(
+        &mut self,
+        req: impl FnOnce(u32) -> Vec<u8>,
+    ) -> std::io::Result<Vec<u8>> {
+        self.seq = self.seq.wrapping_add(1);
+        let req = req(self.seq);
+        self.exchange(&req)
+    }
+
     /// Sends a request and gathers its replies up to NLMSG_DONE.
     fn exchange(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
         // SAFETY: req is a valid buffer; the kernel is the destination (zeroed sockaddr_nl).

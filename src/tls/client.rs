@@ -309,6 +309,20 @@ pub fn check_handshake(
     settings: &ClientTls,
     timeout: std::time::Duration,
 ) -> anyhow::Result<String> {
+    let (mut s, mut conn) = handshake(addr, settings, &[b"http/1.1"], timeout)?;
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut s);
+    Ok(agreed(&conn))
+}
+
+/// One full handshake with the server at `addr` offering the ALPN protocols `alpn`, blocking,
+/// within `timeout`: the socket and the connection, ready for application data, or why not.
+pub fn handshake(
+    addr: std::net::SocketAddr,
+    settings: &ClientTls,
+    alpn: &[&[u8]],
+    timeout: std::time::Duration,
+) -> anyhow::Result<(std::net::TcpStream, ClientConnection)> {
     use anyhow::Context;
     let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)
         .with_context(|| format!("connecting to {addr}"))?;
@@ -316,8 +330,10 @@ pub fn check_handshake(
     s.set_write_timeout(Some(timeout))?;
     let mut full = settings.clone();
     full.resumed = 0.0;
-    let mut client = TlsClient::new(&full, addr.ip())?;
-    let (mut conn, _) = client.start()?;
+    let client = TlsClient::new(&full, addr.ip())?;
+    let mut config = (*client.full).clone();
+    config.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    let mut conn = ClientConnection::new(Arc::new(config), client.name.clone())?;
     while conn.is_handshaking() {
         match conn.complete_io(&mut s) {
             Ok((0, 0)) => anyhow::bail!("the server closed the connection during the handshake"),
@@ -340,8 +356,11 @@ pub fn check_handshake(
             }
         }
     }
-    conn.send_close_notify();
-    let _ = conn.complete_io(&mut s);
+    Ok((s, conn))
+}
+
+/// What a handshake agreed: "TLS 1.3, X25519, TLS13_AES_256_GCM_SHA384, ALPN h2".
+pub fn agreed(conn: &ClientConnection) -> String {
     let version = match conn.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_3) => "TLS 1.3".to_string(),
         Some(rustls::ProtocolVersion::TLSv1_2) => "TLS 1.2".to_string(),
@@ -359,7 +378,7 @@ pub fn check_handshake(
         .alpn_protocol()
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .unwrap_or_else(|| "none".into());
-    Ok(format!("{version}, {group}, {suite}, ALPN {alpn}"))
+    format!("{version}, {group}, {suite}, ALPN {alpn}")
 }
 
 #[cfg(test)]

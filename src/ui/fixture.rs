@@ -45,6 +45,7 @@ pub fn knobs() -> Knobs {
         selected_path: 0,
         lab_off: None,
         resumed: None,
+        streams: None,
     }
 }
 

@@ -77,7 +77,7 @@ const fn b(key: Key, action: Action, help: &'static str) -> Binding {
 
 use Action as A;
 use Key::Char as C;
-use LoadKnob::{BurstFraction, BurstRatio, Rate, Resumed};
+use LoadKnob::{BurstFraction, BurstRatio, Rate, Resumed, Streams};
 use PathKnob::{Bandwidth as BW, Jitter, Loss, Rtt};
 use PathStep::{Add, Scale};
 
@@ -106,6 +106,8 @@ pub const KEYMAP: &[Binding] = &[
     b(C('b'), A::ToggleBurst, "bursts on/off"),
     b(C('u'), down(Resumed), "TLS: resumed handshakes -10%"),
     b(C('U'), up(Resumed), "TLS: resumed handshakes +10%"),
+    b(C('e'), down(Streams), "HTTP/2: streams per connection /2"),
+    b(C('E'), up(Streams), "HTTP/2: streams per connection x2"),
     b(
         C('r'),
         A::PathStep(Rtt, Add(-10.0)),

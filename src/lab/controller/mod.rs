@@ -24,6 +24,7 @@ mod cpus;
 #[cfg(test)]
 mod fakes;
 mod finish;
+mod http2;
 mod inbox;
 mod runtime;
 #[cfg(test)]
@@ -149,6 +150,7 @@ impl Controller {
             c.start_network()?;
             c.place_on_cpus();
             c.start_target()?;
+            c.check_http2()?;
             c.start_probes();
             c.start_workers()
         })();

@@ -25,6 +25,8 @@ pub struct ConfigParams {
     pub extra_events: Vec<String>,
     /// HTTPS on the listen address, with the lab's certificate.
     pub tls: Option<TlsParams>,
+    /// HTTP/2 on the listener (`load.http = "2"`): h2 by ALPN over TLS, h2c in the clear.
+    pub http2: bool,
 }
 
 /// A real server's TLS: the lab's certificate and its session cache and tickets.
@@ -76,6 +78,9 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
         .map(|(u, g)| format!("user {u} {g};\n"))
         .unwrap_or_default();
     let extra: String = p.extra.iter().map(|l| format!("    {l}\n")).collect();
+    // nginx 1.22's `http2` on a plain listen line is h2c only (an HTTP/1.x request there is
+    // not answered), so it is on only when the load speaks HTTP/2.
+    let http2 = if p.http2 { " http2" } else { "" };
     // nginx refuses a directive given twice: the scenario's worker_connections wins.
     let own_connections = p
         .extra_events
@@ -105,7 +110,7 @@ pub fn nginx_conf(p: &ConfigParams) -> String {
          \x20   uwsgi_temp_path {d}/tmp/uwsgi;\n\
          \x20   scgi_temp_path {d}/tmp/scgi;\n\
          \x20   server {{\n\
-         \x20       listen {listen}{ssl} backlog={backlog};\n\
+         \x20       listen {listen}{ssl}{http2} backlog={backlog};\n\
          {tls}\
          \x20       root {root};\n\
          \x20       index index.html;\n\
@@ -183,6 +188,14 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
             tickets = if t.tickets { "on" } else { "off" },
         ));
     }
+    // HTTP/2 by mod_http2 (loaded by synlab itself), beside HTTP/1.1: over TLS h2 by ALPN,
+    // in the clear h2c (prior knowledge or Upgrade). The prefork MPM refuses it (`check` says so).
+    if p.http2 {
+        c.push_str(&format!(
+            "<IfModule !http2_module>\n    LoadModule http2_module {m}/mod_http2.so\n</IfModule>\nProtocols {} http/1.1\n",
+            if p.tls.is_some() { "h2" } else { "h2c" }
+        ));
+    }
     // Over TLS the combined format gains the session's reuse (`tls:Resumed` / `tls:Initial`).
     let (log_tls, listen_proto) = match p.tls {
         Some(_) => (accesslog::APACHE_TLS_FIELD, " https"),
@@ -258,6 +271,7 @@ mod tests {
             extra: vec!["# extra line".into()],
             extra_events: Vec::new(),
             tls: None,
+            http2: false,
         }
     }
 
@@ -360,6 +374,31 @@ mod tests {
         }
         // Plain HTTP keeps the plain combined format.
         assert!(!nginx_conf(&params()).contains("ssl"));
+    }
+
+    #[test]
+    fn http2_is_on_the_listen_line_and_in_apaches_protocols_only_when_asked() {
+        let mut p = params();
+        assert!(!nginx_conf(&p).contains("http2"));
+        assert!(!apache_conf(&p, ApacheMpm::Event, Path::new("/m")).contains("http2"));
+        p.http2 = true;
+        assert!(nginx_conf(&p).contains("listen 198.18.0.1:8080 http2 backlog=511;"));
+        let c = apache_conf(&p, ApacheMpm::Event, Path::new("/m"));
+        for want in [
+            "LoadModule http2_module /m/mod_http2.so",
+            "Protocols h2c http/1.1\n",
+        ] {
+            assert!(c.contains(want), "{want} missing in\n{c}");
+        }
+        p.tls = Some(TlsParams {
+            cert: "/c".into(),
+            key: "/k".into(),
+            session_cache: true,
+            tickets: true,
+        });
+        assert!(nginx_conf(&p).contains("listen 198.18.0.1:8080 ssl http2 backlog=511;"));
+        let c = apache_conf(&p, ApacheMpm::Event, Path::new("/m"));
+        assert!(c.contains("Protocols h2 http/1.1\n"), "{c}");
     }
 
     #[test]

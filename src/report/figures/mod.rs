@@ -34,7 +34,9 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
     use SweepParam as P;
     match param {
         Some(P::Load(L::Rate)) => ParamKind::Rate,
-        Some(P::Concurrency | P::Load(L::Sockets | L::Clients) | P::Workers) => ParamKind::Count,
+        Some(P::Concurrency | P::Load(L::Sockets | L::Clients | L::Streams) | P::Workers) => {
+            ParamKind::Count
+        }
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst | P::Load(L::BurstRatio | L::BurstFraction)) => ParamKind::Burst,
         Some(P::Load(L::Resumed)) => ParamKind::Resumed,

@@ -46,19 +46,34 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState, fold_state
         headline(st, c::ACCEPT_QUEUE_LIMIT),
     );
     let full = matches!((q, limit), (Some(q), Some(l)) if l > 0.0 && q.round() >= l);
-    let title = match (full, fold_states) {
-        (true, _) => "accept queue  FULL: SYNs dropped",
-        (false, true) => "accept queue · TCP states",
-        (false, false) => "accept queue",
+    // Over HTTP/2 a few connections carry every stream: the accept queue stays nearly empty
+    // and the queue is in the connections' socket buffers, charted instead and said so.
+    let h2 = st.knobs.streams.is_some();
+    let title = match (full, fold_states, h2) {
+        (true, _, _) => "accept queue  FULL: SYNs dropped",
+        (false, _, true) => "HTTP/2 conn queues (accept queue ~0: few conns, many streams)",
+        (false, true, false) => "accept queue · TCP states",
+        (false, false, false) => "accept queue",
     };
     let inner = panel(area, buf, title, &app.theme);
     let mut queue = Series::column(st, "queue", c::ACCEPT_QUEUE, w);
     queue.latest = Some(queue_text(q, limit));
-    let mut queue_series = vec![
-        queue,
-        Series::column(st, "limit", c::ACCEPT_QUEUE_LIMIT, w),
-        Series::column(st, "SYN-RCVD", c::SYN_RECV, w),
-    ];
+    let mut queue_series = if h2 {
+        vec![
+            Series::column(st, "recvq B/conn", c::CONN_RECVQ_MEAN, w),
+            Series::column(st, "sendq B/conn", c::CONN_SENDQ_MEAN, w),
+            header_only(Series::column(st, "recvq max", c::CONN_RECVQ_MAX, w)),
+            header_only(Series::column(st, "sendq max", c::CONN_SENDQ_MAX, w)),
+            header_only(Series::column(st, "retrans", c::CONN_RETRANS, w)),
+            header_only(queue),
+        ]
+    } else {
+        vec![
+            queue,
+            Series::column(st, "limit", c::ACCEPT_QUEUE_LIMIT, w),
+            Series::column(st, "SYN-RCVD", c::SYN_RECV, w),
+        ]
+    };
     // The built-in process or thread server's own count of its workers busy with a
     // connection (all busy leaves new connections in the queue). The event server's one loop
     // says little at the instant it reports, between requests.

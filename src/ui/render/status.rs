@@ -99,6 +99,9 @@ pub fn lines(app: &App, st: &LabState, width: u16, compact: bool) -> Vec<Line<'s
     if k.mode == Mode::Closed {
         knobs.push(kv(app, "clients", k.clients.to_string()));
     }
+    if let Some(m) = k.streams {
+        knobs.push(kv(app, "streams", format!("{m}/conn")));
+    }
     knobs.push(kv(app, "T", format!("{}ms", k.timeout.as_millis())));
     knobs.push(kv(
         app,

@@ -1,0 +1,45 @@
+//! `load.http = "2"` at start-up: the target must speak HTTP/2 (ALPN h2 over TLS, h2c in the
+//! clear), else the run stops with the reason; and while the workers speak HTTP/1.x only, a run
+//! stops there too, naming what is missing, rather than load an HTTP/2 scenario with HTTP/1.1.
+
+use super::Controller;
+use crate::scenario::HttpVersion;
+use anyhow::bail;
+use std::time::Duration;
+
+/// How long the target has to answer the HTTP/2 preface.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Controller {
+    /// Over HTTP/2: asks the target (from the first client namespace, as the load would)
+    /// whether it speaks HTTP/2, says its SETTINGS in run.log, and refuses the run (the
+    /// engine's HTTP/2 is not there yet). Nothing over HTTP/1.x.
+    pub(super) fn check_http2(&mut self) -> anyhow::Result<()> {
+        if self.scenario.load.http != HttpVersion::Http2 {
+            return Ok(());
+        }
+        let addr = self.target_addr;
+        let tls = self.client_tls()?;
+        let check = move || crate::probe::speaks_h2::check(addr, tls.as_ref(), CHECK_TIMEOUT);
+        let r = match self.net.as_ref().and_then(|n| n.paths.first()) {
+            Some(p) => crate::sys::netns::in_netns(&p.netns, check)
+                .map_err(|e| anyhow::anyhow!("entering the client namespace: {e:#}"))?,
+            None => check(),
+        };
+        let target = self.scenario.target.kind.name();
+        match r {
+            Ok(h2) => {
+                self.log(&format!(
+                    "http2: the target ({target} at {addr}) speaks {h2}"
+                ));
+                bail!(
+                    "load.http = \"2\": the target ({target} at {addr}) speaks {h2}, but {}",
+                    crate::scenario::ENGINE_NO_HTTP2
+                )
+            }
+            Err(e) => bail!(
+                "load.http = \"2\": the target ({target} at {addr}) does not speak HTTP/2: {e}"
+            ),
+        }
+    }
+}
