@@ -57,7 +57,9 @@ impl LabCore {
     /// The row at `t` over the `dt` seconds since the last one.
     fn sample_row(&mut self, t: f64, dt: f64, fx: &mut Vec<Effect>) {
         self.state.elapsed_s = t;
-        let mut cols = std::mem::take(&mut self.tick).columns(dt);
+        // The tick's sums are read and emptied, their histograms kept for the next row.
+        let mut cols = self.tick.columns(dt);
+        self.tick.reset();
         let server_rate = match (&self.server_at_tick, &self.server_last) {
             (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),
             _ => None,
@@ -76,8 +78,8 @@ impl LabCore {
         cols.push((col::SERVER_FULL_HANDSHAKES, server_tls.map(|t| t.0)));
         cols.push((col::SERVER_RESUMED_HANDSHAKES, server_tls.map(|t| t.1)));
         for p in &mut self.paths {
-            let tot = std::mem::take(&mut p.tick);
-            cols.extend(tot.path_columns(dt, p.id));
+            cols.extend(p.tick.path_columns(dt, p.id));
+            p.tick.reset();
         }
         let class_cols = self.class_columns(dt);
         cols.extend(class_cols);
