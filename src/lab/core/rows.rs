@@ -107,13 +107,16 @@ impl LabCore {
         if let Some(p) = &mut self.point {
             p.rows.feed(t, &cols);
         }
-        self.state.latency = vec![
-            ("connect_latency", Buckets::of(&self.run_latency[0])),
-            ("total_latency", Buckets::of(&self.run_latency[1])),
-        ];
-        if self.state.knobs.resumed.is_some() {
-            let b = Buckets::of(&self.run_latency[2]);
-            self.state.latency.push(("tls_handshake_latency", b));
+        // The run's latency in fixed buckets, binned again into the same buckets each row.
+        let names: &[&'static str] = match self.state.knobs.resumed {
+            Some(_) => &["connect_latency", "total_latency", "tls_handshake_latency"],
+            None => &["connect_latency", "total_latency"],
+        };
+        let latency = &mut self.state.latency;
+        latency.resize_with(names.len(), || ("", Buckets::default()));
+        for ((name, b), (n, h)) in latency.iter_mut().zip(names.iter().zip(&self.run_latency)) {
+            *name = n;
+            b.refill(h);
         }
         self.rolling_crosscheck(t, fx);
         fx.push(Effect::Row { t, cols });
