@@ -487,5 +487,12 @@ fn select_next_path(k: &mut Knobs) -> Applied {
     ))
 }
 
+// Here, not in knobs/tests.rs: tests/layering.rs reads a `#[cfg(test)]` item as test code only
+// within its own file.
+#[cfg(test)]
+fn test_knobs() -> Knobs {
+    crate::ui::fixture::knobs()
+}
+
 #[cfg(test)]
 mod tests;

@@ -4,10 +4,6 @@ use super::*;
 use crate::model::knob::KnobError;
 use crate::model::limits::RATE_MAX;
 
-fn test_knobs() -> Knobs {
-    crate::ui::fixture::knobs()
-}
-
 fn scale_rate(f: f64) -> Command {
     Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(f))
 }
