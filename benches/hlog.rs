@@ -42,7 +42,7 @@ hold = "4s"
 /// The controller's own CPU seconds (utime + stime, its threads, not its children).
 fn cpu_s(pid: u32) -> Option<f64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let st = synlab::probe::pidstat::PidStat::parse(&text).ok()?;
+    let st = synlab::sys::pidstat::PidStat::parse(&text).ok()?;
     Some((st.utime + st.stime) as f64 / synlab::sys::procfs::clock_ticks() as f64)
 }
 

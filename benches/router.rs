@@ -69,7 +69,7 @@ fn pin(pid: i32, cpu: usize) {
 /// CPU ticks (user + system, 1/100 s) of process `pid`.
 fn ticks(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let st = synlab::probe::pidstat::PidStat::parse(&s).expect("/proc/<pid>/stat");
+    let st = synlab::sys::pidstat::PidStat::parse(&s).expect("/proc/<pid>/stat");
     st.utime + st.stime
 }
 

@@ -88,8 +88,8 @@ fn children_of(parent: u32) -> Vec<(u32, String)> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        if synlab::sys::netns::stat_field(&stat, 4) == Some(parent as u64) {
+        let stat = synlab::sys::pidstat::PidStat::read(pid);
+        if stat.is_some_and(|s| s.ppid == parent) {
             let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
             out.push((pid, cmd.replace('\0', " ")));
         }

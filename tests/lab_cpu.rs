@@ -116,7 +116,7 @@ rtt = "1ms"
     let pid = c.server_pid.expect("the built-in server runs");
     let ticks = || {
         let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let s = synlab::probe::pidstat::PidStat::parse(&t).unwrap();
+        let s = synlab::sys::pidstat::PidStat::parse(&t).unwrap();
         (s.utime + s.stime) as f64 / synlab::sys::procfs::clock_ticks() as f64
     };
     run_for(&mut c, 2.0);

@@ -19,7 +19,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// User-mode CPU time of thread `tid` of this process, in seconds.
 fn thread_user_s(tid: i32) -> f64 {
     let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-    let st = synlab::probe::pidstat::PidStat::parse(&text).unwrap();
+    let st = synlab::sys::pidstat::PidStat::parse(&text).unwrap();
     st.utime as f64 / synlab::sys::procfs::clock_ticks() as f64
 }
 

@@ -169,7 +169,7 @@ fn json_stats_lines_count_what_the_client_got_and_stdin_eof_stops() {
 /// User and system clock ticks of process `pid`.
 fn cpu_ticks(pid: u32) -> (u64, u64) {
     let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let s = synlab::probe::pidstat::PidStat::parse(&t).unwrap();
+    let s = synlab::sys::pidstat::PidStat::parse(&t).unwrap();
     (s.utime, s.stime)
 }
 

@@ -123,20 +123,24 @@ pub struct Buckets {
 impl Buckets {
     /// Bins every recorded value of `h` (microseconds) once.
     pub fn of(h: &Histogram<u64>) -> Self {
+        let mut b = Buckets::default();
+        b.refill(h);
+        b
+    }
+
+    /// Bins `h` again into these buckets, reusing their storage (a sample row's run latency).
+    pub fn refill(&mut self, h: &Histogram<u64>) {
         let bounds = bucket_bounds_s();
-        let mut counts = vec![0u64; bounds.len() + 1];
-        let mut sum_s = 0.0;
+        self.counts.clear();
+        self.counts.resize(bounds.len() + 1, 0);
+        self.sum_s = 0.0;
         for v in h.iter_recorded() {
             let (us, n) = (v.value_iterated_to(), v.count_at_value());
             let s = us as f64 / 1e6;
-            counts[bucket_of(s, bounds)] += n;
-            sum_s += s * n as f64;
+            self.counts[bucket_of(s, bounds)] += n;
+            self.sum_s += s * n as f64;
         }
-        Buckets {
-            counts,
-            sum_s,
-            count: h.len(),
-        }
+        self.count = h.len();
     }
 }
 
@@ -206,5 +210,19 @@ mod tests {
         record(&mut h, 0);
         record(&mut h, u64::MAX);
         assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn buckets_refilled_from_another_histogram_are_that_histograms_alone() {
+        let (mut a, mut b) = (new_hist(), new_hist());
+        for us in [80, 900, 45_000, 2_000_000] {
+            record(&mut a, us);
+        }
+        record(&mut b, 1_500);
+        let mut reused = Buckets::of(&a);
+        reused.refill(&b);
+        assert_eq!(reused, Buckets::of(&b));
+        reused.refill(&new_hist());
+        assert_eq!(reused, Buckets::of(&new_hist()));
     }
 }

@@ -6,7 +6,6 @@ pub mod cli;
 pub mod counters;
 pub mod cpustat;
 pub mod crosscheck;
-pub mod pidstat;
 pub mod procnet;
 pub mod sample;
 pub mod sampler;

@@ -4,11 +4,11 @@
 
 use super::counters::{delta, pct, rate, rate_opt, Width};
 use super::cpustat::{CpuPct, ProcStat, SoftIrqs};
-use super::pidstat::PidStat;
 use super::procnet::{NetCounters, SockStat};
 use super::sockdiag::{DiagSummary, ListenQueue};
 use crate::model::drops::DROP_REASONS;
 use crate::model::{col, Col};
+use crate::sys::pidstat::PidStat;
 use std::collections::HashMap;
 use std::time::Instant;
 

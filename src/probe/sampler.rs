@@ -4,8 +4,9 @@
 
 use super::sample::{build, CaptureTotals, HostConsts, ProbeSample, Snapshot};
 use super::sockdiag::{state, states_mask, DiagSummary, SERVER_STATES};
-use super::{cpustat, pidstat, procnet};
+use super::{cpustat, procnet};
 use crate::sys::pcap::CaptureCounters;
+use crate::sys::pidstat;
 use crate::sys::privilege::Privileges;
 use crate::sys::procfs::{self, NetnsTarget, ProcFile};
 use crate::sys::sockdiag::SockDiag;

@@ -200,11 +200,9 @@ pub struct NotRunning(pub u32);
 
 /// `pid` as the server's, if it is a running process.
 pub fn running(pid: u32) -> Result<u32, NotRunning> {
-    let stat = std::fs::read_to_string(crate::sys::procfs::pid_stat_path(Some(pid)))
-        .map_err(|_| NotRunning(pid))?;
     // A zombie has exited: nothing of it runs or listens any more.
-    match super::pidstat::PidStat::parse(&stat) {
-        Ok(p) if p.state != 'Z' => Ok(pid),
+    match crate::sys::pidstat::PidStat::read(pid) {
+        Some(p) if !p.is_zombie() => Ok(pid),
         _ => Err(NotRunning(pid)),
     }
 }

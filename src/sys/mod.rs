@@ -8,6 +8,7 @@ pub mod ethtool;
 pub mod files;
 pub mod netns;
 pub mod packet;
+pub mod pidstat;
 pub mod privilege;
 pub mod process;
 pub mod server_io;

@@ -7,6 +7,8 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 use std::process::Command;
 
+use super::pidstat::PidStat;
+
 /// Every name the lab creates starts with this (leftovers are found by it).
 pub const PREFIX: &str = "synlab-";
 
@@ -577,10 +579,7 @@ pub fn synlab_processes() -> Vec<SynlabProc> {
             continue;
         }
         let cmdline = std::fs::read_to_string(base.join("cmdline")).unwrap_or_default();
-        let ppid = std::fs::read_to_string(base.join("stat"))
-            .ok()
-            .and_then(|s| stat_field(&s, 4))
-            .unwrap_or(0) as u32;
+        let ppid = PidStat::read(pid).map_or(0, |s| s.ppid);
         let ns = ns_id(&base.join("ns/net"));
         let netns = named
             .iter()
@@ -598,13 +597,6 @@ pub fn synlab_processes() -> Vec<SynlabProc> {
     }
     out.sort_by_key(|p| p.pid);
     out
-}
-
-/// Field `n` (1-based, as in proc(5)) of a /proc/PID/stat line; the command name may hold
-/// spaces and parentheses, so fields are counted after its closing parenthesis.
-pub fn stat_field(stat: &str, n: usize) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
 }
 
 /// Stops the synlab processes of the labs whose names start with `prefix`: those running in
@@ -650,8 +642,7 @@ fn owner_path(run_id: &str) -> std::path::PathBuf {
 
 /// Start time (clock ticks since boot) of a process, to tell it from a later one with its pid.
 fn start_time(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat_field(&s, 22)
+    PidStat::read(pid).map(|s| s.starttime)
 }
 
 /// Records this process as the owner of lab `run_id` (`kept`: left up by `net up`).
@@ -751,13 +742,6 @@ mod tests {
             short_command("synlab\0run\0s.toml\0--quick\0"),
             "synlab run s.toml --quick"
         );
-    }
-
-    #[test]
-    fn stat_fields_count_after_the_command_name() {
-        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 777 0";
-        assert_eq!(stat_field(stat, 4), Some(1));
-        assert_eq!(stat_field(stat, 22), Some(777));
     }
 
     #[test]

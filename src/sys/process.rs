@@ -277,13 +277,7 @@ pub fn thread_cpus() -> Vec<usize> {
 
 /// Whether process `pid` runs: /proc shows it, and not as a zombie waiting to be reaped.
 pub fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rfind(')')
-                .map(|i| !s[i + 1..].trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
+    super::pidstat::PidStat::read(pid).is_some_and(|s| !s.is_zombie())
 }
 
 /// Moves the calling thread off `cpus` (the load workers' CPUs), so the lab's own threads do

@@ -50,10 +50,10 @@ impl LabCore {
     pub(super) fn class_columns(&mut self, dt: f64) -> Vec<(Col, Option<f64>)> {
         let mut cols = Vec::new();
         for k in &mut self.classes {
-            let tot = std::mem::take(&mut k.tick);
-            if tot.covered_s().is_some() {
-                cols.extend(tot.class_columns(dt, k.id));
+            if k.tick.covered_s().is_some() {
+                cols.extend(k.tick.class_columns(dt, k.id));
             }
+            k.tick.reset();
         }
         cols
     }
@@ -61,7 +61,7 @@ impl LabCore {
     /// A window opens: the classes count afresh.
     pub(super) fn open_class_windows(&mut self) {
         for k in &mut self.classes {
-            k.window = ClientTotals::default();
+            k.window.reset();
         }
     }
 

@@ -31,6 +31,9 @@ pub const CLEAR_AFTER_S: f64 = 2.0;
 #[derive(Default)]
 pub(super) struct Recent {
     reports: VecDeque<(f64, Box<StatsDelta>)>,
+    /// The sums the judgement is made over, reset and refilled at each row (their
+    /// histograms are not allocated anew each time).
+    judged: ClientTotals,
 }
 
 impl Recent {
@@ -53,12 +56,17 @@ impl Recent {
     }
 
     /// The counts (no latencies) of the reports since `t0`.
-    fn totals(&self, t0: f64) -> ClientTotals {
-        let mut tot = ClientTotals::default();
-        for d in self.since(t0, &|_| true) {
-            tot.add_counts(d);
+    fn totals(&mut self, t0: f64) -> &ClientTotals {
+        self.judged.reset();
+        for (_, d) in self.reports.iter().filter(|(t, _)| *t > t0) {
+            self.judged.add_counts(d);
         }
-        tot
+        &self.judged
+    }
+
+    /// The responses the reports since `t0` count.
+    fn responses(&self, t0: f64) -> u64 {
+        self.since(t0, &|_| true).map(|d| d.counts.responses).sum()
     }
 
     /// The latency of the reports since `t0` of the workers `keep` picks.
@@ -172,13 +180,13 @@ impl LabCore {
             recent.counts.addr_not_avail > 0,
             recent.counts.out_of_fds > 0,
         );
+        let tls = tls_failing(&recent.counts, self.tls_failure.as_deref());
         let bound = (!why.is_empty()).then_some(Warning::ClientBound(why));
         self.hold_warning_of(kind(&Warning::ClientBound(Vec::new())), bound, now_s, fx);
         let ports = ports.then_some(Warning::PortsRunningOut);
         self.hold_warning_of(kind(&Warning::PortsRunningOut), ports, now_s, fx);
         let fds = fds.then_some(Warning::OutOfFds);
         self.hold_warning_of(kind(&Warning::OutOfFds), fds, now_s, fx);
-        let tls = tls_failing(&recent.counts, self.tls_failure.as_deref());
         let tls_kind = kind(&Warning::TlsFailing {
             kinds: String::new(),
             why: String::new(),
@@ -202,8 +210,8 @@ impl LabCore {
         if let Some(i) = c.issue() {
             return Some(i);
         }
-        let since = self.recent.totals(self.access.last_at_s - LOG_GRACE_S);
-        let before = self.run.responses.saturating_sub(since.counts.responses);
+        let since = self.recent.responses(self.access.last_at_s - LOG_GRACE_S);
+        let before = self.run.responses.saturating_sub(since);
         let in_flight = self.run_unfinished.values().map(|p| p.requests).sum();
         accesslog::lag_issue(before, c.lines, in_flight)
     }

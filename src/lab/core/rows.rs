@@ -57,7 +57,9 @@ impl LabCore {
     /// The row at `t` over the `dt` seconds since the last one.
     fn sample_row(&mut self, t: f64, dt: f64, fx: &mut Vec<Effect>) {
         self.state.elapsed_s = t;
-        let mut cols = std::mem::take(&mut self.tick).columns(dt);
+        // The tick's sums are read and emptied, their histograms kept for the next row.
+        let mut cols = self.tick.columns(dt);
+        self.tick.reset();
         let server_rate = match (&self.server_at_tick, &self.server_last) {
             (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),
             _ => None,
@@ -76,8 +78,8 @@ impl LabCore {
         cols.push((col::SERVER_FULL_HANDSHAKES, server_tls.map(|t| t.0)));
         cols.push((col::SERVER_RESUMED_HANDSHAKES, server_tls.map(|t| t.1)));
         for p in &mut self.paths {
-            let tot = std::mem::take(&mut p.tick);
-            cols.extend(tot.path_columns(dt, p.id));
+            cols.extend(p.tick.path_columns(dt, p.id));
+            p.tick.reset();
         }
         let class_cols = self.class_columns(dt);
         cols.extend(class_cols);
@@ -105,13 +107,16 @@ impl LabCore {
         if let Some(p) = &mut self.point {
             p.rows.feed(t, &cols);
         }
-        self.state.latency = vec![
-            ("connect_latency", Buckets::of(&self.run_latency[0])),
-            ("total_latency", Buckets::of(&self.run_latency[1])),
-        ];
-        if self.state.knobs.resumed.is_some() {
-            let b = Buckets::of(&self.run_latency[2]);
-            self.state.latency.push(("tls_handshake_latency", b));
+        // The run's latency in fixed buckets, binned again into the same buckets each row.
+        let names: &[&'static str] = match self.state.knobs.resumed {
+            Some(_) => &["connect_latency", "total_latency", "tls_handshake_latency"],
+            None => &["connect_latency", "total_latency"],
+        };
+        let latency = &mut self.state.latency;
+        latency.resize_with(names.len(), || ("", Buckets::default()));
+        for ((name, b), (n, h)) in latency.iter_mut().zip(names.iter().zip(&self.run_latency)) {
+            *name = n;
+            b.refill(h);
         }
         self.rolling_crosscheck(t, fx);
         fx.push(Effect::Row { t, cols });

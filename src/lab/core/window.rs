@@ -36,7 +36,7 @@ impl LabCore {
     /// Starts counting a measurement window at `now_s`.
     pub(super) fn begin_window(&mut self, now_s: f64) {
         for p in &mut self.paths {
-            p.window = ClientTotals::default();
+            p.window.reset();
         }
         self.open_class_windows();
         self.access.at_point = self.access.last;

@@ -1,10 +1,9 @@
-//! Parser of /proc/<pid>/stat (and task/<tid>/stat, same format): the fields a server's CPU
-//! and memory use are computed from. The name is in parentheses and may itself contain spaces
-//! and parentheses, so the fields are found after the *last* `)`.
+//! The one parser of /proc/<pid>/stat (and task/<tid>/stat, same format): the fields a
+//! server's CPU and memory use are computed from, a process's parent, state and start time.
+//! The name is in parentheses and may itself contain spaces and parentheses, so the fields
+//! are found after the *last* `)`.
 
-use super::procnet::ParseError;
-
-/// The fields of /proc/<pid>/stat that the probes use.
+/// The fields of /proc/<pid>/stat that synlab uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidStat {
     pub pid: u32,
@@ -25,40 +24,42 @@ pub struct PidStat {
     pub rss_pages: u64,
 }
 
+/// Why a /proc/<pid>/stat line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PidStatError {
+    #[error("{}: no `(comm)` (is this the right file?)", super::procfs::PID_STAT)]
+    NoName,
+    #[error(
+        "{}: fewer than the 24 fields it has since Linux 2.6",
+        super::procfs::PID_STAT
+    )]
+    Short,
+    #[error(
+        "{}: value `{value}` of `{key}` is not an integer",
+        super::procfs::PID_STAT
+    )]
+    NotANumber { key: &'static str, value: String },
+}
+
 impl PidStat {
-    pub fn parse(text: &str) -> Result<Self, ParseError> {
-        const FILE: &str = crate::sys::procfs::PID_STAT;
-        let open = text.find('(').ok_or(ParseError::Missing {
-            file: FILE,
-            want: "(comm)",
-        })?;
-        let close = text.rfind(')').ok_or(ParseError::Missing {
-            file: FILE,
-            want: "(comm)",
-        })?;
+    pub fn parse(text: &str) -> Result<Self, PidStatError> {
+        let open = text.find('(').ok_or(PidStatError::NoName)?;
+        let close = text.rfind(')').ok_or(PidStatError::NoName)?;
         if close < open {
-            return Err(ParseError::Missing {
-                file: FILE,
-                want: "(comm)",
-            });
+            return Err(PidStatError::NoName);
         }
         let pid_s = text[..open].trim();
-        let pid = pid_s.parse().map_err(|_| ParseError::NotANumber {
-            file: FILE,
-            key: "pid".into(),
+        let pid = pid_s.parse().map_err(|_| PidStatError::NotANumber {
+            key: "pid",
             value: pid_s.into(),
         })?;
         let comm = text[open + 1..close].to_string();
         // Fields after the name, numbered as in proc(5): [0] is field 3 (state).
         let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
-        let field = |n: usize, key: &str| -> Result<u64, ParseError> {
-            let v = rest.get(n - 3).ok_or(ParseError::Missing {
-                file: FILE,
-                want: "all 24 fields",
-            })?;
-            v.parse().map_err(|_| ParseError::NotANumber {
-                file: FILE,
-                key: key.into(),
+        let field = |n: usize, key: &'static str| -> Result<u64, PidStatError> {
+            let v = rest.get(n - 3).ok_or(PidStatError::Short)?;
+            v.parse().map_err(|_| PidStatError::NotANumber {
+                key,
                 value: v.to_string(),
             })
         };
@@ -75,6 +76,18 @@ impl PidStat {
             starttime: field(22, "starttime")?,
             rss_pages: field(24, "rss")?,
         })
+    }
+
+    /// Process `pid`'s stat as it is now (one read, off the sampling path: the probes keep
+    /// theirs open, see [`super::procfs::ProcFile`]); None when it is gone or unreadable.
+    pub fn read(pid: u32) -> Option<Self> {
+        let text = std::fs::read_to_string(super::procfs::pid_stat_path(Some(pid))).ok()?;
+        Self::parse(&text).ok()
+    }
+
+    /// Whether it is a zombie: it has exited, and only waits to be reaped.
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z'
     }
 }
 
@@ -114,8 +127,23 @@ mod tests {
     }
 
     #[test]
+    fn fields_count_after_the_last_parenthesis_of_the_name() {
+        let t = "42 (a) b (c)) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 777 0 5";
+        let s = PidStat::parse(t).unwrap();
+        assert_eq!((s.comm.as_str(), s.ppid, s.starttime), ("a) b (c)", 1, 777));
+    }
+
+    #[test]
+    fn a_live_process_reads_its_parent_and_is_no_zombie() {
+        let me = PidStat::read(std::process::id()).expect("our own /proc/<pid>/stat");
+        assert_eq!(me.ppid, std::os::unix::process::parent_id());
+        assert!(!me.is_zombie());
+        assert!(crate::sys::process::running(std::process::id()));
+    }
+
+    #[test]
     fn truncated_line_is_an_error() {
-        assert!(PidStat::parse("42 (x) S 1 2").is_err());
-        assert!(PidStat::parse("garbage").is_err());
+        assert_eq!(PidStat::parse("42 (x) S 1 2"), Err(PidStatError::Short));
+        assert_eq!(PidStat::parse("garbage"), Err(PidStatError::NoName));
     }
 }
