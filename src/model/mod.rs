@@ -18,7 +18,8 @@ pub mod units;
 pub mod workload;
 
 pub use column::{
-    col, ClassName, Col, Kind, PathName, ProbeScope, Scope, Unit, CLASS_FIGURES, PATH_FIGURES,
+    col, ClassName, Col, Kind, PathName, ProbeScope, ProbedNetns, Scope, Unit, CLASS_FIGURES,
+    PATH_FIGURES,
 };
 pub use counters::{Counters, ErrorKinds, HandshakeTotals, InProgress, Totals};
 pub use cpus::{Placement, Steer};

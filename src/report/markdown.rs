@@ -627,6 +627,13 @@ fn scope_note(r: &RunData) -> String {
              namespace (the kernel's counters and sockstat), (machine) every CPU.",
             port = p.port
         ),
+        Some(ProbeScope {
+            netns: Some(crate::model::ProbedNetns::OwnLoopback),
+            ..
+        }) => " The probes read the run's own loopback namespace (a user and network \
+               namespace of synlab's, as a plain user's run without [network] gets): its \
+               counters, TIME_WAIT and captured SYNs are this run's alone, not the host's."
+            .to_string(),
         _ => String::new(),
     }
 }

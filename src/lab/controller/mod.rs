@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 mod cpus;
 mod finish;
 mod inbox;
+mod loopback;
 mod supervise;
 mod target;
 mod tls;
@@ -211,6 +212,7 @@ impl Controller {
     /// Builds the network lab for a [network] section (root only; says what is missing).
     fn start_network(&mut self) -> anyhow::Result<()> {
         let Some(spec) = self.scenario.network.clone() else {
+            self.say_loopback();
             return Ok(());
         };
         let blocker = match crate::sys::userns::mode() {
@@ -281,6 +283,8 @@ impl Controller {
             cores: self.probe_cores(),
         };
         self.recorder.meta("probe_scope", self.probe_scope(&cfg));
+        let line = format!("the probes read {}", self.probed_netns(&cfg));
+        self.log(&line);
         let tx = self.tx.clone();
         let sink = move |p| tx.send(Input::Probe(Box::new(p))).is_ok();
         match crate::probe::spawn(cfg, sink) {
