@@ -12,6 +12,7 @@ pub mod expect;
 pub mod knob;
 pub mod limits;
 pub mod load_knob;
+pub mod phase;
 pub mod summary;
 pub mod sweep;
 pub mod units;
