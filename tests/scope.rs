@@ -288,7 +288,7 @@ fn against_a_server_on_the_host_the_ports_figures_are_the_targets_own() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(
         summary["meta"]["probe_scope"],
-        serde_json::json!({"port": srv.port, "netns_shared": true})
+        serde_json::json!({"port": srv.port, "netns_shared": true, "netns": "host"})
     );
     synlab::report::write_report(&dir).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
@@ -305,6 +305,11 @@ fn against_a_server_on_the_host_the_ports_figures_are_the_targets_own() {
     }
     // The address target's server CPU (issue 42 item 5): its process, found from its port.
     let log = std::fs::read_to_string(dir.join("run.log")).unwrap();
+    // Which namespace the counters are from (issue 45 item 3).
+    assert!(
+        log.contains("the probes read the host's network namespace (shared"),
+        "run.log:\n{log}"
+    );
     assert!(
         log.contains(&format!("server process pid {}", srv.child.id())),
         "run.log:\n{log}"

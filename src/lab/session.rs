@@ -61,8 +61,14 @@ impl Start<'_> {
         if self.quick {
             sc = sc.scaled(QUICK_FACTOR);
         }
-        settle_lab_mode(&sc, self.userns)?;
+        let own_loopback = settle_lab_mode(&sc, self.userns)?;
+        // The endpoint binds on the host's namespace before the move, so it stays reachable.
         let metrics = crate::metrics::openmetrics::Exporter::start_at(self.metrics)?;
+        if own_loopback {
+            if let Err(e) = crate::net::loopback::enter_own() {
+                crate::net::loopback::keep_host(format!("{e:#}"));
+            }
+        }
         let opts = RunOptions {
             out_parent: Some(out_parent(&sc, self.out)),
             interrupted: interrupt_flag(),
@@ -78,7 +84,22 @@ impl Start<'_> {
 /// [network] section stay as they are: their command targets keep the user's own identity.
 /// A target that cannot run in the lab so settled (nginx or Apache rootless without
 /// subordinate ids) is refused here, before any of the lab is built.
-pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<()> {
+/// A scenario without [network] run in the user namespace gets a loopback of its own
+/// (`crate::net::loopback`): Ok(true) says the caller enters it once its own threads that
+/// must stay on the host (the `--metrics` endpoint) have started.
+pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<bool> {
+    if sc.network.is_none() {
+        if let Some(why) = host_loopback_why(sc, force) {
+            crate::net::loopback::keep_host(why);
+        } else {
+            match crate::sys::userns::prepare(force) {
+                crate::sys::userns::LabMode::Rootless { .. } => return Ok(true),
+                mode => {
+                    crate::net::loopback::keep_host(mode_why(mode));
+                }
+            }
+        }
+    }
     if sc.network.is_some() || force {
         let mode = crate::sys::userns::prepare(force);
         super::real_server::fits_lab(sc.target.kind, mode)?;
@@ -88,7 +109,39 @@ pub fn settle_lab_mode(sc: &Scenario, force: bool) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(false)
+}
+
+/// Why a scenario without [network] keeps the host's loopback (None: it gets its own).
+fn host_loopback_why(sc: &Scenario, force: bool) -> Option<String> {
+    use crate::scenario::model::TargetKind;
+    if crate::sys::userns::host_root() && !force {
+        return Some(
+            "synlab runs as root: the run uses the host's loopback (a `[network]` section, or --userns, gives it a namespace of its own)".into(),
+        );
+    }
+    if sc.target.kind == TargetKind::Address {
+        return Some(
+            "the target is a server already running on the host, which a namespace of the run's own could not reach".into(),
+        );
+    }
+    if sc.target.kind.is_real_server() {
+        if let Some(lack) = crate::sys::userns::wide_mapping_would_lack() {
+            return Some(format!(
+                "{} could not run in a namespace of the run's own: {lack}",
+                sc.target.kind.name()
+            ));
+        }
+    }
+    None
+}
+
+/// Why the user namespace gave no loopback of the run's own.
+fn mode_why(mode: &crate::sys::userns::LabMode) -> String {
+    match mode {
+        crate::sys::userns::LabMode::Refused(why) => why.to_string(),
+        other => format!("the lab runs {}", other.label()),
+    }
 }
 
 /// The parent folder of run folders: --out, else the scenario's [output] dir, else ./results.

@@ -423,6 +423,35 @@ pub struct ProbeScope {
     /// the host): its counters and sockstat are not the port's, and the port's lead. False in
     /// the lab, whose server namespace holds only the server.
     pub netns_shared: bool,
+    /// Which namespace the counters are from (None in runs written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<ProbedNetns>,
+}
+
+/// The network namespace a run's probes read: where its counters come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbedNetns {
+    /// The host's own, shared with every process on the machine.
+    Host,
+    /// A `[network]` lab's server namespace: only the server.
+    Lab,
+    /// A loopback of the run's own (a plain user's scenario without `[network]`).
+    OwnLoopback,
+}
+
+impl std::fmt::Display for ProbedNetns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProbedNetns::Host => {
+                "the host's network namespace (shared: its counters count every process's sockets)"
+            }
+            ProbedNetns::Lab => "the lab's server namespace (the server's sockets only)",
+            ProbedNetns::OwnLoopback => {
+                "the run's own loopback namespace (its counters are this run's alone)"
+            }
+        })
+    }
 }
 
 impl ProbeScope {

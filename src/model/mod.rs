@@ -12,13 +12,15 @@ pub mod expect;
 pub mod knob;
 pub mod limits;
 pub mod load_knob;
+pub mod phase;
 pub mod summary;
 pub mod sweep;
 pub mod units;
 pub mod workload;
 
 pub use column::{
-    col, ClassName, Col, Kind, PathName, ProbeScope, Scope, Unit, CLASS_FIGURES, PATH_FIGURES,
+    col, ClassName, Col, Kind, PathName, ProbeScope, ProbedNetns, Scope, Unit, CLASS_FIGURES,
+    PATH_FIGURES,
 };
 pub use counters::{Counters, ErrorKinds, HandshakeTotals, InProgress, Totals};
 pub use cpus::{Placement, Steer};

@@ -2,6 +2,7 @@
 
 pub mod cli;
 pub mod lab;
+pub mod loopback;
 pub mod plan;
 pub mod router;
 pub mod shaper;

@@ -460,6 +460,52 @@ impl Topology {
     }
 }
 
+/// The per-namespace TCP settings a private loopback copies from the host's namespace, so a
+/// lesson behaves there as it would on the host's loopback (a fresh namespace starts from the
+/// kernel's defaults, not the machine's tuning).
+pub const LOOPBACK_SYSCTLS: &[&str] = &[
+    "net/core/somaxconn",
+    "net/ipv4/tcp_max_syn_backlog",
+    "net/ipv4/ip_local_port_range",
+    "net/ipv4/tcp_tw_reuse",
+    "net/ipv4/tcp_fin_timeout",
+    "net/ipv4/tcp_syncookies",
+    "net/ipv4/tcp_max_tw_buckets",
+    "net/ipv4/tcp_abort_on_overflow",
+];
+
+/// A loopback of the lab's own (issue 45 item 3): one namespace with only `lo`, where a plain
+/// user's scenario without `[network]` runs, so its counters, sockstat and capture are the
+/// run's alone. The same operations as a `[network]` lab's namespaces, without links.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoopbackPlan {
+    pub run_id: String,
+    pub netns: String,
+    pub ops: Vec<Op>,
+}
+
+/// The plan of a private loopback for `run_id`, with the host's values of
+/// [`LOOPBACK_SYSCTLS`] (`host`: key and value; a key missing there keeps the kernel's default).
+pub fn loopback_plan(run_id: &str, host: &[(String, String)]) -> Result<LoopbackPlan, PlanError> {
+    check_run_id(run_id)?;
+    let netns = format!("{}lo", crate::sys::netns::lab_prefix(run_id));
+    let mut ops = vec![
+        Op::AddNetns {
+            name: netns.clone(),
+        },
+        Op::LinkUp {
+            netns: netns.clone(),
+            dev: "lo".into(),
+        },
+    ];
+    ops.extend(host.iter().map(|(k, v)| sysctl(&netns, k, v)));
+    Ok(LoopbackPlan {
+        run_id: run_id.to_string(),
+        netns,
+        ops,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,5 +660,26 @@ mod tests {
         assert!(a
             .windows(2)
             .any(|w| w[0] == "rate" && w[1] == "10000000bit"));
+    }
+
+    #[test]
+    fn a_private_loopback_is_one_namespace_with_lo_up_and_the_hosts_tcp_settings() {
+        let host = vec![("net/core/somaxconn".to_string(), "4096".to_string())];
+        let p = loopback_plan("ab12", &host).unwrap();
+        assert_eq!(p.netns, "synlab-ab12-lo");
+        assert_eq!(
+            p.ops,
+            vec![
+                Op::AddNetns {
+                    name: "synlab-ab12-lo".into()
+                },
+                Op::LinkUp {
+                    netns: "synlab-ab12-lo".into(),
+                    dev: "lo".into()
+                },
+                sysctl("synlab-ab12-lo", "net/core/somaxconn", "4096"),
+            ]
+        );
+        assert!(loopback_plan("TOO-LONG", &host).is_err());
     }
 }

@@ -89,6 +89,7 @@ pub fn report(
         } else {
             format!(": `{}`", r.name)
         };
+        md.push_str(&super::phases::section(r, &suffix));
         let _ = writeln!(md, "## Cross-checks{suffix}\n");
         cross_checks(&mut md, r);
         let drops = drops_table(&r.points);
@@ -294,6 +295,10 @@ const COLS: &[Column] = &[
     Column {
         head: "server processes",
         key: SummaryCol::ServerProcsMean,
+    },
+    Column {
+        head: "server busy max",
+        key: SummaryCol::ServerBusyMax,
     },
     Column {
         head: "CPU usr %",
@@ -627,6 +632,13 @@ fn scope_note(r: &RunData) -> String {
              namespace (the kernel's counters and sockstat), (machine) every CPU.",
             port = p.port
         ),
+        Some(ProbeScope {
+            netns: Some(crate::model::ProbedNetns::OwnLoopback),
+            ..
+        }) => " The probes read the run's own loopback namespace (a user and network \
+               namespace of synlab's, as a plain user's run without [network] gets): its \
+               counters, TIME_WAIT and captured SYNs are this run's alone, not the host's."
+            .to_string(),
         _ => String::new(),
     }
 }
@@ -836,6 +848,17 @@ fn pct_share(part: f64, whole: f64) -> String {
 
 fn cross_checks(md: &mut String, r: &RunData) {
     match r.meta.get("check_responses").and_then(|v| v.as_object()) {
+        // A server above its clients by what it answered in recovery: that phase, no fault.
+        Some(c)
+            if c.get("agree") == Some(&serde_json::Value::Bool(false))
+                && recovery_explains(r, c).is_some() =>
+        {
+            let _ = writeln!(
+                md,
+                "- Responses over the whole run, client count vs server count: {}",
+                recovery_explains(r, c).unwrap_or_default()
+            );
+        }
         // Runs that judged it say which count they trusted and why.
         Some(c) if c.get("verdict").and_then(|v| v.as_str()).is_some() => {
             let _ = writeln!(
@@ -968,6 +991,15 @@ fn cross_checks(md: &mut String, r: &RunData) {
          attempts whose every SYN was lost before their timeout; ⚠ marks a difference over \
          {TOLERANCE_PCT} %{noise}.\n"
     );
+}
+
+/// The whole run's check said as its recovery after overload, where that explains it.
+fn recovery_explains(
+    r: &RunData,
+    c: &serde_json::Map<String, serde_json::Value>,
+) -> Option<String> {
+    let g = |k: &str| c.get(k).and_then(|v| v.as_f64());
+    super::phases::explains(r, g("client")?, g("server")?)
 }
 
 /// The largest difference of check `key` at point `p` that is not flagged.

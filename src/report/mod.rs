@@ -7,6 +7,7 @@ pub mod hlog;
 pub mod junit;
 pub mod markdown;
 pub mod noise;
+pub mod phases;
 pub mod plots;
 pub mod read;
 pub mod sure;

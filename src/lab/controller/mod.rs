@@ -26,6 +26,7 @@ mod fakes;
 mod finish;
 mod http2;
 mod inbox;
+mod loopback;
 mod runtime;
 #[cfg(test)]
 mod seam_tests;
@@ -240,6 +241,7 @@ impl Controller {
     /// Builds the network lab for a [network] section (root only; says what is missing).
     fn start_network(&mut self) -> anyhow::Result<()> {
         let Some(spec) = self.scenario.network.clone() else {
+            self.say_loopback();
             return Ok(());
         };
         let blocker = self.rt.network.blocker();
@@ -311,6 +313,8 @@ impl Controller {
             cores: self.probe_cores(),
         };
         self.recorder.meta("probe_scope", self.probe_scope(&cfg));
+        let line = format!("the probes read {}", self.probed_netns(&cfg));
+        self.log(&line);
         let tx = self.tx.clone();
         let sink = Box::new(move |p| tx.send(Input::Probe(Box::new(p))).is_ok());
         match self.rt.probes.start(cfg, sink) {

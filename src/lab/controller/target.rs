@@ -209,9 +209,11 @@ impl Controller {
     /// port, and whether the probed namespace is the host's (shared with other servers) or the
     /// lab's server namespace (only the server).
     pub(super) fn probe_scope(&self, cfg: &crate::probe::ProbeConfig) -> serde_json::Value {
+        let netns = self.probed_netns(cfg);
         serde_json::to_value(crate::model::ProbeScope {
             port: cfg.port,
-            netns_shared: cfg.netns.is_none(),
+            netns_shared: netns == crate::model::ProbedNetns::Host,
+            netns: Some(netns),
         })
         .unwrap_or_default()
     }

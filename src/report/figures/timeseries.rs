@@ -19,6 +19,12 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
     let rates: Vec<Series> = [
         series(col::ATTEMPTS, "connection attempts/s", 1, LineKind::Solid),
         series(col::RESPONSES, "responses/s (client)", 0, LineKind::Solid),
+        series(
+            col::SERVER_RESPONSES,
+            "responses/s (server's own count)",
+            4,
+            LineKind::Dashed,
+        ),
         series(col::SYN_IN, "SYN/s at the server", 2, LineKind::Dashed),
     ]
     .into_iter()
@@ -34,6 +40,25 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
         series(
             col::ACCEPT_QUEUE_LIMIT,
             "accept queue limit",
+            0,
+            LineKind::Reference,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // A process-per-connection server's busy workers (Apache's scoreboard, the prefork
+    // server's): what a slow network holds, beside how many it has.
+    let busy: Vec<Series> = [
+        series(
+            col::SERVER_BUSY,
+            "server processes busy",
+            5,
+            LineKind::Solid,
+        ),
+        series(
+            col::SERVER_WORKERS,
+            "server processes",
             0,
             LineKind::Reference,
         ),
@@ -70,6 +95,13 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
         failed_x: Vec::new(),
         marks,
     };
+    let mut fig = fig;
+    if busy.iter().any(|s| s.line != LineKind::Reference) {
+        fig.panels.push(Panel {
+            y_label: "server processes".into(),
+            series: busy,
+        });
+    }
     fig.has_data().then_some(fig)
 }
 

@@ -2,7 +2,8 @@
 //! strongest contrast on screen, wrapped to the screen's width as a band of its own), then the
 //! last action with its result or the reason it was refused. Under the caption, the step's
 //! checks of its claims ("✓ held" / "… not yet") and, when other work took the lab's CPUs,
-//! the banner that says this step's figures are not the lab's alone.
+//! the banner that says this step's figures are not the lab's alone; and, while it lasts, the
+//! recovery after overload (the server answering its backlog), with a caption or without.
 
 use super::common::wrap;
 use crate::lab::core::checks;
@@ -14,7 +15,7 @@ use ratatui::text::{Line, Span};
 pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     let style = app.theme.caption();
     let Some(c) = &st.caption else {
-        return Vec::new();
+        return recovery(app, st, width);
     };
     let mut lines = wrap(c, "▶ ", width, style);
     // The checks on as few lines as they fit (the charts keep their rows at 80x24), each
@@ -46,7 +47,31 @@ pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     if let Some(b) = checks::busy(st) {
         out.extend(wrap(&b.to_string(), "", width, app.theme.warn()));
     }
+    out.extend(recovery(app, st, width));
     out
+}
+
+/// The recovery after overload, named while it lasts (`model::phase`): the server answering
+/// its backlog after the load dropped, which is why it answers more than is offered and more
+/// than the clients receive. A phase of the lesson, not a fault: styled as good news.
+fn recovery(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+    use crate::model::col;
+    let last = |c| st.store.last(c).unwrap_or(f64::NAN);
+    let (offered, server, client) = (
+        last(col::TARGET_RATE),
+        last(col::SERVER_RESPONSES),
+        last(col::RESPONSES),
+    );
+    if !crate::model::phase::answering_backlog(offered, server, client) {
+        return Vec::new();
+    }
+    let text = format!(
+        "recovery: the server is answering its backlog, {} responses/s against {} offered \
+         (requests queued in the overload, whose clients have mostly given up)",
+        super::common::num(server),
+        super::common::num(offered)
+    );
+    wrap(&text, "↺ ", width, app.theme.ok())
 }
 
 /// The last action's line(s); with a caption and nothing done yet, none (the hint line says

@@ -1,0 +1,107 @@
+//! Recovery after overload as a phase of its own (issue 45 item 2): once the offered load
+//! drops below what the server can do, a server that was overloaded goes on answering its
+//! backlog, the requests queued while it was overloaded, whose clients have mostly given up.
+//! It then answers more than is offered now and more than the clients receive. That is the
+//! server recovering, not a fault of the counts, and it is named so on screen and in report.md.
+
+/// The share by which the server's answers must exceed both the offered rate and the clients'
+/// responses (the counting noise of one interval stays under it).
+const MARGIN: f64 = 0.05;
+/// The least excess, in responses/s (at low rates one response more is not a backlog).
+const MIN_EXCESS_PER_S: f64 = 5.0;
+
+/// Whether one interval is the server answering its backlog: it answers more than is
+/// offered now (`offered`, the target rate) and more than its clients receive (`client`).
+pub fn answering_backlog(offered: f64, server: f64, client: f64) -> bool {
+    let above = |x: f64| server > x * (1.0 + MARGIN) + MIN_EXCESS_PER_S;
+    offered.is_finite()
+        && server.is_finite()
+        && client.is_finite()
+        && above(offered)
+        && above(client)
+}
+
+/// One stretch of recovery: from `start_s` to `end_s` (the ends of its first and last
+/// intervals), with the responses the server sent beyond what its clients received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovery {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub surplus: f64,
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "recovery after overload, {:.0}–{:.0} s: the server answered its backlog, {:.0} responses more than its clients received (requests queued while it was overloaded, whose clients had mostly given up)",
+            self.start_s, self.end_s, self.surplus
+        )
+    }
+}
+
+/// The stretches of recovery in rows of (t at the interval's end, interval length, offered,
+/// server responses/s, client responses/s); two stretches one interval apart are one.
+pub fn recoveries(rows: &[(f64, f64, f64, f64, f64)]) -> Vec<Recovery> {
+    let mut out: Vec<Recovery> = Vec::new();
+    let mut gap = 0;
+    for &(t, dt, offered, server, client) in rows {
+        if !answering_backlog(offered, server, client) {
+            gap += 1;
+            continue;
+        }
+        let surplus = (server - client) * dt;
+        match out.last_mut() {
+            Some(r) if gap <= 1 => {
+                r.end_s = t;
+                r.surplus += surplus;
+            }
+            _ => out.push(Recovery {
+                start_s: t - dt,
+                end_s: t,
+                surplus,
+            }),
+        }
+        gap = 0;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_answering_more_than_is_offered_and_received_is_recovering() {
+        // After 4,000/s, back to 600/s: the server still answers at its capacity.
+        assert!(answering_backlog(600.0, 1000.0, 600.0));
+        // Overload itself: it answers less than is offered.
+        assert!(!answering_backlog(4000.0, 1000.0, 700.0));
+        // Steady state within the noise.
+        assert!(!answering_backlog(600.0, 612.0, 600.0));
+        assert!(!answering_backlog(0.0, 3.0, 0.0));
+        assert!(!answering_backlog(f64::NAN, 1000.0, 600.0));
+    }
+
+    #[test]
+    fn recoveries_are_stretches_with_their_surplus() {
+        let rows = [
+            (1.0, 1.0, 4000.0, 1000.0, 700.0),
+            (2.0, 1.0, 600.0, 1000.0, 600.0),
+            (3.0, 1.0, 600.0, 1000.0, 650.0),
+            (4.0, 1.0, 600.0, 600.0, 600.0),
+            (5.0, 1.0, 600.0, 900.0, 600.0),
+            (6.0, 1.0, 600.0, 600.0, 600.0),
+            (7.0, 1.0, 600.0, 600.0, 600.0),
+            (8.0, 1.0, 600.0, 900.0, 600.0),
+        ];
+        let r = recoveries(&rows);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!((r[0].start_s, r[0].end_s), (1.0, 5.0));
+        assert_eq!(r[0].surplus, 400.0 + 350.0 + 300.0);
+        assert_eq!((r[1].start_s, r[1].end_s, r[1].surplus), (7.0, 8.0, 300.0));
+        assert!(r[0]
+            .to_string()
+            .starts_with("recovery after overload, 1–5 s"));
+    }
+}
