@@ -56,5 +56,7 @@ pub mod cgi_spawn;
 pub mod machine;
 pub mod pcap;
 pub mod procfs;
+pub mod quic_packets;
 pub mod sockdiag;
+pub mod udpdiag;
 pub mod userns;
