@@ -3,6 +3,7 @@
 //! access logs agree with the clients' count, and nothing they started is left running. A
 //! command target's `access_log` is counted the same way; a missing log is refused at start.
 
+mod h3_support;
 mod lab_support;
 mod probe_support;
 mod totals_support;
@@ -133,6 +134,128 @@ fn apache_in_the_lab_serves_the_default_workload_and_its_log_agrees() {
         busy.is_some_and(|v| v.iter().any(|b| b.is_finite())),
         "no busy workers read from Apache's scoreboard"
     );
+}
+
+/// issue 47 item 4: Caddy in the lab over TLS (the lab's certificate) answers synlab's load
+/// (HTTP/1.1) with every response 2xx, and its JSON access log, counted as the server's own,
+/// agrees with the clients: every line HTTP/1.1, one full or resumed handshake per line (no
+/// keep-alive). Its admin API is off (nothing listens on 2019) and the config says so.
+#[test]
+fn caddy_in_the_lab_serves_https_and_its_json_log_agrees() {
+    if !probe_support::privileged("Caddy in the lab") || !installed(TargetKind::Caddy) {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let sc = lab_scenario("caddy")
+        .replace("workers = 8\nmax_workers = 32\n", "tls = true\n")
+        .replace(
+            "timeout = \"1s\"",
+            "timeout = \"1s\"\n[load.tls]\nresumed = 0.5",
+        );
+    let c = serves_and_agrees(&sc, 4.0, Some(out.path()));
+    assert!(c.target_addr.ip().to_string().starts_with("198.18."));
+    let classes = c.core().access_counts().expect("access log counted");
+    assert_eq!(classes.http1, classes.lines, "{classes:?}");
+    assert_eq!(
+        classes.tls_full + classes.tls_resumed,
+        classes.lines,
+        "{classes:?}"
+    );
+    let resumed = classes.tls_resumed as f64 / classes.lines as f64;
+    assert!((resumed - 0.5).abs() < 0.05, "resumed share {resumed}");
+    let dir = c.folder_dir().unwrap().join("caddy");
+    let conf = std::fs::read_to_string(dir.join("caddy.conf")).unwrap();
+    assert!(
+        conf.contains("admin off") && conf.contains("protocols h1 h2 h3"),
+        "{conf}"
+    );
+    // Caddy's homes are its folder: its autosaved config is there.
+    assert!(dir.join("config/caddy/autosave.json").exists());
+}
+
+/// issue 47: Caddy in the lab answers HTTP/3 from a real QUIC client (quinn, tests/h3_support)
+/// in the client namespace while synlab's HTTP/1.1 load runs: every request 200 with its body,
+/// Caddy's log counts the client's HTTP/3 requests by its `request.proto` and the load's
+/// responses as HTTP/1.1, and pcap in the server namespace counts one first Initial per QUIC
+/// connection the client made.
+#[test]
+fn caddy_in_the_lab_answers_http3_and_pcap_counts_its_initials() {
+    if !probe_support::privileged("Caddy over HTTP/3 in the lab") || !installed(TargetKind::Caddy) {
+        return;
+    }
+    std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    let out = tempfile::tempdir().unwrap();
+    let sc = lab_scenario("caddy")
+        .replace("workers = 8\nmax_workers = 32\n", "tls = true\n")
+        .replace("rate = 200", "rate = 50");
+    let sc = synlab::scenario::parse("h3.toml", &sc).unwrap();
+    let mut c = Controller::start(sc, opts(Some(out.path()))).unwrap();
+    run_for(&mut c, 1.0);
+    let netns = c.net.as_ref().unwrap().paths[0].netns.clone();
+    let server = c.target_addr;
+    let ca = std::fs::read_to_string(c.folder_dir().unwrap().join("tls/ca.pem")).unwrap();
+    let (conns, per) = (20u64, 5u64);
+    let client = std::thread::spawn(move || {
+        synlab::sys::netns::in_netns(&netns, || {
+            h3_support::run(
+                server,
+                synlab::tls::settings::LAB_NAME,
+                &ca,
+                "/bytes/1294",
+                conns,
+                per,
+            )
+        })
+    });
+    while !client.is_finished() {
+        run_for(&mut c, 0.1);
+    }
+    let h3 = client.join().unwrap().unwrap().unwrap();
+    c.apply(synlab::lab::knobs::Command::Pause(true))
+        .into_result()
+        .unwrap();
+    run_for(&mut c, 1.5);
+    let first_initials = c
+        .state()
+        .store
+        .last(synlab::model::col::QUIC_FIRST_INITIAL_TOTAL);
+    let initials = c
+        .state()
+        .store
+        .last(synlab::model::col::QUIC_INITIAL_IN_TOTAL);
+    c.shutdown().unwrap();
+    let log = c.core().access_counts().expect("access log counted");
+    let (client_h1, server_lines, _) = c.core().final_check().expect("check made");
+    eprintln!(
+        "h3 client {h3:?}; caddy's log {log:?}; synlab's responses {client_h1}; pcap Initials \
+         {initials:?}, first {first_initials:?}"
+    );
+    assert_eq!(
+        h3,
+        h3_support::H3Counts {
+            connections: conns,
+            requests: conns * per,
+            ok: conns * per,
+            body_bytes: conns * per * 1294,
+        }
+    );
+    assert_eq!(
+        log.http3,
+        conns * per,
+        "Caddy's HTTP/3 lines vs the client's requests"
+    );
+    assert_eq!(log.http2, 0);
+    assert_eq!(
+        log.http1, client_h1,
+        "Caddy's HTTP/1.1 lines vs synlab's responses"
+    );
+    assert_eq!(server_lines, log.lines);
+    assert_eq!(
+        first_initials,
+        Some(conns as f64),
+        "pcap's first Initials vs the client's connections"
+    );
+    assert!(initials >= first_initials, "{initials:?}");
 }
 
 /// Loopback, no namespaces: runs as any user (the server then stays that user). The run

@@ -333,6 +333,26 @@ fn nginx_over_tls_runs_in_the_rootless_lab_and_its_log_holds_the_resumed_share()
     }
 }
 
+/// issue 47: Caddy over TLS in the rootless lab (it does not switch users, so it needs no
+/// subordinate range): its JSON access log's lines equal the clients' responses.
+#[test]
+fn caddy_over_tls_runs_in_the_rootless_lab_and_its_log_agrees() {
+    let caddy = NGINX
+        .replace(
+            "kind = \"nginx\"\nworkers = 1\nbacklog = 511\nkeepalive = false",
+            "kind = \"caddy\"\ntls = true",
+        )
+        .replace("rootless-nginx", "rootless-caddy");
+    assert!(caddy.contains("kind = \"caddy\"\ntls = true\n"), "{caddy}");
+    let Some((log, _)) = real_server_rootless("caddy", "/usr/bin/caddy", &caddy) else {
+        return;
+    };
+    assert!(
+        log.lines().all(|l| l.contains("\"proto\":\"HTTP/1.1\"")),
+        "synlab's load is HTTP/1.1"
+    );
+}
+
 fn real_server_rootless(
     kind: &str,
     bin: &str,

@@ -306,6 +306,7 @@ fn logformat_prints_the_formats_synlab_reads_best() {
     for (server, want) in [
         ("nginx", "tls:$ssl_session_reused';"),
         ("apache", "tls:%{SSL_SESSION_RESUMED}x\" synlab"),
+        ("caddy", "\tformat json\n"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
             .args(["logformat", server])

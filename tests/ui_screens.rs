@@ -710,3 +710,38 @@ fn other_work_on_the_servers_cpu_says_the_machine_is_busy() {
     );
     insta::assert_snapshot!("lesson_busy_120x40", text);
 }
+
+/// issue 47: a server port with UDP sockets (a QUIC server) gets the UDP panel: Initials in,
+/// the port's drops (the title says it drops), the receive queue against its buffer, and
+/// rmem_max; at 80x24 it takes the accept queue's place, at 160x48 the TCP states'.
+#[test]
+fn a_quic_server_shows_the_udp_panel() {
+    use synlab::model::col as c;
+    let mut st = fixture::under_load();
+    let (t0, last) = st.store.last_row().expect("a row");
+    for i in 1..=50 {
+        let t = t0 + i as f64 * 0.2;
+        let mut row: Vec<_> = last.iter().map(|&(k, v)| (k, Some(v))).collect();
+        row.extend([
+            (c::QUIC_INITIAL_IN_PER_S, Some(1200.0)),
+            (c::QUIC_FIRST_INITIAL_PER_S, Some(1000.0)),
+            (c::PORT_UDP_DROPS_PER_S, Some(300.0)),
+            (c::UDP_RCVBUF_ERRORS_PER_S, Some(300.0)),
+            (c::UDP_RCV_QUEUE, Some(66000.0)),
+            (c::UDP_RCVBUF, Some(65536.0)),
+            (c::RMEM_MAX, Some(4194304.0)),
+        ]);
+        st.store.push(t, &row);
+        st.elapsed_s = t;
+    }
+    for (w, h) in SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        assert!(text.contains("UDP (QUIC)  DROPPING"), "{w}x{h}: {text}");
+        assert!(text.contains("Initials/s 1200"), "{w}x{h}: {text}");
+        assert!(text.contains("66000/65536 B full"), "{w}x{h}: {text}");
+    }
+    // A TCP-only server's screens keep their panels.
+    let plain = render::screen_text(&colour_app(), &fixture::under_load(), 160, 48);
+    assert!(!plain.contains("UDP (QUIC)"), "{plain}");
+    snap("quic_udp", &colour_app(), &st);
+}

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+mod caddy;
 mod conf;
 pub mod status;
 pub use conf::{apache_conf, nginx_conf, ConfigParams, TlsParams};
@@ -43,6 +44,7 @@ pub struct RealServer {
 fn binary_of(kind: TargetKind) -> (&'static [&'static str], &'static str) {
     match kind {
         TargetKind::Apache => (&["apache2", "httpd"], "apache2"),
+        TargetKind::Caddy => (&["caddy"], "caddy"),
         _ => (&["nginx"], "nginx"),
     }
 }
@@ -211,9 +213,9 @@ fn temp_dir(what: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Whether a target of `kind` can run in a lab of `mode`: nginx and Apache switch their workers
-/// to another user, which a rootless lab without subordinate ids cannot map.
+/// to another user, which a rootless lab without subordinate ids cannot map (Caddy does not).
 pub fn fits_lab(kind: TargetKind, mode: &crate::sys::userns::LabMode) -> anyhow::Result<()> {
-    if kind.is_real_server() && *mode == (crate::sys::userns::LabMode::Rootless { wide: false }) {
+    if kind.switches_user() && *mode == (crate::sys::userns::LabMode::Rootless { wide: false }) {
         bail!(
             "{} cannot run in this rootless lab: {}",
             kind.name(),
@@ -296,7 +298,16 @@ impl RealServer {
         };
         let d = server.dir.display().to_string();
         let conf = server.conf.display().to_string();
+        let mut program = bin.clone();
         let (text, args) = match (kind, &modules) {
+            (TargetKind::Caddy, _) => {
+                // Started through `env`, which sets Caddy's homes and execs it (same pid).
+                program = find_in_path("env").context("env (coreutils) is not on PATH")?;
+                (
+                    caddy::caddyfile(&params),
+                    caddy::caddy_args(&bin, &server.conf, &server.dir),
+                )
+            }
             (TargetKind::Apache, Some(m)) => {
                 make_dir(&server.dir.join("run"))?;
                 std::fs::write(
@@ -338,11 +349,11 @@ impl RealServer {
                 let mut a: Vec<String> = ["--pid", "--fork", "--kill-child=SIGKILL"]
                     .map(String::from)
                     .to_vec();
-                a.push(bin.display().to_string());
+                a.push(program.display().to_string());
                 a.extend(args);
                 (u, a)
             }
-            _ => (bin, args),
+            _ => (program, args),
         };
         server.command = format!("{} {}", program.display(), args.join(" "));
         server.spawn = Spawn {
@@ -454,11 +465,13 @@ fn same_error(a: &str, b: &str) -> bool {
 }
 
 /// A line of a server's start-up error: nginx's `[emerg]`/`[alert]`/`[crit]`, Apache's
-/// `AH01234: ...` and its "Syntax error on line N".
+/// `AH01234: ...` and its "Syntax error on line N", Caddy's `Error: ...`.
 fn is_start_error(l: &str) -> bool {
     ["[emerg]", "[alert]", "[crit]", "Syntax error"]
         .iter()
         .any(|m| l.contains(m))
+        // Caddy's last word before it exits.
+        || l.starts_with("Error: ")
         || l.split_whitespace().any(|w| {
             w.len() == 8
                 && w.starts_with("AH")
@@ -539,6 +552,7 @@ mod tests {
             "2026/11/28 00:20:01 [emerg] 7#7: unknown directive \"bogus\"",
             "AH00526: Syntax error on line 40 of /r/apache/apache.conf:",
             "[Sat Nov 28 00:20:01 2026] [core:error] [pid 9] AH00015: Unable to open logs",
+            "Error: adapting config using caddyfile: Caddyfile:4: unrecognized global option: x",
         ] {
             assert!(is_start_error(l), "{l}");
         }

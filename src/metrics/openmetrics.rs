@@ -80,6 +80,7 @@ fn base_unit(unit: Unit) -> Option<(&'static [&'static str], &'static str, f64)>
         Unit::Percent => Some((&["pct"], "ratio", 1e-2)),
         Unit::Megabytes => Some((&["mb"], "bytes", 1048576.0)),
         Unit::Pages => Some((&["pages"], "pages", 1.0)),
+        Unit::Bytes => Some((&["bytes"], "bytes", 1.0)),
         Unit::Count | Unit::Flag => None,
     }
 }

@@ -20,6 +20,8 @@ pub enum Unit {
     Megabytes,
     /// Memory pages of the kernel.
     Pages,
+    /// Bytes (a socket's queue or buffer).
+    Bytes,
     /// 0 or 1.
     Flag,
 }
@@ -36,6 +38,7 @@ impl Unit {
             Unit::Microseconds => "us",
             Unit::Megabytes => "MB",
             Unit::Pages => "pages",
+            Unit::Bytes => "B",
             Unit::Flag => "",
         }
     }
@@ -367,6 +370,20 @@ columns! {
     // of the namespace.
     PORT_LISTEN_DROPS = "port_listen_drops", Count, Counter;
     PORT_LISTEN_DROPS_PER_S = "port_listen_drops_per_s", PerSecond, Rate;
+    // The UDP side (issue 47): the server port's UDP sockets by sock_diag (bytes waiting,
+    // their buffer, their own drops), the namespace's Udp counters, the machine's
+    // net.core.rmem_max, and the QUIC Initials arriving at the port by pcap.
+    UDP_RCV_QUEUE = "udp_rcv_queue_bytes", Bytes, Gauge;
+    UDP_RCVBUF = "udp_rcvbuf_bytes", Bytes, Gauge;
+    RMEM_MAX = "rmem_max_bytes", Bytes, Gauge;
+    PORT_UDP_DROPS = "port_udp_drops", Count, Counter;
+    PORT_UDP_DROPS_PER_S = "port_udp_drops_per_s", PerSecond, Rate;
+    UDP_IN_DATAGRAMS_PER_S = "udp_in_datagrams_per_s", PerSecond, Rate;
+    UDP_NO_PORTS_PER_S = "udp_no_ports_per_s", PerSecond, Rate;
+    QUIC_INITIAL_IN_PER_S = "quic_initial_in_per_s", PerSecond, Rate;
+    QUIC_FIRST_INITIAL_PER_S = "quic_first_initial_per_s", PerSecond, Rate;
+    QUIC_INITIAL_IN_TOTAL = "quic_initial_in_total", Count, Counter;
+    QUIC_FIRST_INITIAL_TOTAL = "quic_first_initial_total", Count, Counter;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the
@@ -493,6 +510,17 @@ const SCOPES: &[(Col, Scope)] = &[
     (col::PORT_TIME_WAIT, Scope::Port),
     (col::PORT_LISTEN_DROPS, Scope::Port),
     (col::PORT_LISTEN_DROPS_PER_S, Scope::Port),
+    (col::UDP_RCV_QUEUE, Scope::Port),
+    (col::UDP_RCVBUF, Scope::Port),
+    (col::PORT_UDP_DROPS, Scope::Port),
+    (col::PORT_UDP_DROPS_PER_S, Scope::Port),
+    (col::QUIC_INITIAL_IN_PER_S, Scope::Port),
+    (col::QUIC_FIRST_INITIAL_PER_S, Scope::Port),
+    (col::QUIC_INITIAL_IN_TOTAL, Scope::Port),
+    (col::QUIC_FIRST_INITIAL_TOTAL, Scope::Port),
+    (col::UDP_IN_DATAGRAMS_PER_S, Scope::Netns),
+    (col::UDP_NO_PORTS_PER_S, Scope::Netns),
+    (col::RMEM_MAX, Scope::Machine),
     (col::SYN_IN_TOTAL, Scope::Port),
     (col::SYN_RETRANS_TOTAL, Scope::Port),
     (col::SYNACK_OUT_TOTAL, Scope::Port),

@@ -111,6 +111,12 @@ pub const DROP_REASONS: &[DropReason] = &[
         "UDP datagrams in error (receive buffer full included)",
         col::UDP_IN_ERRORS_PER_S,
     ),
+    r(
+        "Udp.NoPorts",
+        "udp_no_port",
+        "UDP datagram to a port without a socket",
+        col::UDP_NO_PORTS_PER_S,
+    ),
 ];
 
 impl DropReason {

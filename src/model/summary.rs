@@ -363,6 +363,25 @@ pub struct SummaryRow {
     pub udp_rcvbuf_errors_per_s: f64,
     #[serde(default = "nan")]
     pub udp_in_errors_per_s: f64,
+    #[serde(default = "nan")]
+    pub udp_no_ports_per_s: f64,
+    /// The UDP side (issue 47): the namespace's datagrams delivered, the server port's UDP
+    /// sockets' own drops, their receive queue's peak and buffer against rmem_max, and the
+    /// QUIC Initials (all, and first ones: connection attempts) arriving at the port.
+    #[serde(default = "nan")]
+    pub udp_in_datagrams_per_s: f64,
+    #[serde(default = "nan")]
+    pub port_udp_drops_per_s: f64,
+    #[serde(default = "nan")]
+    pub udp_rcv_queue_max_bytes: f64,
+    #[serde(default = "nan")]
+    pub udp_rcvbuf_bytes: f64,
+    #[serde(default = "nan")]
+    pub rmem_max_bytes: f64,
+    #[serde(default = "nan")]
+    pub quic_initial_in_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_first_initial_per_s: f64,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -554,6 +573,14 @@ summary_cols! {
     AbortOnMemoryPerS = abort_on_memory_per_s: PerSecond,
     UdpRcvbufErrorsPerS = udp_rcvbuf_errors_per_s: PerSecond,
     UdpInErrorsPerS = udp_in_errors_per_s: PerSecond,
+    UdpNoPortsPerS = udp_no_ports_per_s: PerSecond,
+    UdpInDatagramsPerS = udp_in_datagrams_per_s: PerSecond,
+    PortUdpDropsPerS = port_udp_drops_per_s: PerSecond,
+    UdpRcvQueueMaxBytes = udp_rcv_queue_max_bytes: Bytes,
+    UdpRcvbufBytes = udp_rcvbuf_bytes: Bytes,
+    RmemMaxBytes = rmem_max_bytes: Bytes,
+    QuicInitialInPerS = quic_initial_in_per_s: PerSecond,
+    QuicFirstInitialPerS = quic_first_initial_per_s: PerSecond,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }
@@ -660,6 +687,7 @@ impl SummaryCol {
             Unit::PerSecond => 1.0,
             Unit::Count => 1.0,
             Unit::Percent | Unit::Flag | Unit::Megabytes | Unit::Pages => 0.0,
+            Unit::Bytes => 1.0,
         }
     }
 }

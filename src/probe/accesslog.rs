@@ -1,6 +1,6 @@
 //! A server's own count from its access log (common and combined formats, as nginx and Apache
-//! write them): the lines appended since the run started, by status class. Only the status field
-//! is parsed. `LogTail` follows the file like `tail -F` (a size drop is a truncation, a new inode
+//! write them, and Caddy's JSON lines): the lines appended since the run started, by status
+//! class and by HTTP version. Only the status, the protocol and the session reuse are parsed. `LogTail` follows the file like `tail -F` (a size drop is a truncation, a new inode
 //! a rotation); `Follower` polls it on a thread and hands out cumulative counts.
 
 use anyhow::Context;
@@ -28,13 +28,15 @@ pub struct StatusCounts {
     /// `%{SSL_SESSION_RESUMED}x`) says the request's connection resumed a session or not.
     pub tls_full: u64,
     pub tls_resumed: u64,
-    /// Lines whose request was HTTP/2: the request field's protocol (`"GET / HTTP/2.0"`, the
-    /// `$server_protocol` that ends nginx's `$request`, Apache's `%H` that ends `%r`).
-    pub http2: u64,
     /// Lines the server wrote about itself, not counted in `lines`: Apache's internal dummy
     /// connections (its parent waking a child it wants gone: `OPTIONS *` with its own user
     /// agent; on an HTTPS listener a request without a TLS session, `tls:-`, answered 400).
     pub internal: u64,
+    /// Counted lines by the HTTP version the request came in (HTTP/1.0 and 1.1 as `http1`):
+    /// the request line's `HTTP/x` in common/combined, `request.proto` in Caddy's JSON.
+    pub http1: u64,
+    pub http2: u64,
+    pub http3: u64,
 }
 
 /// What the listener whose log is read speaks: on a plain listener `tls:-` is every line's
@@ -50,6 +52,9 @@ pub enum Listener {
 impl StatusCounts {
     /// Counts one log line (without its newline) of a log written for `listener`.
     pub fn add_line(&mut self, line: &[u8], listener: Listener) {
+        if line.first() == Some(&b'{') {
+            return self.add_json(line);
+        }
         let tls = tls_field(line);
         if is_internal(line, tls, listener) {
             self.internal += 1;
@@ -69,8 +74,44 @@ impl StatusCounts {
             Some(false) => self.tls_full += 1,
             None => {}
         }
-        if is_http2(line) {
-            self.http2 += 1;
+        self.add_version(request_version(line));
+    }
+
+    /// One of Caddy's JSON access-log lines: `status`, `request.proto`, `request.tls.resumed`
+    /// (a line that is not such JSON, or has no `request`, is unparsed: another JSON format
+    /// would be counted on fields it need not mean the same by).
+    fn add_json(&mut self, line: &[u8]) {
+        self.lines += 1;
+        let Some(l) = serde_json::from_slice::<JsonLine>(line)
+            .ok()
+            .filter(|l| l.request.is_some())
+        else {
+            self.unparsed += 1;
+            return;
+        };
+        match l.status.map(|s| s / 100) {
+            Some(1) => self.s1xx += 1,
+            Some(2) => self.s2xx += 1,
+            Some(3) => self.s3xx += 1,
+            Some(4) => self.s4xx += 1,
+            Some(5) => self.s5xx += 1,
+            _ => self.unparsed += 1,
+        }
+        let req = l.request.unwrap_or_default();
+        match req.tls.and_then(|t| t.resumed) {
+            Some(true) => self.tls_resumed += 1,
+            Some(false) => self.tls_full += 1,
+            None => {}
+        }
+        self.add_version(req.proto.as_deref().and_then(HttpVersion::parse));
+    }
+
+    fn add_version(&mut self, v: Option<HttpVersion>) {
+        match v {
+            Some(HttpVersion::Http1) => self.http1 += 1,
+            Some(HttpVersion::Http2) => self.http2 += 1,
+            Some(HttpVersion::Http3) => self.http3 += 1,
+            None => {}
         }
     }
 
@@ -86,8 +127,10 @@ impl StatusCounts {
             unparsed: self.unparsed.saturating_sub(earlier.unparsed),
             tls_full: self.tls_full.saturating_sub(earlier.tls_full),
             tls_resumed: self.tls_resumed.saturating_sub(earlier.tls_resumed),
-            http2: self.http2.saturating_sub(earlier.http2),
             internal: self.internal.saturating_sub(earlier.internal),
+            http1: self.http1.saturating_sub(earlier.http1),
+            http2: self.http2.saturating_sub(earlier.http2),
+            http3: self.http3.saturating_sub(earlier.http3),
         }
     }
 
@@ -127,7 +170,7 @@ fn material(part: u64, whole: u64) -> bool {
 /// user reads (the TUI's warning, run.log).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LogIssue {
-    #[error("access log: {unparsed} of {lines} lines have no status synlab can read (not common/combined): the server's count is not trusted; `synlab logformat nginx|apache` prints a format it reads")]
+    #[error("access log: {unparsed} of {lines} lines have no status synlab can read (not common/combined, nor Caddy's JSON): the server's count is not trusted; `synlab logformat nginx|apache|caddy` prints a format it reads")]
     Unparsed { unparsed: u64, lines: u64 },
     #[error("access log: {internal} of {lines} lines are the server's own requests (Apache's OPTIONS * / dummy connections, or on HTTPS a request without TLS answered 400), not the load's: the server's count is not trusted")]
     Internal { internal: u64, lines: u64 },
@@ -191,6 +234,7 @@ pub const APACHE_TLS_FIELD: &str = " tls:%{SSL_SESSION_RESUMED}x";
 pub enum LogServer {
     Nginx,
     Apache,
+    Caddy,
 }
 
 /// The lines to put in a server's config so that synlab reads its access log best: common/
@@ -207,6 +251,13 @@ pub fn recommended_format(server: LogServer) -> String {
              LogFormat \"{APACHE_COMBINED}{APACHE_TLS_FIELD}\" synlab\n\
              CustomLog ${{APACHE_LOG_DIR}}/access.log synlab\n"
         ),
+        // Caddy's JSON names the protocol and the session reuse itself.
+        LogServer::Caddy => "# Caddy, inside the site block: its JSON lines as they are\n\
+             log {\n\
+             \toutput file /var/log/caddy/access.log\n\
+             \tformat json\n\
+             }\n"
+            .to_string(),
     }
 }
 
@@ -234,26 +285,6 @@ fn is_internal(line: &[u8], tls: Option<&[u8]>, listener: Listener) -> bool {
     apaches_own || no_session
 }
 
-/// The protocol that ends a request field over HTTP/2 (nginx and Apache both write 2.0).
-const HTTP2_REQUEST_END: &[u8] = b" HTTP/2.0\"";
-
-/// Whether the line's request (its first quoted field) was HTTP/2.
-fn is_http2(line: &[u8]) -> bool {
-    let Some(open) = memchr::memchr(b'"', line) else {
-        return false;
-    };
-    // The request field ends at the first quote after it that a backslash does not escape.
-    let mut i = open + 1;
-    while let Some(&c) = line.get(i) {
-        match c {
-            b'\\' => i += 2,
-            b'"' => return line[..=i].ends_with(HTTP2_REQUEST_END),
-            _ => i += 1,
-        }
-    }
-    false
-}
-
 /// Whether a session-reuse field says resumed: `r` or `Resumed` (true), `.` or `Initial`
 /// (false); None for anything else.
 fn reused(tls: &[u8]) -> Option<bool> {
@@ -262,6 +293,60 @@ fn reused(tls: &[u8]) -> Option<bool> {
         b"." | b"Initial" => Some(false),
         _ => None,
     }
+}
+
+/// The HTTP version a logged request came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.0 or HTTP/1.1.
+    Http1,
+    Http2,
+    Http3,
+}
+
+impl HttpVersion {
+    /// `HTTP/1.0`, `HTTP/1.1`, `HTTP/2.0` (nginx, Apache, Caddy), `HTTP/2`, `HTTP/3.0`, `HTTP/3`.
+    pub fn parse(proto: &str) -> Option<HttpVersion> {
+        match proto.strip_prefix("HTTP/")? {
+            "1.0" | "1.1" => Some(HttpVersion::Http1),
+            "2" | "2.0" => Some(HttpVersion::Http2),
+            "3" | "3.0" => Some(HttpVersion::Http3),
+            _ => None,
+        }
+    }
+}
+
+/// The fields of a Caddy JSON access-log line synlab reads; the rest is skipped.
+#[derive(serde::Deserialize)]
+struct JsonLine {
+    status: Option<u16>,
+    request: Option<JsonRequest>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct JsonRequest {
+    proto: Option<String>,
+    tls: Option<JsonTls>,
+}
+
+#[derive(serde::Deserialize)]
+struct JsonTls {
+    resumed: Option<bool>,
+}
+
+/// The version at the end of a common/combined line's quoted request (`"GET / HTTP/1.1"`).
+fn request_version(line: &[u8]) -> Option<HttpVersion> {
+    let open = memchr::memchr(b'"', line)?;
+    let mut i = open + 1;
+    loop {
+        match *line.get(i)? {
+            b'\\' => i += 2,
+            b'"' => break,
+            _ => i += 1,
+        }
+    }
+    let req = std::str::from_utf8(line.get(open + 1..i)?).ok()?;
+    HttpVersion::parse(req.rsplit(' ').next()?)
 }
 
 /// The status of a common/combined log line: the three digits after the quoted request
@@ -460,6 +545,48 @@ mod tests {
         assert_eq!(parse_status(NGINX_EMPTY_REQUEST.as_bytes()), Some(400));
     }
 
+    /// As Caddy 2.6 writes them (trimmed of headers): HTTP/1.1 over TLS, full then resumed,
+    /// HTTP/2 and HTTP/3.
+    const CADDY_H1: &str = r#"{"level":"info","ts":1795836337.48,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"127.0.0.1","remote_port":"59900","proto":"HTTP/1.1","method":"GET","host":"synlab.lab","uri":"/","headers":{"User-Agent":["curl/7.88.1"]},"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"","server_name":""}},"user_id":"","duration":0.0001,"size":6,"status":200,"resp_headers":{"Server":["Caddy"]}}"#;
+
+    #[test]
+    fn caddys_json_lines_count_by_status_protocol_and_reuse() {
+        let h1_resumed = CADDY_H1.replace(r#""resumed":false"#, r#""resumed":true"#);
+        let h2 = CADDY_H1.replace(r#""proto":"HTTP/1.1""#, r#""proto":"HTTP/2.0""#);
+        let h3_404 = CADDY_H1
+            .replace(r#""proto":"HTTP/1.1""#, r#""proto":"HTTP/3.0""#)
+            .replace(r#""status":200"#, r#""status":404"#);
+        let mut c = StatusCounts::default();
+        for l in [CADDY_H1, &h1_resumed, &h2, &h3_404, "{\"not\": caddy"] {
+            c.add_line(l.as_bytes(), Listener::Https);
+        }
+        assert_eq!(
+            c,
+            StatusCounts {
+                lines: 5,
+                s2xx: 3,
+                s4xx: 1,
+                unparsed: 1,
+                tls_full: 3,
+                tls_resumed: 1,
+                http1: 2,
+                http2: 1,
+                http3: 1,
+                ..Default::default()
+            }
+        );
+        // The common/combined request line names its version too.
+        let mut c = StatusCounts::default();
+        c.add_line(NGINX_COMBINED.as_bytes(), Listener::Plain);
+        c.add_line(NGINX_ESCAPED.as_bytes(), Listener::Plain);
+        c.add_line(
+            NGINX_COMBINED.replace("HTTP/1.0", "HTTP/2.0").as_bytes(),
+            Listener::Plain,
+        );
+        c.add_line(NGINX_EMPTY_REQUEST.as_bytes(), Listener::Plain);
+        assert_eq!((c.http1, c.http2, c.http3), (2, 1, 0));
+    }
+
     #[test]
     fn lines_without_a_status_are_unparsed_not_dropped() {
         for bad in [
@@ -483,6 +610,7 @@ mod tests {
                 s2xx: 1,
                 s4xx: 1,
                 unparsed: 1,
+                http1: 2,
                 ..Default::default()
             }
         );
@@ -518,6 +646,7 @@ mod tests {
                 s2xx: 2,
                 tls_full: 1,
                 internal: 2,
+                http1: 2,
                 ..Default::default()
             }
         );

@@ -187,8 +187,9 @@ fn sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// The table's columns, grouped by whose they are. With pcap the SYN rate is the port's; its
-/// kernel-counter estimate is the namespace's (every port) and sits there, marked `*`.
-fn fields(source: SynSource) -> Vec<Field> {
+/// kernel-counter estimate is the namespace's (every port) and sits there, marked `*`. With
+/// `udp` (the port has UDP sockets: a QUIC server) the port's UDP columns follow its TCP ones.
+fn fields(source: SynSource, udp: bool) -> Vec<Field> {
     let f = |scope, head, width, cell| Field {
         scope,
         head,
@@ -222,6 +223,22 @@ fn fields(source: SynSource) -> Vec<Field> {
         f(Scope::Port, "estab", 7, |s, w| cell(s.m.established, w)),
         f(Scope::Port, "timewt", 7, |s, w| cell(s.m.port_time_wait, w)),
     ];
+    if udp {
+        v.extend([
+            f(Scope::Port, "init/s", 7, |s, w| {
+                cell(s.m.quic_initial_in_per_s, w)
+            }),
+            f(Scope::Port, "udpq B", 8, |s, w| {
+                cell(s.m.udp_rcv_queue_bytes, w)
+            }),
+            f(Scope::Port, "rcvbuf", 8, |s, w| {
+                cell(s.m.udp_rcvbuf_bytes, w)
+            }),
+            f(Scope::Port, "udpdrop/s", 9, |s, w| {
+                cell(s.m.port_udp_drops_per_s, w)
+            }),
+        ]);
+    }
     // First of the namespace's columns: the drops group's largest reason of the sample ("-"
     // when nothing was dropped).
     v.push(f(Scope::Netns, "top drop/s", 26, |s, w| {
@@ -389,7 +406,8 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
                 .collect();
             e.publish(&series, &[]);
         }
-        let fields = layout.get_or_insert_with(|| fields(sample.syn_source));
+        let fields = layout
+            .get_or_insert_with(|| fields(sample.syn_source, sample.m.udp_rcvbuf_bytes.is_some()));
         let res = if args.json {
             writeln!(out, "{}", scope::to_json(&sample, &target))
         } else if printed.is_multiple_of(20) {
@@ -419,7 +437,7 @@ mod tests {
 
     #[test]
     fn the_header_says_whose_each_column_is() {
-        let f = fields(SynSource::Pcap);
+        let f = fields(SynSource::Pcap, false);
         let h = header(&f, 18080, Some(4711));
         let (groups, heads) = h.split_once('\n').unwrap();
         assert_eq!(groups.len(), heads.len(), "{h}");
@@ -434,7 +452,7 @@ mod tests {
         assert!(heads[group_start..].contains("timewt"), "{h}");
         assert!(groups.contains(" probe "), "{h}");
         // Estimated SYNs are the namespace's, marked *.
-        let e = header(&fields(SynSource::Estimated), 18080, None);
+        let e = header(&fields(SynSource::Estimated, false), 18080, None);
         let (g, hd) = e.split_once('\n').unwrap();
         let start = g[..g.find(" netns").unwrap()].rfind(' ').unwrap();
         assert!(hd[start..].contains("syn/s*"), "{e}");
@@ -442,7 +460,7 @@ mod tests {
 
     #[test]
     fn a_line_names_the_samples_largest_drop_reason() {
-        let f = fields(SynSource::Pcap);
+        let f = fields(SynSource::Pcap, false);
         let mut s = ProbeSample {
             at: std::time::Instant::now(),
             t_s: 1.0,

@@ -20,9 +20,19 @@ pub struct CaptureTotals {
     pub synack_out: u64,
     pub rst_in: u64,
     pub rst_out: u64,
+    /// QUIC Initials arriving at the port, and of those a connection attempt's later ones.
+    pub initial_in: u64,
+    pub initial_repeat: u64,
     pub received: u64,
     pub dropped: u64,
     pub if_dropped: u64,
+}
+
+impl CaptureTotals {
+    /// The Initials that began a connection attempt.
+    pub fn first_initials(&self) -> u64 {
+        self.initial_in.saturating_sub(self.initial_repeat)
+    }
 }
 
 /// Every source's raw reading at one instant; a source that failed is None.
@@ -34,6 +44,10 @@ pub struct Snapshot {
     pub stat: Option<ProcStat>,
     pub softirqs: Option<SoftIrqs>,
     pub diag: Option<DiagSummary>,
+    /// The server port's UDP sockets (sock_diag), when it has any.
+    pub udp: Option<UdpPort>,
+    /// net.core.rmem_max.
+    pub rmem_max: Option<u64>,
     /// The server's processes (the pid and its descendants).
     pub server: Option<Vec<PidStat>>,
     pub capture: Option<CaptureTotals>,
@@ -52,11 +66,41 @@ impl Snapshot {
             stat: None,
             softirqs: None,
             diag: None,
+            udp: None,
+            rmem_max: None,
             server: None,
             capture: None,
             probe_cpu_us: 0,
             self_ticks: None,
         }
+    }
+}
+
+/// The server port's UDP sockets at one instant (sock_diag): bytes waiting in their receive
+/// queues and their drops since each was opened (summed), the largest receive buffer, and how
+/// many sockets (a new set, as after a restart, starts its drops anew).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdpPort {
+    pub sockets: u32,
+    pub rqueue: u64,
+    pub rcvbuf: u64,
+    pub drops: u64,
+    /// The sockets' inodes folded together: the same set of sockets from one sample to the next.
+    pub set: u64,
+}
+
+impl UdpPort {
+    /// The sum of `socks` (None when the port has no UDP socket).
+    pub fn of(socks: &[crate::sys::udpdiag::UdpSock]) -> Option<UdpPort> {
+        (!socks.is_empty()).then(|| UdpPort {
+            sockets: socks.len() as u32,
+            rqueue: socks.iter().map(|s| u64::from(s.rqueue)).sum(),
+            rcvbuf: socks.iter().map(|s| u64::from(s.rcvbuf)).max().unwrap_or(0),
+            drops: socks.iter().map(|s| u64::from(s.drops)).sum(),
+            set: socks.iter().fold(0u64, |a, s| {
+                a ^ u64::from(s.inode).rotate_left(s.inode % 64)
+            }),
+        })
     }
 }
 
@@ -192,6 +236,19 @@ metrics! {
     /// SK_MEMINFO_DROPS), since they began listening, and per second; `listen_drops_per_s` is
     /// the whole namespace's.
     port_listen_drops => PORT_LISTEN_DROPS, port_listen_drops_per_s => PORT_LISTEN_DROPS_PER_S,
+    /// The server port's UDP sockets (sock_diag): bytes waiting, the receive buffer, their
+    /// drops since opened and per second; net.core.rmem_max.
+    udp_rcv_queue_bytes => UDP_RCV_QUEUE, udp_rcvbuf_bytes => UDP_RCVBUF,
+    port_udp_drops => PORT_UDP_DROPS, port_udp_drops_per_s => PORT_UDP_DROPS_PER_S,
+    rmem_max_bytes => RMEM_MAX,
+    /// The namespace's Udp InDatagrams (NoPorts is in the drops group above).
+    udp_in_datagrams_per_s => UDP_IN_DATAGRAMS_PER_S,
+    udp_no_ports_per_s => UDP_NO_PORTS_PER_S,
+    /// QUIC Initials arriving at the port (pcap): all, and first ones (connection attempts).
+    quic_initial_in_per_s => QUIC_INITIAL_IN_PER_S,
+    quic_first_initial_per_s => QUIC_FIRST_INITIAL_PER_S,
+    quic_initial_in_total => QUIC_INITIAL_IN_TOTAL,
+    quic_first_initial_total => QUIC_FIRST_INITIAL_TOTAL,
 }
 
 /// What the probes send each interval.
@@ -356,6 +413,12 @@ fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
             }
         }
     }
+    if let Some(u) = &cur.udp {
+        m.udp_rcv_queue_bytes = f(u.rqueue);
+        m.udp_rcvbuf_bytes = f(u.rcvbuf);
+        m.port_udp_drops = f(u.drops);
+    }
+    m.rmem_max_bytes = cur.rmem_max.map(|v| v as f64);
     if let Some(s) = &cur.sockstat {
         m.time_wait = f(s.tw);
         m.tcp_inuse = f(s.inuse);
@@ -392,6 +455,8 @@ fn totals(base: &Snapshot, cur: &Snapshot, m: &mut Metrics) {
         m.synack_out_total = t(b.synack_out, c.synack_out);
         m.rst_in_total = t(b.rst_in, c.rst_in);
         m.rst_out_total = t(b.rst_out, c.rst_out);
+        m.quic_initial_in_total = t(b.initial_in, c.initial_in);
+        m.quic_first_initial_total = t(b.first_initials(), c.first_initials());
     }
 }
 
@@ -449,6 +514,13 @@ fn rates(
     for reason in DROP_REASONS {
         m.set(reason.col, r(reason.counter));
     }
+    m.udp_in_datagrams_per_s = r("Udp.InDatagrams");
+    // Another set of sockets (the server restarted) starts its count anew: no rate then.
+    let udp_drops = |s: &Snapshot| s.udp.map(|u| (u.set, u.drops));
+    m.port_udp_drops_per_s = match (udp_drops(p), udp_drops(cur)) {
+        (Some((a, x)), Some((b, y))) if a == b => rate(x, y, Width::U64, dt),
+        _ => None,
+    };
     // A listener opened again (a new backlog) starts its count anew: no rate for that interval.
     let port_drops = |s: &Snapshot| s.diag.as_ref().and_then(DiagSummary::listen_drops);
     m.port_listen_drops_per_s = rate_opt(port_drops(p), port_drops(cur), Width::U64, dt);
@@ -460,6 +532,8 @@ fn rates(
         m.rst_in_per_s = cr(a.rst_in, b.rst_in);
         m.rst_out_per_s = cr(a.rst_out, b.rst_out);
         m.syn_retrans_per_s = cr(a.syn_retrans, b.syn_retrans);
+        m.quic_initial_in_per_s = cr(a.initial_in, b.initial_in);
+        m.quic_first_initial_per_s = cr(a.first_initials(), b.first_initials());
     }
 
     if let (Some(a), Some(b)) = (&p.stat, &cur.stat) {

@@ -299,6 +299,7 @@ struct Sampler {
     stat: Option<ProcFile>,
     softirqs: Option<ProcFile>,
     diag: Option<SockDiag>,
+    rmem_max: Option<ProcFile>,
     capture: Option<Arc<CaptureCounters>>,
     family: Vec<u32>,
     /// The family's /proc/<pid>/stat files, open from one refresh to the next.
@@ -375,6 +376,7 @@ impl Sampler {
         let stat = open(procfs::STAT.into());
         let softirqs = open(procfs::SOFTIRQS.into());
         let self_stat = open(procfs::pid_stat_path(None));
+        let rmem_max = open(crate::sys::udpdiag::RMEM_MAX.into());
         let diag = match SockDiag::open() {
             Ok(d) => Some(d),
             Err(e) => {
@@ -385,6 +387,7 @@ impl Sampler {
             }
         };
         let s = Sampler {
+            rmem_max,
             snmp,
             netstat,
             sockstat,
@@ -432,7 +435,12 @@ impl Sampler {
         }
         if cfg.port != 0 {
             s.diag = self.diag_summary(cfg, s.at);
+            s.udp = self.udp_port(cfg.port);
         }
+        s.rmem_max = self
+            .rmem_max
+            .as_mut()
+            .and_then(|f| f.read().ok()?.trim().parse().ok());
         let pcap_cpu = self.capture.as_ref().map_or(0, |c| c.cpu_us.load(Relaxed));
         s.probe_cpu_us = procfs::thread_cpu_us() + pcap_cpu;
         s.self_ticks = self
@@ -441,6 +449,19 @@ impl Sampler {
             .and_then(|f| pidstat::PidStat::parse(f.read().ok()?).ok())
             .map(|p| p.utime + p.stime);
         s
+    }
+
+    /// The server port's UDP sockets (sock_diag), None when it has none (a TCP-only server).
+    fn udp_port(&mut self, port: u16) -> Option<super::sample::UdpPort> {
+        match self.diag.as_mut()?.udp_sockets(port) {
+            Ok(socks) => super::sample::UdpPort::of(&socks),
+            Err(e) => {
+                self.notes.warn("udpdiag", || {
+                    format!("sock_diag of UDP sockets failed: {e}")
+                });
+                None
+            }
+        }
     }
 
     /// The server port's sockets from sock_diag: the listeners every time, all server states
@@ -549,6 +570,8 @@ impl Sampler {
             synack_out: c.synack_out.load(Relaxed),
             rst_in: c.rst_in.load(Relaxed),
             rst_out: c.rst_out.load(Relaxed),
+            initial_in: c.initial_in.load(Relaxed),
+            initial_repeat: c.initial_repeat.load(Relaxed),
             received: c.received.load(Relaxed),
             dropped: c.dropped.load(Relaxed),
             if_dropped: c.if_dropped.load(Relaxed),

@@ -96,6 +96,10 @@ pub fn report(
         if !drops.is_empty() {
             let _ = writeln!(md, "## What the kernel dropped, and why{suffix}\n\n{drops}");
         }
+        let udp = udp_table(&r.points);
+        if !udp.is_empty() {
+            let _ = writeln!(md, "## The UDP side (QUIC){suffix}\n\n{udp}");
+        }
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
         if !r.capacity.is_empty() {
@@ -719,6 +723,43 @@ pub fn drops_table(points: &[Point]) -> String {
     md
 }
 
+/// Per point, the server port's UDP side (issue 47): QUIC Initials in (all, first), the
+/// port's sockets' drops and the namespace's RcvbufErrors per second, the receive queue's peak
+/// against the buffer and rmem_max; "" when no point's port had a UDP socket.
+pub fn udp_table(points: &[Point]) -> String {
+    use SummaryCol as S;
+    let rows: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.num(S::UdpRcvbufBytes).is_finite())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from(
+        "| # | Initials in/s | first Initials/s | port drops/s | RcvbufErrors/s | queue peak B | buffer B | rmem_max B |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for p in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.number(),
+            num(p.num(S::QuicInitialInPerS)),
+            num(p.num(S::QuicFirstInitialPerS)),
+            num(p.num(S::PortUdpDropsPerS)),
+            num(p.num(S::UdpRcvbufErrorsPerS)),
+            num(p.num(S::UdpRcvQueueMaxBytes)),
+            num(p.num(S::UdpRcvbufBytes)),
+            num(p.num(S::RmemMaxBytes)),
+        );
+    }
+    md.push_str(
+        "\nThe server port's UDP sockets (sock_diag: their drops, queue and buffer), its QUIC \
+         Initials (pcap: a connection attempt's first apart), the namespace's Udp RcvbufErrors; \
+         points whose port had no UDP socket are left out.\n",
+    );
+    md
+}
+
 /// A point's counts (summary.json `points[i].totals`), when the run recorded them.
 fn point_totals(p: &Point) -> Option<crate::model::Totals> {
     serde_json::from_str(&p.text(SummaryText::Totals)).ok()
@@ -1181,6 +1222,31 @@ mod tests {
             rows[3].contains("| closed | 40–61 s | wan: rtt 70 ms, loss 0.0 %, bw 50 Mbit/s | – |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn udp_table_shows_points_whose_port_had_a_udp_socket() {
+        use super::super::read::Cell;
+        let point = |n: f64, buf: f64| {
+            let mut row = std::collections::BTreeMap::new();
+            row.insert("point".to_string(), Cell::Num(n));
+            for (k, v) in [
+                ("udp_rcvbuf_bytes", buf),
+                ("quic_initial_in_per_s", 1200.0),
+                ("quic_first_initial_per_s", 1000.0),
+                ("port_udp_drops_per_s", 300.0),
+                ("udp_rcvbuf_errors_per_s", 300.0),
+                ("udp_rcv_queue_max_bytes", 65000.0),
+                ("rmem_max_bytes", 4194304.0),
+            ] {
+                row.insert(k.to_string(), Cell::Num(v));
+            }
+            Point(row)
+        };
+        let md = udp_table(&[point(1.0, 65536.0), point(2.0, f64::NAN)]);
+        assert!(md.contains("| 1 | 1200 | 1000 | 300 | 300 |"), "{md}");
+        assert!(!md.contains("| 2 |"), "{md}");
+        assert_eq!(udp_table(&[point(2.0, f64::NAN)]), "");
     }
 
     #[test]

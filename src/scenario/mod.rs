@@ -203,11 +203,26 @@ const BUILTIN_ONLY_KEYS: &[&str] = &[
     "keepalive",
 ];
 
+/// The built-in server's keys Caddy does not read either: it has no worker count, backlog or
+/// keep-alive switch of its own (Go's runtime decides), only the file set.
+const CADDY_UNREAD_KEYS: &[&str] = &[
+    "arch",
+    "service_time",
+    "service",
+    "workers",
+    "max_workers",
+    "lingering_close",
+    "linger_timeout",
+    "backlog",
+    "keepalive",
+];
+
 /// The built-in server's keys a target of `kind` does not read: for nginx and Apache, whose
 /// config the lab writes from the others, only the built-in server's own model.
 fn unread_target_keys(kind: model::TargetKind) -> &'static [&'static str] {
     match kind {
         model::TargetKind::Builtin => &[],
+        model::TargetKind::Caddy => CADDY_UNREAD_KEYS,
         k if k.is_real_server() => &BUILTIN_ONLY_KEYS[..3],
         _ => BUILTIN_ONLY_KEYS,
     }
@@ -430,7 +445,7 @@ pub fn host_warning(s: &Scenario) -> Option<String> {
     if let Some(why) = steers_live(s) {
         return Some(format!("run as this user: {why}"));
     }
-    if !s.target.kind.is_real_server() {
+    if !s.target.kind.switches_user() {
         return None;
     }
     let lacks = crate::sys::userns::wide_mapping_would_lack()?;

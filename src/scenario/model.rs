@@ -78,6 +78,9 @@ pub enum TargetKind {
     Nginx,
     /// Apache httpd 2.4 (`apache2`), configured and started by the lab.
     Apache,
+    /// Caddy 2 (`caddy`), configured and started by the lab: HTTP/1.1, and over TLS HTTP/2
+    /// and HTTP/3 (QUIC on the same port, UDP) too.
+    Caddy,
 }
 
 impl TargetKind {
@@ -89,11 +92,21 @@ impl TargetKind {
             TargetKind::Address => "address",
             TargetKind::Nginx => "nginx",
             TargetKind::Apache => "apache",
+            TargetKind::Caddy => "caddy",
         }
     }
 
-    /// nginx or Apache: a real server whose config the lab writes.
+    /// nginx, Apache or Caddy: a real server whose config the lab writes.
     pub fn is_real_server(self) -> bool {
+        matches!(
+            self,
+            TargetKind::Nginx | TargetKind::Apache | TargetKind::Caddy
+        )
+    }
+
+    /// A real server whose workers, started as root, become another user (nginx, Apache):
+    /// in a rootless lab that needs a subordinate uid range. Caddy stays who started it.
+    pub fn switches_user(self) -> bool {
         matches!(self, TargetKind::Nginx | TargetKind::Apache)
     }
 }

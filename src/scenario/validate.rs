@@ -413,10 +413,7 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     use crate::tls::{KxGroup, ResumeBy, TlsVersion};
     let t = &s.target;
-    let lab_cert = matches!(
-        t.kind,
-        TargetKind::Builtin | TargetKind::Nginx | TargetKind::Apache
-    );
+    let lab_cert = t.kind == TargetKind::Builtin || t.kind.is_real_server();
     if !t.tls || !lab_cert {
         let defaults = TargetSpec::default();
         for (key, set) in [
@@ -429,7 +426,7 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         ] {
             if set {
                 let why = if t.tls {
-                    format!("the lab makes the certificate and TLS config only of the built-in server, nginx and Apache (this target is kind = \"{}\")", t.kind.name())
+                    format!("the lab makes the certificate and TLS config only of the built-in server, nginx, Apache and Caddy (this target is kind = \"{}\")", t.kind.name())
                 } else {
                     "is used only with tls = true".into()
                 };

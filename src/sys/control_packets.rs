@@ -31,6 +31,27 @@ pub struct TcpHead {
 
 /// Decodes link + IP + TCP headers; None for anything that is not a whole TCP header.
 pub fn parse_frame(linktype: i32, frame: &[u8]) -> Option<TcpHead> {
+    let (src, dst, tcp) = ip_payload(linktype, frame, 6)?;
+    if tcp.len() < 14 {
+        return None;
+    }
+    Some(TcpHead {
+        src,
+        dst,
+        sport: u16::from_be_bytes([tcp[0], tcp[1]]),
+        dport: u16::from_be_bytes([tcp[2], tcp[3]]),
+        seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
+        flags: tcp[13],
+    })
+}
+
+/// The addresses and the IP payload of a frame of `linktype` carrying IP protocol `proto`
+/// (6 TCP, 17 UDP; IPv6 without extension headers, as the BPF filter passes).
+pub(super) fn ip_payload(
+    linktype: i32,
+    frame: &[u8],
+    proto: u8,
+) -> Option<(IpAddr, IpAddr, &[u8])> {
     let (ethertype, ip) = match linktype {
         DLT_EN10MB => {
             let mut et = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
@@ -56,10 +77,10 @@ pub fn parse_frame(linktype: i32, frame: &[u8]) -> Option<TcpHead> {
         },
         _ => return None,
     };
-    let (src, dst, tcp): (IpAddr, IpAddr, &[u8]) = match ethertype {
+    Some(match ethertype {
         0x0800 => {
             let ihl = ((*ip.first()? & 0x0f) as usize) * 4;
-            if *ip.get(9)? != 6 || ihl < 20 {
+            if *ip.get(9)? != proto || ihl < 20 {
                 return None;
             }
             let s: [u8; 4] = ip.get(12..16)?.try_into().ok()?;
@@ -67,7 +88,7 @@ pub fn parse_frame(linktype: i32, frame: &[u8]) -> Option<TcpHead> {
             (s.into(), d.into(), ip.get(ihl..)?)
         }
         0x86dd => {
-            if *ip.get(6)? != 6 {
+            if *ip.get(6)? != proto {
                 return None; // extension headers: the BPF filter does not pass them either
             }
             let s: [u8; 16] = ip.get(8..24)?.try_into().ok()?;
@@ -75,17 +96,6 @@ pub fn parse_frame(linktype: i32, frame: &[u8]) -> Option<TcpHead> {
             (s.into(), d.into(), ip.get(40..)?)
         }
         _ => return None,
-    };
-    if tcp.len() < 14 {
-        return None;
-    }
-    Some(TcpHead {
-        src,
-        dst,
-        sport: u16::from_be_bytes([tcp[0], tcp[1]]),
-        dport: u16::from_be_bytes([tcp[2], tcp[3]]),
-        seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
-        flags: tcp[13],
     })
 }
 
@@ -119,11 +129,13 @@ pub fn classify(h: &TcpHead, port: u16) -> Control {
 }
 
 /// The BPF filter: TCP to/from `port` with SYN or RST set (IPv4 and IPv6 without extension
-/// headers), so data segments never reach user space.
+/// headers), so data segments never reach user space; and QUIC long-header packets to the
+/// port (UDP), whose Initials count as a TCP server's SYNs do.
 pub fn bpf_filter(port: u16) -> String {
     format!(
-        "tcp port {port} and ((ip and tcp[tcpflags] & (tcp-syn|tcp-rst) != 0) or \
-         (ip6 and ip6[6] == 6 and ip6[53] & 0x06 != 0))"
+        "(tcp port {port} and ((ip and tcp[tcpflags] & (tcp-syn|tcp-rst) != 0) or \
+         (ip6 and ip6[6] == 6 and ip6[53] & 0x06 != 0))) or {}",
+        super::quic_packets::bpf_filter(port)
     )
 }
 
@@ -372,6 +384,8 @@ mod tests {
 
     #[test]
     fn filter_names_the_port() {
-        assert!(bpf_filter(8080).starts_with("tcp port 8080 and"));
+        let f = bpf_filter(8080);
+        assert!(f.starts_with("(tcp port 8080 and"), "{f}");
+        assert!(f.contains("udp dst port 8080"), "{f}");
     }
 }

@@ -58,5 +58,7 @@ pub mod conn_queues;
 pub mod machine;
 pub mod pcap;
 pub mod procfs;
+pub mod quic_packets;
 pub mod sockdiag;
+pub mod udpdiag;
 pub mod userns;

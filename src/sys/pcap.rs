@@ -1,8 +1,9 @@
 //! Capture of the server's TCP control packets with libpcap: a BPF filter on SYN/RST for the
-//! port, a small snaplen, block-wise delivery; counts kept in atomics that the sampler reads,
+//! port (and QUIC Initials to it), a small snaplen, block-wise delivery; counts kept in atomics that the sampler reads,
 //! together with libpcap's own statistics (packets the kernel dropped are reported, not hidden).
 
 use super::control_packets::{bpf_filter, classify, parse_frame, Control, SynTracker};
+use super::quic_packets::{parse_initial, InitialTracker};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -28,6 +29,10 @@ pub struct CaptureCounters {
     pub synack_out: AtomicU64,
     pub rst_in: AtomicU64,
     pub rst_out: AtomicU64,
+    /// QUIC Initials arriving at the port (UDP), and of those the ones whose connection
+    /// attempt was seen before (not its first Initial).
+    pub initial_in: AtomicU64,
+    pub initial_repeat: AtomicU64,
     /// libpcap's ps_recv / ps_drop / ps_ifdrop.
     pub received: AtomicU64,
     pub dropped: AtomicU64,
@@ -113,6 +118,7 @@ impl Capture {
     pub fn run(mut self, counters: Arc<CaptureCounters>, stop: Arc<AtomicBool>) {
         let linktype = self.cap.get_datalink().0;
         let mut syns = SynTracker::default();
+        let mut initials = InitialTracker::default();
         let mut last_stats = std::time::Instant::now();
         while !stop.load(Relaxed) {
             match self.cap.next_packet() {
@@ -129,6 +135,11 @@ impl Capture {
                             Control::RstIn => _ = counters.rst_in.fetch_add(1, Relaxed),
                             Control::RstOut => _ = counters.rst_out.fetch_add(1, Relaxed),
                             Control::Other => {}
+                        }
+                    } else if let Some(i) = parse_initial(linktype, p.data, self.port) {
+                        counters.initial_in.fetch_add(1, Relaxed);
+                        if initials.is_repeat(&i) {
+                            counters.initial_repeat.fetch_add(1, Relaxed);
                         }
                     }
                 }

@@ -245,13 +245,18 @@ impl SockDiag {
         &mut self,
         req: impl FnOnce(u32) -> Vec<u8>,
     ) -> std::io::Result<Vec<u8>> {
-        self.seq = self.seq.wrapping_add(1);
-        let req = req(self.seq);
+        let req = req(self.next_seq());
         self.exchange(&req)
     }
 
+    /// The next request's sequence number.
+    pub(super) fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
     /// Sends a request and gathers its replies up to NLMSG_DONE.
-    fn exchange(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
+    pub(super) fn exchange(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
         // SAFETY: req is a valid buffer; the kernel is the destination (zeroed sockaddr_nl).
         let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         sa.nl_family = libc::AF_NETLINK as u16;

@@ -30,10 +30,7 @@ impl Controller {
     /// address and written to the run folder's `tls/` (key 0600).
     pub(super) fn make_certificate(&mut self, server_ip: IpAddr) -> anyhow::Result<()> {
         let t = &self.scenario.target;
-        let lab_configured = matches!(
-            t.kind,
-            TargetKind::Builtin | TargetKind::Nginx | TargetKind::Apache
-        );
+        let lab_configured = t.kind == TargetKind::Builtin || t.kind.is_real_server();
         if !t.tls || !lab_configured {
             return Ok(());
         }

@@ -8,7 +8,9 @@
 //! the accept-queue header), then the latency chart (the p50/p90/p99 table stays), then the
 //! overflows chart (a header value), then per-core CPU rows (a "+N cores" line); when the
 //! rates and accept-queue charts would have fewer than `TOP_MIN` rows (a three-line caption at
-//! 80x24), the latency and CPU panels fold into one line.
+//! 80x24), the latency and CPU panels fold into one line. When the server's port has UDP
+//! sockets (a QUIC server) the UDP panel takes the TCP states' place on a big screen, and the
+//! lower half of the accept queue's on a smaller one.
 
 pub mod caption;
 pub mod common;
@@ -19,6 +21,7 @@ pub mod queue;
 pub mod rates;
 pub mod states;
 pub mod status;
+pub mod udp;
 
 use super::app::App;
 use super::keymap::{HINT, HINT_SHORT};
@@ -102,8 +105,9 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
         let [r, q] =
             Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+        let udp = udp::shown(st);
         rates::render(r, buf, app, st);
-        queue::render(q, buf, app, st, false);
+        queue::render(q, buf, app, st, udp);
         let [l, s, c] = Layout::horizontal([
             Constraint::Percentage(34),
             Constraint::Percentage(30),
@@ -111,7 +115,11 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         ])
         .areas(bottom);
         latency::render(l, buf, app, st);
-        states::render(s, buf, app, st);
+        if udp {
+            udp::render(s, buf, app, st);
+        } else {
+            states::render(s, buf, app, st);
+        }
         cpu::render(c, buf, app, st);
         return;
     }
@@ -140,7 +148,17 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let [r, q] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
     rates::render(r, buf, app, st);
-    queue::render(q, buf, app, st, true);
+    if udp::shown(st) && q.height >= 2 * TOP_MIN {
+        let [q, u] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(q);
+        queue::render(q, buf, app, st, true);
+        udp::render(u, buf, app, st);
+    } else if udp::shown(st) {
+        // Too low for both: the UDP panel alone (a QUIC server's queue is its socket buffer).
+        udp::render(q, buf, app, st);
+    } else {
+        queue::render(q, buf, app, st, true);
+    }
     if bottom_h > 0 {
         let [l, c] = Layout::horizontal([Constraint::Length(34), Constraint::Min(0)]).areas(bottom);
         latency::render(l, buf, app, st);
