@@ -191,7 +191,7 @@ fn caddy_in_the_lab_answers_http3_and_pcap_counts_its_initials() {
     let sc = synlab::scenario::parse("h3.toml", &sc).unwrap();
     let mut c = Controller::start(sc, opts(Some(out.path()))).unwrap();
     run_for(&mut c, 1.0);
-    let netns = c.net.as_ref().unwrap().paths[0].netns.clone();
+    let netns = c.first_client_netns().unwrap().to_string();
     let server = c.target_addr;
     let ca = std::fs::read_to_string(c.folder_dir().unwrap().join("tls/ca.pem")).unwrap();
     let (conns, per) = (20u64, 5u64);

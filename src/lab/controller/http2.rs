@@ -21,8 +21,8 @@ impl Controller {
         let addr = self.target_addr;
         let tls = self.client_tls()?;
         let check = move || crate::probe::speaks_h2::check(addr, tls.as_ref(), CHECK_TIMEOUT);
-        let r = match self.net.as_ref().and_then(|n| n.paths.first()) {
-            Some(p) => crate::sys::netns::in_netns(&p.netns, check)
+        let r = match self.first_client_netns() {
+            Some(ns) => crate::sys::netns::in_netns(ns, check)
                 .map_err(|e| anyhow::anyhow!("entering the client namespace: {e:#}"))?,
             None => check(),
         };

@@ -21,7 +21,7 @@ impl Controller {
                 );
                 self.log(&line);
                 self.fold_msg(Input::LabUp {
-                    backend: "loopback (own netns)".into(),
+                    backend: crate::lab::core::LabBackend::OwnLoopback,
                     lab: OWN_LOOPBACK_LAB.into(),
                     paths: Vec::new(),
                 });

@@ -262,7 +262,7 @@ impl Controller {
             .up(&spec, &run_id, &self.placement)
             .context("bringing the network lab up (`synlab net status` lists leftovers, `synlab net down` removes them)")?;
         let layout = net.layout().clone();
-        let backend = super::core::LabBackend {
+        let backend = super::core::LabBackend::Shaped {
             backend: layout.backend,
             auto: spec.backend == crate::net::spec::BackendChoice::Auto,
         };
@@ -467,6 +467,12 @@ impl Controller {
         self.net.as_ref().map(|n| n.netns_prefix())
     }
 
+    /// The first client path's namespace (where the load runs from), when the lab is up.
+    pub fn first_client_netns(&self) -> Option<&str> {
+        let net = self.net.as_ref()?;
+        net.layout().paths.first().map(|p| p.netns.as_str())
+    }
+
     /// The delay router's stats over the lab's life, when the lab is up.
     pub fn router_view(&self) -> Option<crate::net::lab::RouterView> {
         self.net.as_ref().map(|n| n.router_view())
@@ -583,7 +589,7 @@ mod tests {
             ..Default::default()
         };
         c.fold_msg(Input::LabUp {
-            backend: crate::lab::core::LabBackend {
+            backend: crate::lab::core::LabBackend::Shaped {
                 backend: crate::net::plan::Backend::Router,
                 auto: false,
             },

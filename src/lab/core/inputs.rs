@@ -9,20 +9,30 @@ use crate::tls::settings::{KxGroup, ResumeBy, TlsVersion};
 use std::fmt;
 use std::net::SocketAddr;
 
-/// The network lab's backend as built, and whether synlab chose it (`backend = "auto"`).
+/// What carries the run's packets: the network lab's backend as built, and whether synlab
+/// chose it (`backend = "auto"`); or, without `[network]`, a loopback of the run's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LabBackend {
-    pub backend: Backend,
-    pub auto: bool,
+pub enum LabBackend {
+    Shaped {
+        backend: Backend,
+        auto: bool,
+    },
+    /// A plain user's run without `[network]` in a namespace holding only `lo` (issue 45).
+    OwnLoopback,
 }
 
 impl fmt::Display for LabBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.backend)?;
-        if self.auto {
-            f.write_str(" (auto)")?;
+        match self {
+            LabBackend::Shaped { backend, auto } => {
+                write!(f, "{backend}")?;
+                if *auto {
+                    f.write_str(" (auto)")?;
+                }
+                Ok(())
+            }
+            LabBackend::OwnLoopback => f.write_str("loopback (own netns)"),
         }
-        Ok(())
     }
 }
 
@@ -117,16 +127,17 @@ mod tests {
 
     #[test]
     fn each_boundary_value_reads_as_the_line_the_user_saw_before() {
-        let auto = LabBackend {
+        let auto = LabBackend::Shaped {
             backend: Backend::Router,
             auto: true,
         };
         assert_eq!(auto.to_string(), "router (auto)");
-        let netem = LabBackend {
+        let netem = LabBackend::Shaped {
             backend: Backend::Netem,
             auto: false,
         };
         assert_eq!(netem.to_string(), "netem");
+        assert_eq!(LabBackend::OwnLoopback.to_string(), "loopback (own netns)");
         let target = TargetUp::Builtin {
             arch: Arch::Event,
             listen: "127.0.0.1:8080".parse().unwrap(),

@@ -77,7 +77,7 @@ fn probe(syn_per_s: f64) -> Input {
 /// The network lab came up with these paths (20 ms RTT each).
 fn lab_up(names: &[&str]) -> Input {
     Input::LabUp {
-        backend: super::LabBackend {
+        backend: super::LabBackend::Shaped {
             backend: crate::net::plan::Backend::Router,
             auto: false,
         },

@@ -85,6 +85,7 @@ mod tests {
             extra: vec!["header X-Lab 1".into()],
             extra_events: Vec::new(),
             tls: None,
+            http2: false,
         }
     }
 
