@@ -59,7 +59,6 @@ fn a_udp_flood_past_the_buffer_is_dropped_as_the_kernel_and_pcap_count_it() {
         "the test needs the capture: {:?}",
         first.notes
     );
-    // Wait for a sample with a capture running (its first sample may precede it).
     let before = udp(&ns);
 
     // 4,000 connection attempts, every tenth sent twice (a retransmitted Initial), in bursts
@@ -77,6 +76,16 @@ fn a_udp_flood_past_the_buffer_is_dropped_as_the_kernel_and_pcap_count_it() {
         }
         (4000u64, sent)
     });
+    // The socket holds what its buffer took until it is read: a sample sees the queue full.
+    let mut samples = vec![first];
+    while !samples
+        .last()
+        .and_then(|s| s.m.udp_rcv_queue_bytes)
+        .is_some_and(|q| q > 0.0)
+    {
+        samples.push(samples_rx.recv_timeout(Duration::from_secs(5)).unwrap());
+        assert!(samples.len() < 50, "no sample saw the queue");
+    }
     let mut received = 0u64;
     rx.set_nonblocking(true).unwrap();
     let mut buf = [0u8; 2048];
@@ -84,7 +93,6 @@ fn a_udp_flood_past_the_buffer_is_dropped_as_the_kernel_and_pcap_count_it() {
         received += 1;
     }
     // Samples until the counters have stopped moving and the capture has seen every Initial.
-    let mut samples = vec![first];
     let mut settled = 0;
     while settled < 3 {
         let s: ProbeSample = samples_rx.recv_timeout(Duration::from_secs(5)).unwrap();

@@ -348,8 +348,8 @@ fn caddy_over_tls_runs_in_the_rootless_lab_and_its_log_agrees() {
         return;
     };
     assert!(
-        log.lines().all(|l| l.contains("\"proto\":\"HTTP/1.1\"")),
-        "synlab's load is HTTP/1.1"
+        log.lines().all(|l| l.contains("\"proto\":\"HTTP/1.")),
+        "synlab's load is HTTP/1.x: {log}"
     );
 }
 

@@ -737,7 +737,7 @@ fn a_quic_server_shows_the_udp_panel() {
     for (w, h) in SIZES {
         let text = render::screen_text(&colour_app(), &st, w, h);
         assert!(text.contains("UDP (QUIC)  DROPPING"), "{w}x{h}: {text}");
-        assert!(text.contains("Initials/s 1200"), "{w}x{h}: {text}");
+        assert!(text.contains("Initials/s 1.2k"), "{w}x{h}: {text}");
         assert!(text.contains("66000/65536 B full"), "{w}x{h}: {text}");
     }
     // A TCP-only server's screens keep their panels.

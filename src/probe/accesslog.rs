@@ -622,6 +622,7 @@ mod tests {
             StatusCounts {
                 lines: 1,
                 s5xx: 1,
+                http1: 1,
                 ..Default::default()
             }
         );

@@ -4,7 +4,7 @@
 //! in their receive queue against the buffer and net.core.rmem_max. The QUIC counterpart of the
 //! accept-queue panel: no SYN, no accept queue; the socket's buffer is the queue.
 
-use super::common::{headline, line_chart, num, panel, Series, Window};
+use super::common::{headline, line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
 use crate::model::col as c;
 use crate::ui::app::App;
@@ -16,12 +16,13 @@ pub fn shown(st: &LabState) -> bool {
     headline(st, c::UDP_RCVBUF).is_some()
 }
 
-/// "2304/65536 B" (the queue against its buffer), "full" when it reached it.
+/// "2304/65536 B" (the queue against its buffer, in whole bytes: the buffer's size is a
+/// setting, read as written), "full" when it reached it.
 pub fn queue_text(q: Option<f64>, buf: Option<f64>) -> String {
     match (q, buf) {
-        (Some(q), Some(b)) if b > 0.0 && q >= b => format!("{}/{} B full", num(q), num(b)),
-        (Some(q), Some(b)) => format!("{}/{} B", num(q), num(b)),
-        (Some(q), None) => format!("{} B", num(q)),
+        (Some(q), Some(b)) if b > 0.0 && q >= b => format!("{q:.0}/{b:.0} B full"),
+        (Some(q), Some(b)) => format!("{q:.0}/{b:.0} B"),
+        (Some(q), None) => format!("{q:.0} B"),
         _ => "n/a".into(),
     }
 }
@@ -41,7 +42,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         headline(st, c::UDP_RCVBUF),
     ));
     let mut rmem = Series::value_only(st, "rmem_max", c::RMEM_MAX);
-    rmem.latest = headline(st, c::RMEM_MAX).map(|v| format!("{} B", num(v)));
+    rmem.latest = headline(st, c::RMEM_MAX).map(|v| format!("{v:.0} B"));
     let series = vec![
         Series::column(st, "Initials/s", c::QUIC_INITIAL_IN_PER_S, w),
         Series::column(st, "first/s", c::QUIC_FIRST_INITIAL_PER_S, w),
