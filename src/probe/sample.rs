@@ -176,8 +176,8 @@ metrics! {
     established => ESTABLISHED_SOCKS, fin_wait => FIN_WAIT, close_wait => CLOSE_WAIT,
     /// The port's established connections: bytes waiting in their receive and send queues
     /// (mean and largest over connections) and their retransmissions (tcp_info).
-    conn_recvq_mean => CONN_RECVQ_MEAN, conn_recvq_max => CONN_RECVQ_MAX,
-    conn_sendq_mean => CONN_SENDQ_MEAN, conn_sendq_max => CONN_SENDQ_MAX,
+    conn_recvq_bytes_mean => CONN_RECVQ_MEAN, conn_recvq_bytes_max => CONN_RECVQ_MAX,
+    conn_sendq_bytes_mean => CONN_SENDQ_MEAN, conn_sendq_bytes_max => CONN_SENDQ_MAX,
     conn_retrans => CONN_RETRANS,
     last_ack => LAST_ACK, closing => CLOSING,
     /// Whole namespace (all ports): /proc/net/sockstat `tw`.
@@ -402,10 +402,10 @@ fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
             m.closing = f(d.closing);
             if let Some(q) = d.conns {
                 let (rq, sq) = q.means();
-                m.conn_recvq_mean = Some(rq);
-                m.conn_recvq_max = f(q.recvq_max);
-                m.conn_sendq_mean = Some(sq);
-                m.conn_sendq_max = f(q.sendq_max);
+                m.conn_recvq_bytes_mean = Some(rq);
+                m.conn_recvq_bytes_max = f(q.recvq_max);
+                m.conn_sendq_bytes_mean = Some(sq);
+                m.conn_sendq_bytes_max = f(q.sendq_max);
                 m.conn_retrans = f(q.retrans);
             }
             if d.time_wait_walked {

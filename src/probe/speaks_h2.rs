@@ -142,7 +142,7 @@ fn exchange(s: &mut (impl Read + Write), timeout: Duration) -> Result<ServerSett
         }
     }
     let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-    if got < head.len() || head[3] != FRAME_SETTINGS || head[4] & 1 != 0 || len % 6 != 0 {
+    if got < head.len() || head[3] != FRAME_SETTINGS || head[4] & 1 != 0 || !len.is_multiple_of(6) {
         // An HTTP/1.x server answers the preface as a request: show its first line.
         let mut text = head[..got].to_vec();
         let mut more = [0u8; 120];
