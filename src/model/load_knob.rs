@@ -98,7 +98,7 @@ impl LoadKnob {
             LoadKnob::Clients => Some("clients"),
             LoadKnob::BurstRatio => Some("burst_ratio"),
             LoadKnob::BurstFraction => Some("burst_fraction"),
-            LoadKnob::Resumed => None,
+            LoadKnob::Resumed => Some("tls_resumed"),
             LoadKnob::Streams => Some("streams"),
         }
     }

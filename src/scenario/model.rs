@@ -520,6 +520,9 @@ pub struct Step {
     pub bandwidth: Option<super::units::Bandwidth>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<bool>,
+    /// The share of TLS handshakes that resume a session (needs `[load.tls]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_resumed: Option<f64>,
     /// Put a named mark on the charts and in the results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<String>,
@@ -539,6 +542,7 @@ impl Step {
             self.burst_ratio.map(|r| (LoadKnob::BurstRatio, r)),
             self.burst_fraction
                 .map(|f| (LoadKnob::BurstFraction, f.fraction())),
+            self.tls_resumed.map(|r| (LoadKnob::Resumed, r)),
         ]
         .into_iter()
         .flatten()

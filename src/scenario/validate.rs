@@ -530,6 +530,12 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             within &= knob.check(v).is_ok();
             self::knob(knob, v, &format!("{k}.{key}"), bad);
         }
+        if st.tls_resumed.is_some() && s.load.tls.is_none() {
+            bad(
+                &format!("{k}.tls_resumed"),
+                "needs [load.tls] (the clients speak TLS to a `target.tls = true` server)".into(),
+            );
+        }
         if let (Some(r), Some(f), true) = (st.burst_ratio, st.burst_fraction, within) {
             check_burst(r, f.fraction(), &k, ["burst_ratio", "burst_fraction"], bad);
         }
