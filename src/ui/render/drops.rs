@@ -68,8 +68,12 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
         )),
         Some(k) => {
             for (i, l) in k.reasons.lines().into_iter().enumerate() {
-                let style = if i == 0 { t.label() } else { t.text() };
-                out.extend(wrap(&l, "", width, style));
+                // The head wraps; a reason's row keeps its columns.
+                if i == 0 {
+                    out.extend(wrap(&l, "", width, t.label()));
+                } else {
+                    out.push(Line::from(Span::styled(l, t.text())));
+                }
             }
             if let Some(check) = &k.overflow {
                 let style = if check.consistent() { t.ok() } else { t.warn() };
