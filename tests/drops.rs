@@ -122,7 +122,7 @@ fn accept_queue_full_rate_adds_up_to_listen_overflows_and_leads_the_report() {
     let md = synlab::report::markdown::drops_table(&[Point(row)]);
     let line = md.lines().find(|l| l.starts_with("| 1 |")).expect(&md);
     assert!(
-        line.starts_with("| 1 | accept queue full: handshake's final ACK dropped "),
+        line.starts_with("| 1 | accept queue full: SYN or handshake's final ACK dropped "),
         "{md}"
     );
 }

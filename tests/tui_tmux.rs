@@ -103,6 +103,25 @@ fn tmux_default_scenario_keys_change_rate_and_rtt_then_quit_cleans_up() {
         );
     }
 
+    // The drops view (issue 48): `y` puts it in place of the panels, with the kernel's own
+    // reasons counted (root) or why not; `y` again brings the panels back.
+    tmux(&["send-keys", "-t", &session.0, "y"]);
+    let screen = wait_for(
+        &session.0,
+        &|s| {
+            s.contains("what the kernel dropped, and why") && s.contains("the kernel's own reasons")
+        },
+        10,
+    );
+    assert!(
+        screen.contains("what the kernel dropped, and why"),
+        "y did not open the drops view:\n{screen}"
+    );
+    assert!(screen.contains("the kernel's own reasons"), "{screen}");
+    tmux(&["send-keys", "-t", &session.0, "y"]);
+    let screen = wait_for(&session.0, &|s| s.contains("connections"), 10);
+    assert!(!screen.contains("what the kernel dropped"), "{screen}");
+
     let screen = session.quit();
     assert!(
         screen.contains("SYNLAB-EXIT=0"),

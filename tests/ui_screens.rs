@@ -745,3 +745,69 @@ fn a_quic_server_shows_the_udp_panel() {
     assert!(!plain.contains("UDP (QUIC)"), "{plain}");
     snap("quic_udp", &colour_app(), &st);
 }
+
+/// The drops view (`y`, issue 48): an overload with SYN cookies on, as root: the reasons by
+/// their rates, the largest first, cookies said as such, the kernel's own reasons with the
+/// overflow cross-check; as a plain user, which view it gets and why not.
+#[test]
+fn the_drops_view_names_the_reasons_largest_first_and_the_kernels_own() {
+    use synlab::model::col as c;
+    use synlab::model::kreasons::{
+        KernelReasons, KernelView, NotCounted, OverflowCheck, ReasonCount,
+    };
+    let mut st = fixture::overloaded();
+    let t = st.elapsed_s + 0.2;
+    st.store.push(
+        t,
+        &[
+            (c::LISTEN_OVERFLOWS, Some(700.0)),
+            (c::REQQ_FULL_COOKIES_PER_S, Some(20000.0)),
+            (c::SYNCOOKIES_SENT_PER_S, Some(20000.0)),
+            (c::SYNCOOKIES_RECV_PER_S, Some(19000.0)),
+            (c::BACKLOG_DROPS_PER_S, Some(0.0)),
+        ],
+    );
+    st.elapsed_s = t;
+    st.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::counted(
+            vec![
+                ReasonCount {
+                    name: "TCP_LISTEN_OVERFLOW".into(),
+                    count: 400,
+                },
+                ReasonCount {
+                    name: "NO_SOCKET".into(),
+                    count: 12,
+                },
+            ],
+            430,
+            60.0,
+        ),
+        overflow: Some(OverflowCheck {
+            counter: 42000,
+            kernel: 400,
+        }),
+    });
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(st);
+    press(&mut app, &mut lab, &[Key::Char('y')]);
+    assert!(app.show_drops);
+    let text = render::screen_text(&app, &lab.state, 160, 48);
+    let row = |s: &str| text.lines().position(|l| l.contains(s)).expect(s);
+    assert!(row("SYN cookies sent") < row("accept queue full"), "{text}");
+    assert!(text.contains("20k sent/s, 19k validated/s"), "{text}");
+    assert!(text.contains("machine-wide"), "{text}");
+    assert!(text.contains("400 final ACKs + 41600 SYNs"), "{text}");
+    assert!(!text.contains("socket backlog full"), "{text}");
+    snap("drops_view", &app, &lab.state);
+
+    lab.state.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::NotCounted(NotCounted::NotRoot),
+        overflow: None,
+    });
+    let text = render::screen_text(&app, &lab.state, 160, 48);
+    assert!(text.contains("plain user"), "{text}");
+    assert!(text.contains("accept queue full"), "{text}");
+    press(&mut app, &mut lab, &[Key::Char('y')]);
+    assert!(!app.show_drops);
+}

@@ -146,6 +146,9 @@ pub struct LabState {
     pub free_play: bool,
     /// The latency of the last second, overall and per network path.
     pub live: Live,
+    /// The kernel's own drop reasons (issue 48 item 2): counted as root, or why not, with the
+    /// overflow cross-check; None before the probes say.
+    pub kernel_reasons: Option<crate::model::kreasons::KernelView>,
 }
 
 /// Latency over the last second of the workers' reports, and what it is over. A percentile
@@ -202,6 +205,7 @@ impl LabState {
             terminal_gone: false,
             free_play: false,
             live: Live::default(),
+            kernel_reasons: None,
         }
     }
 

@@ -66,7 +66,7 @@ pub const DROP_REASONS: &[DropReason] = &[
     r(
         "TcpExt.ListenOverflows",
         "accept_queue_full",
-        "accept queue full: handshake's final ACK dropped",
+        "accept queue full: SYN or handshake's final ACK dropped",
         col::LISTEN_OVERFLOWS,
     ),
     r(
@@ -170,7 +170,7 @@ mod tests {
         }
         assert_eq!(
             DropReason::of_col(col::LISTEN_OVERFLOWS).unwrap().words,
-            "accept queue full: handshake's final ACK dropped"
+            "accept queue full: SYN or handshake's final ACK dropped"
         );
     }
 

@@ -1,6 +1,7 @@
 //! The shared vocabulary of the lab: types every layer speaks (the time series' columns, the worker's counters, ...).
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
+pub mod acceptq;
 pub mod capacity;
 pub mod column;
 pub mod column_help;
@@ -10,6 +11,7 @@ pub mod death;
 pub mod drops;
 pub mod expect;
 pub mod knob;
+pub mod kreasons;
 pub mod limits;
 pub mod load_knob;
 pub mod phase;

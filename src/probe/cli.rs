@@ -471,6 +471,7 @@ mod tests {
             per_cpu: Vec::new(),
             listeners: Vec::new(),
             notes: Vec::new(),
+            kernel: None,
         };
         s.m.listen_overflows_per_s = Some(725.0);
         s.m.reqq_full_drops_per_s = Some(30.0);

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod counters;
 pub mod cpustat;
 pub mod crosscheck;
+pub mod kreasons;
 pub mod procnet;
 pub mod sample;
 pub mod sampler;

@@ -269,6 +269,9 @@ pub struct ProbeSample {
     pub listeners: Vec<ListenQueue>,
     /// One-time warnings, each sent once (e.g. no pcap).
     pub notes: Vec<String>,
+    /// The kernel's own drop reasons for the run so far (root), or why not (issue 48 item 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::model::kreasons::KernelView>,
 }
 
 impl ProbeSample {
@@ -379,6 +382,7 @@ pub fn build(
             .map(|d| d.listeners.clone())
             .unwrap_or_default(),
         notes: Vec::new(),
+        kernel: None,
     }
 }
 

@@ -594,8 +594,22 @@ impl Sampler {
         let mut prev: Option<Snapshot> = None;
         let mut seq = 0u64;
         let mut cur = base.clone();
+        // The kernel's own drop reasons (issue 48 item 2), counted from here as root.
+        let reasons =
+            super::kreasons::ReasonCounters::start(crate::sys::privilege::effective_root());
+        let overflows = |s: &Snapshot| s.net.as_ref()?.counter(super::kreasons::LISTEN_OVERFLOWS);
+        let overflows_base = overflows(&base);
+        notes.push(match &reasons {
+            Ok(r) => r.note.clone(),
+            Err(why) => why.to_string(),
+        });
         loop {
             let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k, &cfg.cores);
+            sample.kernel = Some(super::kreasons::view(
+                &reasons,
+                overflows_base,
+                overflows(&cur),
+            ));
             notes.append(&mut self.notes.pending);
             sample.notes = std::mem::take(&mut notes);
             if !sink.deliver(sample) {

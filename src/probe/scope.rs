@@ -194,6 +194,13 @@ pub fn to_json(s: &ProbeSample, t: &Target) -> Value {
         "per_cpu".into(),
         serde_json::to_value(&s.per_cpu).unwrap_or_default(),
     );
+    // The kernel's own drop reasons are machine-wide (skb:kfree_skb of every namespace).
+    if let Some(k) = &s.kernel {
+        groups[i].1.insert(
+            "kernel_drop_reasons".into(),
+            serde_json::to_value(k).unwrap_or_default(),
+        );
+    }
     let mut out = Map::new();
     out.insert("t_s".into(), s.t_s.into());
     out.insert("seq".into(), s.seq.into());
@@ -274,6 +281,7 @@ mod tests {
             per_cpu: Vec::new(),
             listeners: Vec::new(),
             notes: Vec::new(),
+            kernel: None,
         };
         let t = Target {
             port: 18080,

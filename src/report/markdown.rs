@@ -1262,7 +1262,7 @@ mod tests {
         assert_eq!(rows.len(), 2, "{md}");
         assert_eq!(
             rows[1],
-            "| 2 | accept queue full: handshake's final ACK dropped 725/s; SYN queue full: SYN \
+            "| 2 | accept queue full: SYN or handshake's final ACK dropped 725/s; SYN queue full: SYN \
              dropped 12.5/s |",
             "{md}"
         );

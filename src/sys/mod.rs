@@ -2,6 +2,7 @@
 //! /proc lives below this module, behind small functions and traits, so the logic above it
 //! (scheduling, router timing, parsing, UI) is tested without root.
 
+pub mod acceptq;
 pub mod client_io;
 pub mod control_packets;
 pub mod ethtool;
@@ -13,6 +14,7 @@ pub mod privilege;
 pub mod process;
 pub mod server_io;
 pub mod sysctl;
+pub mod tracepoint;
 pub mod tty;
 
 /// An errno, named (`Errno::EMFILE`): how the layers above tell one kernel refusal from another.

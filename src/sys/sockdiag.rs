@@ -255,6 +255,12 @@ impl SockDiag {
         self.seq
     }
 
+    /// One dump of a request the caller built (sys::acceptq asks for tcp_info too), as
+    /// [`Self::dump_raw`].
+    pub fn dump_request(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
+        self.exchange(req)
+    }
+
     /// Sends a request and gathers its replies up to NLMSG_DONE.
     pub(super) fn exchange(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
         // SAFETY: req is a valid buffer; the kernel is the destination (zeroed sockaddr_nl).

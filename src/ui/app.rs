@@ -30,6 +30,8 @@ pub struct App {
     /// Width of the charts' time window, seconds.
     pub window_s: f64,
     pub show_help: bool,
+    /// The drops view ("what the kernel dropped, and why") in place of the panels.
+    pub show_drops: bool,
     pub quit: bool,
     pub message: Option<Message>,
     pub marks: usize,
@@ -41,6 +43,7 @@ impl App {
             theme,
             window_s: window_s.clamp(WINDOW_MIN_S, WINDOW_MAX_S),
             show_help: false,
+            show_drops: false,
             quit: false,
             message: None,
             marks: 0,
@@ -139,6 +142,7 @@ impl App {
                 None => self.say(lab, "no more scenario steps".into(), true),
             },
             ToggleHelp => self.show_help = !self.show_help,
+            ToggleDrops => self.show_drops = !self.show_drops,
             CloseHelp => self.show_help = false,
             Quit => self.quit = true,
         }

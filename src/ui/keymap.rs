@@ -24,6 +24,8 @@ pub enum Action {
     /// Multiply the chart window (0.5 = zoom in, 2 = zoom out).
     Zoom(f64),
     NextStep,
+    /// The drops view in place of the panels, and back.
+    ToggleDrops,
     ToggleHelp,
     CloseHelp,
     Quit,
@@ -137,6 +139,7 @@ pub const KEYMAP: &[Binding] = &[
     b(C('z'), A::Zoom(0.5), "zoom in (shorter window)"),
     b(C('Z'), A::Zoom(2.0), "zoom out (longer window)"),
     b(C('n'), A::NextStep, "next scenario step"),
+    b(C('y'), A::ToggleDrops, "why: what the kernel dropped"),
     b(C('?'), A::ToggleHelp, "this help"),
     b(Key::Esc, A::CloseHelp, "close help"),
     b(C('q'), A::Quit, "quit (cleans up)"),

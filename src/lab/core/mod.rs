@@ -463,6 +463,9 @@ impl LabCore {
         if p.syn_source == crate::probe::SynSource::Estimated {
             self.state.warn(Warning::NoPcap);
         }
+        if p.kernel.is_some() {
+            self.state.kernel_reasons = p.kernel.clone();
+        }
         self.probe_latest = Some(p);
     }
 

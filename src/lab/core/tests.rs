@@ -71,6 +71,7 @@ fn probe(syn_per_s: f64) -> Input {
         per_cpu: Vec::new(),
         listeners: Vec::new(),
         notes: Vec::new(),
+        kernel: None,
     }))
 }
 

@@ -15,6 +15,7 @@
 pub mod caption;
 pub mod common;
 pub mod cpu;
+pub mod drops;
 pub mod help;
 pub mod latency;
 pub mod queue;
@@ -77,7 +78,11 @@ pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     Paragraph::new(caption).render(caption_a, buf);
     Paragraph::new(message).render(message_a, buf);
     Paragraph::new(warnings).render(warnings_a, buf);
-    panels(panels_a, buf, app, st);
+    if app.show_drops {
+        drops::render(panels_a, buf, app, st);
+    } else {
+        panels(panels_a, buf, app, st);
+    }
     let hint = if app.show_help {
         "? or Esc closes this help  q quit".to_string()
     } else if area.width as usize >= HINT.chars().count() {

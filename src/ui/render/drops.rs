@@ -1,0 +1,110 @@
+//! The drops view (`y`, issue 48): "what the kernel dropped, and why". The namespace's drop
+//! counters in words (model::drops), their rates of the last second, the largest first; SYN
+//! cookies said as such; then the kernel's own reasons (skb:kfree_skb, machine-wide) when
+//! synlab counts them, or which view the user gets and why not.
+
+use super::common::{headline, num, panel, wrap};
+use crate::lab::state::LabState;
+use crate::model::col as c;
+use crate::model::drops::{top, DROP_REASONS};
+use crate::ui::app::App;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+/// The view's lines for a panel `width` wide.
+pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut out = Vec::new();
+    let measured = DROP_REASONS.iter().any(|r| st.store.col(r.col).is_some());
+    if !measured {
+        out.extend(wrap(
+            "the namespace's drop counters (TcpExt/Udp) are not read on this run",
+            "",
+            width,
+            t.text(),
+        ));
+    } else {
+        let reasons = top(|col| headline(st, col));
+        if reasons.is_empty() {
+            out.push(Line::from(Span::styled(
+                "nothing dropped in the last second (namespace's TcpExt/Udp counters)",
+                t.ok(),
+            )));
+        } else {
+            out.push(Line::from(Span::styled(
+                "the last second, per namespace (TcpExt/Udp counters), the largest first:",
+                t.label(),
+            )));
+        }
+        for (r, rate) in reasons {
+            let head = format!("{:>7}/s  ", num(rate));
+            let text = format!("{}  ({})", r.words, r.counter);
+            for (i, l) in wrap(&text, &head, width, t.warn()).into_iter().enumerate() {
+                // The figure in the warning colour, its words in text colour.
+                let s: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+                if i == 0 {
+                    out.push(Line::from(vec![
+                        Span::styled(s[..head.len()].to_string(), t.warn()),
+                        Span::styled(s[head.len()..].to_string(), t.text()),
+                    ]));
+                } else {
+                    out.push(Line::from(Span::styled(s, t.text())));
+                }
+            }
+        }
+        if let Some(line) = cookies(st) {
+            out.extend(wrap(&line, "", width, t.notice()));
+        }
+    }
+    out.push(Line::from(""));
+    match &st.kernel_reasons {
+        None => out.extend(wrap(
+            "the kernel's own reasons (skb:kfree_skb): not counted on this run",
+            "",
+            width,
+            t.text(),
+        )),
+        Some(k) => {
+            for (i, l) in k.reasons.lines().into_iter().enumerate() {
+                // The head wraps; a reason's row keeps its columns.
+                if i == 0 {
+                    out.extend(wrap(&l, "", width, t.label()));
+                } else {
+                    out.push(Line::from(Span::styled(l, t.text())));
+                }
+            }
+            if let Some(check) = &k.overflow {
+                let style = if check.consistent() { t.ok() } else { t.warn() };
+                out.extend(wrap(&check.to_string(), "", width, style));
+            }
+        }
+    }
+    out
+}
+
+/// With SYN cookies at work: "SYN cookies: 1.2k sent/s, 1.1k validated/s: ...".
+fn cookies(st: &LabState) -> Option<String> {
+    let sent = headline(st, c::SYNCOOKIES_SENT_PER_S).unwrap_or(0.0);
+    let recv = headline(st, c::SYNCOOKIES_RECV_PER_S).unwrap_or(0.0);
+    (sent > 0.0 || recv > 0.0).then(|| {
+        format!(
+            "SYN cookies: {} sent/s, {} validated/s: the SYN queue is full and the kernel \
+             answers with cookies instead of dropping (net.ipv4.tcp_syncookies); a validated \
+             cookie is a connection made without a SYN queue entry",
+            num(sent),
+            num(recv)
+        )
+    })
+}
+
+pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
+    let inner = panel(
+        area,
+        buf,
+        "what the kernel dropped, and why (y closes)",
+        &app.theme,
+    );
+    Paragraph::new(lines(app, st, inner.width)).render(inner, buf);
+}

@@ -1,0 +1,194 @@
+//! Time in the accept queue (issue 48 item 3) on the real kernel, as root: the ages sock_diag
+//! gives the connections waiting in a listener's accept queue (inode 0, tcp_info's
+//! last_data_sent) against the exact wait of each accepted one, and Little's law on a steady
+//! overload of a listener with backlog 16 that accepts at a fixed pace.
+
+mod probe_support;
+
+use probe_support::{connect_nonblocking, privileged, Netns, RawListener};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::{Duration, Instant};
+use synlab::model::acceptq::{LittleCheck, QueueAges};
+use synlab::sys::acceptq::waiting_ages_ms;
+use synlab::sys::sockdiag::SockDiag;
+
+/// tcp_info's last_data_sent of a socket (ms): on a socket just accepted, nothing sent yet,
+/// its time since the handshake completed, i.e. its wait in the accept queue.
+fn waited_ms(fd: i32) -> u32 {
+    let mut info = [0u8; 232];
+    let mut len = info.len() as libc::socklen_t;
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0);
+    u32::from_ne_bytes(info[44..48].try_into().unwrap())
+}
+
+fn accept(fd: i32) -> Option<i32> {
+    let c = unsafe {
+        libc::accept4(
+            fd,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC,
+        )
+    };
+    (c >= 0).then_some(c)
+}
+
+/// Connections that sent their request and wait unaccepted: sock_diag sees each with its age
+/// (not reset by the request's data), and no more once accepted.
+#[test]
+fn waiting_connections_have_their_age_from_the_handshake() {
+    if !privileged("accept-queue test") {
+        return;
+    }
+    let ns = Netns::new();
+    let listener = ns.run(|| RawListener::new(16));
+    let (port, lfd) = (listener.port, listener.fd);
+    let (ages, after_accept) = ns.run(move || {
+        let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+        let clients: Vec<i32> = (0..5).map(|_| connect_nonblocking(to).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        for &c in &clients {
+            let n = unsafe { libc::send(c, b"GET / HTTP/1.1\r\n\r\n".as_ptr().cast(), 18, 0) };
+            assert_eq!(n, 18);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let mut d = SockDiag::open().unwrap();
+        let ages = waiting_ages_ms(&mut d, port).unwrap();
+        let a: Vec<i32> = (0..2).map(|_| accept(lfd).unwrap()).collect();
+        let after = waiting_ages_ms(&mut d, port).unwrap();
+        for fd in clients.into_iter().chain(a) {
+            unsafe { libc::close(fd) };
+        }
+        (ages, after)
+    });
+    eprintln!("ages {ages:?}, after 2 accepts {after_accept:?}");
+    assert_eq!(ages.len(), 5, "{ages:?}");
+    let q = QueueAges::of(&ages).unwrap();
+    // 500 ms since the handshakes (jiffies, ms), the request 200 ms ago did not reset it.
+    assert!(q.oldest_ms >= 480.0 && q.mean_ms >= 480.0, "{q:?}");
+    assert!(q.oldest_ms < 5000.0, "{q:?}");
+    assert_eq!(after_accept.len(), 3, "{after_accept:?}");
+    drop(listener);
+}
+
+/// A listener with backlog 16 accepting one connection every 5 ms under a flood: the queue
+/// stays full, each accepted connection's exact wait (tcp_info at accept) against the sampled
+/// ages and Little's law (mean wait = mean depth / accept rate, within 10 %).
+///
+/// Ignored for now: measured on 6.18 under a loaded machine (2 cores, load 17), the exact wait
+/// (83.5 ms) and the sampled oldest age (80.1 ms) agree, but the sampled depth (14.3) gives
+/// Little's prediction 71.6 ms, +16.5 % off: the depth count (inode-0 sockets per dump) is not
+/// yet understood to be the queue's (a sampling phase locked to the accepts, or sockets a dump
+/// misses). `cargo test --test acceptq -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn accept_queue_wait_against_sampled_ages_and_littles_law() {
+    if !privileged("accept-queue test") {
+        return;
+    }
+    let ns = Netns::new();
+    let listener = ns.run(|| RawListener::new(16));
+    let (port, lfd) = (listener.port, listener.fd);
+    let run = Duration::from_secs(4);
+    let steady_from = Duration::from_millis(1500);
+    let start = Instant::now();
+    // Clients: 400 connects/s, each closed after 1.5 s (accepted or dropped by then).
+    let flood = ns.spawn(move || {
+        let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+        let mut open: std::collections::VecDeque<(i32, Instant)> = Default::default();
+        let mut next = Instant::now();
+        while start.elapsed() < run + Duration::from_millis(200) {
+            while open
+                .front()
+                .is_some_and(|(_, t)| t.elapsed() >= Duration::from_millis(1500))
+            {
+                unsafe { libc::close(open.pop_front().unwrap().0) };
+            }
+            if Instant::now() >= next {
+                if let Some(fd) = connect_nonblocking(to) {
+                    open.push_back((fd, Instant::now()));
+                }
+                next += Duration::from_micros(2500);
+            } else {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+        for (fd, _) in open {
+            unsafe { libc::close(fd) };
+        }
+    });
+    // The server: one accept every 5 ms; each one's exact wait, in the steady window.
+    let server = ns.spawn(move || {
+        // Never blocks: an empty queue skips the turn.
+        unsafe { libc::fcntl(lfd, libc::F_SETFL, libc::O_NONBLOCK) };
+        let mut waits = Vec::new();
+        let mut next = Instant::now();
+        while start.elapsed() < run {
+            if Instant::now() >= next {
+                if let Some(c) = accept(lfd) {
+                    if start.elapsed() >= steady_from {
+                        waits.push(waited_ms(c));
+                    }
+                    unsafe { libc::close(c) };
+                }
+                next += Duration::from_millis(5);
+            } else {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+        waits
+    });
+    // The sampler: every 10 ms, the waiting connections' ages.
+    let sampler = ns.spawn(move || {
+        let mut d = SockDiag::open().unwrap();
+        let mut samples = Vec::new();
+        while start.elapsed() < run {
+            let ages = waiting_ages_ms(&mut d, port).unwrap();
+            if start.elapsed() >= steady_from {
+                samples.push(ages);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        samples
+    });
+    let samples = sampler.join().unwrap();
+    let waits = server.join().unwrap();
+    flood.join().unwrap();
+    let window_s = (run - steady_from).as_secs_f64();
+    let mean_wait = waits.iter().map(|&w| f64::from(w)).sum::<f64>() / waits.len() as f64;
+    let mean_depth = samples.iter().map(|a| a.len() as f64).sum::<f64>() / samples.len() as f64;
+    let little = LittleCheck {
+        mean_wait_ms: mean_wait,
+        mean_depth,
+        accept_per_s: waits.len() as f64 / window_s,
+    };
+    let per: Vec<QueueAges> = samples.iter().filter_map(|a| QueueAges::of(a)).collect();
+    let oldest = per.iter().map(|q| q.oldest_ms).sum::<f64>() / per.len() as f64;
+    let mean_age = per.iter().map(|q| q.mean_ms).sum::<f64>() / per.len() as f64;
+    let max_wait = waits.iter().max().copied().unwrap_or(0);
+    eprintln!(
+        "{} accepts, exact wait mean {mean_wait:.1} ms max {max_wait} ms; {} samples: oldest \
+         {oldest:.1} ms, mean age {mean_age:.1} ms, depth {mean_depth:.2}\n{little}",
+        waits.len(),
+        samples.len()
+    );
+    assert!(waits.len() > 100, "only {} accepts", waits.len());
+    assert!(little.holds(), "{little}");
+    // The oldest waiting is the next to be accepted: its age is about a whole wait; a waiting
+    // connection's age is about half of one (they wait in FIFO order).
+    assert!(
+        (oldest - mean_wait).abs() <= 0.25 * mean_wait,
+        "sampled oldest {oldest:.1} ms vs exact wait {mean_wait:.1} ms"
+    );
+    assert!(mean_age < oldest, "{mean_age} {oldest}");
+    drop(listener);
+}
