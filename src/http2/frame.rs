@@ -187,7 +187,7 @@ impl Settings {
     /// Applies a SETTINGS payload on top of these values; the error is the connection error
     /// the RFC names for a bad value.
     pub fn apply(&mut self, payload: &[u8]) -> Result<(), (ErrorCode, &'static str)> {
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err((
                 ErrorCode::FrameSizeError,
                 "SETTINGS length is not a multiple of 6",

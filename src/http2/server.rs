@@ -59,6 +59,9 @@ struct Stream {
     stall: Stall,
 }
 
+/// Appends the next `n` body bytes of `stream` from `offset` to the output.
+pub type BodyFn<'a> = dyn FnMut(u32, u64, usize, &mut Vec<u8>) + 'a;
+
 pub struct Server {
     core: Core,
     opts: ServerOptions,
@@ -160,12 +163,7 @@ impl Server {
 
     /// Queues DATA frames while the windows allow and the output holds under `max_out`
     /// bytes; `body(stream, offset, n, out)` appends the next `n` body bytes of a stream.
-    pub fn fill(
-        &mut self,
-        now: Instant,
-        max_out: usize,
-        body: &mut dyn FnMut(u32, u64, usize, &mut Vec<u8>),
-    ) {
+    pub fn fill(&mut self, now: Instant, max_out: usize, body: &mut BodyFn<'_>) {
         let mut turns = self.sending.len();
         while turns > 0 && self.core.out.len() < max_out {
             if self.core.send_window <= 0 {
