@@ -8,6 +8,7 @@
 //! `ui` (the TUI), `report` (CSV/JSON/plots).
 
 pub mod cli;
+pub mod http2;
 pub mod lab;
 pub mod load;
 pub mod metrics;

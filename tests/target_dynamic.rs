@@ -27,6 +27,7 @@ fn server(arch: Arch) -> Server {
             lingering_close: true,
             linger_timeout_ms: 2000,
             tls: None,
+            max_streams: 128,
         },
         std::path::Path::new(env!("CARGO_BIN_EXE_synlab")),
     )

@@ -24,6 +24,7 @@ fn cfg(arch: Arch, workers: u32) -> ServeConfig {
         lingering_close: true,
         linger_timeout_ms: 2000,
         tls: None,
+        max_streams: 128,
     }
 }
 

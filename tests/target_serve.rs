@@ -26,6 +26,7 @@ fn cfg(arch: Arch) -> ServeConfig {
         lingering_close: true,
         linger_timeout_ms: 2000,
         tls: None,
+        max_streams: 128,
     }
 }
 

@@ -201,6 +201,7 @@ const BUILTIN_ONLY_KEYS: &[&str] = &[
     "pareto_min",
     "pareto_count",
     "keepalive",
+    "max_streams",
 ];
 
 /// The built-in server's keys Caddy does not read either: it has no worker count, backlog or

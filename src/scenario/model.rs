@@ -206,6 +206,10 @@ pub struct TargetSpec {
     pub tls_session_cache: bool,
     /// Issue stateless session tickets.
     pub tls_tickets: bool,
+    // issue 46 (HTTP/2 target)
+    /// Built-in server over HTTP/2 (event arch: h2 by ALPN, h2c): streams served at once per
+    /// connection, its SETTINGS_MAX_CONCURRENT_STREAMS (nginx's default: 128).
+    pub max_streams: u32,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -243,6 +247,7 @@ impl Default for TargetSpec {
             tls_key: crate::tls::KeyKind::EcdsaP256,
             tls_session_cache: true,
             tls_tickets: true,
+            max_streams: crate::http2::server::DEFAULT_MAX_STREAMS,
         }
     }
 }

@@ -96,6 +96,17 @@ fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             ),
         );
     }
+    // issue 46: the built-in server's HTTP/2 stream limit.
+    if t.max_streams == 0 || t.max_streams > crate::target::MAX_STREAMS {
+        bad(
+            "target.max_streams",
+            format!(
+                "({}) must be 1 to {} (streams served at once per HTTP/2 connection)",
+                t.max_streams,
+                crate::target::MAX_STREAMS
+            ),
+        );
+    }
     let linger_max = crate::target::linger::MAX_SECS_TO_LINGER;
     if t.lingering_close
         && (t.linger_timeout.0 < Duration::from_millis(1) || t.linger_timeout.0 > linger_max)

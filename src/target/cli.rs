@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// Stop after this long (e.g. `60s`); default: until Ctrl-C.
     #[arg(long, value_parser = parse_dur)]
     pub duration: Option<Duration>,
+    /// Event arch, HTTP/2 (h2 by ALPN, h2c): streams served at once per connection
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS).
+    #[arg(long, default_value_t = crate::http2::server::DEFAULT_MAX_STREAMS)]
+    pub max_streams: u32,
     /// Event arch: connections accepted per loop iteration (1 like nginx; 0 = all pending).
     #[arg(long, default_value_t = 1)]
     pub accept_batch: u32,
@@ -161,6 +165,7 @@ impl ServeArgs {
             keepalive: self.keepalive,
             stats_interval_ms: self.stats_interval.as_millis() as u64,
             accept_batch: self.accept_batch,
+            max_streams: self.max_streams,
             lingering_close: self.lingering_close,
             linger_timeout_ms: self.linger_timeout.as_millis() as u64,
             tls: match (&self.tls_cert, &self.tls_key) {

@@ -74,6 +74,14 @@ pub struct ServeConfig {
     /// Serve HTTPS: the certificate, and whether sessions are cached and tickets issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::tls::ServerTls>,
+    /// Event arch over HTTP/2: streams served at once per connection (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS; past it, streams are refused).
+    #[serde(default = "default_max_streams")]
+    pub max_streams: u32,
+}
+
+fn default_max_streams() -> u32 {
+    crate::http2::server::DEFAULT_MAX_STREAMS
 }
 
 fn default_accept_batch() -> u32 {
@@ -165,6 +173,11 @@ pub struct ServerStats {
     pub tls_resumed: u64,
     #[serde(default)]
     pub tls_failed: u64,
+    /// HTTP/2 streams served (in `requests` too) and refused past `max_streams`.
+    #[serde(default)]
+    pub h2_streams: u64,
+    #[serde(default)]
+    pub h2_refused: u64,
     /// Where the server listens (the real port when the config asked for port 0).
     #[serde(default)]
     pub listen: String,

@@ -38,6 +38,10 @@ pub struct Counters {
     pub tls_full: AtomicU64,
     pub tls_resumed: AtomicU64,
     pub tls_failed: AtomicU64,
+    /// HTTP/2 streams served (each also counts in `requests`), and those refused past
+    /// `max_streams` (REFUSED_STREAM).
+    pub h2_streams: AtomicU64,
+    pub h2_refused: AtomicU64,
 }
 
 /// Most prefork / threaded workers a server may have (the pid table's size).
@@ -90,6 +94,8 @@ impl Counters {
             tls_full: self.tls_full.load(Relaxed),
             tls_resumed: self.tls_resumed.load(Relaxed),
             tls_failed: self.tls_failed.load(Relaxed),
+            h2_streams: self.h2_streams.load(Relaxed),
+            h2_refused: self.h2_refused.load(Relaxed),
             listen: String::new(),
             pid: 0,
         }
@@ -264,8 +270,13 @@ pub fn count_request(parse: &Parse, counters: &Counters) {
 
 /// Counts a fully written response.
 pub fn count_response(resp: &Response, counters: &Counters) {
+    count_status(resp.status, counters)
+}
+
+/// Counts a fully written response by its status.
+pub fn count_status(status: u16, counters: &Counters) {
     counters.responses.fetch_add(1, Relaxed);
-    if resp.status == 404 {
+    if status == 404 {
         counters.responses_404.fetch_add(1, Relaxed);
     }
 }

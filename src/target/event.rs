@@ -7,6 +7,7 @@
 use super::config::ServiceKind;
 use super::core::{self, Counters, Ctx, Response, WriteProgress, IDLE_TIMEOUT};
 use super::dynamic::{self, CgiPool, DynRequest, Endpoint};
+use super::h2::{self, H2Conn, Step};
 use super::http::{self, Parse};
 use crate::sys::server_io::{Epoll, EV_ERR, EV_IN, EV_OUT};
 use crate::sys::{errno_of, Errno};
@@ -28,6 +29,8 @@ enum State {
     /// A CGI child runs for this request in the pool (no epoll interest meanwhile).
     Cgi(DynRequest),
     Writing(Response, WriteProgress),
+    /// HTTP/2 (h2 by ALPN, h2c by its preface): streams instead of one request at a time.
+    H2(Box<H2Conn>),
 }
 
 struct Conn {
@@ -178,6 +181,25 @@ fn tls_read(c: &mut Conn, counters: &Counters) -> TlsStep {
     TlsStep::Open { blocked }
 }
 
+/// Reads what a plain socket has into the connection's buffer; Err when it closed or failed.
+fn read_plain(c: &mut Conn) -> Result<(), ()> {
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match c.stream.read(&mut chunk) {
+            Ok(0) => return Err(()),
+            Ok(n) => {
+                c.buf.extend_from_slice(&chunk[..n]);
+                if n < chunk.len() {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+}
+
 impl EventLoop<'_> {
     fn accept_some(&mut self, listener: &TcpListener) -> io::Result<()> {
         let batch = match self.ctx.cfg.accept_batch {
@@ -271,7 +293,30 @@ impl EventLoop<'_> {
                     TlsStep::Closed => return self.close(idx),
                 }
                 c.last_active = Instant::now();
+                if c.tls.as_ref().and_then(|t| t.alpn_protocol()) == Some(b"h2") {
+                    c.state = State::H2(Box::new(H2Conn::new(self.ctx)));
+                    return self.h2_input(idx);
+                }
                 self.advance(idx);
+            }
+            State::H2(_) if ev & (EV_IN | EV_ERR) != 0 => {
+                if c.tls.is_some() {
+                    if let TlsStep::Closed = tls_read(c, self.counters) {
+                        return self.close(idx);
+                    }
+                } else if read_plain(c).is_err() {
+                    return self.close(idx);
+                }
+                c.last_active = Instant::now();
+                self.h2_input(idx);
+            }
+            State::H2(_) if ev & EV_OUT != 0 => {
+                let State::H2(h) = &mut c.state else {
+                    unreachable!()
+                };
+                let step =
+                    h.on_writable(&mut c.stream, c.tls.as_deref_mut(), self.ctx, self.counters);
+                self.h2_step(idx, step);
             }
             State::Reading if ev & (EV_IN | EV_ERR) != 0 => {
                 let mut chunk = [0u8; 4096];
@@ -305,9 +350,21 @@ impl EventLoop<'_> {
                 return;
             };
             match &mut c.state {
+                State::H2(_) => return,
                 State::Reading => {
                     if c.buf.is_empty() {
                         return;
+                    }
+                    // h2c with prior knowledge: the preface instead of a request line.
+                    if c.tls.is_none() {
+                        match h2::preface_of(&c.buf) {
+                            Some(false) => return,
+                            Some(true) => {
+                                c.state = State::H2(Box::new(H2Conn::new(self.ctx)));
+                                return self.h2_input(idx);
+                            }
+                            None => {}
+                        }
                     }
                     let parse = http::parse_request(&c.buf);
                     if matches!(parse, Parse::Partial) {
@@ -400,6 +457,44 @@ impl EventLoop<'_> {
         }
     }
 
+    /// Hands an HTTP/2 connection the bytes read so far.
+    fn h2_input(&mut self, idx: usize) {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
+        let State::H2(h) = &mut c.state else {
+            return;
+        };
+        let input = std::mem::take(&mut c.buf);
+        let step = h.on_input(
+            &input,
+            &mut c.stream,
+            c.tls.as_deref_mut(),
+            self.ctx,
+            self.counters,
+        );
+        c.buf = input;
+        c.buf.clear();
+        self.h2_step(idx, step);
+    }
+
+    /// Polls for what an HTTP/2 connection waits on next, or closes it.
+    fn h2_step(&mut self, idx: usize, step: Step) {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
+        match step {
+            Step::Close => self.close(idx),
+            Step::Open { want_write, wake } => {
+                let mask = if want_write { EV_IN | EV_OUT } else { EV_IN };
+                let _ = self.ep.modify(c.stream.as_raw_fd(), mask, idx as u64);
+                if let Some(due) = wake {
+                    self.timers.push(Reverse((due, idx, c.gen)));
+                }
+            }
+        }
+    }
+
     fn fire_timers(&mut self) {
         let now = Instant::now();
         while let Some(&Reverse((due, idx, gen))) = self.timers.peek() {
@@ -410,6 +505,11 @@ impl EventLoop<'_> {
             let Some(c) = self.conns[idx].as_mut().filter(|c| c.gen == gen) else {
                 continue;
             };
+            if let State::H2(h) = &mut c.state {
+                let step = h.on_timer(&mut c.stream, c.tls.as_deref_mut(), self.ctx, self.counters);
+                self.h2_step(idx, step);
+                continue;
+            }
             if let State::Sleeping(_) = c.state {
                 let State::Sleeping(resp) = std::mem::replace(&mut c.state, State::Reading) else {
                     unreachable!()
@@ -457,8 +557,12 @@ impl EventLoop<'_> {
             .enumerate()
             .filter_map(|(i, c)| {
                 let c = c.as_ref()?;
-                (matches!(c.state, State::Reading) && now - c.last_active >= IDLE_TIMEOUT)
-                    .then_some(i)
+                let idle = match &c.state {
+                    State::Reading => true,
+                    State::H2(h) => h.idle(),
+                    _ => false,
+                };
+                (idle && now - c.last_active >= IDLE_TIMEOUT).then_some(i)
             })
             .collect();
         for i in idle {

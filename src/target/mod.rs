@@ -11,6 +11,7 @@ pub mod core;
 pub mod dynamic;
 pub mod event;
 pub mod files;
+pub mod h2;
 pub mod http;
 pub mod linger;
 pub mod pool;
@@ -28,6 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// The most HTTP/2 streams per connection `max_streams` may allow.
+pub const MAX_STREAMS: u32 = 65_536;
 
 /// Checks a config before binding; messages name the field and what to change.
 pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
@@ -69,6 +73,12 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
             );
         }
     }
+    if cfg.max_streams == 0 || cfg.max_streams > MAX_STREAMS {
+        anyhow::bail!(
+            "max_streams {} is out of range: use 1 to {MAX_STREAMS} (nginx's default is 128)",
+            cfg.max_streams
+        );
+    }
     if cfg.service_time_us > 10_000_000 {
         anyhow::bail!(
             "service time {} us is above 10 s; use a smaller one",
@@ -82,6 +92,17 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
         crate::tls::server::config(t)?;
     }
     Ok(())
+}
+
+/// The server's TLS config; the event arch offers HTTP/2 by ALPN first (it speaks both).
+fn tls_config(t: &crate::tls::ServerTls, arch: Arch) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let c = crate::tls::server::config(t)?;
+    if arch != Arch::Event {
+        return Ok(c);
+    }
+    let mut c = Arc::unwrap_or_clone(c);
+    c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(c))
 }
 
 /// A running server.
@@ -246,7 +267,7 @@ fn run(
         tls: cfg
             .tls
             .as_ref()
-            .map(crate::tls::server::config)
+            .map(|t| tls_config(t, cfg.arch))
             .transpose()?,
         cfg,
     });

@@ -32,6 +32,7 @@ impl Controller {
                     lingering_close: t.lingering_close,
                     linger_timeout_ms: t.linger_timeout.0.as_millis() as u64,
                     tls: self.server_tls(),
+                    max_streams: t.max_streams,
                 };
                 crate::target::validate(&cfg)?;
                 let tx = self.tx.clone();

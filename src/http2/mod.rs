@@ -1,0 +1,17 @@
+//! HTTP/2 (RFC 9113) as a sans-IO codec, client and server roles: bytes in with
+//! `feed(bytes, now)`, bytes out from `pending_output()`, events out by `poll_event()`. No
+//! sockets, no clock reads: the caller owns both. Frames are ours ([`frame`]); HPACK is
+//! `loona-hpack`'s (chosen by measurement: benches/hpack.rs and the commit that added it).
+
+pub mod client;
+pub mod conn;
+pub mod frame;
+pub mod server;
+
+pub use client::{Client, ClientOptions, Event, Request, StartError};
+pub use conn::{ConnError, Stats};
+pub use frame::{ErrorCode, Settings};
+pub use server::{RequestHead, Server, ServerEvent, ServerOptions};
+
+#[cfg(test)]
+mod tests;
