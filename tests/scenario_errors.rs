@@ -399,8 +399,15 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
                 } else {
                     ""
                 };
+                // A step's resumed share needs the clients to speak TLS.
+                let tls = if knob == LoadKnob::Resumed {
+                    ("[target]\ntls = true\n", "[load.tls]\n")
+                } else {
+                    ("", "")
+                };
                 let toml = format!(
-                    "[load]\nrate = 100\n{http}[[step]]\nat = \"1s\"\n{other}{step_key} = {value}\n"
+                    "{}[load]\nrate = 100\n{http}{}[[step]]\nat = \"1s\"\n{other}{step_key} = {value}\n",
+                    tls.0, tls.1
                 );
                 let in_step = check_refuses(&toml, &format!("{step_key} ="));
                 assert_eq!(

@@ -399,7 +399,7 @@ impl Controller {
                         .steps
                         .iter()
                         .cloned()
-                        .map(super::core::Cue::Step)
+                        .map(|s| super::core::Cue::Step(Box::new(s)))
                         .collect();
                     cues.extend(points);
                     self.core.set_cues(cues);

@@ -254,7 +254,7 @@ impl LabCore {
     pub fn new(name: &str, knobs: Knobs, steps: Vec<Step>, interval_s: f64) -> Self {
         let mut state = LabState::new(name, knobs, interval_s);
         state.step = (!steps.is_empty()).then_some((0, steps.len()));
-        let steps = steps.into_iter().map(Cue::Step).collect();
+        let steps = steps.into_iter().map(|s| Cue::Step(Box::new(s))).collect();
         LabCore {
             state,
             interval_s,

@@ -12,8 +12,8 @@ use crate::scenario::Step;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cue {
     /// A scenario's `[[step]]` (its commands are taken when it plays: a burst step keeps the
-    /// shape the knobs have then).
-    Step(Step),
+    /// shape the knobs have then). Boxed: a step is far larger than a point.
+    Step(Box<Step>),
     /// A sweep point played in the TUI: at `at_s`, its label as caption and mark, and the
     /// commands that set it.
     Point {
