@@ -150,7 +150,7 @@ for b in $AB wrk; do
   echo "  runs: ${ABR[$key]}"
   k=$((k + 1))
 done
-SECTIONS=${SECTIONS//1/}
+SECTIONS=""  # A/B runs section 1 only
 fi
 
 if [[ $SECTIONS == *1* ]]; then
