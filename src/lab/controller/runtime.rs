@@ -196,7 +196,7 @@ struct RealNetwork;
 impl Network for RealNetwork {
     fn blocker(&self) -> Option<NoLab> {
         match crate::sys::userns::mode() {
-            Some(crate::sys::userns::LabMode::Refused(why)) => Some(NoLab::UserNs(why.clone())),
+            Some(crate::sys::userns::LabMode::Refused(why)) => Some(NoLab::UserNs(why.to_string())),
             _ => crate::sys::privilege::Privileges::current()
                 .lab_missing()
                 .map(NoLab::Privileges),

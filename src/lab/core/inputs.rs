@@ -7,7 +7,8 @@ use crate::scenario::TargetKind;
 use crate::target::config::{Arch, ServiceKind};
 use crate::tls::settings::{KxGroup, ResumeBy, TlsVersion};
 use std::fmt;
-use std::net::SocketAddr;
+// A socket address is a value here: `core::net`, as the core does no I/O.
+use ::core::net::SocketAddr;
 
 /// What carries the run's packets: the network lab's backend as built, and whether synlab
 /// chose it (`backend = "auto"`); or, without `[network]`, a loopback of the run's own.
@@ -39,9 +40,9 @@ impl fmt::Display for LabBackend {
 /// Why the scenario's network lab could not be built here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoLab {
-    /// The kernel refused the user namespace the rootless lab runs in.
-    #[error(transparent)]
-    UserNs(#[from] crate::sys::userns::Refused),
+    /// The kernel refused the user namespace the rootless lab runs in: its diagnosis.
+    #[error("{0}")]
+    UserNs(String),
     /// The privileges the lab needs and this process lacks, as `sys::privilege` says them.
     #[error("{0}")]
     Privileges(String),
