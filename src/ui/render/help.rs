@@ -13,13 +13,17 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 const KEY_W: usize = 7;
 const HELP_W: usize = 31;
 
-/// The bindings that act on this run: the resumed share's keys only over TLS (elsewhere they
-/// answer that there is no TLS).
+/// The bindings that act on this run: the resumed share's keys only over TLS, the streams
+/// keys only over HTTP/2 (elsewhere they answer why not).
 pub fn bindings(st: &LabState) -> Vec<&'static Binding> {
     KEYMAP
         .iter()
         .filter(|b| {
             !matches!(b.action, Action::Load(LoadKnob::Resumed, _)) || st.knobs.resumed.is_some()
+        })
+        // HTTP/2's streams keys only over HTTP/2.
+        .filter(|b| {
+            !matches!(b.action, Action::Load(LoadKnob::Streams, _)) || st.knobs.streams.is_some()
         })
         .collect()
 }
