@@ -9,6 +9,14 @@
 const MARGIN: f64 = 0.05;
 /// The least excess, in responses/s (at low rates one response more is not a backlog).
 const MIN_EXCESS_PER_S: f64 = 5.0;
+/// The shortest stretch named a recovery: a server's count that lands one sample late makes
+/// single intervals above both rates, which are timing, not a backlog.
+const MIN_STRETCH_S: f64 = 2.0;
+
+/// Whether one interval is overload: more is offered than the server answers.
+fn overloaded(offered: f64, server: f64) -> bool {
+    offered > server * (1.0 + MARGIN) + MIN_EXCESS_PER_S
+}
 
 /// Whether one interval is the server answering its backlog: it answers more than is
 /// offered now (`offered`, the target rate) and more than its clients receive (`client`).
@@ -41,12 +49,15 @@ impl std::fmt::Display for Recovery {
 }
 
 /// The stretches of recovery in rows of (t at the interval's end, interval length, offered,
-/// server responses/s, client responses/s); two stretches one interval apart are one.
+/// server responses/s, client responses/s): after an interval of overload, lasting at least
+/// [`MIN_STRETCH_S`]; two stretches one interval apart are one.
 pub fn recoveries(rows: &[(f64, f64, f64, f64, f64)]) -> Vec<Recovery> {
     let mut out: Vec<Recovery> = Vec::new();
     let mut gap = 0;
+    let mut was_overloaded = false;
     for &(t, dt, offered, server, client) in rows {
-        if !answering_backlog(offered, server, client) {
+        was_overloaded |= overloaded(offered, server);
+        if !was_overloaded || !answering_backlog(offered, server, client) {
             gap += 1;
             continue;
         }
@@ -64,6 +75,7 @@ pub fn recoveries(rows: &[(f64, f64, f64, f64, f64)]) -> Vec<Recovery> {
         }
         gap = 0;
     }
+    out.retain(|r| r.end_s - r.start_s >= MIN_STRETCH_S);
     out
 }
 
@@ -94,14 +106,34 @@ mod tests {
             (6.0, 1.0, 600.0, 600.0, 600.0),
             (7.0, 1.0, 600.0, 600.0, 600.0),
             (8.0, 1.0, 600.0, 900.0, 600.0),
+            (9.0, 1.0, 600.0, 900.0, 600.0),
         ];
         let r = recoveries(&rows);
         assert_eq!(r.len(), 2, "{r:?}");
         assert_eq!((r[0].start_s, r[0].end_s), (1.0, 5.0));
         assert_eq!(r[0].surplus, 400.0 + 350.0 + 300.0);
-        assert_eq!((r[1].start_s, r[1].end_s, r[1].surplus), (7.0, 8.0, 300.0));
+        assert_eq!((r[1].start_s, r[1].end_s, r[1].surplus), (7.0, 9.0, 600.0));
         assert!(r[0]
             .to_string()
             .starts_with("recovery after overload, 1–5 s"));
+    }
+
+    #[test]
+    fn a_blip_or_a_surplus_without_overload_before_is_no_recovery() {
+        // The server's count one sample late: one short interval above both rates.
+        let late = [
+            (1.0, 1.0, 4000.0, 1000.0, 700.0),
+            (1.2, 0.2, 600.0, 1000.0, 600.0),
+            (2.2, 1.0, 600.0, 600.0, 600.0),
+        ];
+        assert!(recoveries(&late).is_empty());
+        // Never overloaded: a surplus is not a recovery (the cross-check judges it).
+        let steady = [
+            (1.0, 1.0, 600.0, 600.0, 600.0),
+            (2.0, 1.0, 600.0, 900.0, 600.0),
+            (3.0, 1.0, 600.0, 900.0, 600.0),
+            (4.0, 1.0, 600.0, 900.0, 600.0),
+        ];
+        assert!(recoveries(&steady).is_empty());
     }
 }

@@ -128,14 +128,12 @@ pub fn classify(h: &TcpHead, port: u16) -> Control {
     }
 }
 
-/// The BPF filter: TCP to/from `port` with SYN or RST set (IPv4 and IPv6 without extension
-/// headers), so data segments never reach user space; and QUIC long-header packets to the
-/// port (UDP), whose Initials count as a TCP server's SYNs do.
+/// The BPF part that passes TCP to/from `port` with SYN or RST set (IPv4 and IPv6 without
+/// extension headers), so data segments never reach user space.
 pub fn bpf_filter(port: u16) -> String {
     format!(
         "(tcp port {port} and ((ip and tcp[tcpflags] & (tcp-syn|tcp-rst) != 0) or \
-         (ip6 and ip6[6] == 6 and ip6[53] & 0x06 != 0))) or {}",
-        super::quic_packets::bpf_filter(port)
+         (ip6 and ip6[6] == 6 and ip6[53] & 0x06 != 0)))"
     )
 }
 
@@ -386,6 +384,5 @@ mod tests {
     fn filter_names_the_port() {
         let f = bpf_filter(8080);
         assert!(f.starts_with("(tcp port 8080 and"), "{f}");
-        assert!(f.contains("udp dst port 8080"), "{f}");
     }
 }

@@ -3,7 +3,7 @@
 //! together with libpcap's own statistics (packets the kernel dropped are reported, not hidden).
 
 use super::control_packets::{bpf_filter, classify, parse_frame, Control, SynTracker};
-use super::quic_packets::{parse_initial, InitialTracker};
+use super::quic_packets::{self, parse_initial, InitialTracker};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -64,7 +64,10 @@ pub fn open(iface: &str, port: u16) -> Result<Capture, pcap::Error> {
         .buffer_size(8 << 20)
         .open()?
         .setnonblock()?;
-    cap.filter(&bpf_filter(port), true)?;
+    // The TCP control segments, and QUIC long-header packets to the port (UDP), whose
+    // Initials count as a TCP server's SYNs do.
+    let filter = format!("{} or {}", bpf_filter(port), quic_packets::bpf_filter(port));
+    cap.filter(&filter, true)?;
     let note =
         (is_loopback(cap.as_raw_fd(), iface) && !ignore_outgoing(cap.as_raw_fd())).then(|| {
             format!(
