@@ -5,14 +5,13 @@
 //! handshake completion (tcp_create_openreq_child), so that field is the time since the
 //! handshake completed (ms, jiffies). `last_data_recv` is not: a client's request resets it.
 
+use super::sockdiag::{INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_HDR};
+
 use super::sockdiag::{build_request, states_mask, SockDiag, SOCK_DIAG_BY_FAMILY};
 use std::io;
 
 /// INET_DIAG_INFO: the tcp_info attribute, asked by its bit in `idiag_ext`.
 const INET_DIAG_INFO: u16 = 2;
-const NLMSG_HDR: usize = 16;
-const NLMSG_DONE: u16 = 3;
-const INET_DIAG_MSG_LEN: usize = 72;
 /// Offset of `tcpi_last_data_sent` in struct tcp_info (8 bytes of u8 fields, then u32s:
 /// rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets, last_data_sent).
 const LAST_DATA_SENT: usize = 44;

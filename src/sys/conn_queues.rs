@@ -3,14 +3,12 @@
 //! queue (not yet acknowledged), and its retransmissions. Over HTTP/2 a few connections carry
 //! every request, so overload queues there, not in the accept queue.
 
+use super::sockdiag::{
+    INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR, NLM_F_DUMP, NLM_F_REQUEST,
+};
+
 use super::sockdiag::{state, states_mask, SockDiag, TCPDIAG_GETSOCK};
 
-const NLMSG_HDR: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_DUMP: u16 = 0x300;
-const INET_DIAG_MSG_LEN: usize = 72;
 /// The reply attribute holding struct tcp_info (`INET_DIAG_INFO`), and its request bit.
 const INET_DIAG_INFO: u16 = 2;
 const EXT_INFO: u8 = 1 << (INET_DIAG_INFO - 1);

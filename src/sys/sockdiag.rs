@@ -25,17 +25,17 @@ pub fn states_mask(states: &[u8]) -> u32 {
     states.iter().fold(0, |m, s| m | 1u32 << s)
 }
 
-const NLMSG_HDR: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
+pub(super) const NLMSG_HDR: usize = 16;
+pub(super) const NLMSG_ERROR: u16 = 2;
+pub(super) const NLMSG_DONE: u16 = 3;
 /// SOCK_DIAG_BY_FAMILY.
 pub const SOCK_DIAG_BY_FAMILY: u16 = 20;
 /// TCPDIAG_GETSOCK: the older inet_diag request, whose dump covers both families in one walk.
 pub const TCPDIAG_GETSOCK: u16 = 18;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_DUMP: u16 = 0x300;
+pub(super) const NLM_F_REQUEST: u16 = 1;
+pub(super) const NLM_F_DUMP: u16 = 0x300;
 const IPPROTO_TCP: u8 = 6;
-const INET_DIAG_MSG_LEN: usize = 72;
+pub(super) const INET_DIAG_MSG_LEN: usize = 72;
 /// The reply attribute of a socket's memory counters (`enum inet_diag_attrs`), and its bit in
 /// the request's `idiag_ext` (1 << (attribute - 1)).
 const INET_DIAG_SKMEMINFO: u16 = 7;

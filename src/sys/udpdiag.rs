@@ -3,17 +3,15 @@
 //! datagrams it dropped (`sk_drops`, SK_MEMINFO_DROPS: a full buffer, a bad checksum), in the
 //! calling thread's network namespace. The wire format as bytes and its parser are pure.
 
+use super::sockdiag::{
+    INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR, NLM_F_DUMP, NLM_F_REQUEST,
+    SOCK_DIAG_BY_FAMILY,
+};
+
 use super::sockdiag::SockDiag;
 use std::net::IpAddr;
 
-const NLMSG_HDR: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_DUMP: u16 = 0x300;
 const IPPROTO_UDP: u8 = 17;
-const INET_DIAG_MSG_LEN: usize = 72;
 const INET_DIAG_SKMEMINFO: u16 = 7;
 const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 /// Indexes in the SKMEMINFO array (include/uapi/linux/sock_diag.h).
