@@ -7,7 +7,7 @@
 
 use super::sockdiag::{INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_HDR};
 
-use super::sockdiag::{build_request, states_mask, SockDiag, SOCK_DIAG_BY_FAMILY};
+use super::sockdiag::{request_v2, states_mask, SockDiag, EXT_SKMEMINFO, SOCK_DIAG_BY_FAMILY};
 use std::io;
 
 /// INET_DIAG_INFO: the tcp_info attribute, asked by its bit in `idiag_ext`.
@@ -21,15 +21,12 @@ const LAST_DATA_SENT: usize = 44;
 pub fn waiting_ages_ms(diag: &mut SockDiag, port: u16) -> io::Result<Vec<u32>> {
     let mut ages = Vec::new();
     for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-        let mut req = build_request(
-            family,
-            states_mask(&[super::sockdiag::state::ESTABLISHED]),
-            port,
-            0,
-        );
-        // idiag_ext: tcp_info too.
-        req[NLMSG_HDR + 2] |= 1 << (INET_DIAG_INFO - 1);
-        let raw = diag.dump_request(&req)?;
+        // The memory counters as every probe request asks them, and tcp_info too.
+        let ext = EXT_SKMEMINFO | 1 << (INET_DIAG_INFO - 1);
+        let waiting = states_mask(&[super::sockdiag::state::ESTABLISHED]);
+        let raw = diag.exchange_request(|seq| {
+            request_v2(family, libc::IPPROTO_TCP as u8, ext, waiting, port, seq)
+        })?;
         ages.extend(parse_waiting(&raw));
     }
     Ok(ages)

@@ -3,9 +3,7 @@
 //! queue (not yet acknowledged), and its retransmissions. Over HTTP/2 a few connections carry
 //! every request, so overload queues there, not in the accept queue.
 
-use super::sockdiag::{
-    INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR, NLM_F_DUMP, NLM_F_REQUEST,
-};
+use super::sockdiag::{INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR};
 
 use super::sockdiag::{state, states_mask, SockDiag, TCPDIAG_GETSOCK};
 
@@ -50,19 +48,7 @@ impl ConnQueues {
 /// The request (inet_diag_req, both families in one walk): ESTABLISHED sockets whose local
 /// port is `sport`, with tcp_info.
 pub fn build_request(sport: u16, seq: u32) -> Vec<u8> {
-    let len = NLMSG_HDR + 60;
-    let mut b = Vec::with_capacity(len);
-    b.extend_from_slice(&(len as u32).to_ne_bytes());
-    b.extend_from_slice(&TCPDIAG_GETSOCK.to_ne_bytes());
-    b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    b.extend_from_slice(&seq.to_ne_bytes());
-    b.extend_from_slice(&0u32.to_ne_bytes());
-    b.extend_from_slice(&[0, 0, 0, EXT_INFO]);
-    b.extend_from_slice(&sport.to_be_bytes());
-    b.resize(NLMSG_HDR + 4 + 48, 0);
-    b.extend_from_slice(&states_mask(&[state::ESTABLISHED]).to_ne_bytes());
-    b.extend_from_slice(&0u32.to_ne_bytes());
-    b
+    super::sockdiag::request_both(EXT_INFO, states_mask(&[state::ESTABLISHED]), sport, seq)
 }
 
 /// Folds a dump's replies into `q`; Err(errno) when the kernel refused the request.

@@ -38,14 +38,28 @@ const IPPROTO_TCP: u8 = 6;
 pub(super) const INET_DIAG_MSG_LEN: usize = 72;
 /// The reply attribute of a socket's memory counters (`enum inet_diag_attrs`), and its bit in
 /// the request's `idiag_ext` (1 << (attribute - 1)).
-const INET_DIAG_SKMEMINFO: u16 = 7;
-const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
+pub(super) const INET_DIAG_SKMEMINFO: u16 = 7;
+pub(super) const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 /// The index of `sk_drops` in the SKMEMINFO array (`SK_MEMINFO_DROPS`, include/uapi/linux/sock_diag.h).
-const SK_MEMINFO_DROPS: usize = 8;
+pub(super) const SK_MEMINFO_DROPS: usize = 8;
 
 /// The bytes of one dump request (nlmsghdr + inet_diag_req_v2): TCP sockets of `family`
 /// (AF_INET or AF_INET6) in `states` whose local port is `sport` (0: any port).
 pub fn build_request(family: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
+    // The memory counters ride along: a listener's `sk_drops` is its listen drops.
+    request_v2(family, IPPROTO_TCP, EXT_SKMEMINFO, states, sport, seq)
+}
+
+/// One SOCK_DIAG_BY_FAMILY dump request (nlmsghdr + inet_diag_req_v2): sockets of `family`
+/// and `protocol` in `states` whose local port is `sport`, with the attributes `ext` asks.
+pub(super) fn request_v2(
+    family: u8,
+    protocol: u8,
+    ext: u8,
+    states: u32,
+    sport: u16,
+    seq: u32,
+) -> Vec<u8> {
     let len = NLMSG_HDR + 56;
     let mut b = Vec::with_capacity(len);
     b.extend_from_slice(&(len as u32).to_ne_bytes());
@@ -53,8 +67,7 @@ pub fn build_request(family: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
     b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     b.extend_from_slice(&seq.to_ne_bytes());
     b.extend_from_slice(&0u32.to_ne_bytes());
-    // The memory counters ride along: a listener's `sk_drops` is its listen drops.
-    b.extend_from_slice(&[family, IPPROTO_TCP, EXT_SKMEMINFO, 0]);
+    b.extend_from_slice(&[family, protocol, ext, 0]);
     b.extend_from_slice(&states.to_ne_bytes());
     b.extend_from_slice(&sport.to_be_bytes()); // idiag_sport, network order
     b.resize(len, 0); // dport, addresses, interface, cookie: any
@@ -67,6 +80,12 @@ pub fn build_request(family: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
 /// IPv6, where a SOCK_DIAG_BY_FAMILY request per family walks the hash once for each. The
 /// walk is of the whole hash, shared by every namespace: halving the walks halves the cost.
 pub fn build_request_both(states: u32, sport: u16, seq: u32) -> Vec<u8> {
+    // The memory counters, as `build_request`.
+    request_both(EXT_SKMEMINFO, states, sport, seq)
+}
+
+/// The older request of [`build_request_both`] with the attributes `ext` asks.
+pub(super) fn request_both(ext: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
     let len = NLMSG_HDR + 60;
     let mut b = Vec::with_capacity(len);
     b.extend_from_slice(&(len as u32).to_ne_bytes());
@@ -74,8 +93,8 @@ pub fn build_request_both(states: u32, sport: u16, seq: u32) -> Vec<u8> {
     b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     b.extend_from_slice(&seq.to_ne_bytes());
     b.extend_from_slice(&0u32.to_ne_bytes());
-    // family (ignored), src_len, dst_len, ext (the memory counters, as `build_request`)
-    b.extend_from_slice(&[0, 0, 0, EXT_SKMEMINFO]);
+    // family (ignored), src_len, dst_len, ext
+    b.extend_from_slice(&[0, 0, 0, ext]);
     b.extend_from_slice(&sport.to_be_bytes()); // id.idiag_sport, network order
     b.resize(NLMSG_HDR + 4 + 48, 0); // dport, addresses, interface, cookie: any
     b.extend_from_slice(&states.to_ne_bytes());
@@ -253,12 +272,6 @@ impl SockDiag {
     pub(super) fn next_seq(&mut self) -> u32 {
         self.seq = self.seq.wrapping_add(1);
         self.seq
-    }
-
-    /// One dump of a request the caller built (sys::acceptq asks for tcp_info too), as
-    /// [`Self::dump_raw`].
-    pub fn dump_request(&mut self, req: &[u8]) -> std::io::Result<Vec<u8>> {
-        self.exchange(req)
     }
 
     /// Sends a request and gathers its replies up to NLMSG_DONE.

@@ -4,20 +4,17 @@
 //! calling thread's network namespace. The wire format as bytes and its parser are pure.
 
 use super::sockdiag::{
-    INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR, NLM_F_DUMP, NLM_F_REQUEST,
-    SOCK_DIAG_BY_FAMILY,
+    EXT_SKMEMINFO, INET_DIAG_MSG_LEN, INET_DIAG_SKMEMINFO, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR,
+    SK_MEMINFO_DROPS, SOCK_DIAG_BY_FAMILY,
 };
 
 use super::sockdiag::SockDiag;
 use std::net::IpAddr;
 
 const IPPROTO_UDP: u8 = 17;
-const INET_DIAG_SKMEMINFO: u16 = 7;
-const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 /// Indexes in the SKMEMINFO array (include/uapi/linux/sock_diag.h).
 const SK_MEMINFO_RMEM_ALLOC: usize = 0;
 const SK_MEMINFO_RCVBUF: usize = 1;
-const SK_MEMINFO_DROPS: usize = 8;
 
 /// One UDP socket of the port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,18 +35,7 @@ pub struct UdpSock {
 /// The bytes of one dump request: UDP sockets of `family` (AF_INET or AF_INET6), every state
 /// (unconnected sockets are TCP_CLOSE, connected ones ESTABLISHED), local port `sport`.
 pub fn build_request(family: u8, sport: u16, seq: u32) -> Vec<u8> {
-    let len = NLMSG_HDR + 56;
-    let mut b = Vec::with_capacity(len);
-    b.extend_from_slice(&(len as u32).to_ne_bytes());
-    b.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    b.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    b.extend_from_slice(&seq.to_ne_bytes());
-    b.extend_from_slice(&0u32.to_ne_bytes());
-    b.extend_from_slice(&[family, IPPROTO_UDP, EXT_SKMEMINFO, 0]);
-    b.extend_from_slice(&u32::MAX.to_ne_bytes());
-    b.extend_from_slice(&sport.to_be_bytes());
-    b.resize(len, 0);
-    b
+    super::sockdiag::request_v2(family, IPPROTO_UDP, EXT_SKMEMINFO, u32::MAX, sport, seq)
 }
 
 /// A refused or malformed reply.
