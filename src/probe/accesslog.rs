@@ -334,8 +334,10 @@ struct JsonTls {
     resumed: Option<bool>,
 }
 
-/// The version at the end of a common/combined line's quoted request (`"GET / HTTP/1.1"`).
-fn request_version(line: &[u8]) -> Option<HttpVersion> {
+/// The span of a common/combined line's quoted request (`"GET / HTTP/1.1"`, without its
+/// quotes): the first quoted field (the time in brackets has none), where a backslash escapes
+/// the next character (Apache writes `\"`; nginx `\x22`).
+fn request_field(line: &[u8]) -> Option<std::ops::Range<usize>> {
     let open = memchr::memchr(b'"', line)?;
     let mut i = open + 1;
     loop {
@@ -345,7 +347,12 @@ fn request_version(line: &[u8]) -> Option<HttpVersion> {
             _ => i += 1,
         }
     }
-    let req = std::str::from_utf8(line.get(open + 1..i)?).ok()?;
+    Some(open + 1..i)
+}
+
+/// The version at the end of a common/combined line's quoted request (`"GET / HTTP/1.1"`).
+fn request_version(line: &[u8]) -> Option<HttpVersion> {
+    let req = std::str::from_utf8(line.get(request_field(line)?)?).ok()?;
     HttpVersion::parse(req.rsplit(' ').next()?)
 }
 
@@ -353,17 +360,7 @@ fn request_version(line: &[u8]) -> Option<HttpVersion> {
 /// (`host ident user [time] "GET / HTTP/1.1" 200 1294 ...`). A backslash escapes the next
 /// character inside the quotes (Apache writes `\"`; nginx `\x22`).
 pub fn parse_status(line: &[u8]) -> Option<u16> {
-    // The request is the first quoted field; the time in brackets has no quotes.
-    let open = memchr::memchr(b'"', line)?;
-    let mut i = open + 1;
-    loop {
-        match *line.get(i)? {
-            b'\\' => i += 2,
-            b'"' => break,
-            _ => i += 1,
-        }
-    }
-    let rest = line.get(i + 1..)?;
+    let rest = line.get(request_field(line)?.end + 1..)?;
     let start = rest.iter().position(|&c| c != b' ')?;
     let digits = rest.get(start..start + 3)?;
     let after = rest.get(start + 3).copied();
