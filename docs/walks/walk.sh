@@ -83,5 +83,5 @@ done
 save
 tmux send-keys -t "$session" q 2>/dev/null || true
 sleep 2
-cp "$dir"/out/*/report.md "$out/report.md" 2>/dev/null || true
+cp "$dir"/out/*/report.md "$out/report.txt" 2>/dev/null || true
 echo "walked $lesson as $user: $out/checks.txt"
