@@ -3,8 +3,10 @@
 # USER (root, or a plain user through setpriv: the rootless lab), the steps played on their own
 # time; per step one capture of the pane, the one where all its checks held or else the step's
 # last, with the load average and the checks' lines, in OUT/step-N.txt; OUT/checks.txt sums up.
-# HOG=1 pins a busy loop to the server's CPU (the lab's split: CPU 1) for the whole walk and
-# kills it by its pid after. STEPS=K stops after step K (q). Traffic stays in the lab.
+# HOG=1 pins a busy loop (at NICE's niceness) to the server's CPU (the lessons' split: CPU 1) for the whole walk and
+# kills it by its pid after. STEPS=K stops after step K (q). NICE=-15 runs synlab at that
+# niceness (root only; setpriv keeps it for the plain user): the lab ahead of other work on a
+# shared machine, as tests/tui_class.rs walks lesson-overload. Traffic stays in the lab.
 #
 #   docs/walks/walk.sh scenarios/lesson-tls.toml synlab-ci docs/walks/tls
 #   HOG=1 STEPS=3 docs/walks/walk.sh scenarios/lesson-overload.toml synlab-ci docs/walks/overload-hog
@@ -20,9 +22,10 @@ dir=$(mktemp -d /tmp/synlab-walk-XXXXXX)
 chmod 755 "$dir"
 cp "$exe" "$dir/synlab"
 prefix=""
+[ -n "${NICE:-}" ] && prefix="nice -n $NICE"
 if [ "$user" != root ]; then
     chown "$user" "$dir"
-    prefix="setpriv --reuid=$(id -u "$user") --regid=$(id -g "$user") --clear-groups"
+    prefix="$prefix setpriv --reuid=$(id -u "$user") --regid=$(id -g "$user") --clear-groups"
 fi
 session=walk-$$
 hog=""
@@ -32,7 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ "${HOG:-0}" = 1 ]; then
-    taskset -c 1 sh -c 'while :; do :; done' &
+    # At synlab's niceness: a competitor the scheduler treats as the server's equal.
+    nice -n "${NICE:-0}" taskset -c 1 sh -c 'while :; do :; done' &
     hog=$!
 fi
 tmux new-session -d -s "$session" -x 120 -y 40 \
@@ -60,11 +64,11 @@ while :; do
         set -- $now
         if [ "$1" != "$step" ]; then
             save
-            [ "$1" -gt "$steps_max" ] && break
+            [ "$1" -gt "$steps_max" ] && { step=0; break; }
             step=$1 total=$2 best="" held_at=""
             since=$(date +%s)
         fi
-        stamp="# t $(($(date +%s) - start)) s, $((${since:-0} > 0 ? $(date +%s) - since : 0)) s into step $step · load average $(cut -d' ' -f1-3 /proc/loadavg) · $(date -u +%H:%M:%S) UTC · user $user${hog:+ · CPU hog pid $hog on CPU 1}"
+        stamp="# t $(($(date +%s) - start)) s, $((${since:-0} > 0 ? $(date +%s) - since : 0)) s into step $step · load average $(cut -d' ' -f1-3 /proc/loadavg) · $(date -u +%H:%M:%S) UTC · user $user${NICE:+ at nice $NICE}${hog:+ · CPU hog pid $hog on CPU 1}"
         checks=$(grep -cE '✓ held' <<<"$screen" || true)
         pending=$(grep -cE '… not yet|… not measured' <<<"$screen" || true)
         # The first capture with every check held, once the checks' second is all the step's
