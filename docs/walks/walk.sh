@@ -36,11 +36,17 @@ cleanup() {
 trap cleanup EXIT
 if [ "${HOG:-0}" = 1 ]; then
     # At synlab's niceness: a competitor the scheduler treats as the server's equal.
-    nice -n "${NICE:-0}" taskset -c 1 sh -c 'while :; do :; done' &
+    setsid nice -n "${NICE:-0}" taskset -c 1 sh -c 'while :; do :; done' &
     hog=$!
+    [ -n "${NICE:-}" ] && echo "$NICE" >"/proc/$hog/autogroup"
 fi
 tmux new-session -d -s "$session" -x 120 -y 40 \
     "cd $dir && HOME=$dir $prefix $dir/synlab tui $lesson --out $dir/out; echo SYNLAB-EXIT=\$?; sleep 30"
+# nice orders threads within a session's autogroup only; across sessions the kernel shares
+# the CPUs by autogroup (sched_autogroup_enabled), so the walk's session gets NICE as well.
+if [ -n "${NICE:-}" ]; then
+    echo "$NICE" >"/proc/$(tmux display -p -t "$session" '#{pane_pid}')/autogroup"
+fi
 step=0
 total=0
 best=""
