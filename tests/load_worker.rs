@@ -102,6 +102,7 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
         paused: false,
         tls: None,
         good_statuses: Default::default(),
+        streams: None,
     }
 }
 

@@ -49,6 +49,7 @@ impl Knobs {
             burst: self.burst_on.then_some(self.burst),
             paused: self.paused,
             resumed: self.resumed,
+            streams: self.streams,
         }
     }
 }

@@ -384,6 +384,16 @@ columns! {
     QUIC_FIRST_INITIAL_PER_S = "quic_first_initial_per_s", PerSecond, Rate;
     QUIC_INITIAL_IN_TOTAL = "quic_initial_in_total", Count, Counter;
     QUIC_FIRST_INITIAL_TOTAL = "quic_first_initial_total", Count, Counter;
+    // HTTP/2 (issue 46): the clients' streams against the server's advertised limit, what
+    // the server refused, reset or went away from, the setups, HPACK and flow control.
+    H2_STREAMS_MAX = "h2_streams_max", Count, Gauge;
+    H2_STREAMS_LIMIT = "h2_streams_limit", Count, Gauge;
+    H2_REFUSED_STREAMS = "h2_refused_streams_per_s", PerSecond, Rate;
+    H2_STREAM_RESETS = "h2_stream_resets_per_s", PerSecond, Rate;
+    H2_GOAWAYS = "h2_goaways_per_s", PerSecond, Rate;
+    H2_ALPN_REFUSED = "h2_alpn_refused_per_s", PerSecond, Rate;
+    H2_SETUPS = "h2_setups_per_s", PerSecond, Rate;
+    H2_FLOW_STALL = "h2_flow_stall_ms_per_s", Milliseconds, Rate;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the

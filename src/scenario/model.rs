@@ -374,10 +374,6 @@ impl LoadSpec {
     }
 }
 
-/// What a scenario with http = "2" cannot do yet, said by `check` and by a run's refusal: the
-/// workers speak HTTP/1.x only, and a run never loads an HTTP/2 scenario with HTTP/1.1.
-pub const ENGINE_NO_HTTP2: &str = "synlab's load engine does not speak HTTP/2 yet (issue 46: the workers' HTTP/2 connection layer is missing), so a run with http = \"2\" checks that the target speaks HTTP/2 and then stops (exit 2) rather than load it with HTTP/1.1; load it meanwhile with h2load (-c connections, -m streams)";
-
 /// Streams per connection over HTTP/2 when `load.streams` is not written (h2load's `-m`).
 pub const DEFAULT_STREAMS: u32 = 1;
 

@@ -823,9 +823,6 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
             "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".into(),
         ));
     }
-    if s.load.http == HttpVersion::Http2 {
-        w.push(("load.http".into(), crate::scenario::ENGINE_NO_HTTP2.into()));
-    }
     if let Some(sw) = &s.sweep {
         if written_top.iter().any(|k| k == "duration") {
             w.push((

@@ -36,6 +36,7 @@ impl Controller {
             good_statuses: crate::model::counters::GoodStatuses(
                 self.scenario.gate.good_statuses.clone(),
             ),
+            streams: k.streams,
         })
     }
 

@@ -53,6 +53,14 @@ impl Engine {
             );
             anyhow::ensure!(self.layers.secure(), "this worker does not speak TLS");
         }
+        match (s.streams, self.layers.streams) {
+            (Some(0), _) => anyhow::bail!("streams must be >= 1, got 0"),
+            (Some(_), None) => {
+                anyhow::bail!("this worker speaks HTTP/1.x: it has no streams per connection")
+            }
+            (None, Some(_)) => anyhow::bail!("this worker speaks HTTP/2: streams must be given"),
+            _ => {}
+        }
         if s.rate != self.cfg.rate {
             self.sched.schedule.set_rate(s.rate, t)?;
             self.cfg.rate = s.rate;
@@ -66,6 +74,10 @@ impl Engine {
             if let Some(c) = self.cfg.tls.as_mut() {
                 c.resumed = share;
             }
+        }
+        if let Some(m) = s.streams.filter(|&m| Some(m) != self.layers.streams) {
+            self.cfg.streams = Some(m);
+            self.set_streams(m, now);
         }
         self.cfg.sockets = s.sockets;
         self.cfg.timeout_s = s.timeout_s;
