@@ -200,6 +200,7 @@ fn a_stream_limit_below_m_makes_requests_wait_not_fail() {
     // (twice what it holds), so requests wait for streams, counted, never dropped or refused.
     let sc = Server::start(ServeConfig {
         service_time_us: 20_000,
+        service: ServiceKind::Sleep,
         ..serve_config(2)
     })
     .unwrap();
@@ -241,8 +242,17 @@ fn sclient_slots_set_up_h2_connections_each_with_its_requests() {
     let mut cfg = config(srv.local_addr(), Mode::Sclient, 4);
     cfg.sockets = 2;
     cfg.requests_per_conn = 4;
-    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
-    assert_eq!(r.errors, 0, "{r:?}");
+    let v = Worker::spawn(&cfg).collect(vec![]);
+    let r = tally(&v);
+    // No request failed; a connect may (flat out, the server's accept queue of 128 can
+    // overflow on a loaded machine: its SYN's retry comes after T, a connect timeout).
+    let c = |f: fn(&synlab::model::Counters) -> u64| sum(&v, |d| f(&d.counts));
+    assert_eq!(c(|c| c.request_errors()), 0, "{r:?}");
+    assert_eq!(
+        c(|c| c.connection_errors()),
+        c(|c| c.connect_timeouts),
+        "{r:?}"
+    );
     assert!(r.established > 20, "{r:?}");
     // Each connection: connect, preface and SETTINGS (its setup), then its 4 requests.
     assert!(r.setups + 1 >= r.established, "{r:?}");
