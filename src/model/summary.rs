@@ -616,7 +616,7 @@ summary_cols! {
     H2SetupMsMean = h2_setup_ms_mean: Milliseconds,
     H2HeaderBytesPerResponse = h2_header_bytes_per_response: Bytes,
     H2HpackSavingPct = h2_hpack_saving_pct: Percent,
-    H2FlowStallMsPerS = h2_flow_stall_ms_per_s: Milliseconds,
+    H2FlowStallMsPerS = h2_flow_stall_ms_per_s: PerSecond,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }
