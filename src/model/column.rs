@@ -393,7 +393,7 @@ columns! {
     H2_GOAWAYS = "h2_goaways_per_s", PerSecond, Rate;
     H2_ALPN_REFUSED = "h2_alpn_refused_per_s", PerSecond, Rate;
     H2_SETUPS = "h2_setups_per_s", PerSecond, Rate;
-    H2_FLOW_STALL = "h2_flow_stall_ms_per_s", Milliseconds, Rate;
+    H2_FLOW_STALL = "h2_flow_stall_ms_per_s", PerSecond, Rate;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the

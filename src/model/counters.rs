@@ -592,9 +592,10 @@ mod tests {
         for (k, x) in v.as_object().unwrap() {
             assert_eq!(x, 2, "{k} was not summed");
         }
-        assert_eq!(sum.connection_errors(), 18);
-        assert_eq!(sum.request_errors(), 8);
-        assert_eq!(sum.errors(), 26);
+        // ALPN refusals are connection errors, HTTP/2 stream resets request errors.
+        assert_eq!(sum.connection_errors(), 20);
+        assert_eq!(sum.request_errors(), 10);
+        assert_eq!(sum.errors(), 30);
         assert_eq!(sum.in_flight_at_end(), 4);
         let garbage = Counters {
             attempts: 5,

@@ -123,10 +123,15 @@ impl Engine {
     pub(super) fn mux_refill(&mut self, idx: usize, now: u64) {
         let gen = self.slab[idx].gen;
         let role = self.slab[idx].role;
-        while !self.mux_stopping(idx) && self.slab[idx].http.capacity() > 0 {
+        while self.slab[idx].http.capacity() > 0 {
+            // Retries first, even while the load stops: they were counted when they first
+            // went, and are in flight until answered.
             if let Some(r) = self.take_retry(idx) {
                 self.start_stream(idx, r.req as usize, r.sched_ns, now, false);
                 continue;
+            }
+            if self.mux_stopping(idx) {
+                break;
             }
             match role {
                 Role::Pool => {
