@@ -32,6 +32,8 @@ fn setup() -> (App, FakeLab) {
     st.knobs.resumed = Some(0.5);
     // Over HTTP/2, 8 streams per connection: the streams keys have room both ways.
     st.knobs.streams = Some(8);
+    // With keep-alive, 100 requests per connection: room both ways.
+    st.knobs.requests_per_conn = Some(100);
     (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
 }
 
@@ -53,15 +55,7 @@ fn close(a: f64, b: f64) -> bool {
 
 /// A load knob's value in `k`.
 fn load_value(k: &Knobs, knob: LoadKnob) -> f64 {
-    match knob {
-        LoadKnob::Rate => k.rate.unwrap(),
-        LoadKnob::Sockets => k.sockets as f64,
-        LoadKnob::Clients => k.clients as f64,
-        LoadKnob::BurstRatio => k.burst.ratio,
-        LoadKnob::BurstFraction => k.burst.fraction,
-        LoadKnob::Resumed => k.resumed.unwrap(),
-        LoadKnob::Streams => k.streams.unwrap() as f64,
-    }
+    k.load_value(knob).unwrap()
 }
 
 /// Checks the effect of `action` given the lab and app before and after.
@@ -127,7 +121,7 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
 
 #[test]
 fn every_key_in_the_overlay_has_its_effect() {
-    for b in KEYMAP {
+    for b in KEYMAP.iter() {
         let (mut app, mut lab) = setup();
         lab.steps.push_back("step two".into());
         if b.action == Action::CloseHelp {

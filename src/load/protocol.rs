@@ -137,6 +137,10 @@ pub struct LoadSettings {
     /// Over HTTP/2, the streams per connection (M) from now on (None: HTTP/1.x).
     #[serde(default)]
     pub streams: Option<u32>,
+    /// With keep-alive, the requests a connection carries, from each connection's next response
+    /// on (None: a connection per request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_conn: Option<u32>,
 }
 
 impl LoadSettings {
@@ -152,6 +156,28 @@ impl LoadSettings {
             paused: cfg.paused,
             resumed: cfg.tls.as_ref().map(|t| t.resumed),
             streams: cfg.streams,
+            requests_per_conn: cfg.keepalive.then_some(cfg.requests_per_conn),
+        }
+    }
+
+    /// A worker's config with these settings, as it starts (the inverse of [`LoadSettings::of`]):
+    /// a worker started mid-run starts with the knobs as they are.
+    pub fn apply_to(&self, cfg: &mut WorkerConfig) {
+        cfg.mode = self.mode;
+        cfg.rate = self.rate;
+        cfg.sockets = self.sockets;
+        cfg.clients = self.clients;
+        cfg.timeout_s = self.timeout_s;
+        cfg.burst = self.burst;
+        cfg.paused = self.paused;
+        if let (Some(share), Some(tls)) = (self.resumed, cfg.tls.as_mut()) {
+            tls.resumed = share;
+        }
+        if let Some(n) = self.requests_per_conn {
+            cfg.requests_per_conn = n;
+        }
+        if self.streams.is_some() {
+            cfg.streams = self.streams;
         }
     }
 }

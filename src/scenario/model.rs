@@ -367,6 +367,7 @@ impl LoadSpec {
             burst.map(|b| (LoadKnob::BurstFraction, b.fraction.fraction())),
             self.tls.as_ref().map(|t| (LoadKnob::Resumed, t.resumed)),
             self.streams.map(|m| (LoadKnob::Streams, m as f64)),
+            Some((LoadKnob::RequestsPerConn, self.requests_per_conn as f64)),
         ]
         .into_iter()
         .flatten()
@@ -501,6 +502,9 @@ pub struct Step {
     /// M: HTTP/2 streams per connection (the scenario needs http = "2").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
+    /// The requests a kept-alive connection carries (the scenario needs keep-alive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_conn: Option<u32>,
     /// Turn bursts on/off (uses [load.burst] or ratio/fraction given here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<bool>,
@@ -540,6 +544,8 @@ impl Step {
             self.sockets.map(|n| (LoadKnob::Sockets, n as f64)),
             self.clients.map(|n| (LoadKnob::Clients, n as f64)),
             self.streams.map(|m| (LoadKnob::Streams, m as f64)),
+            self.requests_per_conn
+                .map(|n| (LoadKnob::RequestsPerConn, n as f64)),
             self.burst_ratio.map(|r| (LoadKnob::BurstRatio, r)),
             self.burst_fraction
                 .map(|f| (LoadKnob::BurstFraction, f.fraction())),

@@ -46,6 +46,10 @@ impl Engine {
             "timeout_s must be > 0, got {}",
             s.timeout_s
         );
+        anyhow::ensure!(
+            s.requests_per_conn != Some(0),
+            "requests_per_conn must be >= 1, got 0"
+        );
         if let Some(share) = s.resumed {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&share),
@@ -78,6 +82,10 @@ impl Engine {
         if let Some(m) = s.streams.filter(|&m| Some(m) != self.layers.streams) {
             self.cfg.streams = Some(m);
             self.set_streams(m, now);
+        }
+        if let Some(n) = s.requests_per_conn {
+            // Read at each response: a connection past the new count closes after its next.
+            self.cfg.requests_per_conn = n;
         }
         self.cfg.sockets = s.sockets;
         self.cfg.timeout_s = s.timeout_s;
