@@ -497,6 +497,13 @@ impl Sampler {
                             format!("the established connections' queues are missing: sock_diag with tcp_info failed: {e}")
                         }),
                     }
+                    // The ages of the connections waiting to be accepted (issue 48 item 3).
+                    match crate::sys::acceptq::waiting_ages_ms(d, cfg.port) {
+                        Ok(ages) => sum.waiting = Some(crate::model::acceptq::QueueAges::of(&ages)),
+                        Err(e) => self.notes.warn("acceptq", || {
+                            format!("the accept queue's waiting times are missing: sock_diag with tcp_info failed: {e}")
+                        }),
+                    }
                     let took = t0.elapsed();
                     let gap = walk_gap(took, cfg.interval);
                     // Due from the sample's own instant, a quarter interval early: the walk
