@@ -102,6 +102,14 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
         }
         Action::Zoom(f) => assert_eq!(app.window_s, app0.window_s * f),
         Action::ToggleDrops => assert_eq!(app.show_drops, !app0.show_drops),
+        // A lab without probes says why nothing is counted.
+        Action::ToggleKernelReasons => {
+            assert!(
+                message(app, lab).contains("runs no probes"),
+                "{}",
+                message(app, lab)
+            )
+        }
         Action::NextStep => {
             assert_eq!(lab.state.caption.as_deref(), Some("step two"));
             // The caption bar shows the step's caption; the message says which step it is.

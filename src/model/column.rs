@@ -256,6 +256,8 @@ columns! {
     PCAP_IF_DROPS = "pcap_if_drops", Count, Counter;
     ACCEPT_QUEUE = "accept_queue", Count, Gauge;
     ACCEPT_QUEUE_LIMIT = "accept_queue_limit", Count, Gauge;
+    ACCEPT_QUEUE_WAIT_OLDEST = "accept_queue_wait_oldest_ms", Milliseconds, Gauge;
+    ACCEPT_QUEUE_WAIT_MEAN = "accept_queue_wait_mean_ms", Milliseconds, Gauge;
     SYN_RECV = "syn_recv", Count, Gauge;
     ESTABLISHED_SOCKS = "established", Count, Gauge;
     CONN_RECVQ_MEAN = "conn_recvq_bytes_mean", Count, Gauge;
@@ -506,6 +508,8 @@ const SCOPES: &[(Col, Scope)] = &[
     (col::SYN_RETRANS_PER_S, Scope::Port),
     (col::ACCEPT_QUEUE, Scope::Port),
     (col::ACCEPT_QUEUE_LIMIT, Scope::Port),
+    (col::ACCEPT_QUEUE_WAIT_OLDEST, Scope::Port),
+    (col::ACCEPT_QUEUE_WAIT_MEAN, Scope::Port),
     (col::SYN_RECV, Scope::Port),
     (col::ESTABLISHED_SOCKS, Scope::Port),
     (col::CONN_RECVQ_MEAN, Scope::Port),

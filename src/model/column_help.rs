@@ -42,6 +42,8 @@ const HELP: &[(Col, &str)] = &[
     (col::CONN_SENDQ_MAX, "Bytes in the send queue of the server port's fullest established connection (sock_diag)"),
     (col::CONN_RETRANS, "Segments retransmitted over the lives of the server port's established connections, summed (tcp_info total_retrans): one lost segment stalls every HTTP/2 stream of its connection"),
     (col::ACCEPT_QUEUE_LIMIT, "The server port's accept-queue limit: its listen backlog after the somaxconn cap (sock_diag)"),
+    (col::ACCEPT_QUEUE_WAIT_OLDEST, "How long the oldest connection waiting in the server port's accept queue has waited since its handshake completed, ms (sock_diag: the inode-0 ESTABLISHED/CLOSE-WAIT sockets, tcp_info last_data_sent); 0 when none waits"),
+    (col::ACCEPT_QUEUE_WAIT_MEAN, "How long the connections waiting in the server port's accept queue have waited since their handshakes completed, mean, ms (sock_diag, tcp_info); 0 when none waits. A waiting one's age is about half its whole wait: Little's law takes the queue's depth"),
     (col::SYN_RECV, "Handshakes of the server port in SYN-RCVD (sock_diag)"),
     (col::ESTABLISHED_SOCKS, "ESTABLISHED sockets of the server port (sock_diag)"),
     (col::FIN_WAIT, "FIN-WAIT-1 and FIN-WAIT-2 sockets of the server port (sock_diag)"),

@@ -363,6 +363,12 @@ pub struct SummaryRow {
     pub udp_rcvbuf_errors_per_s: f64,
     #[serde(default = "nan")]
     pub udp_in_errors_per_s: f64,
+    /// The connections waiting in the accept queue (sock_diag, issue 48 item 3): the mean of
+    /// each sample's mean age, and the largest age of the oldest, ms.
+    #[serde(default = "nan")]
+    pub accept_queue_wait_mean_ms: f64,
+    #[serde(default = "nan")]
+    pub accept_queue_wait_oldest_max_ms: f64,
     #[serde(default = "nan")]
     pub udp_no_ports_per_s: f64,
     /// The UDP side (issue 47): the namespace's datagrams delivered, the server port's UDP
@@ -598,6 +604,8 @@ summary_cols! {
     AbortOnMemoryPerS = abort_on_memory_per_s: PerSecond,
     UdpRcvbufErrorsPerS = udp_rcvbuf_errors_per_s: PerSecond,
     UdpInErrorsPerS = udp_in_errors_per_s: PerSecond,
+    AcceptQueueWaitMeanMs = accept_queue_wait_mean_ms: Milliseconds,
+    AcceptQueueWaitOldestMaxMs = accept_queue_wait_oldest_max_ms: Milliseconds,
     UdpNoPortsPerS = udp_no_ports_per_s: PerSecond,
     UdpInDatagramsPerS = udp_in_datagrams_per_s: PerSecond,
     PortUdpDropsPerS = port_udp_drops_per_s: PerSecond,
@@ -675,6 +683,8 @@ impl SummaryCol {
             | C::TotalP99Ms
             | C::LittleLoadFactor
             | C::AcceptQueueMean
+            | C::AcceptQueueWaitMeanMs
+            | C::AcceptQueueWaitOldestMaxMs
             | C::AcceptQueueMax
             | C::ListenOverflowsPerS
             | C::TimeWaitMean

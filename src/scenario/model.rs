@@ -471,6 +471,10 @@ pub struct ProbeSpec {
     /// Interface to capture on (default: `lo` on loopback, the server's port in the lab).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub iface: String,
+    /// Count the kernel's own drop reasons (skb:kfree_skb per reason; root). Off by default:
+    /// it costs the kernel CPU on every drop (model::kreasons::OFF_COST).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_reasons: bool,
 }
 
 impl Default for ProbeSpec {
@@ -479,6 +483,7 @@ impl Default for ProbeSpec {
             interval: Dur::from_secs(0.2),
             pcap: true,
             iface: String::new(),
+            kernel_reasons: false,
         }
     }
 }

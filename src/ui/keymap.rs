@@ -27,6 +27,8 @@ pub enum Action {
     NextStep,
     /// The drops view in place of the panels, and back.
     ToggleDrops,
+    /// Count the kernel's own drop reasons, or stop (off by default: their cost).
+    ToggleKernelReasons,
     ToggleHelp,
     CloseHelp,
     Quit,
@@ -137,6 +139,11 @@ const TAIL: &[Binding] = &[
     b(C('Z'), A::Zoom(2.0), "zoom out (longer window)"),
     b(C('n'), A::NextStep, "next scenario step"),
     b(C('y'), A::ToggleDrops, "why: what the kernel dropped"),
+    b(
+        C('K'),
+        A::ToggleKernelReasons,
+        "kernel's own reasons on/off",
+    ),
     b(C('?'), A::ToggleHelp, "this help"),
     b(Key::Esc, A::CloseHelp, "close help"),
     b(C('q'), A::Quit, "quit (cleans up)"),

@@ -102,6 +102,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         abort_on_memory_per_s: mean(col::ABORT_ON_MEMORY_PER_S),
         udp_rcvbuf_errors_per_s: mean(col::UDP_RCVBUF_ERRORS_PER_S),
         udp_in_errors_per_s: mean(col::UDP_IN_ERRORS_PER_S),
+        accept_queue_wait_mean_ms: mean(col::ACCEPT_QUEUE_WAIT_MEAN),
+        accept_queue_wait_oldest_max_ms: max(col::ACCEPT_QUEUE_WAIT_OLDEST),
         udp_no_ports_per_s: mean(col::UDP_NO_PORTS_PER_S),
         udp_in_datagrams_per_s: mean(col::UDP_IN_DATAGRAMS_PER_S),
         port_udp_drops_per_s: mean(col::PORT_UDP_DROPS_PER_S),
