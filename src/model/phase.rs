@@ -79,6 +79,16 @@ pub fn recoveries(rows: &[(f64, f64, f64, f64, f64)]) -> Vec<Recovery> {
     out
 }
 
+/// The recovery still going on at the last row of `rows` (the live screen's): the last
+/// stretch of [`recoveries`], when it reaches the last row or the one before (one interval's
+/// gap does not split a stretch there either). None once the server answers no more than is
+/// offered, and before a stretch is [`MIN_STRETCH_S`] long.
+pub fn ongoing(rows: &[(f64, f64, f64, f64, f64)]) -> Option<Recovery> {
+    let n = rows.len();
+    let since = rows.get(n.checked_sub(2)?)?.0;
+    recoveries(rows).pop().filter(|r| r.end_s >= since)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +145,29 @@ mod tests {
             (4.0, 1.0, 600.0, 900.0, 600.0),
         ];
         assert!(recoveries(&steady).is_empty());
+    }
+
+    #[test]
+    fn a_recovery_is_ongoing_while_it_reaches_the_last_rows() {
+        let mut rows = vec![(1.0, 1.0, 4000.0, 1000.0, 700.0)];
+        for t in 2..=3 {
+            rows.push((f64::from(t), 1.0, 600.0, 1000.0, 600.0));
+        }
+        // Two intervals: 1-3 s, long enough; ongoing.
+        let r = ongoing(&rows).expect("ongoing");
+        assert_eq!((r.start_s, r.end_s), (1.0, 3.0));
+        // One interval back at the offered rate: still one stretch (a gap of one).
+        rows.push((4.0, 1.0, 600.0, 600.0, 600.0));
+        assert!(ongoing(&rows).is_some());
+        // Two: over.
+        rows.push((5.0, 1.0, 600.0, 600.0, 600.0));
+        assert!(ongoing(&rows).is_none());
+        // Too short to be named yet: one interval of answering the backlog.
+        let short = [
+            (1.0, 1.0, 4000.0, 1000.0, 700.0),
+            (2.0, 1.0, 600.0, 1000.0, 600.0),
+        ];
+        assert!(ongoing(&short).is_none());
+        assert!(ongoing(&[]).is_none());
     }
 }

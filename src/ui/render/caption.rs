@@ -51,25 +51,36 @@ pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     out
 }
 
-/// The recovery after overload, named while it lasts (`model::phase`): the server answering
-/// its backlog after the load dropped, which is why it answers more than is offered and more
-/// than the clients receive. A phase of the lesson, not a fault: styled as good news.
+/// The recovery after overload, named while it lasts (`model::phase::ongoing`, the rule
+/// report.md's Phases use, over the same rows): the server answering its backlog after the
+/// load dropped, which is why it answers more than is offered and more than the clients
+/// receive. A phase of the lesson, not a fault: styled as good news.
 fn recovery(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     use crate::model::col;
-    let last = |c| st.store.last(c).unwrap_or(f64::NAN);
-    let (offered, server, client) = (
-        last(col::TARGET_RATE),
-        last(col::SERVER_RESPONSES),
-        last(col::RESPONSES),
-    );
-    if !crate::model::phase::answering_backlog(offered, server, client) {
+    let s = &st.store;
+    let (Some(offered), Some(server), Some(client)) = (
+        s.col(col::TARGET_RATE),
+        s.col(col::SERVER_RESPONSES),
+        s.col(col::RESPONSES),
+    ) else {
         return Vec::new();
-    }
+    };
+    let t = s.times();
+    let rows: Vec<_> = (1..t.len())
+        .map(|i| (t[i], t[i] - t[i - 1], offered[i], server[i], client[i]))
+        .collect();
+    let Some(r) = crate::model::phase::ongoing(&rows) else {
+        return Vec::new();
+    };
+    let last = |c| s.last(c).unwrap_or(f64::NAN);
     let text = format!(
-        "recovery: the server is answering its backlog, {} responses/s against {} offered \
-         (requests queued in the overload, whose clients have mostly given up)",
-        super::common::num(server),
-        super::common::num(offered)
+        "recovery after overload, since {:.0} s: the server is answering its backlog, {} \
+         responses/s against {} offered, {} more than its clients received so far (requests \
+         queued in the overload, whose clients have mostly given up)",
+        r.start_s,
+        super::common::num(last(col::SERVER_RESPONSES)),
+        super::common::num(last(col::TARGET_RATE)),
+        super::common::num(r.surplus),
     );
     wrap(&text, "↺ ", width, app.theme.ok())
 }
