@@ -9,8 +9,9 @@ use probe_support::{connect_nonblocking, privileged, Netns, RawListener};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 use synlab::model::kreasons::{OverflowCheck, LISTEN_OVERFLOW};
-use synlab::probe::kreasons::ReasonCounters;
+use synlab::probe::kreasons::{plan, ReasonCounters};
 use synlab::probe::procnet::NetCounters;
+use synlab::sys::tracepoint::{read_tracepoint, TracepointCounter};
 
 /// Keeps up to 64 attempts open, each closed after 200 ms (before the first SYN retry): one
 /// SYN each.
@@ -175,32 +176,68 @@ fn ns_per_drop(ns: &Netns, n: u32, trials: u32) -> f64 {
     })
 }
 
-/// The cost of the reason counters: CPU per drop with and without them, alternated, best of
-/// each, as a share of a core at 100k drops/s. A measurement, not a gate (timing on a shared
-/// machine): `cargo test --test kreasons cost -- --ignored --nocapture`.
+/// The counters of one shape of the cost benchmark: `all` (one event, no filter), `overflow`
+/// (all + TCP_LISTEN_OVERFLOW's filter, what the opt-in counting opens), `full` (all + a filter
+/// per reason of `OF_INTEREST`, the earlier default).
+fn open_shape(shape: &str) -> Box<dyn std::any::Any> {
+    let (tp, _) = read_tracepoint("skb", "kfree_skb").expect("tracefs");
+    let cpus = synlab::sys::machine::online_cpus();
+    let plan = plan(&tp.format).unwrap();
+    let filters: Vec<Option<String>> = match shape {
+        "all" => vec![None],
+        "overflow" => vec![None, Some(plan[0].1.clone())],
+        "full" => std::iter::once(None)
+            .chain(plan.iter().map(|(_, f)| Some(f.clone())))
+            .collect(),
+        "started" => {
+            // What the probe opens: ReasonCounters::start, whatever its plan is now.
+            let k = ReasonCounters::start(true).expect("root counts kfree_skb");
+            eprintln!("  started: {}", k.note);
+            return Box::new(k);
+        }
+        other => panic!("unknown shape {other:?}: all, overflow, full, started"),
+    };
+    Box::new(
+        filters
+            .iter()
+            .map(|f| TracepointCounter::open(tp.id, f.as_deref(), &cpus).unwrap())
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The cost of the reason counters: CPU per drop (a UDP datagram to a port without a
+/// socket: one NO_SOCKET kfree_skb each) without and with the counters of each shape,
+/// alternated in the same run, best of each, as a ratio and as a share of a core at 100k
+/// drops/s. A measurement, not a gate (timing on a shared machine): bench/kreasons-cost.sh,
+/// shapes in SYNLAB_BENCH_SHAPES (default `all overflow full`).
 #[test]
-#[ignore]
+#[ignore = "benchmark: run bench/kreasons-cost.sh"]
 fn cost_of_the_reason_counters_per_drop() {
     if !privileged("kernel reasons cost") {
         return;
     }
     let ns = Netns::new();
+    let shapes = std::env::var("SYNLAB_BENCH_SHAPES").unwrap_or("all overflow full".into());
     let (n, trials) = (50_000, 5);
-    let (mut off, mut on) = (f64::INFINITY, f64::INFINITY);
-    for _ in 0..3 {
-        off = off.min(ns_per_drop(&ns, n, trials));
-        let k = ReasonCounters::start(true).expect("root counts kfree_skb");
-        on = on.min(ns_per_drop(&ns, n, trials));
-        drop(k);
+    for shape in shapes.split_whitespace() {
+        let (mut off, mut on) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..3 {
+            off = off.min(ns_per_drop(&ns, n, trials));
+            let counters = open_shape(shape);
+            on = on.min(ns_per_drop(&ns, n, trials));
+            drop(counters);
+        }
+        let extra = (on - off).max(0.0);
+        println!(
+            "{shape:>9}: {off:.0} ns/drop without, {on:.0} ns/drop with: ratio {:.3}, +{extra:.0} ns \
+             = {:.2} % of a core at 100k drops/s",
+            on / off,
+            extra * 100_000.0 / 1e9 * 100.0
+        );
     }
-    let extra = (on - off).max(0.0);
-    eprintln!(
-        "per drop: {off:.0} ns without the counters, {on:.0} ns with; +{extra:.0} ns = {:.3} % of a core at 100k drops/s",
-        extra * 100_000.0 / 1e9 * 100.0
-    );
 }
 
-/// As a plain user: `synlab probe --json` says the kernel's reasons are not counted and why
+/// As a plain user: `synlab probe --json --kernel-reasons` says the kernel's reasons are not counted and why
 /// (machine-wide group), while the drops group reads the namespace's counters.
 #[test]
 fn a_plain_user_is_told_why_the_kernels_reasons_are_not_counted() {
@@ -228,7 +265,14 @@ fn a_plain_user_is_told_why_the_kernels_reasons_are_not_counted() {
             "--clear-groups".into(),
         ])
         .arg(dir.path().join("synlab"))
-        .args(["probe", "--json", "--count", "2", "--port"])
+        .args([
+            "probe",
+            "--json",
+            "--kernel-reasons",
+            "--count",
+            "2",
+            "--port",
+        ])
         .arg(listener.port.to_string())
         .output()
         .unwrap();

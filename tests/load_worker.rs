@@ -102,6 +102,7 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
         paused: false,
         tls: None,
         good_statuses: Default::default(),
+        streams: None,
     }
 }
 
@@ -508,6 +509,43 @@ fn load_keepalive_sends_requests_per_conn_on_each_connection() {
     );
     assert!(reqs.abs_diff(resps) <= 4);
     assert_eq!(sum(&v, |d| d.counts.bad_responses), 0);
+}
+
+/// The requests_per_conn knob live: a Load message with a new count holds from each
+/// connection's next response (the lab's k/K keys and a step's requests_per_conn).
+#[test]
+fn load_requests_per_conn_changes_live() {
+    let (server, _) = keepalive_server(8);
+    let mut cfg = config(server, Mode::Closed);
+    cfg.clients = 4;
+    cfg.keepalive = true;
+    cfg.requests_per_conn = 10;
+    cfg.duration_s = 2.0;
+    let mut w = Worker::spawn(&cfg);
+    let mut before = Vec::new();
+    while before.last().is_none_or(|d: &StatsDelta| d.t_s < 0.6) {
+        before.push(w.next().expect("a stats line"));
+    }
+    w.load(|s| s.requests_per_conn = Some(100));
+    // Two intervals for the change to land; the rest is under the new count.
+    w.next();
+    w.next();
+    let after = w.collect();
+    let (est1, reqs1) = (
+        sum(&before, |d| d.counts.established),
+        sum(&before, |d| d.counts.requests),
+    );
+    let (est2, reqs2) = (
+        sum(&after, |d| d.counts.established),
+        sum(&after, |d| d.counts.requests),
+    );
+    assert!(reqs1 >= 200 && reqs2 >= 400, "{reqs1} and {reqs2} requests");
+    // 10 a connection before (give or take the 4 open at the ends), 100 after.
+    assert!(reqs1.abs_diff(est1 * 10) <= 8 * 10, "{reqs1} on {est1}");
+    assert!(
+        est2 <= reqs2 / 100 + 8,
+        "{est2} connections for {reqs2} requests: the new count did not hold"
+    );
 }
 
 #[test]

@@ -315,6 +315,7 @@ fn load_lines(knob: LoadKnob, v: f64) -> String {
         ),
         LoadKnob::Resumed => format!("[target]\ntls = true\n[load.tls]\nresumed = {v:?}\n"),
         LoadKnob::Streams => format!("[load]\nhttp = \"2\"\nstreams = {v}\n"),
+        LoadKnob::RequestsPerConn => format!("[load]\nhttp = \"1.1\"\nrequests_per_conn = {v}\n"),
     }
 }
 
@@ -373,6 +374,7 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
         (LoadKnob::BurstFraction, &[0.005, 0.01, 0.3, 1.0]),
         (LoadKnob::Resumed, &[0.0, 0.3, 1.0, 1.5]),
         (LoadKnob::Streams, &[0.0, 1.0, 100.0, 1000.0, 1001.0]),
+        (LoadKnob::RequestsPerConn, &[0.0, 1.0, 1e6, 1e9, 1.5, 2e9]),
     ];
     assert_eq!(values.len(), LoadKnob::ALL.len(), "every load knob");
     let mut refused = 0;
@@ -394,10 +396,10 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
                     _ if knob.whole() => format!("{v}"),
                     _ => format!("{v:?}"),
                 };
-                let http = if knob == LoadKnob::Streams {
-                    "http = \"2\"\n"
-                } else {
-                    ""
+                let http = match knob {
+                    LoadKnob::Streams => "http = \"2\"\n",
+                    LoadKnob::RequestsPerConn => "http = \"1.1\"\n",
+                    _ => "",
                 };
                 // A step's resumed share needs the clients to speak TLS.
                 let tls = if knob == LoadKnob::Resumed {
@@ -420,6 +422,7 @@ fn check_refuses_exactly_what_a_live_knob_refuses() {
                 let tls = match knob {
                     LoadKnob::Resumed => "[target]\ntls = true\n",
                     LoadKnob::Streams => "[load]\nhttp = \"2\"\n",
+                    LoadKnob::RequestsPerConn => "[load]\nhttp = \"1.1\"\n",
                     _ => "",
                 };
                 let toml = format!("{tls}[sweep]\nparam = \"{param}\"\nvalues = [{v:?}]\n");
@@ -513,10 +516,44 @@ fn http2_keys_are_refused_at_their_line_when_they_cannot_work() {
     }
     let (code, out, err) = check("ok.toml", "[load]\nhttp = \"2\"\nstreams = 100\n");
     assert_eq!(code, Some(0), "{out}{err}");
+    // The engine speaks HTTP/2: no warning that it does not.
     assert!(
-        format!("{out}{err}").contains("does not speak HTTP/2 yet"),
+        !format!("{out}{err}").contains("does not speak HTTP/2"),
         "{out}{err}"
     );
     let s = synlab::scenario::parse("ok.toml", "[load]\nhttp = \"2\"\n").unwrap();
     assert_eq!(s.load.streams_per_connection(), Some(1), "h2load's default");
+}
+
+/// The requests_per_conn knob (k/K, a step's requests_per_conn, a sweep of
+/// load.requests_per_conn) changes a kept-alive connection's count: without keep-alive `check`
+/// refuses the step and the sweep at their line (exit 2), as the live key refuses; with it they
+/// pass.
+#[test]
+fn requests_per_conn_steps_and_sweeps_need_keep_alive() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[load]\nrate = 10\n[[step]]\nat = \"1s\"\nrequests_per_conn = 100\n",
+            ":5:",
+        ),
+        (
+            "[sweep]\nparam = \"load.requests_per_conn\"\nvalues = [1, 100]\n",
+            ":2:",
+        ),
+    ];
+    for (toml, line) in cases {
+        let (code, _, err) = check("rpc.toml", toml);
+        assert_eq!(code, Some(2), "{toml}\n{err}");
+        assert!(
+            err.contains(&format!("DIR/rpc.toml{line}")),
+            "{toml}\n{err}"
+        );
+        assert!(
+            err.contains("needs keep-alive: set http = \"1.1\""),
+            "{toml}\n{err}"
+        );
+        let kept = format!("[load]\nhttp = \"1.1\"\n{}", toml.replace("[load]\n", ""));
+        let (code, out, err) = check("rpc.toml", &kept);
+        assert_eq!(code, Some(0), "{kept}\n{out}{err}");
+    }
 }

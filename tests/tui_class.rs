@@ -84,12 +84,14 @@ impl Runner {
     }
 
     /// The session's command: synlab's TUI with `args`, in a shell that outlives the window's
-    /// hangup (its trap) and writes synlab's exit code to `exit-code`.
+    /// hangup (its trap) and writes synlab's exit code to `exit-code`, then keeps the pane
+    /// (for a last capture) until the pane hangs up: a read of the terminal, which ends at the
+    /// hangup, rather than a sleep, which outlived the tmux server by up to a minute.
     fn command(&self, args: &str) -> String {
         let mut words = self.prefix.clone();
         words.push(self.exe.display().to_string());
         format!(
-            "cd {d} && trap true HUP; HOME={d} {} tui {args} --out {d}/out; code=$?; echo $code > {d}/exit-code; echo SYNLAB-EXIT=$code; sleep 60",
+            "cd {d} && trap true HUP; HOME={d} {} tui {args} --out {d}/out; code=$?; echo $code > {d}/exit-code; echo SYNLAB-EXIT=$code; timeout --foreground 60 cat >/dev/null",
             words.join(" "),
             d = self.dir.display()
         )

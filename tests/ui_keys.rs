@@ -32,6 +32,8 @@ fn setup() -> (App, FakeLab) {
     st.knobs.resumed = Some(0.5);
     // Over HTTP/2, 8 streams per connection: the streams keys have room both ways.
     st.knobs.streams = Some(8);
+    // With keep-alive, 100 requests per connection: room both ways.
+    st.knobs.requests_per_conn = Some(100);
     (App::new(Theme { color: false }, 60.0), FakeLab::new(st))
 }
 
@@ -53,15 +55,7 @@ fn close(a: f64, b: f64) -> bool {
 
 /// A load knob's value in `k`.
 fn load_value(k: &Knobs, knob: LoadKnob) -> f64 {
-    match knob {
-        LoadKnob::Rate => k.rate.unwrap(),
-        LoadKnob::Sockets => k.sockets as f64,
-        LoadKnob::Clients => k.clients as f64,
-        LoadKnob::BurstRatio => k.burst.ratio,
-        LoadKnob::BurstFraction => k.burst.fraction,
-        LoadKnob::Resumed => k.resumed.unwrap(),
-        LoadKnob::Streams => k.streams.unwrap() as f64,
-    }
+    k.load_value(knob).unwrap()
 }
 
 /// Checks the effect of `action` given the lab and app before and after.
@@ -108,6 +102,14 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
         }
         Action::Zoom(f) => assert_eq!(app.window_s, app0.window_s * f),
         Action::ToggleDrops => assert_eq!(app.show_drops, !app0.show_drops),
+        // A lab without probes says why nothing is counted.
+        Action::ToggleKernelReasons => {
+            assert!(
+                message(app, lab).contains("runs no probes"),
+                "{}",
+                message(app, lab)
+            )
+        }
         Action::NextStep => {
             assert_eq!(lab.state.caption.as_deref(), Some("step two"));
             // The caption bar shows the step's caption; the message says which step it is.
@@ -127,7 +129,7 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
 
 #[test]
 fn every_key_in_the_overlay_has_its_effect() {
-    for b in KEYMAP {
+    for b in KEYMAP.iter() {
         let (mut app, mut lab) = setup();
         lab.steps.push_back("step two".into());
         if b.action == Action::CloseHelp {

@@ -148,6 +148,12 @@ impl Client {
         self.opts.max_streams.min(server)
     }
 
+    /// Changes M (a live change of `load.streams`): streams above a lower M finish, none
+    /// new start until the count is under it.
+    pub fn set_max_streams(&mut self, m: u32) {
+        self.opts.max_streams = m.max(1);
+    }
+
     /// How many more requests may start now (0 after GOAWAY or an error).
     pub fn capacity(&self) -> usize {
         if self.core.error.is_some()

@@ -21,6 +21,11 @@ pub trait LabControl {
     /// Writes the current time series and `screen` (a text screenshot) to files; returns the
     /// folder or file written.
     fn snapshot(&mut self, screen: &str) -> anyhow::Result<std::path::PathBuf>;
+    /// Turns the counting of the kernel's own drop reasons on or off (its cost keeps it off
+    /// by default): whether it is on now, or why it cannot be.
+    fn toggle_kernel_reasons(&mut self) -> Result<bool, String> {
+        Err("the kernel's reasons: this lab runs no probes".into())
+    }
     /// The terminal went away: the run ends as on an interruption (the state says
     /// `interrupted` and `terminal_gone`; `stop` then drains and writes the folder).
     fn terminal_gone(&mut self);

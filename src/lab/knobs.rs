@@ -35,6 +35,9 @@ pub struct Knobs {
     pub resumed: Option<f64>,
     /// Over HTTP/2, the concurrent streams per connection (M); None: the load speaks HTTP/1.x.
     pub streams: Option<u32>,
+    /// With keep-alive, the requests a connection carries; None: a connection per request
+    /// (HTTP/1.0).
+    pub requests_per_conn: Option<u32>,
 }
 
 impl Knobs {
@@ -49,6 +52,48 @@ impl Knobs {
             burst: self.burst_on.then_some(self.burst),
             paused: self.paused,
             resumed: self.resumed,
+            streams: self.streams,
+            requests_per_conn: self.requests_per_conn,
+        }
+    }
+
+    /// A load knob's value now, or why this run has none to change (flat out: no rate; no
+    /// TLS, HTTP/2 or keep-alive for the knobs that need them).
+    pub fn load_value(&self, knob: LoadKnob) -> Result<f64, Refusal> {
+        match knob {
+            LoadKnob::Rate => self.rate.ok_or(Refusal::FlatOut),
+            LoadKnob::Sockets => Ok(self.sockets as f64),
+            LoadKnob::Clients => Ok(self.clients as f64),
+            LoadKnob::BurstRatio => Ok(self.burst.ratio),
+            LoadKnob::BurstFraction => Ok(self.burst.fraction),
+            LoadKnob::Resumed => self.resumed.ok_or(Refusal::NoTls),
+            LoadKnob::Streams => self.streams.map(f64::from).ok_or(Refusal::NoHttp2),
+            LoadKnob::RequestsPerConn => self
+                .requests_per_conn
+                .map(f64::from)
+                .ok_or(Refusal::NoKeepAlive),
+        }
+    }
+
+    /// Whether the load of this run has the knob at all (the help shows its keys only then):
+    /// a rate may be set later, TLS, HTTP/2 and keep-alive cannot.
+    pub fn has(&self, knob: LoadKnob) -> bool {
+        !matches!(
+            self.load_value(knob),
+            Err(Refusal::NoTls | Refusal::NoHttp2 | Refusal::NoKeepAlive)
+        )
+    }
+
+    /// Sets a load knob checked by `set_load` (the burst's two go by `set_burst`).
+    fn put_load(&mut self, knob: LoadKnob, v: f64) {
+        match knob {
+            LoadKnob::Rate => self.rate = Some(v),
+            LoadKnob::Sockets => self.sockets = v as u32,
+            LoadKnob::Clients => self.clients = v as u32,
+            LoadKnob::Resumed => self.resumed = Some(v),
+            LoadKnob::Streams => self.streams = Some(v as u32),
+            LoadKnob::RequestsPerConn => self.requests_per_conn = Some(v as u32),
+            LoadKnob::BurstRatio | LoadKnob::BurstFraction => unreachable!("set_burst"),
         }
     }
 }
@@ -232,6 +277,8 @@ pub enum Refusal {
     NoTls,
     #[error("the load does not speak HTTP/2 (the scenario has no http = \"2\"): no streams per connection to change")]
     NoHttp2,
+    #[error("the load does not keep connections alive (http = \"1.0\": a connection per request): set http = \"1.1\" in [load] to change the requests per connection")]
+    NoKeepAlive,
     #[error(transparent)]
     Knob(#[from] crate::model::knob::KnobError),
     /// The network lab could not put a path under its new profile; every knob kept its value.
@@ -308,6 +355,7 @@ pub fn knobs_of(sc: &Scenario) -> Knobs {
             .tls
             .then(|| sc.load.tls.as_ref().map_or(0.0, |t| t.resumed)),
         streams: sc.load.streams_per_connection(),
+        requests_per_conn: sc.uses_keepalive().then_some(sc.load.requests_per_conn),
     }
 }
 
@@ -328,15 +376,7 @@ fn dispatch(k: &mut Knobs, cmd: Command) -> Applied {
         // The load: rate, mode, concurrency, pause.
         SetLoad(knob, v) => set_load(k, knob, v),
         StepLoad(knob, step) => {
-            let now = match knob {
-                LoadKnob::Rate => k.rate.ok_or(Refusal::FlatOut)?,
-                LoadKnob::Sockets => k.sockets as f64,
-                LoadKnob::Clients => k.clients as f64,
-                LoadKnob::BurstRatio => k.burst.ratio,
-                LoadKnob::BurstFraction => k.burst.fraction,
-                LoadKnob::Resumed => k.resumed.ok_or(Refusal::NoTls)?,
-                LoadKnob::Streams => k.streams.ok_or(Refusal::NoHttp2)? as f64,
-            };
+            let now = k.load_value(knob)?;
             set_load(k, knob, knob.stepped(now, step)?)
         }
         SetMode(m) => set_mode(k, m),
@@ -368,23 +408,12 @@ fn set_load(k: &mut Knobs, knob: LoadKnob, v: f64) -> Applied {
     let from = match knob {
         LoadKnob::BurstRatio => return set_burst(k, v, k.burst.fraction),
         LoadKnob::BurstFraction => return set_burst(k, k.burst.ratio, v),
-        LoadKnob::Resumed if k.resumed.is_none() => return Err(Refusal::NoTls),
-        LoadKnob::Streams if k.streams.is_none() => return Err(Refusal::NoHttp2),
-        LoadKnob::Streams => k.streams.map(f64::from),
+        // A rate may be set from flat out.
         LoadKnob::Rate => k.rate,
-        LoadKnob::Sockets => Some(k.sockets as f64),
-        LoadKnob::Clients => Some(k.clients as f64),
-        LoadKnob::Resumed => k.resumed,
+        _ => Some(k.load_value(knob)?),
     };
     let to = knob.check(v)?;
-    match knob {
-        LoadKnob::Rate => k.rate = Some(to),
-        LoadKnob::Sockets => k.sockets = to as u32,
-        LoadKnob::Clients => k.clients = to as u32,
-        LoadKnob::Resumed => k.resumed = Some(to),
-        LoadKnob::Streams => k.streams = Some(to as u32),
-        LoadKnob::BurstRatio | LoadKnob::BurstFraction => unreachable!("set_burst above"),
-    }
+    k.put_load(knob, to);
     Ok((Effect::Load, Change::Load { knob, from, to }))
 }
 

@@ -100,6 +100,10 @@ pub struct WorkerConfig {
     /// The statuses counted as good responses (`[gate] good_statuses`; empty: every 2xx).
     #[serde(default)]
     pub good_statuses: crate::model::counters::GoodStatuses,
+    /// Speak HTTP/2 with up to this many streams per connection (M; h2 by ALPN over TLS, h2c
+    /// with prior knowledge in the clear); None: HTTP/1.x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u32>,
 }
 
 /// Controller -> worker, one JSON object per line on the worker's stdin.
@@ -130,6 +134,13 @@ pub struct LoadSettings {
     pub paused: bool,
     /// Over TLS, the share of handshakes that resume, from the next handshake on (None: no TLS).
     pub resumed: Option<f64>,
+    /// Over HTTP/2, the streams per connection (M) from now on (None: HTTP/1.x).
+    #[serde(default)]
+    pub streams: Option<u32>,
+    /// With keep-alive, the requests a connection carries, from each connection's next response
+    /// on (None: a connection per request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_conn: Option<u32>,
 }
 
 impl LoadSettings {
@@ -144,6 +155,29 @@ impl LoadSettings {
             burst: cfg.burst,
             paused: cfg.paused,
             resumed: cfg.tls.as_ref().map(|t| t.resumed),
+            streams: cfg.streams,
+            requests_per_conn: cfg.keepalive.then_some(cfg.requests_per_conn),
+        }
+    }
+
+    /// A worker's config with these settings, as it starts (the inverse of [`LoadSettings::of`]):
+    /// a worker started mid-run starts with the knobs as they are.
+    pub fn apply_to(&self, cfg: &mut WorkerConfig) {
+        cfg.mode = self.mode;
+        cfg.rate = self.rate;
+        cfg.sockets = self.sockets;
+        cfg.clients = self.clients;
+        cfg.timeout_s = self.timeout_s;
+        cfg.burst = self.burst;
+        cfg.paused = self.paused;
+        if let (Some(share), Some(tls)) = (self.resumed, cfg.tls.as_mut()) {
+            tls.resumed = share;
+        }
+        if let Some(n) = self.requests_per_conn {
+            cfg.requests_per_conn = n;
+        }
+        if self.streams.is_some() {
+            cfg.streams = self.streams;
         }
     }
 }
@@ -206,6 +240,12 @@ pub struct StatsDelta {
     /// Of `connecting`, TLS handshakes in progress (their connects are done).
     #[serde(default)]
     pub handshaking: u64,
+    /// Multiplexed (HTTP/2): the most requests in flight on one connection in this interval,
+    /// and the server's advertised limit as last read (None: none said, or HTTP/1.x).
+    #[serde(default)]
+    pub streams_max: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams_limit: Option<u32>,
     /// How late the latest scheduled start of this interval was, at most (us).
     pub lag_us_max: u64,
     /// The worker's own CPU time in this interval (s).

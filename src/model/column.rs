@@ -256,6 +256,8 @@ columns! {
     PCAP_IF_DROPS = "pcap_if_drops", Count, Counter;
     ACCEPT_QUEUE = "accept_queue", Count, Gauge;
     ACCEPT_QUEUE_LIMIT = "accept_queue_limit", Count, Gauge;
+    ACCEPT_QUEUE_WAIT_OLDEST = "accept_queue_wait_oldest_ms", Milliseconds, Gauge;
+    ACCEPT_QUEUE_WAIT_MEAN = "accept_queue_wait_mean_ms", Milliseconds, Gauge;
     SYN_RECV = "syn_recv", Count, Gauge;
     ESTABLISHED_SOCKS = "established", Count, Gauge;
     CONN_RECVQ_MEAN = "conn_recvq_bytes_mean", Count, Gauge;
@@ -384,6 +386,16 @@ columns! {
     QUIC_FIRST_INITIAL_PER_S = "quic_first_initial_per_s", PerSecond, Rate;
     QUIC_INITIAL_IN_TOTAL = "quic_initial_in_total", Count, Counter;
     QUIC_FIRST_INITIAL_TOTAL = "quic_first_initial_total", Count, Counter;
+    // HTTP/2 (issue 46): the clients' streams against the server's advertised limit, what
+    // the server refused, reset or went away from, the setups, HPACK and flow control.
+    H2_STREAMS_MAX = "h2_streams_max", Count, Gauge;
+    H2_STREAMS_LIMIT = "h2_streams_limit", Count, Gauge;
+    H2_REFUSED_STREAMS = "h2_refused_streams_per_s", PerSecond, Rate;
+    H2_STREAM_RESETS = "h2_stream_resets_per_s", PerSecond, Rate;
+    H2_GOAWAYS = "h2_goaways_per_s", PerSecond, Rate;
+    H2_ALPN_REFUSED = "h2_alpn_refused_per_s", PerSecond, Rate;
+    H2_SETUPS = "h2_setups_per_s", PerSecond, Rate;
+    H2_FLOW_STALL = "h2_flow_stall_ms_per_s", PerSecond, Rate;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the
@@ -496,6 +508,8 @@ const SCOPES: &[(Col, Scope)] = &[
     (col::SYN_RETRANS_PER_S, Scope::Port),
     (col::ACCEPT_QUEUE, Scope::Port),
     (col::ACCEPT_QUEUE_LIMIT, Scope::Port),
+    (col::ACCEPT_QUEUE_WAIT_OLDEST, Scope::Port),
+    (col::ACCEPT_QUEUE_WAIT_MEAN, Scope::Port),
     (col::SYN_RECV, Scope::Port),
     (col::ESTABLISHED_SOCKS, Scope::Port),
     (col::CONN_RECVQ_MEAN, Scope::Port),

@@ -88,6 +88,27 @@ pub struct Counters {
     pub connecting_at_end: u64,
     /// Requests sent and not yet answered or failed.
     pub requests_at_end: u64,
+    // Multiplexed connections (HTTP/2).
+    /// Handshakes whose ALPN choice was not the load's protocol (`h2`): connection errors.
+    pub alpn_refused: u64,
+    /// Requests the server refused (REFUSED_STREAM) or left unprocessed (above a GOAWAY's
+    /// last stream): sent again on another connection, still in flight (not errors).
+    pub streams_refused: u64,
+    pub streams_unprocessed: u64,
+    /// Requests reset by the server with another code: request errors.
+    pub stream_resets: u64,
+    /// GOAWAYs received (the connection finishes its streams and is replaced).
+    pub goaways: u64,
+    /// Header blocks' bytes on the wire and as HTTP/1.1 lines (HPACK's saving), both ways.
+    pub header_bytes_wire: u64,
+    pub header_bytes_plain: u64,
+    /// Flow-control windows that stood at 0, and for how long in sum (us).
+    pub flow_stalls: u64,
+    pub flow_stall_us: u64,
+    /// Connection setups done (connect, TLS, the server's SETTINGS in) and their time in sum
+    /// (us, from the scheduled start).
+    pub setups: u64,
+    pub setup_us_sum: u64,
 }
 
 impl Counters {
@@ -130,6 +151,17 @@ impl Counters {
             lag_us_sum,
             connecting_at_end,
             requests_at_end,
+            alpn_refused,
+            streams_refused,
+            streams_unprocessed,
+            stream_resets,
+            goaways,
+            header_bytes_wire,
+            header_bytes_plain,
+            flow_stalls,
+            flow_stall_us,
+            setups,
+            setup_us_sum,
         } = *o;
         self.attempts += attempts;
         self.established += established;
@@ -165,6 +197,17 @@ impl Counters {
         self.lag_us_sum += lag_us_sum;
         self.connecting_at_end += connecting_at_end;
         self.requests_at_end += requests_at_end;
+        self.alpn_refused += alpn_refused;
+        self.streams_refused += streams_refused;
+        self.streams_unprocessed += streams_unprocessed;
+        self.stream_resets += stream_resets;
+        self.goaways += goaways;
+        self.header_bytes_wire += header_bytes_wire;
+        self.header_bytes_plain += header_bytes_plain;
+        self.flow_stalls += flow_stalls;
+        self.flow_stall_us += flow_stall_us;
+        self.setups += setups;
+        self.setup_us_sum += setup_us_sum;
     }
 
     /// Connects that failed: never established (over TLS, their handshake's failures too).
@@ -174,6 +217,7 @@ impl Counters {
             + self.addr_not_avail
             + self.out_of_fds
             + self.connect_other_errors
+            + self.alpn_refused
             + self.handshake_errors()
     }
 
@@ -190,7 +234,11 @@ impl Counters {
     /// Requests that failed: sent (or begun) and never answered. Malformed or truncated
     /// responses are errors, not responses.
     pub fn request_errors(&self) -> u64 {
-        self.response_timeouts + self.resets + self.bad_responses + self.request_other_errors
+        self.response_timeouts
+            + self.resets
+            + self.bad_responses
+            + self.request_other_errors
+            + self.stream_resets
     }
 
     /// Every failure a person would count: connections that never got through and requests
@@ -544,9 +592,10 @@ mod tests {
         for (k, x) in v.as_object().unwrap() {
             assert_eq!(x, 2, "{k} was not summed");
         }
-        assert_eq!(sum.connection_errors(), 18);
-        assert_eq!(sum.request_errors(), 8);
-        assert_eq!(sum.errors(), 26);
+        // ALPN refusals are connection errors, HTTP/2 stream resets request errors.
+        assert_eq!(sum.connection_errors(), 20);
+        assert_eq!(sum.request_errors(), 10);
+        assert_eq!(sum.errors(), 30);
         assert_eq!(sum.in_flight_at_end(), 4);
         let garbage = Counters {
             attempts: 5,

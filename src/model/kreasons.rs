@@ -18,6 +18,11 @@ pub const OF_INTEREST: &[&str] = &[
     "TCP_ZEROWINDOW",
 ];
 
+/// The cost that keeps the counting off by default, as measured (bench/kreasons-cost.sh on
+/// 6.18, 2 cores): the tracepoint alone, one unfiltered event, 2 % of a core at 100k drops/s;
+/// each per-reason filter adds about 0.3 %.
+pub const OFF_COST: &str = "about 5 % of a core at 100k drops/s";
+
 /// The kernel's reason that names an accept-queue overflow of the handshake's final ACK.
 pub const LISTEN_OVERFLOW: &str = "TCP_LISTEN_OVERFLOW";
 
@@ -60,6 +65,9 @@ pub struct ReasonCount {
 /// Why the kernel's reasons are not counted: the user sees the namespace's counters only.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum NotCounted {
+    /// Off, as by default: counting costs the kernel CPU on every drop (measured 2-6 % of a
+    /// core at 100k drops/s, bench/kreasons-cost.sh), so it is asked for.
+    Off,
     /// Not root: counting a tracepoint machine-wide needs root (perf_event_open with
     /// perf_event_paranoid above -1, and tracefs).
     NotRoot,
@@ -70,6 +78,13 @@ pub enum NotCounted {
 impl fmt::Display for NotCounted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            NotCounted::Off => write!(
+                f,
+                "the kernel's own reasons: off (counting skb:kfree_skb costs the kernel CPU on \
+                 every drop, {OFF_COST}); turn on with K in this view, `kernel_reasons = true` \
+                 under [probe] in the scenario, or `synlab probe --kernel-reasons` (root); the \
+                 reasons above are the namespace's TcpExt/Udp counters"
+            ),
             NotCounted::NotRoot => write!(
                 f,
                 "the kernel's own reasons: not counted, synlab runs as a plain user (counting \

@@ -1,8 +1,9 @@
 //! The load's live knobs (rate, D, clients, burst ratio and time at peak, resumed share, HTTP/2
-//! streams per connection): one type
-//! that says, per knob, its keys in scenario files, its sweep name, its unit and limits, how a key
-//! press steps it and how its values read. Scenario validation, steps, sweeps, the keys and the
-//! lab's replies all go through it, so a scenario and a key accept exactly the same values.
+//! streams per connection, keep-alive requests per connection): one type that says, per knob, its
+//! keys in scenario files, its sweep name and axis, its unit and limits, its live keys and how a
+//! press steps it, and how its values read. Scenario validation, steps, sweeps, the keymap, the
+//! report's figures and the lab's replies all go through it, so a scenario and a key accept
+//! exactly the same values, and a new knob is a row here plus its value's path to the workers.
 
 use super::limits::{RATE_MAX, SOCKETS_MAX};
 use std::fmt;
@@ -14,6 +15,9 @@ pub const CLIENTS_MAX: u32 = 20_000;
 pub const STREAMS_MAX: u32 = 1000;
 /// The highest peak/average ratio of a burst.
 pub const BURST_RATIO_MAX: f64 = 20.0;
+/// The most requests a kept-alive connection carries before the client closes it (a scenario
+/// writes 1,000,000 for "as many as the server allows").
+pub const REQUESTS_PER_CONN_MAX: u32 = 1_000_000_000;
 
 /// A live property of the load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +36,18 @@ pub enum LoadKnob {
     Resumed,
     /// M: over HTTP/2, the concurrent streams per connection.
     Streams,
+    /// With keep-alive (HTTP/1.1, HTTP/2), the requests a connection carries before the client
+    /// closes it.
+    RequestsPerConn,
+}
+
+/// A knob's live keys: lower case steps it down, upper case up, with their help lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnobKeys {
+    pub down: char,
+    pub up: char,
+    pub down_help: &'static str,
+    pub up_help: &'static str,
 }
 
 /// How a key changes a load knob: by an amount in the knob's value unit, or by a factor.
@@ -75,6 +91,7 @@ impl LoadKnob {
         LoadKnob::BurstFraction,
         LoadKnob::Resumed,
         LoadKnob::Streams,
+        LoadKnob::RequestsPerConn,
     ];
 
     /// Its key path in a scenario's `[load]`.
@@ -87,6 +104,7 @@ impl LoadKnob {
             LoadKnob::BurstFraction => "load.burst.fraction",
             LoadKnob::Resumed => "load.tls.resumed",
             LoadKnob::Streams => "load.streams",
+            LoadKnob::RequestsPerConn => "load.requests_per_conn",
         }
     }
 
@@ -100,6 +118,7 @@ impl LoadKnob {
             LoadKnob::BurstFraction => Some("burst_fraction"),
             LoadKnob::Resumed => Some("tls_resumed"),
             LoadKnob::Streams => Some("streams"),
+            LoadKnob::RequestsPerConn => Some("requests_per_conn"),
         }
     }
 
@@ -111,6 +130,7 @@ impl LoadKnob {
             LoadKnob::Clients => Some("load.clients"),
             LoadKnob::Resumed => Some("load.tls.resumed"),
             LoadKnob::Streams => Some("load.streams"),
+            LoadKnob::RequestsPerConn => Some("load.requests_per_conn"),
             LoadKnob::BurstRatio | LoadKnob::BurstFraction => None,
         }
     }
@@ -123,6 +143,62 @@ impl LoadKnob {
             .find(|k| k.sweep_name() == Some(name))
     }
 
+    /// A report's x axis when it is swept, with units.
+    pub fn axis(self) -> &'static str {
+        match self {
+            LoadKnob::Rate => "offered rate (connection attempts/s)",
+            LoadKnob::Sockets => "descriptors per S-Client (D)",
+            LoadKnob::Clients => "clients (closed-loop processes)",
+            LoadKnob::Resumed => "resumed TLS handshakes (share, 0-1)",
+            LoadKnob::BurstRatio => "burst (peak/average ratio)",
+            LoadKnob::BurstFraction => "burst (% of time at peak)",
+            LoadKnob::Streams => "HTTP/2 streams per connection (M)",
+            LoadKnob::RequestsPerConn => "requests per kept-alive connection",
+        }
+    }
+
+    /// Its live keys (None: turned by other keys, as D and clients by `d`/`D`, or by none).
+    pub const fn keys(self) -> Option<KnobKeys> {
+        const fn k(
+            down: char,
+            up: char,
+            down_help: &'static str,
+            up_help: &'static str,
+        ) -> Option<KnobKeys> {
+            Some(KnobKeys {
+                down,
+                up,
+                down_help,
+                up_help,
+            })
+        }
+        match self {
+            LoadKnob::Rate | LoadKnob::Sockets | LoadKnob::Clients => None,
+            LoadKnob::BurstRatio => k('x', 'X', "burst ratio -0.5", "burst ratio +0.5"),
+            LoadKnob::BurstFraction => {
+                k('f', 'F', "burst time at peak -5%", "burst time at peak +5%")
+            }
+            LoadKnob::Resumed => k(
+                'u',
+                'U',
+                "TLS: resumed handshakes -10%",
+                "TLS: resumed handshakes +10%",
+            ),
+            LoadKnob::Streams => k(
+                'e',
+                'E',
+                "HTTP/2: streams per connection /2",
+                "HTTP/2: streams per connection x2",
+            ),
+            LoadKnob::RequestsPerConn => k(
+                'k',
+                'K',
+                "keep-alive: requests per conn /10",
+                "keep-alive: requests per conn x10",
+            ),
+        }
+    }
+
     /// How messages name it ("D must be ...").
     pub fn label(self) -> &'static str {
         match self {
@@ -133,6 +209,7 @@ impl LoadKnob {
             LoadKnob::BurstFraction => "time at peak",
             LoadKnob::Resumed => "the resumed share",
             LoadKnob::Streams => "streams per connection",
+            LoadKnob::RequestsPerConn => "requests per connection",
         }
     }
 
@@ -140,7 +217,10 @@ impl LoadKnob {
     pub fn unit(self) -> &'static str {
         match self {
             LoadKnob::Rate => "/s",
-            LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams => "",
+            LoadKnob::Sockets
+            | LoadKnob::Clients
+            | LoadKnob::Streams
+            | LoadKnob::RequestsPerConn => "",
             LoadKnob::BurstRatio => "x",
             LoadKnob::BurstFraction | LoadKnob::Resumed => "%",
         }
@@ -156,14 +236,15 @@ impl LoadKnob {
             LoadKnob::BurstFraction => (0.01, 1.0),
             LoadKnob::Resumed => (0.0, 1.0),
             LoadKnob::Streams => (1.0, STREAMS_MAX as f64),
+            LoadKnob::RequestsPerConn => (1.0, REQUESTS_PER_CONN_MAX as f64),
         }
     }
 
-    /// A count: whole values only.
+    /// A count: whole values only (and a count on a report's axis).
     pub fn whole(self) -> bool {
         matches!(
             self,
-            LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams
+            LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams | LoadKnob::RequestsPerConn
         )
     }
 
@@ -172,6 +253,8 @@ impl LoadKnob {
         match self {
             LoadKnob::Rate => LoadStep::Scale(1.1),
             LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams => LoadStep::Scale(2.0),
+            // 1, 10, 100, 1000: a connection per request to nearly all kept.
+            LoadKnob::RequestsPerConn => LoadStep::Scale(10.0),
             LoadKnob::BurstRatio => LoadStep::Add(0.5),
             LoadKnob::BurstFraction => LoadStep::Add(0.05),
             LoadKnob::Resumed => LoadStep::Add(0.1),
@@ -182,7 +265,11 @@ impl LoadKnob {
     /// in tenths of a percent), so key presses land on round values.
     fn grain(self) -> f64 {
         match self {
-            LoadKnob::Rate | LoadKnob::Sockets | LoadKnob::Clients | LoadKnob::Streams => 1.0,
+            LoadKnob::Rate
+            | LoadKnob::Sockets
+            | LoadKnob::Clients
+            | LoadKnob::Streams
+            | LoadKnob::RequestsPerConn => 1.0,
             LoadKnob::BurstRatio => 0.1,
             LoadKnob::BurstFraction => 0.001,
             LoadKnob::Resumed => 0.01,

@@ -363,6 +363,12 @@ pub struct SummaryRow {
     pub udp_rcvbuf_errors_per_s: f64,
     #[serde(default = "nan")]
     pub udp_in_errors_per_s: f64,
+    /// The connections waiting in the accept queue (sock_diag, issue 48 item 3): the mean of
+    /// each sample's mean age, and the largest age of the oldest, ms.
+    #[serde(default = "nan")]
+    pub accept_queue_wait_mean_ms: f64,
+    #[serde(default = "nan")]
+    pub accept_queue_wait_oldest_max_ms: f64,
     #[serde(default = "nan")]
     pub udp_no_ports_per_s: f64,
     /// The UDP side (issue 47): the namespace's datagrams delivered, the server port's UDP
@@ -382,6 +388,31 @@ pub struct SummaryRow {
     pub quic_initial_in_per_s: f64,
     #[serde(default = "nan")]
     pub quic_first_initial_per_s: f64,
+    /// HTTP/2 (NaN over HTTP/1.x): streams in flight (mean over all connections, the most on
+    /// one, the server's advertised limit), refused and reset streams, GOAWAYs, ALPN
+    /// refusals, the connections' setup, header bytes and HPACK's saving, flow-control stalls.
+    #[serde(default = "nan")]
+    pub h2_streams_in_flight_mean: f64,
+    #[serde(default = "nan")]
+    pub h2_streams_max: f64,
+    #[serde(default = "nan")]
+    pub h2_streams_limit: f64,
+    #[serde(default = "nan")]
+    pub h2_refused_streams_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_stream_resets_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_goaways_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_alpn_refused_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_setup_ms_mean: f64,
+    #[serde(default = "nan")]
+    pub h2_header_bytes_per_response: f64,
+    #[serde(default = "nan")]
+    pub h2_hpack_saving_pct: f64,
+    #[serde(default = "nan")]
+    pub h2_flow_stall_ms_per_s: f64,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -573,6 +604,8 @@ summary_cols! {
     AbortOnMemoryPerS = abort_on_memory_per_s: PerSecond,
     UdpRcvbufErrorsPerS = udp_rcvbuf_errors_per_s: PerSecond,
     UdpInErrorsPerS = udp_in_errors_per_s: PerSecond,
+    AcceptQueueWaitMeanMs = accept_queue_wait_mean_ms: Milliseconds,
+    AcceptQueueWaitOldestMaxMs = accept_queue_wait_oldest_max_ms: Milliseconds,
     UdpNoPortsPerS = udp_no_ports_per_s: PerSecond,
     UdpInDatagramsPerS = udp_in_datagrams_per_s: PerSecond,
     PortUdpDropsPerS = port_udp_drops_per_s: PerSecond,
@@ -581,6 +614,17 @@ summary_cols! {
     RmemMaxBytes = rmem_max_bytes: Bytes,
     QuicInitialInPerS = quic_initial_in_per_s: PerSecond,
     QuicFirstInitialPerS = quic_first_initial_per_s: PerSecond,
+    H2StreamsInFlightMean = h2_streams_in_flight_mean: Count,
+    H2StreamsMax = h2_streams_max: Count,
+    H2StreamsLimit = h2_streams_limit: Count,
+    H2RefusedStreamsPerS = h2_refused_streams_per_s: PerSecond,
+    H2StreamResetsPerS = h2_stream_resets_per_s: PerSecond,
+    H2GoawaysPerS = h2_goaways_per_s: PerSecond,
+    H2AlpnRefusedPerS = h2_alpn_refused_per_s: PerSecond,
+    H2SetupMsMean = h2_setup_ms_mean: Milliseconds,
+    H2HeaderBytesPerResponse = h2_header_bytes_per_response: Bytes,
+    H2HpackSavingPct = h2_hpack_saving_pct: Percent,
+    H2FlowStallMsPerS = h2_flow_stall_ms_per_s: PerSecond,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }
@@ -639,6 +683,8 @@ impl SummaryCol {
             | C::TotalP99Ms
             | C::LittleLoadFactor
             | C::AcceptQueueMean
+            | C::AcceptQueueWaitMeanMs
+            | C::AcceptQueueWaitOldestMaxMs
             | C::AcceptQueueMax
             | C::ListenOverflowsPerS
             | C::TimeWaitMean
@@ -669,7 +715,12 @@ impl SummaryCol {
             | C::ServerCoresSoftirqPct
             | C::WorkerCpuPct
             | C::LoadCpuPct
-            | C::LoadCoresBusyPct => Worse::Higher,
+            | C::LoadCoresBusyPct
+            | C::H2RefusedStreamsPerS
+            | C::H2StreamResetsPerS
+            | C::H2AlpnRefusedPerS
+            | C::H2SetupMsMean
+            | C::H2FlowStallMsPerS => Worse::Higher,
             // Anything else (settings, samples, clocks, cross-checks, columns added later):
             // a change either way is flagged.
             _ => Worse::Either,

@@ -88,20 +88,14 @@ impl SweepParam {
     /// A report's x axis for it, with units.
     pub fn axis(self) -> &'static str {
         match self {
-            SweepParam::Load(LoadKnob::Rate) => "offered rate (connection attempts/s)",
+            SweepParam::Load(k) => k.axis(),
             SweepParam::Concurrency => {
                 "concurrency: clients (closed loop) or descriptors D (S-Client)"
             }
-            SweepParam::Load(LoadKnob::Sockets) => "descriptors per S-Client (D)",
-            SweepParam::Load(LoadKnob::Clients) => "clients (closed-loop processes)",
             SweepParam::Workers => "load-generator workers",
             SweepParam::Workload => "workload (request mix)",
             SweepParam::Burst => "burst (peak/average ratio, % of time at peak)",
             SweepParam::Http => "HTTP version (1.0: the server closes first; 1.1: the client)",
-            SweepParam::Load(LoadKnob::Resumed) => "resumed TLS handshakes (share, 0-1)",
-            SweepParam::Load(LoadKnob::BurstRatio) => "burst (peak/average ratio)",
-            SweepParam::Load(LoadKnob::BurstFraction) => "burst (% of time at peak)",
-            SweepParam::Load(LoadKnob::Streams) => "HTTP/2 streams per connection (M)",
             SweepParam::Path(k) => k.axis(),
             SweepParam::Steer => "receive steering (where the server's NET_RX softirq runs)",
             SweepParam::Syncookies => {

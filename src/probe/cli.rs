@@ -40,6 +40,10 @@ pub struct ProbeArgs {
     /// Do not capture: estimate the SYN rate from kernel counters.
     #[arg(long)]
     pub no_pcap: bool,
+    /// Count the kernel's own drop reasons (skb:kfree_skb per reason, machine-wide; root). Off
+    /// by default: it costs the kernel CPU on every drop (bench/kreasons-cost.sh).
+    #[arg(long)]
+    pub kernel_reasons: bool,
     /// Serve the samples as OpenMetrics at http://ADDR/metrics for an existing Prometheus (a
     /// bare port binds 127.0.0.1): an exporter of the server's accept queue, SYN rate,
     /// overflows and TIME_WAIT.
@@ -364,6 +368,7 @@ pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
         avoid_cpus: Vec::new(),
         cores: Default::default(),
         port_time_wait: true,
+        kernel_reasons: crate::probe::kreasons::Switch::new(args.kernel_reasons),
     };
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;

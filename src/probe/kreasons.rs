@@ -9,7 +9,78 @@ use crate::model::kreasons::{
     LISTEN_OVERFLOW, OF_INTEREST,
 };
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
+
+/// Whether the kernel's reasons are counted: off by default (their cost, `OFF_COST`), turned
+/// on by the scenario's `probe.kernel_reasons`, `synlab probe --kernel-reasons` or the TUI's
+/// `K`; the sampler opens or closes the counters at its next sample.
+#[derive(Debug, Clone, Default)]
+pub struct Switch(Arc<AtomicBool>);
+
+impl Switch {
+    pub fn new(on: bool) -> Self {
+        Switch(Arc::new(AtomicBool::new(on)))
+    }
+    pub fn on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    pub fn set(&self, on: bool) {
+        self.0.store(on, Ordering::Relaxed)
+    }
+    /// Flips it; the new state.
+    pub fn toggle(&self) -> bool {
+        !self.0.fetch_xor(true, Ordering::Relaxed)
+    }
+}
+
+/// Two switches are equal when they say the same (a config's equality is of its values).
+impl PartialEq for Switch {
+    fn eq(&self, other: &Self) -> bool {
+        self.on() == other.on()
+    }
+}
+
+/// The sampler's counters as the switch wants them: opened when it turns on (the
+/// namespace's ListenOverflows read then is the cross-check's base), closed when it turns off.
+pub struct Counting {
+    pub counters: Result<ReasonCounters, NotCounted>,
+    pub overflows_base: Option<u64>,
+}
+
+impl Counting {
+    pub fn off() -> Self {
+        Counting {
+            counters: Err(NotCounted::Off),
+            overflows_base: None,
+        }
+    }
+
+    /// Follows `want`: a line for the run's notes when it changed (opened, refused, closed).
+    /// A refusal is not retried until the switch goes off and on again.
+    pub fn follow(
+        &mut self,
+        want: bool,
+        start: impl FnOnce() -> Result<ReasonCounters, NotCounted>,
+        overflows_now: Option<u64>,
+    ) -> Option<String> {
+        let off = matches!(self.counters, Err(NotCounted::Off));
+        if want && off {
+            self.counters = start();
+            self.overflows_base = overflows_now;
+            Some(match &self.counters {
+                Ok(r) => r.note.clone(),
+                Err(why) => why.to_string(),
+            })
+        } else if !want && !off {
+            *self = Counting::off();
+            Some("the kernel's own reasons: counting stopped (off)".into())
+        } else {
+            None
+        }
+    }
+}
 
 /// A started counter: its count since it opened.
 pub trait Counter: Send {
@@ -261,5 +332,43 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("__print_symbolic"), "{e}");
+    }
+
+    #[test]
+    fn counting_follows_the_switch_off_by_default_and_says_how_to_turn_it_on() {
+        let fake = Fake::default();
+        let sw = Switch::default();
+        assert!(!sw.on());
+        let mut c = Counting::off();
+        assert_eq!(c.follow(sw.on(), || unreachable!(), Some(5)), None);
+        let v = view(&c.counters, c.overflows_base, Some(9));
+        assert!(v.reasons.lines()[0].contains("turn on with K"), "{v:?}");
+        assert!(
+            v.reasons.lines()[0].contains("kernel_reasons = true"),
+            "{v:?}"
+        );
+        assert!(sw.toggle());
+        let line = c.follow(
+            sw.on(),
+            || ReasonCounters::open_with(&fake, FORMAT),
+            Some(1000),
+        );
+        assert_eq!(line, Some(String::new()), "the counters' note");
+        assert_eq!(c.overflows_base, Some(1000));
+        // On: no reopening at the next sample (the counts run on).
+        assert_eq!(c.follow(true, || unreachable!(), Some(2000)), None);
+        fake.set(Some("reason == 40"), 7);
+        let v = view(&c.counters, c.overflows_base, Some(1010));
+        assert_eq!(v.reasons.count(LISTEN_OVERFLOW), Some(7));
+        assert!(!sw.toggle());
+        let line = c.follow(sw.on(), || unreachable!(), None).unwrap();
+        assert!(line.contains("stopped"), "{line}");
+        assert!(matches!(c.counters, Err(NotCounted::Off)));
+        // A refusal is said once and not retried while the switch stays on.
+        let line = c.follow(true, || Err(NotCounted::NotRoot), None).unwrap();
+        assert!(line.contains("plain user"), "{line}");
+        assert_eq!(c.follow(true, || unreachable!(), None), None);
+        assert_eq!(Switch::new(true), Switch::new(true));
+        assert_ne!(Switch::new(true), Switch::default());
     }
 }

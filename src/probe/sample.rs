@@ -173,6 +173,10 @@ metrics! {
     pcap_drops => PCAP_DROPS, pcap_if_drops => PCAP_IF_DROPS,
     /// Accept-queue length and limit summed over the port's listening sockets.
     accept_queue => ACCEPT_QUEUE, accept_queue_limit => ACCEPT_QUEUE_LIMIT, syn_recv => SYN_RECV,
+    /// The connections waiting in the accept queues (sock_diag, walked with the states): the
+    /// oldest one's and the mean time since its handshake completed, ms (0: none waits).
+    accept_queue_wait_oldest_ms => ACCEPT_QUEUE_WAIT_OLDEST,
+    accept_queue_wait_mean_ms => ACCEPT_QUEUE_WAIT_MEAN,
     established => ESTABLISHED_SOCKS, fin_wait => FIN_WAIT, close_wait => CLOSE_WAIT,
     /// The port's established connections: bytes waiting in their receive and send queues
     /// (mean and largest over connections) and their retransmissions (tcp_info).
@@ -411,6 +415,11 @@ fn gauges(cur: &Snapshot, k: HostConsts, m: &mut Metrics) {
                 m.conn_sendq_bytes_mean = Some(sq);
                 m.conn_sendq_bytes_max = f(q.sendq_max);
                 m.conn_retrans = f(q.retrans);
+            }
+            // No connection waiting: none has waited at all (0 ms).
+            if let Some(w) = d.waiting {
+                m.accept_queue_wait_oldest_ms = Some(w.map_or(0.0, |q| q.oldest_ms));
+                m.accept_queue_wait_mean_ms = Some(w.map_or(0.0, |q| q.mean_ms));
             }
             if d.time_wait_walked {
                 m.port_time_wait = f(d.time_wait);
@@ -701,6 +710,20 @@ mod tests {
         a.diag = Some(walked.clone());
         let s = build(&a, None, &a, t0, 0, K, &Cores::default());
         assert_eq!((s.m.established, s.m.syn_recv), (Some(7.0), Some(2.0)));
+        // Walked without ages (the tcp_info walk failed): no wait figures; none waiting: 0.
+        assert_eq!(s.m.accept_queue_wait_oldest_ms, None);
+        let mut w = walked.clone();
+        w.waiting = Some(None);
+        a.diag = Some(w.clone());
+        let s = build(&a, None, &a, t0, 0, K, &Cores::default());
+        assert_eq!(s.m.accept_queue_wait_mean_ms, Some(0.0));
+        w.waiting = Some(crate::model::acceptq::QueueAges::of(&[10, 30]));
+        a.diag = Some(w);
+        let s = build(&a, None, &a, t0, 0, K, &Cores::default());
+        assert_eq!(
+            (s.m.accept_queue_wait_oldest_ms, s.m.accept_queue_wait_mean_ms),
+            (Some(30.0), Some(20.0))
+        );
         // A sample without a walk: the accept queue (queried every sample) is reported, state
         // counts are not, whatever the summary holds.
         a.diag = Some(DiagSummary {

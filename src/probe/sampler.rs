@@ -41,6 +41,8 @@ pub struct ProbeConfig {
     /// The server's CPUs and the load's, whose splits the samples give apart (the lab's
     /// placement; empty: no split).
     pub cores: super::sample::Cores,
+    /// Count the kernel's own drop reasons (root; off by default for their cost).
+    pub kernel_reasons: super::kreasons::Switch,
 }
 
 impl ProbeConfig {
@@ -56,6 +58,7 @@ impl ProbeConfig {
             avoid_cpus: Vec::new(),
             port_time_wait: false,
             cores: Default::default(),
+            kernel_reasons: Default::default(),
         }
     }
 
@@ -494,6 +497,13 @@ impl Sampler {
                             format!("the established connections' queues are missing: sock_diag with tcp_info failed: {e}")
                         }),
                     }
+                    // The ages of the connections waiting to be accepted (issue 48 item 3).
+                    match crate::sys::acceptq::waiting_ages_ms(d, cfg.port) {
+                        Ok(ages) => sum.waiting = Some(crate::model::acceptq::QueueAges::of(&ages)),
+                        Err(e) => self.notes.warn("acceptq", || {
+                            format!("the accept queue's waiting times are missing: sock_diag with tcp_info failed: {e}")
+                        }),
+                    }
                     let took = t0.elapsed();
                     let gap = walk_gap(took, cfg.interval);
                     // Due from the sample's own instant, a quarter interval early: the walk
@@ -594,20 +604,26 @@ impl Sampler {
         let mut prev: Option<Snapshot> = None;
         let mut seq = 0u64;
         let mut cur = base.clone();
-        // The kernel's own drop reasons (issue 48 item 2), counted from here as root.
-        let reasons =
-            super::kreasons::ReasonCounters::start(crate::sys::privilege::effective_root());
+        // The kernel's own drop reasons (issue 48 item 2), counted as root while the switch
+        // is on: said off in the notes at the start, else opened at the first sample.
+        let mut reasons = super::kreasons::Counting::off();
         let overflows = |s: &Snapshot| s.net.as_ref()?.counter(super::kreasons::LISTEN_OVERFLOWS);
-        let overflows_base = overflows(&base);
-        notes.push(match &reasons {
-            Ok(r) => r.note.clone(),
-            Err(why) => why.to_string(),
-        });
+        if !cfg.kernel_reasons.on() {
+            notes.push(crate::model::kreasons::NotCounted::Off.to_string());
+        }
         loop {
+            let root = crate::sys::privilege::effective_root();
+            if let Some(line) = reasons.follow(
+                cfg.kernel_reasons.on(),
+                || super::kreasons::ReasonCounters::start(root),
+                overflows(&cur),
+            ) {
+                notes.push(line);
+            }
             let mut sample = build(&base, prev.as_ref(), &cur, start, seq, k, &cfg.cores);
             sample.kernel = Some(super::kreasons::view(
-                &reasons,
-                overflows_base,
+                &reasons.counters,
+                reasons.overflows_base,
                 overflows(&cur),
             ));
             notes.append(&mut self.notes.pending);

@@ -19,6 +19,8 @@ const KEYS: &[(Col, &str)] = &[
     (col::SYN_RETRANS_PER_S, "syn_retrans_per_s"),
     (col::ACCEPT_QUEUE, "accept_queue"),
     (col::ACCEPT_QUEUE_LIMIT, "accept_queue_limit"),
+    (col::ACCEPT_QUEUE_WAIT_OLDEST, "accept_queue_wait_oldest_ms"),
+    (col::ACCEPT_QUEUE_WAIT_MEAN, "accept_queue_wait_mean_ms"),
     (col::SYN_RECV, "syn_recv"),
     (col::ESTABLISHED_SOCKS, "established"),
     (col::CONN_RECVQ_MEAN, "conn_recvq_bytes_mean"),

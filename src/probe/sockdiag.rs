@@ -55,6 +55,9 @@ pub struct DiagSummary {
     pub states_fresh: bool,
     /// The established connections' queues and retransmissions (walked with the states).
     pub conns: Option<crate::sys::conn_queues::ConnQueues>,
+    /// The connections waiting in the port's accept queues (walked with the states): their
+    /// ages, Some(None) when none waits.
+    pub waiting: Option<Option<crate::model::acceptq::QueueAges>>,
 }
 
 impl DiagSummary {

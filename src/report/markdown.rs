@@ -100,6 +100,10 @@ pub fn report(
         if !udp.is_empty() {
             let _ = writeln!(md, "## The UDP side (QUIC){suffix}\n\n{udp}");
         }
+        let h2 = http2_table(&r.points);
+        if !h2.is_empty() {
+            let _ = writeln!(md, "## HTTP/2 streams{suffix}\n\n{h2}");
+        }
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
         if !r.capacity.is_empty() {
@@ -756,6 +760,52 @@ pub fn udp_table(points: &[Point]) -> String {
         "\nThe server port's UDP sockets (sock_diag: their drops, queue and buffer), its QUIC \
          Initials (pcap: a connection attempt's first apart), the namespace's Udp RcvbufErrors; \
          points whose port had no UDP socket are left out.\n",
+    );
+    md
+}
+
+/// Per point over HTTP/2 (issue 46): requests/s apart from connection setups/s, streams in
+/// flight (mean over all connections, the most on one) against the server's advertised limit,
+/// refused and reset streams, GOAWAYs, setup time, TTFB, header bytes and HPACK's saving,
+/// flow-control stalls; "" when no point spoke HTTP/2.
+pub fn http2_table(points: &[Point]) -> String {
+    use SummaryCol as S;
+    let rows: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.num(S::H2SetupMsMean).is_finite() || p.num(S::H2AlpnRefusedPerS).is_finite())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from(
+        "| # | requests/s | conns/s | streams mean | streams max | server limit | refused/s | resets/s | GOAWAYs/s | setup ms | TTFB p50 ms | total p99 ms | header B/resp | HPACK saving % | flow stall ms/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for p in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.number(),
+            num(p.num(S::RequestsPerS)),
+            num(p.num(S::EstablishedPerS)),
+            num(p.num(S::H2StreamsInFlightMean)),
+            num(p.num(S::H2StreamsMax)),
+            num(p.num(S::H2StreamsLimit)),
+            num(p.num(S::H2RefusedStreamsPerS)),
+            num(p.num(S::H2StreamResetsPerS)),
+            num(p.num(S::H2GoawaysPerS)),
+            num(p.num(S::H2SetupMsMean)),
+            num(p.num(S::TtfbP50Ms)),
+            num(p.num(S::TotalP99Ms)),
+            num(p.num(S::H2HeaderBytesPerResponse)),
+            num(p.num(S::H2HpackSavingPct)),
+            num(p.num(S::H2FlowStallMsPerS)),
+        );
+    }
+    md.push_str(
+        "\nThe clients' HTTP/2: a request is a stream, many on one connection, so requests/s \
+         and connections/s part; streams in flight against the limit the server advertised \
+         (SETTINGS_MAX_CONCURRENT_STREAMS): a request that finds no free stream waits (counted \
+         in pool_waits), one the server refuses goes again on another connection.\n",
     );
     md
 }

@@ -367,16 +367,13 @@ impl LoadSpec {
             burst.map(|b| (LoadKnob::BurstFraction, b.fraction.fraction())),
             self.tls.as_ref().map(|t| (LoadKnob::Resumed, t.resumed)),
             self.streams.map(|m| (LoadKnob::Streams, m as f64)),
+            Some((LoadKnob::RequestsPerConn, self.requests_per_conn as f64)),
         ]
         .into_iter()
         .flatten()
         .collect()
     }
 }
-
-/// What a scenario with http = "2" cannot do yet, said by `check` and by a run's refusal: the
-/// workers speak HTTP/1.x only, and a run never loads an HTTP/2 scenario with HTTP/1.1.
-pub const ENGINE_NO_HTTP2: &str = "synlab's load engine does not speak HTTP/2 yet (issue 46: the workers' HTTP/2 connection layer is missing), so a run with http = \"2\" checks that the target speaks HTTP/2 and then stops (exit 2) rather than load it with HTTP/1.1; load it meanwhile with h2load (-c connections, -m streams)";
 
 /// Streams per connection over HTTP/2 when `load.streams` is not written (h2load's `-m`).
 pub const DEFAULT_STREAMS: u32 = 1;
@@ -474,6 +471,10 @@ pub struct ProbeSpec {
     /// Interface to capture on (default: `lo` on loopback, the server's port in the lab).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub iface: String,
+    /// Count the kernel's own drop reasons (skb:kfree_skb per reason; root). Off by default:
+    /// it costs the kernel CPU on every drop (model::kreasons::OFF_COST).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_reasons: bool,
 }
 
 impl Default for ProbeSpec {
@@ -482,6 +483,7 @@ impl Default for ProbeSpec {
             interval: Dur::from_secs(0.2),
             pcap: true,
             iface: String::new(),
+            kernel_reasons: false,
         }
     }
 }
@@ -505,6 +507,9 @@ pub struct Step {
     /// M: HTTP/2 streams per connection (the scenario needs http = "2").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
+    /// The requests a kept-alive connection carries (the scenario needs keep-alive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_conn: Option<u32>,
     /// Turn bursts on/off (uses [load.burst] or ratio/fraction given here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<bool>,
@@ -544,6 +549,8 @@ impl Step {
             self.sockets.map(|n| (LoadKnob::Sockets, n as f64)),
             self.clients.map(|n| (LoadKnob::Clients, n as f64)),
             self.streams.map(|m| (LoadKnob::Streams, m as f64)),
+            self.requests_per_conn
+                .map(|n| (LoadKnob::RequestsPerConn, n as f64)),
             self.burst_ratio.map(|r| (LoadKnob::BurstRatio, r)),
             self.burst_fraction
                 .map(|f| (LoadKnob::BurstFraction, f.fraction())),

@@ -293,6 +293,34 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
     }
 }
 
+/// Requests per connection change live only where connections are kept (the rule the live key
+/// follows, `Scenario::uses_keepalive`); `load.requests_per_conn` itself is read only then.
+fn check_keepalive(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    if s.uses_keepalive() {
+        return;
+    }
+    let why = |what: &str| {
+        format!("{what} needs keep-alive: set http = \"1.1\" (or \"2\") in [load]; with HTTP/1.0 each connection carries one request")
+    };
+    for (i, st) in s.steps.iter().enumerate() {
+        if st.requests_per_conn.is_some() {
+            bad(
+                &format!("step[{i}].requests_per_conn"),
+                why("requests_per_conn"),
+            );
+        }
+    }
+    let rpc = Some(SweepParam::Load(LoadKnob::RequestsPerConn));
+    if let Some(sw) = &s.sweep {
+        if sw.kind() == rpc {
+            bad("sweep.param", why("load.requests_per_conn"));
+        }
+        if sw.curves.iter().any(|c| c.kind() == rpc) {
+            bad("sweep.curves.param", why("load.requests_per_conn"));
+        }
+    }
+}
+
 /// HTTP/2: streams per connection only over HTTP/2 (the limits are the knob's, above), and an
 /// Apache that can speak it (mod_http2 refuses the prefork MPM).
 fn check_http2(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
@@ -356,10 +384,8 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if l.response_timeout.secs() <= 0.0 {
         bad("load.response_timeout", "must be > 0".into());
     }
-    if l.requests_per_conn == 0 {
-        bad("load.requests_per_conn", "must be >= 1".into());
-    }
     check_pool(l, bad);
+    check_keepalive(s, bad);
     check_http2(s, bad);
     if l.workload == Workload::Custom && l.mix.is_empty() {
         bad(
@@ -822,9 +848,6 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
             "load.rate".into(),
             "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".into(),
         ));
-    }
-    if s.load.http == HttpVersion::Http2 {
-        w.push(("load.http".into(), crate::scenario::ENGINE_NO_HTTP2.into()));
     }
     if let Some(sw) = &s.sweep {
         if written_top.iter().any(|k| k == "duration") {

@@ -4,6 +4,9 @@
 //! send before accept, and the kernel stamps `lsndtime` when it makes the child socket at
 //! handshake completion (tcp_create_openreq_child), so that field is the time since the
 //! handshake completed (ms, jiffies). `last_data_recv` is not: a client's request resets it.
+//! A waiting connection whose client gave up and closed is CLOSE_WAIT, still in the queue
+//! until accepted (measured: a flood whose clients close after 1.5 s left 2.4 of 16.6 queued
+//! connections in CLOSE_WAIT; counting ESTABLISHED alone made Little's law 16.5 % off).
 
 use super::sockdiag::{INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_HDR};
 
@@ -16,6 +19,13 @@ const INET_DIAG_INFO: u16 = 2;
 /// rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets, last_data_sent).
 const LAST_DATA_SENT: usize = 44;
 
+/// The states a connection in an accept queue can be in: the server has not accepted it, so
+/// it cannot have closed; its client may have (a FIN makes it CLOSE_WAIT).
+pub const WAITING_STATES: [u8; 2] = [
+    super::sockdiag::state::ESTABLISHED,
+    super::sockdiag::state::CLOSE_WAIT,
+];
+
 /// The ages (ms) of the connections waiting in the accept queues of `port` (IPv4 and IPv6),
 /// one dump each family.
 pub fn waiting_ages_ms(diag: &mut SockDiag, port: u16) -> io::Result<Vec<u32>> {
@@ -23,7 +33,7 @@ pub fn waiting_ages_ms(diag: &mut SockDiag, port: u16) -> io::Result<Vec<u32>> {
     for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
         // The memory counters as every probe request asks them, and tcp_info too.
         let ext = EXT_SKMEMINFO | 1 << (INET_DIAG_INFO - 1);
-        let waiting = states_mask(&[super::sockdiag::state::ESTABLISHED]);
+        let waiting = states_mask(&WAITING_STATES);
         let raw = diag.exchange_request(|seq| {
             request_v2(family, libc::IPPROTO_TCP as u8, ext, waiting, port, seq)
         })?;

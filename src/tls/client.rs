@@ -243,7 +243,11 @@ impl TlsClient {
                 .dangerous()
                 .with_custom_certificate_verifier(verifier.clone())
                 .with_no_client_auth();
-            c.alpn_protocols = vec![b"http/1.1".to_vec()];
+            c.alpn_protocols = if s.offer_h2 {
+                vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+            } else {
+                vec![b"http/1.1".to_vec()]
+            };
             c.enable_sni = !s.sni.is_empty();
             c.resumption = Resumption::store(Arc::new(StoreView {
                 store: store.clone(),

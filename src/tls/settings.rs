@@ -126,6 +126,9 @@ pub struct ClientTls {
     pub ca_pem: String,
     /// A handshake not done after this long is a handshake timeout.
     pub handshake_timeout_s: f64,
+    /// Offer ALPN h2 before http/1.1 (the load speaks HTTP/2; set by the engine's layers).
+    #[serde(default)]
+    pub offer_h2: bool,
 }
 
 /// What the built-in server does over TLS (part of its config).

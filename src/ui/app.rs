@@ -143,6 +143,17 @@ impl App {
             },
             ToggleHelp => self.show_help = !self.show_help,
             ToggleDrops => self.show_drops = !self.show_drops,
+            ToggleKernelReasons => match lab.toggle_kernel_reasons() {
+                Ok(on) => {
+                    let text = if on {
+                        "the kernel's own reasons: counting from the next sample (K stops it)"
+                    } else {
+                        "the kernel's own reasons: off (K counts them again)"
+                    };
+                    self.say(lab, text.into(), false)
+                }
+                Err(why) => self.say(lab, why, true),
+            },
             CloseHelp => self.show_help = false,
             Quit => self.quit = true,
         }

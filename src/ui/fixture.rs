@@ -44,8 +44,8 @@ pub fn knobs() -> Knobs {
         ],
         selected_path: 0,
         lab_off: None,
-        resumed: None,
-        streams: None,
+        // The rest as a default scenario's (no TLS, HTTP/1.0): a new knob needs no line here.
+        ..crate::lab::knobs::knobs_of(&crate::scenario::default_scenario())
     }
 }
 

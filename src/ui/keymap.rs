@@ -4,12 +4,13 @@
 use crate::model::knob::{PathKnob, PathStep};
 use crate::model::load_knob::{LoadKnob, LoadStep};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::sync::LazyLock;
 
 /// Everything a person can ask of the TUI. Lab-changing actions become a `Command` in
 /// `App::apply`; the others change UI state or call the lab (mark, snapshot, next step).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action {
-    /// Step a knob of the load (rate, burst ratio, time at peak, resumed share).
+    /// Step a knob of the load (rate, burst ratio, time at peak, resumed share, ...).
     Load(LoadKnob, LoadStep),
     CycleMode,
     /// Multiply D (sockets; clients in closed mode).
@@ -26,6 +27,8 @@ pub enum Action {
     NextStep,
     /// The drops view in place of the panels, and back.
     ToggleDrops,
+    /// Count the kernel's own drop reasons, or stop (off by default: their cost).
+    ToggleKernelReasons,
     ToggleHelp,
     CloseHelp,
     Quit,
@@ -79,7 +82,7 @@ const fn b(key: Key, action: Action, help: &'static str) -> Binding {
 
 use Action as A;
 use Key::Char as C;
-use LoadKnob::{BurstFraction, BurstRatio, Rate, Resumed, Streams};
+use LoadKnob::Rate;
 use PathKnob::{Bandwidth as BW, Jitter, Loss, Rtt};
 use PathStep::{Add, Scale};
 
@@ -91,8 +94,8 @@ const fn down(k: LoadKnob) -> Action {
     A::Load(k, k.key_step().down())
 }
 
-/// The one source of truth for keys. Lower case turns a knob down, upper case up.
-pub const KEYMAP: &[Binding] = &[
+/// The keys before the load knobs' own.
+const HEAD: &[Binding] = &[
     b(C('+'), up(Rate), "rate x1.1"),
     b(C('='), up(Rate), "rate x1.1 (no shift)"),
     b(C('-'), down(Rate), "rate /1.1"),
@@ -101,15 +104,11 @@ pub const KEYMAP: &[Binding] = &[
     b(C('c'), A::CycleMode, "cycle mode sclient/open/closed"),
     b(C('d'), A::ScaleSockets(0.5), "D (or clients) /2"),
     b(C('D'), A::ScaleSockets(2.0), "D (or clients) x2"),
-    b(C('x'), down(BurstRatio), "burst ratio -0.5"),
-    b(C('X'), up(BurstRatio), "burst ratio +0.5"),
-    b(C('f'), down(BurstFraction), "burst time at peak -5%"),
-    b(C('F'), up(BurstFraction), "burst time at peak +5%"),
+];
+
+/// The keys after them.
+const TAIL: &[Binding] = &[
     b(C('b'), A::ToggleBurst, "bursts on/off"),
-    b(C('u'), down(Resumed), "TLS: resumed handshakes -10%"),
-    b(C('U'), up(Resumed), "TLS: resumed handshakes +10%"),
-    b(C('e'), down(Streams), "HTTP/2: streams per connection /2"),
-    b(C('E'), up(Streams), "HTTP/2: streams per connection x2"),
     b(
         C('r'),
         A::PathStep(Rtt, Add(-10.0)),
@@ -140,11 +139,33 @@ pub const KEYMAP: &[Binding] = &[
     b(C('Z'), A::Zoom(2.0), "zoom out (longer window)"),
     b(C('n'), A::NextStep, "next scenario step"),
     b(C('y'), A::ToggleDrops, "why: what the kernel dropped"),
+    b(
+        C('K'),
+        A::ToggleKernelReasons,
+        "kernel's own reasons on/off",
+    ),
     b(C('?'), A::ToggleHelp, "this help"),
     b(Key::Esc, A::CloseHelp, "close help"),
     b(C('q'), A::Quit, "quit (cleans up)"),
     b(Key::Ctrl('c'), A::Quit, "quit (cleans up)"),
 ];
+
+/// The one source of truth for keys. Lower case turns a knob down, upper case up. The load
+/// knobs' keys come from their table (`LoadKnob::keys`), so a new knob brings its own.
+pub static KEYMAP: LazyLock<Vec<Binding>> = LazyLock::new(|| {
+    let knobs = LoadKnob::ALL.iter().filter_map(|&k| {
+        let keys = k.keys()?;
+        Some([
+            b(C(keys.down), down(k), keys.down_help),
+            b(C(keys.up), up(k), keys.up_help),
+        ])
+    });
+    HEAD.iter()
+        .copied()
+        .chain(knobs.flatten())
+        .chain(TAIL.iter().copied())
+        .collect()
+});
 
 /// The one-line hint: the keys a newcomer needs first.
 pub const HINT: &str =
@@ -189,7 +210,7 @@ mod tests {
 
     #[test]
     fn unbound_keys_and_releases_do_nothing() {
-        assert_eq!(action_for(Key::Char('k').event()), None);
+        assert_eq!(action_for(Key::Char('g').event()), None);
         let mut ev = Key::Char('q').event();
         ev.kind = KeyEventKind::Release;
         assert_eq!(action_for(ev), None);

@@ -34,6 +34,10 @@ pub struct WorkerRecord {
     pub pool_service_min_us: u64,
     /// TLS handshakes in progress at its latest report.
     pub handshaking: u64,
+    /// HTTP/2: the most streams on one of its connections over these reports, and the
+    /// server's advertised limit as it last read it.
+    pub streams_max: u64,
+    pub streams_limit: Option<u32>,
 }
 
 /// Counter sums over some span of time, with merged latency histograms.
@@ -133,6 +137,10 @@ impl ClientTotals {
         w.pool = d.pool;
         w.pool_service_min_us = d.pool_service_min_us;
         w.handshaking = d.handshaking;
+        w.streams_max = w.streams_max.max(d.streams_max);
+        if d.streams_limit.is_some() {
+            w.streams_limit = d.streams_limit;
+        }
         self.intended += d.target_rate * d.interval_s;
         self.lag_us_max = self.lag_us_max.max(d.lag_us_max);
         let cpu = d.cpu_user_s + d.cpu_sys_s;
@@ -257,6 +265,12 @@ impl ClientTotals {
         let reported = self.covered_s().is_some();
         let dt = self.covered_s().unwrap_or(dt);
         let rate = |n: u64| reported.then(|| n as f64 / dt);
+        // HTTP/2's columns are empty over HTTP/1.x (a worker's first ALPN refusal or setup
+        // says it speaks HTTP/2).
+        let h2 = self.h2_streams_max().is_some()
+            || self.workers.values().any(|w| w.streams_limit.is_some())
+            || self.counts.alpn_refused + self.counts.setups > 0;
+        let h2_rate = |n: u64| (reported && h2).then(|| n as f64 / dt);
         vec![
             (ATTEMPTS, rate(self.counts.attempts)),
             (ESTABLISHED, rate(self.counts.established)),
@@ -307,7 +321,35 @@ impl ClientTotals {
             (HANDSHAKE_P50, Self::q_ms(&self.handshake, 0.5)),
             (HANDSHAKE_P90, Self::q_ms(&self.handshake, 0.9)),
             (HANDSHAKE_P99, Self::q_ms(&self.handshake, 0.99)),
+            (H2_STREAMS_MAX, self.h2_streams_max()),
+            (
+                H2_STREAMS_LIMIT,
+                self.workers
+                    .values()
+                    .filter_map(|w| w.streams_limit)
+                    .min()
+                    .map(f64::from),
+            ),
+            (
+                H2_REFUSED_STREAMS,
+                h2_rate(self.counts.streams_refused + self.counts.streams_unprocessed),
+            ),
+            (H2_STREAM_RESETS, h2_rate(self.counts.stream_resets)),
+            (H2_GOAWAYS, h2_rate(self.counts.goaways)),
+            (H2_ALPN_REFUSED, h2_rate(self.counts.alpn_refused)),
+            (H2_SETUPS, h2_rate(self.counts.setups)),
+            (
+                H2_FLOW_STALL,
+                (h2 && reported).then(|| self.counts.flow_stall_us as f64 / 1000.0 / dt),
+            ),
         ]
+    }
+
+    /// HTTP/2: the most streams on one client connection over these reports (None: no
+    /// worker spoke HTTP/2).
+    pub fn h2_streams_max(&self) -> Option<f64> {
+        let m = self.workers.values().map(|w| w.streams_max).max()?;
+        (m > 0).then_some(m as f64)
     }
 
     /// The share of completed TLS handshakes that resumed, percent; None without one.

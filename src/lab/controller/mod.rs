@@ -111,6 +111,8 @@ pub struct Controller {
     placement: crate::model::Placement,
     /// Over TLS: the certificate the lab made for its server.
     tls: Option<tls::LabTls>,
+    /// Whether the probes count the kernel's own drop reasons (the scenario's, then `K`).
+    kernel_reasons: crate::probe::kreasons::Switch,
 }
 
 /// A server's access log followed for its own count of responses (the counts are the core's).
@@ -201,6 +203,7 @@ impl Controller {
             workload: scenario.load.workload,
             keepalive: scenario.load.http == HttpVersion::Http11,
             scoreboard: None,
+            kernel_reasons: crate::probe::kreasons::Switch::new(scenario.probe.kernel_reasons),
             scenario,
             core,
             tx,
@@ -311,6 +314,7 @@ impl Controller {
             // port's. On the host other servers' sockets count there too: walk the port's.
             port_time_wait: self.net.is_none(),
             cores: self.probe_cores(),
+            kernel_reasons: self.kernel_reasons.clone(),
         };
         self.recorder.meta("probe_scope", self.probe_scope(&cfg));
         let line = format!("the probes read {}", self.probed_netns(&cfg));
@@ -497,6 +501,18 @@ impl super::control::LabControl for Controller {
     }
     fn snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
         self.write_snapshot(screen)
+    }
+    fn toggle_kernel_reasons(&mut self) -> Result<bool, String> {
+        if self.probe.is_none() {
+            return Err("the kernel's reasons: no probes run on this lab".into());
+        }
+        let on = self.kernel_reasons.toggle();
+        let line = format!(
+            "the kernel's own reasons: counting {} (K)",
+            if on { "on from the next sample" } else { "off" }
+        );
+        self.log(&line);
+        Ok(on)
     }
     fn terminal_gone(&mut self) {
         if self.core.state().interrupted {

@@ -96,6 +96,7 @@ impl Controller {
             verify: spec.verify,
             ca_pem,
             handshake_timeout_s: spec.handshake_timeout.secs(),
+            offer_h2: self.scenario.load.streams_per_connection().is_some(),
         }))
     }
 

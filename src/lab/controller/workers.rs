@@ -10,19 +10,20 @@ impl Controller {
         let slot = &self.slots[id as usize];
         let weights: Vec<f64> = self.slots.iter().map(|s| s.share.weight).collect();
         let share = |total: u32| split_count(total, &weights)[id as usize];
-        Ok(WorkerConfig {
+        let load = k.worker_share(slot.share.weight, share(k.sockets), share(k.clients));
+        let mut cfg = WorkerConfig {
             id,
             target: self.target_addr,
             bind_addrs: slot.bind_addrs.clone(),
             mode: k.mode,
-            rate: k.rate.map(|r| r * slot.share.weight),
+            rate: None,
             arrivals: self.scenario.load.arrivals,
-            sockets: share(k.sockets),
-            clients: share(k.clients),
+            sockets: 0,
+            clients: 0,
             think_s: self.scenario.load.think.secs(),
-            timeout_s: k.timeout.as_secs_f64(),
+            timeout_s: 0.0,
             response_timeout_s: self.scenario.load.response_timeout.secs(),
-            burst: k.burst_on.then_some(k.burst),
+            burst: None,
             mix: crate::scenario::workloads::mix_for(&self.scenario, self.workload),
             keepalive: self.keepalive,
             requests_per_conn: self.scenario.load.requests_per_conn,
@@ -31,12 +32,16 @@ impl Controller {
             duration_s: self.max_run_secs(),
             stats_interval_ms: crate::load::protocol::REPORT_INTERVAL_MS,
             seed: 0x5eed + id as u64,
-            paused: k.paused,
+            paused: false,
             tls: self.client_tls()?,
             good_statuses: crate::model::counters::GoodStatuses(
                 self.scenario.gate.good_statuses.clone(),
             ),
-        })
+            streams: k.streams,
+        };
+        // The live knobs as they are now, by the one mapping the Load message uses.
+        load.apply_to(&mut cfg);
+        Ok(cfg)
     }
 
     /// Hard bound on the children's lifetime: the planned run plus a margin (the TUI's own

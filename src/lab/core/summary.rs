@@ -26,6 +26,15 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let mean = |c: Col| nan_or(w.rows.mean(c));
     let max = |c: Col| nan_or(w.rows.max(c));
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
+    // HTTP/2's figures, NaN over HTTP/1.x (a setup or an ALPN refusal says HTTP/2 ran).
+    let spoke_h2 = tot.counts.setups + tot.counts.alpn_refused > 0;
+    let h2 = |v: f64| {
+        if spoke_h2 && v.is_finite() {
+            v
+        } else {
+            f64::NAN
+        }
+    };
     let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
     // `b` against the reference `a`, NaN where there is nothing to compare.
     let cross =
@@ -93,6 +102,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         abort_on_memory_per_s: mean(col::ABORT_ON_MEMORY_PER_S),
         udp_rcvbuf_errors_per_s: mean(col::UDP_RCVBUF_ERRORS_PER_S),
         udp_in_errors_per_s: mean(col::UDP_IN_ERRORS_PER_S),
+        accept_queue_wait_mean_ms: mean(col::ACCEPT_QUEUE_WAIT_MEAN),
+        accept_queue_wait_oldest_max_ms: max(col::ACCEPT_QUEUE_WAIT_OLDEST),
         udp_no_ports_per_s: mean(col::UDP_NO_PORTS_PER_S),
         udp_in_datagrams_per_s: mean(col::UDP_IN_DATAGRAMS_PER_S),
         port_udp_drops_per_s: mean(col::PORT_UDP_DROPS_PER_S),
@@ -101,6 +112,24 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         rmem_max_bytes: mean(col::RMEM_MAX),
         quic_initial_in_per_s: mean(col::QUIC_INITIAL_IN_PER_S),
         quic_first_initial_per_s: mean(col::QUIC_FIRST_INITIAL_PER_S),
+        // HTTP/2's figures: NaN over HTTP/1.x (no setup, no ALPN refusal).
+        h2_streams_in_flight_mean: h2(mean(col::REQUESTS_IN_FLIGHT)),
+        h2_streams_max: h2(max(col::H2_STREAMS_MAX)),
+        h2_streams_limit: h2(mean(col::H2_STREAMS_LIMIT)),
+        h2_refused_streams_per_s: h2(
+            (tot.counts.streams_refused + tot.counts.streams_unprocessed) as f64 / dt,
+        ),
+        h2_stream_resets_per_s: h2(tot.counts.stream_resets as f64 / dt),
+        h2_goaways_per_s: h2(tot.counts.goaways as f64 / dt),
+        h2_alpn_refused_per_s: h2(tot.counts.alpn_refused as f64 / dt),
+        h2_setup_ms_mean: h2(tot.counts.setup_us_sum as f64 / tot.counts.setups as f64 / 1000.0),
+        h2_header_bytes_per_response: h2(
+            tot.counts.header_bytes_wire as f64 / tot.counts.responses as f64
+        ),
+        h2_hpack_saving_pct: h2((1.0
+            - tot.counts.header_bytes_wire as f64 / tot.counts.header_bytes_plain as f64)
+            * 100.0),
+        h2_flow_stall_ms_per_s: h2(tot.counts.flow_stall_us as f64 / 1000.0 / dt),
         established_mean: mean(col::ESTABLISHED_SOCKS),
         conn_recvq_bytes_mean: mean(col::CONN_RECVQ_MEAN),
         conn_recvq_bytes_max: max(col::CONN_RECVQ_MAX),

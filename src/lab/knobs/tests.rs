@@ -171,3 +171,32 @@ fn mode_cycles_through_all_three() {
     apply_knobs(&mut k, Command::CycleMode).unwrap();
     assert_eq!(k.mode, Mode::Sclient);
 }
+
+#[test]
+fn requests_per_conn_steps_by_ten_with_keep_alive_and_says_why_not_without() {
+    let mut k = test_knobs();
+    let rpc = LoadKnob::RequestsPerConn;
+    // HTTP/1.0: a connection per request, nothing to change; the help hides the keys.
+    assert!(!k.has(rpc));
+    let why = apply_knobs(&mut k, Command::StepLoad(rpc, rpc.key_step())).unwrap_err();
+    assert_eq!(why, Refusal::NoKeepAlive);
+    assert!(why.to_string().contains("http = \"1.1\""), "{why}");
+    k.requests_per_conn = Some(1);
+    let (e, c) = apply_knobs(&mut k, Command::StepLoad(rpc, rpc.key_step())).unwrap();
+    assert_eq!((e, k.requests_per_conn), (Effect::Load, Some(10)));
+    assert_eq!(c.to_string(), "requests per connection = 10");
+    // The workers get it in the one Load message.
+    assert_eq!(k.worker_share(1.0, 1, 1).requests_per_conn, Some(10));
+    assert_eq!(
+        apply_knobs(&mut k, Command::StepLoad(rpc, rpc.key_step().down())).map(|(_, c)| c),
+        Ok(Change::Load {
+            knob: rpc,
+            from: Some(10.0),
+            to: 1.0
+        })
+    );
+    assert_eq!(
+        apply_knobs(&mut k, Command::StepLoad(rpc, rpc.key_step().down())),
+        Err(at_limit(rpc))
+    );
+}

@@ -14,7 +14,8 @@
 
 use super::classes::NO_CLASS;
 use super::layers::tcp::{self, OpenError};
-use super::layers::{Http, HttpLayer, SecError, Security, Wire};
+use super::layers::{AlpnRefused, Http, HttpLayer, SecError, Security, Wire};
+use super::streams::Stream;
 use super::Engine;
 use crate::metrics::hist::record;
 use crate::sys::client_io::{self as io, ConnectStart, Errno, SockError, TcpSocket};
@@ -45,6 +46,8 @@ pub(super) enum Phase {
     Idle,
     /// Idle in the pool of persistent connections, for the next scheduled request.
     Pooled,
+    /// A multiplexed connection, ready: its requests (0 or more) run side by side (`streams`).
+    Streams,
 }
 
 impl Phase {
@@ -82,6 +85,8 @@ pub(super) enum Failure {
     /// TLS failed: in the handshake, a connection error of its kind; after it, the request's
     /// bad response.
     Tls(HandshakeFailure),
+    /// The handshake agreed another application protocol than the HTTP layer's (ALPN).
+    Alpn,
 }
 
 /// Readiness a connection waits for once its request is out; `EV_OUT` is added while a request
@@ -151,6 +156,14 @@ pub(super) struct Conn {
     pub(super) sec: Option<Box<dyn Security>>,
     /// Its HTTP layer.
     pub(super) http: Http,
+    /// Its layer is multiplexed: requests run per token (`streams`), not by phase.
+    pub(super) mux: bool,
+    /// A multiplexed connection's requests in flight.
+    pub(super) streams: Vec<Stream>,
+    /// A multiplexed pool connection's free streams offered to the pool as idle places.
+    pub(super) offered: u32,
+    /// A multiplexed connection's peer said its settings (the setup is done).
+    pub(super) settled: bool,
 }
 
 impl Conn {
@@ -171,6 +184,10 @@ impl Conn {
             handshake_ns: 0,
             sec: None,
             http: Http::H1(Default::default()),
+            mux: false,
+            streams: Vec::new(),
+            offered: 0,
+            settled: false,
         }
     }
 
@@ -252,7 +269,10 @@ impl Engine {
         c.req = req as u16;
         c.class = class;
         c.phase = Phase::Connecting;
-        c.http = (self.layers.http)();
+        c.http = self.layers.new_http();
+        c.mux = c.http.multiplexed();
+        c.offered = 0;
+        c.settled = false;
         self.connecting_step(class, true);
         if role == Role::Pool {
             self.sched.pool.open += 1;
@@ -341,13 +361,14 @@ impl Engine {
             Failure::Tls(HandshakeFailure::Protocol) => {
                 self.count(class, |s| s.tls_protocol_errors += 1)
             }
+            Failure::Alpn => self.count(class, |s| s.alpn_refused += 1),
             Failure::ResponseTimeout | Failure::BadResponse => {
                 unreachable!("a request's failure while connecting")
             }
         }
     }
 
-    fn count_request_error(&mut self, f: Failure, class: u16) {
+    pub(super) fn count_request_error(&mut self, f: Failure, class: u16) {
         let bump: fn(&mut crate::model::Counters) = match f {
             Failure::ResponseTimeout => |s| s.response_timeouts += 1,
             Failure::BadResponse => |s| s.bad_responses += 1,
@@ -358,8 +379,8 @@ impl Engine {
             },
             // The TLS layer failing under a response (a bad record, an alert mid-stream).
             Failure::Tls(_) => |s| s.bad_responses += 1,
-            Failure::ConnectTimeout | Failure::HandshakeTimeout => {
-                unreachable!("a connect or handshake timeout with a request in flight")
+            Failure::ConnectTimeout | Failure::HandshakeTimeout | Failure::Alpn => {
+                unreachable!("a connect or handshake failure with a request in flight")
             }
         };
         self.count(class, bump);
@@ -374,6 +395,7 @@ impl Engine {
                 self.count_connection_error(f, self.slab[idx].class)
             }
             Phase::Sending | Phase::Receiving => self.count_request_error(f, self.req_class(idx)),
+            Phase::Streams => self.mux_failed(idx, f),
             Phase::Draining | Phase::Idle | Phase::Pooled | Phase::Free => {}
         }
         self.close(
@@ -418,7 +440,7 @@ impl Engine {
         let phase = self.slab[idx].phase;
         if matches!(
             phase,
-            Phase::Receiving | Phase::Draining | Phase::Idle | Phase::Pooled
+            Phase::Receiving | Phase::Draining | Phase::Idle | Phase::Pooled | Phase::Streams
         ) && bits & (io::EV_IN | io::EV_RDHUP | io::EV_HUP | io::EV_ERR) != 0
         {
             self.read_ready(idx, bits, now, buf);
@@ -438,7 +460,9 @@ impl Engine {
     /// An established connection goes on to what it is for: a pool connection waits for a
     /// scheduled request, the others send their own.
     pub(super) fn go(&mut self, idx: usize, now: u64) {
-        if self.slab[idx].role == Role::Pool {
+        if self.slab[idx].mux {
+            self.mux_ready(idx, now);
+        } else if self.slab[idx].role == Role::Pool {
             self.pool_free(idx, now);
         } else {
             self.begin_request(idx, now);
@@ -537,6 +561,10 @@ impl Engine {
                 self.pool_left_idle(now);
                 self.report.active -= 1;
             }
+            Phase::Streams => {
+                self.mux_closed(idx, now);
+                self.report.active -= 1;
+            }
             p => {
                 if p.in_request() {
                     self.in_flight_step(self.req_class(idx), false);
@@ -602,6 +630,14 @@ impl Engine {
     }
 
     fn handshake_done(&mut self, idx: usize, resumed: bool, now: u64) {
+        if let Some(needed) = self.slab[idx].http.alpn() {
+            let picked = self.slab[idx].sec.as_ref().and_then(|s| s.alpn());
+            if picked.as_deref() != Some(needed) {
+                let picked = picked.map_or("none".into(), |p| String::from_utf8_lossy(&p).into());
+                let needed = String::from_utf8_lossy(needed).into();
+                return self.sec_failed(idx, SecError::Alpn(AlpnRefused { needed, picked }), now);
+            }
+        }
         if resumed {
             self.report.stats.counts.handshakes_resumed += 1;
         } else {
@@ -647,6 +683,15 @@ impl Engine {
         let f = match e {
             SecError::Sys(e) => Failure::Sys(e),
             SecError::BadStream => Failure::BadResponse,
+            SecError::Alpn(a) => {
+                if !self.report.told_alpn {
+                    self.report.told_alpn = true;
+                    self.report
+                        .notices
+                        .push(format!("{a} (counted in alpn_refused)"));
+                }
+                Failure::Alpn
+            }
             SecError::Protocol { kind, words } => {
                 let bit = 1u8 << (kind as u8);
                 if let Some(words) = words.filter(|_| self.report.told_tls & bit == 0) {

@@ -46,12 +46,24 @@ impl Engine {
             "timeout_s must be > 0, got {}",
             s.timeout_s
         );
+        anyhow::ensure!(
+            s.requests_per_conn != Some(0),
+            "requests_per_conn must be >= 1, got 0"
+        );
         if let Some(share) = s.resumed {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&share),
                 "the resumed share must be 0 to 1, got {share}"
             );
             anyhow::ensure!(self.layers.secure(), "this worker does not speak TLS");
+        }
+        match (s.streams, self.layers.streams) {
+            (Some(0), _) => anyhow::bail!("streams must be >= 1, got 0"),
+            (Some(_), None) => {
+                anyhow::bail!("this worker speaks HTTP/1.x: it has no streams per connection")
+            }
+            (None, Some(_)) => anyhow::bail!("this worker speaks HTTP/2: streams must be given"),
+            _ => {}
         }
         if s.rate != self.cfg.rate {
             self.sched.schedule.set_rate(s.rate, t)?;
@@ -66,6 +78,14 @@ impl Engine {
             if let Some(c) = self.cfg.tls.as_mut() {
                 c.resumed = share;
             }
+        }
+        if let Some(m) = s.streams.filter(|&m| Some(m) != self.layers.streams) {
+            self.cfg.streams = Some(m);
+            self.set_streams(m, now);
+        }
+        if let Some(n) = s.requests_per_conn {
+            // Read at each response: a connection past the new count closes after its next.
+            self.cfg.requests_per_conn = n;
         }
         self.cfg.sockets = s.sockets;
         self.cfg.timeout_s = s.timeout_s;

@@ -220,6 +220,15 @@ impl Engine {
         if matches!(phase, Phase::Draining | Phase::Idle | Phase::Pooled) {
             return self.finish(idx, now);
         }
+        if phase == Phase::Streams {
+            // The requests it still carried are lost (answered ones, and those a GOAWAY
+            // left unprocessed, are no longer among them).
+            return if self.slab[idx].streams.is_empty() {
+                self.finish(idx, now)
+            } else {
+                self.fail(idx, Failure::BadResponse, now)
+            };
+        }
         let mut events = std::mem::take(&mut self.events);
         let r = self.slab[idx].http.eof(&mut events);
         let done = events.iter().any(|e| matches!(e, HttpEvent::Done { .. }));
@@ -277,6 +286,10 @@ impl Engine {
         fin: bool,
         now: u64,
     ) -> bool {
+        if self.slab[idx].mux {
+            self.mux_events(idx, events, now);
+            return false;
+        }
         let gen = self.slab[idx].gen;
         let mut answered = false;
         for ev in events.drain(..) {
@@ -304,7 +317,7 @@ impl Engine {
                 // The driver keeps one request per connection: a refused or reset one, or a
                 // server going away before answering it, ends the connection as the request's
                 // error (an HTTP/2 adapter retries refused ones on another connection).
-                HttpEvent::Refused(_) | HttpEvent::Reset(_) => {
+                HttpEvent::Refused(_) | HttpEvent::Reset(..) | HttpEvent::Unprocessed(_) => {
                     if self.slab[idx].phase.in_request() {
                         self.fail(idx, Failure::BadResponse, now);
                     }
@@ -316,23 +329,15 @@ impl Engine {
                         self.fail(idx, Failure::BadResponse, now);
                     }
                 }
+                HttpEvent::Limit(_) => {}
             }
         }
         events.clear();
         answered
     }
 
-    /// The current request's response is in (`close`: the server closes after it; `fin`:
-    /// its FIN is already here).
-    pub(super) fn response_done(
-        &mut self,
-        idx: usize,
-        status: u16,
-        close: bool,
-        fin: bool,
-        now: u64,
-    ) {
-        let class = self.req_class(idx);
+    /// A response with `status` counted for `class` (good, failed, by its status).
+    pub(super) fn count_response(&mut self, class: u16, status: u16) {
         let ok = (200..300).contains(&status);
         let judged = self.cfg.good_statuses.class(status);
         self.count(class, |c| {
@@ -348,6 +353,20 @@ impl Engine {
                 StatusClass::Neither => {}
             }
         });
+    }
+
+    /// The current request's response is in (`close`: the server closes after it; `fin`:
+    /// its FIN is already here).
+    pub(super) fn response_done(
+        &mut self,
+        idx: usize,
+        status: u16,
+        close: bool,
+        fin: bool,
+        now: u64,
+    ) {
+        let class = self.req_class(idx);
+        self.count_response(class, status);
         self.in_flight_step(class, false);
         let (role, sched, sent, requests) = {
             let c = &self.slab[idx];

@@ -41,6 +41,7 @@ mod policy;
 mod pool;
 mod slab;
 mod stats;
+mod streams;
 
 use conn::EarlySend;
 pub use conn::{FDS_NOTICE, PORTS_NOTICE};
@@ -104,6 +105,7 @@ impl Engine {
             path: path.to_string(),
             authority: host.clone(),
             h1: http::request(path, &host, cfg.keepalive).into(),
+            secure: cfg.tls.is_some(),
         };
         let (requests, mix_cum) = if cfg.mix.is_empty() {
             (vec![request("/")], vec![1.0])
@@ -143,8 +145,10 @@ impl Engine {
                 paused: cfg.paused,
                 draining: false,
                 backoff_until_ns: 0,
-                batching: (cfg.mode == Mode::Closed && cfg.keepalive)
+                // Not over HTTP/2: its closed loop keeps M requests per connection in flight.
+                batching: (cfg.mode == Mode::Closed && cfg.keepalive && cfg.streams.is_none())
                     .then(batching::ReadBatching::default),
+                retries: Default::default(),
             },
             slab: slab::Slab::default(),
             report: stats::Report {
@@ -172,6 +176,10 @@ impl Engine {
                 told_fds: false,
                 told_bind: false,
                 told_tls: 0,
+                told_alpn: false,
+                told_resets: Vec::new(),
+                streams_max: 0,
+                streams_limit: None,
                 tls_failure: None,
                 out: Vec::with_capacity(4096),
                 sink: Box::new(std::io::stdout()),

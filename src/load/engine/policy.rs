@@ -52,6 +52,8 @@ pub(super) struct Sched {
     pub(super) backoff_until_ns: u64,
     /// A closed keep-alive loop's read batching (None in every other mode).
     pub(super) batching: Option<ReadBatching>,
+    /// Multiplexed: refused or unprocessed requests waiting to go again (in flight).
+    pub(super) retries: std::collections::VecDeque<super::streams::Retry>,
 }
 
 impl Engine {

@@ -78,7 +78,7 @@ impl Engine {
     }
 
     /// The scheduled time of the next request, if it is due by `now` (none while opening).
-    fn due_request(&self, now: u64) -> Option<u64> {
+    pub(super) fn due_request(&self, now: u64) -> Option<u64> {
         if self.sched.pool.warming_until.is_some() {
             return None;
         }
@@ -88,6 +88,19 @@ impl Engine {
     /// Sends the due request (scheduled at `due`) on connection `idx`: timed from `due`, and
     /// counted as a wait for the pool when it was due while no connection was idle.
     fn send_scheduled(&mut self, idx: usize, due: u64, now: u64) {
+        self.take_due(due, now);
+        if self.slab[idx].mux {
+            let req = self.pick_request();
+            self.start_stream(idx, req, due, now, true);
+            return self.flush_layer(idx, now);
+        }
+        self.slab[idx].sched_ns = due;
+        self.begin_request(idx, now);
+    }
+
+    /// Takes the due request (scheduled at `due`) off the schedule: counted as a wait for
+    /// the pool when it was due while no connection (stream) was idle, else as its lag.
+    pub(super) fn take_due(&mut self, due: u64, now: u64) {
         self.sched.schedule.pop();
         if self
             .sched
@@ -101,8 +114,13 @@ impl Engine {
         } else {
             self.note_lag(now, due);
         }
-        self.slab[idx].sched_ns = due;
-        self.begin_request(idx, now);
+    }
+
+    /// One more idle place in the pool: a free stream of multiplexed connection `idx`.
+    pub(super) fn pool_idle_place(&mut self, idx: usize, gen: u32) {
+        self.sched.pool.idle += 1;
+        self.sched.pool.all_busy_since = None;
+        self.sched.pool.queue.push_back((idx as u32, gen));
     }
 
     /// A pool connection is idle: it takes the next due request.
@@ -137,7 +155,13 @@ impl Engine {
     /// The idle connection that waited longest, taken out of idleness.
     fn pool_take_idle(&mut self, now: u64) -> Option<usize> {
         while let Some((idx, gen)) = self.sched.pool.queue.pop_front() {
-            let c = &self.slab[idx as usize];
+            let c = &mut self.slab[idx as usize];
+            if c.gen == gen && c.phase == Phase::Streams && c.offered > 0 {
+                // A free stream of a multiplexed connection (entries beyond `offered` lapse).
+                c.offered -= 1;
+                self.pool_left_idle(now);
+                return Some(idx as usize);
+            }
             if c.gen == gen && c.phase == Phase::Pooled {
                 self.pool_left_idle(now);
                 self.slab[idx as usize].phase = Phase::Idle;
@@ -244,7 +268,10 @@ impl Engine {
             let Some(idx) = self.pool_take_idle(now) else {
                 break;
             };
-            self.finish(idx, now);
+            // A multiplexed one with requests in flight closes when they are answered.
+            if self.slab[idx].streams.is_empty() {
+                self.finish(idx, now);
+            }
         }
     }
 }

@@ -133,6 +133,7 @@ impl Engine {
                 Phase::Connecting => self.fail(idx, Failure::ConnectTimeout, now),
                 Phase::Handshaking => self.fail(idx, Failure::HandshakeTimeout, now),
                 Phase::Sending | Phase::Receiving => self.fail(idx, Failure::ResponseTimeout, now),
+                Phase::Streams => self.mux_deadline(idx, now),
                 Phase::Draining => self.finish(idx, now),
                 // A client that thought past a pause, a drain or a smaller N retires.
                 Phase::Idle

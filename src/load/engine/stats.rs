@@ -49,11 +49,33 @@ pub(super) struct Report {
     pub(super) told_bind: bool,
     /// The security failure kinds already said in a notice (a bit each).
     pub(super) told_tls: u8,
+    /// An ALPN refusal was said.
+    pub(super) told_alpn: bool,
+    /// Stream reset codes already said in a notice.
+    pub(super) told_resets: Vec<u32>,
+    /// Multiplexed: the most requests on one connection since the last report, and the
+    /// server's advertised limit as last read.
+    pub(super) streams_max: u64,
+    pub(super) streams_limit: Option<u32>,
     /// A handshake failure's words not yet reported (the first of each kind).
     pub(super) tls_failure: Option<String>,
     pub(super) out: Vec<u8>,
     /// Where the stats lines go (the worker's stdout).
     pub(super) sink: Box<dyn Write>,
+}
+
+impl Report {
+    /// A stream reset by the server with `code`: said once per code (the count is in
+    /// `stream_resets`).
+    pub(super) fn note_reset_code(&mut self, code: u32) {
+        if !self.told_resets.contains(&code) {
+            self.told_resets.push(code);
+            let name = crate::http2::ErrorCode::from_u32(code);
+            self.notices.push(format!(
+                "the server reset streams with {name} (counted in stream_resets)"
+            ));
+        }
+    }
 }
 
 impl Engine {
@@ -96,6 +118,7 @@ impl Engine {
             0.0
         };
         self.report.intended = 0.0;
+        self.mux_report();
         let mut s = std::mem::take(&mut self.report.stats);
         self.report.stats.worker = s.worker;
         self.report.stats.seq = s.seq + 1;
@@ -106,6 +129,8 @@ impl Engine {
         let connecting = self.report.connecting + self.report.handshaking;
         s.connecting = connecting;
         s.handshaking = self.report.handshaking;
+        s.streams_max = std::mem::take(&mut self.report.streams_max);
+        s.streams_limit = self.report.streams_limit;
         s.active = self.report.active;
         s.requests_in_flight = self.report.requests_in_flight;
         (s.connecting_at_start, s.requests_in_flight_at_start) = self.report.reported_in_progress;

@@ -34,13 +34,13 @@ pub fn param_kind(param: Option<SweepParam>) -> ParamKind {
     use SweepParam as P;
     match param {
         Some(P::Load(L::Rate)) => ParamKind::Rate,
-        Some(P::Concurrency | P::Load(L::Sockets | L::Clients | L::Streams) | P::Workers) => {
-            ParamKind::Count
-        }
         Some(P::Path(k)) => ParamKind::Path(k),
         Some(P::Burst | P::Load(L::BurstRatio | L::BurstFraction)) => ParamKind::Burst,
         Some(P::Load(L::Resumed)) => ParamKind::Resumed,
-        Some(P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => {
+        // A knob that counts (D, clients, streams, requests per connection) is a count's axis.
+        Some(P::Load(k)) if k.whole() => ParamKind::Count,
+        Some(P::Concurrency | P::Workers) => ParamKind::Count,
+        Some(P::Load(_) | P::Workload | P::Http | P::Steer | P::Syncookies | P::Backlog) | None => {
             ParamKind::Other
         }
     }

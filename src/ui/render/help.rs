@@ -2,7 +2,6 @@
 //! over TLS), in as many columns as fit.
 
 use crate::lab::state::LabState;
-use crate::model::load_knob::LoadKnob;
 use crate::ui::app::App;
 use crate::ui::keymap::{Action, Binding, KEYMAP};
 use ratatui::buffer::Buffer;
@@ -13,17 +12,15 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 const KEY_W: usize = 7;
 const HELP_W: usize = 31;
 
-/// The bindings that act on this run: the resumed share's keys only over TLS, the streams
-/// keys only over HTTP/2 (elsewhere they answer why not).
+/// The bindings that act on this run: a load knob's keys only when the load has the knob (the
+/// resumed share over TLS, streams over HTTP/2, requests per connection with keep-alive;
+/// elsewhere they answer why not).
 pub fn bindings(st: &LabState) -> Vec<&'static Binding> {
     KEYMAP
         .iter()
-        .filter(|b| {
-            !matches!(b.action, Action::Load(LoadKnob::Resumed, _)) || st.knobs.resumed.is_some()
-        })
-        // HTTP/2's streams keys only over HTTP/2.
-        .filter(|b| {
-            !matches!(b.action, Action::Load(LoadKnob::Streams, _)) || st.knobs.streams.is_some()
+        .filter(|b| match b.action {
+            Action::Load(knob, _) => st.knobs.has(knob),
+            _ => true,
         })
         .collect()
 }

@@ -100,7 +100,7 @@ pub fn lines(app: &App, st: &LabState, width: u16, compact: bool) -> Vec<Line<'s
         knobs.push(kv(app, "clients", k.clients.to_string()));
     }
     if let Some(m) = k.streams {
-        knobs.push(kv(app, "streams", format!("{m}/conn")));
+        knobs.push(kv(app, "streams", streams_text(m, &st.store)));
     }
     knobs.push(kv(app, "T", format!("{}ms", k.timeout.as_millis())));
     knobs.push(kv(
@@ -143,6 +143,23 @@ pub fn lines(app: &App, st: &LabState, width: u16, compact: bool) -> Vec<Line<'s
     let mut out = pack(head, " │ ", width);
     out.extend(pack(knobs, "  ", width));
     out
+}
+
+/// HTTP/2's streams: M per connection, and once the workers report, the most in flight on
+/// one connection against the server's advertised limit, and the refused ones per second.
+fn streams_text(m: u32, store: &crate::metrics::store::Store) -> String {
+    use crate::model::col;
+    let mut text = format!("{m}/conn");
+    if let Some(max) = store.last(col::H2_STREAMS_MAX) {
+        text.push_str(&format!(" in flight {max:.0}"));
+        if let Some(limit) = store.last(col::H2_STREAMS_LIMIT) {
+            text.push_str(&format!(" of {limit:.0}"));
+        }
+    }
+    if let Some(refused) = store.last(col::H2_REFUSED_STREAMS).filter(|&r| r > 0.0) {
+        text.push_str(&format!(" refused {refused:.0}/s"));
+    }
+    text
 }
 
 /// How a warning is shown: an alarm (the figures are wrong or the run is in trouble) or a

@@ -10,14 +10,18 @@
 //! so a new protocol is a new layer in its own module plus one line in [`Layers::of`].
 //!
 //! The HTTP seam is the multiplexed one: a layer reports how many requests it takes at once
-//! (`capacity`: HTTP/1.x keep-alive is 1, HTTP/2 the server's max concurrent streams), takes
-//! requests by token, and reports per token (first byte, done with status and bytes, refused,
-//! reset) and per connection (going away with the last token it will answer); it may have
-//! bytes to write that belong to no request (HTTP/2 SETTINGS, WINDOW_UPDATE, PING acks) and
-//! timers of its own. The driver today keeps one request in flight per connection (it asks
-//! for no more than capacity 1); an HTTP/2 adapter over `crate::http2` fits the same trait.
+//! (`capacity`: HTTP/1.x keep-alive is 1, HTTP/2 the streams free under min(M, the server's
+//! max concurrent streams)), takes requests by token, and reports per token (first byte, done
+//! with status and bytes, refused, reset, not processed) and per connection (going away with
+//! the last token it will answer, the peer's limit); it may have bytes to write that belong
+//! to no request (HTTP/2 SETTINGS, WINDOW_UPDATE, PING acks) and timers of its own. A layer
+//! that says it is `multiplexed` is driven per token (`streams`: each request its own record,
+//! its scheduled time, class and response timeout, on one connection that stays established
+//! between them); the others one request at a time (HTTP/1.x, the test's line protocol).
+//! Nothing in the driver is HTTP/2's: a QUIC/HTTP/3 layer is driven the same way.
 
 pub mod http1;
+pub mod http2;
 pub mod tcp;
 pub mod tls;
 
@@ -40,6 +44,8 @@ pub struct Request {
     pub path: String,
     pub authority: String,
     pub h1: Arc<[u8]>,
+    /// Over TLS (a layer that names its scheme, as HTTP/2's `:scheme`, says https).
+    pub secure: bool,
 }
 
 /// What an HTTP layer says about its requests and its connection.
@@ -58,10 +64,27 @@ pub enum HttpEvent {
     /// The server refused the request before processing it (HTTP/2 REFUSED_STREAM): it may be
     /// sent again on another connection.
     Refused(ReqToken),
-    /// The request was reset after it began (HTTP/2 RST_STREAM with another code).
-    Reset(ReqToken),
+    /// The request was reset after it began (HTTP/2 RST_STREAM with another code: its
+    /// number).
+    Reset(ReqToken, u32),
     /// The server goes away: requests after `last` (all, when None) will not be answered.
     GoingAway { last: Option<ReqToken> },
+    /// A request after a going-away's `last`: not processed, so it may be sent again.
+    Unprocessed(ReqToken),
+    /// The peer's limit of requests at once on this connection (None: none), as it said it.
+    Limit(Option<u32>),
+}
+
+/// A multiplexed layer's counts of its own, taken (and zeroed) by the driver: the header
+/// bytes on the wire and as HTTP/1.1 lines (the compression's saving), the flow-control
+/// stalls and their time, the PINGs answered.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MuxCounts {
+    pub header_wire: u64,
+    pub header_plain: u64,
+    pub flow_stalls: u64,
+    pub flow_stall_us: u64,
+    pub pings: u64,
 }
 
 /// Why an HTTP layer gave up on the connection's byte stream.
@@ -102,6 +125,18 @@ pub trait HttpLayer {
     }
     /// Its timer is due.
     fn on_timer(&mut self, _now: u64, _events: &mut Vec<HttpEvent>) {}
+    /// Whether requests run side by side (driven per token; see the module's words).
+    fn multiplexed(&self) -> bool {
+        false
+    }
+    /// The ALPN protocol it needs over TLS (None: any; the TLS layer offers it first).
+    fn alpn(&self) -> Option<&'static [u8]> {
+        None
+    }
+    /// A live change of the most requests at once it may carry (M).
+    fn set_max_in_flight(&mut self, _m: u32) {}
+    /// Adds its counts since the last call to `into`.
+    fn take_counts(&mut self, _into: &mut MuxCounts) {}
 }
 
 /// The HTTP layer of a connection: HTTP/1.x inline (the hot path: no allocation and no
@@ -151,6 +186,21 @@ impl HttpLayer for Http {
     fn on_timer(&mut self, now: u64, events: &mut Vec<HttpEvent>) {
         each!(self, l => l.on_timer(now, events))
     }
+    fn multiplexed(&self) -> bool {
+        match self {
+            Http::H1(_) => false,
+            Http::Other(l) => l.multiplexed(),
+        }
+    }
+    fn alpn(&self) -> Option<&'static [u8]> {
+        each!(self, l => l.alpn())
+    }
+    fn set_max_in_flight(&mut self, m: u32) {
+        each!(self, l => l.set_max_in_flight(m))
+    }
+    fn take_counts(&mut self, into: &mut MuxCounts) {
+        each!(self, l => l.take_counts(into))
+    }
 }
 
 /// Bytes a security layer moved over the wire in one call (counted by the engine).
@@ -172,6 +222,19 @@ pub enum SecError {
     },
     /// The plaintext stream broke after the handshake (a bad response, as the server's).
     BadStream,
+    /// The server's ALPN choice is not the protocol the HTTP layer speaks (it picked
+    /// `http/1.1`, or none, where HTTP/2 needs `h2`).
+    Alpn(AlpnRefused),
+}
+
+/// The server chose another application protocol than the one the HTTP layer needs: a
+/// connection error of its own (`alpn_refused`), its line said once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the server picked ALPN {picked} where the load needs {needed}: enable it on the server (nginx: `http2 on;`, Apache: `Protocols h2 http/1.1`) or load it over HTTP/1.1")]
+pub struct AlpnRefused {
+    pub needed: String,
+    /// What it picked ("none" when it picked nothing).
+    pub picked: String,
 }
 
 /// What a security layer's read gave.
@@ -204,6 +267,10 @@ pub trait Security {
     ) -> Result<SecRead, SecError>;
     /// The connection ends with the handshake unfinished (failed, timed out, the run's end).
     fn abandon(&mut self);
+    /// The application protocol the handshake agreed (ALPN), once it is done.
+    fn alpn(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// Which layers this worker's connections are made of: chosen once, here, from the config.
@@ -211,21 +278,38 @@ pub struct Layers {
     /// Over TLS, the worker's TLS client (configs, sessions, the resumption schedule), shared
     /// with each connection's layer.
     tls: Option<Rc<RefCell<TlsClient>>>,
-    /// Makes a connection's HTTP layer.
-    pub http: fn() -> Http,
+    /// Makes a connection's HTTP layer, given M (None: HTTP/1.x).
+    pub http: fn(Option<u32>) -> Http,
+    /// Over HTTP/2, the streams per connection (M; a live knob); None: HTTP/1.x.
+    pub streams: Option<u32>,
 }
 
 impl Layers {
     /// The one place the layers are chosen (a new protocol: a line here).
     pub fn of(cfg: &WorkerConfig) -> anyhow::Result<Layers> {
         let tls = match &cfg.tls {
-            Some(t) => Some(Rc::new(RefCell::new(TlsClient::new(t, cfg.target.ip())?))),
+            Some(t) => {
+                let mut t = t.clone();
+                // HTTP/2 over TLS offers h2 first (and http/1.1, so a server without it says
+                // so by its choice rather than by a failed handshake).
+                t.offer_h2 = cfg.streams.is_some();
+                Some(Rc::new(RefCell::new(TlsClient::new(&t, cfg.target.ip())?)))
+            }
             None => None,
         };
         Ok(Layers {
             tls,
-            http: || Http::H1(http1::Http1::default()),
+            http: |streams| match streams {
+                Some(m) => Http::Other(Box::new(http2::Http2::new(m))),
+                None => Http::H1(http1::Http1::default()),
+            },
+            streams: cfg.streams,
         })
+    }
+
+    /// A new connection's HTTP layer.
+    pub fn new_http(&self) -> Http {
+        (self.http)(self.streams)
     }
 
     /// Whether connections have a security layer.

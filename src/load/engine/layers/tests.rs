@@ -184,11 +184,12 @@ fn a_new_protocol_is_a_layer_and_the_engine_counts_it_unchanged() {
         paused: false,
         tls: None,
         good_statuses: Default::default(),
+        streams: None,
     };
     let (_tx, rx) = crossbeam_channel::unbounded();
     let mut e = Engine::new(cfg, rx, Arc::new(EventFd::new().unwrap()), vec![]).unwrap();
     // The one line that chooses the layer.
-    e.layers.http = || Http::Other(Box::new(LineProto::default()));
+    e.layers.http = |_| Http::Other(Box::new(LineProto::default()));
     let lines = Lines::default();
     e.report.sink = Box::new(lines.clone());
     e.run().unwrap();

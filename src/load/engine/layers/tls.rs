@@ -152,4 +152,8 @@ impl Security for TlsLayer {
             self.client.borrow_mut().failed(self.plan);
         }
     }
+
+    fn alpn(&self) -> Option<Vec<u8>> {
+        self.conn.alpn_protocol().map(<[u8]>::to_vec)
+    }
 }

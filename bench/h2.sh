@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Issue 46 benchmark: synlab's HTTP/2 load against h2load (and oha --http2 if installed),
+# interleaved run by run on this machine: nginx with one worker pinned to CPU 0 serving a
+# 1294-byte file over h2c and over TLS 1.3 (h2 by ALPN), every client pinned to CPU 1.
+#   1. closed loop, 64 connections x 10 streams (h2load -c 64 -m 10): requests/s (the client's
+#      own count over the run) and client CPU us per request (user + sys of the client process);
+#   2. connection setup: S-Client over h2, each connection its connect (+ TLS), preface and
+#      SETTINGS and one request, vs h2load -c 64 -n 64 repeated: connections/s.
+# Usage: sudo bench/h2.sh [runs=3] [seconds=10]
+#        SYN=/tmp/synlab-before bench/h2.sh ...   (that binary, not a fresh release build)
+# The machine must be quiet: the figures are CPU-bound on two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-3}
+SECS=${2:-10}
+export PATH="$HOME/.cargo/bin:$PATH"
+command -v h2load >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client; }
+command -v nginx >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light; }
+if [ -z "${SYN:-}" ]; then
+  cargo build --release -q
+  SYN=${CARGO_TARGET_DIR:-target}/release/synlab
+fi
+
+DIR=$(mktemp -d /tmp/synlab-h2bench.XXXXXX)
+NGINX_PID=""
+cleanup() { [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$DIR"; }
+trap cleanup EXIT
+mkdir -p "$DIR/www" "$DIR/tmp"
+head -c 1294 /dev/zero | tr '\0' x > "$DIR/www/f"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=synlab \
+  -keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>/dev/null
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+H2C=$(free_port); TLS=$(free_port)
+cat > "$DIR/nginx.conf" <<EOF
+worker_processes 1;
+worker_cpu_affinity 01;
+daemon off;
+master_process off;
+error_log $DIR/error.log;
+pid $DIR/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  http2_max_concurrent_streams 128;
+  client_body_temp_path $DIR/tmp; proxy_temp_path $DIR/tmp; fastcgi_temp_path $DIR/tmp;
+  uwsgi_temp_path $DIR/tmp; scgi_temp_path $DIR/tmp;
+  server { listen 127.0.0.1:$H2C http2; root $DIR/www; }
+  server { listen 127.0.0.1:$TLS ssl http2; ssl_certificate $DIR/cert.pem;
+           ssl_certificate_key $DIR/key.pem; ssl_protocols TLSv1.3; root $DIR/www; }
+}
+EOF
+taskset -c 0 nginx -p "$DIR" -c "$DIR/nginx.conf" &
+NGINX_PID=$!
+sleep 1
+
+# A synlab worker's config (JSON) for one run: $1 port, $2 mode, $3 tls (0/1).
+worker_cfg() {
+  local tls=null
+  [ "$3" = 1 ] && tls='{"version":"1.3","group":"x25519","resumed":0.0,"resume_by":"tickets","sni":"","verify":false,"ca_pem":"","handshake_timeout_s":5.0}'
+  local extra='"clients":64,"sockets":64,"rate":null,"requests_per_conn":1000000'
+  [ "$2" = sclient ] && extra='"clients":0,"sockets":64,"rate":null,"requests_per_conn":1'
+  cat <<EOF
+{"id":0,"target":"127.0.0.1:$1","mode":"$2",$extra,"arrivals":"constant","think_s":0.0,
+ "timeout_s":1.0,"response_timeout_s":5.0,"burst":null,"mix":[{"class":"f","path":"/f","weight":1.0}],
+ "keepalive":true,"connections":0,"host_header":"127.0.0.1:$1","duration_s":$SECS,
+ "stats_interval_ms":1000,"seed":1,"paused":false,"tls":$tls,"good_statuses":[],"streams":10}
+EOF
+}
+
+# Runs a client pinned to CPU 1 under /usr/bin/time; prints "<its stdout> @@ <user+sys s>".
+timed() { /usr/bin/time -f '@@ %U %S' -o "$DIR/time" taskset -c 1 "$@" > "$DIR/out" 2>/dev/null || true
+          awk '{print $2+$3}' "$DIR/time" | tail -1; }
+
+# synlab: responses (or established) per second from its stats lines.
+syn_rate() { python3 - "$1" "$DIR/out" <<'EOF'
+import json, sys
+key, path = sys.argv[1], sys.argv[2]
+v = [json.loads(l) for l in open(path) if l.strip()]
+n = sum(d.get(key, 0) for d in v); t = v[-1]["t_s"] if v else 1
+print(n, n / t)
+EOF
+}
+h2l_rate() { awk '/^finished in/ {gsub(",","",$4); print $4}' "$DIR/out"; }
+h2l_done() { awk '/^requests:/ {print $8}' "$DIR/out"; }
+
+printf '%-6s %-3s %-10s %12s %14s\n' proto run client 'req/s' 'cpu us/req'
+for proto in h2c tls; do
+  port=$H2C; scheme=http; tls=0
+  [ "$proto" = tls ] && { port=$TLS; scheme=https; tls=1; }
+  for r in $(seq 1 "$RUNS"); do
+    cpu=$(timed "$SYN" worker --config-json "$(worker_cfg "$port" closed "$tls")")
+    read -r n rate < <(syn_rate responses)
+    printf '%-6s %-3s %-10s %12.0f %14.2f\n' "$proto" "$r" synlab "$rate" "$(echo "$cpu*1000000/$n" | bc -l)"
+    cpu=$(timed h2load -c 64 -m 10 -D "$SECS" "$scheme://127.0.0.1:$port/f")
+    rate=$(h2l_rate); n=$(h2l_done)
+    printf '%-6s %-3s %-10s %12.0f %14.2f\n' "$proto" "$r" h2load "$rate" "$(echo "$cpu*1000000/$n" | bc -l)"
+    if command -v oha >/dev/null; then
+      cpu=$(timed oha --http2 -c 64 -p 10 -z "${SECS}s" --no-tui "$scheme://127.0.0.1:$port/f")
+      rate=$(awk '/Requests\/sec/ {print $2}' "$DIR/out")
+      printf '%-6s %-3s %-10s %12.0f %14s\n' "$proto" "$r" oha "$rate" -
+    fi
+  done
+done
+
+echo
+printf '%-6s %-3s %-10s %12s\n' proto run client 'conns/s'
+for proto in h2c tls; do
+  port=$H2C; scheme=http; tls=0
+  [ "$proto" = tls ] && { port=$TLS; scheme=https; tls=1; }
+  for r in $(seq 1 "$RUNS"); do
+    timed "$SYN" worker --config-json "$(worker_cfg "$port" sclient "$tls")" >/dev/null
+    read -r _ rate < <(syn_rate established)
+    printf '%-6s %-3s %-10s %12.0f\n' "$proto" "$r" synlab "$rate"
+    # h2load's connection setup: -c 64 -n 64 (one request per connection), repeated for SECS.
+    start=$(date +%s.%N); conns=0
+    while (( $(echo "$(date +%s.%N) - $start < $SECS" | bc) )); do
+      taskset -c 1 h2load -c 64 -n 64 -m 1 "$scheme://127.0.0.1:$port/f" >/dev/null 2>&1 || true
+      conns=$((conns + 64))
+    done
+    printf '%-6s %-3s %-10s %12.0f\n' "$proto" "$r" h2load "$(echo "$conns / ($(date +%s.%N) - $start)" | bc -l)"
+  done
+done

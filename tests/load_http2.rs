@@ -1,0 +1,453 @@
+//! The load engine over HTTP/2 (issue 46), a `synlab worker` against the built-in event
+//! server (h2c with prior knowledge, h2 by ALPN over TLS): in every mode the worker's
+//! responses equal the server's HTTP/2 streams, none fail, connection setup is counted apart;
+//! a stream limit below M shows as requests waiting, not errors; M changes live; a server that
+//! picks http/1.1 by ALPN fails each connection as `alpn_refused`, said in words.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use synlab::load::protocol::{Arrivals, Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
+use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
+
+fn serve(max_streams: u32, tls: Option<synlab::tls::ServerTls>) -> Server {
+    Server::start(ServeConfig {
+        tls,
+        ..serve_config(max_streams)
+    })
+    .unwrap()
+}
+
+fn config(target: SocketAddr, mode: Mode, streams: u32) -> WorkerConfig {
+    WorkerConfig {
+        id: 3,
+        target,
+        bind_addrs: vec![],
+        mode,
+        rate: None,
+        arrivals: Arrivals::Constant,
+        sockets: 4,
+        clients: 0,
+        think_s: 0.0,
+        timeout_s: 1.0,
+        response_timeout_s: 5.0,
+        burst: None,
+        mix: vec![synlab::load::protocol::MixEntry {
+            class: "f".into(),
+            path: "/file/1294".into(),
+            weight: 1.0,
+        }],
+        keepalive: true,
+        requests_per_conn: 1,
+        connections: 0,
+        host_header: "synlab-test".into(),
+        duration_s: 1.5,
+        stats_interval_ms: 100,
+        seed: 1,
+        paused: false,
+        tls: None,
+        good_statuses: Default::default(),
+        streams: Some(streams),
+    }
+}
+
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Worker {
+    fn spawn(cfg: &WorkerConfig) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
+            .args([
+                "worker",
+                "--config-json",
+                &serde_json::to_string(cfg).unwrap(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn synlab worker");
+        let stdin = child.stdin.take();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        Worker { child, stdin, out }
+    }
+
+    fn send(&mut self, c: &Control) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Option<StatsDelta> {
+        let mut line = String::new();
+        if self.out.read_line(&mut line).unwrap() == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line}: {e}")))
+    }
+
+    fn collect(mut self, mut v: Vec<StatsDelta>) -> Vec<StatsDelta> {
+        while let Some(d) = self.next() {
+            let last = d.last;
+            v.push(d);
+            if last {
+                break;
+            }
+        }
+        assert!(v.last().is_some_and(|d| d.last), "no final stats line");
+        assert!(self.child.wait().unwrap().success());
+        v
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn sum(v: &[StatsDelta], f: impl Fn(&StatsDelta) -> u64) -> u64 {
+    v.iter().map(f).sum()
+}
+
+/// The worker's counts over a run, with both identities checked.
+#[derive(Debug)]
+struct Run {
+    established: u64,
+    requests: u64,
+    responses: u64,
+    errors: u64,
+    at_end: u64,
+    setups: u64,
+    waits: u64,
+    refused: u64,
+    streams_max: u64,
+    limit: Option<u32>,
+    header_wire: u64,
+    header_plain: u64,
+}
+
+fn tally(v: &[StatsDelta]) -> Run {
+    let c = |f: fn(&synlab::model::Counters) -> u64| sum(v, |d| f(&d.counts));
+    let r = Run {
+        established: c(|c| c.established),
+        requests: c(|c| c.requests),
+        responses: c(|c| c.responses),
+        errors: c(|c| c.errors()),
+        at_end: c(|c| c.requests_at_end),
+        setups: c(|c| c.setups),
+        waits: c(|c| c.pool_waits),
+        refused: c(|c| c.streams_refused + c.streams_unprocessed),
+        streams_max: v.iter().map(|d| d.streams_max).max().unwrap_or(0),
+        limit: v.iter().rev().find_map(|d| d.streams_limit),
+        header_wire: c(|c| c.header_bytes_wire),
+        header_plain: c(|c| c.header_bytes_plain),
+    };
+    assert_eq!(
+        r.requests,
+        r.responses + c(|c| c.request_errors()) + r.at_end,
+        "requests = responses + errors + in flight at the end: {r:?}"
+    );
+    assert_eq!(
+        c(|c| c.attempts),
+        r.established + c(|c| c.connection_errors()) + c(|c| c.connecting_at_end),
+        "{r:?}"
+    );
+    r
+}
+
+/// The server's count of HTTP/2 streams answered equals the worker's responses (every one it
+/// answered reached the worker before it stopped, or is in flight at the end).
+fn assert_server_agrees(srv: Server, r: &Run) {
+    let st = srv.stop().unwrap();
+    assert!(
+        st.h2_streams >= r.responses && st.h2_streams <= r.responses + r.at_end,
+        "server streams {} vs worker responses {} (+{} in flight at the end): {st:?}",
+        st.h2_streams,
+        r.responses,
+        r.at_end
+    );
+    assert_eq!(st.h2_refused, r.refused, "{st:?}");
+}
+
+#[test]
+fn closed_n_connections_by_m_streams_over_h2c() {
+    let srv = serve(128, None);
+    let mut cfg = config(srv.local_addr(), Mode::Closed, 8);
+    cfg.clients = 3;
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
+    assert!(r.responses > 100, "{r:?}");
+    assert_eq!(r.errors, 0, "{r:?}");
+    // N connections carry every request, M at a time; their setup counted apart.
+    assert_eq!((r.established, r.setups), (3, 3), "{r:?}");
+    assert_eq!(r.streams_max, 8, "{r:?}");
+    assert_eq!(r.limit, Some(128), "the server's advertised limit");
+    // HPACK: the repeated request heads shrink to a few bytes each.
+    assert!(r.header_wire * 2 < r.header_plain, "{r:?}");
+    assert_server_agrees(srv, &r);
+}
+
+#[test]
+fn a_stream_limit_below_m_makes_requests_wait_not_fail() {
+    // Open, a fixed rate over 2 connections of M = 16 streams against a server that allows 2
+    // at once and answers a request only after 20 ms: 4 in flight at most, 200/s offered
+    // (twice what it holds), so requests wait for streams, counted, never dropped or refused.
+    let sc = Server::start(ServeConfig {
+        service_time_us: 20_000,
+        service: ServiceKind::Sleep,
+        ..serve_config(2)
+    })
+    .unwrap();
+    let mut cfg = config(sc.local_addr(), Mode::Open, 16);
+    cfg.rate = Some(200.0);
+    cfg.connections = 2;
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
+    assert_eq!(r.errors + r.refused, 0, "{r:?}");
+    assert_eq!(r.limit, Some(2));
+    assert!(r.streams_max <= 2, "never above the server's limit: {r:?}");
+    assert!(r.waits > 20, "requests waited for a free stream: {r:?}");
+    assert_eq!(r.established, 2, "{r:?}");
+    assert_server_agrees(sc, &r);
+}
+
+fn serve_config(max_streams: u32) -> ServeConfig {
+    ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        arch: Arch::Event,
+        workers: 1,
+        max_workers: 1,
+        backlog: 128,
+        service_time_us: 0,
+        service: ServiceKind::Cpu,
+        files: vec![FileSet::Explicit { sizes: vec![1294] }],
+        keepalive: true,
+        stats_interval_ms: 100,
+        accept_batch: 1,
+        lingering_close: false,
+        linger_timeout_ms: 2000,
+        tls: None,
+        max_streams,
+    }
+}
+
+#[test]
+fn sclient_slots_set_up_h2_connections_each_with_its_requests() {
+    let srv = serve(128, None);
+    let mut cfg = config(srv.local_addr(), Mode::Sclient, 4);
+    cfg.sockets = 2;
+    cfg.requests_per_conn = 4;
+    let v = Worker::spawn(&cfg).collect(vec![]);
+    let r = tally(&v);
+    // No request failed; a connect may (flat out, the server's accept queue of 128 can
+    // overflow on a loaded machine: its SYN's retry comes after T, a connect timeout).
+    let c = |f: fn(&synlab::model::Counters) -> u64| sum(&v, |d| f(&d.counts));
+    assert_eq!(c(|c| c.request_errors()), 0, "{r:?}");
+    assert_eq!(
+        c(|c| c.connection_errors()),
+        c(|c| c.connect_timeouts),
+        "{r:?}"
+    );
+    assert!(r.established > 20, "{r:?}");
+    // Each connection: connect, preface and SETTINGS (its setup), then its 4 requests.
+    assert!(r.setups + 1 >= r.established, "{r:?}");
+    let per_conn = r.responses as f64 / r.established as f64;
+    assert!(
+        (3.5..=4.0).contains(&per_conn),
+        "{per_conn} per connection: {r:?}"
+    );
+    assert_server_agrees(srv, &r);
+}
+
+#[test]
+fn streams_change_live() {
+    let srv = serve(128, None);
+    let mut cfg = config(srv.local_addr(), Mode::Closed, 2);
+    cfg.clients = 1;
+    cfg.duration_s = 3.0;
+    let mut w = Worker::spawn(&cfg);
+    let mut v = Vec::new();
+    for _ in 0..8 {
+        v.push(w.next().unwrap());
+    }
+    let before = v.iter().map(|d| d.streams_max).max().unwrap();
+    let mut s = LoadSettings::of(&cfg);
+    s.streams = Some(12);
+    w.send(&Control::Load(s));
+    let v = w.collect(v);
+    let after = v[10..].iter().map(|d| d.streams_max).max().unwrap();
+    assert_eq!((before, after), (2, 12));
+    let r = tally(&v);
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert_server_agrees(srv, &r);
+}
+
+#[test]
+fn over_tls_h2_by_alpn_and_a_server_without_it_is_an_alpn_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = synlab::tls::cert::LabCert::generate(synlab::tls::KeyKind::EcdsaP256, None)
+        .unwrap()
+        .write(dir.path())
+        .unwrap();
+    let tls = synlab::tls::ServerTls {
+        cert: files.cert,
+        key: files.key,
+        session_cache: true,
+        tickets: true,
+    };
+    let client_tls = synlab::tls::ClientTls {
+        version: synlab::tls::TlsVersion::V13,
+        group: synlab::tls::KxGroup::X25519,
+        resumed: 0.0,
+        resume_by: synlab::tls::ResumeBy::Tickets,
+        sni: String::new(),
+        verify: false,
+        ca_pem: String::new(),
+        handshake_timeout_s: 2.0,
+        offer_h2: false,
+    };
+    let srv = serve(16, Some(tls.clone()));
+    let mut cfg = config(srv.local_addr(), Mode::Closed, 4);
+    cfg.clients = 2;
+    cfg.tls = Some(client_tls.clone());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
+    assert_eq!(r.errors, 0, "{r:?}");
+    assert_eq!((r.established, r.limit), (2, Some(16)), "{r:?}");
+    assert!(r.responses > 50, "{r:?}");
+    assert_server_agrees(srv, &r);
+
+    // A TLS server whose ALPN is http/1.1 only (rustls' own, on loopback).
+    let addr = h1_only_tls_server(&tls);
+    let mut cfg = config(addr, Mode::Closed, 4);
+    cfg.clients = 1;
+    cfg.duration_s = 0.5;
+    cfg.tls = Some(client_tls);
+    let v = Worker::spawn(&cfg).collect(vec![]);
+    let refused = sum(&v, |d| d.counts.alpn_refused);
+    assert!(refused >= 1, "{v:?}");
+    assert_eq!(sum(&v, |d| d.counts.established), 0);
+    let words: Vec<String> = v.iter().filter_map(|d| d.notice.clone()).collect();
+    assert!(
+        words
+            .iter()
+            .any(|w| w.contains("picked ALPN http/1.1 where the load needs h2")),
+        "{words:?}"
+    );
+}
+
+/// A TLS server on loopback whose ALPN is http/1.1 only: it completes handshakes and closes.
+fn h1_only_tls_server(tls: &synlab::tls::ServerTls) -> SocketAddr {
+    use std::sync::Arc;
+    // The lab's server config offers http/1.1 only (the built-in target adds h2 to it).
+    let config = synlab::tls::server::config(tls).unwrap();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(10_000) {
+            let Ok(mut s) = s else { return };
+            let mut c = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+            let _ = c.complete_io(&mut s);
+        }
+    });
+    addr
+}
+
+/// nginx on a free loopback port speaking h2c, `keepalive_requests` requests per connection
+/// (then GOAWAY); killed by pid on drop.
+struct Nginx {
+    child: Child,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx(keepalive_requests: u32) -> Option<Nginx> {
+    if Command::new("nginx").arg("-v").output().is_err() {
+        synlab::sys::privilege::skip_unless_required("nginx is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(d.join("www")).unwrap();
+    std::fs::write(d.join("www/f"), vec![b'x'; 1294]).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let p = d.display();
+    let conf = format!(
+        "worker_processes 1;\ndaemon off;\nmaster_process off;\nerror_log {p}/error.log;\npid {p}/nginx.pid;\n\
+         events {{ worker_connections 256; }}\nhttp {{\n access_log {p}/access.log;\n\
+         client_body_temp_path {p}/tmp; proxy_temp_path {p}/tmp; fastcgi_temp_path {p}/tmp;\n\
+         uwsgi_temp_path {p}/tmp; scgi_temp_path {p}/tmp;\n keepalive_requests {keepalive_requests};\n\
+         server {{ listen 127.0.0.1:{port} http2; root {p}/www; }}\n}}\n"
+    );
+    std::fs::write(d.join("nginx.conf"), conf).unwrap();
+    let child = Command::new("nginx")
+        .arg("-p")
+        .arg(&d)
+        .arg("-c")
+        .arg(d.join("nginx.conf"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx runs");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(std::time::Instant::now() < until, "nginx did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(Nginx { child, addr, dir })
+}
+
+/// nginx ends each connection after 40 requests with GOAWAY: the closed loop's connections
+/// finish their streams, are replaced, and every request is answered once: after a drain the
+/// clients' responses equal nginx's log lines (all HTTP/2), none failed or counted twice.
+#[test]
+fn goaway_from_nginx_is_survived_with_no_request_lost_or_double_counted() {
+    let Some(n) = nginx(40) else {
+        return;
+    };
+    let mut cfg = config(n.addr, Mode::Closed, 8);
+    cfg.mix[0].path = "/f".into();
+    cfg.clients = 2;
+    cfg.duration_s = 10.0;
+    let mut w = Worker::spawn(&cfg);
+    let mut v = Vec::new();
+    for _ in 0..10 {
+        v.push(w.next().unwrap());
+    }
+    w.send(&Control::Drain);
+    let v = w.collect(v);
+    let r = tally(&v);
+    let goaways = sum(&v, |d| d.counts.goaways);
+    assert!(goaways >= 2, "{goaways} GOAWAYs: {r:?}");
+    assert_eq!((r.errors, r.at_end), (0, 0), "{r:?}");
+    assert_eq!(r.requests, r.responses, "{r:?}");
+    // nginx writes a request's line when its response is sent: give the last a moment.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let log = std::fs::read_to_string(n.dir.path().join("access.log")).unwrap();
+    let mut c = synlab::probe::accesslog::StatusCounts::default();
+    for l in log.lines() {
+        c.add_line(l.as_bytes(), synlab::probe::accesslog::Listener::Plain);
+    }
+    assert_eq!(
+        (c.lines, c.http2, c.s2xx),
+        (r.responses, r.responses, r.responses),
+        "{c:?} vs {r:?}"
+    );
+    // Replaced: about one connection per 40 requests.
+    assert!(r.established * 40 >= r.responses, "{r:?}");
+}
