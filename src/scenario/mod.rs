@@ -142,9 +142,10 @@ fn parse_in(
     let at_lines = |problems: Vec<validate::Problem>| -> Vec<Diagnostic> {
         problems
             .into_iter()
-            .map(|(key, msg)| {
-                let span = doc.as_ref().and_then(|d| span_of(d, &key));
-                Diagnostic::new(file, src, span, &key, &msg)
+            .map(|mut p| {
+                let span = doc.as_ref().and_then(|d| span_of(d, &p.key));
+                p.line = span.as_ref().map(|r| src[..r.start].lines().count().max(1));
+                Diagnostic::new(file, src, span, &p.key, &p.kind.to_string())
             })
             .collect()
     };
@@ -235,7 +236,7 @@ fn foreign_target_keys(kind: model::TargetKind, written: &[String]) -> Vec<valid
         .iter()
         .filter(|k| written.iter().any(|w| w == *k))
         .map(|k| {
-            (
+            validate::Problem::new(
                 format!("target.{k}"),
                 format!(
                     "configures the built-in server only; this target is kind = \"{}\", whose server is configured by its own command or files: remove the key",

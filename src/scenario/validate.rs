@@ -7,12 +7,74 @@ use crate::model::load_knob::{self, LoadKnob, LoadKnobError};
 use std::path::Path;
 use std::time::Duration;
 
-/// One problem: the key path and what is wrong (with what to do).
-pub type Problem = (String, String);
+/// One problem: the key path it is at, its line once the file is read (None until then, or
+/// for a key the file does not write), and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub key: String,
+    pub line: Option<usize>,
+    pub kind: ProblemKind,
+}
+
+/// What is wrong, typed where a lower layer's rule says it; its Display is the sentence a
+/// person reads after the key (what is wrong, with what to do).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProblemKind {
+    /// A load knob's limits, the ones its live key keeps.
+    #[error(transparent)]
+    Load(#[from] LoadKnobError),
+    /// A network path knob's limits.
+    #[error(transparent)]
+    Path(#[from] crate::model::knob::KnobError),
+    /// A `[sweep]` value that is not one of its parameter's.
+    #[error(transparent)]
+    SweepValue(#[from] crate::model::sweep::SweepValueError),
+    /// A CPU list the machine cannot take.
+    #[error(transparent)]
+    Cpus(#[from] crate::model::cpus::CpuError),
+    /// A step or sweep of requests per connection where no connection is kept.
+    #[error("{what} needs keep-alive: set http = \"1.1\" (or \"2\") in [load]; with HTTP/1.0 each connection carries one request")]
+    NeedsKeepAlive { what: &'static str },
+    /// A scenario rule of its own, said in words.
+    #[error("{0}")]
+    Said(String),
+}
+
+impl From<String> for ProblemKind {
+    fn from(s: String) -> Self {
+        ProblemKind::Said(s)
+    }
+}
+
+impl Problem {
+    pub fn new(key: impl Into<String>, kind: impl Into<ProblemKind>) -> Problem {
+        Problem {
+            key: key.into(),
+            line: None,
+            kind: kind.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.kind)
+    }
+}
+
+/// The problems found so far.
+#[derive(Debug, Default)]
+pub struct Problems(Vec<Problem>);
+
+impl Problems {
+    /// A problem at `key`.
+    fn add(&mut self, key: &str, kind: impl Into<ProblemKind>) {
+        self.0.push(Problem::new(key, kind));
+    }
+}
 
 pub fn validate(s: &Scenario) -> Vec<Problem> {
-    let mut p: Vec<Problem> = Vec::new();
-    let mut bad = |k: &str, m: String| p.push((k.to_string(), m));
+    let mut bad = Problems::default();
     check_duration(s, &mut bad);
     check_target_limits(s, &mut bad);
     check_target_kind(s, &mut bad);
@@ -27,19 +89,19 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     check_sweep(s, &mut bad);
     check_analysis(s, &mut bad);
     if let Some(n) = s.output.repeat.filter(|n| !(1..=1000).contains(n)) {
-        bad(
+        bad.add(
             "output.repeat",
             format!("{n} trials: a repeated run has 1 to 1000 (5 to 10 is usual)"),
         );
     }
-    p
+    bad.0
 }
 
 /// `[analysis] capacity`: a percentile and a time that can be met.
-fn check_analysis(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_analysis(s: &Scenario, bad: &mut Problems) {
     let c = &s.analysis.capacity;
     if !(c.percentile > 0.0 && c.percentile < 100.0) {
-        bad(
+        bad.add(
             "analysis.capacity.percentile",
             format!(
                 "{} is not a percentile between 0 and 100 (seed 004: 98)",
@@ -48,37 +110,37 @@ fn check_analysis(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         );
     }
     if c.under.secs() <= 0.0 {
-        bad(
+        bad.add(
             "analysis.capacity.under",
-            "must be > 0, e.g. \"100ms\"".into(),
+            "must be > 0, e.g. \"100ms\"".to_string(),
         );
     }
 }
 
 /// The run's length: positive and bounded.
-fn check_duration(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_duration(s: &Scenario, bad: &mut Problems) {
     if s.duration.secs() <= 0.0 {
-        bad("duration", "must be > 0, e.g. \"60s\"".into());
+        bad.add("duration", "must be > 0, e.g. \"60s\"".to_string());
     }
     if s.duration.secs() > 24.0 * 3600.0 {
-        bad(
+        bad.add(
             "duration",
-            "must be at most 24h: every load loop is bounded in time".into(),
+            "must be at most 24h: every load loop is bounded in time".to_string(),
         );
     }
 }
 
 /// The built-in server's sizes and times.
-fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_target_limits(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     if t.backlog == 0 {
-        bad("target.backlog", "must be >= 1".into());
+        bad.add("target.backlog", "must be >= 1".to_string());
     }
     if t.workers == 0 {
-        bad("target.workers", "must be >= 1".into());
+        bad.add("target.workers", "must be >= 1".to_string());
     }
     if t.max_workers < t.workers {
-        bad(
+        bad.add(
             "target.max_workers",
             format!(
                 "({}) must be >= target.workers ({})",
@@ -87,7 +149,7 @@ fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         );
     }
     if t.max_workers as usize > crate::target::core::MAX_WORKERS {
-        bad(
+        bad.add(
             "target.max_workers",
             format!(
                 "({}) must be at most {}",
@@ -98,7 +160,7 @@ fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
     // issue 46: the built-in server's HTTP/2 stream limit.
     if t.max_streams == 0 || t.max_streams > crate::target::MAX_STREAMS {
-        bad(
+        bad.add(
             "target.max_streams",
             format!(
                 "({}) must be 1 to {} (streams served at once per HTTP/2 connection)",
@@ -111,7 +173,7 @@ fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if t.lingering_close
         && (t.linger_timeout.0 < Duration::from_millis(1) || t.linger_timeout.0 > linger_max)
     {
-        bad(
+        bad.add(
             "target.linger_timeout",
             format!(
                 "({}) must be between 1ms and 30s (Apache waits 2s); or set lingering_close = false",
@@ -120,30 +182,30 @@ fn check_target_limits(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         );
     }
     if t.service_time.secs() > 10.0 {
-        bad("target.service_time", "must be at most 10s".into());
+        bad.add("target.service_time", "must be at most 10s".to_string());
     }
 }
 
 /// What the target's kind needs.
-fn check_target_kind(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_target_kind(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     match t.kind {
-        TargetKind::Command if t.command.trim().is_empty() => bad(
+        TargetKind::Command if t.command.trim().is_empty() => bad.add(
             "target.command",
-            "kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {port}".into(),
+            "kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {port}".to_string(),
         ),
         // synlab would wait for the server on a port of its own choosing while it listens on
         // its own, then say the server does not accept connections.
-        TargetKind::Command if !t.command.contains("{port}") && t.port == 0 => bad(
+        TargetKind::Command if !t.command.contains("{port}") && t.port == 0 => bad.add(
             "target.command",
-            "does not say which port its server listens on: write {port} where the port goes (synlab puts a free one there, 8080 in the lab), or set target.port to the port the command listens on".into(),
+            "does not say which port its server listens on: write {port} where the port goes (synlab puts a free one there, 8080 in the lab), or set target.port to the port the command listens on".to_string(),
         ),
         TargetKind::Address => match t.address.parse::<std::net::SocketAddr>() {
-            Err(_) => bad(
+            Err(_) => bad.add(
                 "target.address",
                 format!("`{}` is not an address:port, e.g. \"127.0.0.1:8080\"", t.address),
             ),
-            Ok(a) if !crate::load::validate::is_lab_address(a.ip()) => bad(
+            Ok(a) if !crate::load::validate::is_lab_address(a.ip()) => bad.add(
                 "target.address",
                 format!("`{a}` is not on this host: synlab loads only 127.0.0.0/8, ::1 and its lab's 198.18.0.0/15; run the server here, or let synlab start it with kind = \"command\""),
             ),
@@ -154,10 +216,10 @@ fn check_target_kind(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 }
 
 /// A key of another kind would be silently ignored: say so instead.
-fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_target_foreign_keys(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     if t.kind != TargetKind::Address && !t.address.is_empty() {
-        bad(
+        bad.add(
             "target.address",
             format!(
                 "is used only with kind = \"address\" (this target is kind = \"{}\")",
@@ -166,7 +228,7 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         );
     }
     if t.kind != TargetKind::Command && !t.command.is_empty() {
-        bad(
+        bad.add(
             "target.command",
             format!(
                 "is used only with kind = \"command\" (this target is kind = \"{}\")",
@@ -199,7 +261,7 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 }
                 _ => "is used only with kind = \"nginx\" or \"apache\"",
             };
-            bad(
+            bad.add(
                 &format!("target.{key}"),
                 format!(
                     "{why} (this target is kind = \"{}\"): remove the key",
@@ -211,11 +273,11 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 }
 
 /// A real server (nginx, Apache) serves only static files.
-fn check_target_serves_workload(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_target_serves_workload(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     if t.kind.is_real_server() {
         if let Some(path) = dynamic_paths(s).first() {
-            bad(
+            bad.add(
                 "load.workload",
                 format!(
                     "requests {path}, a dynamic endpoint (/cgi, /inproc, /db) only the built-in server has; kind = \"{}\" serves the static files (/bytes/N, /specweb96/..., /pareto/..., /file/N): use a static workload (single, specweb96, static) or kind = \"builtin\"",
@@ -227,33 +289,33 @@ fn check_target_serves_workload(s: &Scenario, bad: &mut impl FnMut(&str, String)
 }
 
 /// The served files.
-fn check_target_files(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_target_files(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     if t.files == FilesPreset::Explicit && t.sizes.is_empty() {
-        bad(
+        bad.add(
             "target.sizes",
-            "files = \"explicit\" needs sizes, e.g. [\"1294\", \"10k\"]".into(),
+            "files = \"explicit\" needs sizes, e.g. [\"1294\", \"10k\"]".to_string(),
         );
     }
     if t.pareto_alpha <= 0.0 {
-        bad(
+        bad.add(
             "target.pareto_alpha",
-            "must be > 0 (1.1-1.5 gives a heavy tail)".into(),
+            "must be > 0 (1.1-1.5 gives a heavy tail)".to_string(),
         );
     }
 }
 
 /// The lab network, and the load's timeout against its slowest path.
-fn check_network(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_network(s: &Scenario, bad: &mut Problems) {
     if let Some(net) = &s.network {
         if let Err(errs) = net.validate() {
             for e in errs {
-                bad(&e.key, e.msg);
+                bad.add(&e.key, e.msg);
             }
         }
         let max_rtt = net.paths.iter().map(|p| p.rtt.secs()).fold(0.0, f64::max);
         if s.load.timeout.secs() <= max_rtt {
-            bad(
+            bad.add(
                 "load.timeout",
                 format!(
                     "T ({}) must exceed the largest path RTT ({max_rtt:.3}s): a slot would abort connections whose SYN-ACK is still on its way (seed 000 §4.2)",
@@ -265,19 +327,19 @@ fn check_network(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 }
 
 /// `connections`: a pool of persistent connections a request rate is sent over.
-fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
+fn check_pool(l: &super::model::LoadSpec, bad: &mut Problems) {
     let Some(n) = l.connections else {
         return;
     };
     let max = crate::model::limits::SOCKETS_MAX;
     if n == 0 || n > max {
-        bad(
+        bad.add(
             "load.connections",
             format!("must be 1-{max} persistent connections (got {n})"),
         );
     }
     if l.mode != Mode::Open {
-        bad(
+        bad.add(
             "load.connections",
             format!(
                 "a pool of persistent connections carries an open-loop request rate: it needs mode = \"open\" (got \"{}\"); closed clients keep their connections with http = \"1.1\" alone",
@@ -286,25 +348,23 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut impl FnMut(&str, String)) {
         );
     }
     if l.http == HttpVersion::Http10 {
-        bad(
+        bad.add(
             "load.connections",
-            "persistent connections need keep-alive: add http = \"1.1\" (or \"2\")".into(),
+            "persistent connections need keep-alive: add http = \"1.1\" (or \"2\")".to_string(),
         );
     }
 }
 
 /// Requests per connection change live only where connections are kept (the rule the live key
 /// follows, `Scenario::uses_keepalive`); `load.requests_per_conn` itself is read only then.
-fn check_keepalive(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_keepalive(s: &Scenario, bad: &mut Problems) {
     if s.uses_keepalive() {
         return;
     }
-    let why = |what: &str| {
-        format!("{what} needs keep-alive: set http = \"1.1\" (or \"2\") in [load]; with HTTP/1.0 each connection carries one request")
-    };
+    let why = |what| ProblemKind::NeedsKeepAlive { what };
     for (i, st) in s.steps.iter().enumerate() {
         if st.requests_per_conn.is_some() {
-            bad(
+            bad.add(
                 &format!("step[{i}].requests_per_conn"),
                 why("requests_per_conn"),
             );
@@ -313,36 +373,36 @@ fn check_keepalive(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     let rpc = Some(SweepParam::Load(LoadKnob::RequestsPerConn));
     if let Some(sw) = &s.sweep {
         if sw.kind() == rpc {
-            bad("sweep.param", why("load.requests_per_conn"));
+            bad.add("sweep.param", why("load.requests_per_conn"));
         }
         if sw.curves.iter().any(|c| c.kind() == rpc) {
-            bad("sweep.curves.param", why("load.requests_per_conn"));
+            bad.add("sweep.curves.param", why("load.requests_per_conn"));
         }
     }
 }
 
 /// HTTP/2: streams per connection only over HTTP/2 (the limits are the knob's, above), and an
 /// Apache that can speak it (mod_http2 refuses the prefork MPM).
-fn check_http2(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_http2(s: &Scenario, bad: &mut Problems) {
     let h2 = s.load.http == HttpVersion::Http2;
     let needs_h2 = |what: &str| {
         format!("{what} is HTTP/2's streams per connection: it needs http = \"2\" in [load] (the load speaks HTTP/{})", if s.load.http == HttpVersion::Http11 { "1.1" } else { "1.0" })
     };
     if s.load.streams.is_some() && !h2 {
-        bad("load.streams", needs_h2("streams"));
+        bad.add("load.streams", needs_h2("streams"));
     }
     for (i, st) in s.steps.iter().enumerate() {
         if st.streams.is_some() && !h2 {
-            bad(&format!("step[{i}].streams"), needs_h2("streams"));
+            bad.add(&format!("step[{i}].streams"), needs_h2("streams"));
         }
     }
     if let Some(sw) = s.sweep.as_ref().filter(|_| !h2) {
         let streams = Some(SweepParam::Load(LoadKnob::Streams));
         if sw.kind() == streams {
-            bad("sweep.param", needs_h2("load.streams"));
+            bad.add("sweep.param", needs_h2("load.streams"));
         }
         if sw.curves.iter().any(|c| c.kind() == streams) {
-            bad("sweep.curves.param", needs_h2("load.streams"));
+            bad.add("sweep.curves.param", needs_h2("load.streams"));
         }
     }
     let mpm = s.target.mpm.unwrap_or_default();
@@ -352,15 +412,15 @@ fn check_http2(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         } else {
             "target.kind"
         };
-        bad(
+        bad.add(
             key,
-            "Apache's prefork MPM (the default) refuses HTTP/2: mod_http2 needs a threaded MPM; set mpm = \"event\" in [target]".into(),
+            "Apache's prefork MPM (the default) refuses HTTP/2: mod_http2 needs a threaded MPM; set mpm = \"event\" in [target]".to_string(),
         );
     }
 }
 
 /// The load generator's mode, sizes, workload mix and burst.
-fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_load(s: &Scenario, bad: &mut Problems) {
     let l = &s.load;
     // The live knobs' own limits: a scenario sets what a key could (the burst's two as a pair
     // below).
@@ -370,32 +430,32 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         }
     }
     if l.rate.is_none() && l.mode == Mode::Open {
-        bad(
+        bad.add(
             "load.rate",
-            "mode = \"open\" needs a rate, e.g. rate = \"2k\"".into(),
+            "mode = \"open\" needs a rate, e.g. rate = \"2k\"".to_string(),
         );
     }
     if l.timeout.secs() <= 0.0 {
-        bad("load.timeout", "T must be > 0, e.g. \"500ms\"".into());
+        bad.add("load.timeout", "T must be > 0, e.g. \"500ms\"".to_string());
     }
     if l.workers == 0 || l.workers > 64 {
-        bad("load.workers", format!("must be 1-64 (got {})", l.workers));
+        bad.add("load.workers", format!("must be 1-64 (got {})", l.workers));
     }
     if l.response_timeout.secs() <= 0.0 {
-        bad("load.response_timeout", "must be > 0".into());
+        bad.add("load.response_timeout", "must be > 0".to_string());
     }
     check_pool(l, bad);
     check_keepalive(s, bad);
     check_http2(s, bad);
     if l.workload == Workload::Custom && l.mix.is_empty() {
-        bad(
+        bad.add(
             "load.mix",
-            "workload = \"custom\" needs [[load.mix]] entries with path and weight".into(),
+            "workload = \"custom\" needs [[load.mix]] entries with path and weight".to_string(),
         );
     }
     for (i, m) in l.mix.iter().enumerate() {
         if !m.path.starts_with('/') {
-            bad(
+            bad.add(
                 &format!("load.mix[{i}].path"),
                 format!("`{}` must start with /", m.path),
             );
@@ -403,7 +463,7 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         // The path goes into the request line as written: a CR or LF would end it early,
         // a space split it.
         if let Some(c) = m.path.chars().find(|c| c.is_control() || c.is_whitespace()) {
-            bad(
+            bad.add(
                 &format!("load.mix[{i}].path"),
                 format!(
                     "{:?} holds {}, which would break the request line: write it percent-encoded (e.g. %20 for a space, %0D%0A for CR LF)",
@@ -414,7 +474,7 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         }
         // A class names a column of the results (CSV, report): one line of visible text.
         if let Some(c) = m.class.chars().find(|c| c.is_control()) {
-            bad(
+            bad.add(
                 &format!("load.mix[{i}].class"),
                 format!(
                     "{:?} holds {}: a class name is one line of text",
@@ -423,13 +483,13 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 ),
             );
         } else if !m.class.is_empty() && m.class.trim().is_empty() {
-            bad(
+            bad.add(
                 &format!("load.mix[{i}].class"),
-                "is blank: name the class, or omit `class` to name it by its path".into(),
+                "is blank: name the class, or omit `class` to name it by its path".to_string(),
             );
         }
         if m.weight <= 0.0 || !m.weight.is_finite() {
-            bad(&format!("load.mix[{i}].weight"), "must be > 0".into());
+            bad.add(&format!("load.mix[{i}].weight"), "must be > 0".to_string());
         }
     }
     if let Some(b) = &l.burst {
@@ -441,13 +501,13 @@ fn check_load(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             bad,
         );
         if b.period.secs() <= 0.0 {
-            bad("load.burst.period", "must be > 0, e.g. \"10s\"".into());
+            bad.add("load.burst.period", "must be > 0, e.g. \"10s\"".to_string());
         }
     }
 }
 
 /// TLS: the clients' `[load.tls]` against what the target serves.
-fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_tls(s: &Scenario, bad: &mut Problems) {
     use crate::tls::{KxGroup, ResumeBy, TlsVersion};
     let t = &s.target;
     let lab_cert = t.kind == TargetKind::Builtin || t.kind.is_real_server();
@@ -465,9 +525,9 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 let why = if t.tls {
                     format!("the lab makes the certificate and TLS config only of the built-in server, nginx, Apache and Caddy (this target is kind = \"{}\")", t.kind.name())
                 } else {
-                    "is used only with tls = true".into()
+                    "is used only with tls = true".to_string()
                 };
-                bad(&format!("target.{key}"), format!("{why}: remove the key"));
+                bad.add(&format!("target.{key}"), format!("{why}: remove the key"));
             }
         }
     }
@@ -475,7 +535,7 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         return;
     };
     if !t.tls {
-        bad(
+        bad.add(
             "load.tls",
             format!(
                 "the target does not speak TLS (kind = \"{}\" without tls = true): add tls = true to [target], or remove [load.tls]",
@@ -485,7 +545,7 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
     // The name rustls sends and verifies: a DNS name or an IP address ("" sends none).
     if !l.sni.is_empty() && rustls::pki_types::ServerName::try_from(l.sni.as_str()).is_err() {
-        bad(
+        bad.add(
             "load.tls.sni",
             format!(
                 "{:?} is neither a DNS name nor an IP address: write the server's name (e.g. \"www.example.com\"), or \"\" to send none",
@@ -495,20 +555,20 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
     let hs = l.handshake_timeout.secs();
     if hs <= 0.0 || hs > 60.0 {
-        bad(
+        bad.add(
             "load.tls.handshake_timeout",
-            "must be > 0 and at most 60s, e.g. \"5s\"".into(),
+            "must be > 0 and at most 60s, e.g. \"5s\"".to_string(),
         );
     }
     if l.version == TlsVersion::V12 && l.group == KxGroup::X25519Mlkem768 {
-        bad(
+        bad.add(
             "load.tls.group",
             "x25519mlkem768 exists only in TLS 1.3: use version = \"1.3\", or group x25519 or p256"
-                .into(),
+                .to_string(),
         );
     }
     if l.verify && !lab_cert && l.ca.is_empty() {
-        bad(
+        bad.add(
             "load.tls.ca",
             format!(
                 "verify = true against a kind = \"{}\" target needs the CA its certificate is signed by: ca = \"path/to/ca.pem\"",
@@ -518,17 +578,17 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
     if t.tls && lab_cert && l.resumed > 0.0 {
         match l.resumption {
-            ResumeBy::Ids if !t.tls_session_cache => bad(
+            ResumeBy::Ids if !t.tls_session_cache => bad.add(
                 "load.tls.resumption",
-                "resuming by session ids needs the server's session cache: set target.tls_session_cache = true, or resumption = \"tickets\"".into(),
+                "resuming by session ids needs the server's session cache: set target.tls_session_cache = true, or resumption = \"tickets\"".to_string(),
             ),
-            ResumeBy::Tickets if !t.tls_tickets && l.version == TlsVersion::V12 => bad(
+            ResumeBy::Tickets if !t.tls_tickets && l.version == TlsVersion::V12 => bad.add(
                 "load.tls.resumption",
-                "resuming TLS 1.2 by tickets needs the server's tickets: set target.tls_tickets = true, or resumption = \"ids\"".into(),
+                "resuming TLS 1.2 by tickets needs the server's tickets: set target.tls_tickets = true, or resumption = \"ids\"".to_string(),
             ),
-            _ if !t.tls_tickets && !t.tls_session_cache => bad(
+            _ if !t.tls_tickets && !t.tls_session_cache => bad.add(
                 "load.tls.resumed",
-                "the server keeps no sessions (tls_session_cache and tls_tickets are off): nothing can resume; set resumed = 0 or turn one on".into(),
+                "the server keeps no sessions (tls_session_cache and tls_tickets are off): nothing can resume; set resumed = 0 or turn one on".to_string(),
             ),
             _ => {}
         }
@@ -536,23 +596,26 @@ fn check_tls(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 }
 
 /// The probe's sampling interval.
-fn check_probe(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_probe(s: &Scenario, bad: &mut Problems) {
     if s.probe.interval.secs() < 0.01 || s.probe.interval.secs() > 60.0 {
-        bad("probe.interval", "must be between 10ms and 60s".into());
+        bad.add("probe.interval", "must be between 10ms and 60s".to_string());
     }
 }
 
 /// Steps: in time order, within the run, each change valid.
-fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_steps(s: &Scenario, bad: &mut Problems) {
     let mut last = -1.0;
     for (i, st) in s.steps.iter().enumerate() {
         let k = format!("step[{i}]");
         if st.at.secs() < last {
-            bad(&format!("{k}.at"), "steps must be in time order".into());
+            bad.add(
+                &format!("{k}.at"),
+                "steps must be in time order".to_string(),
+            );
         }
         last = st.at.secs();
         if s.sweep.is_none() && st.at.secs() > s.duration.secs() {
-            bad(
+            bad.add(
                 &format!("{k}.at"),
                 format!(
                     "({}) is after the end of the run (duration = {})",
@@ -568,9 +631,10 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             self::knob(knob, v, &format!("{k}.{key}"), bad);
         }
         if st.tls_resumed.is_some() && s.load.tls.is_none() {
-            bad(
+            bad.add(
                 &format!("{k}.tls_resumed"),
-                "needs [load.tls] (the clients speak TLS to a `target.tls = true` server)".into(),
+                "needs [load.tls] (the clients speak TLS to a `target.tls = true` server)"
+                    .to_string(),
             );
         }
         if let (Some(r), Some(f), true) = (st.burst_ratio, st.burst_fraction, within) {
@@ -579,12 +643,12 @@ fn check_steps(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         let path_values = st.path_values();
         for v in &path_values {
             if let Err(e) = v.checked() {
-                bad(&format!("{k}.{}", v.knob().key()), e.to_string());
+                bad.add(&format!("{k}.{}", v.knob().key()), e);
             }
         }
         if !path_values.is_empty() && s.network.is_none() {
             let keys: Vec<&str> = path_values.iter().map(|v| v.knob().key()).collect();
-            bad(
+            bad.add(
                 &k,
                 format!(
                     "changes {} but the scenario has no [network] section",
@@ -608,15 +672,15 @@ fn unknown_param(name: &str) -> String {
     )
 }
 
-fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+fn check_sweep(s: &Scenario, bad: &mut Problems) {
     if let Some(sw) = &s.sweep {
         match sw.kind() {
-            None => bad("sweep.param", unknown_param(&sw.param)),
-            Some(k) if k.needs_network() && s.network.is_none() => bad(
+            None => bad.add("sweep.param", unknown_param(&sw.param)),
+            Some(k) if k.needs_network() && s.network.is_none() => bad.add(
                 "sweep.param",
                 format!("`{}` needs a [network] section", sw.param),
             ),
-            Some(SweepParam::Load(LoadKnob::Resumed)) if !s.target.tls => bad(
+            Some(SweepParam::Load(LoadKnob::Resumed)) if !s.target.tls => bad.add(
                 "sweep.param",
                 format!(
                     "`{}` needs a target that speaks TLS: add tls = true to [target]",
@@ -626,12 +690,12 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             Some(_) => {}
         }
         if sw.values.is_empty() {
-            bad("sweep.values", "needs at least one value".into());
+            bad.add("sweep.values", "needs at least one value".to_string());
         }
         if let Some(k) = sw.kind() {
             for (i, v) in sw.values.iter().enumerate() {
                 match super::SweepValue::parse(k, v) {
-                    Err(e) => bad(&format!("sweep.values[{i}]"), e.to_string()),
+                    Err(e) => bad.add(&format!("sweep.values[{i}]"), e),
                     Ok(super::SweepValue::Count(n)) if k == SweepParam::Concurrency => {
                         concurrency(s, sw, n, &format!("sweep.values[{i}]"), bad)
                     }
@@ -640,7 +704,7 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             }
         }
         if sw.hold.secs() <= 0.0 {
-            bad("sweep.hold", "must be > 0".into());
+            bad.add("sweep.hold", "must be > 0".to_string());
         }
         check_sweep_server(s, sw, bad);
         if let Some(c) = &sw.curves {
@@ -651,7 +715,7 @@ fn check_sweep(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
 
 /// A `load.concurrency` value within the live knob it sets in each of the sweep's modes:
 /// clients in closed mode, D in the others.
-fn concurrency(s: &Scenario, sw: &Sweep, n: u32, key: &str, bad: &mut impl FnMut(&str, String)) {
+fn concurrency(s: &Scenario, sw: &Sweep, n: u32, key: &str, bad: &mut Problems) {
     let modes = if sw.modes.is_empty() {
         std::slice::from_ref(&s.load.mode)
     } else {
@@ -662,23 +726,18 @@ fn concurrency(s: &Scenario, sw: &Sweep, n: u32, key: &str, bad: &mut impl FnMut
         _ => LoadKnob::Sockets,
     });
     if let Some(e) = knobs.filter_map(|k| k.check(n as f64).err()).next() {
-        bad(key, e.to_string());
+        bad.add(key, e.to_string());
     }
 }
 
 /// `[sweep.curves]`: another known parameter than the sweep's, with valid values.
-fn check_curves(
-    s: &Scenario,
-    c: &Curves,
-    swept: Option<SweepParam>,
-    bad: &mut impl FnMut(&str, String),
-) {
+fn check_curves(s: &Scenario, c: &Curves, swept: Option<SweepParam>, bad: &mut Problems) {
     let Some(k) = c.kind() else {
-        bad("sweep.curves.param", unknown_param(&c.param));
+        bad.add("sweep.curves.param", unknown_param(&c.param));
         return;
     };
     if Some(k) == swept {
-        bad(
+        bad.add(
             "sweep.curves.param",
             format!(
                 "`{}` is what the sweep varies along each curve: the curves take another parameter (e.g. load.burst over a load.rate sweep)",
@@ -687,40 +746,43 @@ fn check_curves(
         );
     }
     if k.needs_network() && s.network.is_none() {
-        bad(
+        bad.add(
             "sweep.curves.param",
             format!("`{}` needs a [network] section", c.param),
         );
     }
     if c.values.is_empty() {
-        bad("sweep.curves.values", "needs at least one value".into());
+        bad.add(
+            "sweep.curves.values",
+            "needs at least one value".to_string(),
+        );
     }
     for (i, v) in c.values.iter().enumerate() {
         if let Err(e) = super::SweepValue::parse(k, v) {
-            bad(&format!("sweep.curves.values[{i}]"), e.to_string());
+            bad.add(&format!("sweep.curves.values[{i}]"), e.to_string());
         }
     }
 }
 
 /// The sweeps that change the server or its kernel: steering needs the lab (and not twice),
 /// the backlog a server that can change it live.
-fn check_sweep_server(s: &Scenario, sw: &Sweep, bad: &mut impl FnMut(&str, String)) {
+fn check_sweep_server(s: &Scenario, sw: &Sweep, bad: &mut Problems) {
     if !sw.steer.is_empty() {
         if s.network.is_none() {
-            bad(
+            bad.add(
                 "sweep.steer",
-                "steers the server's receive processing in the network lab: add a [network] section".into(),
+                "steers the server's receive processing in the network lab: add a [network] section".to_string(),
             );
         }
         if sw.kind() == Some(SweepParam::Steer) {
-            bad(
+            bad.add(
                 "sweep.steer",
-                "the sweep's parameter is network.steer already: remove one of the two".into(),
+                "the sweep's parameter is network.steer already: remove one of the two".to_string(),
             );
         }
     }
     if sw.kind() == Some(SweepParam::Backlog) && s.target.kind != TargetKind::Builtin {
-        bad(
+        bad.add(
             "sweep.param",
             format!(
                 "target.backlog changes live only in the built-in server (it listens again with the new backlog); kind = \"{}\" reads its backlog at start: run one scenario per backlog and overlay them with `synlab report A B`",
@@ -734,7 +796,7 @@ fn check_sweep_server(s: &Scenario, sw: &Sweep, bad: &mut impl FnMut(&str, Strin
 pub fn check_cpus(s: &Scenario, machine: &[usize]) -> Vec<Problem> {
     crate::model::cpus::check_cpus(&s.target.cpus, &s.load.cpus, machine)
         .into_iter()
-        .map(|(key, e)| (key.to_string(), e.to_string()))
+        .map(|(key, e)| Problem::new(key, e))
         .collect()
 }
 
@@ -770,21 +832,15 @@ pub fn dynamic_paths(s: &Scenario) -> Vec<String> {
 }
 
 /// A load knob's value at `key`, within the limits its live key keeps (`LoadKnob::check`).
-fn knob(knob: LoadKnob, v: f64, key: &str, bad: &mut impl FnMut(&str, String)) {
+fn knob(knob: LoadKnob, v: f64, key: &str, bad: &mut Problems) {
     if let Err(e) = knob.check(v) {
-        bad(key, e.to_string());
+        bad.add(key, e);
     }
 }
 
 /// A burst shape under `table`, its two keys named `keys` (ratio, fraction): the live knobs'
 /// limits and ratio x fraction <= 1.
-fn check_burst(
-    ratio: f64,
-    fraction: f64,
-    table: &str,
-    keys: [&str; 2],
-    bad: &mut impl FnMut(&str, String),
-) {
+fn check_burst(ratio: f64, fraction: f64, table: &str, keys: [&str; 2], bad: &mut Problems) {
     let key = match load_knob::check_burst(ratio, fraction) {
         Ok(_) => return,
         Err(
@@ -795,16 +851,16 @@ fn check_burst(
         ) => (keys[1], e),
         Err(e) => (keys[0], e),
     };
-    bad(&format!("{table}.{}", key.0), key.1.to_string());
+    bad.add(&format!("{table}.{}", key.0), key.1);
 }
 
 /// A character as a message names it: "a line feed (LF)", "a space".
 fn char_name(c: char) -> String {
     match c {
-        '\r' => "a carriage return (CR)".into(),
-        '\n' => "a line feed (LF)".into(),
-        '\t' => "a tab".into(),
-        ' ' => "a space".into(),
+        '\r' => "a carriage return (CR)".to_string(),
+        '\n' => "a line feed (LF)".to_string(),
+        '\t' => "a tab".to_string(),
+        ' ' => "a space".to_string(),
         c => format!("the control character U+{:04X}", c as u32),
     }
 }
@@ -817,7 +873,7 @@ pub fn resolve_files(s: &mut Scenario, dir: &Path) -> Vec<Problem> {
     if let Some(t) = s.load.tls.as_mut().filter(|t| !t.ca.is_empty()) {
         let path = dir.join(&t.ca);
         if !path.is_file() {
-            p.push((
+            p.push(Problem::new(
                 "load.tls.ca".to_string(),
                 format!(
                     "{} is not a file (a relative path is read from the scenario's folder): name the PEM file of the CA that signed the server's certificate",
@@ -844,15 +900,15 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
         && modes.iter().all(|m| *m == Mode::Closed)
         && sweep_kind != Some(SweepParam::Load(LoadKnob::Rate))
     {
-        w.push((
-            "load.rate".into(),
-            "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".into(),
+        w.push(Problem::new(
+            "load.rate".to_string(),
+            "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".to_string(),
         ));
     }
     if let Some(sw) = &s.sweep {
         if written_top.iter().any(|k| k == "duration") {
-            w.push((
-                "duration".into(),
+            w.push(Problem::new(
+                "duration".to_string(),
                 format!(
                     "is not used with a [sweep]: the run lasts its points' warmup + hold + cooldown (~{}); remove it",
                     about(run_length_s(s))
@@ -870,8 +926,8 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
                 .iter()
                 .map(|p| format!("`{}` {}", p.name, per_path(p).unwrap_or_default()))
                 .collect();
-            w.push((
-                "sweep.param".into(),
+            w.push(Problem::new(
+                "sweep.param".to_string(),
                 format!(
                     "`{}` sets all {} paths at once: each value replaces every path's own ({}), which no point uses",
                     sw.param,
@@ -915,7 +971,7 @@ fn run_metric_problems(
     let k = |key: &str| format!("threshold[{i}].{key}");
     let mut p = Vec::new();
     if s.sweep.is_none() {
-        p.push((
+        p.push(Problem::new(
             k("metric"),
             format!(
                 "`{}` is the capacity a sweep finds ([analysis] capacity): this scenario has no [sweep]",
@@ -924,20 +980,20 @@ fn run_metric_problems(
         ));
     }
     if t.max.is_none() && t.min.is_none() {
-        p.push((
+        p.push(Problem::new(
             k("metric"),
-            "a threshold needs `max` or `min` (or both), e.g. min = 900".into(),
+            "a threshold needs `max` or `min` (or both), e.g. min = 900".to_string(),
         ));
     }
     for (key, b) in [("max", &t.max), ("min", &t.min)] {
         if let Some(b) = b {
             if let Err(e) = m.parse_bound(b) {
-                p.push((k(key), e.to_string()));
+                p.push(Problem::new(k(key), e.to_string()));
             }
         }
     }
     if !t.points.is_empty() || !t.values.is_empty() || t.aggregate != Aggregate::default() {
-        p.push((
+        p.push(Problem::new(
             k("metric"),
             format!(
                 "`{}` is judged once per series of the sweep: remove `points`, `values` and `aggregate`",
@@ -960,47 +1016,48 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
         }
         let metric = check_metric(&t.metric);
         if let Err(e) = &metric {
-            p.push((k("metric"), e.to_string()));
+            p.push(Problem::new(k("metric"), e.to_string()));
         }
         if t.max.is_none() && t.min.is_none() {
-            p.push((
+            p.push(Problem::new(
                 k("metric"),
-                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".into(),
+                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".to_string(),
             ));
         }
         for (key, b) in [("max", &t.max), ("min", &t.min)] {
             if let (Some(b), Ok(metric)) = (b, &metric) {
                 if let Err(e) = parse_bound(b, *metric) {
-                    p.push((k(key), e.to_string()));
+                    p.push(Problem::new(k(key), e.to_string()));
                 }
             }
         }
         if t.over == Over::Run && !(t.points.is_empty() && t.values.is_empty()) {
-            p.push((
+            p.push(Problem::new(
                 k("over"),
                 "over = \"run\" judges the whole run: remove `points` / `values`, or judge \
                  points one by one (over = \"points\")"
-                    .into(),
+                    .to_string(),
             ));
         }
         if t.over == Over::Points && t.aggregate != Aggregate::default() {
-            p.push((
+            p.push(Problem::new(
                 k("aggregate"),
-                "aggregate applies only with over = \"run\"".into(),
+                "aggregate applies only with over = \"run\"".to_string(),
             ));
         }
         for (j, n) in t.points.iter().enumerate() {
             if *n == 0 || *n > n_points {
-                p.push((
+                p.push(Problem::new(
                     format!("threshold[{i}].points[{j}]"),
                     format!("point {n} does not exist: this scenario runs points 1 to {n_points}"),
                 ));
             }
         }
         match &s.sweep {
-            None if !t.values.is_empty() => p.push((
+            None if !t.values.is_empty() => p.push(Problem::new(
                 k("values"),
-                "this scenario has no [sweep]: choose points by number (`points = [1]`)".into(),
+                "this scenario has no [sweep]: choose points by number (`points = [1]`)"
+                    .to_string(),
             )),
             // An unknown sweep parameter is reported by the sweep's own validation.
             Some(sw) if sw.kind().is_some() => {
@@ -1014,8 +1071,8 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
                 for (j, v) in t.values.iter().enumerate() {
                     let key = format!("threshold[{i}].values[{j}]");
                     match crate::model::SweepValue::parse(kind, v) {
-                        Err(e) => p.push((key, e.to_string())),
-                        Ok(v) if !swept.contains(&v.to_string()) => p.push((
+                        Err(e) => p.push(Problem::new(key, e.to_string())),
+                        Ok(v) if !swept.contains(&v.to_string()) => p.push(Problem::new(
                             key,
                             format!(
                                 "{v} is not one of the sweep's values ({})",
@@ -1030,7 +1087,47 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
         }
     }
     for (j, why) in s.gate.status_problems() {
-        p.push((format!("gate.good_statuses[{j}]"), why));
+        p.push(Problem::new(format!("gate.good_statuses[{j}]"), why));
     }
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_are_typed_and_read_as_before() {
+        let mut s = crate::scenario::default_scenario();
+        s.load.rate = Some(crate::model::units::Num(0.5));
+        s.steps.push(Step {
+            requests_per_conn: Some(10),
+            ..Step::default()
+        });
+        let p = validate(&s);
+        let rate = p.iter().find(|p| p.key == "load.rate").unwrap();
+        assert_eq!(
+            rate.kind,
+            ProblemKind::Load(LoadKnobError::OutOfRange {
+                knob: LoadKnob::Rate,
+                value: 0.5
+            })
+        );
+        assert_eq!(rate.line, None, "lines come with the file");
+        assert_eq!(
+            rate.to_string(),
+            "`load.rate`: rate must be 1/s..1000000/s (got 0.5/s)"
+        );
+        let step = p.iter().find(|p| p.key == "step[0].requests_per_conn");
+        assert_eq!(
+            step.map(|p| &p.kind),
+            Some(&ProblemKind::NeedsKeepAlive {
+                what: "requests_per_conn"
+            })
+        );
+        assert_eq!(
+            ProblemKind::from("must be >= 1".to_string()).to_string(),
+            "must be >= 1"
+        );
+    }
 }

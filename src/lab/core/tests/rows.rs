@@ -1,0 +1,208 @@
+//! Rows, their rates and the cross-checks (SYNs against attempts, server against client
+//! responses), run totals and the notes of the drain, the live verdicts' pacing.
+
+use super::*;
+
+#[test]
+fn rows_keep_their_grid_and_rate_over_the_reports_timestamps() {
+    let mut c = core(1, Vec::new());
+    at(&mut c, 0.05, delta(0, 0.1, 30, 30));
+    at(&mut c, 0.08, server(1.0, 100));
+    assert!(row(&at(&mut c, 0.1, Input::Tick)).is_none(), "not due");
+    at(&mut c, 0.15, delta(0, 0.1, 50, 50));
+    // Late by 30 ms: the row says when it was taken, and the client's rate divides by the
+    // 0.2 s its reports cover, not by the 0.23 s since the start.
+    let (t, cols) = row(&at(&mut c, 0.23, Input::Tick)).expect("a row at 0.23 s");
+    assert_eq!(t, 0.23);
+    assert!(
+        close(cols[&col::ATTEMPTS], 400.0),
+        "{:?}",
+        cols[&col::ATTEMPTS]
+    );
+    assert_eq!(
+        cols[&col::SERVER_RESPONSES],
+        None,
+        "one server report: no rate"
+    );
+    assert_eq!(c.state.elapsed_s, 0.23);
+    // The grid stays at 0.4 (not 0.43); a row without reports is a gap, not a zero. The
+    // server's rate is over its own timestamps: 200 responses in 0.5 s.
+    at(&mut c, 0.3, server(1.5, 300));
+    assert!(row(&at(&mut c, 0.39, Input::Tick)).is_none());
+    let (t, cols) = row(&at(&mut c, 0.4, Input::Tick)).expect("a row at 0.4 s");
+    assert_eq!(t, 0.4);
+    assert_eq!(cols[&col::ATTEMPTS], None);
+    assert!(close(cols[&col::SERVER_RESPONSES], 400.0));
+    // After a stall the grid skips ahead instead of emitting a burst of rows.
+    assert!(row(&at(&mut c, 5.0, Input::Tick)).is_some());
+    assert!(row(&at(&mut c, 5.1, Input::Tick)).is_none());
+    assert!(row(&at(&mut c, 5.2, Input::Tick)).is_some());
+    // With probes on, a row waits up to half an interval for its sample.
+    c.set_probes_on(true);
+    assert!(
+        row(&at(&mut c, 5.4, Input::Tick)).is_none(),
+        "waits for the probe"
+    );
+    assert!(row(&at(&mut c, 5.5, Input::Tick)).is_some(), "no longer");
+    at(&mut c, 5.7, probe(100.0));
+    let (_, cols) = row(&at(&mut c, 5.7, Input::Tick)).expect("its sample came");
+    assert_eq!(cols[&col::SYN_IN], Some(100.0));
+}
+
+/// 15 s of rows at `attempts_per_s` with pcap seeing `syn_per_s`; the warnings and logs.
+fn rolling(attempts_per_s: f64, syn_per_s: f64) -> (Vec<Warning>, Vec<String>) {
+    let mut c = core(1, Vec::new());
+    let mut lines = Vec::new();
+    for k in 1..=75 {
+        // A pump is never exactly on the grid.
+        let t = k as f64 * INTERVAL + 0.001;
+        at(
+            &mut c,
+            t - 0.01,
+            delta(0, INTERVAL, (attempts_per_s * INTERVAL) as u64, 0),
+        );
+        at(&mut c, t - 0.01, probe(syn_per_s));
+        let fx = at(&mut c, t, Input::Tick);
+        assert!(row(&fx).is_some(), "a row at {t}");
+        lines.extend(logs(&fx).into_iter().map(String::from));
+    }
+    (c.state.warnings.clone(), lines)
+}
+
+#[test]
+fn the_rolling_check_of_syns_against_attempts_keeps_its_tolerance() {
+    let is_check = |w: &Warning| matches!(w, Warning::CrossCheck(_));
+    // At 1000/s over 10 s the tolerance is the floor, 2 %.
+    assert_eq!(
+        crosscheck::syn_check_tolerance_pct(1000.0, 10.0, INTERVAL),
+        crosscheck::TOLERANCE_PCT
+    );
+    let (w, lines) = rolling(1000.0, 1015.0);
+    assert!(
+        !w.iter().any(is_check) && lines.is_empty(),
+        "{w:?} {lines:?}"
+    );
+    let (w, lines) = rolling(1000.0, 1030.0);
+    assert!(w.iter().any(is_check), "{w:?}");
+    assert_eq!(
+        lines,
+        ["[15.0s] warning: cross-check: first SYN/s 1030 (retries left out) vs attempts/s 1000 (+3.0%)"]
+    );
+    // At 50/s the same 2.5 % is within the noise of the windows' edges (tolerance 2.7 %).
+    let tol = crosscheck::syn_check_tolerance_pct(50.0, 10.0, INTERVAL);
+    assert!(tol > 2.5 && tol < 3.0, "{tol}");
+    assert!(!rolling(50.0, 51.25).0.iter().any(is_check));
+    assert!(rolling(1000.0, 1025.0).0.iter().any(is_check));
+}
+
+#[test]
+fn the_final_check_of_server_against_client_responses_keeps_its_tolerance() {
+    let check = |server_responses: u64| {
+        let mut c = core(1, Vec::new());
+        at(&mut c, 1.0, delta(0, 1.0, 1000, 1000));
+        at(&mut c, 1.0, server(1.0, server_responses));
+        let line = c.final_crosscheck().expect("the server counted");
+        assert!(c.final_crosscheck().is_none(), "once per run");
+        (c.final_check.unwrap(), line)
+    };
+    let ((client, srv, diff), line) = check(1015);
+    assert_eq!((client, srv), (1000, 1015));
+    assert!((diff - 1.5).abs() < 1e-9);
+    assert_eq!(
+        line,
+        "cross-check: client counted 1000 responses, server 1015 (+1.50%): agree; the throughput is the clients' count, confirmed by the server's own"
+    );
+    let (_, line) = check(970);
+    assert!(
+        line.contains("(-3.00%) DISAGREE (> 2%); distrust the throughput figures"),
+        "{line}"
+    );
+    assert!(
+        core(1, Vec::new()).final_crosscheck().is_none(),
+        "no server count"
+    );
+}
+
+#[test]
+fn the_run_totals_take_pcaps_syns_from_the_sample_after_the_drain() {
+    let mut c = core(1, Vec::new());
+    at(&mut c, 1.0, delta(0, 1.0, 1000, 990));
+    at(&mut c, 1.0, server(1.0, 990));
+    c.final_crosscheck();
+    let Input::Probe(mut p) = probe(0.0) else {
+        unreachable!()
+    };
+    p.m.syn_in_total = Some(1002.0);
+    let t = c.run_totals(Some(&p), Some(1001));
+    assert_eq!((t.attempts, t.responses), (1000, 990));
+    assert_eq!(t.server_responses, Some(990));
+    assert_eq!((t.syn_in, t.client_active_opens), (Some(1002), Some(1001)));
+    // Estimated from the kernel's counters: no SYN count to stand behind.
+    p.syn_source = crate::probe::SynSource::Estimated;
+    assert_eq!(c.run_totals(Some(&p), None).syn_in, None);
+}
+
+#[test]
+fn the_notes_of_a_sample_read_after_the_drain_reach_run_log_once() {
+    let mut c = core(1, Vec::new());
+    let Input::Probe(mut p) = probe(0.0) else {
+        unreachable!()
+    };
+    p.notes = vec!["pcap dropped 3 frames".into()];
+    let mut fx = Vec::new();
+    c.probe_notes(&p, &mut fx);
+    assert_eq!(logs(&fx), ["probe: pcap dropped 3 frames"]);
+    assert!(c.notices().iter().any(|n| n == "pcap dropped 3 frames"));
+    let mut again = Vec::new();
+    c.probe_notes(&p, &mut again);
+    assert!(again.is_empty(), "once: {again:?}");
+    assert!(
+        logs(&at(&mut c, 1.0, Input::Probe(p))).is_empty(),
+        "folded: once"
+    );
+}
+
+#[test]
+fn the_live_verdicts_are_paced_by_the_cores_time() {
+    let mut c = core(1, Vec::new());
+    assert!(c.verdicts_due(0.3), "at once");
+    assert!(!c.verdicts_due(0.3 + LIVE_VERDICTS_EVERY_S - 0.01));
+    assert!(c.verdicts_due(0.3 + LIVE_VERDICTS_EVERY_S));
+    assert!(!c.verdicts_due(4.0));
+    assert!(
+        c.verdicts_due(10.0),
+        "a late pump judges once, not to catch up"
+    );
+    assert!(!c.verdicts_due(11.0));
+}
+
+#[test]
+fn the_routers_lateness_is_judged_once_past_its_start_up() {
+    let mut c = core(1, Vec::new());
+    let late = |t_ms: u64, departures: u64| Input::Router {
+        stats: Box::new(crate::net::router::RouterStats {
+            t_ms,
+            late_us: crate::metrics::hist::HistDelta(vec![(700, 1)]),
+            ..Default::default()
+        }),
+        late_life: (700, departures),
+    };
+    let warned = |c: &LabCore| {
+        c.state
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::RouterLate(_)))
+    };
+    // A thousand departures in the first second, late at start-up: no verdict yet.
+    at(&mut c, 0.6, late(600, 1000));
+    at(&mut c, 0.61, Input::Tick);
+    assert!(!warned(&c));
+    // Still late over enough departures: the verdict, logged once.
+    at(&mut c, 10.0, late(10_000, 30_000));
+    let fx = at(&mut c, 10.01, Input::Tick);
+    assert!(warned(&c));
+    assert!(logs(&fx).iter().any(|l| l.contains("late by up to 700 us")));
+    at(&mut c, 10.2, late(10_200, 31_000));
+    let fx = at(&mut c, 10.21, Input::Tick);
+    assert!(!logs(&fx).iter().any(|l| l.contains("late by up to")));
+}
