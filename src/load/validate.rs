@@ -99,11 +99,19 @@ pub fn check_config(cfg: &WorkerConfig) -> Result<(), BadConfig> {
             want: "at least one positive weight",
         });
     }
-    if cfg.connections > 0 && !cfg.keepalive {
+    // HTTP/2's connections are persistent without HTTP/1.1's keep-alive.
+    if cfg.connections > 0 && !cfg.keepalive && cfg.streams.is_none() {
         return Err(BadConfig {
             key: "connections",
             value: cfg.connections.to_string(),
-            want: "0 without keepalive (a pool of persistent connections needs HTTP/1.1)",
+            want: "0 without keepalive (a pool of persistent connections needs HTTP/1.1 or HTTP/2)",
+        });
+    }
+    if cfg.streams == Some(0) {
+        return Err(BadConfig {
+            key: "streams",
+            value: "0".into(),
+            want: "1 or more streams per connection (HTTP/2), or none (HTTP/1.x)",
         });
     }
     if let Some(ip) = cfg

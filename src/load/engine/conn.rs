@@ -587,6 +587,9 @@ impl Engine {
             }
             Role::Attempt => {}
         }
+        if phase == Phase::Streams {
+            self.mux_carry_retries(now);
+        }
     }
 }
 

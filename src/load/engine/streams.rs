@@ -278,6 +278,16 @@ impl Engine {
         self.mux_take_counts(idx);
     }
 
+    /// A multiplexed connection closed: requests waiting to go again that no connection is
+    /// left to carry (the load paused or draining, its last connection gone away) get one
+    /// of their own, so none is lost.
+    pub(super) fn mux_carry_retries(&mut self, now: u64) {
+        let alive = self.report.connecting + self.report.handshaking + self.report.active;
+        if self.sched.paused && alive == 0 && !self.sched.retries.is_empty() {
+            self.start_attempt(now, now, Role::Attempt);
+        }
+    }
+
     /// The connection's deadline: its oldest request timed out (the connection fails, each
     /// request in flight a response timeout), or the deadline moves to the new oldest's.
     pub(super) fn mux_deadline(&mut self, idx: usize, now: u64) {
