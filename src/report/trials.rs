@@ -318,7 +318,12 @@ impl Aggregate {
                     if row.get(key).is_some() {
                         let each: Vec<&serde_json::Value> =
                             all.iter().map(|s| &s["points"][i][key]).collect();
-                        row[key] = combine(&each, Combine::Median);
+                        let how = if key == "totals" {
+                            Combine::Sum
+                        } else {
+                            Combine::Median
+                        };
+                        row[key] = combine(&each, how);
                     }
                 }
                 // A flag raised in any trial, with that trial's reason when trial 1 has none.
@@ -660,7 +665,7 @@ mod tests {
             trial(30, 31, 2.0, 200.0, true),
         ];
         let each = |k: &str| t.iter().map(|x| &x[k]).collect::<Vec<_>>();
-        let totals = combine(&each("totals"), Combine::Median);
+        let totals = combine(&each("totals"), Combine::Sum);
         assert_eq!(totals["responses"], 60);
         assert_eq!(totals["requests"]["sent"], 63);
         assert_eq!(totals["requests"]["errors"], 0);
