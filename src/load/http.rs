@@ -1,6 +1,7 @@
 //! The HTTP client side, pure: request bytes for the mix, and an incremental response parser that
 //! works over split reads with no allocation (it keeps only a short line prefix inline), so one
-//! lives in every connection slot of the worker's slab.
+//! lives in every connection slot of the worker's slab. Bodies are framed by Content-Length, by
+//! chunked transfer-coding (nginx's sub_filter and gzip, any streamed response) or by the close.
 
 /// The request for `path`: HTTP/1.0 (the server closes) or HTTP/1.1 keep-alive.
 pub fn request(path: &str, host: &str, keepalive: bool) -> Vec<u8> {
@@ -16,12 +17,61 @@ pub enum Progress {
     /// The response is complete; `consumed` bytes of the last chunk belonged to it.
     Done(Response),
     /// The bytes are not an HTTP response.
-    Invalid(&'static str),
+    Invalid(BadResponse),
+}
+
+/// Why the bytes are not an HTTP/1.x response (or the stream ended inside one); Display is the
+/// line a user reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadResponse {
+    StatusLine,
+    StatusCode,
+    ContentLength,
+    HeadTooLong,
+    /// A chunk-size line that does not start with hex digits, or has more than an extension
+    /// after them.
+    ChunkSize,
+    /// A chunk size past 2^64 (more than 16 hex digits of value).
+    ChunkSizeTooLarge,
+    ChunkLineTooLong,
+    /// The bytes after a chunk's data are not CRLF: the data ran past its size.
+    ChunkEnd,
+    ClosedBeforeAnyByte,
+    ClosedMidResponse,
+}
+
+impl BadResponse {
+    /// The words, static (the engine's `HttpError` carries them).
+    pub fn words(self) -> &'static str {
+        match self {
+            BadResponse::StatusLine => "status line is not HTTP/1.x",
+            BadResponse::StatusCode => "status code is not three digits",
+            BadResponse::ContentLength => "bad Content-Length",
+            BadResponse::HeadTooLong => "response header block over 64 KiB",
+            BadResponse::ChunkSize => {
+                "bad chunk size in a chunked response (not hex digits, optionally followed by ;extensions)"
+            }
+            BadResponse::ChunkSizeTooLarge => "chunk size in a chunked response over 2^64 bytes",
+            BadResponse::ChunkLineTooLong => "chunk-size line of a chunked response over 4 KiB",
+            BadResponse::ChunkEnd => {
+                "chunk data of a chunked response not followed by CRLF (longer than its size said)"
+            }
+            BadResponse::ClosedBeforeAnyByte => "connection closed before any response byte",
+            BadResponse::ClosedMidResponse => "connection closed in the middle of a response",
+        }
+    }
+}
+
+impl std::fmt::Display for BadResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.words())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
+    /// The body's bytes: the payload, without a chunked body's framing.
     pub body_bytes: u64,
     /// The server asked to close the connection (or it is HTTP/1.0 without keep-alive).
     pub close: bool,
@@ -35,12 +85,33 @@ enum State {
     Body,
     /// No Content-Length: the body runs to EOF.
     BodyToEof,
+    /// Chunked: a chunk-size line (hex size, optional `;extensions`).
+    ChunkSize,
+    /// Chunked: `chunk_left` bytes of the chunk's data to come.
+    ChunkData,
+    /// Chunked: the CRLF after a chunk's data.
+    ChunkEnd,
+    /// Chunked: trailer lines after the last (zero) chunk, up to an empty line.
+    Trailers,
     Done,
 }
 
+/// How the body is framed, from Transfer-Encoding (RFC 9112 6.3: it overrides Content-Length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    /// No Transfer-Encoding: Content-Length, or to EOF.
+    Identity,
+    /// chunked is the final coding.
+    Chunked,
+    /// Another final coding: the body runs to EOF.
+    Other,
+}
+
 const LINE_KEEP: usize = 48;
-/// Guard against a peer that never ends its header block.
+/// Guard against a peer that never ends its header block (trailers count with it).
 const MAX_HEAD: u32 = 64 * 1024;
+/// Guard against a peer that never ends a chunk-size line (extensions included).
+const MAX_CHUNK_LINE: u32 = 4 * 1024;
 
 /// Incremental HTTP/1.x response parser: status, Content-Length, Connection.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +126,10 @@ pub struct ResponseParser {
     content_length: Option<u64>,
     conn_close: Option<bool>,
     body_read: u64,
+    coding: Coding,
+    /// Bytes of the current chunk-size (or chunk-end) line so far.
+    chunk_line: u32,
+    chunk_left: u64,
 }
 
 impl Default for ResponseParser {
@@ -75,6 +150,9 @@ impl ResponseParser {
         content_length: None,
         conn_close: None,
         body_read: 0,
+        coding: Coding::Identity,
+        chunk_line: 0,
+        chunk_left: 0,
     };
 
     /// Ready for a new response.
@@ -92,7 +170,11 @@ impl ResponseParser {
         let mut i = 0;
         while i < buf.len() {
             match self.state {
-                State::StatusLine | State::Headers => {
+                State::StatusLine
+                | State::Headers
+                | State::ChunkSize
+                | State::ChunkEnd
+                | State::Trailers => {
                     // A line at a time (memchr), not a byte at a time: the header block is
                     // most of what a small response costs to parse.
                     let rest = &buf[i..];
@@ -100,9 +182,17 @@ impl ResponseParser {
                     let part = &rest[..end.unwrap_or(rest.len())];
                     let used = part.len() + usize::from(end.is_some());
                     i += used;
-                    self.head_bytes = self.head_bytes.saturating_add(used as u32);
-                    if self.head_bytes > MAX_HEAD {
-                        return Progress::Invalid("response header block over 64 KiB");
+                    if matches!(self.state, State::ChunkSize | State::ChunkEnd) {
+                        // Chunk lines have their own bound: a long stream has many of them.
+                        self.chunk_line = self.chunk_line.saturating_add(used as u32);
+                        if self.chunk_line > MAX_CHUNK_LINE {
+                            return Progress::Invalid(BadResponse::ChunkLineTooLong);
+                        }
+                    } else {
+                        self.head_bytes = self.head_bytes.saturating_add(used as u32);
+                        if self.head_bytes > MAX_HEAD {
+                            return Progress::Invalid(BadResponse::HeadTooLong);
+                        }
                     }
                     let have = self.line_len as usize;
                     let keep = part.len().min(LINE_KEEP - have);
@@ -131,6 +221,15 @@ impl ResponseParser {
                     self.body_read += (buf.len() - i) as u64;
                     i = buf.len();
                 }
+                State::ChunkData => {
+                    let take = self.chunk_left.min((buf.len() - i) as u64);
+                    self.chunk_left -= take;
+                    self.body_read += take;
+                    i += take as usize;
+                    if self.chunk_left == 0 {
+                        self.state = State::ChunkEnd;
+                    }
+                }
                 State::Done => return Progress::Done(self.response(0)),
             }
         }
@@ -149,9 +248,9 @@ impl ResponseParser {
             }
             State::Done => Progress::Done(self.response(0)),
             State::StatusLine if self.head_bytes == 0 => {
-                Progress::Invalid("connection closed before any response byte")
+                Progress::Invalid(BadResponse::ClosedBeforeAnyByte)
             }
-            _ => Progress::Invalid("connection closed in the middle of a response"),
+            _ => Progress::Invalid(BadResponse::ClosedMidResponse),
         }
     }
 
@@ -159,24 +258,26 @@ impl ResponseParser {
         Response {
             status: self.status,
             body_bytes: self.body_read,
-            close: self.conn_close.unwrap_or(self.http10) || self.content_length.is_none(),
+            // A body with no framing of its own ends with the connection.
+            close: self.conn_close.unwrap_or(self.http10)
+                || (self.content_length.is_none() && self.coding != Coding::Chunked),
             consumed,
         }
     }
 
-    fn end_line(&mut self) -> Result<(), &'static str> {
+    fn end_line(&mut self) -> Result<(), BadResponse> {
         let kept = &self.line[..self.line_len as usize];
         let line = kept.strip_suffix(b"\r").unwrap_or(kept);
         match self.state {
             State::StatusLine => {
                 // "HTTP/1.1 200 OK"
                 if line.len() < 12 || !line.starts_with(b"HTTP/1.") || line[8] != b' ' {
-                    return Err("status line is not HTTP/1.x");
+                    return Err(BadResponse::StatusLine);
                 }
                 self.http10 = line[7] == b'0';
                 let code = &line[9..12];
                 if !code.iter().all(u8::is_ascii_digit) {
-                    return Err("status code is not three digits");
+                    return Err(BadResponse::StatusCode);
                 }
                 self.status = code.iter().fold(0u16, |a, d| a * 10 + (d - b'0') as u16);
                 self.state = State::Headers;
@@ -192,17 +293,22 @@ impl ResponseParser {
                     self.content_length = Some(0);
                     self.state = State::Done;
                 } else {
-                    self.state = match self.content_length {
-                        Some(0) => State::Done,
-                        Some(_) => State::Body,
-                        None => State::BodyToEof,
+                    self.state = match (self.coding, self.content_length) {
+                        (Coding::Chunked, _) => State::ChunkSize,
+                        (Coding::Other, _) => {
+                            self.content_length = None;
+                            State::BodyToEof
+                        }
+                        (Coding::Identity, Some(0)) => State::Done,
+                        (Coding::Identity, Some(_)) => State::Body,
+                        (Coding::Identity, None) => State::BodyToEof,
                     };
                 }
             }
             State::Headers => {
                 if let Some(v) = header_value(line, b"content-length") {
-                    let s = std::str::from_utf8(v).map_err(|_| "bad Content-Length")?;
-                    let n = s.trim().parse().map_err(|_| "bad Content-Length")?;
+                    let s = std::str::from_utf8(v).map_err(|_| BadResponse::ContentLength)?;
+                    let n = s.trim().parse().map_err(|_| BadResponse::ContentLength)?;
                     self.content_length = Some(n);
                 } else if let Some(v) = header_value(line, b"connection") {
                     if v.eq_ignore_ascii_case(b"close") {
@@ -211,15 +317,64 @@ impl ResponseParser {
                         self.conn_close = Some(false);
                     }
                 } else if let Some(v) = header_value(line, b"transfer-encoding") {
-                    if v.eq_ignore_ascii_case(b"chunked") {
-                        return Err("chunked responses are not supported");
-                    }
+                    // The final coding decides the framing ("gzip, chunked" is chunked).
+                    let last = v.rsplit(|&b| b == b',').next().unwrap_or(v);
+                    self.coding = if last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
+                        Coding::Chunked
+                    } else {
+                        Coding::Other
+                    };
                 }
             }
-            State::Body | State::BodyToEof | State::Done => {}
+            State::ChunkSize => {
+                let truncated = self.chunk_line as usize > kept.len() + 1;
+                self.chunk_left = chunk_size(line, truncated)?;
+                self.state = if self.chunk_left == 0 {
+                    State::Trailers
+                } else {
+                    State::ChunkData
+                };
+                self.chunk_line = 0;
+            }
+            State::ChunkEnd => {
+                if !line.is_empty() {
+                    return Err(BadResponse::ChunkEnd);
+                }
+                self.state = State::ChunkSize;
+                self.chunk_line = 0;
+            }
+            // Trailer fields are read past (none changes how the response is counted).
+            State::Trailers if line.is_empty() => self.state = State::Done,
+            State::Trailers | State::Body | State::BodyToEof | State::ChunkData | State::Done => {}
         }
         self.line_len = 0;
         Ok(())
+    }
+}
+
+/// The size on a chunk-size line (CR stripped): hex digits, then nothing or `;extensions`
+/// (whitespace allowed before the `;`). `truncated`: the line ran past what was kept of it.
+fn chunk_size(line: &[u8], truncated: bool) -> Result<u64, BadResponse> {
+    let mut size: u64 = 0;
+    let mut digits = 0;
+    for &b in line {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
+        };
+        size = size.checked_mul(16).ok_or(BadResponse::ChunkSizeTooLarge)? | u64::from(d);
+        digits += 1;
+    }
+    if digits == 0 {
+        return Err(BadResponse::ChunkSize);
+    }
+    match line[digits..].trim_ascii_start().first() {
+        Some(b';') => Ok(size),
+        // Nothing after the size, unless the line went on past the part kept of it.
+        None if !truncated => Ok(size),
+        _ => Err(BadResponse::ChunkSize),
     }
 }
 
@@ -363,11 +518,146 @@ mod tests {
         );
         assert!(matches!(p.eof(), Progress::Invalid(_)));
         let mut p = ResponseParser::default();
-        assert!(matches!(p.eof(), Progress::Invalid(m) if m.contains("before any")));
+        assert_eq!(p.eof(), Progress::Invalid(BadResponse::ClosedBeforeAnyByte));
         let mut p = ResponseParser::default();
         assert!(matches!(
             p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"),
             Progress::Invalid(_)
+        ));
+    }
+
+    /// nginx's sub_filter answer: chunks with an extension, a trailer, then the next
+    /// keep-alive response.
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n5;name=\"v\"\r\nhello\r\n1A \r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-Checksum: 42\r\nX-Other: y\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+
+    /// Length of CHUNKED's first response.
+    fn first_len() -> usize {
+        CHUNKED.len() - b"HTTP/1.1 204 No Content\r\n\r\n".len()
+    }
+
+    #[test]
+    fn chunked_split_at_every_byte_boundary_parses_the_same() {
+        let whole = feed_split(CHUNKED, CHUNKED.len());
+        assert_eq!(
+            whole,
+            Progress::Done(Response {
+                status: 200,
+                body_bytes: 5 + 26,
+                close: false,
+                consumed: first_len(),
+            })
+        );
+        for chunk in 1..CHUNKED.len() {
+            assert_eq!(feed_split(CHUNKED, chunk), whole, "reads of {chunk} bytes");
+        }
+        // Every two-read split, and the bytes after the response left for the next one.
+        for cut in 0..=CHUNKED.len() {
+            let mut p = ResponseParser::default();
+            let (a, b) = CHUNKED.split_at(cut);
+            let r = match p.feed(a) {
+                Progress::NeedMore => match p.feed(b) {
+                    Progress::Done(r) => Response {
+                        consumed: a.len() + r.consumed,
+                        ..r
+                    },
+                    other => panic!("cut {cut}: {other:?}"),
+                },
+                Progress::Done(r) => r,
+                other => panic!("cut {cut}: {other:?}"),
+            };
+            assert_eq!(Progress::Done(r), whole, "cut at {cut}");
+            p.reset();
+            let next = p.feed(&CHUNKED[r.consumed..]);
+            assert!(
+                matches!(next, Progress::Done(Response { status: 204, .. })),
+                "{next:?}"
+            );
+        }
+    }
+
+    fn parse_all(bytes: &[u8]) -> Progress {
+        let mut p = ResponseParser::default();
+        match p.feed(bytes) {
+            Progress::NeedMore => p.eof(),
+            other => other,
+        }
+    }
+
+    fn chunked_with(body: &str) -> Vec<u8> {
+        format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{body}").into_bytes()
+    }
+
+    #[test]
+    fn bad_chunk_sizes_are_typed_errors() {
+        for (body, want) in [
+            ("zz\r\nhello\r\n0\r\n\r\n", BadResponse::ChunkSize),
+            ("\r\nhello\r\n0\r\n\r\n", BadResponse::ChunkSize),
+            ("5 x\r\nhello\r\n0\r\n\r\n", BadResponse::ChunkSize),
+            ("-5\r\nhello\r\n0\r\n\r\n", BadResponse::ChunkSize),
+            (
+                "1ffffffffffffffff\r\nhello\r\n0\r\n\r\n",
+                BadResponse::ChunkSizeTooLarge,
+            ),
+            ("3\r\nhello\r\n0\r\n\r\n", BadResponse::ChunkEnd),
+            ("5\r\nhel", BadResponse::ClosedMidResponse),
+        ] {
+            assert_eq!(
+                parse_all(&chunked_with(body)),
+                Progress::Invalid(want),
+                "{body:?}"
+            );
+        }
+        let endless = chunked_with(&format!("5;{}", "x".repeat(5000)));
+        assert_eq!(
+            parse_all(&endless),
+            Progress::Invalid(BadResponse::ChunkLineTooLong)
+        );
+        // The words name what is wrong.
+        assert!(BadResponse::ChunkSize.to_string().contains("chunk size"));
+    }
+
+    #[test]
+    fn chunked_sizes_extensions_and_framing() {
+        // Upper and lower hex, a size with leading zeros, blanks before an extension.
+        let ok = chunked_with("00A\r\n0123456789\r\nb ; ext=1\r\nhello world\r\n0;last\r\n\r\n");
+        assert!(matches!(
+            parse_all(&ok),
+            Progress::Done(Response {
+                body_bytes: 21,
+                close: false,
+                ..
+            })
+        ));
+        // "gzip, chunked": chunked is the final coding; it overrides a Content-Length.
+        let gz = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        assert!(matches!(
+            parse_all(gz),
+            Progress::Done(Response {
+                body_bytes: 3,
+                close: false,
+                ..
+            })
+        ));
+        // Another final coding: the body runs to the close.
+        let other = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabcdef";
+        assert!(matches!(
+            parse_all(other),
+            Progress::Done(Response {
+                body_bytes: 6,
+                close: true,
+                ..
+            })
+        ));
+        // Connection: close on a chunked response still closes.
+        let closing =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n";
+        assert!(matches!(
+            parse_all(closing),
+            Progress::Done(Response {
+                body_bytes: 0,
+                close: true,
+                ..
+            })
         ));
     }
 

@@ -47,6 +47,8 @@ pub const EXIT_UNWRITTEN: u8 = 1;
 pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<std::process::ExitCode> {
     let written = match runs {
         [] => anyhow::bail!("synlab report takes at least one run folder"),
+        // A repeated run's folder: its aggregate again, from its trials.
+        [one] if !trials::trial_dirs(one).is_empty() => trials::rewrite(one),
         [one] => write_report(one),
         several => write_overlay(several),
     };

@@ -48,6 +48,11 @@ pub enum LineKind {
     Dashed,
     /// A reference (y = x, a limit, a target): dotted gray, no markers.
     Reference,
+    /// Markers only, hollow, no line (a repeated run's trials).
+    Scatter,
+    /// Translucent rectangles: the points in pairs, each a rectangle's lower-left and
+    /// upper-right corners (an interval over an x range).
+    Band,
 }
 
 /// One point; `y: None` is a gap (a failed or unmeasured point).
@@ -417,6 +422,16 @@ where
         // steep, short segments of a noisy series then leave spikes across the panel.
         let wide = s.line != LineKind::Reference && s.points.len() <= 60;
         let style = color.stroke_width(if wide { 2 } else { 1 });
+        if s.line == LineKind::Band {
+            let corners = s
+                .points
+                .chunks_exact(2)
+                .filter_map(|c| Some(((c[0].x, c[0].y?), (c[1].x, c[1].y?))));
+            chart
+                .draw_series(corners.map(|(a, b)| Rectangle::new([a, b], color.mix(0.22).filled())))
+                .map_err(err)?;
+            continue;
+        }
         // Client-bound crosses first, so the series' own marker stays visible on top.
         let bound: Vec<(f64, f64)> = s
             .points
@@ -455,6 +470,15 @@ where
                         .draw_series(DashedLineSeries::new(seg.clone(), 3, 4, style))
                         .map_err(err)?;
                 }
+                LineKind::Scatter => {
+                    chart
+                        .draw_series(
+                            seg.iter()
+                                .map(|p| Circle::new(*p, 4, color.stroke_width(2))),
+                        )
+                        .map_err(err)?;
+                }
+                LineKind::Band => {}
             }
             // Markers on sweep curves; a long time series would drown in them.
             let markers = s.points.len() <= 60;
@@ -546,6 +570,17 @@ fn draw_legend<DB: DrawingBackend>(
                     for x in (6..40).step_by(7) {
                         seg(x, x + 3, 1)?;
                     }
+                }
+                LineKind::Scatter => {
+                    a.draw(&Circle::new((23, y), 4, c.stroke_width(2)))
+                        .map_err(err)?;
+                }
+                LineKind::Band => {
+                    a.draw(&Rectangle::new(
+                        [(6, y - 6), (40, y + 6)],
+                        c.mix(0.22).filled(),
+                    ))
+                    .map_err(err)?;
                 }
             }
             Ok(())

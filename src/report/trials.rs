@@ -143,6 +143,13 @@ pub struct Aggregate {
     pub interrupted: bool,
 }
 
+/// Aggregates a repeated run's folder again from its `trial-K` sub-folders (`synlab report` of
+/// it): the aggregate files and report.md rewritten; returns report.md's path.
+pub fn rewrite(dir: &Path) -> anyhow::Result<PathBuf> {
+    let agg = aggregate(&trial_dirs(dir))?;
+    write(dir, &agg)
+}
+
 /// The numbers of a summary.json point row (the top-level numbers: figures, not counts).
 fn numbers(p: &serde_json::Value) -> Vec<(String, f64)> {
     p.as_object()
@@ -210,6 +217,71 @@ pub fn aggregate(trials: &[PathBuf]) -> anyhow::Result<Aggregate> {
     })
 }
 
+/// A point row's nested values, aggregated over the trials by [`combine`].
+const NESTED: [&str; 3] = ["totals", "paths", "classes"];
+
+/// How a nested number combines over the trials.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Combine {
+    Median,
+    /// Counts: summed, so a point's identities (sent = responses + errors + in flight) hold
+    /// over all its trials.
+    Sum,
+}
+
+/// A nested value (`totals`, `paths`, `classes`, `run_totals`) over the trials: the whole
+/// numbers under a `totals` key summed, every other number the median of the trials' (as the
+/// point's own figures); objects key by key, arrays of named objects matched by `name` (else by
+/// position); text and flags trial 1's.
+fn combine(vals: &[&serde_json::Value], how: Combine) -> serde_json::Value {
+    use serde_json::Value as V;
+    let Some(first) = vals.first() else {
+        return V::Null;
+    };
+    match first {
+        V::Object(o) => V::Object(
+            o.iter()
+                .map(|(k, _)| {
+                    let how = if k == "totals" { Combine::Sum } else { how };
+                    let kids: Vec<&V> = vals.iter().filter_map(|t| t.get(k)).collect();
+                    (k.clone(), combine(&kids, how))
+                })
+                .collect(),
+        ),
+        V::Array(items) => V::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let kids: Vec<&V> = vals
+                        .iter()
+                        .filter_map(|t| match item.get("name") {
+                            Some(n) => t.as_array()?.iter().find(|x| x.get("name") == Some(n)),
+                            None => t.get(i),
+                        })
+                        .collect();
+                    combine(&kids, how)
+                })
+                .collect(),
+        ),
+        V::Number(_) | V::Null => {
+            let whole: Option<Vec<u64>> = vals.iter().map(|v| v.as_u64()).collect();
+            match whole {
+                Some(w) if how == Combine::Sum => w.iter().sum::<u64>().into(),
+                _ => {
+                    let finite: Vec<f64> = vals
+                        .iter()
+                        .filter_map(|v| v.as_f64())
+                        .filter(|v| v.is_finite())
+                        .collect();
+                    finite_json(noise::median(&finite))
+                }
+            }
+        }
+        _ => (*first).clone(),
+    }
+}
+
 /// How the interval is computed, as summary.json's `trials.ci_method` says it.
 pub const CI_METHOD: &str = "order statistics of the trials' values (binomial, distribution-free): \
     the widest interval [x(k), x(n+1-k)] whose coverage reaches 95 %, else min .. max with its own coverage";
@@ -241,6 +313,18 @@ impl Aggregate {
                     } else {
                         serde_json::Value::Null
                     };
+                }
+                for key in NESTED {
+                    if row.get(key).is_some() {
+                        let each: Vec<&serde_json::Value> =
+                            all.iter().map(|s| &s["points"][i][key]).collect();
+                        let how = if key == "totals" {
+                            Combine::Sum
+                        } else {
+                            Combine::Median
+                        };
+                        row[key] = combine(&each, how);
+                    }
                 }
                 // A flag raised in any trial, with that trial's reason when trial 1 has none.
                 for (flag, why) in [("failed", "error"), ("client_bound", "client_bound_reason")] {
@@ -305,12 +389,24 @@ pub fn write(dir: &Path, agg: &Aggregate) -> anyhow::Result<PathBuf> {
     let mut meta = agg.first["meta"].as_object().cloned().unwrap_or_default();
     meta.insert("trials".into(), agg.trials.len().into());
     meta.insert("interrupted".into(), agg.interrupted.into());
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "meta": meta,
         "points": rows,
         "thresholds": [],
         "trials": agg.trials_json(dir),
     });
+    // The run's counts over all the trials (summed, as a point's).
+    for key in ["run_totals", "run_classes"] {
+        let each: Vec<&serde_json::Value> = all.iter().filter_map(|s| s.get(key)).collect();
+        if each.len() == all.len() {
+            let how = if key == "run_totals" {
+                Combine::Sum
+            } else {
+                Combine::Median
+            };
+            json[key] = combine(&each, how);
+        }
+    }
     let write = |name: &str, bytes: &[u8]| {
         let p = dir.join(name);
         std::fs::write(&p, bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))
@@ -373,9 +469,53 @@ pub fn write(dir: &Path, agg: &Aggregate) -> anyhow::Result<PathBuf> {
         }
     }
     write("trials.csv", long.as_bytes())?;
+    let plot = write_plot(dir, agg, &rows);
     let md = dir.join("report.md");
-    write("report.md", markdown(dir, agg, &rows).as_bytes())?;
-    Ok(md)
+    write("report.md", markdown(dir, agg, &rows, &plot).as_bytes())?;
+    match plot {
+        Err(e) => Err(super::Unwritten(vec![e]).into()),
+        Ok(_) => Ok(md),
+    }
+}
+
+/// The point's label: its number and sweep value.
+fn point_label(rows: &[serde_json::Value], i: usize) -> String {
+    rows.get(i)
+        .and_then(|r| r["value"].as_str())
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| format!("{}", i + 1), |v| format!("{} {v}", i + 1))
+}
+
+/// Draws the trials figure into `dir/plots` (None when there is nothing to draw; Err with
+/// what could not be written).
+fn write_plot(
+    dir: &Path,
+    agg: &Aggregate,
+    rows: &[serde_json::Value],
+) -> Result<Option<super::plots::Figure>, String> {
+    let meta = &agg.first["meta"];
+    let machine = meta
+        .get("machine")
+        .and_then(crate::sys::machine::Machine::from_json)
+        .map_or_else(|| "not recorded".to_string(), |m| m.describe());
+    let subtitle = format!(
+        "run: {} · {}\nmachine: {machine}",
+        meta["scenario"].as_str().unwrap_or("the scenario"),
+        rows.first()
+            .and_then(|r| r["backend"].as_str())
+            .unwrap_or("")
+    );
+    let labels = (0..agg.points.len())
+        .map(|i| point_label(rows, i))
+        .collect();
+    let Some(fig) = super::figures::trials_figure(agg, labels, subtitle) else {
+        return Ok(None);
+    };
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots)
+        .map_err(|e| format!("creating {}: {e}", plots.display()))
+        .and_then(|_| super::plots::render(&fig, &plots).map_err(|e| format!("{e:#}")))?;
+    Ok(Some(fig))
 }
 
 /// `median [lo .. hi]` of a figure (its merged percentile first for a latency percentile).
@@ -390,7 +530,12 @@ pub fn cell(f: &Figure) -> String {
     }
 }
 
-fn markdown(dir: &Path, agg: &Aggregate, rows: &[serde_json::Value]) -> String {
+fn markdown(
+    dir: &Path,
+    agg: &Aggregate,
+    rows: &[serde_json::Value],
+    plot: &Result<Option<super::plots::Figure>, String>,
+) -> String {
     let n = agg.trials.len();
     let level = agg.level_pct();
     let mut s =
@@ -413,12 +558,7 @@ fn markdown(dir: &Path, agg: &Aggregate, rows: &[serde_json::Value]) -> String {
     }
     s.push('\n');
     for (i, figs) in agg.points.iter().enumerate() {
-        let label = rows
-            .get(i)
-            .and_then(|r| r["value"].as_str())
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| format!("{}", i + 1), |v| format!("{} {v}", i + 1));
-        let _ = write!(s, "| {label} |");
+        let _ = write!(s, "| {} |", point_label(rows, i));
         for (col, _) in SHOWN {
             let c = figs.iter().find(|f| f.name == col).map(cell);
             let _ = write!(s, " {} |", c.unwrap_or_else(|| "-".into()));
@@ -432,6 +572,22 @@ fn markdown(dir: &Path, agg: &Aggregate, rows: &[serde_json::Value]) -> String {
             )
         });
         let _ = writeln!(s, " {spread} |");
+    }
+    match plot {
+        Ok(Some(f)) => {
+            let _ = write!(
+                s,
+                "\n![{t}](plots/{st}.png)\n\n[SVG](plots/{st}.svg) · [PNG](plots/{st}.png): \
+                 each dot a trial (left to right in trial order, so a drift shows), the bar the \
+                 median of the trials, the band its interval.\n",
+                t = f.title,
+                st = f.stem
+            );
+        }
+        Ok(None) => {}
+        Err(e) => {
+            let _ = writeln!(s, "\nThe trials plot could not be written: {e}");
+        }
     }
     s.push_str("\nTrials: ");
     let links: Vec<String> = agg
@@ -487,6 +643,94 @@ mod tests {
         // And not the average of the trials' own percentiles.
         let avg: f64 = trials.iter().map(|h| q_ms(h, 0.99)).sum::<f64>() / 3.0;
         assert_ne!(avg, q_ms(&all, 0.99));
+    }
+
+    #[test]
+    fn nested_counts_are_summed_and_nested_figures_are_medians_matched_by_name() {
+        let trial = |resp: u64, sent: u64, p50: f64, a_rate: f64, order_ab: bool| {
+            let a = serde_json::json!({"name": "a", "responses_per_s": a_rate,
+                "totals": {"responses": resp, "requests": {"sent": sent}}});
+            let b = serde_json::json!({"name": "b", "responses_per_s": 7.0,
+                "totals": {"responses": 1, "requests": {"sent": 1}}});
+            serde_json::json!({
+                "totals": {"responses": resp, "requests": {"sent": sent, "errors": 0},
+                           "tls": {"resumed_share": p50 / 10.0}},
+                "paths": [{"name": "lan", "total_p50_ms": p50}],
+                "classes": if order_ab { vec![a, b] } else { vec![b, a] },
+            })
+        };
+        let t = [
+            trial(10, 11, 1.0, 100.0, true),
+            trial(20, 21, 3.0, 300.0, false),
+            trial(30, 31, 2.0, 200.0, true),
+        ];
+        let each = |k: &str| t.iter().map(|x| &x[k]).collect::<Vec<_>>();
+        let totals = combine(&each("totals"), Combine::Sum);
+        assert_eq!(totals["responses"], 60);
+        assert_eq!(totals["requests"]["sent"], 63);
+        assert_eq!(totals["requests"]["errors"], 0);
+        // A share under totals is no count: its median.
+        assert_eq!(totals["tls"]["resumed_share"], 0.2);
+        let paths = combine(&each("paths"), Combine::Median);
+        assert_eq!(paths[0]["name"], "lan");
+        assert_eq!(paths[0]["total_p50_ms"], 2.0);
+        // Classes by name, whatever their order in a trial; their totals summed.
+        let classes = combine(&each("classes"), Combine::Median);
+        assert_eq!(classes[0]["name"], "a");
+        assert_eq!(classes[0]["responses_per_s"], 200.0);
+        assert_eq!(classes[0]["totals"]["responses"], 60);
+        assert_eq!(classes[1]["totals"]["requests"]["sent"], 3);
+    }
+
+    /// A repeated run's folder from three trial folders: the aggregate's nested totals are the
+    /// trials' sums, report.md shows the trials plot, and `rewrite` (synlab report of the
+    /// folder) makes the same files again.
+    #[test]
+    fn a_repeated_runs_folder_gets_the_trials_plot_and_summed_totals() {
+        let dir = tempfile::tempdir().unwrap();
+        for (k, (thr, resp)) in [(1000.0, 5000u64), (1100.0, 5500), (900.0, 4500)]
+            .iter()
+            .enumerate()
+        {
+            let t = dir.path().join(format!("{TRIAL_PREFIX}{}", k + 1));
+            std::fs::create_dir(&t).unwrap();
+            let v = serde_json::json!({
+                "meta": {"scenario": "three"},
+                "points": [{"point": 1, "value": "32", "throughput_per_s": thr,
+                    "total_p50_ms": 1.0 + k as f64, "total_p99_ms": 9.0 + k as f64,
+                    "failed": false, "client_bound": false, "error": "",
+                    "totals": {"responses": resp}}],
+                "run_totals": {"responses": resp},
+            });
+            std::fs::write(t.join("summary.json"), v.to_string()).unwrap();
+            std::fs::write(
+                t.join("summary.csv"),
+                format!("point,throughput_per_s\n1,{thr}\n"),
+            )
+            .unwrap();
+        }
+        let md = rewrite(dir.path()).unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(text.contains("![3 trials"), "{text}");
+        assert!(text.contains("(plots/trials.png)"), "{text}");
+        let svg = std::fs::read_to_string(dir.path().join("plots/trials.svg")).unwrap();
+        // The band (a rectangle per point and panel) and the trials' dots.
+        assert!(
+            svg.matches("opacity=\"0.22\"").count() >= 3,
+            "a band per panel"
+        );
+        assert!(
+            svg.matches("<circle").count() >= 9,
+            "a dot per trial and panel"
+        );
+        assert!(dir.path().join("plots/trials.png").is_file());
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["points"][0]["throughput_per_s"], 1000.0);
+        assert_eq!(v["points"][0]["totals"]["responses"], 15000);
+        assert_eq!(v["run_totals"]["responses"], 15000);
     }
 
     #[test]

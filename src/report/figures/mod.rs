@@ -5,10 +5,12 @@
 mod classes;
 mod sweep;
 mod timeseries;
+mod trials;
 
 pub use classes::{classes_over_time, point_classes};
 pub use sweep::sweep_figures;
 pub use timeseries::timeseries_figure;
+pub use trials::trials_figure;
 
 use super::plots::{Figure, LineKind, Panel, Series, XAxis, XY};
 use super::read::{Point, RunData};

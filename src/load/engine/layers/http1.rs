@@ -73,7 +73,7 @@ impl HttpLayer for Http1 {
                 });
                 Ok(())
             }
-            Progress::Invalid(why) => Err(HttpError::Invalid(why)),
+            Progress::Invalid(why) => Err(HttpError::Invalid(why.words())),
         }
     }
 
@@ -92,7 +92,7 @@ impl HttpLayer for Http1 {
                 });
                 Ok(())
             }
-            Progress::Invalid(why) => Err(HttpError::Invalid(why)),
+            Progress::Invalid(why) => Err(HttpError::Invalid(why.words())),
             Progress::NeedMore => Err(HttpError::Invalid("connection closed mid-response")),
         }
     }
