@@ -168,7 +168,7 @@ impl QuicClient {
 
     /// Starts a connection (its first Initial goes out at the next [`QuicClient::flush`]).
     pub fn connect(&mut self, now: Instant) -> anyhow::Result<ConnId> {
-        let (config, offer) = self.tls.next()?;
+        let (config, offer) = self.tls.next_config();
         let (ch, quic) = self
             .endpoint
             .connect(now, config, self.opts.server, &self.opts.server_name)

@@ -191,14 +191,14 @@ impl ClientTlsSet {
     }
 
     /// The config for the next connection, as the schedules say.
-    pub fn next(&mut self) -> anyhow::Result<(quinn_proto::ClientConfig, Offer)> {
-        Ok(match self.resumed.next(self.have_ticket()) {
+    pub fn next_config(&mut self) -> (quinn_proto::ClientConfig, Offer) {
+        match self.resumed.next(self.have_ticket()) {
             Plan::Full => (self.full.clone(), Offer::Full),
             Plan::Resume => match self.early_share.next(true) {
                 Plan::Resume => (self.early.clone(), Offer::EarlyData),
                 Plan::Full => (self.resume.clone(), Offer::Resume),
             },
-        })
+        }
     }
 
     /// Certificates verified so far.
