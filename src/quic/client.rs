@@ -141,7 +141,12 @@ impl QuicClient {
         });
         let sock = UdpSock::bind(bind)
             .map_err(|e| anyhow::anyhow!("binding the QUIC client's UDP socket {bind}: {e}"))?;
-        let tls = ClientTlsSet::new(&opts)?;
+        let tls = ClientTlsSet::new(
+            &opts.ca_pem,
+            opts.resumed,
+            opts.early_data,
+            opts.idle_timeout,
+        )?;
         let endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
         Ok(QuicClient {
             opts,

@@ -4,7 +4,6 @@
 //! handshakes were full is known exactly: only they verify a certificate, and the verifier
 //! counts.
 
-use super::client::ClientOptions;
 use crate::tls::schedule::{Plan, ResumeSchedule};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ClientSessionStore, Resumption};
@@ -139,17 +138,24 @@ pub struct ClientTlsSet {
 }
 
 impl ClientTlsSet {
-    pub fn new(o: &ClientOptions) -> anyhow::Result<ClientTlsSet> {
+    /// Verifying against `ca_pem`; `resumed` of the handshakes resume, `early_data` of those
+    /// send 0-RTT data; connections idle past `idle_timeout` end.
+    pub fn new(
+        ca_pem: &str,
+        resumed: f64,
+        early_data: f64,
+        idle_timeout: std::time::Duration,
+    ) -> anyhow::Result<ClientTlsSet> {
         let verified = Arc::new(AtomicU64::new(0));
         let verifier: Arc<dyn ServerCertVerifier> = Arc::new(Counting {
-            inner: crate::tls::client::verifier_for(&o.ca_pem)?,
+            inner: crate::tls::client::verifier_for(ca_pem)?,
             verified: verified.clone(),
         });
         let tickets = Arc::new(Mutex::new(Tickets::default()));
         let mut transport = quinn_proto::TransportConfig::default();
         transport.max_idle_timeout(Some(
-            quinn_proto::IdleTimeout::try_from(o.idle_timeout)
-                .map_err(|_| anyhow::anyhow!("idle timeout {:?} is too long", o.idle_timeout))?,
+            quinn_proto::IdleTimeout::try_from(idle_timeout)
+                .map_err(|_| anyhow::anyhow!("idle timeout {idle_timeout:?} is too long"))?,
         ));
         let transport = Arc::new(transport);
         let config = |offers: bool, early: bool| -> anyhow::Result<quinn_proto::ClientConfig> {
@@ -176,8 +182,8 @@ impl ClientTlsSet {
             early: config(true, true)?,
             tickets,
             verified,
-            resumed: ResumeSchedule::new(o.resumed),
-            early_share: ResumeSchedule::new(o.early_data),
+            resumed: ResumeSchedule::new(resumed),
+            early_share: ResumeSchedule::new(early_data),
         })
     }
 
