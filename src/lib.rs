@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod probe;
+pub mod quic;
 pub mod report;
 pub mod scenario;
 pub mod sys;

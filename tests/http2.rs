@@ -28,6 +28,7 @@ fn cfg(max_streams: u32) -> ServeConfig {
         accept_batch: 1,
         lingering_close: false,
         linger_timeout_ms: 2000,
+        http3: None,
         tls: None,
         max_streams,
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 /// Layers, lowest first; modules in one layer may use each other.
 const LAYERS: &[&[&str]] = &[
     &["model"],
-    &["sys", "metrics", "tls", "http2"],
+    &["sys", "metrics", "tls", "http2", "quic"],
     &["load", "target", "net", "probe"],
     &["scenario"],
     &["report"],

@@ -174,7 +174,7 @@ fn caddy_in_the_lab_serves_https_and_its_json_log_agrees() {
 }
 
 /// issue 47: Caddy in the lab answers HTTP/3 from a real QUIC client (quinn, tests/h3_support)
-/// in the client namespace while synlab's HTTP/1.1 load runs: every request 200 with its body,
+/// and from synlab's own (src/quic) in the client namespace while synlab's HTTP/1.1 load runs: every request 200 with its body,
 /// Caddy's log counts the client's HTTP/3 requests by its `request.proto` and the load's
 /// responses as HTTP/1.1, and pcap in the server namespace counts one first Initial per QUIC
 /// connection the client made.
@@ -211,6 +211,23 @@ fn caddy_in_the_lab_answers_http3_and_pcap_counts_its_initials() {
         run_for(&mut c, 0.1);
     }
     let h3 = client.join().unwrap().unwrap().unwrap();
+    // Then synlab's own QUIC client (src/quic), 8 streams in flight per connection.
+    let (own_conns, own_per) = (10u64, 20u64);
+    let (netns, ca) = (
+        c.first_client_netns().unwrap().to_string(),
+        std::fs::read_to_string(c.folder_dir().unwrap().join("tls/ca.pem")).unwrap(),
+    );
+    let own = std::thread::spawn(move || {
+        synlab::sys::netns::in_netns(&netns, || {
+            let o = synlab::quic::ClientOptions::new(server, synlab::tls::settings::LAB_NAME, &ca);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            synlab::quic::run_closed(o, own_conns, own_per, 8, "/bytes/1294", deadline)
+        })
+    });
+    while !own.is_finished() {
+        run_for(&mut c, 0.1);
+    }
+    let own = own.join().unwrap().unwrap().unwrap();
     c.apply(synlab::lab::knobs::Command::Pause(true))
         .into_result()
         .unwrap();
@@ -240,9 +257,20 @@ fn caddy_in_the_lab_answers_http3_and_pcap_counts_its_initials() {
         }
     );
     assert_eq!(
+        own.statuses.get(&200),
+        Some(&(own_conns * own_per)),
+        "{own:?}"
+    );
+    assert_eq!(own.stats.body_bytes, own_conns * own_per * 1294);
+    assert_eq!(
+        own.stats.handshakes_of(synlab::quic::HandshakeKind::Full),
+        own_conns
+    );
+    assert_eq!(own.stats.errors_total(), 0, "{:?}", own.stats.errors);
+    assert_eq!(
         log.http3,
-        conns * per,
-        "Caddy's HTTP/3 lines vs the client's requests"
+        conns * per + own_conns * own_per,
+        "Caddy's HTTP/3 lines vs the clients' requests"
     );
     assert_eq!(log.http2, 0);
     assert_eq!(
@@ -252,8 +280,8 @@ fn caddy_in_the_lab_answers_http3_and_pcap_counts_its_initials() {
     assert_eq!(server_lines, log.lines);
     assert_eq!(
         first_initials,
-        Some(conns as f64),
-        "pcap's first Initials vs the client's connections"
+        Some((conns + own_conns) as f64),
+        "pcap's first Initials vs the clients' connections"
     );
     assert!(initials >= first_initials, "{initials:?}");
 }

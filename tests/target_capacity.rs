@@ -26,6 +26,7 @@ fn cfg(arch: Arch, workers: u32, st_us: u64) -> ServeConfig {
         accept_batch: 1,
         lingering_close: true,
         linger_timeout_ms: 2000,
+        http3: None,
         tls: None,
         max_streams: 128,
     }

@@ -26,6 +26,7 @@ fn server(arch: Arch) -> Server {
             accept_batch: 1,
             lingering_close: true,
             linger_timeout_ms: 2000,
+            http3: None,
             tls: None,
             max_streams: 128,
         },

@@ -25,6 +25,7 @@ fn start(arch: Arch, lingering_close: bool, linger_timeout_ms: u64) -> Server {
         linger_timeout_ms,
         tls: None,
         max_streams: 128,
+        http3: None,
     };
     Server::start_with_exe(cfg, std::path::Path::new(env!("CARGO_BIN_EXE_synlab")))
         .expect("server starts")

@@ -25,6 +25,7 @@ fn cfg(arch: Arch) -> ServeConfig {
         accept_batch: 1,
         lingering_close: true,
         linger_timeout_ms: 2000,
+        http3: None,
         tls: None,
         max_streams: 128,
     }

@@ -72,7 +72,20 @@ pub struct SysctlSet {
     pub tcp_fin_timeout: Option<u32>,
     pub tcp_tw_reuse: Option<u8>,
     pub tcp_max_tw_buckets: Option<u32>,
+    /// net.core.rmem_max: read and refused (see [`RMEM_MAX_REFUSED`]); kept as a key so the
+    /// error says why instead of "unknown key".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rmem_max: Option<u64>,
 }
+
+/// Why `network.sysctl.*.rmem_max` is refused (issue 47): measured on kernel 6.18, a new
+/// network namespace shows net.core.rmem_max read-only (mode 0444, the first namespace's value;
+/// a write fails with EACCES even as root), so the only place to set it is the whole machine,
+/// which the lab never changes. tests/quic_lab.rs holds the measurement.
+pub const RMEM_MAX_REFUSED: &str = "net.core.rmem_max is one value for the whole machine (a \
+     network namespace shows it read-only), and the lab changes nothing outside its \
+     namespaces; set target.rcvbuf instead (the built-in server forces its UDP socket's buffer \
+     past rmem_max with SO_RCVBUFFORCE), or raise rmem_max on the host yourself";
 
 impl SysctlSet {
     /// (key under /proc/sys, value) pairs, in a stable order.
@@ -435,6 +448,9 @@ impl NetworkSpec {
                     errs.push(err(key(k), format!("{} is not 0, 1 or 2", v.unwrap())));
                 }
             }
+            if set.rmem_max.is_some() {
+                errs.push(err(key("rmem_max"), RMEM_MAX_REFUSED));
+            }
             if set.somaxconn == Some(0) {
                 errs.push(err(
                     key("somaxconn"),
@@ -667,6 +683,23 @@ mod tests {
                 "network.path[1].gilbert.r"
             ]
         );
+    }
+
+    /// issue 47: rmem_max is machine-wide, so it is refused with the reason and what to do.
+    #[test]
+    fn rmem_max_is_refused_with_its_reason() {
+        let n = parse(
+            r#"
+            [network.sysctl.server]
+            rmem_max = 26214400
+            "#,
+        )
+        .unwrap();
+        let errs = n.validate().unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].key, "network.sysctl.server.rmem_max");
+        assert_eq!(errs[0].msg, RMEM_MAX_REFUSED);
+        assert!(RMEM_MAX_REFUSED.contains("target.rcvbuf"));
     }
 
     #[test]

@@ -210,6 +210,19 @@ pub struct TargetSpec {
     /// Built-in server over HTTP/2 (event arch: h2 by ALPN, h2c): streams served at once per
     /// connection, its SETTINGS_MAX_CONCURRENT_STREAMS (nginx's default: 128).
     pub max_streams: u32,
+    // issue 47 (HTTP/3 target)
+    /// Built-in server over TLS (event arch): also serve HTTP/3 on UDP, same port.
+    #[serde(skip_serializing_if = "is_false")]
+    pub http3: bool,
+    /// HTTP/3: answer each first Initial with a Retry (address validation).
+    #[serde(skip_serializing_if = "is_false")]
+    pub quic_retry: bool,
+    /// HTTP/3: accept 0-RTT data on resumptions from the session cache.
+    #[serde(skip_serializing_if = "is_false")]
+    pub quic_early_data: bool,
+    /// HTTP/3: the UDP socket's receive buffer (SO_RCVBUF; unset: rmem_default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<Bytes>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -248,6 +261,10 @@ impl Default for TargetSpec {
             tls_session_cache: true,
             tls_tickets: true,
             max_streams: crate::http2::server::DEFAULT_MAX_STREAMS,
+            http3: false,
+            quic_retry: false,
+            quic_early_data: false,
+            rcvbuf: None,
         }
     }
 }

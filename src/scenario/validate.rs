@@ -158,6 +158,41 @@ fn check_target_limits(s: &Scenario, bad: &mut Problems) {
             ),
         );
     }
+    // issue 47: the built-in server's HTTP/3.
+    if t.http3 && (t.kind != TargetKind::Builtin || t.arch != crate::target::Arch::Event || !t.tls)
+    {
+        bad(
+            "target.http3",
+            "is the built-in server's HTTP/3: it needs arch = \"event\" and tls = true \
+             (kind = \"caddy\" serves HTTP/3 of itself)"
+                .into(),
+        );
+    }
+    for (key, on) in [
+        ("target.quic_retry", t.quic_retry),
+        ("target.quic_early_data", t.quic_early_data),
+        ("target.rcvbuf", t.rcvbuf.is_some()),
+    ] {
+        if on && !t.http3 {
+            bad(
+                key,
+                "applies to HTTP/3 only: set target.http3 = true".into(),
+            );
+        }
+    }
+    if t.quic_early_data && !t.tls_session_cache {
+        bad(
+            "target.quic_early_data",
+            "needs target.tls_session_cache = true: the server takes 0-RTT only on a \
+             resumption from its cache, never from a ticket"
+                .into(),
+        );
+    }
+    if let Some(b) = t.rcvbuf {
+        if b.0 < 4096 || b.0 > i32::MAX as u64 / 2 {
+            bad("target.rcvbuf", format!("({}) must be 4 KiB to 1 GiB", b.0));
+        }
+    }
     // issue 46: the built-in server's HTTP/2 stream limit.
     if t.max_streams == 0 || t.max_streams > crate::target::MAX_STREAMS {
         bad.add(

@@ -62,5 +62,6 @@ pub mod pcap;
 pub mod procfs;
 pub mod quic_packets;
 pub mod sockdiag;
+pub mod udp_mmsg;
 pub mod udpdiag;
 pub mod userns;

@@ -166,6 +166,7 @@ impl ServeArgs {
             stats_interval_ms: self.stats_interval.as_millis() as u64,
             accept_batch: self.accept_batch,
             max_streams: self.max_streams,
+            http3: None,
             lingering_close: self.lingering_close,
             linger_timeout_ms: self.linger_timeout.as_millis() as u64,
             tls: match (&self.tls_cert, &self.tls_key) {

@@ -78,6 +78,23 @@ pub struct ServeConfig {
     /// SETTINGS_MAX_CONCURRENT_STREAMS; past it, streams are refused).
     #[serde(default = "default_max_streams")]
     pub max_streams: u32,
+    /// Event arch over TLS: also serve HTTP/3 on a UDP socket of the same port (issue 47).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<Http3Options>,
+}
+
+/// How the built-in server serves HTTP/3.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Http3Options {
+    /// Answer a first Initial with a Retry (address validation) before any handshake.
+    #[serde(default)]
+    pub retry: bool,
+    /// Accept 0-RTT data from resuming clients.
+    #[serde(default)]
+    pub early_data: bool,
+    /// The UDP socket's SO_RCVBUF in bytes (None: the namespace's rmem_default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u32>,
 }
 
 fn default_max_streams() -> u32 {
@@ -178,6 +195,16 @@ pub struct ServerStats {
     pub h2_streams: u64,
     #[serde(default)]
     pub h2_refused: u64,
+    /// HTTP/3: QUIC handshakes (of them with 0-RTT accepted), Retry packets sent, request
+    /// streams served (in `requests` too).
+    #[serde(default)]
+    pub h3_handshakes: u64,
+    #[serde(default)]
+    pub h3_0rtt: u64,
+    #[serde(default)]
+    pub h3_retries: u64,
+    #[serde(default)]
+    pub h3_streams: u64,
     /// Where the server listens (the real port when the config asked for port 0).
     #[serde(default)]
     pub listen: String,

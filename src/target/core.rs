@@ -42,6 +42,12 @@ pub struct Counters {
     /// `max_streams` (REFUSED_STREAM).
     pub h2_streams: AtomicU64,
     pub h2_refused: AtomicU64,
+    /// HTTP/3 (issue 47): QUIC handshakes completed (and of them with 0-RTT accepted), Retry
+    /// packets sent, request streams served (each also counts in `requests`).
+    pub h3_handshakes: AtomicU64,
+    pub h3_0rtt: AtomicU64,
+    pub h3_retries: AtomicU64,
+    pub h3_streams: AtomicU64,
 }
 
 /// Most prefork / threaded workers a server may have (the pid table's size).
@@ -96,6 +102,10 @@ impl Counters {
             tls_failed: self.tls_failed.load(Relaxed),
             h2_streams: self.h2_streams.load(Relaxed),
             h2_refused: self.h2_refused.load(Relaxed),
+            h3_handshakes: self.h3_handshakes.load(Relaxed),
+            h3_0rtt: self.h3_0rtt.load(Relaxed),
+            h3_retries: self.h3_retries.load(Relaxed),
+            h3_streams: self.h3_streams.load(Relaxed),
             listen: String::new(),
             pid: 0,
         }

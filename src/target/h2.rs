@@ -142,26 +142,7 @@ impl H2Conn {
     /// Serves one stream as the HTTP/1.1 request `GET path` would be.
     fn request(&mut self, stream: u32, head: &RequestHead, ctx: &Ctx, counters: &Counters) {
         counters.h2_streams.fetch_add(1, Relaxed);
-        let parse = match head.method.as_str() {
-            "GET" | "HEAD" if head.path.starts_with('/') => Parse::Done(Request {
-                method: if head.method == "GET" {
-                    Method::Get
-                } else {
-                    Method::Head
-                },
-                path: head
-                    .path
-                    .split(['?', '#'])
-                    .next()
-                    .unwrap_or("/")
-                    .to_string(),
-                minor: 1,
-                wants_keepalive: true,
-                consumed: 0,
-            }),
-            "GET" | "HEAD" => Parse::Bad(400, "target is not an absolute path"),
-            _ => Parse::Bad(501, "method not implemented"),
-        };
+        let parse = parse_of(&head.method, &head.path);
         core::count_request(&parse, counters);
         // The CGI endpoint runs here, blocking the loop for its run (HTTP/1.x uses the pool).
         let resp = match super::dynamic::request_of(&parse, true) {
@@ -300,8 +281,27 @@ fn body_bytes(b: Option<&Body>, pattern: &[u8], mut off: u64, mut n: usize, out:
     }
 }
 
+/// An HTTP/2 or HTTP/3 request's method and path as the HTTP/1.1 request the server knows.
+pub(super) fn parse_of(method: &str, path: &str) -> Parse {
+    match method {
+        "GET" | "HEAD" if path.starts_with('/') => Parse::Done(Request {
+            method: if method == "GET" {
+                Method::Get
+            } else {
+                Method::Head
+            },
+            path: path.split(['?', '#']).next().unwrap_or("/").to_string(),
+            minor: 1,
+            wants_keepalive: true,
+            consumed: 0,
+        }),
+        "GET" | "HEAD" => Parse::Bad(400, "target is not an absolute path"),
+        _ => Parse::Bad(501, "method not implemented"),
+    }
+}
+
 /// The Content-Type of an HTTP/1.x response head, and the inline body after it.
-fn split_head(head: &[u8]) -> (Option<&str>, &[u8]) {
+pub(super) fn split_head(head: &[u8]) -> (Option<&str>, &[u8]) {
     let end = memchr::memmem::find(head, b"\r\n\r\n")
         .map(|i| i + 4)
         .unwrap_or(head.len());

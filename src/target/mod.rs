@@ -12,6 +12,7 @@ pub mod dynamic;
 pub mod event;
 pub mod files;
 pub mod h2;
+pub mod h3;
 pub mod http;
 pub mod linger;
 pub mod pool;
@@ -91,6 +92,20 @@ pub fn validate(cfg: &ServeConfig) -> anyhow::Result<()> {
     if let Some(t) = &cfg.tls {
         crate::tls::server::config(t)?;
     }
+    if let Some(h3) = &cfg.http3 {
+        if cfg.arch != Arch::Event || cfg.tls.is_none() {
+            anyhow::bail!(
+                "HTTP/3 is served by the event arch over TLS: set arch event and the TLS \
+                 certificate, or turn http3 off"
+            );
+        }
+        if h3.early_data && !cfg.tls.as_ref().is_some_and(|t| t.session_cache) {
+            anyhow::bail!(
+                "0-RTT needs the TLS session cache (the server takes early data only on a \
+                 resumption from its cache, never from a ticket): turn the cache on"
+            );
+        }
+    }
     Ok(())
 }
 
@@ -141,6 +156,8 @@ impl Server {
             )
         })?;
         let addr = listener.local_addr()?;
+        // HTTP/3 on the same port, UDP (bound here so a taken port fails the start).
+        let h3_sock = cfg.http3.as_ref().map(|o| h3::bind(addr, o)).transpose()?;
         let relisten = listener
             .try_clone()
             .context("a second descriptor of the listener")?;
@@ -163,7 +180,11 @@ impl Server {
         let (sh, s2) = (shared.clone(), stop.clone());
         let runner = std::thread::Builder::new()
             .name("serve-main".into())
-            .spawn(move || run(cfg, listener, shm_fd, dynamic, &sh, &|| s2.load(Relaxed)))?;
+            .spawn(move || {
+                run(cfg, listener, h3_sock, shm_fd, dynamic, &sh, &|| {
+                    s2.load(Relaxed)
+                })
+            })?;
         let mut s = Server {
             addr,
             listener: relisten,
@@ -250,6 +271,7 @@ impl Drop for Server {
 fn run(
     cfg: ServeConfig,
     listener: std::net::TcpListener,
+    h3_sock: Option<crate::sys::udp_mmsg::UdpSock>,
     shm_fd: std::os::fd::OwnedFd,
     dynamic: dynamic::Dynamic,
     shared: &Arc<SharedMem<core::Shared>>,
@@ -271,12 +293,32 @@ fn run(
             .transpose()?,
         cfg,
     });
-    let r = match ctx.cfg.arch {
-        Arch::Event => event::run(&listener, &ctx, &shared.counters, stop),
-        _ => pool::run_threaded(&listener, &ctx, shared, stop),
-    };
+    // HTTP/3 on its own thread, told to stop once the TCP side has (`stop` is not Sync).
+    let h3_stop = AtomicBool::new(false);
+    let r = std::thread::scope(|scope| -> anyhow::Result<()> {
+        let h3 = h3_sock.map(|sock| {
+            std::thread::Builder::new()
+                .name("serve-h3".into())
+                .spawn_scoped(scope, || {
+                    h3::run(sock, &ctx, &shared.counters, &|| h3_stop.load(Relaxed))
+                })
+        });
+        let h3 = h3.transpose()?;
+        let r = match ctx.cfg.arch {
+            Arch::Event => event::run(&listener, &ctx, &shared.counters, stop),
+            _ => pool::run_threaded(&listener, &ctx, shared, stop),
+        };
+        h3_stop.store(true, Relaxed);
+        if let Some(t) = h3 {
+            match t.join() {
+                Ok(res) => res.context("the HTTP/3 server failed")?,
+                Err(_) => anyhow::bail!("the HTTP/3 server thread panicked"),
+            }
+        }
+        Ok(r?)
+    });
     shared.counters.workers.store(0, Relaxed);
-    Ok(r?)
+    r
 }
 
 /// Runs a server until `stop()` returns true, writing one ServerStats JSON line to `out` right

@@ -33,6 +33,11 @@ impl Controller {
                     linger_timeout_ms: t.linger_timeout.0.as_millis() as u64,
                     tls: self.server_tls(),
                     max_streams: t.max_streams,
+                    http3: t.http3.then(|| crate::target::config::Http3Options {
+                        retry: t.quic_retry,
+                        early_data: t.quic_early_data,
+                        rcvbuf: t.rcvbuf.map(|b| b.0.min(u32::MAX as u64) as u32),
+                    }),
                 };
                 crate::target::validate(&cfg)?;
                 let tx = self.tx.clone();

@@ -1,0 +1,758 @@
+//! The QUIC + HTTP/3 client: quinn-proto's sans-IO endpoint driven from one UDP socket of
+//! our own ([`crate::sys::udp_mmsg`]: batched reads and writes, GSO/GRO), its timers handed
+//! out ([`QuicClient::poll_timeout`]) so the caller's loop (a thread's poll, an engine's timer
+//! wheel) decides when to call back. Requests are GETs on bidirectional streams; responses
+//! come back as [`ClientEvent`]s, the totals as [`QuicStats`].
+
+use super::h3::{self, FrameReader, StreamFrame};
+use super::stats::{ConnError, HandshakeKind, QuicStats};
+use super::tls::{ClientTlsSet, Offer};
+use crate::sys::udp_mmsg::{Datagrams, RecvBatch, UdpSock};
+use bytes::BytesMut;
+use quinn_proto::{
+    ConnectionError, ConnectionHandle, Dir, Endpoint, EndpointConfig, Event, StreamEvent, StreamId,
+    TransportErrorCode, VarInt,
+};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use quinn_proto::ConnectionHandle as ConnId;
+
+/// Transmits queued past this many wait for the socket before more are made.
+const MAX_QUEUED: usize = 1024;
+
+/// What a client connects to and how.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub server: SocketAddr,
+    /// The name sent (SNI) and verified; also the requests' `:authority`.
+    pub server_name: String,
+    /// Trusted roots, PEM (the lab's CA).
+    pub ca_pem: String,
+    /// Share of handshakes that resume a stored session (exact, by schedule).
+    pub resumed: f64,
+    /// Share of the resumed handshakes that send their first request as 0-RTT data.
+    pub early_data: f64,
+    /// A connection not established after this long is closed as a handshake timeout.
+    pub handshake_timeout: Duration,
+    /// QUIC's idle timeout (both ends take the smaller one).
+    pub idle_timeout: Duration,
+    /// Bidirectional streams the client lets the server open (0: none) and the stream
+    /// receive window, left to quinn-proto's defaults otherwise.
+    pub local: Option<SocketAddr>,
+}
+
+impl ClientOptions {
+    pub fn new(server: SocketAddr, server_name: &str, ca_pem: &str) -> ClientOptions {
+        ClientOptions {
+            server,
+            server_name: server_name.to_string(),
+            ca_pem: ca_pem.to_string(),
+            resumed: 0.0,
+            early_data: 0.0,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            local: None,
+        }
+    }
+}
+
+/// What happened that the caller acts on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    /// The handshake completed.
+    Connected {
+        conn: ConnId,
+        kind: HandshakeKind,
+        time: Duration,
+    },
+    /// A response came in whole.
+    Response {
+        conn: ConnId,
+        status: u16,
+        body_bytes: u64,
+        /// From the request's send to its HEADERS, and to its stream's end.
+        ttfb: Duration,
+        total: Duration,
+    },
+    /// A request's stream failed (reset by the server, a framing error).
+    StreamFailed { conn: ConnId },
+    /// More requests may be sent on the connection (streams were granted).
+    Ready { conn: ConnId },
+    /// The connection is gone; `error` None when the client closed it.
+    Closed {
+        conn: ConnId,
+        error: Option<ConnError>,
+    },
+}
+
+struct Request {
+    sent: Instant,
+    reader: FrameReader,
+    status: Option<u16>,
+    ttfb: Option<Duration>,
+    body: u64,
+}
+
+struct Conn {
+    quic: quinn_proto::Connection,
+    started: Instant,
+    offer: Offer,
+    /// Full handshakes verify the certificate: the count of verifications when it started.
+    verified_before: u64,
+    established: bool,
+    control: Option<StreamId>,
+    requests: HashMap<StreamId, Request>,
+    /// The reason recorded when the client closed it itself (a handshake timeout).
+    closed_by_us: Option<Option<ConnError>>,
+    reported_lost: bool,
+}
+
+/// The client: one endpoint, one socket, its connections.
+pub struct QuicClient {
+    opts: ClientOptions,
+    endpoint: Endpoint,
+    sock: UdpSock,
+    tls: ClientTlsSet,
+    conns: HashMap<ConnectionHandle, Conn>,
+    events: VecDeque<ClientEvent>,
+    /// Datagram runs made and not yet sent: destination, range in `out`, GSO segment size.
+    queue: Vec<(SocketAddr, usize, usize, Option<usize>)>,
+    out: Vec<u8>,
+    recv: RecvBatch,
+    stats: QuicStats,
+    /// Connection-level counters of connections already gone.
+    gone: quinn_proto::ConnectionStats,
+}
+
+impl QuicClient {
+    /// A client bound to an ephemeral port (or `opts.local`) of the calling thread's network
+    /// namespace.
+    pub fn new(opts: ClientOptions) -> anyhow::Result<QuicClient> {
+        let bind = opts.local.unwrap_or_else(|| {
+            if opts.server.is_ipv4() {
+                SocketAddr::from(([0, 0, 0, 0], 0))
+            } else {
+                SocketAddr::from(([0u16; 8], 0))
+            }
+        });
+        let sock = UdpSock::bind(bind)
+            .map_err(|e| anyhow::anyhow!("binding the QUIC client's UDP socket {bind}: {e}"))?;
+        let tls = ClientTlsSet::new(
+            &opts.ca_pem,
+            opts.resumed,
+            opts.early_data,
+            opts.idle_timeout,
+        )?;
+        let endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        Ok(QuicClient {
+            opts,
+            endpoint,
+            sock,
+            tls,
+            conns: HashMap::new(),
+            events: VecDeque::new(),
+            queue: Vec::new(),
+            out: Vec::new(),
+            recv: RecvBatch::default(),
+            stats: QuicStats::default(),
+            gone: Default::default(),
+        })
+    }
+
+    pub fn socket(&self) -> &UdpSock {
+        &self.sock
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// Starts a connection (its first Initial goes out at the next [`QuicClient::flush`]).
+    pub fn connect(&mut self, now: Instant) -> anyhow::Result<ConnId> {
+        let (config, offer) = self.tls.next_config();
+        let (ch, quic) = self
+            .endpoint
+            .connect(now, config, self.opts.server, &self.opts.server_name)
+            .map_err(|e| anyhow::anyhow!("starting a QUIC connection: {e}"))?;
+        self.stats.attempts += 1;
+        let zero_rtt = quic.has_0rtt();
+        self.conns.insert(
+            ch,
+            Conn {
+                quic,
+                started: now,
+                offer,
+                verified_before: self.tls.verified(),
+                established: false,
+                control: None,
+                requests: HashMap::new(),
+                closed_by_us: None,
+                reported_lost: false,
+            },
+        );
+        // With 0-RTT keys the first requests may go now, in early data.
+        if zero_rtt {
+            self.events.push_back(ClientEvent::Ready { conn: ch });
+        }
+        Ok(ch)
+    }
+
+    /// Sends `GET path` on a new stream; false when the connection has no stream to spare now
+    /// (a [`ClientEvent::Ready`] says when it has) or is not usable.
+    pub fn request(&mut self, conn: ConnId, path: &str, now: Instant) -> bool {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return false;
+        };
+        if c.closed_by_us.is_some() || !(c.established || c.quic.has_0rtt()) {
+            return false;
+        }
+        open_control(c);
+        let Some(id) = c.quic.streams().open(Dir::Bi) else {
+            return false;
+        };
+        let head = h3::request_headers("GET", &self.opts.server_name, path);
+        let mut s = c.quic.send_stream(id);
+        // A GET's HEADERS is far below any stream's initial credit.
+        if s.write(&head).map(|n| n < head.len()).unwrap_or(true) || s.finish().is_err() {
+            return false;
+        }
+        c.requests.insert(
+            id,
+            Request {
+                sent: now,
+                reader: FrameReader::default(),
+                status: None,
+                ttfb: None,
+                body: 0,
+            },
+        );
+        self.stats.requests += 1;
+        true
+    }
+
+    /// Requests in flight on `conn`.
+    pub fn in_flight(&self, conn: ConnId) -> usize {
+        self.conns.get(&conn).map_or(0, |c| c.requests.len())
+    }
+
+    /// Is `conn` established (or sending 0-RTT) and open?
+    pub fn usable(&self, conn: ConnId) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| c.closed_by_us.is_none() && (c.established || c.quic.has_0rtt()))
+    }
+
+    /// Closes `conn` (H3_NO_ERROR); it leaves once its closing period ends.
+    pub fn close(&mut self, conn: ConnId, now: Instant) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if c.closed_by_us.is_none() {
+                c.closed_by_us = Some(None);
+                c.quic
+                    .close(now, VarInt::from_u32(h3::H3_NO_ERROR), bytes::Bytes::new());
+            }
+        }
+    }
+
+    /// Connections open (including those closing).
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// When the client wants [`QuicClient::handle_timeout`] next: the earliest QUIC timer or
+    /// handshake deadline.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let hs = self.opts.handshake_timeout;
+        self.conns
+            .values_mut()
+            .flat_map(|c| {
+                let deadline =
+                    (!c.established && c.closed_by_us.is_none()).then_some(c.started + hs);
+                [c.quic.poll_timeout(), deadline]
+            })
+            .flatten()
+            .min()
+    }
+
+    /// Runs the timers that are due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let hs = self.opts.handshake_timeout;
+        let due: Vec<ConnectionHandle> = self
+            .conns
+            .iter_mut()
+            .filter_map(|(h, c)| {
+                let due = c.quic.poll_timeout().is_some_and(|t| t <= now)
+                    || (!c.established && c.closed_by_us.is_none() && c.started + hs <= now);
+                due.then_some(*h)
+            })
+            .collect();
+        for h in due {
+            let c = self.conns.get_mut(&h).unwrap();
+            if !c.established && c.closed_by_us.is_none() && c.started + hs <= now {
+                c.closed_by_us = Some(Some(ConnError::HandshakeTimeout));
+                c.quic.close(now, VarInt::from_u32(0), bytes::Bytes::new());
+            }
+            c.quic.handle_timeout(now);
+            self.process(h, now);
+        }
+    }
+
+    /// Reads what the socket holds and feeds it to the connections; true when something was read.
+    pub fn on_readable(&mut self, now: Instant) -> io::Result<bool> {
+        let mut any = false;
+        loop {
+            let n = self.sock.recv(&mut self.recv)?;
+            if n == 0 {
+                return Ok(any);
+            }
+            any = true;
+            let runs: Vec<(SocketAddr, Vec<u8>, usize)> = self
+                .recv
+                .iter()
+                .map(|(m, b)| (m.from, b.to_vec(), m.stride))
+                .collect();
+            for (from, bytes, stride) in runs {
+                for d in bytes.chunks(stride.max(1)) {
+                    self.datagram(now, from, d);
+                }
+            }
+        }
+    }
+
+    fn datagram(&mut self, now: Instant, from: SocketAddr, d: &[u8]) {
+        match long_header_kind(d) {
+            Some(LongKind::VersionNegotiation) => self.stats.version_negotiation += 1,
+            Some(LongKind::Retry) => self.stats.retry_received += 1,
+            _ => {}
+        }
+        let mut buf = Vec::new();
+        match self
+            .endpoint
+            .handle(now, from, None, None, BytesMut::from(d), &mut buf)
+        {
+            Some(quinn_proto::DatagramEvent::ConnectionEvent(h, ev)) => {
+                if let Some(c) = self.conns.get_mut(&h) {
+                    c.quic.handle_event(ev);
+                    self.process(h, now);
+                }
+            }
+            Some(quinn_proto::DatagramEvent::Response(t)) => {
+                self.enqueue(t.destination, &buf[..t.size], t.segment_size);
+            }
+            // A client endpoint takes no new connections.
+            Some(quinn_proto::DatagramEvent::NewConnection(i)) => self.endpoint.ignore(i),
+            None => {}
+        }
+    }
+
+    /// Handles what a connection did after input or a timer: its events for the endpoint and
+    /// for us.
+    fn process(&mut self, h: ConnectionHandle, now: Instant) {
+        let Some(c) = self.conns.get_mut(&h) else {
+            return;
+        };
+        while let Some(ev) = c.quic.poll_endpoint_events() {
+            if let Some(back) = self.endpoint.handle_event(h, ev) {
+                c.quic.handle_event(back);
+            }
+        }
+        while let Some(ev) = c.quic.poll() {
+            match ev {
+                Event::HandshakeDataReady | Event::DatagramReceived | Event::DatagramsUnblocked => {
+                }
+                Event::Connected => {
+                    c.established = true;
+                    let time = now.saturating_duration_since(c.started);
+                    let full = self.tls.verified() > c.verified_before;
+                    let kind = if full {
+                        HandshakeKind::Full
+                    } else if c.quic.accepted_0rtt() {
+                        HandshakeKind::ZeroRtt
+                    } else {
+                        HandshakeKind::Resumed
+                    };
+                    if c.offer != Offer::Full && full {
+                        self.stats.resume_declined += 1;
+                    }
+                    if c.offer == Offer::EarlyData && !c.quic.accepted_0rtt() {
+                        self.stats.zero_rtt_declined += 1;
+                    }
+                    self.tls.completed(c.offer, !full);
+                    *self.stats.handshakes.entry(kind).or_default() += 1;
+                    self.stats.handshake_time_sum += time;
+                    self.stats.handshake_time_max = self.stats.handshake_time_max.max(time);
+                    open_control(c);
+                    self.events.push_back(ClientEvent::Connected {
+                        conn: h,
+                        kind,
+                        time,
+                    });
+                    self.events.push_back(ClientEvent::Ready { conn: h });
+                }
+                Event::ConnectionLost { reason } => {
+                    let error = match c.closed_by_us {
+                        Some(mine) => mine,
+                        None => Some(classify(&reason, c.established)),
+                    };
+                    if let Some(e) = error {
+                        if e == ConnError::StatelessReset {
+                            self.stats.stateless_resets += 1;
+                        }
+                        *self.stats.errors.entry(e).or_default() += 1;
+                        if !c.established {
+                            self.tls.failed(c.offer);
+                        }
+                    }
+                    c.reported_lost = true;
+                    self.events
+                        .push_back(ClientEvent::Closed { conn: h, error });
+                }
+                Event::Stream(StreamEvent::Readable { id }) => {
+                    read_stream(c, h, id, now, &mut self.stats, &mut self.events);
+                }
+                Event::Stream(StreamEvent::Opened { dir }) => {
+                    // The server's control and QPACK streams: read and let go.
+                    while let Some(id) = c.quic.streams().accept(dir) {
+                        read_stream(c, h, id, now, &mut self.stats, &mut self.events);
+                    }
+                }
+                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
+                    self.events.push_back(ClientEvent::Ready { conn: h });
+                }
+                Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                    if c.requests.remove(&id).is_some() {
+                        self.events.push_back(ClientEvent::StreamFailed { conn: h });
+                    }
+                }
+                Event::Stream(_) => {}
+            }
+        }
+        // The handshake timed out by our close before the stack said anything: report now.
+        if c.quic.is_drained() {
+            let c = self.conns.remove(&h).unwrap();
+            if !c.reported_lost {
+                let error = c.closed_by_us.flatten();
+                if let Some(e) = error {
+                    *self.stats.errors.entry(e).or_default() += 1;
+                    if !c.established {
+                        self.tls.failed(c.offer);
+                    }
+                }
+                self.events
+                    .push_back(ClientEvent::Closed { conn: h, error });
+            }
+            add_conn_stats(&mut self.gone, &c.quic.stats());
+        }
+    }
+
+    /// Makes and sends what the connections have to send; true when all of it went out
+    /// (false: the socket is full, call again once it is writable).
+    pub fn flush(&mut self, now: Instant) -> io::Result<bool> {
+        let segments = self.sock.offload().gso_segments;
+        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        let mut buf = Vec::new();
+        for h in handles {
+            loop {
+                if self.queue.len() >= MAX_QUEUED && !self.send_queued()? {
+                    return Ok(false);
+                }
+                let Some(c) = self.conns.get_mut(&h) else {
+                    break;
+                };
+                buf.clear();
+                let Some(t) = c.quic.poll_transmit(now, segments, &mut buf) else {
+                    break;
+                };
+                self.enqueue(t.destination, &buf[..t.size], t.segment_size);
+            }
+            // poll_transmit may have finished a closing connection.
+            self.process(h, now);
+        }
+        self.send_queued()
+    }
+
+    fn enqueue(&mut self, to: SocketAddr, data: &[u8], segment: Option<usize>) {
+        let start = self.out.len();
+        self.out.extend_from_slice(data);
+        self.queue.push((to, start, self.out.len(), segment));
+    }
+
+    fn send_queued(&mut self) -> io::Result<bool> {
+        while !self.queue.is_empty() {
+            let items: Vec<Datagrams<'_>> = self
+                .queue
+                .iter()
+                .map(|(to, s, e, seg)| Datagrams {
+                    to: *to,
+                    data: &self.out[*s..*e],
+                    segment: *seg,
+                })
+                .collect();
+            let gso_before = self.sock.offload().gso_segments;
+            let sent = self.sock.send(&items)?;
+            drop(items);
+            self.queue.drain(..sent);
+            if sent == 0 {
+                if self.sock.offload().gso_segments != gso_before {
+                    // GSO refused: send the runs again datagram by datagram.
+                    self.split_queued();
+                    continue;
+                }
+                return Ok(false);
+            }
+        }
+        self.out.clear();
+        Ok(true)
+    }
+
+    fn split_queued(&mut self) {
+        let mut q = Vec::new();
+        for (to, s, e, seg) in self.queue.drain(..) {
+            let seg = seg.unwrap_or(e - s);
+            let mut a = s;
+            while a < e {
+                let b = (a + seg).min(e);
+                q.push((to, a, b, None));
+                a = b;
+            }
+        }
+        self.queue = q;
+    }
+
+    /// Takes the next event.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// The totals so far (connections open included).
+    pub fn stats(&self) -> QuicStats {
+        let mut s = self.stats.clone();
+        let mut total = self.gone;
+        for c in self.conns.values() {
+            add_conn_stats(&mut total, &c.quic.stats());
+        }
+        s.datagrams_sent = total.udp_tx.datagrams;
+        s.datagrams_received = total.udp_rx.datagrams;
+        s.bytes_sent = total.udp_tx.bytes;
+        s.bytes_received = total.udp_rx.bytes;
+        s.lost_packets = total.path.lost_packets;
+        s.lost_bytes = total.path.lost_bytes;
+        s.congestion_events = total.path.congestion_events;
+        s
+    }
+
+    /// Waits for the socket to be readable until `deadline` or the next timer, whichever comes
+    /// first, then reads, runs the timers and flushes: one turn of a thread's own loop.
+    pub fn turn(&mut self, deadline: Instant) -> io::Result<()> {
+        let now = Instant::now();
+        self.flush(now)?;
+        let wake = self.poll_timeout().map_or(deadline, |t| t.min(deadline));
+        if self.events.is_empty() {
+            self.sock
+                .wait_readable(Some(wake.saturating_duration_since(now)))?;
+        }
+        let now = Instant::now();
+        self.on_readable(now)?;
+        self.handle_timeout(now);
+        self.flush(now)?;
+        Ok(())
+    }
+}
+
+/// Opens the client's control stream once the connection may (RFC 9114 6.2.1).
+fn open_control(c: &mut Conn) {
+    if c.control.is_some() {
+        return;
+    }
+    if let Some(id) = c.quic.streams().open(Dir::Uni) {
+        let _ = c.quic.send_stream(id).write(&h3::control_stream_opening());
+        c.control = Some(id);
+    }
+}
+
+/// Reads what a stream has: a request's response frames, or a server stream's bytes dropped.
+fn read_stream(
+    c: &mut Conn,
+    h: ConnId,
+    id: StreamId,
+    now: Instant,
+    stats: &mut QuicStats,
+    events: &mut VecDeque<ClientEvent>,
+) {
+    let mut recv = c.quic.recv_stream(id);
+    let Ok(mut chunks) = recv.read(true) else {
+        return;
+    };
+    let mut frames = Vec::new();
+    let mut finished = false;
+    let mut failed = false;
+    let req = c.requests.get_mut(&id);
+    let mut req = req;
+    loop {
+        match chunks.next(usize::MAX) {
+            Ok(Some(chunk)) => {
+                if let Some(r) = req.as_deref_mut() {
+                    if r.reader.feed(&chunk.bytes, &mut frames).is_err() {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            Ok(None) => {
+                finished = true;
+                break;
+            }
+            Err(quinn_proto::ReadError::Blocked) => break,
+            Err(quinn_proto::ReadError::Reset(_)) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    let _ = chunks.finalize();
+    let Some(r) = req else {
+        return;
+    };
+    for f in frames {
+        match f {
+            StreamFrame::Headers(fields) if r.status.is_none() => {
+                r.status = h3::status_of(&fields);
+                r.ttfb = Some(now.saturating_duration_since(r.sent));
+            }
+            StreamFrame::Data(n) => r.body += n,
+            _ => {}
+        }
+    }
+    if failed || (finished && r.status.is_none()) {
+        c.requests.remove(&id);
+        events.push_back(ClientEvent::StreamFailed { conn: h });
+        return;
+    }
+    if finished {
+        let r = c.requests.remove(&id).unwrap();
+        let status = r.status.unwrap_or(0);
+        stats.responses += 1;
+        stats.body_bytes += r.body;
+        stats.status_classes[usize::from(status / 100).min(5)] += 1;
+        events.push_back(ClientEvent::Response {
+            conn: h,
+            status,
+            body_bytes: r.body,
+            ttfb: r.ttfb.unwrap_or_default(),
+            total: now.saturating_duration_since(r.sent),
+        });
+    }
+}
+
+fn classify(reason: &ConnectionError, established: bool) -> ConnError {
+    match reason {
+        ConnectionError::TimedOut if established => ConnError::IdleTimeout,
+        ConnectionError::TimedOut => ConnError::HandshakeTimeout,
+        ConnectionError::Reset => ConnError::StatelessReset,
+        ConnectionError::VersionMismatch => ConnError::VersionMismatch,
+        ConnectionError::ConnectionClosed(c)
+            if c.error_code == TransportErrorCode::CONNECTION_REFUSED =>
+        {
+            ConnError::Refused
+        }
+        ConnectionError::ConnectionClosed(c) => ConnError::Transport(u64::from(c.error_code)),
+        ConnectionError::ApplicationClosed(c) => ConnError::Application(c.error_code.into_inner()),
+        ConnectionError::TransportError(e) => ConnError::Local(u64::from(e.code)),
+        ConnectionError::LocallyClosed | ConnectionError::CidsExhausted => ConnError::Local(0),
+    }
+}
+
+fn add_conn_stats(t: &mut quinn_proto::ConnectionStats, s: &quinn_proto::ConnectionStats) {
+    t.udp_tx.datagrams += s.udp_tx.datagrams;
+    t.udp_tx.bytes += s.udp_tx.bytes;
+    t.udp_rx.datagrams += s.udp_rx.datagrams;
+    t.udp_rx.bytes += s.udp_rx.bytes;
+    t.path.lost_packets += s.path.lost_packets;
+    t.path.lost_bytes += s.path.lost_bytes;
+    t.path.congestion_events += s.path.congestion_events;
+}
+
+/// The long-header packets a client counts before the stack sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LongKind {
+    VersionNegotiation,
+    Retry,
+    Other,
+}
+
+/// What a datagram's first packet is, when it has a long header (RFC 9000 17.2; RFC 8999 for
+/// version negotiation, version 0).
+pub fn long_header_kind(d: &[u8]) -> Option<LongKind> {
+    let first = *d.first()?;
+    if first & 0x80 == 0 {
+        return None;
+    }
+    let version = u32::from_be_bytes(d.get(1..5)?.try_into().ok()?);
+    Some(if version == 0 {
+        LongKind::VersionNegotiation
+    } else if version == 1 && (first >> 4) & 0x03 == 0x03 {
+        LongKind::Retry
+    } else {
+        LongKind::Other
+    })
+}
+
+/// What [`run_closed`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClosedRun {
+    pub stats: QuicStats,
+    /// Responses per status (all seen).
+    pub statuses: std::collections::BTreeMap<u16, u64>,
+}
+
+/// A closed loop on one thread: `connections` connections one after another, each with
+/// `per_connection` GETs of `path`, `streams` of them in flight at once; stops at `deadline`.
+/// The tests' and the checks' client.
+pub fn run_closed(
+    opts: ClientOptions,
+    connections: u64,
+    per_connection: u64,
+    streams: usize,
+    path: &str,
+    deadline: Instant,
+) -> anyhow::Result<ClosedRun> {
+    let mut client = QuicClient::new(opts)?;
+    let mut run = ClosedRun::default();
+    for _ in 0..connections {
+        let conn = client.connect(Instant::now())?;
+        let (mut sent, mut done) = (0u64, 0u64);
+        let mut open = true;
+        while open && Instant::now() < deadline {
+            client.turn(deadline)?;
+            while let Some(ev) = client.poll_event() {
+                match ev {
+                    ClientEvent::Response { status, .. } => {
+                        done += 1;
+                        *run.statuses.entry(status).or_default() += 1;
+                    }
+                    ClientEvent::StreamFailed { .. } => done += 1,
+                    ClientEvent::Closed { .. } => open = false,
+                    ClientEvent::Connected { .. } | ClientEvent::Ready { .. } => {}
+                }
+            }
+            let now = Instant::now();
+            while open
+                && sent < per_connection
+                && client.in_flight(conn) < streams
+                && client.request(conn, path, now)
+            {
+                sent += 1;
+            }
+            if done >= per_connection && client.usable(conn) {
+                client.close(conn, now);
+            }
+        }
+    }
+    // The last closes go out before the socket goes.
+    client.flush(Instant::now())?;
+    run.stats = client.stats();
+    Ok(run)
+}

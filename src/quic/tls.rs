@@ -1,0 +1,232 @@
+//! The client's TLS 1.3 for QUIC: three configs over one session store (full: offers no
+//! session; resume: offers one; early: offers one and sends 0-RTT data), picked per connection
+//! by the same exact-share schedule as TLS over TCP ([`crate::tls::schedule`]). Which
+//! handshakes were full is known exactly: only they verify a certificate, and the verifier
+//! counts.
+
+use crate::tls::schedule::{Plan, ResumeSchedule};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ClientSessionStore, Resumption};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, NamedGroup, SignatureScheme};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// Tickets kept (the newest are offered first).
+const TICKETS_KEPT: usize = 64;
+
+/// What a connection offers the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    Full,
+    Resume,
+    /// Resume, with the first requests as 0-RTT data.
+    EarlyData,
+}
+
+#[derive(Debug, Default)]
+struct Tickets {
+    tls13: VecDeque<rustls::client::Tls13ClientSessionValue>,
+    kx_hint: Option<NamedGroup>,
+}
+
+/// The store as one config sees it: all keep the tickets the server sends; only the
+/// resuming ones hand a ticket out.
+#[derive(Debug)]
+struct StoreView {
+    tickets: Arc<Mutex<Tickets>>,
+    offers: bool,
+}
+
+impl StoreView {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tickets> {
+        self.tickets.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ClientSessionStore for StoreView {
+    fn set_kx_hint(&self, _: ServerName<'static>, group: NamedGroup) {
+        self.lock().kx_hint = Some(group);
+    }
+    fn kx_hint(&self, _: &ServerName<'_>) -> Option<NamedGroup> {
+        self.lock().kx_hint
+    }
+    // QUIC is TLS 1.3 only.
+    fn set_tls12_session(
+        &self,
+        _: ServerName<'static>,
+        _: rustls::client::Tls12ClientSessionValue,
+    ) {
+    }
+    fn tls12_session(&self, _: &ServerName<'_>) -> Option<rustls::client::Tls12ClientSessionValue> {
+        None
+    }
+    fn remove_tls12_session(&self, _: &ServerName<'static>) {}
+    fn insert_tls13_ticket(
+        &self,
+        _: ServerName<'static>,
+        v: rustls::client::Tls13ClientSessionValue,
+    ) {
+        let mut t = self.lock();
+        if t.tls13.len() >= TICKETS_KEPT {
+            t.tls13.pop_front();
+        }
+        t.tls13.push_back(v);
+    }
+    fn take_tls13_ticket(
+        &self,
+        _: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        if !self.offers {
+            return None;
+        }
+        self.lock().tls13.pop_back()
+    }
+}
+
+/// A verifier that counts the certificates it verified (one per full handshake).
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn ServerCertVerifier>,
+    verified: Arc<AtomicU64>,
+}
+
+impl ServerCertVerifier for Counting {
+    fn verify_server_cert(
+        &self,
+        end: &CertificateDer<'_>,
+        inter: &[CertificateDer<'_>],
+        name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.verified.fetch_add(1, Relaxed);
+        self.inner.verify_server_cert(end, inter, name, ocsp, now)
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(m, c, d)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(m, c, d)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The client's configs, ticket store and schedules.
+pub struct ClientTlsSet {
+    full: quinn_proto::ClientConfig,
+    resume: quinn_proto::ClientConfig,
+    early: quinn_proto::ClientConfig,
+    tickets: Arc<Mutex<Tickets>>,
+    verified: Arc<AtomicU64>,
+    resumed: ResumeSchedule,
+    /// Among resumptions, which send early data (the same accumulator, over resumptions).
+    early_share: ResumeSchedule,
+}
+
+impl ClientTlsSet {
+    /// Verifying against `ca_pem`; `resumed` of the handshakes resume, `early_data` of those
+    /// send 0-RTT data; connections idle past `idle_timeout` end.
+    pub fn new(
+        ca_pem: &str,
+        resumed: f64,
+        early_data: f64,
+        idle_timeout: std::time::Duration,
+    ) -> anyhow::Result<ClientTlsSet> {
+        let verified = Arc::new(AtomicU64::new(0));
+        let verifier: Arc<dyn ServerCertVerifier> = Arc::new(Counting {
+            inner: crate::tls::client::verifier_for(ca_pem)?,
+            verified: verified.clone(),
+        });
+        let tickets = Arc::new(Mutex::new(Tickets::default()));
+        let mut transport = quinn_proto::TransportConfig::default();
+        transport.max_idle_timeout(Some(
+            quinn_proto::IdleTimeout::try_from(idle_timeout)
+                .map_err(|_| anyhow::anyhow!("idle timeout {idle_timeout:?} is too long"))?,
+        ));
+        let transport = Arc::new(transport);
+        let config = |offers: bool, early: bool| -> anyhow::Result<quinn_proto::ClientConfig> {
+            let mut c = rustls::ClientConfig::builder_with_provider(crate::tls::provider(None))
+                .with_protocol_versions(&[&rustls::version::TLS13])?
+                .dangerous()
+                .with_custom_certificate_verifier(verifier.clone())
+                .with_no_client_auth();
+            c.alpn_protocols = vec![b"h3".to_vec()];
+            c.enable_early_data = early;
+            c.resumption = Resumption::store(Arc::new(StoreView {
+                tickets: tickets.clone(),
+                offers,
+            }));
+            let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(c))
+                .map_err(|e| anyhow::anyhow!("the TLS config does not suit QUIC: {e}"))?;
+            let mut q = quinn_proto::ClientConfig::new(Arc::new(quic));
+            q.transport_config(transport.clone());
+            Ok(q)
+        };
+        Ok(ClientTlsSet {
+            full: config(false, false)?,
+            resume: config(true, false)?,
+            early: config(true, true)?,
+            tickets,
+            verified,
+            resumed: ResumeSchedule::new(resumed),
+            early_share: ResumeSchedule::new(early_data),
+        })
+    }
+
+    fn have_ticket(&self) -> bool {
+        !self
+            .tickets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tls13
+            .is_empty()
+    }
+
+    /// The config for the next connection, as the schedules say.
+    pub fn next_config(&mut self) -> (quinn_proto::ClientConfig, Offer) {
+        match self.resumed.next(self.have_ticket()) {
+            Plan::Full => (self.full.clone(), Offer::Full),
+            Plan::Resume => match self.early_share.next(true) {
+                Plan::Resume => (self.early.clone(), Offer::EarlyData),
+                Plan::Full => (self.resume.clone(), Offer::Resume),
+            },
+        }
+    }
+
+    /// Certificates verified so far.
+    pub fn verified(&self) -> u64 {
+        self.verified.load(Relaxed)
+    }
+
+    pub fn completed(&mut self, offer: Offer, resumed: bool) {
+        let plan = if offer == Offer::Full {
+            Plan::Full
+        } else {
+            Plan::Resume
+        };
+        self.resumed.completed(plan, resumed);
+    }
+
+    pub fn failed(&mut self, offer: Offer) {
+        let plan = if offer == Offer::Full {
+            Plan::Full
+        } else {
+            Plan::Resume
+        };
+        self.resumed.failed(plan);
+    }
+}
