@@ -16,6 +16,7 @@ LONG=${4:-20}
 PAIRS_LONG=${5:-2}
 SYNLAB=${SYNLAB:-${CARGO_TARGET_DIR:-target}/release/synlab}
 OUT=${OUT:-$(mktemp -d /tmp/synlab-ab-check.XXXXXX)}
+mkdir -p "$OUT"
 [ -x "$SYNLAB" ] || { echo "no synlab binary at $SYNLAB" >&2; exit 2; }
 command -v jq > /dev/null || { echo "jq is needed" >&2; exit 2; }
 
