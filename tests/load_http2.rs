@@ -218,6 +218,7 @@ fn a_stream_limit_below_m_makes_requests_wait_not_fail() {
 
 fn serve_config(max_streams: u32) -> ServeConfig {
     ServeConfig {
+        http3: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         arch: Arch::Event,
         workers: 1,

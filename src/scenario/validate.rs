@@ -161,11 +161,11 @@ fn check_target_limits(s: &Scenario, bad: &mut Problems) {
     // issue 47: the built-in server's HTTP/3.
     if t.http3 && (t.kind != TargetKind::Builtin || t.arch != crate::target::Arch::Event || !t.tls)
     {
-        bad(
+        bad.add(
             "target.http3",
             "is the built-in server's HTTP/3: it needs arch = \"event\" and tls = true \
              (kind = \"caddy\" serves HTTP/3 of itself)"
-                .into(),
+                .to_string(),
         );
     }
     for (key, on) in [
@@ -174,23 +174,23 @@ fn check_target_limits(s: &Scenario, bad: &mut Problems) {
         ("target.rcvbuf", t.rcvbuf.is_some()),
     ] {
         if on && !t.http3 {
-            bad(
+            bad.add(
                 key,
-                "applies to HTTP/3 only: set target.http3 = true".into(),
+                "applies to HTTP/3 only: set target.http3 = true".to_string(),
             );
         }
     }
     if t.quic_early_data && !t.tls_session_cache {
-        bad(
+        bad.add(
             "target.quic_early_data",
             "needs target.tls_session_cache = true: the server takes 0-RTT only on a \
              resumption from its cache, never from a ticket"
-                .into(),
+                .to_string(),
         );
     }
     if let Some(b) = t.rcvbuf {
         if b.0 < 4096 || b.0 > i32::MAX as u64 / 2 {
-            bad("target.rcvbuf", format!("({}) must be 4 KiB to 1 GiB", b.0));
+            bad.add("target.rcvbuf", format!("({}) must be 4 KiB to 1 GiB", b.0));
         }
     }
     // issue 46: the built-in server's HTTP/2 stream limit.
