@@ -721,7 +721,10 @@ mod tests {
         a.diag = Some(w);
         let s = build(&a, None, &a, t0, 0, K, &Cores::default());
         assert_eq!(
-            (s.m.accept_queue_wait_oldest_ms, s.m.accept_queue_wait_mean_ms),
+            (
+                s.m.accept_queue_wait_oldest_ms,
+                s.m.accept_queue_wait_mean_ms
+            ),
             (Some(30.0), Some(20.0))
         );
         // A sample without a walk: the accept queue (queried every sample) is reported, state
