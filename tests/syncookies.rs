@@ -83,34 +83,33 @@ fn with_syncookies_2_the_syns_become_cookies_sent_and_validated() {
         d("TcpExt.ListenOverflows"),
     );
     let secs = run.as_secs_f64();
-    let line = cookies_line(
-        sent as f64 / secs,
-        recv as f64 / secs,
-        queue_full as f64 / secs,
-    );
+    let line = cookies_line(sent as f64 / secs, recv as f64 / secs);
     eprintln!(
         "{syns} SYNs, {accepted} accepted; SyncookiesSent {sent}, SyncookiesRecv {recv}, \
          TCPReqQFullDoCookies {queue_full}, ListenOverflows {overflows}\n{line:?}"
     );
     assert!(syns > 500, "only {syns} SYNs: the flood did not run");
-    // Every SYN that did not meet a full accept queue got a cookie, not a SYN queue entry.
+    // Every SYN got a cookie (the kernel counts TCPReqQFullDoCookies for each in mode 2), and
+    // was sent one unless it met a full accept queue (measured: 960 SYNs = 722 cookies sent +
+    // 238 overflows; 722 validated = 722 accepted).
+    let noise = 2 + syns / 100;
     assert!(
-        sent + overflows >= syns,
-        "{sent} cookies + {overflows} overflows < {syns} SYNs"
+        queue_full.abs_diff(syns) <= noise,
+        "{queue_full} cookie decisions, {syns} SYNs"
     );
-    assert!(sent >= syns * 9 / 10, "{sent} cookies for {syns} SYNs");
+    assert!(
+        (sent + overflows).abs_diff(syns) <= noise,
+        "{sent} cookies + {overflows} overflows vs {syns} SYNs"
+    );
+    assert!(sent > syns / 2, "{sent} cookies for {syns} SYNs");
     // The handshakes came back as validated cookies: each accepted connection is one.
     assert!(
-        recv >= accepted * 9 / 10 && recv > 0,
+        recv.abs_diff(accepted) <= noise && recv > 0,
         "{recv} validated, {accepted} accepted"
-    );
-    assert_eq!(
-        queue_full, 0,
-        "cookies for a full SYN queue: tcp_syncookies = 2 sends them all"
     );
     let line = line.expect("the view says cookies");
     assert!(
-        line.contains("every SYN") && line.contains("validated/s"),
+        line.contains("validated/s") && line.contains("tcp_syncookies"),
         "{line}"
     );
     drop(listener);
