@@ -126,7 +126,7 @@ impl ExactWait {
         for &(ms, n) in counts {
             h.record_n(u64::from(ms), n).ok()?;
         }
-        (h.len() > 0).then(|| ExactWait {
+        (!h.is_empty()).then(|| ExactWait {
             count: h.len(),
             mean_ms: h.mean(),
             p50_ms: h.value_at_quantile(0.5) as f64,

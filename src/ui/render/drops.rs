@@ -109,6 +109,16 @@ pub fn cookies_line(sent: f64, validated: f64) -> Option<String> {
     })
 }
 
+pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
+    let inner = panel(
+        area,
+        buf,
+        "what the kernel dropped, and why (y closes)",
+        &app.theme,
+    );
+    Paragraph::new(lines(app, st, inner.width)).render(inner, buf);
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -121,14 +131,4 @@ mod tests {
         );
         assert!(l.contains("tcp_syncookies"), "{l}");
     }
-}
-
-pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
-    let inner = panel(
-        area,
-        buf,
-        "what the kernel dropped, and why (y closes)",
-        &app.theme,
-    );
-    Paragraph::new(lines(app, st, inner.width)).render(inner, buf);
 }
