@@ -199,3 +199,64 @@ fn accept_queue_wait_against_sampled_ages_and_littles_law() {
     assert!(mean_age < oldest, "{mean_age} {oldest}");
     drop(listener);
 }
+
+/// The built-in server's exact wait per connection (tcp_info at accept, its stats line's
+/// histogram): a threaded server with one worker serving 20 ms per connection, ten clients at
+/// once. The k-th accepted waited about k x 20 ms; each client saw its wait + 20 ms service.
+#[test]
+fn the_builtin_servers_exact_wait_is_each_connections_time_in_the_queue() {
+    use std::io::{Read, Write};
+    use synlab::model::acceptq::ExactWait;
+    use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
+    let cfg = ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        arch: Arch::Threaded,
+        workers: 1,
+        max_workers: 1,
+        backlog: 64,
+        service_time_us: 20_000,
+        service: ServiceKind::Sleep,
+        files: vec![FileSet::Explicit { sizes: vec![100] }],
+        keepalive: false,
+        stats_interval_ms: 100,
+        accept_batch: 1,
+        lingering_close: false,
+        linger_timeout_ms: 2000,
+        tls: None,
+        max_streams: 128,
+    };
+    let server = Server::start_with_exe(cfg, std::path::Path::new(env!("CARGO_BIN_EXE_synlab")))
+        .expect("server starts");
+    let addr = server.local_addr();
+    let clients: Vec<_> = (0..10)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.write_all(b"GET /file/100 HTTP/1.0\r\n\r\n").unwrap();
+                let mut v = Vec::new();
+                let _ = s.read_to_end(&mut v);
+                assert!(
+                    v.starts_with(b"HTTP/1."),
+                    "{:?}",
+                    String::from_utf8_lossy(&v)
+                );
+                t0.elapsed().as_secs_f64() * 1000.0
+            })
+        })
+        .collect();
+    let totals: Vec<f64> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let stats = server.stop().unwrap();
+    let w = ExactWait::of(&stats.accept_wait_ms).expect("waits counted");
+    // Each client: its wait in the queue, then 20 ms of service (and a few of loopback).
+    let client_waits: f64 = totals.iter().map(|t| t - 20.0).sum::<f64>() / totals.len() as f64;
+    eprintln!("{w}; clients' totals {totals:.0?} ms, less the service: mean {client_waits:.1} ms");
+    assert_eq!(w.count, 10, "{w}");
+    assert!(w.max_ms >= 150.0 && w.max_ms <= 400.0, "{w}");
+    assert!(
+        (w.mean_ms - client_waits).abs() <= 5.0 + 0.1 * client_waits,
+        "exact mean {:.1} ms vs the clients' {client_waits:.1} ms",
+        w.mean_ms
+    );
+}

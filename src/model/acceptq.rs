@@ -71,9 +71,112 @@ impl fmt::Display for LittleCheck {
     }
 }
 
+/// The built-in server's exact accept-queue waits: one count per bucket, in shared memory
+/// (forked workers add to it, so atomics, no pointers). Buckets are 1 ms wide up to
+/// `LINEAR_MS` (tcp_info gives whole ms), then 16 per doubling (6 % wide) up to 2^20 ms.
+pub const LINEAR_MS: u32 = 1024;
+const SUB: u32 = 16;
+const OCTAVES: u32 = 10;
+pub const WAIT_BUCKETS: usize = (LINEAR_MS + SUB * OCTAVES) as usize;
+
+/// The bucket of a wait of `ms`.
+pub fn wait_bucket(ms: u32) -> usize {
+    if ms < LINEAR_MS {
+        return ms as usize;
+    }
+    let oct = (31 - ms.leading_zeros()) - LINEAR_MS.trailing_zeros(); // 0 for 1024..2047
+    if oct >= OCTAVES {
+        return WAIT_BUCKETS - 1;
+    }
+    let base = LINEAR_MS << oct;
+    let sub = (ms - base) / (base / SUB);
+    (LINEAR_MS + oct * SUB + sub) as usize
+}
+
+/// The lowest wait (ms) of bucket `b`.
+pub fn bucket_ms(b: usize) -> u32 {
+    let b = b as u32;
+    if b < LINEAR_MS {
+        return b;
+    }
+    let (oct, sub) = ((b - LINEAR_MS) / SUB, (b - LINEAR_MS) % SUB);
+    let base = LINEAR_MS << oct;
+    base + sub * (base / SUB)
+}
+
+/// The built-in server's accept-queue waits over its life, as its stats line carries them:
+/// (lowest ms of a bucket, count) for the buckets that counted.
+pub type WaitCounts = Vec<(u32, u64)>;
+
+/// What the run reports of the built-in server's exact waits: an HdrHistogram of them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExactWait {
+    pub count: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl ExactWait {
+    /// From the counts of a stats line (None when nothing was accepted); each bucket's count
+    /// recorded at its lowest value into an HdrHistogram (ms, 3 significant digits).
+    pub fn of(counts: &[(u32, u64)]) -> Option<Self> {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).ok()?;
+        for &(ms, n) in counts {
+            h.record_n(u64::from(ms), n).ok()?;
+        }
+        (!h.is_empty()).then(|| ExactWait {
+            count: h.len(),
+            mean_ms: h.mean(),
+            p50_ms: h.value_at_quantile(0.5) as f64,
+            p99_ms: h.value_at_quantile(0.99) as f64,
+            max_ms: h.max() as f64,
+        })
+    }
+}
+
+impl fmt::Display for ExactWait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "accept-queue wait, the built-in server's own, exact per connection (handshake \
+             completion to accept: tcp_info last_data_sent at accept): {} connections, mean \
+             {:.1} ms, p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+            self.count, self.mean_ms, self.p50_ms, self.p99_ms, self.max_ms
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_buckets_are_exact_ms_then_sixteen_per_doubling() {
+        for ms in [0, 1, 17, 1023] {
+            assert_eq!(bucket_ms(wait_bucket(ms)), ms);
+        }
+        assert_eq!(wait_bucket(1024), 1024);
+        assert_eq!(bucket_ms(wait_bucket(1100)), 1088);
+        assert_eq!(bucket_ms(wait_bucket(3000)), 2944);
+        assert_eq!(wait_bucket(u32::MAX), WAIT_BUCKETS - 1);
+        let mut last = 0;
+        for b in 1..WAIT_BUCKETS {
+            assert!(bucket_ms(b) > last, "bucket {b}");
+            last = bucket_ms(b);
+            assert_eq!(wait_bucket(bucket_ms(b)), b);
+        }
+    }
+
+    #[test]
+    fn exact_wait_summarises_the_counts() {
+        assert_eq!(ExactWait::of(&[]), None);
+        let w = ExactWait::of(&[(10, 99), (1000, 1)]).unwrap();
+        assert_eq!((w.count, w.p50_ms, w.max_ms), (100, 10.0, 1000.0));
+        assert!((w.mean_ms - 19.9).abs() < 0.01, "{w:?}");
+        assert!(w.to_string().contains("100 connections"), "{w}");
+    }
 
     #[test]
     fn ages_say_how_many_wait_the_oldest_and_the_mean() {

@@ -42,6 +42,28 @@ pub fn waiting_ages_ms(diag: &mut SockDiag, port: u16) -> io::Result<Vec<u32>> {
     Ok(ages)
 }
 
+/// How long a connection just accepted waited in the accept queue, ms: its tcp_info
+/// `last_data_sent` before the server sent anything, the time since the kernel made it at
+/// handshake completion (jiffies, so 1 ms steps on a HZ=1000 kernel). None when the socket
+/// says no (not TCP, closed).
+pub fn accepted_wait_ms(fd: std::os::fd::BorrowedFd<'_>) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut info = [0u8; LAST_DATA_SENT + 4];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: info is ours, its length passed; the kernel writes at most that much.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && len as usize >= info.len())
+        .then(|| u32::from_ne_bytes(info[LAST_DATA_SENT..].try_into().unwrap()))
+}
+
 /// The ages of the inode-0 sockets of a dump's replies (those with a tcp_info attribute).
 pub fn parse_waiting(bytes: &[u8]) -> Vec<u32> {
     let mut out = Vec::new();

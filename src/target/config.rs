@@ -211,6 +211,10 @@ pub struct ServerStats {
     /// Pid of the server (the prefork parent).
     #[serde(default)]
     pub pid: u32,
+    /// The accepted connections' exact waits in the accept queue since the start: (lowest ms
+    /// of a bucket, count) per bucket that counted (`model::acceptq::ExactWait::of`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept_wait_ms: crate::model::acceptq::WaitCounts,
 }
 
 impl ServerStats {

@@ -210,6 +210,7 @@ impl EventLoop<'_> {
             match listener.accept() {
                 Ok((s, _)) => {
                     self.counters.accepted.fetch_add(1, Relaxed);
+                    self.counters.record_accept_wait(&s);
                     self.counters.open_conns.fetch_add(1, Relaxed);
                     let _ = s.set_nonblocking(true);
                     let _ = s.set_nodelay(true);

@@ -46,6 +46,7 @@ fn worker_loop(
         match listener.accept() {
             Ok((s, _)) => {
                 counters.accepted.fetch_add(1, Relaxed);
+                counters.record_accept_wait(&s);
                 counters.open_conns.fetch_add(1, Relaxed);
                 counters.busy.fetch_add(1, Relaxed);
                 flag.inspect(|f| f.store(1, Relaxed));

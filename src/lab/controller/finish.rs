@@ -127,6 +127,12 @@ impl Controller {
         rec.meta("backend", st.backend.clone().into());
         rec.meta("target", st.target.clone().into());
         rec.meta("notices", core.notices().to_vec().into());
+        // The built-in server's exact accept-queue waits over its life (issue 48 item 3).
+        let exact = core.server_stats().map(|s| s.accept_wait_ms.as_slice());
+        if let Some(w) = exact.and_then(crate::model::acceptq::ExactWait::of) {
+            rec.log(&w.to_string());
+            rec.meta("accept_queue_wait_exact", serde_json::json!(w));
+        }
         if !st.lab.is_empty() {
             rec.meta("lab", st.lab.clone().into());
         }

@@ -524,6 +524,11 @@ impl LabCore {
         &self.notices
     }
 
+    /// The built-in server's last stats line (its totals since it started), if it sent one.
+    pub fn server_stats(&self) -> Option<&ServerStats> {
+        self.server_last.as_ref().filter(|_| self.server_reports)
+    }
+
     /// The server counted `full` handshakes that were not the load's (the start-up check's):
     /// the run's server count leaves them out.
     pub fn server_handshakes_not_load(&mut self, full: u64) {
