@@ -81,7 +81,7 @@ impl fmt::Display for NotCounted {
             NotCounted::Off => write!(
                 f,
                 "the kernel's own reasons: off (counting skb:kfree_skb costs the kernel CPU on \
-                 every drop, {OFF_COST}); turn on with K in this view, `kernel_reasons = true` \
+                 every drop, {OFF_COST}); turn on with Y in this view, `kernel_reasons = true` \
                  under [probe] in the scenario, or `synlab probe --kernel-reasons` (root); the \
                  reasons above are the namespace's TcpExt/Udp counters"
             ),

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// Whether the kernel's reasons are counted: off by default (their cost, `OFF_COST`), turned
 /// on by the scenario's `probe.kernel_reasons`, `synlab probe --kernel-reasons` or the TUI's
-/// `K`; the sampler opens or closes the counters at its next sample.
+/// `Y`; the sampler opens or closes the counters at its next sample.
 #[derive(Debug, Clone, Default)]
 pub struct Switch(Arc<AtomicBool>);
 

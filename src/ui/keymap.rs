@@ -140,7 +140,7 @@ const TAIL: &[Binding] = &[
     b(C('n'), A::NextStep, "next scenario step"),
     b(C('y'), A::ToggleDrops, "why: what the kernel dropped"),
     b(
-        C('K'),
+        C('Y'),
         A::ToggleKernelReasons,
         "kernel's own reasons on/off",
     ),

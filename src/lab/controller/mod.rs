@@ -111,7 +111,7 @@ pub struct Controller {
     placement: crate::model::Placement,
     /// Over TLS: the certificate the lab made for its server.
     tls: Option<tls::LabTls>,
-    /// Whether the probes count the kernel's own drop reasons (the scenario's, then `K`).
+    /// Whether the probes count the kernel's own drop reasons (the scenario's, then `Y`).
     kernel_reasons: crate::probe::kreasons::Switch,
 }
 
@@ -508,7 +508,7 @@ impl super::control::LabControl for Controller {
         }
         let on = self.kernel_reasons.toggle();
         let line = format!(
-            "the kernel's own reasons: counting {} (K)",
+            "the kernel's own reasons: counting {} (Y)",
             if on { "on from the next sample" } else { "off" }
         );
         self.log(&line);
