@@ -209,6 +209,7 @@ fn the_builtin_servers_exact_wait_is_each_connections_time_in_the_queue() {
     use synlab::model::acceptq::ExactWait;
     use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
     let cfg = ServeConfig {
+        http3: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         arch: Arch::Threaded,
         workers: 1,
