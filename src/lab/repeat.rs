@@ -119,7 +119,7 @@ pub fn run_trials(
         // The resolved scenario beside the aggregate: `synlab compare` plans its points from it.
         let _ = std::fs::copy(first.join("scenario.toml"), dir.join("scenario.toml"));
         let agg = trials::aggregate(&r.trials)?;
-        match trials::write(&dir, &agg) {
+        match crate::report::trials_page::write(&dir, &agg) {
             Ok(md) => println!("report: {}", md.display()),
             Err(e) => r.unwritten.push(format!("{e:#}")),
         }
@@ -141,7 +141,7 @@ fn table(agg: &trials::Aggregate) -> String {
         let f = |name: &str| {
             figs.iter()
                 .find(|f| f.name == name)
-                .map(trials::cell)
+                .map(crate::report::trials_page::cell)
                 .unwrap_or_else(|| "-".into())
         };
         s.push_str(&format!(

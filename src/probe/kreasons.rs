@@ -342,7 +342,7 @@ mod tests {
         let mut c = Counting::off();
         assert_eq!(c.follow(sw.on(), || unreachable!(), Some(5)), None);
         let v = view(&c.counters, c.overflows_base, Some(9));
-        assert!(v.reasons.lines()[0].contains("turn on with K"), "{v:?}");
+        assert!(v.reasons.lines()[0].contains("turn on with Y"), "{v:?}");
         assert!(
             v.reasons.lines()[0].contains("kernel_reasons = true"),
             "{v:?}"

@@ -13,6 +13,9 @@ pub mod read;
 pub mod sure;
 pub mod thresholds;
 pub mod trials;
+pub mod trials_page;
+pub mod unwritten;
+pub use unwritten::Unwritten;
 
 use crate::sys::machine::Machine;
 use anyhow::Context;
@@ -20,24 +23,6 @@ use figures::Ctx;
 use markdown::{MachineLine, PlotRef};
 use read::RunData;
 use std::path::{Path, PathBuf};
-
-/// Files of a report that could not be written, each with its path and why; report.md lists
-/// the plots among them when it could be written itself.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unwritten(pub Vec<String>);
-
-impl std::fmt::Display for Unwritten {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} file(s) of the report could not be written: {}",
-            self.0.len(),
-            self.0.join("; ")
-        )
-    }
-}
-
-impl std::error::Error for Unwritten {}
 
 /// The exit code for a report that could not be written whole (a run folder that is not one
 /// stays bad input: exit 2).
@@ -48,7 +33,7 @@ pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<std::process::ExitCode> {
     let written = match runs {
         [] => anyhow::bail!("synlab report takes at least one run folder"),
         // A repeated run's folder: its aggregate again, from its trials.
-        [one] if !trials::trial_dirs(one).is_empty() => trials::rewrite(one),
+        [one] if !trials::trial_dirs(one).is_empty() => trials_page::rewrite(one),
         [one] => write_report(one),
         several => write_overlay(several),
     };
