@@ -1,20 +1,18 @@
-//! The client's TLS 1.3 for QUIC: three configs over one session store (full: offers no
-//! session; resume: offers one; early: offers one and sends 0-RTT data), picked per connection
+//! The client's TLS 1.3 for QUIC: three configs over TLS's own session store
+//! ([`SessionStore`]; full: offers no session; resume: offers one; early: offers one and
+//! sends 0-RTT data), picked per connection
 //! by the same exact-share schedule as TLS over TCP ([`crate::tls::schedule`]). Which
 //! handshakes were full is known exactly: only they verify a certificate, and the verifier
 //! counts.
 
+use crate::tls::client::SessionStore;
 use crate::tls::schedule::{Plan, ResumeSchedule};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ClientSessionStore, Resumption};
+use rustls::client::Resumption;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, NamedGroup, SignatureScheme};
-use std::collections::VecDeque;
+use rustls::{DigitallySignedStruct, SignatureScheme};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
-
-/// Tickets kept (the newest are offered first).
-const TICKETS_KEPT: usize = 64;
+use std::sync::Arc;
 
 /// What a connection offers the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,66 +21,6 @@ pub enum Offer {
     Resume,
     /// Resume, with the first requests as 0-RTT data.
     EarlyData,
-}
-
-#[derive(Debug, Default)]
-struct Tickets {
-    tls13: VecDeque<rustls::client::Tls13ClientSessionValue>,
-    kx_hint: Option<NamedGroup>,
-}
-
-/// The store as one config sees it: all keep the tickets the server sends; only the
-/// resuming ones hand a ticket out.
-#[derive(Debug)]
-struct StoreView {
-    tickets: Arc<Mutex<Tickets>>,
-    offers: bool,
-}
-
-impl StoreView {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Tickets> {
-        self.tickets.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl ClientSessionStore for StoreView {
-    fn set_kx_hint(&self, _: ServerName<'static>, group: NamedGroup) {
-        self.lock().kx_hint = Some(group);
-    }
-    fn kx_hint(&self, _: &ServerName<'_>) -> Option<NamedGroup> {
-        self.lock().kx_hint
-    }
-    // QUIC is TLS 1.3 only.
-    fn set_tls12_session(
-        &self,
-        _: ServerName<'static>,
-        _: rustls::client::Tls12ClientSessionValue,
-    ) {
-    }
-    fn tls12_session(&self, _: &ServerName<'_>) -> Option<rustls::client::Tls12ClientSessionValue> {
-        None
-    }
-    fn remove_tls12_session(&self, _: &ServerName<'static>) {}
-    fn insert_tls13_ticket(
-        &self,
-        _: ServerName<'static>,
-        v: rustls::client::Tls13ClientSessionValue,
-    ) {
-        let mut t = self.lock();
-        if t.tls13.len() >= TICKETS_KEPT {
-            t.tls13.pop_front();
-        }
-        t.tls13.push_back(v);
-    }
-    fn take_tls13_ticket(
-        &self,
-        _: &ServerName<'static>,
-    ) -> Option<rustls::client::Tls13ClientSessionValue> {
-        if !self.offers {
-            return None;
-        }
-        self.lock().tls13.pop_back()
-    }
 }
 
 /// A verifier that counts the certificates it verified (one per full handshake).
@@ -130,7 +68,7 @@ pub struct ClientTlsSet {
     full: quinn_proto::ClientConfig,
     resume: quinn_proto::ClientConfig,
     early: quinn_proto::ClientConfig,
-    tickets: Arc<Mutex<Tickets>>,
+    tickets: Arc<SessionStore>,
     verified: Arc<AtomicU64>,
     resumed: ResumeSchedule,
     /// Among resumptions, which send early data (the same accumulator, over resumptions).
@@ -151,7 +89,7 @@ impl ClientTlsSet {
             inner: crate::tls::client::verifier_for(ca_pem)?,
             verified: verified.clone(),
         });
-        let tickets = Arc::new(Mutex::new(Tickets::default()));
+        let tickets = Arc::new(SessionStore::default());
         let mut transport = quinn_proto::TransportConfig::default();
         transport.max_idle_timeout(Some(
             quinn_proto::IdleTimeout::try_from(idle_timeout)
@@ -166,10 +104,7 @@ impl ClientTlsSet {
                 .with_no_client_auth();
             c.alpn_protocols = vec![b"h3".to_vec()];
             c.enable_early_data = early;
-            c.resumption = Resumption::store(Arc::new(StoreView {
-                tickets: tickets.clone(),
-                offers,
-            }));
+            c.resumption = Resumption::store(tickets.view(offers));
             let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(c))
                 .map_err(|e| anyhow::anyhow!("the TLS config does not suit QUIC: {e}"))?;
             let mut q = quinn_proto::ClientConfig::new(Arc::new(quic));
@@ -188,12 +123,7 @@ impl ClientTlsSet {
     }
 
     fn have_ticket(&self) -> bool {
-        !self
-            .tickets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .tls13
-            .is_empty()
+        self.tickets.has_session()
     }
 
     /// The config for the next connection, as the schedules say.

@@ -96,6 +96,15 @@ impl SessionStore {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The store as one config sees it: every view keeps what the server sends; only an
+    /// offering one hands a session out (TLS over TCP and QUIC alike).
+    pub fn view(self: &Arc<Self>, offers: bool) -> Arc<dyn ClientSessionStore> {
+        Arc::new(StoreView {
+            store: self.clone(),
+            offers,
+        })
+    }
+
     /// A session is stored that a handshake could resume.
     pub fn has_session(&self) -> bool {
         let s = self.lock();
