@@ -14,6 +14,10 @@
 # HTTP/1.0 the clients are the limit at ~20k connections/s, and compare refuses CLIENT-BOUND
 # trials), so a slower server is a lower throughput and a higher latency.
 #
+# nginx on CPU 1 and the clients on CPU 0, pinned: unpinned, the two shared both CPUs as the
+# scheduler placed them, and one configuration's trials ranged 38-54k/s with nginx's CPU per
+# response moving inversely (17.9-24.6 us), which is placement, not nginx.
+#
 # The slowdown: a `map` of K regular expressions on $request_uri, none matching, whose value
 # nginx adds as a response header (X-Rule: 0). nginx tries the K expressions in turn on every
 # request, so its work per request grows with K, linearly, and nothing else changes: the
@@ -63,11 +67,13 @@ name = "$1"
 [target]
 kind = "nginx"
 workers = 1
+cpus = [1]
 extra_config = ["map \$request_uri \$synlab_rule {", $rules"  default 0;", "}",
   "add_header X-Rule \$synlab_rule;"]
 [load]
 mode = "closed"
 http = "1.1"
+cpus = [0]
 clients = $CLIENTS
 requests_per_conn = 1000
 timeout = "1s"

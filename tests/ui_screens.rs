@@ -698,6 +698,7 @@ fn other_work_on_the_servers_cpu_says_the_machine_is_busy() {
             &[
                 (col::SERVER_CORES_USER, Some(85.0)),
                 (col::SERVER_CORES_SYSTEM, Some(10.0)),
+                (col::SERVER_CORES_IDLE, Some(5.0)),
                 (col::SERVER_CPU_USER_PCT, Some(40.0)),
                 (col::SERVER_CPU_SYS_PCT, Some(5.0)),
             ],
@@ -705,7 +706,7 @@ fn other_work_on_the_servers_cpu_says_the_machine_is_busy() {
     }
     let text = top(&st, 9);
     assert!(
-        text.contains("⚠ the machine is busy: other work took 50 % of the server's CPUs: this step's figures are not the server's alone"),
+        text.contains("⚠ the machine is busy: other work took 50 % of the server's CPUs and left none idle: figures not the server's alone"),
         "{text}"
     );
     insta::assert_snapshot!("lesson_busy_120x40", text);

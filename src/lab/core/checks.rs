@@ -12,8 +12,13 @@ use std::fmt;
 /// The stretch a check reads: the mean of the rows of the latest second.
 pub const CHECK_S: f64 = 1.0;
 
-/// Other work above this share of the server's CPUs puts the busy banner up.
+/// Other work above this share of the server's CPUs puts the busy banner up ...
 pub const BUSY_SHARE_PCT: f64 = 15.0;
+
+/// ... when the CPUs had less idle time than this left: with idle time to spare, other work
+/// ran beside the server without taking time it wanted (a server that needs 10 % of its CPU
+/// is not slowed by a build using 30 %), and a banner then would blame figures that are sound.
+pub const BUSY_IDLE_PCT: f64 = 10.0;
 
 /// A check's verdict; its Display is the line the caption band shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +115,7 @@ impl fmt::Display for Busy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "⚠ the machine is busy: other work took {:.0} % of the {w} CPUs: this step's figures are not the {w} alone",
+            "⚠ the machine is busy: other work took {:.0} % of the {w} CPUs and left none idle: figures not the {w} alone",
             self.pct,
             w = self.whose,
         )
@@ -129,7 +134,8 @@ fn other_share(store: &Store, n: usize, cores: [Col; 2], own: &[Col]) -> Option<
 }
 
 /// The server's CPUs when other work took more than [`BUSY_SHARE_PCT`] of them in the latest
-/// second (None without a CPU split: then nothing tells other work apart). The load's CPUs
+/// second while they had less than [`BUSY_IDLE_PCT`] idle (None without a CPU split: then
+/// nothing tells other work apart). The load's CPUs
 /// are not judged yet: their split against `load_cpu_pct` has not been checked on a real run,
 /// and a false banner would teach the wrong lesson.
 pub fn busy(st: &LabState) -> Option<Busy> {
@@ -140,6 +146,7 @@ pub fn busy(st: &LabState) -> Option<Busy> {
         &[col::SERVER_CPU_USER_PCT, col::SERVER_CPU_SYS_PCT],
     )
     .filter(|pct| *pct > BUSY_SHARE_PCT)
+    .filter(|_| latest(&st.store, col::SERVER_CORES_IDLE).is_some_and(|idle| idle < BUSY_IDLE_PCT))
     .map(|pct| Busy {
         whose: "server's",
         pct,

@@ -104,23 +104,43 @@ fn other_work_above_the_share_on_the_servers_cpus_puts_the_banner_up() {
     st.cpus.load = vec![0, 1];
     // The server's two CPUs 60 % busy (120 % of one core), the server used 100 %: other
     // work took 20 % of one core = 10 % of the two: under the share.
-    let row = |server_busy: f64| {
+    let row = |server_busy: f64, server_used: f64| {
         [
             (col::SERVER_CORES_USER, Some(server_busy / 2.0)),
             (col::SERVER_CORES_SYSTEM, Some(server_busy / 2.0)),
-            (col::SERVER_CPU_USER_PCT, Some(80.0)),
-            (col::SERVER_CPU_SYS_PCT, Some(20.0)),
+            (col::SERVER_CORES_IDLE, Some(100.0 - server_busy)),
+            (col::SERVER_CPU_USER_PCT, Some(server_used * 0.8)),
+            (col::SERVER_CPU_SYS_PCT, Some(server_used * 0.2)),
         ]
     };
-    st.store.push(1.0, &row(60.0));
+    st.store.push(1.0, &row(60.0, 100.0));
     assert_eq!(checks::busy(st), None);
-    // 90 % busy: other work 80 % of one core = 40 % of the server's two.
-    st.store.push(2.5, &row(90.0));
+    // 96 % busy: other work 92 % of one core = 46 % of the server's two, no idle left.
+    st.store.push(2.5, &row(96.0, 100.0));
     let b = checks::busy(st).expect("busy");
-    assert_eq!((b.whose, b.pct.round()), ("server's", 40.0));
+    assert_eq!((b.whose, b.pct.round()), ("server's", 46.0));
     assert_eq!(
         b.to_string(),
-        "⚠ the machine is busy: other work took 40 % of the server's CPUs: this step's figures are not the server's alone"
+        "⚠ the machine is busy: other work took 46 % of the server's CPUs and left none idle: figures not the server's alone"
     );
-    const { assert!(checks::BUSY_SHARE_PCT < 40.0) };
+    const { assert!(checks::BUSY_SHARE_PCT < 46.0) };
+}
+
+#[test]
+fn other_work_in_idle_time_the_server_did_not_want_puts_no_banner_up() {
+    let mut c = core(1, Vec::new());
+    let st = &mut c.state;
+    st.cpus.server = vec![1];
+    // The server wants 10 % of its CPU; a build took 40 % beside it; half the CPU idle.
+    st.store.push(
+        1.0,
+        &[
+            (col::SERVER_CORES_USER, Some(40.0)),
+            (col::SERVER_CORES_SYSTEM, Some(10.0)),
+            (col::SERVER_CORES_IDLE, Some(50.0)),
+            (col::SERVER_CPU_USER_PCT, Some(6.0)),
+            (col::SERVER_CPU_SYS_PCT, Some(4.0)),
+        ],
+    );
+    assert_eq!(checks::busy(st), None, "the server got all it wanted");
 }
