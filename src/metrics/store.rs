@@ -6,6 +6,13 @@ use crate::model::Col;
 use serde::Serialize;
 use std::collections::HashMap;
 
+/// How far back a headline figure looks: it is the mean of the rows of the last second (one
+/// 200 ms sample jumps by +-10 %), reproducible from timeseries.csv; the charts stay raw.
+pub const HEADLINE_S: f64 = 1.0;
+/// A figure none of whose rows is this recent is not current: shown "-", not its last value.
+/// (The socket-state walk is paced to run at most every 5 s.)
+pub const STALE_S: f64 = 6.0;
+
 /// What a timed event is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -197,6 +204,20 @@ impl Store {
             }
         }
         (n > 0).then(|| sum / n as f64)
+    }
+
+    /// A column's headline value, the one rule for "its value now" (the TUI's figures and a
+    /// lesson's checks): the mean over the last [`HEADLINE_S`] of rows; for a column sampled
+    /// less often (the paced socket-state walk), its last value while it is current; None when
+    /// it is not.
+    pub fn headline(&self, id: Col) -> Option<f64> {
+        let now = *self.times.last()?;
+        if let Some(m) = self.mean_since(id, now - HEADLINE_S + 1e-6) {
+            return Some(m);
+        }
+        self.last_at(id)
+            .filter(|(t, _)| now - t <= STALE_S)
+            .map(|(_, v)| v)
     }
 
     /// A column's last value and the time of its row.

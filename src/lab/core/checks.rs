@@ -9,9 +9,6 @@ use crate::model::expect::Expect;
 use crate::model::Col;
 use std::fmt;
 
-/// The stretch a check reads: the mean of the rows of the latest second.
-pub const CHECK_S: f64 = 1.0;
-
 /// Other work above this share of the server's CPUs puts the busy banner up ...
 pub const BUSY_SHARE_PCT: f64 = 15.0;
 
@@ -29,7 +26,8 @@ pub enum Check {
         value: f64,
         bound: f64,
     },
-    /// A figure it reads has no value in the latest second.
+    /// A figure it reads has no current value (none in the latest second, nor a paced
+    /// walk's within the last few).
     NotMeasured(Expect),
 }
 
@@ -77,13 +75,13 @@ impl fmt::Display for Check {
     }
 }
 
-/// A column's mean over the latest [`CHECK_S`] of rows (None: no value in it).
+/// A column's value now, as the TUI shows it beside the check ([`Store::headline`]: the
+/// latest second's mean, or the paced socket-state walk's last count while it is current).
 fn latest(store: &Store, c: Col) -> Option<f64> {
-    let now = *store.times().last()?;
-    store.mean_since(c, now - CHECK_S + 1e-6)
+    store.headline(c)
 }
 
-/// `expects` judged on the latest second of `store`.
+/// `expects` judged on the figures now (the headline values) of `store`.
 pub fn judge(store: &Store, expects: &[Expect]) -> Vec<Check> {
     let value_of = |c: Col| latest(store, c);
     expects

@@ -89,24 +89,12 @@ pub fn panel(area: Rect, buf: &mut Buffer, title: &str, theme: &Theme) -> Rect {
     inner
 }
 
-/// How far back a headline figure looks: it is the mean of the rows of the last second (one
-/// 200 ms sample jumps by +-10 %), reproducible from timeseries.csv; the charts stay raw.
-pub const HEADLINE_S: f64 = 1.0;
-/// A figure none of whose rows is this recent is not current: shown "-", not its last value.
-/// (The socket-state walk is paced to run at most every 5 s.)
-pub const STALE_S: f64 = 6.0;
+pub use crate::metrics::store::{HEADLINE_S, STALE_S};
 
-/// A column's headline value: the mean over the last `HEADLINE_S` of rows; for a column
-/// sampled less often, its last value while it is current; None when it is not.
+/// A column's headline value ([`crate::metrics::store::Store::headline`]): what the lesson's
+/// checks judge too.
 pub fn headline(st: &LabState, col: Col) -> Option<f64> {
-    let now = *st.store.times().last()?;
-    if let Some(m) = st.store.mean_since(col, now - HEADLINE_S + 1e-6) {
-        return Some(m);
-    }
-    st.store
-        .last_at(col)
-        .filter(|(t, _)| now - t <= STALE_S)
-        .map(|(_, v)| v)
+    st.store.headline(col)
 }
 
 /// One series of a chart: its name in the header, its headline value and its points.

@@ -61,6 +61,33 @@ fn a_check_is_judged_on_the_mean_of_the_latest_second() {
     );
 }
 
+/// The socket states are walked at most every 5 s when the walk is costly (many TIME_WAIT
+/// sockets on a busy machine): a check reads the last walk while the panel still shows it,
+/// not "not measured" between walks.
+#[test]
+fn a_check_on_a_paced_figure_reads_its_last_walk_while_it_is_current() {
+    use checks::Check;
+    let mut store = crate::metrics::store::Store::new(100);
+    store.push(1.0, &[(col::ESTABLISHED_SOCKS, Some(3.0))]);
+    for i in 1..=15 {
+        // Samples every 200 ms with no walk (the accept queue is read every sample).
+        store.push(
+            1.0 + 0.2 * f64::from(i),
+            &[(col::ACCEPT_QUEUE, Some(0.0)), (col::ESTABLISHED_SOCKS, None)],
+        );
+    }
+    let e = expects(&["held < 20"]);
+    assert_eq!(checks::judge(&store, &e), vec![Check::Held(e[0])], "3 s old");
+    for i in 16..=31 {
+        store.push(1.0 + 0.2 * f64::from(i), &[(col::ACCEPT_QUEUE, Some(0.0))]);
+    }
+    assert_eq!(
+        checks::judge(&store, &e),
+        vec![Check::NotMeasured(e[0])],
+        "6.2 s old: not current, as the panel shows -"
+    );
+}
+
 #[test]
 fn a_caption_brings_its_checks_and_a_later_caption_without_any_clears_them() {
     let steps = vec![
