@@ -106,10 +106,14 @@ const STATE_WALK_BUDGET: f64 = 0.005;
 const STATE_WALK_MAX_GAP: Duration = Duration::from_secs(5);
 
 /// How long after a walk that took `took` the next one is due: its cost over the budget, at
-/// least one sample interval, at most [`STATE_WALK_MAX_GAP`].
+/// least one sample interval, at most [`STATE_WALK_MAX_GAP`], in whole samples (walks fall on
+/// samples, so this is the pace the note states and the sampler keeps).
 fn walk_gap(took: Duration, interval: Duration) -> Duration {
-    took.div_f64(STATE_WALK_BUDGET)
-        .clamp(interval, STATE_WALK_MAX_GAP)
+    let want = took
+        .div_f64(STATE_WALK_BUDGET)
+        .clamp(interval, STATE_WALK_MAX_GAP.max(interval));
+    let samples = (want.as_secs_f64() / interval.as_secs_f64() - 1e-9).ceil();
+    interval.mul_f64(samples)
 }
 
 /// The port's socket states are walked less often than the samples are taken: most samples
@@ -512,7 +516,7 @@ impl Sampler {
                     // allows (a walk every interval read `-` in one sample of two).
                     // Walks fall on samples: the first sample at least `gap` on, so the
                     // budget holds.
-                    let samples = (gap.as_secs_f64() / cfg.interval.as_secs_f64()).ceil();
+                    let samples = (gap.as_secs_f64() / cfg.interval.as_secs_f64()).round();
                     self.states_due =
                         Some(sampled_at + cfg.interval.mul_f64(samples) - cfg.interval / 4);
                     if let Some(p) = PacedOut::of(cfg.port, took, cfg.interval, cfg.port_time_wait)
@@ -676,6 +680,11 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} in {t}");
         }
+        // 1.1 ms a walk wants 220 ms: every second sample, said so (not "every 0.2 s").
+        let p = PacedOut::of(8080, Duration::from_micros(1100), ms(200), false).unwrap();
+        assert_eq!(p.every, ms(400));
+        assert!(p.to_string().contains("every 0.4 s"), "{p}");
+        assert!(p.to_string().contains("1 in 2 samples"), "{p}");
         // Never rarer than every 5 s.
         assert_eq!(
             PacedOut::of(1, ms(500), ms(200), false).unwrap().every,

@@ -73,11 +73,18 @@ fn a_check_on_a_paced_figure_reads_its_last_walk_while_it_is_current() {
         // Samples every 200 ms with no walk (the accept queue is read every sample).
         store.push(
             1.0 + 0.2 * f64::from(i),
-            &[(col::ACCEPT_QUEUE, Some(0.0)), (col::ESTABLISHED_SOCKS, None)],
+            &[
+                (col::ACCEPT_QUEUE, Some(0.0)),
+                (col::ESTABLISHED_SOCKS, None),
+            ],
         );
     }
     let e = expects(&["held < 20"]);
-    assert_eq!(checks::judge(&store, &e), vec![Check::Held(e[0])], "3 s old");
+    assert_eq!(
+        checks::judge(&store, &e),
+        vec![Check::Held(e[0])],
+        "3 s old"
+    );
     for i in 16..=31 {
         store.push(1.0 + 0.2 * f64::from(i), &[(col::ACCEPT_QUEUE, Some(0.0))]);
     }
