@@ -224,6 +224,8 @@ pub struct LabCore {
     /// The clients' latest account of a failed TLS handshake, in words.
     tls_failure: Option<String>,
     notices: Vec<String>,
+    /// The workers' notices, one of each kind (the first said), typed.
+    worker_notices: Vec<crate::load::protocol::WorkerNotice>,
     steps: Vec<Cue>,
     next_step: usize,
     next_tick_s: f64,
@@ -285,6 +287,7 @@ impl LabCore {
             final_verdict: None,
             tls_failure: None,
             notices: Vec::new(),
+            worker_notices: Vec::new(),
             steps,
             next_step: 0,
             next_tick_s: interval_s,
@@ -419,9 +422,15 @@ impl LabCore {
     }
 
     fn fold_worker(&mut self, d: &StatsDelta, fx: &mut Vec<Effect>) {
-        if let Some(n) = &d.notice {
-            if self.notice_once(n) {
+        for n in &d.notices {
+            if self.worker_notice_once(n) {
                 fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
+                // Ports and descriptors have live warnings of their own (raised and cleared
+                // as the counts come and go).
+                use crate::load::protocol::WorkerNotice as N;
+                if !matches!(n, N::PortsExhausted | N::OutOfFds) {
+                    self.state.warn(Warning::Worker(n.clone()));
+                }
             }
         }
         if let Some(why) = &d.tls_failure {
@@ -512,6 +521,22 @@ impl LabCore {
             self.notices.push(notice.to_string());
         }
         new
+    }
+
+    /// Keeps a worker's notice unless one of its kind came already (from any worker): its
+    /// line goes to summary.json's notices; true when it is new.
+    pub fn worker_notice_once(&mut self, n: &crate::load::protocol::WorkerNotice) -> bool {
+        if self.worker_notices.iter().any(|k| k.kind() == n.kind()) {
+            return false;
+        }
+        self.worker_notices.push(n.clone());
+        self.notices.push(n.to_string());
+        true
+    }
+
+    /// The workers' notices, one of each kind, in the order they came.
+    pub fn worker_notices(&self) -> &[crate::load::protocol::WorkerNotice] {
+        &self.worker_notices
     }
 
     /// Keeps a notice for summary.json (even if the run has it).

@@ -2,7 +2,7 @@
 //! mode, D, clients, T, resumed share, pause), drain and stop.
 
 use super::Engine;
-use crate::load::protocol::{Control, LoadSettings};
+use crate::load::protocol::{Control, LoadSettings, WorkerNotice};
 
 impl Engine {
     pub(super) fn apply_controls(&mut self) {
@@ -10,10 +10,16 @@ impl Engine {
             let now = self.now_ns();
             let t = now as f64 / 1e9;
             match msg {
-                Err(bad) => self.report.notices.push(bad.to_string()),
+                Err(bad) => self.report.notices.push(WorkerNotice::BadControl {
+                    line: bad.line,
+                    error: bad.error.to_string(),
+                }),
                 Ok(c) => {
                     if let Err(e) = self.apply(c, now, t) {
-                        self.report.notices.push(format!("control refused: {e}"));
+                        let why = format!("{e:#}");
+                        self.report
+                            .notices
+                            .push(WorkerNotice::ControlRefused { why });
                     }
                 }
             }
