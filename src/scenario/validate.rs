@@ -1174,4 +1174,67 @@ mod tests {
             "must be between 1ms and 30s (got 45s) (Apache waits 2s); or set lingering_close = false"
         );
     }
+
+    /// The scenario's own rules are typed: none of them is said only in words (`Said` is left
+    /// to the lower layers' text: the network section, `[gate] good_statuses`).
+    #[test]
+    fn hand_written_rules_have_kinds_of_their_own() {
+        let mut s = crate::scenario::default_scenario();
+        s.duration = crate::model::units::Dur(Duration::ZERO);
+        s.target.backlog = 0;
+        s.target.pareto_alpha = 0.0;
+        s.load.workers = 0;
+        s.probe.interval = crate::model::units::Dur(Duration::from_millis(1));
+        s.load.mix.push(MixSpec {
+            class: " ".into(),
+            path: "no-slash".into(),
+            weight: 0.0,
+        });
+        s.steps.push(Step {
+            at: crate::model::units::Dur(Duration::from_secs(5)),
+            ..Step::default()
+        });
+        s.steps.push(Step::default());
+        s.thresholds.push(super::super::gate::ThresholdSpec {
+            metric: "total_p99_ms".into(),
+            points: vec![9],
+            ..Default::default()
+        });
+        let mut p = validate(&s);
+        p.extend(gate_problems(&s));
+        assert!(p.len() >= 10, "{p:#?}");
+        let said: Vec<&Problem> = p
+            .iter()
+            .filter(|p| matches!(p.kind, ProblemKind::Said(_)))
+            .collect();
+        assert!(said.is_empty(), "{said:#?}");
+        let kind = |key: &str| {
+            p.iter()
+                .find(|p| p.key == key)
+                .map(|p| p.kind.clone())
+                .unwrap_or_else(|| panic!("no problem at {key}: {p:#?}"))
+        };
+        assert_eq!(
+            kind("load.workers"),
+            ProblemKind::limit(Limit::Range("1".into(), "64".into()), Got::of(0), "")
+        );
+        assert_eq!(
+            kind("load.mix[0].path"),
+            Written::NoSlash("no-slash".into()).into()
+        );
+        assert_eq!(kind("load.mix[0].class"), Written::ClassBlank.into());
+        assert_eq!(kind("step[1].at"), Timing::StepsOrder.into());
+        assert_eq!(
+            kind("threshold[0].points[0]"),
+            Threshold::NoSuchPoint { n: 9, points: 1 }.into()
+        );
+        assert_eq!(
+            kind("probe.interval").to_string(),
+            "must be between 10ms and 60s (got 1ms)"
+        );
+        assert_eq!(
+            kind("target.pareto_alpha").to_string(),
+            "must be > 0 (got 0) (1.1-1.5 gives a heavy tail)"
+        );
+    }
 }
