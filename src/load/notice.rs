@@ -6,6 +6,16 @@ use crate::model::BadReason;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
+/// The server chose another application protocol than the one the HTTP layer needs: a
+/// connection error of its own (`alpn_refused`), its line said once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("the server picked ALPN {picked} where the load needs {needed}: enable it on the server (nginx: `http2 on;`, Apache: `Protocols h2 http/1.1`) or load it over HTTP/1.1")]
+pub struct AlpnRefused {
+    pub needed: String,
+    /// What it picked ("none" when it picked nothing).
+    pub picked: String,
+}
+
 /// One thing a worker says once. The lab keeps one of each [`NoticeKind`] (the first worker's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "notice", rename_all = "snake_case")]
@@ -37,7 +47,7 @@ pub enum WorkerNotice {
     /// EMFILE / ENFILE: out of descriptors.
     OutOfFds,
     /// The server picked another application protocol than the load speaks.
-    AlpnRefused { needed: String, picked: String },
+    AlpnRefused(AlpnRefused),
     /// The server reset streams with this HTTP/2 error code.
     StreamReset { code: u32 },
     /// Responses were bad for this reason; `words` are the parser's for the first one.
@@ -72,7 +82,7 @@ impl WorkerNotice {
             WorkerNotice::BindUnavailable { .. } => NoticeKind::BindUnavailable,
             WorkerNotice::PortsExhausted => NoticeKind::PortsExhausted,
             WorkerNotice::OutOfFds => NoticeKind::OutOfFds,
-            WorkerNotice::AlpnRefused { .. } => NoticeKind::AlpnRefused,
+            WorkerNotice::AlpnRefused(_) => NoticeKind::AlpnRefused,
             WorkerNotice::StreamReset { code } => NoticeKind::StreamReset(*code),
             WorkerNotice::BadResponses { reason, .. } => NoticeKind::BadResponses(*reason),
         }
@@ -122,14 +132,7 @@ impl std::fmt::Display for WorkerNotice {
             WorkerNotice::OutOfFds => f.write_str(
                 "out of file descriptors: raise the hard RLIMIT_NOFILE (ulimit -Hn) or lower sockets/clients",
             ),
-            WorkerNotice::AlpnRefused { needed, picked } => write!(
-                f,
-                "{} (counted in alpn_refused)",
-                crate::load::engine::layers::AlpnRefused {
-                    needed: needed.clone(),
-                    picked: picked.clone()
-                }
-            ),
+            WorkerNotice::AlpnRefused(a) => write!(f, "{a} (counted in alpn_refused)"),
             WorkerNotice::StreamReset { code } => write!(
                 f,
                 "the server reset streams with {} (counted in stream_resets)",
@@ -191,7 +194,10 @@ mod tests {
                 "out of file descriptors: raise the hard RLIMIT_NOFILE (ulimit -Hn) or lower sockets/clients",
             ),
             (
-                WorkerNotice::AlpnRefused { needed: "h2".into(), picked: "http/1.1".into() },
+                WorkerNotice::AlpnRefused(AlpnRefused {
+                    needed: "h2".into(),
+                    picked: "http/1.1".into(),
+                }),
                 "the server picked ALPN http/1.1 where the load needs h2: enable it on the server (nginx: `http2 on;`, Apache: `Protocols h2 http/1.1`) or load it over HTTP/1.1 (counted in alpn_refused)",
             ),
             (

@@ -8,7 +8,7 @@
 use super::client_agg::ClientTotals;
 use super::knobs::{Command, Knobs, Reply};
 use super::state::{LabState, Warning};
-use crate::load::protocol::{Control, StatsDelta};
+use crate::load::protocol::{Control, StatsDelta, WorkerNotice};
 use crate::metrics::window::SampleWindow;
 use crate::model::SummaryRow;
 use crate::model::{Col, Counters};
@@ -22,6 +22,7 @@ mod classes;
 mod commands;
 mod inputs;
 mod live;
+mod notices;
 mod rows;
 mod steps;
 mod summary;
@@ -225,7 +226,7 @@ pub struct LabCore {
     tls_failure: Option<String>,
     notices: Vec<String>,
     /// The workers' notices, one of each kind (the first said), typed.
-    worker_notices: Vec<crate::load::protocol::WorkerNotice>,
+    worker_notices: Vec<WorkerNotice>,
     steps: Vec<Cue>,
     next_step: usize,
     next_tick_s: f64,
@@ -422,17 +423,7 @@ impl LabCore {
     }
 
     fn fold_worker(&mut self, d: &StatsDelta, fx: &mut Vec<Effect>) {
-        for n in &d.notices {
-            if self.worker_notice_once(n) {
-                fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
-                // Ports and descriptors have live warnings of their own (raised and cleared
-                // as the counts come and go).
-                use crate::load::protocol::WorkerNotice as N;
-                if !matches!(n, N::PortsExhausted | N::OutOfFds) {
-                    self.state.warn(Warning::Worker(n.clone()));
-                }
-            }
-        }
+        self.fold_notices(d, fx);
         if let Some(why) = &d.tls_failure {
             let line = format!("TLS handshake failed: {why}");
             if self.notice_once(&line) {
@@ -512,41 +503,6 @@ impl LabCore {
             Warning::ChildDied(d) => Some(d.clone()),
             _ => None,
         })
-    }
-
-    /// Keeps a notice for summary.json unless the run has it already; true when it is new.
-    pub fn notice_once(&mut self, notice: &str) -> bool {
-        let new = !self.notices.iter().any(|n| n == notice);
-        if new {
-            self.notices.push(notice.to_string());
-        }
-        new
-    }
-
-    /// Keeps a worker's notice unless one of its kind came already (from any worker): its
-    /// line goes to summary.json's notices; true when it is new.
-    pub fn worker_notice_once(&mut self, n: &crate::load::protocol::WorkerNotice) -> bool {
-        if self.worker_notices.iter().any(|k| k.kind() == n.kind()) {
-            return false;
-        }
-        self.worker_notices.push(n.clone());
-        self.notices.push(n.to_string());
-        true
-    }
-
-    /// The workers' notices, one of each kind, in the order they came.
-    pub fn worker_notices(&self) -> &[crate::load::protocol::WorkerNotice] {
-        &self.worker_notices
-    }
-
-    /// Keeps a notice for summary.json (even if the run has it).
-    pub fn notice(&mut self, notice: String) {
-        self.notices.push(notice);
-    }
-
-    /// The notices so far, for summary.json.
-    pub fn notices(&self) -> &[String] {
-        &self.notices
     }
 
     /// The built-in server's last stats line (its totals since it started), if it sent one.

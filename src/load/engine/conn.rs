@@ -700,10 +700,7 @@ impl Engine {
             SecError::Alpn(a) => {
                 if !self.report.told_alpn {
                     self.report.told_alpn = true;
-                    self.report.notices.push(WorkerNotice::AlpnRefused {
-                        needed: a.needed,
-                        picked: a.picked,
-                    });
+                    self.report.notices.push(WorkerNotice::AlpnRefused(a));
                 }
                 Failure::Alpn
             }

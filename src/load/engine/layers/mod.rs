@@ -259,15 +259,7 @@ pub enum SecError {
     Alpn(AlpnRefused),
 }
 
-/// The server chose another application protocol than the one the HTTP layer needs: a
-/// connection error of its own (`alpn_refused`), its line said once.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the server picked ALPN {picked} where the load needs {needed}: enable it on the server (nginx: `http2 on;`, Apache: `Protocols h2 http/1.1`) or load it over HTTP/1.1")]
-pub struct AlpnRefused {
-    pub needed: String,
-    /// What it picked ("none" when it picked nothing).
-    pub picked: String,
-}
+pub use crate::load::notice::AlpnRefused;
 
 /// What a security layer's read gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
