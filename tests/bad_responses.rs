@@ -10,6 +10,8 @@ use std::time::Duration;
 use synlab::load::protocol::{Arrivals, Mode, StatsDelta, WorkerConfig, WorkerNotice};
 use synlab::model::BadReason;
 
+mod totals_support;
+
 /// A server whose threads read a request and answer `reply`, then close.
 fn server(reply: &'static [u8]) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -188,7 +190,9 @@ fn a_run_whose_every_response_is_garbage_names_the_cause() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.unwrap().join("summary.json")).unwrap())
             .unwrap();
-    let requests = &summary["points"][0]["totals"]["requests"];
+    let totals = &summary["points"][0]["totals"];
+    totals_support::assert_identities(totals);
+    let requests = &totals["requests"];
     let bad = requests["errors_by_kind"]["bad_responses"]
         .as_u64()
         .unwrap();
