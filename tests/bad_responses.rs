@@ -1,7 +1,8 @@
-//! Bad responses name their reason end to end: a worker against servers that answer garbage or
-//! close mid-response counts them by reason and says each reason once, typed, over its
-//! protocol; a lab run whose every response is garbage fails its point naming the cause,
-//! with the reasons in summary.json.
+//! A worker's notices arrive typed (a refused control line, a bad-response reason), and bad
+//! responses name their reason end to end: a worker against servers that answer garbage or
+//! close mid-response counts them by reason and says each reason once over its protocol; a lab
+//! run whose every response is garbage fails its point naming the cause, with the reasons in
+//! summary.json.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -66,6 +67,11 @@ fn config(target: SocketAddr) -> WorkerConfig {
 
 /// Every stats line of a worker run against `target` until its last (its duration bounds it).
 fn run_worker(target: SocketAddr) -> Vec<StatsDelta> {
+    run_worker_told(target, &[])
+}
+
+/// As `run_worker`, with these control lines written to its stdin at the start.
+fn run_worker_told(target: SocketAddr, lines: &[String]) -> Vec<StatsDelta> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
         .args([
             "worker",
@@ -77,7 +83,11 @@ fn run_worker(target: SocketAddr) -> Vec<StatsDelta> {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn synlab worker");
-    let _stdin = child.stdin.take();
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    stdin.flush().unwrap();
     let out = BufReader::new(child.stdout.take().unwrap());
     let mut v = Vec::new();
     for line in out.lines() {
@@ -135,6 +145,36 @@ fn a_body_cut_short_is_counted_as_closed() {
             reason: BadReason::Closed,
             words: "connection closed in the middle of a response".into()
         }]
+    );
+}
+
+/// A control line that is not one, and settings the worker cannot take: each said, typed.
+#[test]
+fn a_refused_control_is_said_typed() {
+    use synlab::load::notice::Refusal;
+    use synlab::load::protocol::{Control, LoadSettings};
+    let target = server(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+    let mut settings = LoadSettings::of(&config(target));
+    settings.sockets = 0;
+    let lines = [
+        "{\"cmd\":\"dance\"}".to_string(),
+        serde_json::to_string(&Control::Load(settings)).unwrap(),
+    ];
+    let v = run_worker_told(target, &lines);
+    let notices: Vec<&WorkerNotice> = v.iter().flat_map(|d| &d.notices).collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| matches!(n, WorkerNotice::BadControl { line, .. } if line == &lines[0])),
+        "{notices:?}"
+    );
+    let refused = WorkerNotice::ControlRefused {
+        why: Refusal::NoSockets,
+    };
+    assert!(notices.contains(&&refused), "{notices:?}");
+    assert_eq!(
+        refused.to_string(),
+        "control refused: sockets must be >= 1, got 0"
     );
 }
 

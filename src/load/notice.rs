@@ -16,8 +16,34 @@ pub struct AlpnRefused {
     pub picked: String,
 }
 
+/// Why a worker refused a control message (the lab checks the knobs first: a refusal is a
+/// bug of the lab's, said rather than applied in part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "refused", rename_all = "snake_case")]
+pub enum Refusal {
+    #[error("sockets must be >= 1, got 0")]
+    NoSockets,
+    #[error("timeout_s must be > 0, got {got}")]
+    Timeout { got: f64 },
+    #[error("requests_per_conn must be >= 1, got 0")]
+    NoRequestsPerConn,
+    #[error("the resumed share must be 0 to 1, got {got}")]
+    ResumedShare { got: f64 },
+    #[error("this worker does not speak TLS")]
+    NotTls,
+    #[error("streams must be >= 1, got 0")]
+    NoStreams,
+    #[error("this worker speaks HTTP/1.x: it has no streams per connection")]
+    StreamsOverHttp1,
+    #[error("this worker speaks HTTP/2: streams must be given")]
+    StreamsMissing,
+    /// The arrival schedule refused the rate or burst (`arrival::ScheduleError`'s words).
+    #[error("{words}")]
+    Schedule { words: String },
+}
+
 /// One thing a worker says once. The lab keeps one of each [`NoticeKind`] (the first worker's).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "notice", rename_all = "snake_case")]
 pub enum WorkerNotice {
     /// The worker raised its descriptor limit for the load.
@@ -39,7 +65,7 @@ pub enum WorkerNotice {
     /// A control line that is not a control message: ignored.
     BadControl { line: String, error: String },
     /// A control message the worker refused (its settings out of range for this worker).
-    ControlRefused { why: String },
+    ControlRefused { why: Refusal },
     /// A source address to bind that is not on this host.
     BindUnavailable { addr: IpAddr },
     /// EADDRNOTAVAIL on connect: the clients ran out of ephemeral ports.
@@ -56,13 +82,13 @@ pub enum WorkerNotice {
 
 /// What makes two notices the same for the lab: their variant, and for resets and bad
 /// responses the code or reason (each said once), for a refusal its words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum NoticeKind<'a> {
     RaisedNofile,
     NofileShort,
     NofileFailed,
     BadControl,
-    ControlRefused(&'a str),
+    ControlRefused(&'a Refusal),
     BindUnavailable,
     PortsExhausted,
     OutOfFds,
@@ -178,7 +204,7 @@ mod tests {
                 "ignored control line \"{\\\"cmd\\\":\\\"x\\\"}\": unknown variant `x`",
             ),
             (
-                WorkerNotice::ControlRefused { why: "sockets must be >= 1, got 0".into() },
+                WorkerNotice::ControlRefused { why: Refusal::NoSockets },
                 "control refused: sockets must be >= 1, got 0",
             ),
             (
