@@ -332,7 +332,10 @@ fn over_tls_h2_by_alpn_and_a_server_without_it_is_an_alpn_refusal() {
     let refused = sum(&v, |d| d.counts.alpn_refused);
     assert!(refused >= 1, "{v:?}");
     assert_eq!(sum(&v, |d| d.counts.established), 0);
-    let words: Vec<String> = v.iter().filter_map(|d| d.notice.clone()).collect();
+    let words: Vec<String> = v
+        .iter()
+        .flat_map(|d| d.notices.iter().map(|n| n.to_string()))
+        .collect();
     assert!(
         words
             .iter()

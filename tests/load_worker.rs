@@ -6,7 +6,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
-use synlab::load::protocol::{Arrivals, Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
+use synlab::load::protocol::{
+    Arrivals, Control, LoadSettings, Mode, StatsDelta, WorkerConfig, WorkerNotice,
+};
 
 const RESPONSE: &[u8] =
     b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
@@ -626,13 +628,21 @@ fn load_unconfigured_source_address_is_counted_and_explained() {
     let attempts = sum(&v, |d| d.counts.attempts);
     assert!(attempts > 20);
     assert_eq!(sum(&v, |d| d.counts.connect_other_errors), attempts);
-    let notices: Vec<&str> = v.iter().filter_map(|d| d.notice.as_deref()).collect();
-    assert!(
-        notices
-            .iter()
-            .any(|n| n.contains("cannot bind source address 198.18.254.254")),
+    // Typed over the protocol, said once however many attempts failed.
+    let notices: Vec<&WorkerNotice> = v.iter().flat_map(|d| &d.notices).collect();
+    let bind: Vec<_> = notices
+        .iter()
+        .filter(|n| matches!(n, WorkerNotice::BindUnavailable { .. }))
+        .collect();
+    let addr = "198.18.254.254".parse().unwrap();
+    assert_eq!(
+        bind,
+        [&&WorkerNotice::BindUnavailable { addr }],
         "{notices:?}"
     );
+    assert!(bind[0]
+        .to_string()
+        .starts_with("cannot bind source address 198.18.254.254: it is not configured"));
 }
 
 #[test]

@@ -32,6 +32,8 @@ pub enum Warning {
         kinds: String,
         why: String,
     },
+    /// What a load worker said (one of each kind), for the rest of the run.
+    Worker(crate::load::protocol::WorkerNotice),
 }
 
 impl std::fmt::Display for Warning {
@@ -50,6 +52,7 @@ impl std::fmt::Display for Warning {
             Warning::ChildDied(what) => write!(f, "{what}"),
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
             Warning::AccessLog(why) => write!(f, "{why}"),
+            Warning::Worker(n) => write!(f, "load: {n}"),
             Warning::TlsFailing { kinds, why } => {
                 write!(f, "TLS handshakes failing ({kinds}): {why}")
             }

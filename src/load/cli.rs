@@ -2,7 +2,7 @@
 //! configuration, raises the descriptor limit, starts the stdin control reader, runs the engine.
 
 use super::engine::Engine;
-use super::protocol::{BadControl, Control, WorkerConfig};
+use super::protocol::{BadControl, Control, WorkerConfig, WorkerNotice};
 use super::{rates, validate};
 use crate::sys::client_io::{raise_nofile, EventFd};
 use anyhow::Context;
@@ -20,24 +20,28 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
     match raise_nofile(want) {
         Ok(c) => {
             if c.new_soft > c.old_soft {
-                notices.push(format!(
-                    "raised RLIMIT_NOFILE from {} to {} (this load needs up to {want})",
-                    c.old_soft, c.new_soft
-                ));
+                notices.push(WorkerNotice::RaisedNofile {
+                    from: c.old_soft,
+                    to: c.new_soft,
+                    needs: want,
+                });
             }
             if c.new_soft < want {
                 let nr_open = crate::sys::procfs::nr_open().unwrap_or(c.hard);
-                notices.push(crate::sys::privilege::nofile_note(
-                    &crate::sys::privilege::Privileges::current(),
-                    c.new_soft,
-                    c.hard,
-                    want,
+                notices.push(WorkerNotice::NofileShort {
+                    soft: c.new_soft,
+                    hard: c.hard,
+                    needs: want,
                     nr_open,
-                    crate::sys::userns::host_root(),
-                ));
+                    sys_resource: crate::sys::privilege::Privileges::current().sys_resource,
+                    host_root: crate::sys::userns::host_root(),
+                });
             }
         }
-        Err(e) => notices.push(format!("could not raise RLIMIT_NOFILE to {want}: {e}")),
+        Err(e) => notices.push(WorkerNotice::NofileFailed {
+            needs: want,
+            error: e.to_string(),
+        }),
     }
     let (tx, rx) = crossbeam_channel::unbounded();
     let wake = Arc::new(EventFd::new()?);

@@ -5,6 +5,7 @@ pub mod arrival;
 pub mod cli;
 pub mod engine;
 pub mod http;
+pub mod notice;
 pub mod protocol;
 pub mod rates;
 pub mod validate;

@@ -2,6 +2,7 @@
 //! line of `synlab worker`), control messages (JSON lines on the worker's stdin) and stats deltas
 //! (JSON lines on its stdout, one per stats interval). Deltas, so nothing is lost or counted twice.
 
+pub use super::notice::WorkerNotice;
 use crate::metrics::hist::HistDelta;
 use crate::model::Counters;
 use serde::{Deserialize, Serialize};
@@ -264,9 +265,10 @@ pub struct StatsDelta {
     /// Set on the final message after Stop or the duration bound.
     #[serde(default)]
     pub last: bool,
-    /// A one-off notice for the run log (e.g. "raised RLIMIT_NOFILE from 1024 to 65536").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
+    /// What the worker has to say once, raised since the last report (each kind once per
+    /// worker; the lab keeps one of each kind).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<WorkerNotice>,
     /// Why a TLS handshake failed, in words (which check, what to do) and the counter it is
     /// in: the first failure of each kind, once.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -67,6 +67,8 @@ pub struct Counters {
     pub resets: u64,
     /// Responses that were not HTTP, or connections closed before the response was complete.
     pub bad_responses: u64,
+    /// `bad_responses` by reason (they add up to it).
+    pub bad_by_reason: crate::model::BadReasons,
     /// Any other failure of a request's send or receive.
     pub request_other_errors: u64,
     /// Pool mode: requests that found no idle connection when they were due and waited for
@@ -140,6 +142,7 @@ impl Counters {
             response_timeouts,
             resets,
             bad_responses,
+            bad_by_reason,
             request_other_errors,
             pool_waits,
             pool_wait_us_sum,
@@ -186,6 +189,7 @@ impl Counters {
         self.response_timeouts += response_timeouts;
         self.resets += resets;
         self.bad_responses += bad_responses;
+        self.bad_by_reason.add(&bad_by_reason);
         self.request_other_errors += request_other_errors;
         self.pool_waits += pool_waits;
         self.pool_wait_us_sum += pool_wait_us_sum;
@@ -447,6 +451,9 @@ pub struct RequestTotals {
     pub responses: u64,
     pub errors: u64,
     pub errors_by_kind: RequestErrorKinds,
+    /// `errors_by_kind.bad_responses` by reason (absent when none was bad).
+    #[serde(default, skip_serializing_if = "crate::model::BadReasons::is_empty")]
+    pub bad_responses_by_reason: crate::model::BadReasons,
     pub in_flight_at_start: u64,
     pub in_flight_at_end: u64,
 }
@@ -531,6 +538,7 @@ impl Totals {
                     bad_responses: c.bad_responses,
                     other: c.request_other_errors,
                 },
+                bad_responses_by_reason: c.bad_by_reason,
                 in_flight_at_start: at_start.requests,
                 in_flight_at_end: requests_at_end,
             },
@@ -580,18 +588,32 @@ mod tests {
     #[test]
     fn add_sums_every_counter_and_bad_responses_are_errors() {
         // Every field 1, through serde so a new field cannot be left out of the test.
-        let mut v = serde_json::to_value(Counters::default()).unwrap();
-        for (_, x) in v.as_object_mut().unwrap() {
-            *x = 1.into();
+        // Nested counts (bad responses by reason) too.
+        fn set(v: &mut serde_json::Value) {
+            for (_, x) in v.as_object_mut().unwrap() {
+                if x.is_object() {
+                    set(x);
+                } else {
+                    *x = 1.into();
+                }
+            }
         }
+        fn check(v: &serde_json::Value) {
+            for (k, x) in v.as_object().unwrap() {
+                if x.is_object() {
+                    check(x);
+                } else {
+                    assert_eq!(x, 2, "{k} was not summed");
+                }
+            }
+        }
+        let mut v = serde_json::to_value(Counters::default()).unwrap();
+        set(&mut v);
         let one: Counters = serde_json::from_value(v).unwrap();
         let mut sum = Counters::default();
         sum.add(&one);
         sum.add(&one);
-        let v = serde_json::to_value(sum).unwrap();
-        for (k, x) in v.as_object().unwrap() {
-            assert_eq!(x, 2, "{k} was not summed");
-        }
+        check(&serde_json::to_value(sum).unwrap());
         // ALPN refusals are connection errors, HTTP/2 stream resets request errors.
         assert_eq!(sum.connection_errors(), 20);
         assert_eq!(sum.request_errors(), 10);

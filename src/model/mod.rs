@@ -2,6 +2,7 @@
 //! A leaf: it imports nothing of synlab, so any module may depend on it.
 
 pub mod acceptq;
+pub mod bad_response;
 pub mod capacity;
 pub mod column;
 pub mod column_help;
@@ -20,6 +21,7 @@ pub mod sweep;
 pub mod units;
 pub mod workload;
 
+pub use bad_response::{BadReason, BadReasons};
 pub use column::{
     col, ClassName, Col, Kind, PathName, ProbeScope, ProbedNetns, Scope, Unit, CLASS_FIGURES,
     PATH_FIGURES,

@@ -238,10 +238,7 @@ fn foreign_target_keys(kind: model::TargetKind, written: &[String]) -> Vec<valid
         .map(|k| {
             validate::Problem::new(
                 format!("target.{k}"),
-                format!(
-                    "configures the built-in server only; this target is kind = \"{}\", whose server is configured by its own command or files: remove the key",
-                    kind.name()
-                ),
+                validate::ProblemKind::not_here(validate::NotHere::BuiltinOnly, kind),
             )
         })
         .collect()

@@ -7,6 +7,11 @@ use crate::model::load_knob::{self, LoadKnob, LoadKnobError};
 use std::path::Path;
 use std::time::Duration;
 
+mod problem;
+pub use problem::{
+    char_name, Got, Limit, Need, NotHere, SweepServer, Threshold, Timing, Unused, Written,
+};
+
 /// One problem: the key path it is at, its line once the file is read (None until then, or
 /// for a key the file does not write), and what is wrong.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,14 +40,56 @@ pub enum ProblemKind {
     /// A step or sweep of requests per connection where no connection is kept.
     #[error("{what} needs keep-alive: set http = \"1.1\" (or \"2\") in [load]; with HTTP/1.0 each connection carries one request")]
     NeedsKeepAlive { what: &'static str },
-    /// A scenario rule of its own, said in words.
+    /// A threshold's metric or bound that cannot be read.
+    #[error(transparent)]
+    Gate(#[from] super::gate::GateError),
+    /// A value outside its key's limits (`note`: why, or an example, with its punctuation).
+    #[error("must be {limit}{got}{note}")]
+    Limit {
+        limit: Limit,
+        got: Got,
+        note: &'static str,
+    },
+    /// A key that needs another key, section or setting.
+    #[error(transparent)]
+    Needs(#[from] Need),
+    /// A key another kind of target reads (or TLS on): it would be ignored here.
+    #[error("{why} (this target is kind = \"{kind}\"): remove the key")]
+    NotHere { why: NotHere, kind: &'static str },
+    /// A value not written as its key takes it.
+    #[error(transparent)]
+    Written(#[from] Written),
+    /// Times that do not fit together.
+    #[error(transparent)]
+    Timing(#[from] Timing),
+    /// A sweep of the server that this server cannot follow.
+    #[error(transparent)]
+    SweepServer(#[from] SweepServer),
+    /// A `[[threshold]]` rule of its own.
+    #[error(transparent)]
+    Threshold(#[from] Threshold),
+    /// A key no point uses (a warning).
+    #[error(transparent)]
+    Unused(#[from] Unused),
+    /// A lower layer's rule said only in words: the network section's own checks
+    /// (`net::spec::SpecError`, written as text where they are made) and `[gate]
+    /// good_statuses` (`gate::status_problems`).
     #[error("{0}")]
     Said(String),
 }
 
-impl From<String> for ProblemKind {
-    fn from(s: String) -> Self {
-        ProblemKind::Said(s)
+impl ProblemKind {
+    /// A value outside `limit`: the value said when `got` is Some, `note` after.
+    pub fn limit(limit: Limit, got: Got, note: &'static str) -> ProblemKind {
+        ProblemKind::Limit { limit, got, note }
+    }
+
+    /// A key of another kind of target than `kind`.
+    pub fn not_here(why: NotHere, kind: TargetKind) -> ProblemKind {
+        ProblemKind::NotHere {
+            why,
+            kind: kind.name(),
+        }
     }
 }
 
@@ -73,6 +120,11 @@ impl Problems {
     }
 }
 
+/// "must be > 0".
+fn positive() -> ProblemKind {
+    ProblemKind::limit(Limit::Positive, Got::default(), "")
+}
+
 pub fn validate(s: &Scenario) -> Vec<Problem> {
     let mut bad = Problems::default();
     check_duration(s, &mut bad);
@@ -91,7 +143,11 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     if let Some(n) = s.output.repeat.filter(|n| !(1..=1000).contains(n)) {
         bad.add(
             "output.repeat",
-            format!("{n} trials: a repeated run has 1 to 1000 (5 to 10 is usual)"),
+            ProblemKind::limit(
+                Limit::Range("1".into(), "1000".into()),
+                Got::of(n),
+                ": the trials of a repeated run (5 to 10 is usual)",
+            ),
         );
     }
     bad.0
@@ -103,16 +159,17 @@ fn check_analysis(s: &Scenario, bad: &mut Problems) {
     if !(c.percentile > 0.0 && c.percentile < 100.0) {
         bad.add(
             "analysis.capacity.percentile",
-            format!(
-                "{} is not a percentile between 0 and 100 (seed 004: 98)",
-                c.percentile
+            ProblemKind::limit(
+                Limit::Between("0".into(), "100".into()),
+                Got::of(c.percentile),
+                ": a percentile (seed 004: 98)",
             ),
         );
     }
     if c.under.secs() <= 0.0 {
         bad.add(
             "analysis.capacity.under",
-            "must be > 0, e.g. \"100ms\"".to_string(),
+            ProblemKind::limit(Limit::Positive, Got::default(), ", e.g. \"100ms\""),
         );
     }
 }
@@ -120,12 +177,19 @@ fn check_analysis(s: &Scenario, bad: &mut Problems) {
 /// The run's length: positive and bounded.
 fn check_duration(s: &Scenario, bad: &mut Problems) {
     if s.duration.secs() <= 0.0 {
-        bad.add("duration", "must be > 0, e.g. \"60s\"".to_string());
+        bad.add(
+            "duration",
+            ProblemKind::limit(Limit::Positive, Got::default(), ", e.g. \"60s\""),
+        );
     }
     if s.duration.secs() > 24.0 * 3600.0 {
         bad.add(
             "duration",
-            "must be at most 24h: every load loop is bounded in time".to_string(),
+            ProblemKind::limit(
+                Limit::AtMost("24h".into()),
+                Got::of(s.duration),
+                ": every load loop is bounded in time",
+            ),
         );
     }
 }
@@ -133,40 +197,37 @@ fn check_duration(s: &Scenario, bad: &mut Problems) {
 /// The built-in server's sizes and times.
 fn check_target_limits(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
+    let at_least_one = || ProblemKind::limit(Limit::AtLeast("1".into()), Got::default(), "");
     if t.backlog == 0 {
-        bad.add("target.backlog", "must be >= 1".to_string());
+        bad.add("target.backlog", at_least_one());
     }
     if t.workers == 0 {
-        bad.add("target.workers", "must be >= 1".to_string());
+        bad.add("target.workers", at_least_one());
     }
     if t.max_workers < t.workers {
         bad.add(
             "target.max_workers",
-            format!(
-                "({}) must be >= target.workers ({})",
-                t.max_workers, t.workers
+            ProblemKind::limit(
+                Limit::AtLeast(format!("target.workers ({})", t.workers)),
+                Got::of(t.max_workers),
+                "",
             ),
         );
     }
     if t.max_workers as usize > crate::target::core::MAX_WORKERS {
         bad.add(
             "target.max_workers",
-            format!(
-                "({}) must be at most {}",
-                t.max_workers,
-                crate::target::core::MAX_WORKERS
+            ProblemKind::limit(
+                Limit::AtMost(crate::target::core::MAX_WORKERS.to_string()),
+                Got::of(t.max_workers),
+                "",
             ),
         );
     }
     // issue 47: the built-in server's HTTP/3.
     if t.http3 && (t.kind != TargetKind::Builtin || t.arch != crate::target::Arch::Event || !t.tls)
     {
-        bad.add(
-            "target.http3",
-            "is the built-in server's HTTP/3: it needs arch = \"event\" and tls = true \
-             (kind = \"caddy\" serves HTTP/3 of itself)"
-                .to_string(),
-        );
+        bad.add("target.http3", Need::Http3Server);
     }
     for (key, on) in [
         ("target.quic_retry", t.quic_retry),
@@ -174,33 +235,32 @@ fn check_target_limits(s: &Scenario, bad: &mut Problems) {
         ("target.rcvbuf", t.rcvbuf.is_some()),
     ] {
         if on && !t.http3 {
-            bad.add(
-                key,
-                "applies to HTTP/3 only: set target.http3 = true".to_string(),
-            );
+            bad.add(key, Need::Http3Only);
         }
     }
     if t.quic_early_data && !t.tls_session_cache {
-        bad.add(
-            "target.quic_early_data",
-            "needs target.tls_session_cache = true: the server takes 0-RTT only on a \
-             resumption from its cache, never from a ticket"
-                .to_string(),
-        );
+        bad.add("target.quic_early_data", Need::EarlyDataCache);
     }
     if let Some(b) = t.rcvbuf {
         if b.0 < 4096 || b.0 > i32::MAX as u64 / 2 {
-            bad.add("target.rcvbuf", format!("({}) must be 4 KiB to 1 GiB", b.0));
+            bad.add(
+                "target.rcvbuf",
+                ProblemKind::limit(
+                    Limit::Range("4 KiB".into(), "1 GiB".into()),
+                    Got::of(b.0),
+                    "",
+                ),
+            );
         }
     }
     // issue 46: the built-in server's HTTP/2 stream limit.
     if t.max_streams == 0 || t.max_streams > crate::target::MAX_STREAMS {
         bad.add(
             "target.max_streams",
-            format!(
-                "({}) must be 1 to {} (streams served at once per HTTP/2 connection)",
-                t.max_streams,
-                crate::target::MAX_STREAMS
+            ProblemKind::limit(
+                Limit::Range("1".into(), crate::target::MAX_STREAMS.to_string()),
+                Got::of(t.max_streams),
+                ": the streams served at once per HTTP/2 connection",
             ),
         );
     }
@@ -210,14 +270,18 @@ fn check_target_limits(s: &Scenario, bad: &mut Problems) {
     {
         bad.add(
             "target.linger_timeout",
-            format!(
-                "({}) must be between 1ms and 30s (Apache waits 2s); or set lingering_close = false",
-                t.linger_timeout
+            ProblemKind::limit(
+                Limit::Between("1ms".into(), "30s".into()),
+                Got::of(t.linger_timeout),
+                " (Apache waits 2s); or set lingering_close = false",
             ),
         );
     }
     if t.service_time.secs() > 10.0 {
-        bad.add("target.service_time", "must be at most 10s".to_string());
+        bad.add(
+            "target.service_time",
+            ProblemKind::limit(Limit::AtMost("10s".into()), Got::of(t.service_time), ""),
+        );
     }
 }
 
@@ -225,25 +289,19 @@ fn check_target_limits(s: &Scenario, bad: &mut Problems) {
 fn check_target_kind(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     match t.kind {
-        TargetKind::Command if t.command.trim().is_empty() => bad.add(
-            "target.command",
-            "kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {port}".to_string(),
-        ),
+        TargetKind::Command if t.command.trim().is_empty() => {
+            bad.add("target.command", Need::Command)
+        }
         // synlab would wait for the server on a port of its own choosing while it listens on
         // its own, then say the server does not accept connections.
-        TargetKind::Command if !t.command.contains("{port}") && t.port == 0 => bad.add(
-            "target.command",
-            "does not say which port its server listens on: write {port} where the port goes (synlab puts a free one there, 8080 in the lab), or set target.port to the port the command listens on".to_string(),
-        ),
+        TargetKind::Command if !t.command.contains("{port}") && t.port == 0 => {
+            bad.add("target.command", Need::CommandPort)
+        }
         TargetKind::Address => match t.address.parse::<std::net::SocketAddr>() {
-            Err(_) => bad.add(
-                "target.address",
-                format!("`{}` is not an address:port, e.g. \"127.0.0.1:8080\"", t.address),
-            ),
-            Ok(a) if !crate::load::validate::is_lab_address(a.ip()) => bad.add(
-                "target.address",
-                format!("`{a}` is not on this host: synlab loads only 127.0.0.0/8, ::1 and its lab's 198.18.0.0/15; run the server here, or let synlab start it with kind = \"command\""),
-            ),
+            Err(_) => bad.add("target.address", Written::NotAddress(t.address.clone())),
+            Ok(a) if !crate::load::validate::is_lab_address(a.ip()) => {
+                bad.add("target.address", Written::NotHere(a))
+            }
             Ok(_) => {}
         },
         _ => {}
@@ -256,19 +314,13 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut Problems) {
     if t.kind != TargetKind::Address && !t.address.is_empty() {
         bad.add(
             "target.address",
-            format!(
-                "is used only with kind = \"address\" (this target is kind = \"{}\")",
-                t.kind.name()
-            ),
+            ProblemKind::not_here(NotHere::OnlyKind("address"), t.kind),
         );
     }
     if t.kind != TargetKind::Command && !t.command.is_empty() {
         bad.add(
             "target.command",
-            format!(
-                "is used only with kind = \"command\" (this target is kind = \"{}\")",
-                t.kind.name()
-            ),
+            ProblemKind::not_here(NotHere::OnlyKind("command"), t.kind),
         );
     }
     for (key, used_by) in [
@@ -287,22 +339,14 @@ fn check_target_foreign_keys(s: &Scenario, bad: &mut Problems) {
         };
         if used_by && !allowed {
             let why = match (key, t.kind) {
-                ("access_log", TargetKind::Builtin) => "the built-in server reports its own count",
-                ("access_log", _) => "synlab writes and counts this server's access log itself",
-                ("pid", _) => "synlab starts this server and follows the process it started",
-                ("mpm", _) => "is used only with kind = \"apache\"",
-                ("extra_events", _) => {
-                    "is used only with kind = \"nginx\" (lines of its events {} block; Apache has none)"
-                }
-                _ => "is used only with kind = \"nginx\" or \"apache\"",
+                ("access_log", TargetKind::Builtin) => NotHere::BuiltinCounts,
+                ("access_log", _) => NotHere::SynlabLogs,
+                ("pid", _) => NotHere::SynlabStarts,
+                ("mpm", _) => NotHere::OnlyKind("apache"),
+                ("extra_events", _) => NotHere::NginxEvents,
+                _ => NotHere::OnlyRealServer,
             };
-            bad.add(
-                &format!("target.{key}"),
-                format!(
-                    "{why} (this target is kind = \"{}\"): remove the key",
-                    t.kind.name()
-                ),
-            );
+            bad.add(&format!("target.{key}"), ProblemKind::not_here(why, t.kind));
         }
     }
 }
@@ -314,10 +358,10 @@ fn check_target_serves_workload(s: &Scenario, bad: &mut Problems) {
         if let Some(path) = dynamic_paths(s).first() {
             bad.add(
                 "load.workload",
-                format!(
-                    "requests {path}, a dynamic endpoint (/cgi, /inproc, /db) only the built-in server has; kind = \"{}\" serves the static files (/bytes/N, /specweb96/..., /pareto/..., /file/N): use a static workload (single, specweb96, static) or kind = \"builtin\"",
-                    t.kind.name()
-                ),
+                Written::DynamicPath {
+                    path: path.clone(),
+                    kind: t.kind.name(),
+                },
             );
         }
     }
@@ -327,15 +371,16 @@ fn check_target_serves_workload(s: &Scenario, bad: &mut Problems) {
 fn check_target_files(s: &Scenario, bad: &mut Problems) {
     let t = &s.target;
     if t.files == FilesPreset::Explicit && t.sizes.is_empty() {
-        bad.add(
-            "target.sizes",
-            "files = \"explicit\" needs sizes, e.g. [\"1294\", \"10k\"]".to_string(),
-        );
+        bad.add("target.sizes", Need::ExplicitSizes);
     }
     if t.pareto_alpha <= 0.0 {
         bad.add(
             "target.pareto_alpha",
-            "must be > 0 (1.1-1.5 gives a heavy tail)".to_string(),
+            ProblemKind::limit(
+                Limit::Positive,
+                Got::of(t.pareto_alpha),
+                " (1.1-1.5 gives a heavy tail)",
+            ),
         );
     }
 }
@@ -345,17 +390,17 @@ fn check_network(s: &Scenario, bad: &mut Problems) {
     if let Some(net) = &s.network {
         if let Err(errs) = net.validate() {
             for e in errs {
-                bad.add(&e.key, e.msg);
+                bad.add(&e.key, ProblemKind::Said(e.msg));
             }
         }
         let max_rtt = net.paths.iter().map(|p| p.rtt.secs()).fold(0.0, f64::max);
         if s.load.timeout.secs() <= max_rtt {
             bad.add(
                 "load.timeout",
-                format!(
-                    "T ({}) must exceed the largest path RTT ({max_rtt:.3}s): a slot would abort connections whose SYN-ACK is still on its way (seed 000 §4.2)",
-                    s.load.timeout
-                ),
+                Timing::TimeoutUnderRtt {
+                    t: s.load.timeout.to_string(),
+                    rtt_s: max_rtt,
+                },
             );
         }
     }
@@ -370,23 +415,23 @@ fn check_pool(l: &super::model::LoadSpec, bad: &mut Problems) {
     if n == 0 || n > max {
         bad.add(
             "load.connections",
-            format!("must be 1-{max} persistent connections (got {n})"),
+            ProblemKind::limit(
+                Limit::Range("1".into(), max.to_string()),
+                Got::of(n),
+                ": the pool's persistent connections",
+            ),
         );
     }
     if l.mode != Mode::Open {
         bad.add(
             "load.connections",
-            format!(
-                "a pool of persistent connections carries an open-loop request rate: it needs mode = \"open\" (got \"{}\"); closed clients keep their connections with http = \"1.1\" alone",
-                format!("{:?}", l.mode).to_lowercase()
-            ),
+            Need::PoolOpen {
+                mode: format!("{:?}", l.mode).to_lowercase(),
+            },
         );
     }
     if l.http == HttpVersion::Http10 {
-        bad.add(
-            "load.connections",
-            "persistent connections need keep-alive: add http = \"1.1\" (or \"2\")".to_string(),
-        );
+        bad.add("load.connections", Need::PoolKeepAlive);
     }
 }
 
@@ -420,8 +465,13 @@ fn check_keepalive(s: &Scenario, bad: &mut Problems) {
 /// Apache that can speak it (mod_http2 refuses the prefork MPM).
 fn check_http2(s: &Scenario, bad: &mut Problems) {
     let h2 = s.load.http == HttpVersion::Http2;
-    let needs_h2 = |what: &str| {
-        format!("{what} is HTTP/2's streams per connection: it needs http = \"2\" in [load] (the load speaks HTTP/{})", if s.load.http == HttpVersion::Http11 { "1.1" } else { "1.0" })
+    let needs_h2 = |what: &'static str| Need::Http2 {
+        what,
+        http: if s.load.http == HttpVersion::Http11 {
+            "1.1"
+        } else {
+            "1.0"
+        },
     };
     if s.load.streams.is_some() && !h2 {
         bad.add("load.streams", needs_h2("streams"));
@@ -447,10 +497,7 @@ fn check_http2(s: &Scenario, bad: &mut Problems) {
         } else {
             "target.kind"
         };
-        bad.add(
-            key,
-            "Apache's prefork MPM (the default) refuses HTTP/2: mod_http2 needs a threaded MPM; set mpm = \"event\" in [target]".to_string(),
-        );
+        bad.add(key, Need::ThreadedMpm);
     }
 }
 
@@ -465,34 +512,38 @@ fn check_load(s: &Scenario, bad: &mut Problems) {
         }
     }
     if l.rate.is_none() && l.mode == Mode::Open {
-        bad.add(
-            "load.rate",
-            "mode = \"open\" needs a rate, e.g. rate = \"2k\"".to_string(),
-        );
+        bad.add("load.rate", Need::OpenRate);
     }
     if l.timeout.secs() <= 0.0 {
-        bad.add("load.timeout", "T must be > 0, e.g. \"500ms\"".to_string());
+        bad.add(
+            "load.timeout",
+            ProblemKind::limit(Limit::Positive, Got::default(), ", e.g. \"500ms\""),
+        );
     }
     if l.workers == 0 || l.workers > 64 {
-        bad.add("load.workers", format!("must be 1-64 (got {})", l.workers));
+        bad.add(
+            "load.workers",
+            ProblemKind::limit(
+                Limit::Range("1".into(), "64".into()),
+                Got::of(l.workers),
+                "",
+            ),
+        );
     }
     if l.response_timeout.secs() <= 0.0 {
-        bad.add("load.response_timeout", "must be > 0".to_string());
+        bad.add("load.response_timeout", positive());
     }
     check_pool(l, bad);
     check_keepalive(s, bad);
     check_http2(s, bad);
     if l.workload == Workload::Custom && l.mix.is_empty() {
-        bad.add(
-            "load.mix",
-            "workload = \"custom\" needs [[load.mix]] entries with path and weight".to_string(),
-        );
+        bad.add("load.mix", Need::CustomMix);
     }
     for (i, m) in l.mix.iter().enumerate() {
         if !m.path.starts_with('/') {
             bad.add(
                 &format!("load.mix[{i}].path"),
-                format!("`{}` must start with /", m.path),
+                Written::NoSlash(m.path.clone()),
             );
         }
         // The path goes into the request line as written: a CR or LF would end it early,
@@ -500,31 +551,26 @@ fn check_load(s: &Scenario, bad: &mut Problems) {
         if let Some(c) = m.path.chars().find(|c| c.is_control() || c.is_whitespace()) {
             bad.add(
                 &format!("load.mix[{i}].path"),
-                format!(
-                    "{:?} holds {}, which would break the request line: write it percent-encoded (e.g. %20 for a space, %0D%0A for CR LF)",
-                    m.path,
-                    char_name(c)
-                ),
+                Written::RequestLine {
+                    path: m.path.clone(),
+                    ch: c,
+                },
             );
         }
         // A class names a column of the results (CSV, report): one line of visible text.
         if let Some(c) = m.class.chars().find(|c| c.is_control()) {
             bad.add(
                 &format!("load.mix[{i}].class"),
-                format!(
-                    "{:?} holds {}: a class name is one line of text",
-                    m.class,
-                    char_name(c)
-                ),
+                Written::ClassLine {
+                    class: m.class.clone(),
+                    ch: c,
+                },
             );
         } else if !m.class.is_empty() && m.class.trim().is_empty() {
-            bad.add(
-                &format!("load.mix[{i}].class"),
-                "is blank: name the class, or omit `class` to name it by its path".to_string(),
-            );
+            bad.add(&format!("load.mix[{i}].class"), Written::ClassBlank);
         }
         if m.weight <= 0.0 || !m.weight.is_finite() {
-            bad.add(&format!("load.mix[{i}].weight"), "must be > 0".to_string());
+            bad.add(&format!("load.mix[{i}].weight"), positive());
         }
     }
     if let Some(b) = &l.burst {
@@ -536,7 +582,10 @@ fn check_load(s: &Scenario, bad: &mut Problems) {
             bad,
         );
         if b.period.secs() <= 0.0 {
-            bad.add("load.burst.period", "must be > 0, e.g. \"10s\"".to_string());
+            bad.add(
+                "load.burst.period",
+                ProblemKind::limit(Limit::Positive, Got::default(), ", e.g. \"10s\""),
+            );
         }
     }
 }
@@ -558,11 +607,11 @@ fn check_tls(s: &Scenario, bad: &mut Problems) {
         ] {
             if set {
                 let why = if t.tls {
-                    format!("the lab makes the certificate and TLS config only of the built-in server, nginx, Apache and Caddy (this target is kind = \"{}\")", t.kind.name())
+                    NotHere::LabCert
                 } else {
-                    "is used only with tls = true".to_string()
+                    NotHere::OnlyTls
                 };
-                bad.add(&format!("target.{key}"), format!("{why}: remove the key"));
+                bad.add(&format!("target.{key}"), ProblemKind::not_here(why, t.kind));
             }
         }
     }
@@ -572,59 +621,48 @@ fn check_tls(s: &Scenario, bad: &mut Problems) {
     if !t.tls {
         bad.add(
             "load.tls",
-            format!(
-                "the target does not speak TLS (kind = \"{}\" without tls = true): add tls = true to [target], or remove [load.tls]",
-                t.kind.name()
-            ),
+            Need::TargetTls {
+                kind: t.kind.name(),
+            },
         );
     }
     // The name rustls sends and verifies: a DNS name or an IP address ("" sends none).
     if !l.sni.is_empty() && rustls::pki_types::ServerName::try_from(l.sni.as_str()).is_err() {
-        bad.add(
-            "load.tls.sni",
-            format!(
-                "{:?} is neither a DNS name nor an IP address: write the server's name (e.g. \"www.example.com\"), or \"\" to send none",
-                l.sni
-            ),
-        );
+        bad.add("load.tls.sni", Written::ServerName(l.sni.clone()));
     }
     let hs = l.handshake_timeout.secs();
     if hs <= 0.0 || hs > 60.0 {
         bad.add(
             "load.tls.handshake_timeout",
-            "must be > 0 and at most 60s, e.g. \"5s\"".to_string(),
+            ProblemKind::limit(
+                Limit::PositiveAtMost("60s"),
+                Got::of(l.handshake_timeout),
+                ", e.g. \"5s\"",
+            ),
         );
     }
     if l.version == TlsVersion::V12 && l.group == KxGroup::X25519Mlkem768 {
-        bad.add(
-            "load.tls.group",
-            "x25519mlkem768 exists only in TLS 1.3: use version = \"1.3\", or group x25519 or p256"
-                .to_string(),
-        );
+        bad.add("load.tls.group", Need::Tls13Group);
     }
     if l.verify && !lab_cert && l.ca.is_empty() {
         bad.add(
             "load.tls.ca",
-            format!(
-                "verify = true against a kind = \"{}\" target needs the CA its certificate is signed by: ca = \"path/to/ca.pem\"",
-                t.kind.name()
-            ),
+            Need::Ca {
+                kind: t.kind.name(),
+            },
         );
     }
     if t.tls && lab_cert && l.resumed > 0.0 {
         match l.resumption {
-            ResumeBy::Ids if !t.tls_session_cache => bad.add(
-                "load.tls.resumption",
-                "resuming by session ids needs the server's session cache: set target.tls_session_cache = true, or resumption = \"tickets\"".to_string(),
-            ),
-            ResumeBy::Tickets if !t.tls_tickets && l.version == TlsVersion::V12 => bad.add(
-                "load.tls.resumption",
-                "resuming TLS 1.2 by tickets needs the server's tickets: set target.tls_tickets = true, or resumption = \"ids\"".to_string(),
-            ),
-            _ if !t.tls_tickets && !t.tls_session_cache => bad.add(
-                "load.tls.resumed",
-                "the server keeps no sessions (tls_session_cache and tls_tickets are off): nothing can resume; set resumed = 0 or turn one on".to_string(),
-            ),
+            ResumeBy::Ids if !t.tls_session_cache => {
+                bad.add("load.tls.resumption", Need::SessionCache)
+            }
+            ResumeBy::Tickets if !t.tls_tickets && l.version == TlsVersion::V12 => {
+                bad.add("load.tls.resumption", Need::Tickets)
+            }
+            _ if !t.tls_tickets && !t.tls_session_cache => {
+                bad.add("load.tls.resumed", Need::Sessions)
+            }
             _ => {}
         }
     }
@@ -633,7 +671,14 @@ fn check_tls(s: &Scenario, bad: &mut Problems) {
 /// The probe's sampling interval.
 fn check_probe(s: &Scenario, bad: &mut Problems) {
     if s.probe.interval.secs() < 0.01 || s.probe.interval.secs() > 60.0 {
-        bad.add("probe.interval", "must be between 10ms and 60s".to_string());
+        bad.add(
+            "probe.interval",
+            ProblemKind::limit(
+                Limit::Between("10ms".into(), "60s".into()),
+                Got::of(s.probe.interval),
+                "",
+            ),
+        );
     }
 }
 
@@ -643,19 +688,16 @@ fn check_steps(s: &Scenario, bad: &mut Problems) {
     for (i, st) in s.steps.iter().enumerate() {
         let k = format!("step[{i}]");
         if st.at.secs() < last {
-            bad.add(
-                &format!("{k}.at"),
-                "steps must be in time order".to_string(),
-            );
+            bad.add(&format!("{k}.at"), Timing::StepsOrder);
         }
         last = st.at.secs();
         if s.sweep.is_none() && st.at.secs() > s.duration.secs() {
             bad.add(
                 &format!("{k}.at"),
-                format!(
-                    "({}) is after the end of the run (duration = {})",
-                    st.at, s.duration
-                ),
+                Timing::StepAfterEnd {
+                    at: st.at.to_string(),
+                    duration: s.duration.to_string(),
+                },
             );
         }
         // The live knobs' own limits: a step sets what a key could.
@@ -666,11 +708,7 @@ fn check_steps(s: &Scenario, bad: &mut Problems) {
             self::knob(knob, v, &format!("{k}.{key}"), bad);
         }
         if st.tls_resumed.is_some() && s.load.tls.is_none() {
-            bad.add(
-                &format!("{k}.tls_resumed"),
-                "needs [load.tls] (the clients speak TLS to a `target.tls = true` server)"
-                    .to_string(),
-            );
+            bad.add(&format!("{k}.tls_resumed"), Need::LoadTls);
         }
         if let (Some(r), Some(f), true) = (st.burst_ratio, st.burst_fraction, within) {
             check_burst(r, f.fraction(), &k, ["burst_ratio", "burst_fraction"], bad);
@@ -685,47 +723,45 @@ fn check_steps(s: &Scenario, bad: &mut Problems) {
             let keys: Vec<&str> = path_values.iter().map(|v| v.knob().key()).collect();
             bad.add(
                 &k,
-                format!(
-                    "changes {} but the scenario has no [network] section",
-                    keys.join("/")
-                ),
+                Need::StepNetwork {
+                    keys: keys.join("/"),
+                },
             );
         }
     }
 }
 
-/// The sweep: a known parameter with at least one valid value.
 /// What is wrong with a sweep parameter's name that names none: the nearest and the valid.
-fn unknown_param(name: &str) -> String {
+fn unknown_param(name: &str) -> Written {
     let names: Vec<String> = SweepParam::all().map(|p| p.name().to_string()).collect();
-    let hint = super::diag::nearest(name, &names)
-        .map(|n| format!("; did you mean `{n}`?"))
-        .unwrap_or_default();
-    format!(
-        "unknown parameter `{name}`{hint} (valid: {})",
-        names.join(", ")
-    )
+    Written::UnknownParam {
+        name: name.to_string(),
+        nearest: super::diag::nearest(name, &names).map(|n| n.to_string()),
+        valid: names.join(", "),
+    }
 }
 
+/// The sweep: a known parameter with at least one valid value.
 fn check_sweep(s: &Scenario, bad: &mut Problems) {
     if let Some(sw) = &s.sweep {
         match sw.kind() {
             None => bad.add("sweep.param", unknown_param(&sw.param)),
             Some(k) if k.needs_network() && s.network.is_none() => bad.add(
                 "sweep.param",
-                format!("`{}` needs a [network] section", sw.param),
+                Need::Network {
+                    param: sw.param.clone(),
+                },
             ),
             Some(SweepParam::Load(LoadKnob::Resumed)) if !s.target.tls => bad.add(
                 "sweep.param",
-                format!(
-                    "`{}` needs a target that speaks TLS: add tls = true to [target]",
-                    sw.param
-                ),
+                Need::SweepTls {
+                    param: sw.param.clone(),
+                },
             ),
             Some(_) => {}
         }
         if sw.values.is_empty() {
-            bad.add("sweep.values", "needs at least one value".to_string());
+            bad.add("sweep.values", Need::Values);
         }
         if let Some(k) = sw.kind() {
             for (i, v) in sw.values.iter().enumerate() {
@@ -739,7 +775,7 @@ fn check_sweep(s: &Scenario, bad: &mut Problems) {
             }
         }
         if sw.hold.secs() <= 0.0 {
-            bad.add("sweep.hold", "must be > 0".to_string());
+            bad.add("sweep.hold", positive());
         }
         check_sweep_server(s, sw, bad);
         if let Some(c) = &sw.curves {
@@ -761,7 +797,7 @@ fn concurrency(s: &Scenario, sw: &Sweep, n: u32, key: &str, bad: &mut Problems) 
         _ => LoadKnob::Sockets,
     });
     if let Some(e) = knobs.filter_map(|k| k.check(n as f64).err()).next() {
-        bad.add(key, e.to_string());
+        bad.add(key, e);
     }
 }
 
@@ -774,27 +810,23 @@ fn check_curves(s: &Scenario, c: &Curves, swept: Option<SweepParam>, bad: &mut P
     if Some(k) == swept {
         bad.add(
             "sweep.curves.param",
-            format!(
-                "`{}` is what the sweep varies along each curve: the curves take another parameter (e.g. load.burst over a load.rate sweep)",
-                c.param
-            ),
+            Written::CurvesSweptParam(c.param.clone()),
         );
     }
     if k.needs_network() && s.network.is_none() {
         bad.add(
             "sweep.curves.param",
-            format!("`{}` needs a [network] section", c.param),
+            Need::Network {
+                param: c.param.clone(),
+            },
         );
     }
     if c.values.is_empty() {
-        bad.add(
-            "sweep.curves.values",
-            "needs at least one value".to_string(),
-        );
+        bad.add("sweep.curves.values", Need::Values);
     }
     for (i, v) in c.values.iter().enumerate() {
         if let Err(e) = super::SweepValue::parse(k, v) {
-            bad.add(&format!("sweep.curves.values[{i}]"), e.to_string());
+            bad.add(&format!("sweep.curves.values[{i}]"), e);
         }
     }
 }
@@ -804,25 +836,18 @@ fn check_curves(s: &Scenario, c: &Curves, swept: Option<SweepParam>, bad: &mut P
 fn check_sweep_server(s: &Scenario, sw: &Sweep, bad: &mut Problems) {
     if !sw.steer.is_empty() {
         if s.network.is_none() {
-            bad.add(
-                "sweep.steer",
-                "steers the server's receive processing in the network lab: add a [network] section".to_string(),
-            );
+            bad.add("sweep.steer", Need::SteerNetwork);
         }
         if sw.kind() == Some(SweepParam::Steer) {
-            bad.add(
-                "sweep.steer",
-                "the sweep's parameter is network.steer already: remove one of the two".to_string(),
-            );
+            bad.add("sweep.steer", SweepServer::SteerTwice);
         }
     }
     if sw.kind() == Some(SweepParam::Backlog) && s.target.kind != TargetKind::Builtin {
         bad.add(
             "sweep.param",
-            format!(
-                "target.backlog changes live only in the built-in server (it listens again with the new backlog); kind = \"{}\" reads its backlog at start: run one scenario per backlog and overlay them with `synlab report A B`",
-                s.target.kind.name()
-            ),
+            SweepServer::BacklogLive {
+                kind: s.target.kind.name(),
+            },
         );
     }
 }
@@ -889,17 +914,6 @@ fn check_burst(ratio: f64, fraction: f64, table: &str, keys: [&str; 2], bad: &mu
     bad.add(&format!("{table}.{}", key.0), key.1);
 }
 
-/// A character as a message names it: "a line feed (LF)", "a space".
-fn char_name(c: char) -> String {
-    match c {
-        '\r' => "a carriage return (CR)".to_string(),
-        '\n' => "a line feed (LF)".to_string(),
-        '\t' => "a tab".to_string(),
-        ' ' => "a space".to_string(),
-        c => format!("the control character U+{:04X}", c as u32),
-    }
-}
-
 /// The files a scenario names (`load.tls.ca`), read from the scenario file's folder `dir` as
 /// the run reads them: each relative path is made `dir`'s, and one that is not a file is a
 /// problem.
@@ -909,11 +923,8 @@ pub fn resolve_files(s: &mut Scenario, dir: &Path) -> Vec<Problem> {
         let path = dir.join(&t.ca);
         if !path.is_file() {
             p.push(Problem::new(
-                "load.tls.ca".to_string(),
-                format!(
-                    "{} is not a file (a relative path is read from the scenario's folder): name the PEM file of the CA that signed the server's certificate",
-                    path.display()
-                ),
+                "load.tls.ca",
+                Written::CaFile(path.display().to_string()),
             ));
         }
         t.ca = path.display().to_string();
@@ -935,19 +946,15 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
         && modes.iter().all(|m| *m == Mode::Closed)
         && sweep_kind != Some(SweepParam::Load(LoadKnob::Rate))
     {
-        w.push(Problem::new(
-            "load.rate".to_string(),
-            "is not used: every point runs mode = \"closed\", whose clients each wait for their response (in the TUI it is the rate `c` switches to open or sclient with); remove it, or measure open or sclient points (sweep.modes)".to_string(),
-        ));
+        w.push(Problem::new("load.rate", Unused::ClosedRate));
     }
     if let Some(sw) = &s.sweep {
         if written_top.iter().any(|k| k == "duration") {
             w.push(Problem::new(
-                "duration".to_string(),
-                format!(
-                    "is not used with a [sweep]: the run lasts its points' warmup + hold + cooldown (~{}); remove it",
-                    about(run_length_s(s))
-                ),
+                "duration",
+                Unused::SweepDuration {
+                    about: about(run_length_s(s)),
+                },
             ));
         }
         let paths = s.network.as_ref().map_or(&[][..], |n| &n.paths[..]);
@@ -962,13 +969,12 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
                 .map(|p| format!("`{}` {}", p.name, per_path(p).unwrap_or_default()))
                 .collect();
             w.push(Problem::new(
-                "sweep.param".to_string(),
-                format!(
-                    "`{}` sets all {} paths at once: each value replaces every path's own ({}), which no point uses",
-                    sw.param,
-                    paths.len(),
-                    own.join(", ")
-                ),
+                "sweep.param",
+                Unused::PathsReplaced {
+                    param: sw.param.clone(),
+                    paths: paths.len(),
+                    own: own.join(", "),
+                },
             ));
         }
     }
@@ -1008,32 +1014,32 @@ fn run_metric_problems(
     if s.sweep.is_none() {
         p.push(Problem::new(
             k("metric"),
-            format!(
-                "`{}` is the capacity a sweep finds ([analysis] capacity): this scenario has no [sweep]",
-                m.name()
-            ),
+            Threshold::CapacityNeedsSweep {
+                metric: m.name().to_string(),
+            },
         ));
     }
     if t.max.is_none() && t.min.is_none() {
         p.push(Problem::new(
             k("metric"),
-            "a threshold needs `max` or `min` (or both), e.g. min = 900".to_string(),
+            Threshold::NoBound {
+                example: "min = 900",
+            },
         ));
     }
     for (key, b) in [("max", &t.max), ("min", &t.min)] {
         if let Some(b) = b {
             if let Err(e) = m.parse_bound(b) {
-                p.push(Problem::new(k(key), e.to_string()));
+                p.push(Problem::new(k(key), e));
             }
         }
     }
     if !t.points.is_empty() || !t.values.is_empty() || t.aggregate != Aggregate::default() {
         p.push(Problem::new(
             k("metric"),
-            format!(
-                "`{}` is judged once per series of the sweep: remove `points`, `values` and `aggregate`",
-                m.name()
-            ),
+            Threshold::OncePerSeries {
+                metric: m.name().to_string(),
+            },
         ));
     }
     p
@@ -1051,49 +1057,44 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
         }
         let metric = check_metric(&t.metric);
         if let Err(e) = &metric {
-            p.push(Problem::new(k("metric"), e.to_string()));
+            p.push(Problem::new(k("metric"), e.clone()));
         }
         if t.max.is_none() && t.min.is_none() {
             p.push(Problem::new(
                 k("metric"),
-                "a threshold needs `max` or `min` (or both), e.g. max = \"50ms\"".to_string(),
+                Threshold::NoBound {
+                    example: "max = \"50ms\"",
+                },
             ));
         }
         for (key, b) in [("max", &t.max), ("min", &t.min)] {
             if let (Some(b), Ok(metric)) = (b, &metric) {
                 if let Err(e) = parse_bound(b, *metric) {
-                    p.push(Problem::new(k(key), e.to_string()));
+                    p.push(Problem::new(k(key), e));
                 }
             }
         }
         if t.over == Over::Run && !(t.points.is_empty() && t.values.is_empty()) {
-            p.push(Problem::new(
-                k("over"),
-                "over = \"run\" judges the whole run: remove `points` / `values`, or judge \
-                 points one by one (over = \"points\")"
-                    .to_string(),
-            ));
+            p.push(Problem::new(k("over"), Threshold::RunTakesNoPoints));
         }
         if t.over == Over::Points && t.aggregate != Aggregate::default() {
-            p.push(Problem::new(
-                k("aggregate"),
-                "aggregate applies only with over = \"run\"".to_string(),
-            ));
+            p.push(Problem::new(k("aggregate"), Threshold::AggregateOverRun));
         }
         for (j, n) in t.points.iter().enumerate() {
             if *n == 0 || *n > n_points {
                 p.push(Problem::new(
                     format!("threshold[{i}].points[{j}]"),
-                    format!("point {n} does not exist: this scenario runs points 1 to {n_points}"),
+                    Threshold::NoSuchPoint {
+                        n: *n,
+                        points: n_points,
+                    },
                 ));
             }
         }
         match &s.sweep {
-            None if !t.values.is_empty() => p.push(Problem::new(
-                k("values"),
-                "this scenario has no [sweep]: choose points by number (`points = [1]`)"
-                    .to_string(),
-            )),
+            None if !t.values.is_empty() => {
+                p.push(Problem::new(k("values"), Threshold::ValuesNeedSweep))
+            }
             // An unknown sweep parameter is reported by the sweep's own validation.
             Some(sw) if sw.kind().is_some() => {
                 let kind = sw.kind().expect("checked");
@@ -1106,13 +1107,13 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
                 for (j, v) in t.values.iter().enumerate() {
                     let key = format!("threshold[{i}].values[{j}]");
                     match crate::model::SweepValue::parse(kind, v) {
-                        Err(e) => p.push(Problem::new(key, e.to_string())),
+                        Err(e) => p.push(Problem::new(key, e)),
                         Ok(v) if !swept.contains(&v.to_string()) => p.push(Problem::new(
                             key,
-                            format!(
-                                "{v} is not one of the sweep's values ({})",
-                                swept.join(", ")
-                            ),
+                            Threshold::NotSwept {
+                                value: v.to_string(),
+                                swept: swept.join(", "),
+                            },
                         )),
                         Ok(_) => {}
                     }
@@ -1122,7 +1123,10 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
         }
     }
     for (j, why) in s.gate.status_problems() {
-        p.push(Problem::new(format!("gate.good_statuses[{j}]"), why));
+        p.push(Problem::new(
+            format!("gate.good_statuses[{j}]"),
+            ProblemKind::Said(why),
+        ));
     }
     p
 }
@@ -1160,9 +1164,77 @@ mod tests {
                 what: "requests_per_conn"
             })
         );
+        let linger = ProblemKind::limit(
+            Limit::Between("1ms".into(), "30s".into()),
+            Got::of("45s"),
+            " (Apache waits 2s); or set lingering_close = false",
+        );
         assert_eq!(
-            ProblemKind::from("must be >= 1".to_string()).to_string(),
-            "must be >= 1"
+            linger.to_string(),
+            "must be between 1ms and 30s (got 45s) (Apache waits 2s); or set lingering_close = false"
+        );
+    }
+
+    /// The scenario's own rules are typed: none of them is said only in words (`Said` is left
+    /// to the lower layers' text: the network section, `[gate] good_statuses`).
+    #[test]
+    fn hand_written_rules_have_kinds_of_their_own() {
+        let mut s = crate::scenario::default_scenario();
+        s.duration = crate::model::units::Dur(Duration::ZERO);
+        s.target.backlog = 0;
+        s.target.pareto_alpha = 0.0;
+        s.load.workers = 0;
+        s.probe.interval = crate::model::units::Dur(Duration::from_millis(1));
+        s.load.mix.push(MixSpec {
+            class: " ".into(),
+            path: "no-slash".into(),
+            weight: 0.0,
+        });
+        s.steps.push(Step {
+            at: crate::model::units::Dur(Duration::from_secs(5)),
+            ..Step::default()
+        });
+        s.steps.push(Step::default());
+        s.thresholds.push(super::super::gate::ThresholdSpec {
+            metric: "total_p99_ms".into(),
+            points: vec![9],
+            ..Default::default()
+        });
+        let mut p = validate(&s);
+        p.extend(gate_problems(&s));
+        assert!(p.len() >= 10, "{p:#?}");
+        let said: Vec<&Problem> = p
+            .iter()
+            .filter(|p| matches!(p.kind, ProblemKind::Said(_)))
+            .collect();
+        assert!(said.is_empty(), "{said:#?}");
+        let kind = |key: &str| {
+            p.iter()
+                .find(|p| p.key == key)
+                .map(|p| p.kind.clone())
+                .unwrap_or_else(|| panic!("no problem at {key}: {p:#?}"))
+        };
+        assert_eq!(
+            kind("load.workers"),
+            ProblemKind::limit(Limit::Range("1".into(), "64".into()), Got::of(0), "")
+        );
+        assert_eq!(
+            kind("load.mix[0].path"),
+            Written::NoSlash("no-slash".into()).into()
+        );
+        assert_eq!(kind("load.mix[0].class"), Written::ClassBlank.into());
+        assert_eq!(kind("step[1].at"), Timing::StepsOrder.into());
+        assert_eq!(
+            kind("threshold[0].points[0]"),
+            Threshold::NoSuchPoint { n: 9, points: 1 }.into()
+        );
+        assert_eq!(
+            kind("probe.interval").to_string(),
+            "must be between 10ms and 60s (got 1ms)"
+        );
+        assert_eq!(
+            kind("target.pareto_alpha").to_string(),
+            "must be > 0 (got 0) (1.1-1.5 gives a heavy tail)"
         );
     }
 }

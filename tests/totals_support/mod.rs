@@ -29,6 +29,15 @@ pub fn assert_identities(t: &serde_json::Value) -> (u64, u64) {
             .sum();
         assert_eq!(sum, n(o, "errors"), "errors by kind add up: {o}");
     }
+    // Bad responses by reason (absent when none) add up to them.
+    if let Some(by) = r.get("bad_responses_by_reason").and_then(|v| v.as_object()) {
+        let sum: u64 = by.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(
+            sum,
+            n(&r["errors_by_kind"], "bad_responses"),
+            "by reason: {r}"
+        );
+    }
     // Over TLS every established connection did one handshake, full or resumed, and each
     // failed one is a connection error of its kind.
     if let Some(tls) = t.get("tls").filter(|v| !v.is_null()) {

@@ -273,7 +273,13 @@ impl ClientTotals {
             Some("addr_not_avail") => "the clients ran out of ephemeral ports".into(),
             Some("out_of_fds") => "the clients ran out of file descriptors".into(),
             Some("resets") => "the server reset every request".into(),
-            Some("bad_responses") => "no response was a complete HTTP response".into(),
+            Some("bad_responses") => match c.bad_by_reason.top() {
+                Some((reason, n)) => format!(
+                    "no response was a complete HTTP response: {reason} ({n} of {} bad responses)",
+                    c.bad_responses
+                ),
+                None => "no response was a complete HTTP response".into(),
+            },
             _ => "see run.log".into(),
         };
         Some(AllFailed {

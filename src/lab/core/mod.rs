@@ -8,7 +8,7 @@
 use super::client_agg::ClientTotals;
 use super::knobs::{Command, Knobs, Reply};
 use super::state::{LabState, Warning};
-use crate::load::protocol::{Control, StatsDelta};
+use crate::load::protocol::{Control, StatsDelta, WorkerNotice};
 use crate::metrics::window::SampleWindow;
 use crate::model::SummaryRow;
 use crate::model::{Col, Counters};
@@ -22,6 +22,7 @@ mod classes;
 mod commands;
 mod inputs;
 mod live;
+mod notices;
 mod rows;
 mod steps;
 mod summary;
@@ -224,6 +225,8 @@ pub struct LabCore {
     /// The clients' latest account of a failed TLS handshake, in words.
     tls_failure: Option<String>,
     notices: Vec<String>,
+    /// The workers' notices, one of each kind (the first said), typed.
+    worker_notices: Vec<WorkerNotice>,
     steps: Vec<Cue>,
     next_step: usize,
     next_tick_s: f64,
@@ -285,6 +288,7 @@ impl LabCore {
             final_verdict: None,
             tls_failure: None,
             notices: Vec::new(),
+            worker_notices: Vec::new(),
             steps,
             next_step: 0,
             next_tick_s: interval_s,
@@ -419,11 +423,7 @@ impl LabCore {
     }
 
     fn fold_worker(&mut self, d: &StatsDelta, fx: &mut Vec<Effect>) {
-        if let Some(n) = &d.notice {
-            if self.notice_once(n) {
-                fx.push(Effect::Log(format!("worker {}: {n}", d.worker)));
-            }
-        }
+        self.fold_notices(d, fx);
         if let Some(why) = &d.tls_failure {
             let line = format!("TLS handshake failed: {why}");
             if self.notice_once(&line) {
@@ -503,25 +503,6 @@ impl LabCore {
             Warning::ChildDied(d) => Some(d.clone()),
             _ => None,
         })
-    }
-
-    /// Keeps a notice for summary.json unless the run has it already; true when it is new.
-    pub fn notice_once(&mut self, notice: &str) -> bool {
-        let new = !self.notices.iter().any(|n| n == notice);
-        if new {
-            self.notices.push(notice.to_string());
-        }
-        new
-    }
-
-    /// Keeps a notice for summary.json (even if the run has it).
-    pub fn notice(&mut self, notice: String) {
-        self.notices.push(notice);
-    }
-
-    /// The notices so far, for summary.json.
-    pub fn notices(&self) -> &[String] {
-        &self.notices
     }
 
     /// The built-in server's last stats line (its totals since it started), if it sent one.

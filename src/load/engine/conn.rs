@@ -17,18 +17,18 @@ use super::layers::tcp::{self, OpenError};
 use super::layers::{AlpnRefused, Http, HttpLayer, SecError, Security, Wire};
 use super::streams::Stream;
 use super::Engine;
+use crate::load::protocol::WorkerNotice;
 use crate::metrics::hist::record;
+use crate::model::BadReason;
 use crate::sys::client_io::{self as io, ConnectStart, Errno, SockError, TcpSocket};
 use crate::tls::client::HandshakeFailure;
 use std::os::fd::AsFd;
 
+/// The words for a TLS session that broke under a response.
+const TLS_BROKE: &str = "the TLS session broke after the handshake (a bad record, or an alert)";
+
 /// Pause before retrying after the kernel refused a socket or a port (EMFILE, EADDRNOTAVAIL).
 const RESOURCE_BACKOFF_NS: u64 = 1_000_000;
-
-pub const PORTS_NOTICE: &str =
-    "ephemeral ports exhausted: widen net.ipv4.ip_local_port_range or add client addresses";
-pub const FDS_NOTICE: &str =
-    "out of file descriptors: raise the hard RLIMIT_NOFILE (ulimit -Hn) or lower sockets/clients";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -78,8 +78,9 @@ pub(super) enum Failure {
     ConnectTimeout,
     /// The response timeout passed with the request in flight.
     ResponseTimeout,
-    /// Not HTTP, or closed before the response was complete.
-    BadResponse,
+    /// Not HTTP, or closed before the response was complete: why, and the parser's words
+    /// (static: counting one allocates nothing).
+    BadResponse(BadReason, &'static str),
     /// The handshake timeout passed with the TLS handshake under way.
     HandshakeTimeout,
     /// TLS failed: in the handshake, a connection error of its kind; after it, the request's
@@ -247,10 +248,10 @@ impl Engine {
                 self.count(class, |c| c.connect_other_errors += 1);
                 if !self.report.told_bind {
                     self.report.told_bind = true;
-                    let ip = source.expect("a bind error has a source address");
-                    self.report.notices.push(format!(
-                        "cannot bind source address {ip}: it is not configured on this host (check bind_addrs)"
-                    ));
+                    let addr = source.expect("a bind error has a source address");
+                    self.report
+                        .notices
+                        .push(WorkerNotice::BindUnavailable { addr });
                 }
                 return self.attempt_failed(None, now, role, class);
             }
@@ -341,14 +342,14 @@ impl Engine {
                     self.count(class, |s| s.addr_not_avail += 1);
                     if !self.report.told_ports {
                         self.report.told_ports = true;
-                        self.report.notices.push(PORTS_NOTICE.into());
+                        self.report.notices.push(WorkerNotice::PortsExhausted);
                     }
                 }
                 SockError::OutOfFds => {
                     self.count(class, |s| s.out_of_fds += 1);
                     if !self.report.told_fds {
                         self.report.told_fds = true;
-                        self.report.notices.push(FDS_NOTICE.into());
+                        self.report.notices.push(WorkerNotice::OutOfFds);
                     }
                 }
                 _ => self.count(class, |s| s.connect_other_errors += 1),
@@ -362,7 +363,7 @@ impl Engine {
                 self.count(class, |s| s.tls_protocol_errors += 1)
             }
             Failure::Alpn => self.count(class, |s| s.alpn_refused += 1),
-            Failure::ResponseTimeout | Failure::BadResponse => {
+            Failure::ResponseTimeout | Failure::BadResponse(..) => {
                 unreachable!("a request's failure while connecting")
             }
         }
@@ -371,19 +372,29 @@ impl Engine {
     pub(super) fn count_request_error(&mut self, f: Failure, class: u16) {
         let bump: fn(&mut crate::model::Counters) = match f {
             Failure::ResponseTimeout => |s| s.response_timeouts += 1,
-            Failure::BadResponse => |s| s.bad_responses += 1,
+            Failure::BadResponse(why, words) => return self.count_bad_response(class, why, words),
             Failure::Sys(e) => match e.kind() {
                 SockError::Reset => |s| s.resets += 1,
                 SockError::TimedOut => |s| s.response_timeouts += 1,
                 _ => |s| s.request_other_errors += 1,
             },
             // The TLS layer failing under a response (a bad record, an alert mid-stream).
-            Failure::Tls(_) => |s| s.bad_responses += 1,
+            Failure::Tls(_) => return self.count_bad_response(class, BadReason::Tls, TLS_BROKE),
             Failure::ConnectTimeout | Failure::HandshakeTimeout | Failure::Alpn => {
                 unreachable!("a connect or handshake failure with a request in flight")
             }
         };
         self.count(class, bump);
+    }
+
+    /// A bad response, counted by its reason (no allocation: a counter each); the first of
+    /// each reason is said in a notice.
+    fn count_bad_response(&mut self, class: u16, why: BadReason, words: &'static str) {
+        self.count(class, |s| {
+            s.bad_responses += 1;
+            s.bad_by_reason.bump(why);
+        });
+        self.report.note_bad_response(why, words);
     }
 
     /// The connection failed: counted as its connect's error or its request's, by the phase it
@@ -685,13 +696,11 @@ impl Engine {
     pub(super) fn sec_failed(&mut self, idx: usize, e: SecError, now: u64) {
         let f = match e {
             SecError::Sys(e) => Failure::Sys(e),
-            SecError::BadStream => Failure::BadResponse,
+            SecError::BadStream => Failure::BadResponse(BadReason::Tls, TLS_BROKE),
             SecError::Alpn(a) => {
                 if !self.report.told_alpn {
                     self.report.told_alpn = true;
-                    self.report
-                        .notices
-                        .push(format!("{a} (counted in alpn_refused)"));
+                    self.report.notices.push(WorkerNotice::AlpnRefused(a));
                 }
                 Failure::Alpn
             }

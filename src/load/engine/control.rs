@@ -2,7 +2,8 @@
 //! mode, D, clients, T, resumed share, pause), drain and stop.
 
 use super::Engine;
-use crate::load::protocol::{Control, LoadSettings};
+use crate::load::notice::Refusal;
+use crate::load::protocol::{Control, LoadSettings, WorkerNotice};
 
 impl Engine {
     pub(super) fn apply_controls(&mut self) {
@@ -10,17 +11,22 @@ impl Engine {
             let now = self.now_ns();
             let t = now as f64 / 1e9;
             match msg {
-                Err(bad) => self.report.notices.push(bad.to_string()),
+                Err(bad) => self.report.notices.push(WorkerNotice::BadControl {
+                    line: bad.line,
+                    error: bad.error.to_string(),
+                }),
                 Ok(c) => {
-                    if let Err(e) = self.apply(c, now, t) {
-                        self.report.notices.push(format!("control refused: {e}"));
+                    if let Err(why) = self.apply(c, now, t) {
+                        self.report
+                            .notices
+                            .push(WorkerNotice::ControlRefused { why });
                     }
                 }
             }
         }
     }
 
-    pub(super) fn apply(&mut self, c: Control, now: u64, t: f64) -> anyhow::Result<()> {
+    pub(super) fn apply(&mut self, c: Control, now: u64, t: f64) -> Result<(), Refusal> {
         // What the schedule intended up to this change counts at its old settings.
         self.bank_intended(t);
         match c {
@@ -39,38 +45,42 @@ impl Engine {
 
     /// The load's settings: checked first (a refused message changes nothing), then
     /// what differs from what runs is applied; the same settings again change nothing.
-    fn apply_load(&mut self, s: LoadSettings, now: u64, t: f64) -> anyhow::Result<()> {
-        anyhow::ensure!(s.sockets >= 1, "sockets must be >= 1, got 0");
-        anyhow::ensure!(
-            s.timeout_s.is_finite() && s.timeout_s > 0.0,
-            "timeout_s must be > 0, got {}",
-            s.timeout_s
-        );
-        anyhow::ensure!(
-            s.requests_per_conn != Some(0),
-            "requests_per_conn must be >= 1, got 0"
-        );
+    fn apply_load(&mut self, s: LoadSettings, now: u64, t: f64) -> Result<(), Refusal> {
+        if s.sockets < 1 {
+            return Err(Refusal::NoSockets);
+        }
+        if !(s.timeout_s.is_finite() && s.timeout_s > 0.0) {
+            return Err(Refusal::Timeout { got: s.timeout_s });
+        }
+        if s.requests_per_conn == Some(0) {
+            return Err(Refusal::NoRequestsPerConn);
+        }
         if let Some(share) = s.resumed {
-            anyhow::ensure!(
-                (0.0..=1.0).contains(&share),
-                "the resumed share must be 0 to 1, got {share}"
-            );
-            anyhow::ensure!(self.layers.secure(), "this worker does not speak TLS");
+            if !(0.0..=1.0).contains(&share) {
+                return Err(Refusal::ResumedShare { got: share });
+            }
+            if !self.layers.secure() {
+                return Err(Refusal::NotTls);
+            }
         }
         match (s.streams, self.layers.streams) {
-            (Some(0), _) => anyhow::bail!("streams must be >= 1, got 0"),
-            (Some(_), None) => {
-                anyhow::bail!("this worker speaks HTTP/1.x: it has no streams per connection")
-            }
-            (None, Some(_)) => anyhow::bail!("this worker speaks HTTP/2: streams must be given"),
+            (Some(0), _) => return Err(Refusal::NoStreams),
+            (Some(_), None) => return Err(Refusal::StreamsOverHttp1),
+            (None, Some(_)) => return Err(Refusal::StreamsMissing),
             _ => {}
         }
+        let schedule = |e: crate::load::arrival::ScheduleError| Refusal::Schedule {
+            words: e.to_string(),
+        };
         if s.rate != self.cfg.rate {
-            self.sched.schedule.set_rate(s.rate, t)?;
+            self.sched.schedule.set_rate(s.rate, t).map_err(schedule)?;
             self.cfg.rate = s.rate;
         }
         if s.burst != self.cfg.burst {
-            self.sched.schedule.set_burst(s.burst.as_ref(), t)?;
+            self.sched
+                .schedule
+                .set_burst(s.burst.as_ref(), t)
+                .map_err(schedule)?;
             self.cfg.burst = s.burst;
         }
         if let (Some(share), true) = (s.resumed, self.layers.secure()) {

@@ -9,6 +9,7 @@ use super::layers::{HttpEvent, HttpLayer, ReqToken, SecRead, Wire};
 use super::Engine;
 use crate::metrics::hist::record;
 use crate::model::counters::StatusClass;
+use crate::model::BadReason;
 
 use crate::sys::client_io::{self as io, SockError};
 use rand::Rng;
@@ -226,17 +227,32 @@ impl Engine {
             return if self.slab[idx].streams.is_empty() {
                 self.finish(idx, now)
             } else {
-                self.fail(idx, Failure::BadResponse, now)
+                self.fail(
+                    idx,
+                    Failure::BadResponse(
+                        BadReason::Closed,
+                        "the server closed the connection with requests in flight",
+                    ),
+                    now,
+                )
             };
         }
         let mut events = std::mem::take(&mut self.events);
         let r = self.slab[idx].http.eof(&mut events);
         let done = events.iter().any(|e| matches!(e, HttpEvent::Done { .. }));
-        if r.is_ok() && done {
-            self.on_http_events(idx, &mut events, true, now);
-        } else {
-            events.clear();
-            self.fail(idx, Failure::BadResponse, now);
+        match r {
+            Ok(()) if done => {
+                self.on_http_events(idx, &mut events, true, now);
+            }
+            r => {
+                events.clear();
+                let (why, words) = r
+                    .err()
+                    .map_or((BadReason::Closed, "connection closed mid-response"), |e| {
+                        (e.reason(), e.words())
+                    });
+                self.fail(idx, Failure::BadResponse(why, words), now);
+            }
         }
         self.events = events;
     }
@@ -260,8 +276,8 @@ impl Engine {
         if c.gen != gen || c.phase == Phase::Free {
             return false;
         }
-        if let Err(_why) = fed {
-            self.fail(idx, Failure::BadResponse, now);
+        if let Err(e) = fed {
+            self.fail(idx, Failure::BadResponse(e.reason(), e.words()), now);
             return false;
         }
         if c.http.reads_between_requests() {
@@ -319,14 +335,16 @@ impl Engine {
                 // error (an HTTP/2 adapter retries refused ones on another connection).
                 HttpEvent::Refused(_) | HttpEvent::Reset(..) | HttpEvent::Unprocessed(_) => {
                     if self.slab[idx].phase.in_request() {
-                        self.fail(idx, Failure::BadResponse, now);
+                        let words = "the server refused or reset the request's stream";
+                        self.fail(idx, Failure::BadResponse(BadReason::Protocol, words), now);
                     }
                 }
                 HttpEvent::GoingAway { last } => {
                     let current = ReqToken(self.slab[idx].requests);
                     let answers = last.is_some_and(|l| l.0 >= current.0);
                     if self.slab[idx].phase.in_request() && !answers {
-                        self.fail(idx, Failure::BadResponse, now);
+                        let words = "the server went away (GOAWAY) before answering";
+                        self.fail(idx, Failure::BadResponse(BadReason::Protocol, words), now);
                     }
                 }
                 HttpEvent::Limit(_) => {}

@@ -21,7 +21,7 @@
 
 use super::arrival::Schedule;
 use super::http;
-use super::protocol::{BadControl, Control, Mode, StatsDelta, WorkerConfig};
+use super::protocol::{BadControl, Control, Mode, StatsDelta, WorkerConfig, WorkerNotice};
 use crate::metrics::hist::new_hist;
 use crate::sys::client_io::{self as io, Epoll, EventFd, RawAddr};
 use rand::rngs::SmallRng;
@@ -44,7 +44,6 @@ mod stats;
 mod streams;
 
 use conn::EarlySend;
-pub use conn::{FDS_NOTICE, PORTS_NOTICE};
 use layers::{HttpEvent, Layers, Request};
 use pool::Pool;
 
@@ -89,7 +88,7 @@ impl Engine {
         cfg: WorkerConfig,
         control_rx: crossbeam_channel::Receiver<Result<Control, BadControl>>,
         control_fd: Arc<EventFd>,
-        notices: Vec<String>,
+        notices: Vec<WorkerNotice>,
     ) -> anyhow::Result<Self> {
         let epoll = Epoll::new()?;
         epoll
@@ -177,6 +176,7 @@ impl Engine {
                 told_bind: false,
                 told_tls: 0,
                 told_alpn: false,
+                told_bad: 0,
                 told_resets: Vec::new(),
                 streams_max: 0,
                 streams_limit: None,

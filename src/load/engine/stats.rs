@@ -3,9 +3,10 @@
 
 use super::classes::ClassTally;
 use super::Engine;
-use crate::load::protocol::{Mode, StatsDelta};
+use crate::load::protocol::{Mode, StatsDelta, WorkerNotice};
 use crate::load::rates::offered_rate;
 use crate::metrics::hist::HistDelta;
+use crate::model::BadReason;
 use crate::sys::client_io as io;
 use hdrhistogram::Histogram;
 use std::io::Write;
@@ -43,7 +44,7 @@ pub(super) struct Report {
     pub(super) intended_from: f64,
     pub(super) next_stats_ns: u64,
     pub(super) last_cpu: (f64, f64),
-    pub(super) notices: Vec<String>,
+    pub(super) notices: Vec<WorkerNotice>,
     pub(super) told_ports: bool,
     pub(super) told_fds: bool,
     pub(super) told_bind: bool,
@@ -51,6 +52,8 @@ pub(super) struct Report {
     pub(super) told_tls: u8,
     /// An ALPN refusal was said.
     pub(super) told_alpn: bool,
+    /// The bad-response reasons already said in a notice (a bit each).
+    pub(super) told_bad: u8,
     /// Stream reset codes already said in a notice.
     pub(super) told_resets: Vec<u32>,
     /// Multiplexed: the most requests on one connection since the last report, and the
@@ -70,10 +73,20 @@ impl Report {
     pub(super) fn note_reset_code(&mut self, code: u32) {
         if !self.told_resets.contains(&code) {
             self.told_resets.push(code);
-            let name = crate::http2::ErrorCode::from_u32(code);
-            self.notices.push(format!(
-                "the server reset streams with {name} (counted in stream_resets)"
-            ));
+            self.notices.push(WorkerNotice::StreamReset { code });
+        }
+    }
+
+    /// A bad response for `why` (the parser's `words`): said once per reason, with the first
+    /// one's words (the count is in `bad_by_reason`).
+    pub(super) fn note_bad_response(&mut self, why: BadReason, words: &'static str) {
+        let bit = 1u8 << (why as u8);
+        if self.told_bad & bit == 0 {
+            self.told_bad |= bit;
+            self.notices.push(WorkerNotice::BadResponses {
+                reason: why,
+                words: words.to_string(),
+            });
         }
     }
 }
@@ -146,10 +159,7 @@ impl Engine {
         s.classes = self.class_deltas();
         s.last = last;
         s.tls_failure = self.report.tls_failure.take();
-        if !self.report.notices.is_empty() {
-            s.notice = Some(self.report.notices.join("; "));
-            self.report.notices.clear();
-        }
+        s.notices = std::mem::take(&mut self.report.notices);
         self.report.last_cpu = cpu;
         self.report.last_stats_ns = now;
         while self.report.next_stats_ns <= now {

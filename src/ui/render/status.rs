@@ -171,8 +171,14 @@ pub enum Severity {
 }
 
 pub fn severity(w: &Warning) -> Severity {
+    use crate::load::protocol::WorkerNotice as N;
     match w {
         Warning::NoPcap | Warning::NoLab(_) | Warning::RouterLate(_) => Severity::Note,
+        // A worker's limits and what the server said: worth knowing, nothing wrong measured.
+        Warning::Worker(N::RaisedNofile { .. } | N::NofileShort { .. } | N::StreamReset { .. }) => {
+            Severity::Note
+        }
+        Warning::Worker(_) => Severity::Alarm,
         Warning::ClientBound(_)
         | Warning::CrossCheck(_)
         | Warning::PortsRunningOut

@@ -3,7 +3,7 @@
 //! by the incremental `load::http::ResponseParser`.
 
 use super::{HttpError, HttpEvent, HttpLayer, ReqToken, Request};
-use crate::load::http::{Progress, ResponseParser};
+use crate::load::http::{BadResponse, Progress, ResponseParser};
 use std::sync::Arc;
 
 /// One connection's HTTP/1.x state.
@@ -73,7 +73,7 @@ impl HttpLayer for Http1 {
                 });
                 Ok(())
             }
-            Progress::Invalid(why) => Err(HttpError::Invalid(why.words())),
+            Progress::Invalid(why) => Err(HttpError::Parse(why)),
         }
     }
 
@@ -92,8 +92,8 @@ impl HttpLayer for Http1 {
                 });
                 Ok(())
             }
-            Progress::Invalid(why) => Err(HttpError::Invalid(why.words())),
-            Progress::NeedMore => Err(HttpError::Invalid("connection closed mid-response")),
+            Progress::Invalid(why) => Err(HttpError::Parse(why)),
+            Progress::NeedMore => Err(HttpError::Parse(BadResponse::ClosedMidResponse)),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod tcp;
 pub mod tls;
 
 use crate::load::protocol::WorkerConfig;
+use crate::model::BadReason;
 use crate::sys::client_io::{Errno, TcpSocket};
 use crate::tls::client::{HandshakeFailure, TlsClient};
 use std::cell::RefCell;
@@ -90,8 +91,39 @@ pub struct MuxCounts {
 /// Why an HTTP layer gave up on the connection's byte stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpError {
-    /// The bytes are not a response of this protocol (or the stream ended in the middle of one).
+    /// The bytes are not a response of this protocol (or the stream ended in the middle of one):
+    /// a multiplexed protocol's words (counted as [`BadReason::Protocol`]).
     Invalid(&'static str),
+    /// The HTTP/1.x parser's reason.
+    Parse(crate::load::http::BadResponse),
+}
+
+impl HttpError {
+    /// The reason it is counted under (`bad_by_reason`).
+    pub fn reason(self) -> BadReason {
+        use crate::load::http::BadResponse as B;
+        match self {
+            HttpError::Invalid(_) => BadReason::Protocol,
+            HttpError::Parse(B::StatusLine | B::StatusCode) => BadReason::NotHttp,
+            HttpError::Parse(B::HeadTooLong) => BadReason::HeadTooLong,
+            HttpError::Parse(B::ClosedBeforeAnyByte | B::ClosedMidResponse) => BadReason::Closed,
+            HttpError::Parse(
+                B::ContentLength
+                | B::ChunkSize
+                | B::ChunkSizeTooLarge
+                | B::ChunkLineTooLong
+                | B::ChunkEnd,
+            ) => BadReason::Framing,
+        }
+    }
+
+    /// What the parser said, in its own words.
+    pub fn words(self) -> &'static str {
+        match self {
+            HttpError::Invalid(w) => w,
+            HttpError::Parse(b) => b.words(),
+        }
+    }
 }
 
 /// An HTTP layer: requests in, bytes out; bytes in, events out. Sans-IO: it never touches a
@@ -227,15 +259,7 @@ pub enum SecError {
     Alpn(AlpnRefused),
 }
 
-/// The server chose another application protocol than the one the HTTP layer needs: a
-/// connection error of its own (`alpn_refused`), its line said once.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the server picked ALPN {picked} where the load needs {needed}: enable it on the server (nginx: `http2 on;`, Apache: `Protocols h2 http/1.1`) or load it over HTTP/1.1")]
-pub struct AlpnRefused {
-    pub needed: String,
-    /// What it picked ("none" when it picked nothing).
-    pub picked: String,
-}
+pub use crate::load::notice::AlpnRefused;
 
 /// What a security layer's read gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
