@@ -48,6 +48,7 @@ fn config(target: SocketAddr, mode: Mode, streams: u32) -> WorkerConfig {
         tls: None,
         good_statuses: Default::default(),
         streams: Some(streams),
+        http3: false,
     }
 }
 
@@ -311,6 +312,7 @@ fn over_tls_h2_by_alpn_and_a_server_without_it_is_an_alpn_refusal() {
         ca_pem: String::new(),
         handshake_timeout_s: 2.0,
         offer_h2: false,
+        early_data: 0.0,
     };
     let srv = serve(16, Some(tls.clone()));
     let mut cfg = config(srv.local_addr(), Mode::Closed, 4);

@@ -105,6 +105,7 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
         tls: None,
         good_statuses: Default::default(),
         streams: None,
+        http3: false,
     }
 }
 

@@ -78,6 +78,13 @@ pub enum WorkerNotice {
     StreamReset { code: u32 },
     /// Responses were bad for this reason; `words` are the parser's for the first one.
     BadResponses { reason: BadReason, words: String },
+    /// The QUIC client could not start a connection (its configuration refused: the stack's
+    /// words).
+    QuicStart { error: String },
+    /// The QUIC client's UDP socket failed.
+    QuicSocket { error: String },
+    /// QUIC connections ended with this error (the stack's words, one notice each).
+    QuicConnEnd { error: String },
 }
 
 /// What makes two notices the same for the lab: their variant, and for resets and bad
@@ -95,6 +102,9 @@ pub enum NoticeKind<'a> {
     AlpnRefused,
     StreamReset(u32),
     BadResponses(BadReason),
+    QuicStart,
+    QuicSocket,
+    QuicConnEnd(&'a str),
 }
 
 impl WorkerNotice {
@@ -111,6 +121,9 @@ impl WorkerNotice {
             WorkerNotice::AlpnRefused(_) => NoticeKind::AlpnRefused,
             WorkerNotice::StreamReset { code } => NoticeKind::StreamReset(*code),
             WorkerNotice::BadResponses { reason, .. } => NoticeKind::BadResponses(*reason),
+            WorkerNotice::QuicStart { .. } => NoticeKind::QuicStart,
+            WorkerNotice::QuicSocket { .. } => NoticeKind::QuicSocket,
+            WorkerNotice::QuicConnEnd { error } => NoticeKind::QuicConnEnd(error),
         }
     }
 }
@@ -167,6 +180,16 @@ impl std::fmt::Display for WorkerNotice {
             WorkerNotice::BadResponses { reason, words } => write!(
                 f,
                 "bad responses: {words}: {reason} (counted in bad_responses)"
+            ),
+            WorkerNotice::QuicStart { error } => {
+                write!(f, "a QUIC connection could not start: {error}")
+            }
+            WorkerNotice::QuicSocket { error } => {
+                write!(f, "the QUIC client's UDP socket failed: {error}")
+            }
+            WorkerNotice::QuicConnEnd { error } => write!(
+                f,
+                "QUIC connections end: {error} (counted in quic_conn_errors)"
             ),
         }
     }
@@ -236,6 +259,18 @@ mod tests {
                     words: "status line is not HTTP/1.x".into(),
                 },
                 "bad responses: status line is not HTTP/1.x: the server's answers are not HTTP (is the target an HTTP server on this port? try curl -v) (counted in bad_responses)",
+            ),
+            (
+                WorkerNotice::QuicStart { error: "invalid remote address".into() },
+                "a QUIC connection could not start: invalid remote address",
+            ),
+            (
+                WorkerNotice::QuicSocket { error: "Connection refused (os error 111)".into() },
+                "the QUIC client's UDP socket failed: Connection refused (os error 111)",
+            ),
+            (
+                WorkerNotice::QuicConnEnd { error: "idle timeout".into() },
+                "QUIC connections end: idle timeout (counted in quic_conn_errors)",
             ),
         ];
         for (n, text) in &cases {

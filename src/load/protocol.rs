@@ -105,6 +105,10 @@ pub struct WorkerConfig {
     /// with prior knowledge in the clear); None: HTTP/1.x.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
+    /// Speak HTTP/3 over QUIC (issue 47; needs `tls`, TLS 1.3), `streams` requests at once
+    /// per connection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3: bool,
 }
 
 /// Controller -> worker, one JSON object per line on the worker's stdin.
@@ -273,6 +277,9 @@ pub struct StatsDelta {
     /// in: the first failure of each kind, once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_failure: Option<String>,
+    /// Over HTTP/3, the QUIC client's counts over this interval (None over TCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::quic::stats::QuicDelta>,
 }
 
 /// One request class's share of a report (the mix's `class` labels; sent when the mix has two

@@ -396,6 +396,23 @@ columns! {
     H2_ALPN_REFUSED = "h2_alpn_refused_per_s", PerSecond, Rate;
     H2_SETUPS = "h2_setups_per_s", PerSecond, Rate;
     H2_FLOW_STALL = "h2_flow_stall_ms_per_s", PerSecond, Rate;
+    // HTTP/3 (issue 47): the load clients' QUIC stack: handshakes by kind and their time,
+    // Retry received, datagrams and bytes both ways, its own losses, connection errors by kind.
+    QUIC_HANDSHAKES_FULL = "quic_handshakes_full_per_s", PerSecond, Rate;
+    QUIC_HANDSHAKES_RESUMED = "quic_handshakes_resumed_per_s", PerSecond, Rate;
+    QUIC_HANDSHAKES_0RTT = "quic_handshakes_0rtt_per_s", PerSecond, Rate;
+    QUIC_HANDSHAKE_MS = "quic_handshake_ms_mean", Milliseconds, Gauge;
+    QUIC_RETRY = "quic_retry_per_s", PerSecond, Rate;
+    QUIC_PACKETS_SENT = "quic_packets_sent_per_s", PerSecond, Rate;
+    QUIC_PACKETS_RECV = "quic_packets_recv_per_s", PerSecond, Rate;
+    QUIC_BYTES_SENT = "quic_bytes_sent_per_s", PerSecond, Rate;
+    QUIC_BYTES_RECV = "quic_bytes_recv_per_s", PerSecond, Rate;
+    QUIC_LOST_PACKETS = "quic_lost_packets_per_s", PerSecond, Rate;
+    QUIC_HANDSHAKE_TIMEOUTS = "quic_handshake_timeouts_per_s", PerSecond, Rate;
+    QUIC_IDLE_TIMEOUTS = "quic_idle_timeouts_per_s", PerSecond, Rate;
+    QUIC_REFUSED = "quic_refused_per_s", PerSecond, Rate;
+    QUIC_CLOSED_BY_SERVER = "quic_closed_by_server_per_s", PerSecond, Rate;
+    QUIC_OTHER_ERRORS = "quic_other_errors_per_s", PerSecond, Rate;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the

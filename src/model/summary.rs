@@ -388,6 +388,39 @@ pub struct SummaryRow {
     pub quic_initial_in_per_s: f64,
     #[serde(default = "nan")]
     pub quic_first_initial_per_s: f64,
+    /// HTTP/3 (NaN over TCP): the load clients' QUIC handshakes by kind and their mean time,
+    /// Retry packets received, datagrams and bytes both ways, the packets their stack declared
+    /// lost, and connection errors by kind.
+    #[serde(default = "nan")]
+    pub quic_handshakes_full_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_handshakes_resumed_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_handshakes_0rtt_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_handshake_ms_mean: f64,
+    #[serde(default = "nan")]
+    pub quic_retry_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_packets_sent_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_packets_recv_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_bytes_sent_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_bytes_recv_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_lost_packets_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_handshake_timeouts_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_idle_timeouts_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_refused_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_closed_by_server_per_s: f64,
+    #[serde(default = "nan")]
+    pub quic_other_errors_per_s: f64,
     /// HTTP/2 (NaN over HTTP/1.x): streams in flight (mean over all connections, the most on
     /// one, the server's advertised limit), refused and reset streams, GOAWAYs, ALPN
     /// refusals, the connections' setup, header bytes and HPACK's saving, flow-control stalls.
@@ -614,6 +647,21 @@ summary_cols! {
     RmemMaxBytes = rmem_max_bytes: Bytes,
     QuicInitialInPerS = quic_initial_in_per_s: PerSecond,
     QuicFirstInitialPerS = quic_first_initial_per_s: PerSecond,
+    QuicHandshakesFullPerS = quic_handshakes_full_per_s: PerSecond,
+    QuicHandshakesResumedPerS = quic_handshakes_resumed_per_s: PerSecond,
+    QuicHandshakes0rttPerS = quic_handshakes_0rtt_per_s: PerSecond,
+    QuicHandshakeMsMean = quic_handshake_ms_mean: Milliseconds,
+    QuicRetryPerS = quic_retry_per_s: PerSecond,
+    QuicPacketsSentPerS = quic_packets_sent_per_s: PerSecond,
+    QuicPacketsRecvPerS = quic_packets_recv_per_s: PerSecond,
+    QuicBytesSentPerS = quic_bytes_sent_per_s: PerSecond,
+    QuicBytesRecvPerS = quic_bytes_recv_per_s: PerSecond,
+    QuicLostPacketsPerS = quic_lost_packets_per_s: PerSecond,
+    QuicHandshakeTimeoutsPerS = quic_handshake_timeouts_per_s: PerSecond,
+    QuicIdleTimeoutsPerS = quic_idle_timeouts_per_s: PerSecond,
+    QuicRefusedPerS = quic_refused_per_s: PerSecond,
+    QuicClosedByServerPerS = quic_closed_by_server_per_s: PerSecond,
+    QuicOtherErrorsPerS = quic_other_errors_per_s: PerSecond,
     H2StreamsInFlightMean = h2_streams_in_flight_mean: Count,
     H2StreamsMax = h2_streams_max: Count,
     H2StreamsLimit = h2_streams_limit: Count,

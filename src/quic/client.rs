@@ -13,7 +13,8 @@ use quinn_proto::{
     ConnectionError, ConnectionHandle, Dir, Endpoint, EndpointConfig, Event, StreamEvent, StreamId,
     TransportErrorCode, VarInt,
 };
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -69,9 +70,13 @@ pub enum ClientEvent {
         kind: HandshakeKind,
         time: Duration,
     },
+    /// A request's response head (its HEADERS) arrived.
+    Head { conn: ConnId, token: u64 },
     /// A response came in whole.
     Response {
         conn: ConnId,
+        /// The caller's tag of the request ([`QuicClient::request_tagged`]; 0 otherwise).
+        token: u64,
         status: u16,
         body_bytes: u64,
         /// From the request's send to its HEADERS, and to its stream's end.
@@ -79,7 +84,7 @@ pub enum ClientEvent {
         total: Duration,
     },
     /// A request's stream failed (reset by the server, a framing error).
-    StreamFailed { conn: ConnId },
+    StreamFailed { conn: ConnId, token: u64 },
     /// More requests may be sent on the connection (streams were granted).
     Ready { conn: ConnId },
     /// The connection is gone; `error` None when the client closed it.
@@ -90,6 +95,9 @@ pub enum ClientEvent {
 }
 
 struct Request {
+    token: u64,
+    /// Its path while it went in 0-RTT data (sent again if the server declines that).
+    early_path: Option<Box<str>>,
     sent: Instant,
     reader: FrameReader,
     status: Option<u16>,
@@ -101,14 +109,27 @@ struct Conn {
     quic: quinn_proto::Connection,
     started: Instant,
     offer: Offer,
-    /// Full handshakes verify the certificate: the count of verifications when it started.
-    verified_before: u64,
+    /// Full handshakes verify the certificate: whether this connection's did. Told per
+    /// connection by the verifier's count around each of its own inputs (one thread, so a
+    /// verification in that call is this connection's), not over its whole life, which
+    /// would take a full handshake of another connection in flight at the same time for its.
+    verified: bool,
     established: bool,
     control: Option<StreamId>,
     requests: HashMap<StreamId, Request>,
     /// The reason recorded when the client closed it itself (a handshake timeout).
     closed_by_us: Option<Option<ConnError>>,
     reported_lost: bool,
+    /// Requests taken with no stream credit left: opened, in order, when the server grants
+    /// more (token, path, when taken).
+    waiting: VecDeque<(u64, Box<str>, Instant)>,
+    /// Its timer entry's time in the client's heap (None: none).
+    timer: Option<Instant>,
+    /// Established and its Finished not flushed yet: a close now waits for the flush (see
+    /// [`QuicClient::close_as`]).
+    finished_unsent: bool,
+    /// A close (H3_NO_ERROR) deferred until its Finished is out.
+    close_after_flush: bool,
 }
 
 /// The client: one endpoint, one socket, its connections.
@@ -126,6 +147,11 @@ pub struct QuicClient {
     stats: QuicStats,
     /// Connection-level counters of connections already gone.
     gone: quinn_proto::ConnectionStats,
+    /// Connections touched since the last flush (only they may have packets to make).
+    dirty: HashSet<ConnectionHandle>,
+    /// Each connection's next timer (lazy: an entry whose time is no longer its
+    /// connection's is skipped), so a turn costs O(log n), not a walk over every connection.
+    timers: BinaryHeap<Reverse<(Instant, ConnectionHandle)>>,
 }
 
 impl QuicClient {
@@ -160,7 +186,14 @@ impl QuicClient {
             recv: RecvBatch::default(),
             stats: QuicStats::default(),
             gone: Default::default(),
+            dirty: HashSet::new(),
+            timers: BinaryHeap::new(),
         })
+    }
+
+    /// A new resumed share from the next connection on (a live knob).
+    pub fn set_resumed(&mut self, share: f64) {
+        self.tls.set_resumed(share);
     }
 
     pub fn socket(&self) -> &UdpSock {
@@ -186,14 +219,19 @@ impl QuicClient {
                 quic,
                 started: now,
                 offer,
-                verified_before: self.tls.verified(),
+                verified: false,
                 established: false,
                 control: None,
                 requests: HashMap::new(),
                 closed_by_us: None,
                 reported_lost: false,
+                waiting: VecDeque::new(),
+                timer: None,
+                finished_unsent: false,
+                close_after_flush: false,
             },
         );
+        self.dirty.insert(ch);
         // With 0-RTT keys the first requests may go now, in early data.
         if zero_rtt {
             self.events.push_back(ClientEvent::Ready { conn: ch });
@@ -207,31 +245,48 @@ impl QuicClient {
         let Some(c) = self.conns.get_mut(&conn) else {
             return false;
         };
+        if c.closed_by_us.is_some()
+            || !(c.established || c.quic.has_0rtt())
+            || !c.waiting.is_empty()
+        {
+            return false;
+        }
+        let sent = send_request(c, &self.opts.server_name, path, 0, now);
+        if sent {
+            self.stats.requests += 1;
+            self.dirty.insert(conn);
+        }
+        sent
+    }
+
+    /// Sends `GET path` tagged `token` (its events carry it): at once on a new stream, or, when
+    /// the server's stream credit is used up, as soon as it grants more (in order). False only
+    /// when the connection is not usable.
+    pub fn request_tagged(&mut self, conn: ConnId, path: &str, token: u64, now: Instant) -> bool {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return false;
+        };
         if c.closed_by_us.is_some() || !(c.established || c.quic.has_0rtt()) {
             return false;
         }
-        open_control(c);
-        let Some(id) = c.quic.streams().open(Dir::Bi) else {
-            return false;
-        };
-        let head = h3::request_headers("GET", &self.opts.server_name, path);
-        let mut s = c.quic.send_stream(id);
-        // A GET's HEADERS is far below any stream's initial credit.
-        if s.write(&head).map(|n| n < head.len()).unwrap_or(true) || s.finish().is_err() {
-            return false;
+        if !c.waiting.is_empty() || !send_request(c, &self.opts.server_name, path, token, now) {
+            c.waiting.push_back((token, path.into(), now));
         }
-        c.requests.insert(
-            id,
-            Request {
-                sent: now,
-                reader: FrameReader::default(),
-                status: None,
-                ttfb: None,
-                body: 0,
-            },
-        );
         self.stats.requests += 1;
+        self.dirty.insert(conn);
         true
+    }
+
+    /// Requests taken on `conn` and not yet answered (waiting for a stream included).
+    pub fn outstanding(&self, conn: ConnId) -> usize {
+        self.conns
+            .get(&conn)
+            .map_or(0, |c| c.requests.len() + c.waiting.len())
+    }
+
+    /// Whether `conn` has requests waiting for the server's stream credit.
+    pub fn blocked(&self, conn: ConnId) -> bool {
+        self.conns.get(&conn).is_some_and(|c| !c.waiting.is_empty())
     }
 
     /// Requests in flight on `conn`.
@@ -248,13 +303,39 @@ impl QuicClient {
 
     /// Closes `conn` (H3_NO_ERROR); it leaves once its closing period ends.
     pub fn close(&mut self, conn: ConnId, now: Instant) {
+        self.close_as(conn, None, now);
+    }
+
+    /// Closes `conn` as the caller's own `error` (counted as the stack's would be: a handshake
+    /// timeout of the caller's clock, say); a connection not established is no longer owed to
+    /// the resumption schedule.
+    pub fn close_as(&mut self, conn: ConnId, error: Option<ConnError>, now: Instant) {
         if let Some(c) = self.conns.get_mut(&conn) {
-            if c.closed_by_us.is_none() {
-                c.closed_by_us = Some(None);
+            if c.closed_by_us.is_none() && !c.reported_lost {
+                if error.is_none() && c.finished_unsent {
+                    // Answered in 0.5-RTT (after 0-RTT requests) before its own Finished left:
+                    // closing now would put the close in the Finished's packet, and the
+                    // server would never see its handshake complete. It closes once that
+                    // packet is out.
+                    c.close_after_flush = true;
+                    self.dirty.insert(conn);
+                    return;
+                }
+                c.closed_by_us = Some(error);
+                // Counted now: a closing connection may outlive the caller's last report.
+                count_own(&mut self.stats, &mut self.tls, c, error);
+                c.waiting.clear();
+                let code = if c.established { h3::H3_NO_ERROR } else { 0 };
                 c.quic
-                    .close(now, VarInt::from_u32(h3::H3_NO_ERROR), bytes::Bytes::new());
+                    .close(now, VarInt::from_u32(code), bytes::Bytes::new());
+                self.dirty.insert(conn);
             }
         }
+    }
+
+    /// Whether `conn`'s handshake is done.
+    pub fn established(&self, conn: ConnId) -> bool {
+        self.conns.get(&conn).is_some_and(|c| c.established)
     }
 
     /// Connections open (including those closing).
@@ -265,38 +346,63 @@ impl QuicClient {
     /// When the client wants [`QuicClient::handle_timeout`] next: the earliest QUIC timer or
     /// handshake deadline.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let hs = self.opts.handshake_timeout;
-        self.conns
-            .values_mut()
-            .flat_map(|c| {
-                let deadline =
-                    (!c.established && c.closed_by_us.is_none()).then_some(c.started + hs);
-                [c.quic.poll_timeout(), deadline]
-            })
-            .flatten()
-            .min()
+        while let Some(&Reverse((at, h))) = self.timers.peek() {
+            if self.conns.get(&h).is_some_and(|c| c.timer == Some(at)) {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
     }
 
     /// Runs the timers that are due.
     pub fn handle_timeout(&mut self, now: Instant) {
         let hs = self.opts.handshake_timeout;
-        let due: Vec<ConnectionHandle> = self
-            .conns
-            .iter_mut()
-            .filter_map(|(h, c)| {
-                let due = c.quic.poll_timeout().is_some_and(|t| t <= now)
-                    || (!c.established && c.closed_by_us.is_none() && c.started + hs <= now);
-                due.then_some(*h)
-            })
-            .collect();
-        for h in due {
-            let c = self.conns.get_mut(&h).unwrap();
+        while let Some(&Reverse((at, h))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(c) = self.conns.get_mut(&h) else {
+                continue;
+            };
+            if c.timer != Some(at) {
+                continue;
+            }
+            c.timer = None;
             if !c.established && c.closed_by_us.is_none() && c.started + hs <= now {
                 c.closed_by_us = Some(Some(ConnError::HandshakeTimeout));
+                count_own(
+                    &mut self.stats,
+                    &mut self.tls,
+                    c,
+                    Some(ConnError::HandshakeTimeout),
+                );
+                c.waiting.clear();
                 c.quic.close(now, VarInt::from_u32(0), bytes::Bytes::new());
             }
             c.quic.handle_timeout(now);
+            self.dirty.insert(h);
             self.process(h, now);
+        }
+    }
+
+    /// Puts `h`'s next timer (its stack's, or its handshake deadline) in the heap if it moved.
+    fn rearm(&mut self, h: ConnectionHandle) {
+        let hs = self.opts.handshake_timeout;
+        let Some(c) = self.conns.get_mut(&h) else {
+            return;
+        };
+        let deadline = (!c.established && c.closed_by_us.is_none()).then_some(c.started + hs);
+        let next = match (c.quic.poll_timeout(), deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if next != c.timer {
+            c.timer = next;
+            if let Some(t) = next {
+                self.timers.push(Reverse((t, h)));
+            }
         }
     }
 
@@ -335,7 +441,10 @@ impl QuicClient {
         {
             Some(quinn_proto::DatagramEvent::ConnectionEvent(h, ev)) => {
                 if let Some(c) = self.conns.get_mut(&h) {
+                    let before = self.tls.verified();
                     c.quic.handle_event(ev);
+                    c.verified |= self.tls.verified() > before;
+                    self.dirty.insert(h);
                     self.process(h, now);
                 }
             }
@@ -365,8 +474,9 @@ impl QuicClient {
                 }
                 Event::Connected => {
                     c.established = true;
+                    c.finished_unsent = true;
                     let time = now.saturating_duration_since(c.started);
-                    let full = self.tls.verified() > c.verified_before;
+                    let full = c.verified;
                     let kind = if full {
                         HandshakeKind::Full
                     } else if c.quic.accepted_0rtt() {
@@ -381,10 +491,22 @@ impl QuicClient {
                         self.stats.zero_rtt_declined += 1;
                     }
                     self.tls.completed(c.offer, !full);
+                    if c.offer == Offer::EarlyData && !c.quic.accepted_0rtt() {
+                        // The server declined the early data: the stack dropped the streams
+                        // sent in it, so their requests go again (first, in order) in 1-RTT.
+                        c.control = None;
+                        let mut again: Vec<(StreamId, Request)> = c.requests.drain().collect();
+                        again.sort_by_key(|(id, _)| id.index());
+                        for (_, r) in again.into_iter().rev() {
+                            let path = r.early_path.unwrap_or_default();
+                            c.waiting.push_front((r.token, path, r.sent));
+                        }
+                    }
                     *self.stats.handshakes.entry(kind).or_default() += 1;
                     self.stats.handshake_time_sum += time;
                     self.stats.handshake_time_max = self.stats.handshake_time_max.max(time);
                     open_control(c);
+                    open_waiting(c, &self.opts.server_name);
                     self.events.push_back(ClientEvent::Connected {
                         conn: h,
                         kind,
@@ -393,11 +515,12 @@ impl QuicClient {
                     self.events.push_back(ClientEvent::Ready { conn: h });
                 }
                 Event::ConnectionLost { reason } => {
-                    let error = match c.closed_by_us {
-                        Some(mine) => mine,
-                        None => Some(classify(&reason, c.established)),
+                    // The client's own closes were counted when it closed.
+                    let (error, counted) = match c.closed_by_us {
+                        Some(mine) => (mine, true),
+                        None => (Some(classify(&reason, c.established)), false),
                     };
-                    if let Some(e) = error {
+                    if let Some(e) = error.filter(|_| !counted) {
                         if e == ConnError::StatelessReset {
                             self.stats.stateless_resets += 1;
                         }
@@ -420,11 +543,15 @@ impl QuicClient {
                     }
                 }
                 Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
+                    open_waiting(c, &self.opts.server_name);
                     self.events.push_back(ClientEvent::Ready { conn: h });
                 }
                 Event::Stream(StreamEvent::Stopped { id, .. }) => {
-                    if c.requests.remove(&id).is_some() {
-                        self.events.push_back(ClientEvent::StreamFailed { conn: h });
+                    if let Some(r) = c.requests.remove(&id) {
+                        self.events.push_back(ClientEvent::StreamFailed {
+                            conn: h,
+                            token: r.token,
+                        });
                     }
                 }
                 Event::Stream(_) => {}
@@ -434,29 +561,29 @@ impl QuicClient {
         if c.quic.is_drained() {
             let c = self.conns.remove(&h).unwrap();
             if !c.reported_lost {
+                // Only the client's own closes drain unreported: counted when it closed.
                 let error = c.closed_by_us.flatten();
-                if let Some(e) = error {
-                    *self.stats.errors.entry(e).or_default() += 1;
-                    if !c.established {
-                        self.tls.failed(c.offer);
-                    }
-                }
                 self.events
                     .push_back(ClientEvent::Closed { conn: h, error });
             }
             add_conn_stats(&mut self.gone, &c.quic.stats());
+            self.dirty.remove(&h);
+            return;
         }
+        self.rearm(h);
     }
 
     /// Makes and sends what the connections have to send; true when all of it went out
     /// (false: the socket is full, call again once it is writable).
     pub fn flush(&mut self, now: Instant) -> io::Result<bool> {
         let segments = self.sock.offload().gso_segments;
-        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        let handles: Vec<ConnectionHandle> = self.dirty.drain().collect();
         let mut buf = Vec::new();
-        for h in handles {
+        for (i, &h) in handles.iter().enumerate() {
             loop {
                 if self.queue.len() >= MAX_QUEUED && !self.send_queued()? {
+                    // This one and those not reached yet make their packets next time.
+                    self.dirty.extend(handles[i..].iter().copied());
                     return Ok(false);
                 }
                 let Some(c) = self.conns.get_mut(&h) else {
@@ -467,6 +594,24 @@ impl QuicClient {
                     break;
                 };
                 self.enqueue(t.destination, &buf[..t.size], t.segment_size);
+            }
+            if let Some(c) = self.conns.get_mut(&h) {
+                c.finished_unsent = false;
+                if std::mem::take(&mut c.close_after_flush) {
+                    // Its Finished is queued in earlier datagrams: the close follows.
+                    c.closed_by_us = Some(None);
+                    c.waiting.clear();
+                    c.quic
+                        .close(now, VarInt::from_u32(h3::H3_NO_ERROR), bytes::Bytes::new());
+                    buf.clear();
+                    while let Some(t) = c.quic.poll_transmit(now, segments, &mut buf) {
+                        let (dest, seg, size) = (t.destination, t.segment_size, t.size);
+                        let start = self.out.len();
+                        self.out.extend_from_slice(&buf[..size]);
+                        self.queue.push((dest, start, self.out.len(), seg));
+                        buf.clear();
+                    }
+                }
             }
             // poll_transmit may have finished a closing connection.
             self.process(h, now);
@@ -562,6 +707,17 @@ impl QuicClient {
     }
 }
 
+/// A connection the client closes itself with `error`: counted as the stack's errors are,
+/// and, not established, no longer owed to the resumption schedule.
+fn count_own(stats: &mut QuicStats, tls: &mut ClientTlsSet, c: &Conn, error: Option<ConnError>) {
+    if let Some(e) = error {
+        *stats.errors.entry(e).or_default() += 1;
+        if !c.established {
+            tls.failed(c.offer);
+        }
+    }
+}
+
 /// Opens the client's control stream once the connection may (RFC 9114 6.2.1).
 fn open_control(c: &mut Conn) {
     if c.control.is_some() {
@@ -570,6 +726,45 @@ fn open_control(c: &mut Conn) {
     if let Some(id) = c.quic.streams().open(Dir::Uni) {
         let _ = c.quic.send_stream(id).write(&h3::control_stream_opening());
         c.control = Some(id);
+    }
+}
+
+/// Opens a stream for `GET path` and writes its HEADERS; false when the server's stream credit
+/// is used up.
+fn send_request(c: &mut Conn, authority: &str, path: &str, token: u64, now: Instant) -> bool {
+    open_control(c);
+    let Some(id) = c.quic.streams().open(Dir::Bi) else {
+        return false;
+    };
+    let head = h3::request_headers("GET", authority, path);
+    let mut s = c.quic.send_stream(id);
+    // A GET's HEADERS is far below any stream's initial credit.
+    if s.write(&head).map(|n| n < head.len()).unwrap_or(true) || s.finish().is_err() {
+        return false;
+    }
+    let early = !c.established;
+    c.requests.insert(
+        id,
+        Request {
+            token,
+            early_path: early.then(|| path.into()),
+            sent: now,
+            reader: FrameReader::default(),
+            status: None,
+            ttfb: None,
+            body: 0,
+        },
+    );
+    true
+}
+
+/// Sends the requests that waited for stream credit, in order, as far as it goes.
+fn open_waiting(c: &mut Conn, authority: &str) {
+    while let Some((token, path, at)) = c.waiting.pop_front() {
+        if !send_request(c, authority, &path, token, at) {
+            c.waiting.push_front((token, path, at));
+            return;
+        }
     }
 }
 
@@ -621,14 +816,19 @@ fn read_stream(
             StreamFrame::Headers(fields) if r.status.is_none() => {
                 r.status = h3::status_of(&fields);
                 r.ttfb = Some(now.saturating_duration_since(r.sent));
+                events.push_back(ClientEvent::Head {
+                    conn: h,
+                    token: r.token,
+                });
             }
             StreamFrame::Data(n) => r.body += n,
             _ => {}
         }
     }
     if failed || (finished && r.status.is_none()) {
+        let token = r.token;
         c.requests.remove(&id);
-        events.push_back(ClientEvent::StreamFailed { conn: h });
+        events.push_back(ClientEvent::StreamFailed { conn: h, token });
         return;
     }
     if finished {
@@ -639,6 +839,7 @@ fn read_stream(
         stats.status_classes[usize::from(status / 100).min(5)] += 1;
         events.push_back(ClientEvent::Response {
             conn: h,
+            token: r.token,
             status,
             body_bytes: r.body,
             ttfb: r.ttfb.unwrap_or_default(),
@@ -735,7 +936,9 @@ pub fn run_closed(
                     }
                     ClientEvent::StreamFailed { .. } => done += 1,
                     ClientEvent::Closed { .. } => open = false,
-                    ClientEvent::Connected { .. } | ClientEvent::Ready { .. } => {}
+                    ClientEvent::Connected { .. }
+                    | ClientEvent::Ready { .. }
+                    | ClientEvent::Head { .. } => {}
                 }
             }
             let now = Instant::now();

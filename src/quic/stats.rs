@@ -2,6 +2,7 @@
 //! resets seen, datagrams and bytes both ways, the stack's own loss figures, requests and
 //! responses, and connection errors by kind.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -118,5 +119,149 @@ impl QuicStats {
     pub fn handshake_time_mean(&self) -> Option<Duration> {
         let n = self.handshakes_total();
         (n > 0).then(|| self.handshake_time_sum / n as u32)
+    }
+}
+
+/// The client's counts over one report interval, as a worker sends them (the lab sums them
+/// over workers and intervals).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicDelta {
+    /// Connections started (each a first Initial).
+    pub attempts: u64,
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
+    /// Resumed with 0-RTT data the server accepted (not among `handshakes_resumed`).
+    pub handshakes_0rtt: u64,
+    /// Their handshake times summed, us.
+    pub handshake_us_sum: u64,
+    pub retry_received: u64,
+    pub version_negotiation: u64,
+    pub stateless_resets: u64,
+    pub resume_declined: u64,
+    pub zero_rtt_declined: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Packets (and their bytes) the client's stack declared lost and sent again.
+    pub lost_packets: u64,
+    pub lost_bytes: u64,
+    /// Connection errors by kind.
+    pub err_handshake_timeout: u64,
+    pub err_idle_timeout: u64,
+    pub err_refused: u64,
+    /// Closed by the server with a transport or an HTTP/3 error code.
+    pub err_transport: u64,
+    pub err_application: u64,
+    /// Stateless resets, no version in common, errors the client's stack found.
+    pub err_other: u64,
+}
+
+impl QuicDelta {
+    /// What happened between two totals of the same client.
+    pub fn between(a: &QuicStats, b: &QuicStats) -> QuicDelta {
+        let d = |x: u64, y: u64| y.saturating_sub(x);
+        let hs = |k| d(a.handshakes_of(k), b.handshakes_of(k));
+        let err = |f: fn(&ConnError) -> bool| {
+            let n = |s: &QuicStats| s.errors.iter().filter(|(e, _)| f(e)).map(|(_, n)| n).sum();
+            d(n(a), n(b))
+        };
+        QuicDelta {
+            attempts: d(a.attempts, b.attempts),
+            handshakes_full: hs(HandshakeKind::Full),
+            handshakes_resumed: hs(HandshakeKind::Resumed),
+            handshakes_0rtt: hs(HandshakeKind::ZeroRtt),
+            handshake_us_sum: d(
+                a.handshake_time_sum.as_micros() as u64,
+                b.handshake_time_sum.as_micros() as u64,
+            ),
+            retry_received: d(a.retry_received, b.retry_received),
+            version_negotiation: d(a.version_negotiation, b.version_negotiation),
+            stateless_resets: d(a.stateless_resets, b.stateless_resets),
+            resume_declined: d(a.resume_declined, b.resume_declined),
+            zero_rtt_declined: d(a.zero_rtt_declined, b.zero_rtt_declined),
+            datagrams_sent: d(a.datagrams_sent, b.datagrams_sent),
+            datagrams_received: d(a.datagrams_received, b.datagrams_received),
+            bytes_sent: d(a.bytes_sent, b.bytes_sent),
+            bytes_received: d(a.bytes_received, b.bytes_received),
+            lost_packets: d(a.lost_packets, b.lost_packets),
+            lost_bytes: d(a.lost_bytes, b.lost_bytes),
+            err_handshake_timeout: err(|e| *e == ConnError::HandshakeTimeout),
+            err_idle_timeout: err(|e| *e == ConnError::IdleTimeout),
+            err_refused: err(|e| *e == ConnError::Refused),
+            err_transport: err(|e| matches!(e, ConnError::Transport(_))),
+            err_application: err(|e| matches!(e, ConnError::Application(_))),
+            err_other: err(|e| {
+                matches!(
+                    e,
+                    ConnError::StatelessReset | ConnError::VersionMismatch | ConnError::Local(_)
+                )
+            }),
+        }
+    }
+
+    /// Adds another interval's (or worker's) counts.
+    pub fn add(&mut self, o: &QuicDelta) {
+        let QuicDelta {
+            attempts,
+            handshakes_full,
+            handshakes_resumed,
+            handshakes_0rtt,
+            handshake_us_sum,
+            retry_received,
+            version_negotiation,
+            stateless_resets,
+            resume_declined,
+            zero_rtt_declined,
+            datagrams_sent,
+            datagrams_received,
+            bytes_sent,
+            bytes_received,
+            lost_packets,
+            lost_bytes,
+            err_handshake_timeout,
+            err_idle_timeout,
+            err_refused,
+            err_transport,
+            err_application,
+            err_other,
+        } = *o;
+        self.attempts += attempts;
+        self.handshakes_full += handshakes_full;
+        self.handshakes_resumed += handshakes_resumed;
+        self.handshakes_0rtt += handshakes_0rtt;
+        self.handshake_us_sum += handshake_us_sum;
+        self.retry_received += retry_received;
+        self.version_negotiation += version_negotiation;
+        self.stateless_resets += stateless_resets;
+        self.resume_declined += resume_declined;
+        self.zero_rtt_declined += zero_rtt_declined;
+        self.datagrams_sent += datagrams_sent;
+        self.datagrams_received += datagrams_received;
+        self.bytes_sent += bytes_sent;
+        self.bytes_received += bytes_received;
+        self.lost_packets += lost_packets;
+        self.lost_bytes += lost_bytes;
+        self.err_handshake_timeout += err_handshake_timeout;
+        self.err_idle_timeout += err_idle_timeout;
+        self.err_refused += err_refused;
+        self.err_transport += err_transport;
+        self.err_application += err_application;
+        self.err_other += err_other;
+    }
+
+    /// Handshakes completed, every kind.
+    pub fn handshakes(&self) -> u64 {
+        self.handshakes_full + self.handshakes_resumed + self.handshakes_0rtt
+    }
+
+    /// Connection errors, every kind.
+    pub fn errors(&self) -> u64 {
+        self.err_handshake_timeout
+            + self.err_idle_timeout
+            + self.err_refused
+            + self.err_transport
+            + self.err_application
+            + self.err_other
     }
 }

@@ -137,6 +137,11 @@ impl ClientTlsSet {
         }
     }
 
+    /// A new resumed share from the next handshake on.
+    pub fn set_resumed(&mut self, share: f64) {
+        self.resumed.set_share(share);
+    }
+
     /// Certificates verified so far.
     pub fn verified(&self) -> u64 {
         self.verified.load(Relaxed)

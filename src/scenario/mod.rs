@@ -341,14 +341,15 @@ impl Scenario {
             std::iter::once((sw.kind(), &sw.values)).chain(curves)
         });
         // HTTP/2's connections carry every request of their client: kept open as 1.1's.
-        matches!(self.load.http, HttpVersion::Http11 | HttpVersion::Http2)
-            || swept
-                .filter(|(k, _)| *k == Some(SweepParam::Http))
-                .flat_map(|(_, vals)| vals.iter())
-                .any(|v| {
-                    SweepValue::parse(SweepParam::Http, v)
-                        == Ok(SweepValue::Http { keepalive: true })
-                })
+        matches!(
+            self.load.http,
+            HttpVersion::Http11 | HttpVersion::Http2 | HttpVersion::Http3
+        ) || swept
+            .filter(|(k, _)| *k == Some(SweepParam::Http))
+            .flat_map(|(_, vals)| vals.iter())
+            .any(|v| {
+                SweepValue::parse(SweepParam::Http, v) == Ok(SweepValue::Http { keepalive: true })
+            })
     }
 
     /// Scales durations by `f` (0 < f <= 1) for `--quick` runs: run length, steps, warm-up and

@@ -285,6 +285,10 @@ pub enum HttpVersion {
     /// prior knowledge over plain TCP).
     #[serde(rename = "2")]
     Http2,
+    /// HTTP/3 over QUIC (UDP, always TLS 1.3): `streams` concurrent requests per connection
+    /// (issue 47; the target serves HTTP/3: the built-in server with `http3`, or Caddy).
+    #[serde(rename = "3")]
+    Http3,
 }
 
 pub use crate::model::workload::Workload;
@@ -340,6 +344,9 @@ pub struct TlsSpec {
     pub version: crate::tls::TlsVersion,
     /// The share of handshakes that resume a session, 0 to 1, by schedule (exact over the run).
     pub resumed: f64,
+    /// Over HTTP/3: the share of the resumed handshakes that send their first requests as
+    /// 0-RTT early data, 0 to 1 (the server must accept it: `target.quic_early_data`).
+    pub early_data: f64,
     /// How a session is resumed: "tickets" (default) or "ids" (the server's session cache).
     pub resumption: crate::tls::ResumeBy,
     /// Key exchange: "x25519" (default), "p256", or the hybrid "x25519mlkem768".
@@ -361,6 +368,7 @@ impl Default for TlsSpec {
         TlsSpec {
             version: Default::default(),
             resumed: 0.0,
+            early_data: 0.0,
             resumption: Default::default(),
             group: Default::default(),
             sni: crate::tls::settings::LAB_NAME.to_string(),
@@ -398,7 +406,8 @@ pub const DEFAULT_STREAMS: u32 = 1;
 impl LoadSpec {
     /// Over HTTP/2, the streams per connection (M, written or the default); None over HTTP/1.x.
     pub fn streams_per_connection(&self) -> Option<u32> {
-        (self.http == HttpVersion::Http2).then(|| self.streams.unwrap_or(DEFAULT_STREAMS))
+        matches!(self.http, HttpVersion::Http2 | HttpVersion::Http3)
+            .then(|| self.streams.unwrap_or(DEFAULT_STREAMS))
     }
 }
 

@@ -1,6 +1,8 @@
 //! Range and consistency checks on a parsed scenario. Each problem names its key path so the
 //! loader can point at the line.
 
+mod http3;
+
 use super::gate::{check_metric, parse_bound, Aggregate, Over, RunMetric};
 use super::model::*;
 use crate::model::load_knob::{self, LoadKnob, LoadKnobError};
@@ -136,6 +138,7 @@ pub fn validate(s: &Scenario) -> Vec<Problem> {
     check_network(s, &mut bad);
     check_load(s, &mut bad);
     check_tls(s, &mut bad);
+    http3::check_http3(s, &mut bad);
     check_probe(s, &mut bad);
     check_steps(s, &mut bad);
     check_sweep(s, &mut bad);
@@ -464,7 +467,8 @@ fn check_keepalive(s: &Scenario, bad: &mut Problems) {
 /// HTTP/2: streams per connection only over HTTP/2 (the limits are the knob's, above), and an
 /// Apache that can speak it (mod_http2 refuses the prefork MPM).
 fn check_http2(s: &Scenario, bad: &mut Problems) {
-    let h2 = s.load.http == HttpVersion::Http2;
+    // HTTP/3's streams per connection are the same knob (issue 47).
+    let h2 = matches!(s.load.http, HttpVersion::Http2 | HttpVersion::Http3);
     let needs_h2 = |what: &'static str| Need::Http2 {
         what,
         http: if s.load.http == HttpVersion::Http11 {

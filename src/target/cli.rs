@@ -80,6 +80,9 @@ pub struct ServeArgs {
     /// HTTPS: issue session tickets.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub tls_tickets: bool,
+    /// Event arch over TLS: also serve HTTP/3 (QUIC) on the same port, UDP (issue 47).
+    #[arg(long, requires = "tls_cert")]
+    pub http3: bool,
 }
 
 fn parse_dur(s: &str) -> Result<Duration, UnitError> {
@@ -166,7 +169,9 @@ impl ServeArgs {
             stats_interval_ms: self.stats_interval.as_millis() as u64,
             accept_batch: self.accept_batch,
             max_streams: self.max_streams,
-            http3: None,
+            http3: self
+                .http3
+                .then(crate::target::config::Http3Options::default),
             lingering_close: self.lingering_close,
             linger_timeout_ms: self.linger_timeout.as_millis() as u64,
             tls: match (&self.tls_cert, &self.tls_key) {

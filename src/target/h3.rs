@@ -94,6 +94,9 @@ struct Out {
 struct Conn {
     quic: quinn_proto::Connection,
     established: bool,
+    /// Its TLS accepted 0-RTT data: latched when seen, since the stack drops the 0-RTT keys
+    /// once 1-RTT packets arrive, which can be in the datagram that completes the handshake.
+    early: bool,
     control: bool,
     readers: HashMap<StreamId, FrameReader>,
     outs: HashMap<StreamId, Out>,
@@ -143,6 +146,7 @@ pub fn run(
                     match endpoint.handle(now, m.from, None, None, BytesMut::from(d), &mut buf) {
                         Some(DatagramEvent::ConnectionEvent(h, ev)) => {
                             if let Some(c) = conns.get_mut(&h) {
+                                c.early |= c.quic.has_0rtt();
                                 c.quic.handle_event(ev);
                             }
                         }
@@ -162,6 +166,7 @@ pub fn run(
                                     conns.insert(
                                         h,
                                         Conn {
+                                            early: quic.has_0rtt(),
                                             quic,
                                             established: false,
                                             control: false,
@@ -289,14 +294,16 @@ fn events(
     while let Some(ev) = c.quic.poll() {
         match ev {
             Event::Connected => {
-                c.established = true;
-                counters.h3_handshakes.fetch_add(1, Relaxed);
-                // Server side, 0-RTT keys exist only when its TLS accepted the early data
-                // (`accepted_0rtt` is the client's view).
-                if c.quic.has_0rtt() {
-                    counters.h3_0rtt.fetch_add(1, Relaxed);
-                }
+                handshake_done(c, counters);
                 open_control(c);
+            }
+            // A client answered in 0.5-RTT (after 0-RTT requests) may close in the packet that
+            // carries its Finished: the stack then reports no Connected, but the handshake
+            // completed all the same (its TLS is done).
+            Event::ConnectionLost { .. }
+                if !c.established && !c.quic.crypto_session().is_handshaking() =>
+            {
+                handshake_done(c, counters);
             }
             Event::Stream(StreamEvent::Opened { dir }) => {
                 while let Some(id) = c.quic.streams().accept(dir) {
@@ -312,6 +319,17 @@ fn events(
             }
             _ => {}
         }
+    }
+}
+
+/// The connection's handshake completed: counted, with 0-RTT when its TLS accepted early data.
+fn handshake_done(c: &mut Conn, counters: &Counters) {
+    c.established = true;
+    counters.h3_handshakes.fetch_add(1, Relaxed);
+    // Server side, 0-RTT keys exist only when its TLS accepted the early data
+    // (`accepted_0rtt` is the client's view).
+    if c.early || c.quic.has_0rtt() {
+        counters.h3_0rtt.fetch_add(1, Relaxed);
     }
 }
 

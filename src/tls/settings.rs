@@ -129,6 +129,10 @@ pub struct ClientTls {
     /// Offer ALPN h2 before http/1.1 (the load speaks HTTP/2; set by the engine's layers).
     #[serde(default)]
     pub offer_h2: bool,
+    /// Over QUIC (HTTP/3), the share of the resumed handshakes that send their first requests
+    /// as 0-RTT early data (0..=1, by schedule).
+    #[serde(default)]
+    pub early_data: f64,
 }
 
 /// What the built-in server does over TLS (part of its config).

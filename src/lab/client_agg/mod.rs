@@ -58,6 +58,8 @@ pub struct ClientTotals {
     pub handshake: Histogram<u64>,
     pub ttfb: Histogram<u64>,
     pub total: Histogram<u64>,
+    /// Over HTTP/3, the QUIC clients' counts summed (None: no worker spoke QUIC).
+    pub quic: Option<crate::quic::stats::QuicDelta>,
 }
 
 impl Default for ClientTotals {
@@ -73,6 +75,7 @@ impl Default for ClientTotals {
             handshake: new_hist(),
             ttfb: new_hist(),
             total: new_hist(),
+            quic: None,
         }
     }
 }
@@ -93,7 +96,9 @@ impl ClientTotals {
             handshake,
             ttfb,
             total,
+            quic,
         } = self;
+        *quic = None;
         *counts = Counters::default();
         *intended = 0.0;
         *lag_us_max = 0;
@@ -134,6 +139,10 @@ impl ClientTotals {
             d.connecting + d.active,
         );
         w.target_rate = Some(d.target_rate);
+        if let Some(q) = &d.quic {
+            self.quic.get_or_insert_with(Default::default).add(q);
+        }
+        let w = self.workers.get_mut(&d.worker).expect("added above");
         w.pool = d.pool;
         w.pool_service_min_us = d.pool_service_min_us;
         w.handshaking = d.handshaking;
@@ -342,6 +351,41 @@ impl ClientTotals {
                 H2_FLOW_STALL,
                 (h2 && reported).then(|| self.counts.flow_stall_us as f64 / 1000.0 / dt),
             ),
+        ]
+        .into_iter()
+        .chain(self.quic_columns(dt))
+        .collect()
+    }
+
+    /// HTTP/3's columns: empty over TCP (no worker sent QUIC counts).
+    fn quic_columns(&self, dt: f64) -> Vec<(Col, Option<f64>)> {
+        use crate::model::col::*;
+        let q = self.quic.filter(|_| self.covered_s().is_some());
+        let rate =
+            |f: fn(&crate::quic::stats::QuicDelta) -> u64| q.as_ref().map(|q| f(q) as f64 / dt);
+        let mean_ms = q.and_then(|q| {
+            let n = q.handshakes();
+            (n > 0).then(|| q.handshake_us_sum as f64 / n as f64 / 1000.0)
+        });
+        vec![
+            (QUIC_HANDSHAKES_FULL, rate(|q| q.handshakes_full)),
+            (QUIC_HANDSHAKES_RESUMED, rate(|q| q.handshakes_resumed)),
+            (QUIC_HANDSHAKES_0RTT, rate(|q| q.handshakes_0rtt)),
+            (QUIC_HANDSHAKE_MS, mean_ms),
+            (QUIC_RETRY, rate(|q| q.retry_received)),
+            (QUIC_PACKETS_SENT, rate(|q| q.datagrams_sent)),
+            (QUIC_PACKETS_RECV, rate(|q| q.datagrams_received)),
+            (QUIC_BYTES_SENT, rate(|q| q.bytes_sent)),
+            (QUIC_BYTES_RECV, rate(|q| q.bytes_received)),
+            (QUIC_LOST_PACKETS, rate(|q| q.lost_packets)),
+            (QUIC_HANDSHAKE_TIMEOUTS, rate(|q| q.err_handshake_timeout)),
+            (QUIC_IDLE_TIMEOUTS, rate(|q| q.err_idle_timeout)),
+            (QUIC_REFUSED, rate(|q| q.err_refused)),
+            (
+                QUIC_CLOSED_BY_SERVER,
+                rate(|q| q.err_transport + q.err_application),
+            ),
+            (QUIC_OTHER_ERRORS, rate(|q| q.err_other)),
         ]
     }
 

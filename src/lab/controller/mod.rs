@@ -25,6 +25,7 @@ mod cpus;
 mod fakes;
 mod finish;
 mod http2;
+mod http3;
 mod inbox;
 mod loopback;
 mod runtime;
@@ -154,6 +155,7 @@ impl Controller {
             c.place_on_cpus();
             c.start_target()?;
             c.check_http2()?;
+            c.check_http3()?;
             c.start_probes();
             c.start_workers()
         })();

@@ -96,7 +96,8 @@ impl Controller {
             verify: spec.verify,
             ca_pem,
             handshake_timeout_s: spec.handshake_timeout.secs(),
-            offer_h2: self.scenario.load.streams_per_connection().is_some(),
+            offer_h2: self.scenario.load.http == crate::scenario::HttpVersion::Http2,
+            early_data: spec.early_data,
         }))
     }
 

@@ -38,6 +38,7 @@ impl Controller {
                 self.scenario.gate.good_statuses.clone(),
             ),
             streams: k.streams,
+            http3: self.scenario.load.http == crate::scenario::HttpVersion::Http3,
         };
         // The live knobs as they are now, by the one mapping the Load message uses.
         load.apply_to(&mut cfg);

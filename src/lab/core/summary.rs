@@ -112,6 +112,29 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         rmem_max_bytes: mean(col::RMEM_MAX),
         quic_initial_in_per_s: mean(col::QUIC_INITIAL_IN_PER_S),
         quic_first_initial_per_s: mean(col::QUIC_FIRST_INITIAL_PER_S),
+        // HTTP/3's figures: NaN over TCP (no worker sent QUIC counts).
+        quic_handshakes_full_per_s: nan_or(tot.quic.map(|q| (q.handshakes_full) as f64 / dt)),
+        quic_handshakes_resumed_per_s: nan_or(tot.quic.map(|q| (q.handshakes_resumed) as f64 / dt)),
+        quic_handshakes_0rtt_per_s: nan_or(tot.quic.map(|q| (q.handshakes_0rtt) as f64 / dt)),
+        quic_handshake_ms_mean: nan_or(tot.quic.and_then(|q| {
+            (q.handshakes() > 0).then(|| q.handshake_us_sum as f64 / q.handshakes() as f64 / 1000.0)
+        })),
+        quic_retry_per_s: nan_or(tot.quic.map(|q| (q.retry_received) as f64 / dt)),
+        quic_packets_sent_per_s: nan_or(tot.quic.map(|q| (q.datagrams_sent) as f64 / dt)),
+        quic_packets_recv_per_s: nan_or(tot.quic.map(|q| (q.datagrams_received) as f64 / dt)),
+        quic_bytes_sent_per_s: nan_or(tot.quic.map(|q| (q.bytes_sent) as f64 / dt)),
+        quic_bytes_recv_per_s: nan_or(tot.quic.map(|q| (q.bytes_received) as f64 / dt)),
+        quic_lost_packets_per_s: nan_or(tot.quic.map(|q| (q.lost_packets) as f64 / dt)),
+        quic_handshake_timeouts_per_s: nan_or(
+            tot.quic.map(|q| (q.err_handshake_timeout) as f64 / dt),
+        ),
+        quic_idle_timeouts_per_s: nan_or(tot.quic.map(|q| (q.err_idle_timeout) as f64 / dt)),
+        quic_refused_per_s: nan_or(tot.quic.map(|q| (q.err_refused) as f64 / dt)),
+        quic_closed_by_server_per_s: nan_or(
+            tot.quic
+                .map(|q| (q.err_transport + q.err_application) as f64 / dt),
+        ),
+        quic_other_errors_per_s: nan_or(tot.quic.map(|q| (q.err_other) as f64 / dt)),
         // HTTP/2's figures: NaN over HTTP/1.x (no setup, no ALPN refusal).
         h2_streams_in_flight_mean: h2(mean(col::REQUESTS_IN_FLIGHT)),
         h2_streams_max: h2(max(col::H2_STREAMS_MAX)),

@@ -210,6 +210,10 @@ impl Conn {
     /// Drops its socket and layers.
     pub(super) fn clear(&mut self) {
         self.sock = None;
+        if let Http::Other(l) = &mut self.http {
+            // A layer that is its own transport (QUIC) lets its connection go.
+            l.close();
+        }
         if let Some(s) = self.sec.as_mut() {
             if self.phase == Phase::Handshaking {
                 s.abandon();
@@ -236,6 +240,9 @@ impl Engine {
             self.class_of_req(req)
         };
         self.count(class, |c| c.attempts += 1);
+        if let Some(ep) = self.layers.quic.clone() {
+            return self.quic_start_attempt(ep, sched, now, role, req, class);
+        }
         let source = (!self.cfg.bind_addrs.is_empty()).then(|| {
             let ip = self.cfg.bind_addrs[self.bind_next % self.cfg.bind_addrs.len()];
             self.bind_next = self.bind_next.wrapping_add(1);

@@ -130,6 +130,10 @@ impl Engine {
             }
             let (phase, role) = (c.phase, c.role);
             match phase {
+                // No socket of its own: a QUIC connection, whose connect is its handshake.
+                Phase::Connecting if c.sock.is_none() => {
+                    self.fail(idx, Failure::HandshakeTimeout, now)
+                }
                 Phase::Connecting => self.fail(idx, Failure::ConnectTimeout, now),
                 Phase::Handshaking => self.fail(idx, Failure::HandshakeTimeout, now),
                 Phase::Sending | Phase::Receiving => self.fail(idx, Failure::ResponseTimeout, now),

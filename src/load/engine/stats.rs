@@ -132,7 +132,9 @@ impl Engine {
         };
         self.report.intended = 0.0;
         self.mux_report();
+        let quic = self.quic_report();
         let mut s = std::mem::take(&mut self.report.stats);
+        s.quic = quic;
         self.report.stats.worker = s.worker;
         self.report.stats.seq = s.seq + 1;
         s.t_s = t1;

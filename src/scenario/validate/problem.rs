@@ -57,6 +57,16 @@ pub enum Need {
     Http3Server,
     #[error("applies to HTTP/3 only: set target.http3 = true")]
     Http3Only,
+    #[error("is HTTP/3's 0-RTT share: it needs http = \"3\" in [load]")]
+    Http3Load,
+    #[error("load.http = \"3\": {0}")]
+    Http3Target(&'static str),
+    #[error("HTTP/3 runs over QUIC, which is TLS 1.3 only: use version = \"1.3\"")]
+    QuicTls13,
+    #[error("0-RTT data is sent on resumed handshakes only, and resumed = 0: set load.tls.resumed above 0, or early_data = 0")]
+    EarlyDataResumed,
+    #[error("the built-in server declines 0-RTT unless asked: set target.quic_early_data = true (with tls_session_cache = true)")]
+    EarlyDataServer,
     #[error("needs target.tls_session_cache = true: the server takes 0-RTT only on a resumption from its cache, never from a ticket")]
     EarlyDataCache,
     #[error("kind = \"command\" needs a command, e.g. \"nginx -g 'daemon off;' -c /path/nginx.conf\" with {{port}}")]
@@ -73,7 +83,7 @@ pub enum Need {
     PoolOpen { mode: String },
     #[error("persistent connections need keep-alive: add http = \"1.1\" (or \"2\")")]
     PoolKeepAlive,
-    #[error("{what} is HTTP/2's streams per connection: it needs http = \"2\" in [load] (the load speaks HTTP/{http})")]
+    #[error("{what} is HTTP/2's (and HTTP/3's) streams per connection: it needs http = \"2\" or \"3\" in [load] (the load speaks HTTP/{http})")]
     Http2 {
         what: &'static str,
         http: &'static str,

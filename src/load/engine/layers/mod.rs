@@ -22,6 +22,7 @@
 
 pub mod http1;
 pub mod http2;
+pub mod quic;
 pub mod tcp;
 pub mod tls;
 
@@ -169,6 +170,8 @@ pub trait HttpLayer {
     fn set_max_in_flight(&mut self, _m: u32) {}
     /// Adds its counts since the last call to `into`.
     fn take_counts(&mut self, _into: &mut MuxCounts) {}
+    /// The connection ends: a layer that is its own transport (QUIC) lets it go.
+    fn close(&mut self) {}
 }
 
 /// The HTTP layer of a connection: HTTP/1.x inline (the hot path: no allocation and no
@@ -232,6 +235,9 @@ impl HttpLayer for Http {
     }
     fn take_counts(&mut self, into: &mut MuxCounts) {
         each!(self, l => l.take_counts(into))
+    }
+    fn close(&mut self) {
+        each!(self, l => l.close())
     }
 }
 
@@ -304,13 +310,25 @@ pub struct Layers {
     tls: Option<Rc<RefCell<TlsClient>>>,
     /// Makes a connection's HTTP layer, given M (None: HTTP/1.x).
     pub http: fn(Option<u32>) -> Http,
-    /// Over HTTP/2, the streams per connection (M; a live knob); None: HTTP/1.x.
+    /// Over HTTP/2 and HTTP/3, the streams per connection (M; a live knob); None: HTTP/1.x.
     pub streams: Option<u32>,
+    /// Over HTTP/3, the worker's QUIC endpoint (its one UDP socket carries every connection;
+    /// see `quic`): the transport, TLS and HTTP of each connection at once.
+    pub quic: Option<quic::SharedEndpoint>,
 }
 
 impl Layers {
     /// The one place the layers are chosen (a new protocol: a line here).
     pub fn of(cfg: &WorkerConfig) -> anyhow::Result<Layers> {
+        if cfg.http3 {
+            let ep = quic::QuicEndpoint::new(cfg)?;
+            return Ok(Layers {
+                tls: None,
+                http: |_| Http::H1(http1::Http1::default()),
+                streams: Some(cfg.streams.unwrap_or(1)),
+                quic: Some(Rc::new(RefCell::new(ep))),
+            });
+        }
         let tls = match &cfg.tls {
             Some(t) => {
                 let mut t = t.clone();
@@ -328,6 +346,7 @@ impl Layers {
                 None => Http::H1(http1::Http1::default()),
             },
             streams: cfg.streams,
+            quic: None,
         })
     }
 
@@ -336,9 +355,9 @@ impl Layers {
         (self.http)(self.streams)
     }
 
-    /// Whether connections have a security layer.
+    /// Whether connections have a security layer (QUIC's TLS is its own).
     pub fn secure(&self) -> bool {
-        self.tls.is_some()
+        self.tls.is_some() || self.quic.is_some()
     }
 
     /// A new connection's security layer (None: plaintext); Err when the layer could not
@@ -352,6 +371,9 @@ impl Layers {
     pub fn set_resumed(&self, share: f64) {
         if let Some(c) = &self.tls {
             c.borrow_mut().set_resumed(share);
+        }
+        if let Some(q) = &self.quic {
+            q.borrow_mut().client.set_resumed(share);
         }
     }
 }

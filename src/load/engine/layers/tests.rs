@@ -185,6 +185,7 @@ fn a_new_protocol_is_a_layer_and_the_engine_counts_it_unchanged() {
         tls: None,
         good_statuses: Default::default(),
         streams: None,
+        http3: false,
     };
     let (_tx, rx) = crossbeam_channel::unbounded();
     let mut e = Engine::new(cfg, rx, Arc::new(EventFd::new().unwrap()), vec![]).unwrap();

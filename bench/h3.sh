@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Issue 47 benchmark: synlab's HTTP/3 load against the anchors that run here, the servers on
+# CPU 0 (the built-in server's HTTP/3, then caddy), every client on CPU 1:
+#   1. requests: closed loop, 16 connections x 10 streams, a 1294-byte file: requests/s (the
+#      client's own count) and client CPU us per request (user + sys of the client process);
+#   2. handshakes: S-Client, 64 slots, each connection a full QUIC handshake and one request:
+#      handshakes/s and client CPU us per handshake.
+# Anchors: h2load if its build speaks HTTP/3 (--npn-list=h3), oha if installed with its http3
+# feature; the script says which ran. Usage: bench/h3.sh [runs=3] [seconds=10]
+#        SYN=path/to/synlab bench/h3.sh ...   (that binary, not a fresh release build)
+# The machine must be quiet: the figures are CPU-bound on two cores (the load is printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-3}
+SECS=${2:-10}
+if [ -z "${SYN:-}" ]; then
+  cargo build --release -q
+  SYN=${CARGO_TARGET_DIR:-target}/release/synlab
+fi
+DIR=$(mktemp -d /tmp/synlab-h3bench.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$DIR"; }
+trap cleanup EXIT
+mkdir -p "$DIR/www/file" "$DIR/caddy"
+head -c 1294 /dev/zero | tr '\0' x > "$DIR/www/file/1294"
+# A CA and a leaf it signs (webpki takes no CA certificate as the server's own).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=synlab-ca \
+  -keyout "$DIR/ca.key" -out "$DIR/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=synlab.test \
+  -keyout "$DIR/key.pem" -out "$DIR/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:synlab.test\nbasicConstraints=CA:FALSE\n' > "$DIR/leaf.ext"
+openssl x509 -req -in "$DIR/leaf.csr" -CA "$DIR/ca.pem" -CAkey "$DIR/ca.key" -CAcreateserial \
+  -days 1 -extfile "$DIR/leaf.ext" -out "$DIR/cert.pem" 2>/dev/null
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The worker's config (closed N x M, or S-Client), as JSON.
+worker_cfg() { # port mode
+  python3 - "$1" "$2" "$SECS" "$DIR/ca.pem" <<'EOF'
+import json, sys
+port, mode, secs, ca = sys.argv[1], sys.argv[2], float(sys.argv[3]), open(sys.argv[4]).read()
+closed = mode == "closed"
+print(json.dumps({
+  "id": 0, "target": f"127.0.0.1:{port}", "mode": mode, "rate": None, "arrivals": "constant",
+  "sockets": 64, "clients": 16 if closed else 0, "think_s": 0.0, "timeout_s": 1.0,
+  "response_timeout_s": 5.0, "burst": None,
+  "mix": [{"class": "f", "path": "/file/1294", "weight": 1.0}],
+  "keepalive": False, "requests_per_conn": 1, "connections": 0, "host_header": "synlab.test",
+  "duration_s": secs, "stats_interval_ms": 500, "seed": 1, "paused": False,
+  "tls": {"version": "1.3", "group": "x25519", "resumed": 0.0, "resume_by": "tickets",
+          "sni": "synlab.test", "verify": True, "ca_pem": ca, "handshake_timeout_s": 2.0},
+  "good_statuses": [], "streams": 10 if closed else 1, "http3": True}))
+EOF
+}
+# Runs the worker on CPU 1; prints "requests/s us/request handshakes/s us/handshake".
+synlab_run() { # port mode
+  # The worker stops at stdin's end: a sleep keeps it open past the run's bound.
+  sleep $((SECS + 2)) | taskset -c 1 "$SYN" worker --config-json "$(worker_cfg "$1" "$2")" | python3 -c '
+import json, sys
+r = h = cpu = t = 0.0
+for l in sys.stdin:
+    d = json.loads(l)
+    r += d.get("responses", 0); h += d.get("handshakes_full", 0) + d.get("handshakes_resumed", 0)
+    cpu += d["cpu_user_s"] + d["cpu_sys_s"]; t = d["t_s"]
+print(f"{r/t:.0f} {cpu/max(r,1)*1e6:.1f} {h/t:.0f} {cpu/max(h,1)*1e6:.1f}")'
+}
+# h2load over HTTP/3 if its build has it: "requests/s us/request" or nothing.
+h2load_run() { # port
+  local out
+  out=$( { /usr/bin/time -f 'CPU %U %S' taskset -c 1 h2load --npn-list=h3 -D "$SECS" -c 16 -m 10 \
+           "https://127.0.0.1:$1/file/1294"; } 2>&1 ) || true
+  if ! grep -q 'Application protocol: h3' <<<"$out"; then return 0; fi
+  python3 - "$out" <<'EOF'
+import re, sys
+o = sys.argv[1]
+ok = int(re.search(r"(\d+) succeeded", o).group(1))
+rps = float(re.search(r"finished in [\d.]+\w*, ([\d.]+) req/s", o).group(1))
+u, s = map(float, re.search(r"CPU ([\d.]+) ([\d.]+)", o).groups())
+print(f"{rps:.0f} {(u+s)/max(ok,1)*1e6:.1f}")
+EOF
+}
+
+serve_builtin() { # port
+  taskset -c 0 "$SYN" serve --listen "127.0.0.1:$1" --arch event --workers 1 \
+    --tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" --http3 > "$DIR/serve.log" 2>&1 &
+  PIDS+=($!)
+}
+serve_caddy() { # port
+  cat > "$DIR/Caddyfile" <<EOF
+{
+	admin off
+	auto_https off
+	storage file_system $DIR/caddy
+	servers {
+		protocols h1 h2 h3
+	}
+}
+https://:$1 {
+	bind 127.0.0.1
+	tls $DIR/cert.pem $DIR/key.pem
+	root * $DIR/www
+	file_server
+}
+EOF
+  HOME=$DIR/caddy XDG_DATA_HOME=$DIR/caddy XDG_CONFIG_HOME=$DIR/caddy \
+    taskset -c 0 caddy run --config "$DIR/Caddyfile" --adapter caddyfile > "$DIR/caddy.log" 2>&1 &
+  PIDS+=($!)
+}
+
+h2load_h3=no
+for server in builtin caddy; do
+  if [ "$server" = caddy ] && ! command -v caddy >/dev/null; then echo "caddy: not installed"; continue; fi
+  PORT=$(free_port)
+  "serve_$server" "$PORT"
+  sleep 1.5
+  for i in $(seq "$RUNS"); do
+    read -r rps usr _ _ < <(synlab_run "$PORT" closed)
+    read -r _ _ hps ush < <(synlab_run "$PORT" sclient)
+    echo "$server run $i: synlab $rps req/s, $usr us CPU/request; $hps handshakes/s, $ush us CPU/handshake"
+    h=$(h2load_run "$PORT")
+    if [ -n "$h" ]; then h2load_h3=yes; echo "$server run $i: h2load (h3) ${h% *} req/s, ${h#* } us CPU/request"; fi
+  done
+  kill "${PIDS[-1]}" 2>/dev/null || true
+  wait "${PIDS[-1]}" 2>/dev/null || true
+done
+[ "$h2load_h3" = yes ] || echo "h2load ($(h2load --version 2>/dev/null | head -1)): this build has no HTTP/3 (no 'Application protocol: h3'): not an anchor here"
+command -v oha >/dev/null && echo "oha: installed (http3 feature not checked by this script)" || echo "oha: not installed (cargo install oha --features http3 not built here)"
+echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"
