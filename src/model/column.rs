@@ -396,6 +396,13 @@ columns! {
     H2_ALPN_REFUSED = "h2_alpn_refused_per_s", PerSecond, Rate;
     H2_SETUPS = "h2_setups_per_s", PerSecond, Rate;
     H2_FLOW_STALL = "h2_flow_stall_ms_per_s", PerSecond, Rate;
+    // Where the sample's requests' time went (issue 48 item 4, model::latency_split): their
+    // mean response time split, and the connects that waited for a SYN retransmission.
+    SPLIT_CONNECT = "split_connect_ms", Milliseconds, Gauge;
+    SPLIT_QUEUE = "split_queue_ms", Milliseconds, Gauge;
+    SPLIT_SERVICE = "split_service_ms", Milliseconds, Gauge;
+    SPLIT_TRANSFER = "split_transfer_ms", Milliseconds, Gauge;
+    CONNECT_RETRANS = "connect_retrans_pct", Percent, Gauge;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the

@@ -42,6 +42,8 @@ struct Conn {
     /// Distinguishes reuses of a slot, so a stale timer never fires on a newer connection.
     gen: u64,
     last_active: Instant,
+    /// When its current request was read whole (the latency split's service starts there).
+    read_at: Instant,
 }
 
 pub struct EventLoop<'a> {
@@ -244,6 +246,7 @@ impl EventLoop<'_> {
                         state: State::Reading,
                         gen: self.next_gen,
                         last_active: Instant::now(),
+                        read_at: Instant::now(),
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -372,6 +375,7 @@ impl EventLoop<'_> {
                         return;
                     }
                     core::count_request(&parse, self.counters);
+                    c.read_at = Instant::now();
                     let st_us = self.ctx.cfg.service_time_us;
                     let dynreq = dynamic::request_of(&parse, self.ctx.cfg.keepalive);
                     if let Some(
@@ -440,6 +444,7 @@ impl EventLoop<'_> {
                     match wrote {
                         Ok(true) => {
                             core::count_response(resp, self.counters);
+                            self.counters.record_service(c.read_at);
                             if !resp.keep {
                                 return self.close(idx);
                             }

@@ -21,6 +21,7 @@ pub mod checks;
 mod classes;
 mod commands;
 mod inputs;
+mod latency_split;
 mod live;
 mod rows;
 mod steps;
@@ -122,6 +123,8 @@ pub enum Effect {
     Summary(Box<SummaryRow>),
     /// The outcome of `Input::Command`: applied (what changed) or refused (why).
     Reply(Reply),
+    /// A step's `net.ipv4.tcp_syncookies` for the server's namespace (0, 1 or 2).
+    Syncookies(u8),
 }
 
 /// A path change the network lab could not apply: which path, and the lab's error.

@@ -188,6 +188,7 @@ fn expects(texts: &[&str]) -> Vec<crate::model::expect::Expect> {
 
 mod client_bound;
 mod expects;
+mod latency_split;
 mod paths;
 mod rows;
 mod steps;
