@@ -9,10 +9,11 @@
 //!   requests had none);
 //! - queue: the server's, each accepted connection's time from handshake completion to
 //!   accept (the built-in server, tcp_info), its mean times the connects, spread the same way;
-//! - service: the server's, per request from the request read to its response's last byte
-//!   handed to the kernel (the built-in server's own clock; nginx `$request_time`, Apache
-//!   `%D`);
-//! - transfer: the rest of the mean response time: the request's and the response's travel,
+//! - service: the server's, per request from the request read to its response starting to
+//!   go out (the built-in server's own clock: its work, not the response's size; nginx's
+//!   `$request_time` and Apache's `%D` run on to the last byte);
+//! - transfer: the rest of the mean response time: the request's travel, the response's
+//!   bytes going out and travelling,
 //!   the server's ACK of the handshake arriving after the client's SYN-ACK, and the server's
 //!   time between accept and reading the request.
 //!
@@ -21,11 +22,21 @@
 use std::fmt;
 
 /// The SYN's first retransmission timeout (the kernel's TCP_TIMEOUT_INIT, RFC 6298): a
-/// connect that took this long waited for a SYN (or SYN-ACK) retransmission; the second comes
-/// 2 s later (3 s after the connect began), the third 4 s after that (7 s).
+/// connect that took this long waited for a SYN (or SYN-ACK) retransmission.
 pub const RTO_INIT_MS: f64 = 1000.0;
-const SECOND_RETRANS_MS: f64 = 3000.0;
-const THIRD_RETRANS_MS: f64 = 7000.0;
+
+/// When a connect's `k`-th SYN retransmission goes out, ms after its first SYN: the initial
+/// RTO for each of the first `linear` + 1 timeouts (`net.ipv4.tcp_syn_linear_timeouts`, Linux
+/// 6.6 and later, 4 by default: 1, 2, 3, 4, 5 s), doubling after them (then 7, 11 s); with 0
+/// the classic exponential backoff seed 000 §2 describes: 1, 3, 7 s.
+pub fn retrans_at_ms(k: u32, linear: u32) -> f64 {
+    (1..=k)
+        .map(|i| {
+            let doublings = i.saturating_sub(linear + 1).min(20);
+            RTO_INIT_MS * f64::from(1u32 << doublings)
+        })
+        .sum()
+}
 
 /// The parts of a request's time, in the order they happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,21 +254,24 @@ pub fn legend() -> String {
 
 /// The connects that waited for a SYN retransmission: every connect of 1 s or more (the
 /// initial RTO; the lab's paths' round trips are shorter), and the two modes seed 000 §2
-/// explains: one retransmission (1 s to 3 s) and two (3 s to 7 s), each with its median.
+/// explains: one retransmission and two, each from its retransmission's time to the next's
+/// (`retrans_at_ms`: 1 and 2 s on a kernel with linear SYN timeouts, 1 and 3 s without),
+/// each with its median.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SynRetrans {
     pub connects: u64,
     pub retrans_pct: f64,
-    pub mode_1s_pct: f64,
-    pub mode_3s_pct: f64,
+    pub once_pct: f64,
+    pub twice_pct: f64,
     /// The median connect of each mode, ms (NaN when none is in it).
-    pub mode_1s_ms: f64,
-    pub mode_3s_ms: f64,
+    pub once_ms: f64,
+    pub twice_ms: f64,
 }
 
 impl SynRetrans {
-    /// From a histogram of connect times (us). None without a connect.
-    pub fn of(connect_us: &hdrhistogram::Histogram<u64>) -> Option<Self> {
+    /// From a histogram of connect times (us), on a kernel with `linear` linear SYN timeouts.
+    /// None without a connect.
+    pub fn of(connect_us: &hdrhistogram::Histogram<u64>, linear: u32) -> Option<Self> {
         let n = connect_us.len();
         if n == 0 {
             return None;
@@ -285,17 +299,18 @@ impl SynRetrans {
                 });
             (count, median)
         };
-        let (all, _) = band(RTO_INIT_MS, f64::INFINITY);
-        let (one, m1) = band(RTO_INIT_MS, SECOND_RETRANS_MS);
-        let (two, m3) = band(SECOND_RETRANS_MS, THIRD_RETRANS_MS);
+        let at = |k| retrans_at_ms(k, linear);
+        let (all, _) = band(at(1), f64::INFINITY);
+        let (one, m1) = band(at(1), at(2));
+        let (two, m2) = band(at(2), at(3));
         let pct = |k: u64| k as f64 * 100.0 / n as f64;
         Some(SynRetrans {
             connects: n,
             retrans_pct: pct(all),
-            mode_1s_pct: pct(one),
-            mode_3s_pct: pct(two),
-            mode_1s_ms: m1,
-            mode_3s_ms: m3,
+            once_pct: pct(one),
+            twice_pct: pct(two),
+            once_ms: m1,
+            twice_ms: m2,
         })
     }
 }
@@ -307,21 +322,13 @@ impl fmt::Display for SynRetrans {
             "{:.1} % of {} connects waited for a SYN retransmission",
             self.retrans_pct, self.connects
         )?;
-        if self.mode_1s_pct > 0.0 {
-            write!(
-                f,
-                "; one: {:.1} % near {:.2} s",
-                self.mode_1s_pct,
-                self.mode_1s_ms / 1000.0
-            )?;
+        if self.once_pct > 0.0 {
+            let s = self.once_ms / 1000.0;
+            write!(f, "; once: {:.1} % near {s:.2} s", self.once_pct)?;
         }
-        if self.mode_3s_pct > 0.0 {
-            write!(
-                f,
-                "; two: {:.1} % near {:.2} s",
-                self.mode_3s_pct,
-                self.mode_3s_ms / 1000.0
-            )?;
+        if self.twice_pct > 0.0 {
+            let s = self.twice_ms / 1000.0;
+            write!(f, "; twice: {:.1} % near {s:.2} s", self.twice_pct)?;
         }
         Ok(())
     }
@@ -411,20 +418,34 @@ mod tests {
         let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
         h.record_n(200, 80).unwrap(); // 0.2 ms
         h.record_n(1_000_030, 15).unwrap(); // one retransmission, 30 us after the RTO
-        h.record_n(3_000_400, 4).unwrap(); // two
+        h.record_n(3_000_400, 4).unwrap(); // two, exponential
         h.record_n(7_000_500, 1).unwrap(); // three
-        let r = SynRetrans::of(&h).unwrap();
+        let r = SynRetrans::of(&h, 0).unwrap();
         assert_eq!(r.connects, 100);
+        assert_eq!((r.retrans_pct, r.once_pct, r.twice_pct), (20.0, 15.0, 4.0));
+        assert!((r.once_ms - 1000.0).abs() < 1.0, "{r:?}");
+        assert!((r.twice_ms - 3000.4).abs() < 2.0, "{r:?}");
+        assert!(r.to_string().contains("once: 15.0 % near 1.00 s"), "{r}");
         assert_eq!(
-            (r.retrans_pct, r.mode_1s_pct, r.mode_3s_pct),
-            (20.0, 15.0, 4.0)
-        );
-        assert!((r.mode_1s_ms - 1000.0).abs() < 1.0, "{r:?}");
-        assert!((r.mode_3s_ms - 3000.4).abs() < 2.0, "{r:?}");
-        assert!(r.to_string().contains("one: 15.0 % near 1.00 s"), "{r}");
-        assert_eq!(
-            SynRetrans::of(&hdrhistogram::Histogram::new(3).unwrap()),
+            SynRetrans::of(&hdrhistogram::Histogram::new(3).unwrap(), 0),
             None
         );
+        // Linear timeouts: the second retransmission 2 s after the first SYN, the third 3 s.
+        let lin = SynRetrans::of(&h, 4).unwrap();
+        assert_eq!((lin.once_pct, lin.twice_pct), (15.0, 0.0));
+        h.record_n(2_000_100, 5).unwrap();
+        let lin = SynRetrans::of(&h, 4).unwrap();
+        assert_eq!(lin.twice_pct, 5.0 * 100.0 / 105.0);
+    }
+
+    #[test]
+    fn the_retransmissions_come_linear_then_doubling() {
+        let at = |linear| {
+            (1..=7)
+                .map(|k| retrans_at_ms(k, linear) / 1000.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at(4), [1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 11.0]);
+        assert_eq!(at(0), [1.0, 3.0, 7.0, 15.0, 31.0, 63.0, 127.0]);
     }
 }

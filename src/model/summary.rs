@@ -408,13 +408,13 @@ pub struct SummaryRow {
     #[serde(default = "nan")]
     pub connect_retrans_pct: f64,
     #[serde(default = "nan")]
-    pub connect_retrans_1s_pct: f64,
+    pub connect_retrans_once_pct: f64,
     #[serde(default = "nan")]
-    pub connect_retrans_3s_pct: f64,
+    pub connect_retrans_twice_pct: f64,
     #[serde(default = "nan")]
-    pub connect_retrans_1s_ms: f64,
+    pub connect_retrans_once_ms: f64,
     #[serde(default = "nan")]
-    pub connect_retrans_3s_ms: f64,
+    pub connect_retrans_twice_ms: f64,
     #[serde(default = "nan")]
     pub udp_no_ports_per_s: f64,
     /// The UDP side (issue 47): the namespace's datagrams delivered, the server port's UDP
@@ -658,10 +658,10 @@ summary_cols! {
     SplitTransferMs = split_transfer_ms: Milliseconds,
     SplitTotalMs = split_total_ms: Milliseconds,
     ConnectRetransPct = connect_retrans_pct: Percent,
-    ConnectRetrans1sPct = connect_retrans_1s_pct: Percent,
-    ConnectRetrans3sPct = connect_retrans_3s_pct: Percent,
-    ConnectRetrans1sMs = connect_retrans_1s_ms: Milliseconds,
-    ConnectRetrans3sMs = connect_retrans_3s_ms: Milliseconds,
+    ConnectRetransOncePct = connect_retrans_once_pct: Percent,
+    ConnectRetransTwicePct = connect_retrans_twice_pct: Percent,
+    ConnectRetransOnceMs = connect_retrans_once_ms: Milliseconds,
+    ConnectRetransTwiceMs = connect_retrans_twice_ms: Milliseconds,
     UdpNoPortsPerS = udp_no_ports_per_s: PerSecond,
     UdpInDatagramsPerS = udp_in_datagrams_per_s: PerSecond,
     PortUdpDropsPerS = port_udp_drops_per_s: PerSecond,

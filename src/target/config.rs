@@ -215,7 +215,7 @@ pub struct ServerStats {
     /// of a bucket, count) per bucket that counted (`model::acceptq::ExactWait::of`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accept_wait_ms: crate::model::acceptq::WaitCounts,
-    /// Requests timed from their read to their response's last byte written, and that time
+    /// Requests timed from their read to their response starting to go out, and that time
     /// summed since the start (us): the latency split's service (issue 48 item 4).
     #[serde(default)]
     pub served: u64,

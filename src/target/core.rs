@@ -52,8 +52,9 @@ pub struct Counters {
     /// Each accepted connection's wait in the accept queue, exact (issue 48 item 3): a count
     /// per bucket of `model::acceptq::wait_bucket`.
     pub accept_wait: [AtomicU64; WAIT_BUCKETS],
-    /// Requests timed from their read to their response's last byte written (issue 48 item
-    /// 4: the latency split's service), and that time summed (us).
+    /// Requests timed from their read to their response starting to go out (issue 48 item 4:
+    /// the latency split's service: the server's work, not the response's size), and that
+    /// time summed (us).
     pub served: AtomicU64,
     pub service_us: AtomicU64,
 }
@@ -104,7 +105,8 @@ impl Counters {
         }
     }
 
-    /// Counts a request served: `since` is when it was read whole.
+    /// Counts a request served: `since` is when it was read whole; now its response starts
+    /// to go out.
     pub fn record_service(&self, since: Instant) {
         let us = since.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
         self.served.fetch_add(1, Relaxed);
@@ -504,12 +506,10 @@ fn serve_requests(
             Some(d) => super::dynamic::finish(&d, ctx.dynamic.execute(d.endpoint), counters),
             None => respond(&ctx.catalog, &parse, ctx.cfg.keepalive),
         };
+        counters.record_service(read_at);
         let mut prog = WriteProgress::default();
         match write_some(s, &resp, &ctx.pattern, &mut prog, counters) {
-            Ok(true) => {
-                count_response(&resp, counters);
-                counters.record_service(read_at);
-            }
+            Ok(true) => count_response(&resp, counters),
             _ => return End::Now,
         }
         if !resp.keep {

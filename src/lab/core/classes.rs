@@ -97,6 +97,7 @@ pub(super) fn class_summary(
     k: &ClientTotals,
     dt: f64,
     server: Option<&crate::model::latency_split::ServerTimes>,
+    syn_linear: u32,
 ) -> ClassSummary {
     let split = super::latency_split::split(k, server);
     let nan_or = |v: Option<f64>| v.unwrap_or(f64::NAN);
@@ -121,7 +122,8 @@ pub(super) fn class_summary(
         split_service_ms: nan_or(split.and_then(|s| s.service_ms)),
         split_transfer_ms: nan_or(split.map(|s| s.transfer_ms)),
         connect_retrans_pct: nan_or(
-            crate::model::latency_split::SynRetrans::of(&k.connect).map(|r| r.retrans_pct),
+            crate::model::latency_split::SynRetrans::of(&k.connect, syn_linear)
+                .map(|r| r.retrans_pct),
         ),
     }
 }

@@ -35,7 +35,11 @@ pub(crate) fn split(t: &ClientTotals, server: Option<&ServerTimes>) -> Option<La
 }
 
 /// A sample row's split columns.
-pub(crate) fn columns(t: &ClientTotals, server: Option<&ServerTimes>) -> Vec<(Col, Option<f64>)> {
+pub(crate) fn columns(
+    t: &ClientTotals,
+    server: Option<&ServerTimes>,
+    linear: u32,
+) -> Vec<(Col, Option<f64>)> {
     let s = split(t, server);
     vec![
         (col::SPLIT_CONNECT, s.map(|s| s.connect_ms)),
@@ -44,7 +48,7 @@ pub(crate) fn columns(t: &ClientTotals, server: Option<&ServerTimes>) -> Vec<(Co
         (col::SPLIT_TRANSFER, s.map(|s| s.transfer_ms)),
         (
             col::CONNECT_RETRANS,
-            SynRetrans::of(&t.connect).map(|r| r.retrans_pct),
+            SynRetrans::of(&t.connect, linear).map(|r| r.retrans_pct),
         ),
     ]
 }

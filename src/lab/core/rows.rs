@@ -63,7 +63,11 @@ impl LabCore {
             self.server_at_tick.as_ref(),
             self.server_last.as_ref(),
         );
-        cols.extend(super::latency_split::columns(&self.tick, server.as_ref()));
+        cols.extend(super::latency_split::columns(
+            &self.tick,
+            server.as_ref(),
+            self.syn_linear,
+        ));
         self.tick.reset();
         let server_rate = match (&self.server_at_tick, &self.server_last) {
             (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),

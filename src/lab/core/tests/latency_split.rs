@@ -70,7 +70,7 @@ fn a_windows_split_adds_up_to_its_mean_response_time() {
     let sum = r.split_connect_ms + r.split_queue_ms + r.split_service_ms + r.split_transfer_ms;
     assert!((sum - r.split_total_ms).abs() < 1e-9);
     assert_eq!(r.connect_retrans_pct, 0.0);
-    assert!(r.connect_retrans_1s_ms.is_nan());
+    assert!(r.connect_retrans_once_ms.is_nan());
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn without_the_servers_figures_its_parts_are_empty_and_in_the_transfer() {
     );
     // Every connect took a second: each waited for one SYN retransmission.
     assert_eq!(
-        (r.connect_retrans_pct, r.connect_retrans_1s_pct),
+        (r.connect_retrans_pct, r.connect_retrans_once_pct),
         (100.0, 100.0)
     );
 }
