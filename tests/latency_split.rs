@@ -227,7 +227,7 @@ cooldown = "1s"
     let p = &s["points"][0];
     let f = |k: &str| num(p, k);
     eprintln!(
-        "overflows {}/s; retransmitted {} % (1 s: {} % at {} ms; 3 s: {} % at {} ms); split \
+        "overflows {}/s; retransmitted {} % (once: {} % at {} ms; twice: {} % at {} ms); split \
          connect {} + queue {} + service {} + transfer {} = {} ms",
         f("listen_overflows_per_s"),
         f("connect_retrans_pct"),

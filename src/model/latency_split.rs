@@ -4,11 +4,13 @@
 //!
 //! The parts are sums over the same requests divided by their count, so they add up to the
 //! mean response time by construction:
-//! - connect: the client's, from the scheduled start to the connect's completion (SYN-ACK in),
-//!   summed over the connects and spread over the responses (a kept-alive connection's later
-//!   requests had none);
+//! - connect: the client's, per response the time from its scheduled start to its request
+//!   going out: its connection's connect (SYN-ACK in) and handshake for a connection's first
+//!   request, nothing for a kept-alive connection's later ones (a pool's request: the wait for
+//!   a free connection);
 //! - queue: the server's, each accepted connection's time from handshake completion to
-//!   accept (the built-in server, tcp_info), its mean times the connects, spread the same way;
+//!   accept (the built-in server, tcp_info), its mean for each response that was its
+//!   connection's first;
 //! - service: the server's, per request from the request read to its response starting to
 //!   go out (the built-in server's own clock: its work, not the response's size; nginx's
 //!   `$request_time` and Apache's `%D` run on to the last byte);
@@ -128,16 +130,14 @@ pub fn waits_since(now: &[(u32, u64)], earlier: &[(u32, u64)]) -> (u64, f64) {
 }
 
 /// The client's side of a stretch for one class (or all): its completed requests' response
-/// times and its completed connects' times, summed.
+/// times summed, the part of them before the requests went out, and how many were their
+/// connection's first.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ClientTimes {
     pub responses: u64,
     pub total_ms_sum: f64,
-    pub connects: u64,
-    pub connect_ms_sum: f64,
-    /// The connects are not the requests' (a pool of persistent connections opened for no
-    /// request: a request's time starts at its schedule on a connection already open).
-    pub pooled: bool,
+    pub before_send_ms_sum: f64,
+    pub first_responses: u64,
 }
 
 /// A class's mean response time, split.
@@ -159,17 +159,11 @@ impl LatencySplit {
         }
         let n = client.responses as f64;
         let total = client.total_ms_sum / n;
-        let connects = if client.pooled {
-            0.0
-        } else {
-            client.connects as f64
-        };
-        let connect = if client.pooled {
-            0.0
-        } else {
-            client.connect_ms_sum / n
-        };
-        let queue = server.and_then(|s| s.wait_ms()).map(|w| w * connects / n);
+        let connect = client.before_send_ms_sum / n;
+        // A connection waited in the accept queue once: for its first response.
+        let queue = server
+            .and_then(|s| s.wait_ms())
+            .map(|w| w * client.first_responses as f64 / n);
         let service = server.and_then(|s| s.service_ms());
         Some(LatencySplit {
             connect_ms: connect,
@@ -338,13 +332,12 @@ impl fmt::Display for SynRetrans {
 mod tests {
     use super::*;
 
-    fn client(responses: u64, total: f64, connects: u64, connect: f64) -> ClientTimes {
+    fn client(responses: u64, total: f64, firsts: u64, before_send: f64) -> ClientTimes {
         ClientTimes {
             responses,
             total_ms_sum: total,
-            connects,
-            connect_ms_sum: connect,
-            pooled: false,
+            before_send_ms_sum: before_send,
+            first_responses: firsts,
         }
     }
 
@@ -374,12 +367,6 @@ mod tests {
         assert_eq!(split.transfer_ms, 4.0);
         assert!(split.to_string().contains("accept queue not measured"));
         assert_eq!(LatencySplit::of(&client(0, 0.0, 3, 3.0), None), None);
-        // A pool's connects are no request's.
-        let pooled = ClientTimes {
-            pooled: true,
-            ..client(10, 50.0, 2, 10.0)
-        };
-        assert_eq!(LatencySplit::of(&pooled, None).unwrap().connect_ms, 0.0);
     }
 
     #[test]

@@ -94,8 +94,8 @@ pub fn table(points: &[Point]) -> String {
     format!(
         "| # | mean ms | connect | accept queue | service | transfer | where the time went | \
          connects with a SYN retransmission |\n|---|---:|---:|---:|---:|---:|---|---|\n{md}\n\
-         Bars: {}. Connect is the clients' (scheduled start to the SYN-ACK), spread over the \
-         responses; accept queue and service are the server's own (the built-in server's \
+         Bars: {}. Connect is the clients' (per response, its scheduled start to its request \
+         going out: its connection's connect for a connection's first request); accept queue and service are the server's own (the built-in server's \
          clock; `–` where the server does not measure them, their time is then in the \
          transfer); transfer is the rest of the mean response time. The parts add up to the \
          mean by construction. A connect of 1 s or more waited for a SYN retransmission (the \

@@ -7,17 +7,14 @@ use crate::model::latency_split::{ClientTimes, LatencySplit, ServerTimes, SynRet
 use crate::model::{col, Col};
 use crate::target::config::ServerStats;
 
-/// The clients' side of `t`: its completed requests and connects, summed from their
-/// histograms (us).
+/// The clients' side of `t`: its completed requests' response times (from their histogram,
+/// us) and the counters of the part before their requests went out.
 pub(crate) fn client_times(t: &ClientTotals) -> ClientTimes {
-    let sum_ms = |h: &hdrhistogram::Histogram<u64>| h.mean() * h.len() as f64 / 1000.0;
     ClientTimes {
         responses: t.total.len(),
-        total_ms_sum: sum_ms(&t.total),
-        connects: t.connect.len(),
-        connect_ms_sum: sum_ms(&t.connect),
-        // A pool's connections were opened for no request: their connects are no request's.
-        pooled: t.workers.values().any(|w| w.pool > 0),
+        total_ms_sum: t.total.mean() * t.total.len() as f64 / 1000.0,
+        before_send_ms_sum: t.counts.before_send_us as f64 / 1000.0,
+        first_responses: t.counts.first_responses,
     }
 }
 

@@ -5,7 +5,8 @@
 use super::*;
 use crate::metrics::hist::HistDelta;
 
-/// A report of `n` responses of `total_us` each on `n` connects of `connect_us` each.
+/// A report of `n` responses of `total_us` each, each its connection's first, sent after a
+/// connect of `connect_us`.
 fn timed(n: u64, connect_us: u64, total_us: u64) -> Input {
     let hist = |us: u64| {
         let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
@@ -22,6 +23,8 @@ fn timed(n: u64, connect_us: u64, total_us: u64) -> Input {
                 established: n,
                 requests: n,
                 responses: n,
+                before_send_us: n * connect_us,
+                first_responses: n,
                 ..Default::default()
             },
             connect_us: hist(connect_us),
