@@ -3,7 +3,6 @@
 //! figures and a stacked bar of letters, and the connects that waited for a SYN
 //! retransmission with their modes (once, twice).
 
-use super::markdown::num;
 use super::read::Point;
 use crate::model::latency_split::{legend, LatencySplit};
 use crate::model::summary::SummaryCol as S;
@@ -23,8 +22,11 @@ fn split_of(f: impl Fn(&str) -> f64) -> Option<LatencySplit> {
     })
 }
 
+/// How report.md writes a number (`markdown::num`, passed in: markdown calls this module).
+type Num = fn(f64) -> String;
+
 /// One table row: its label, the figures, the bar, the SYN retransmissions.
-fn row(md: &mut String, label: &str, s: &LatencySplit, retrans: String) {
+fn row(md: &mut String, num: Num, label: &str, s: &LatencySplit, retrans: String) {
     let ms = |v: Option<f64>| v.map_or("–".to_string(), num);
     let _ = writeln!(
         md,
@@ -66,14 +68,15 @@ fn retrans_cell(p: &Point) -> String {
     cell
 }
 
-/// The section's table, "" when no point has a split (a run before it was recorded).
-pub fn table(points: &[Point]) -> String {
+/// The section's table, numbers written by `num`; "" when no point has a split (a run before
+/// it was recorded).
+pub fn table(points: &[Point], num: Num) -> String {
     let mut md = String::new();
     for p in points {
         let Some(s) = split_of(|k| S::parse(k).map_or(f64::NAN, |c| p.num(c))) else {
             continue;
         };
-        row(&mut md, &p.number(), &s, retrans_cell(p));
+        row(&mut md, num, &p.number(), &s, retrans_cell(p));
         for k in super::figures::point_classes(p) {
             let f = |key: &str| k[key].as_f64().unwrap_or(f64::NAN);
             if let Some(s) = split_of(f) {
@@ -84,7 +87,7 @@ pub fn table(points: &[Point]) -> String {
                     "–".into()
                 };
                 let name = k["name"].as_str().unwrap_or("?").replace('|', "\\|");
-                row(&mut md, &format!("{} {name}", p.number()), &s, cell);
+                row(&mut md, num, &format!("{} {name}", p.number()), &s, cell);
             }
         }
     }
@@ -122,7 +125,7 @@ mod tests {
             {"point": 3}
         ]});
         let (_, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
-        let md = table(&points);
+        let md = table(&points, crate::report::markdown::num);
         assert!(
             md.contains("| 1 | 2.00 | 0.10 | 0 | 1.00 | 0.90 | `"),
             "{md}"
@@ -142,6 +145,6 @@ mod tests {
             "{bar2}"
         );
         assert!(!md.contains("| 3 |"), "{md}");
-        assert_eq!(table(&points[2..]), "");
+        assert_eq!(table(&points[2..], crate::report::markdown::num), "");
     }
 }

@@ -96,7 +96,7 @@ pub fn report(
         if !drops.is_empty() {
             let _ = writeln!(md, "## What the kernel dropped, and why{suffix}\n\n{drops}");
         }
-        let split = super::latency_split::table(&r.points);
+        let split = super::latency_split::table(&r.points, num);
         if !split.is_empty() {
             let _ = writeln!(md, "## Where the requests' time went{suffix}\n\n{split}");
         }
