@@ -1,6 +1,7 @@
 //! lesson-why (issue 48 item 5) as written: it parses, it overloads a small backlog, and each
 //! step that checks a drop reason names that reason in its caption in the words the drops
-//! view shows (model::drops), so what the class reads is what the screen says.
+//! view shows (model::drops), so what the class reads is what the screen says; SYN cookies go
+//! off and on again by a step's `syncookies` key.
 
 use std::path::Path;
 use synlab::model::drops::DropReason;
@@ -36,9 +37,13 @@ fn lesson_why_parses_and_its_captions_name_the_reasons_it_checks() {
             }
         }
     }
-    // Overload (the accept queue) and SYN cookies (the SYN queue), both.
+    // SYN cookies off, then on again, by a step's key, in that order.
+    let cookies: Vec<u8> = sc.steps.iter().filter_map(|s| s.syncookies).collect();
+    assert_eq!(cookies, [0, 1], "cookies off, then on");
+    // Overload (the accept queue), the SYN queue without cookies and with them.
     for want in [
         "TcpExt.ListenOverflows",
+        "TcpExt.TCPReqQFullDrop",
         "TcpExt.TCPReqQFullDoCookies",
         "TcpExt.SyncookiesRecv",
     ] {

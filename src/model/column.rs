@@ -413,6 +413,13 @@ columns! {
     QUIC_REFUSED = "quic_refused_per_s", PerSecond, Rate;
     QUIC_CLOSED_BY_SERVER = "quic_closed_by_server_per_s", PerSecond, Rate;
     QUIC_OTHER_ERRORS = "quic_other_errors_per_s", PerSecond, Rate;
+    // Where the sample's requests' time went (issue 48 item 4, model::latency_split): their
+    // mean response time split, and the connects that waited for a SYN retransmission.
+    SPLIT_CONNECT = "split_connect_ms", Milliseconds, Gauge;
+    SPLIT_QUEUE = "split_queue_ms", Milliseconds, Gauge;
+    SPLIT_SERVICE = "split_service_ms", Milliseconds, Gauge;
+    SPLIT_TRANSFER = "split_transfer_ms", Milliseconds, Gauge;
+    CONNECT_RETRANS = "connect_retrans_pct", Percent, Gauge;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the

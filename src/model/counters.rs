@@ -111,6 +111,12 @@ pub struct Counters {
     /// (us, from the scheduled start).
     pub setups: u64,
     pub setup_us_sum: u64,
+    /// The latency split (issue 48 item 4): of the completed responses' times, the part
+    /// before their requests went out, summed (us: a connection's first request waited for
+    /// its connect and handshake, a pool's request for a free connection), and the responses
+    /// that were their connection's first (its accept-queue wait was theirs).
+    pub before_send_us: u64,
+    pub first_responses: u64,
 }
 
 impl Counters {
@@ -165,6 +171,8 @@ impl Counters {
             flow_stall_us,
             setups,
             setup_us_sum,
+            before_send_us,
+            first_responses,
         } = *o;
         self.attempts += attempts;
         self.established += established;
@@ -212,6 +220,8 @@ impl Counters {
         self.flow_stall_us += flow_stall_us;
         self.setups += setups;
         self.setup_us_sum += setup_us_sum;
+        self.before_send_us += before_send_us;
+        self.first_responses += first_responses;
     }
 
     /// Connects that failed: never established (over TLS, their handshake's failures too).

@@ -13,6 +13,7 @@ pub mod drops;
 pub mod expect;
 pub mod knob;
 pub mod kreasons;
+pub mod latency_split;
 pub mod limits;
 pub mod load_knob;
 pub mod phase;

@@ -76,11 +76,25 @@ pub struct ClassSummary {
     pub total_p99_ms: f64,
     /// Little's Load Factor of the class's requests: their response times summed / the time.
     pub little_load_factor: f64,
+    /// The class's mean response time split (issue 48 item 4, as the point's `split_*`): its
+    /// own connects and response times; the server's wait per connection and service per
+    /// request are the point's (the server does not know the mix's classes).
+    #[serde(default = "nan")]
+    pub split_connect_ms: f64,
+    #[serde(default = "nan")]
+    pub split_queue_ms: f64,
+    #[serde(default = "nan")]
+    pub split_service_ms: f64,
+    #[serde(default = "nan")]
+    pub split_transfer_ms: f64,
+    /// Its connects that waited for a SYN retransmission (1 s or more), %.
+    #[serde(default = "nan")]
+    pub connect_retrans_pct: f64,
 }
 
 impl ClassSummary {
     /// Its figures as summary.csv's `class_<name>_*` columns write them, in order.
-    pub fn csv_figures(&self) -> [(&'static str, f64); 11] {
+    pub fn csv_figures(&self) -> [(&'static str, f64); 16] {
         [
             ("requests_per_s", self.requests_per_s),
             ("responses_per_s", self.responses_per_s),
@@ -93,6 +107,11 @@ impl ClassSummary {
             ("total_p90_ms", self.total_p90_ms),
             ("total_p99_ms", self.total_p99_ms),
             ("little_load_factor", self.little_load_factor),
+            ("split_connect_ms", self.split_connect_ms),
+            ("split_queue_ms", self.split_queue_ms),
+            ("split_service_ms", self.split_service_ms),
+            ("split_transfer_ms", self.split_transfer_ms),
+            ("connect_retrans_pct", self.connect_retrans_pct),
         ]
     }
 }
@@ -369,6 +388,33 @@ pub struct SummaryRow {
     pub accept_queue_wait_mean_ms: f64,
     #[serde(default = "nan")]
     pub accept_queue_wait_oldest_max_ms: f64,
+    /// Where the point's requests' time went (issue 48 item 4, `latency_split`): the mean
+    /// response time (`split_total_ms`) as connect + accept queue + service + transfer, ms
+    /// (queue and service NaN where the server does not measure them: their time is in the
+    /// transfer).
+    #[serde(default = "nan")]
+    pub split_connect_ms: f64,
+    #[serde(default = "nan")]
+    pub split_queue_ms: f64,
+    #[serde(default = "nan")]
+    pub split_service_ms: f64,
+    #[serde(default = "nan")]
+    pub split_transfer_ms: f64,
+    #[serde(default = "nan")]
+    pub split_total_ms: f64,
+    /// The connects that waited for a SYN retransmission (1 s or more), and of them those near
+    /// 1 s (one retransmission, 1 to 3 s) and near 3 s (two, 3 to 7 s): % of the connects, and
+    /// each mode's median connect, ms.
+    #[serde(default = "nan")]
+    pub connect_retrans_pct: f64,
+    #[serde(default = "nan")]
+    pub connect_retrans_once_pct: f64,
+    #[serde(default = "nan")]
+    pub connect_retrans_twice_pct: f64,
+    #[serde(default = "nan")]
+    pub connect_retrans_once_ms: f64,
+    #[serde(default = "nan")]
+    pub connect_retrans_twice_ms: f64,
     #[serde(default = "nan")]
     pub udp_no_ports_per_s: f64,
     /// The UDP side (issue 47): the namespace's datagrams delivered, the server port's UDP
@@ -639,6 +685,16 @@ summary_cols! {
     UdpInErrorsPerS = udp_in_errors_per_s: PerSecond,
     AcceptQueueWaitMeanMs = accept_queue_wait_mean_ms: Milliseconds,
     AcceptQueueWaitOldestMaxMs = accept_queue_wait_oldest_max_ms: Milliseconds,
+    SplitConnectMs = split_connect_ms: Milliseconds,
+    SplitQueueMs = split_queue_ms: Milliseconds,
+    SplitServiceMs = split_service_ms: Milliseconds,
+    SplitTransferMs = split_transfer_ms: Milliseconds,
+    SplitTotalMs = split_total_ms: Milliseconds,
+    ConnectRetransPct = connect_retrans_pct: Percent,
+    ConnectRetransOncePct = connect_retrans_once_pct: Percent,
+    ConnectRetransTwicePct = connect_retrans_twice_pct: Percent,
+    ConnectRetransOnceMs = connect_retrans_once_ms: Milliseconds,
+    ConnectRetransTwiceMs = connect_retrans_twice_ms: Milliseconds,
     UdpNoPortsPerS = udp_no_ports_per_s: PerSecond,
     UdpInDatagramsPerS = udp_in_datagrams_per_s: PerSecond,
     PortUdpDropsPerS = port_udp_drops_per_s: PerSecond,
@@ -733,6 +789,12 @@ impl SummaryCol {
             | C::AcceptQueueMean
             | C::AcceptQueueWaitMeanMs
             | C::AcceptQueueWaitOldestMaxMs
+            | C::SplitConnectMs
+            | C::SplitQueueMs
+            | C::SplitServiceMs
+            | C::SplitTransferMs
+            | C::SplitTotalMs
+            | C::ConnectRetransPct
             | C::AcceptQueueMax
             | C::ListenOverflowsPerS
             | C::TimeWaitMean

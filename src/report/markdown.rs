@@ -96,6 +96,10 @@ pub fn report(
         if !drops.is_empty() {
             let _ = writeln!(md, "## What the kernel dropped, and why{suffix}\n\n{drops}");
         }
+        let split = super::latency_split::table(&r.points, num);
+        if !split.is_empty() {
+            let _ = writeln!(md, "## Where the requests' time went{suffix}\n\n{split}");
+        }
         let udp = udp_table(&r.points);
         if !udp.is_empty() {
             let _ = writeln!(md, "## The UDP side (QUIC){suffix}\n\n{udp}");

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod figures;
 pub mod hlog;
 pub mod junit;
+pub mod latency_split;
 pub mod markdown;
 pub mod noise;
 pub mod phases;

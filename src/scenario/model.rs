@@ -559,6 +559,10 @@ pub struct Step {
     /// The share of TLS handshakes that resume a session (needs `[load.tls]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_resumed: Option<f64>,
+    /// `net.ipv4.tcp_syncookies` in the server's namespace from this step on (0 off, 1 when a
+    /// SYN queue overflows, 2 always; needs the lab: `[network]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncookies: Option<u8>,
     /// Put a named mark on the charts and in the results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark: Option<String>,

@@ -717,6 +717,24 @@ fn check_steps(s: &Scenario, bad: &mut Problems) {
         if let (Some(r), Some(f), true) = (st.burst_ratio, st.burst_fraction, within) {
             check_burst(r, f.fraction(), &k, ["burst_ratio", "burst_fraction"], bad);
         }
+        // The step's tcp_syncookies: a value the sweep parameter takes, in the lab's server
+        // namespace.
+        if let Some(n) = st.syncookies {
+            let key = format!("{k}.syncookies");
+            if let Err(e) =
+                crate::model::SweepValue::parse_text(SweepParam::Syncookies, &n.to_string())
+            {
+                bad.add(&key, e);
+            }
+            if s.network.is_none() {
+                bad.add(
+                    &key,
+                    Need::StepNetwork {
+                        keys: "net.ipv4.tcp_syncookies in the lab's server namespace".into(),
+                    },
+                );
+            }
+        }
         let path_values = st.path_values();
         for v in &path_values {
             if let Err(e) = v.checked() {

@@ -215,9 +215,28 @@ pub struct ServerStats {
     /// of a bucket, count) per bucket that counted (`model::acceptq::ExactWait::of`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accept_wait_ms: crate::model::acceptq::WaitCounts,
+    /// Requests timed from their read to their response starting to go out, and that time
+    /// summed since the start (us): the latency split's service (issue 48 item 4).
+    #[serde(default)]
+    pub served: u64,
+    #[serde(default)]
+    pub service_us: u64,
 }
 
 impl ServerStats {
+    /// What the server measured of the latency split between `earlier` and these totals: its
+    /// accepted connections' accept-queue waits and its requests' service.
+    pub fn times_since(&self, earlier: &ServerStats) -> crate::model::latency_split::ServerTimes {
+        let (waits, wait_ms_sum) =
+            crate::model::latency_split::waits_since(&self.accept_wait_ms, &earlier.accept_wait_ms);
+        crate::model::latency_split::ServerTimes {
+            waits,
+            wait_ms_sum,
+            served: self.served.saturating_sub(earlier.served),
+            service_us_sum: self.service_us.saturating_sub(earlier.service_us),
+        }
+    }
+
     /// Responses written between `earlier` and these totals, and their rate (per second); None
     /// when no time passed between the two. A count that went backwards (a restarted server)
     /// counts 0.

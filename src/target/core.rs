@@ -52,6 +52,11 @@ pub struct Counters {
     /// Each accepted connection's wait in the accept queue, exact (issue 48 item 3): a count
     /// per bucket of `model::acceptq::wait_bucket`.
     pub accept_wait: [AtomicU64; WAIT_BUCKETS],
+    /// Requests timed from their read to their response starting to go out (issue 48 item 4:
+    /// the latency split's service: the server's work, not the response's size), and that
+    /// time summed (us).
+    pub served: AtomicU64,
+    pub service_us: AtomicU64,
 }
 
 impl Default for Counters {
@@ -100,6 +105,14 @@ impl Counters {
         }
     }
 
+    /// Counts a request served: `since` is when it was read whole; now its response starts
+    /// to go out.
+    pub fn record_service(&self, since: Instant) {
+        let us = since.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+        self.served.fetch_add(1, Relaxed);
+        self.service_us.fetch_add(us, Relaxed);
+    }
+
     pub fn snapshot(&self, t_s: f64) -> ServerStats {
         ServerStats {
             t_s,
@@ -133,6 +146,8 @@ impl Counters {
                     (n > 0).then(|| (bucket_ms(b), n))
                 })
                 .collect(),
+            served: self.served.load(Relaxed),
+            service_us: self.service_us.load(Relaxed),
         }
     }
 }
@@ -478,6 +493,7 @@ fn serve_requests(
             }
         };
         count_request(&parse, counters);
+        let read_at = Instant::now();
         if let Parse::Done(req) = &parse {
             buf.drain(..req.consumed);
             let st = Duration::from_micros(ctx.cfg.service_time_us);
@@ -490,6 +506,7 @@ fn serve_requests(
             Some(d) => super::dynamic::finish(&d, ctx.dynamic.execute(d.endpoint), counters),
             None => respond(&ctx.catalog, &parse, ctx.cfg.keepalive),
         };
+        counters.record_service(read_at);
         let mut prog = WriteProgress::default();
         match write_some(s, &resp, &ctx.pattern, &mut prog, counters) {
             Ok(true) => count_response(&resp, counters),

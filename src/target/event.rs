@@ -42,6 +42,9 @@ struct Conn {
     /// Distinguishes reuses of a slot, so a stale timer never fires on a newer connection.
     gen: u64,
     last_active: Instant,
+    /// When its current request was read whole, until its response starts to go out: the
+    /// latency split's service is the time between.
+    read_at: Option<Instant>,
 }
 
 pub struct EventLoop<'a> {
@@ -244,6 +247,7 @@ impl EventLoop<'_> {
                         state: State::Reading,
                         gen: self.next_gen,
                         last_active: Instant::now(),
+                        read_at: None,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -372,6 +376,7 @@ impl EventLoop<'_> {
                         return;
                     }
                     core::count_request(&parse, self.counters);
+                    c.read_at = Some(Instant::now());
                     let st_us = self.ctx.cfg.service_time_us;
                     let dynreq = dynamic::request_of(&parse, self.ctx.cfg.keepalive);
                     if let Some(
@@ -420,6 +425,9 @@ impl EventLoop<'_> {
                 }
                 State::Sleeping(_) | State::Cgi(_) => return,
                 State::Writing(resp, prog) => {
+                    if let Some(t) = c.read_at.take() {
+                        self.counters.record_service(t);
+                    }
                     let wrote = match c.tls.as_mut() {
                         Some(t) => core::write_some_tls(
                             &mut c.stream,

@@ -103,6 +103,14 @@ impl Controller {
                     self.recorder.summary_point(*row);
                 }
                 Effect::Reply(r) => done.reply = Some(r),
+                // The step goes on with the setting as it was: run.log says why.
+                Effect::Syncookies(n) => {
+                    if let Err(e) = self.set_syncookies(n) {
+                        self.log(&format!(
+                            "[{now_s:.1}s] net.ipv4.tcp_syncookies = {n} not set: {e:#}"
+                        ));
+                    }
+                }
             }
         }
     }

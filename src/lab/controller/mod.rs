@@ -191,6 +191,8 @@ impl Controller {
             scenario.steps.clone(),
             interval.as_secs_f64(),
         );
+        // The host's (loopback); the lab's clients' once it is up.
+        core.set_syn_linear_timeouts(syn_linear_timeouts());
         // As if the lab comes up; `place_on_cpus` settles it once the lab is up or not.
         let placement = crate::model::Placement::resolve(
             &scenario.target.cpus,
@@ -291,6 +293,21 @@ impl Controller {
             lab,
             paths,
         });
+        // Where the clients' SYN retransmissions fall (the latency split's modes): their
+        // namespace's own setting.
+        if let Some(p) = layout.paths.first() {
+            let linear = crate::sys::netns::in_netns(&p.netns, syn_linear_timeouts);
+            let linear = linear.unwrap_or_else(|_| syn_linear_timeouts());
+            self.core.set_syn_linear_timeouts(linear);
+            let at = |k| crate::model::latency_split::retrans_at_ms(k, linear) / 1000.0;
+            self.log(&format!(
+                "clients' SYN retransmissions (net.ipv4.tcp_syn_linear_timeouts = {linear}): \
+                 {} s, {} s, {} s after the first SYN",
+                at(1),
+                at(2),
+                at(3)
+            ));
+        }
         Ok(())
     }
 
@@ -541,3 +558,12 @@ impl Drop for Controller {
 
 #[cfg(test)]
 mod tests;
+
+/// This namespace's `net.ipv4.tcp_syn_linear_timeouts`; 0 (exponential backoff) on a kernel
+/// without it (before 6.6).
+pub(crate) fn syn_linear_timeouts() -> u32 {
+    crate::sys::sysctl::read("net/ipv4/tcp_syn_linear_timeouts")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}

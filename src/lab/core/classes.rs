@@ -92,7 +92,15 @@ impl LabCore {
 }
 
 /// One request class's figures over a window of `dt` seconds.
-pub(super) fn class_summary(name: &str, k: &ClientTotals, dt: f64) -> ClassSummary {
+pub(super) fn class_summary(
+    name: &str,
+    k: &ClientTotals,
+    dt: f64,
+    server: Option<&crate::model::latency_split::ServerTimes>,
+    syn_linear: u32,
+) -> ClassSummary {
+    let split = super::latency_split::split(k, server);
+    let nan_or = |v: Option<f64>| v.unwrap_or(f64::NAN);
     let dt = k.covered_s().unwrap_or(dt).max(1e-3);
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| ClientTotals::q_ms(h, x).unwrap_or(f64::NAN);
     ClassSummary {
@@ -109,5 +117,13 @@ pub(super) fn class_summary(name: &str, k: &ClientTotals, dt: f64) -> ClassSumma
         total_p90_ms: q(&k.total, 0.9),
         total_p99_ms: q(&k.total, 0.99),
         little_load_factor: k.total.mean() * k.total.len() as f64 / 1e6 / dt,
+        split_connect_ms: nan_or(split.map(|s| s.connect_ms)),
+        split_queue_ms: nan_or(split.and_then(|s| s.queue_ms)),
+        split_service_ms: nan_or(split.and_then(|s| s.service_ms)),
+        split_transfer_ms: nan_or(split.map(|s| s.transfer_ms)),
+        connect_retrans_pct: nan_or(
+            crate::model::latency_split::SynRetrans::of(&k.connect, syn_linear)
+                .map(|r| r.retrans_pct),
+        ),
     }
 }

@@ -21,6 +21,7 @@ pub mod checks;
 mod classes;
 mod commands;
 mod inputs;
+mod latency_split;
 mod live;
 mod notices;
 mod rows;
@@ -123,6 +124,8 @@ pub enum Effect {
     Summary(Box<SummaryRow>),
     /// The outcome of `Input::Command`: applied (what changed) or refused (why).
     Reply(Reply),
+    /// A step's `net.ipv4.tcp_syncookies` for the server's namespace (0, 1 or 2).
+    Syncookies(u8),
 }
 
 /// A path change the network lab could not apply: which path, and the lab's error.
@@ -196,6 +199,9 @@ pub struct LabCore {
     /// The server reports its own stats (the built-in server; not an access log).
     server_reports: bool,
     server_at_tick: Option<ServerStats>,
+    /// The clients' kernel's `net.ipv4.tcp_syn_linear_timeouts` (0 until said: exponential
+    /// backoff): where the latency split's SYN retransmission modes lie.
+    syn_linear: u32,
     /// The server's busy workers as last reported (its own report, Apache's scoreboard; seed 000 Fig. 10).
     busy_latest: Option<f64>,
     /// Full TLS handshakes the server counted that were not the load's (the start-up check's,
@@ -269,6 +275,7 @@ impl LabCore {
             server_last: None,
             server_reports: false,
             server_at_tick: None,
+            syn_linear: 0,
             busy_latest: None,
             server_handshakes_not_load: 0,
             access: AccessCounts::default(),
@@ -519,6 +526,11 @@ impl LabCore {
     /// Where the workers run: their paths and shares (the runtime plans them).
     pub fn set_slots(&mut self, slots: Vec<Slot>) {
         self.slots = slots;
+    }
+
+    /// The clients' `net.ipv4.tcp_syn_linear_timeouts` (the runtime reads it).
+    pub fn set_syn_linear_timeouts(&mut self, n: u32) {
+        self.syn_linear = n;
     }
 
     /// Probes run: a row waits (up to half an interval) for its interval's sample.

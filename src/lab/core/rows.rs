@@ -59,6 +59,15 @@ impl LabCore {
         self.state.elapsed_s = t;
         // The tick's sums are read and emptied, their histograms kept for the next row.
         let mut cols = self.tick.columns(dt);
+        let server = super::latency_split::server_times(
+            self.server_at_tick.as_ref(),
+            self.server_last.as_ref(),
+        );
+        cols.extend(super::latency_split::columns(
+            &self.tick,
+            server.as_ref(),
+            self.syn_linear,
+        ));
         self.tick.reset();
         let server_rate = match (&self.server_at_tick, &self.server_last) {
             (Some(a), Some(b)) => b.responses_since(a).map(|(_, rate)| rate),

@@ -93,6 +93,12 @@ impl LabCore {
         if let Some(m) = &mark {
             self.mark(m, now_s, fx);
         }
+        if let Some(n) = match &cue {
+            Cue::Step(st) => st.syncookies,
+            Cue::Point { .. } => None,
+        } {
+            fx.push(Effect::Syncookies(n));
+        }
         for c in commands {
             self.propose(c, now_s, Origin::Step(i + 1), fx);
         }

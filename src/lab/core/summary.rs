@@ -48,6 +48,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let tls = ctrl.state().knobs.resumed.is_some();
     let tls_rate = |n: u64| if tls { n as f64 / dt } else { f64::NAN };
     let server_tls = w.server_tls.filter(|_| tls);
+    let split = super::latency_split::split(tot, w.server_times.as_ref());
+    let retrans = crate::model::latency_split::SynRetrans::of(&tot.connect, ctrl.syn_linear);
     SummaryRow {
         point,
         mode: crate::scenario::points::mode_name(ctrl.state().knobs.mode),
@@ -104,6 +106,16 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         udp_in_errors_per_s: mean(col::UDP_IN_ERRORS_PER_S),
         accept_queue_wait_mean_ms: mean(col::ACCEPT_QUEUE_WAIT_MEAN),
         accept_queue_wait_oldest_max_ms: max(col::ACCEPT_QUEUE_WAIT_OLDEST),
+        split_connect_ms: nan_or(split.map(|s| s.connect_ms)),
+        split_queue_ms: nan_or(split.and_then(|s| s.queue_ms)),
+        split_service_ms: nan_or(split.and_then(|s| s.service_ms)),
+        split_transfer_ms: nan_or(split.map(|s| s.transfer_ms)),
+        split_total_ms: nan_or(split.map(|s| s.total_ms())),
+        connect_retrans_pct: nan_or(retrans.map(|r| r.retrans_pct)),
+        connect_retrans_once_pct: nan_or(retrans.map(|r| r.once_pct)),
+        connect_retrans_twice_pct: nan_or(retrans.map(|r| r.twice_pct)),
+        connect_retrans_once_ms: nan_or(retrans.map(|r| r.once_ms)),
+        connect_retrans_twice_ms: nan_or(retrans.map(|r| r.twice_ms)),
         udp_no_ports_per_s: mean(col::UDP_NO_PORTS_PER_S),
         udp_in_datagrams_per_s: mean(col::UDP_IN_DATAGRAMS_PER_S),
         port_udp_drops_per_s: mean(col::PORT_UDP_DROPS_PER_S),
@@ -207,7 +219,9 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         classes: w
             .classes
             .iter()
-            .map(|(name, k)| super::classes::class_summary(name, k, dt))
+            .map(|(name, k)| {
+                super::classes::class_summary(name, k, dt, w.server_times.as_ref(), ctrl.syn_linear)
+            })
             .collect(),
         states_samples: w.rows.count(col::ESTABLISHED_SOCKS) as f64,
         port_listen_drops_per_s: mean(col::PORT_LISTEN_DROPS_PER_S),

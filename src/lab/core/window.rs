@@ -28,6 +28,9 @@ pub struct Window {
     pub server_responses: Option<u64>,
     /// The server's own count of its TLS handshakes in it (full, resumed), when it counts them.
     pub server_tls: Option<(u64, u64)>,
+    /// What the built-in server measured of the latency split in it (accept-queue waits,
+    /// service), when it reported.
+    pub server_times: Option<crate::model::latency_split::ServerTimes>,
     /// The sample rows in it: their means and maxima, and the values at its opening edge.
     pub rows: SampleWindow,
 }
@@ -93,7 +96,12 @@ impl LabCore {
             (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => b.handshakes_since(a),
             _ => None,
         };
+        let server_times = super::latency_split::server_times(
+            open.server_at_open.as_ref(),
+            self.server_last.as_ref(),
+        );
         Window {
+            server_times,
             t0: open.t0,
             t1,
             client: open.client,

@@ -392,6 +392,12 @@ impl Engine {
         };
         let total_ns = now.saturating_sub(sched);
         self.record_total(class, total_ns / 1000);
+        // The latency split's connect: this response's time before its request went out.
+        let before_us = sent.saturating_sub(sched) / 1000;
+        self.count(class, |c| {
+            c.before_send_us += before_us;
+            c.first_responses += u64::from(requests == 1);
+        });
         if let Some(b) = &mut self.sched.batching {
             b.observe(total_ns);
         }

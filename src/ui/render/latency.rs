@@ -5,11 +5,14 @@
 //! handshake's own duration too. A percentile of nothing is "-", never the last value seen.
 //! With several paths, each path's own rows; with several request classes, each class's
 //! response time; a chart of p50 and p99 (each sample's, as timeseries.csv has them) below
-//! when there is room.
+//! when there is room. Under the table, where the last sample's requests' time went: their
+//! mean response time as a stacked bar of connect, accept queue, service and transfer
+//! (`model::latency_split`), and the share of connects that waited for a SYN retransmission.
 
 use super::common::{line_chart, ms, num, pack, panel, render_top, Series, Window};
 use crate::lab::state::{LabState, LiveLatency};
 use crate::model::col as c;
+use crate::model::latency_split::{LatencySplit, Part};
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -35,6 +38,57 @@ fn over(l: &LiveLatency, wide: bool) -> Vec<Vec<Span<'static>>> {
         g.push(format!("{} failed", n(l.other_errors)));
     }
     g.into_iter().map(|t| vec![Span::raw(t)]).collect()
+}
+
+/// The latest sample's latency split and its share of connects that waited for a SYN
+/// retransmission: the last row with a split, its columns read in that same row.
+fn latest_split(st: &LabState) -> Option<(LatencySplit, Option<f64>)> {
+    let store = &st.store;
+    let transfer = store.col(c::SPLIT_TRANSFER)?;
+    let i = transfer.iter().rposition(|v| !v.is_nan())?;
+    let at = |col| {
+        store
+            .col(col)
+            .and_then(|v: &[f64]| v.get(i).copied())
+            .filter(|v| !v.is_nan())
+    };
+    Some((
+        LatencySplit {
+            connect_ms: at(c::SPLIT_CONNECT)?,
+            queue_ms: at(c::SPLIT_QUEUE),
+            service_ms: at(c::SPLIT_SERVICE),
+            transfer_ms: transfer[i],
+        },
+        at(c::CONNECT_RETRANS),
+    ))
+}
+
+/// The split's lines: "split  CQQQQSST 13.4ms, 20% SYN retx", then the legend.
+fn split_lines(
+    s: &LatencySplit,
+    retrans: Option<f64>,
+    label_w: usize,
+    width: u16,
+    theme: &crate::ui::theme::Theme,
+) -> Vec<Line<'static>> {
+    let tail = match retrans {
+        Some(r) if r > 0.0 => format!(" {}, {r:.0}% SYN retx", ms(Some(s.total_ms()))),
+        _ => format!(" {}", ms(Some(s.total_ms()))),
+    };
+    let bar_w = (width as usize)
+        .saturating_sub(label_w + tail.chars().count())
+        .clamp(4, 40);
+    let legend: Vec<Vec<Span<'static>>> = Part::ALL
+        .iter()
+        .map(|p| vec![Span::raw(format!("{} {p}", p.glyph()))])
+        .collect();
+    let mut out = vec![Line::from(vec![
+        Span::styled(format!("{:<label_w$}", "split"), theme.label()),
+        Span::raw(s.bar(bar_w)),
+        Span::raw(tail),
+    ])];
+    out.extend(pack(legend, ", ", width));
+    out
 }
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
@@ -110,6 +164,15 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         ]));
     }
     lines.extend(cover);
+    // Where the last sample's requests' time went, as a stacked bar (when measured and there
+    // is room for it and its legend).
+    if let Some((split, retrans)) = latest_split(st) {
+        let more = split_lines(&split, retrans, label_w, inner.width, theme);
+        // Kept only with a line to spare (the hint's).
+        if (inner.height as usize) > lines.len() + more.len() {
+            lines.extend(more);
+        }
+    }
     let hidden = |kind: &str| groups[kept..].iter().filter(|g| g.1 == kind).count();
     let hint: Vec<String> = [("path", hidden("path")), ("class", hidden("class"))]
         .into_iter()

@@ -189,6 +189,7 @@ fn expects(texts: &[&str]) -> Vec<crate::model::expect::Expect> {
 mod client_bound;
 mod expects;
 mod notices;
+mod latency_split;
 mod paths;
 mod rows;
 mod steps;
