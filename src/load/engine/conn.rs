@@ -164,6 +164,9 @@ pub(super) struct Conn {
     pub(super) offered: u32,
     /// A multiplexed connection's peer said its settings (the setup is done).
     pub(super) settled: bool,
+    /// A closed client's multiplexed connection: when each of its streams thinking goes
+    /// again, ns (each stream is a client; see `streams`).
+    pub(super) thinks: Vec<u64>,
 }
 
 impl Conn {
@@ -188,6 +191,7 @@ impl Conn {
             streams: Vec::new(),
             offered: 0,
             settled: false,
+            thinks: Vec::new(),
         }
     }
 
@@ -273,6 +277,7 @@ impl Engine {
         c.mux = c.http.multiplexed();
         c.offered = 0;
         c.settled = false;
+        c.thinks.clear();
         self.connecting_step(class, true);
         if role == Role::Pool {
             self.sched.pool.open += 1;
