@@ -772,7 +772,11 @@ pub fn http2_table(points: &[Point]) -> String {
     use SummaryCol as S;
     let rows: Vec<&Point> = points
         .iter()
-        .filter(|p| p.num(S::H2SetupMsMean).is_finite() || p.num(S::H2AlpnRefusedPerS).is_finite())
+        .filter(|p| {
+            p.num(S::H2StreamsMax).is_finite()
+                || p.num(S::H2SetupMsMean).is_finite()
+                || p.num(S::H2AlpnRefusedPerS).is_finite()
+        })
         .collect();
     if rows.is_empty() {
         return String::new();

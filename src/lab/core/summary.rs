@@ -26,8 +26,11 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let mean = |c: Col| nan_or(w.rows.mean(c));
     let max = |c: Col| nan_or(w.rows.max(c));
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
-    // HTTP/2's figures, NaN over HTTP/1.x (a setup or an ALPN refusal says HTTP/2 ran).
-    let spoke_h2 = tot.counts.setups + tot.counts.alpn_refused > 0;
+    // HTTP/2's figures, NaN over HTTP/1.x (a setup or an ALPN refusal says HTTP/2 ran, or
+    // streams in flight: a pool's or a closed client's connections set up before the window
+    // carry a sweep point's requests with no setup in it).
+    let spoke_h2 =
+        tot.counts.setups + tot.counts.alpn_refused > 0 || max(col::H2_STREAMS_MAX).is_finite();
     let h2 = |v: f64| {
         if spoke_h2 && v.is_finite() {
             v

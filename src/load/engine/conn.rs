@@ -275,6 +275,12 @@ impl Engine {
         c.phase = Phase::Connecting;
         c.http = self.layers.new_http();
         c.mux = c.http.multiplexed();
+        if c.mux {
+            // Many requests share the connection: one written while another's bytes are not
+            // yet acknowledged must not wait for that ACK (Nagle: up to a round trip), as
+            // h2load and browsers set.
+            let _ = c.sock().set_nodelay();
+        }
         c.offered = 0;
         c.settled = false;
         c.thinks.clear();
