@@ -68,8 +68,11 @@ worker_cfg() {
 EOF
 }
 
-# Runs a client pinned to CPU 1 under /usr/bin/time; prints "<its stdout> @@ <user+sys s>".
-timed() { /usr/bin/time -f '@@ %U %S' -o "$DIR/time" taskset -c 1 "$@" > "$DIR/out" 2>/dev/null || true
+# Runs a client pinned to CPU 1 under /usr/bin/time; prints its user+sys seconds (its stdout in
+# $DIR/out). Its stdin stays open for the run: a synlab worker takes the end of its stdin for its
+# controller's death and stops (run in the background, with stdin closed, it did at once).
+timed() { /usr/bin/time -f '@@ %U %S' -o "$DIR/time" taskset -c 1 "$@" > "$DIR/out" 2>/dev/null \
+            < <(sleep $((SECS + 10))) || true
           awk '{print $2+$3}' "$DIR/time" | tail -1; }
 
 # synlab: responses (or established) per second from its stats lines.

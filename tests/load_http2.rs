@@ -255,8 +255,9 @@ fn sclient_slots_set_up_h2_connections_each_with_its_requests() {
         "{r:?}"
     );
     assert!(r.established > 20, "{r:?}");
-    // Each connection: connect, preface and SETTINGS (its setup), then its 4 requests.
-    assert!(r.setups + 1 >= r.established, "{r:?}");
+    // Each connection: connect, preface and SETTINGS (its setup), then its 4 requests. One
+    // whose SETTINGS had not come when the worker stopped has its first request in flight.
+    assert!(r.setups + r.at_end >= r.established, "{r:?}");
     let per_conn = r.responses as f64 / r.established as f64;
     assert!(
         (3.5..=4.0).contains(&per_conn),
@@ -326,7 +327,8 @@ fn over_tls_h2_by_alpn_and_a_server_without_it_is_an_alpn_refusal() {
     let addr = h1_only_tls_server(&tls);
     let mut cfg = config(addr, Mode::Closed, 4);
     cfg.clients = 1;
-    cfg.duration_s = 0.5;
+    // Long enough for a handshake on a busy machine (0.5 s saw none finish).
+    cfg.duration_s = 3.0;
     cfg.tls = Some(client_tls);
     let v = Worker::spawn(&cfg).collect(vec![]);
     let refused = sum(&v, |d| d.counts.alpn_refused);
@@ -546,20 +548,22 @@ fn stream_resets_are_counted_by_their_error_code() {
     }
     let resets = sum(&v, |d| d.counts.stream_resets);
     assert_eq!(by.total(), resets, "the codes add up to the resets: {by:?}");
-    // Each connection's requests go through the codes in turn: four resets to a response.
-    for c in [
-        ResetCode::InternalError,
-        ResetCode::Cancel,
-        ResetCode::EnhanceYourCalm,
-        ResetCode::Other,
-    ] {
-        let n = by.get(c);
-        assert!(
-            n * 5 + 10 >= r.requests && n * 5 <= r.requests + 10,
-            "{c:?}: {n} of {} requests: {by:?}",
-            r.requests
-        );
-    }
+    // Each connection's requests go through the codes in turn, four resets to a response:
+    // the five counts differ by at most one per connection and the requests in flight at
+    // the end.
+    let counts = [
+        by.get(ResetCode::InternalError),
+        by.get(ResetCode::Cancel),
+        by.get(ResetCode::EnhanceYourCalm),
+        by.get(ResetCode::Other),
+        r.responses,
+    ];
+    let spread = counts.iter().max().unwrap() - counts.iter().min().unwrap();
+    assert!(
+        spread <= 2 + r.at_end,
+        "codes and responses {counts:?} of {} requests: {by:?}",
+        r.requests
+    );
     assert_eq!(
         by.get(ResetCode::NoError) + by.get(ResetCode::ProtocolError),
         0,
