@@ -152,6 +152,8 @@ pub(crate) struct Core {
     pub stream_stalls_pending: Vec<Stall>,
     pub enc: loona_hpack::Encoder<'static>,
     pub dec: loona_hpack::Decoder<'static>,
+    /// A header block with its Huffman-coded strings made plain (`unhuffman`), kept.
+    uncoded: Vec<u8>,
     /// A header block being continued: stream, END_STREAM, the bytes so far.
     cont: Option<(u32, bool, Vec<u8>)>,
     /// The highest stream id the peer opened (a GOAWAY's last-stream-id).
@@ -196,6 +198,7 @@ impl Core {
             stream_stalls_pending: Vec::new(),
             enc: loona_hpack::Encoder::new(),
             dec: loona_hpack::Decoder::new(),
+            uncoded: Vec::new(),
             cont: None,
             peer_max_stream: 0,
             goaway_received: None,
@@ -268,17 +271,23 @@ impl Core {
         mut f: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), ConnError> {
         let mut plain = 0;
-        self.dec
-            .decode_with_cb(block, |n, v| {
-                plain += plain_len(&n, &v);
-                f(&n, &v)
-            })
-            .map_err(|_| {
-                err(
-                    ErrorCode::CompressionError,
-                    "a header block does not decode",
-                )
-            })?;
+        let mut uncoded = std::mem::take(&mut self.uncoded);
+        let fed = match super::unhuffman::plain(block, &mut uncoded) {
+            Ok(true) => &uncoded[..],
+            // Nothing coded; or not HPACK, which the decoder then says.
+            Ok(false) | Err(_) => block,
+        };
+        let decoded = self.dec.decode_with_cb(fed, |n, v| {
+            plain += plain_len(&n, &v);
+            f(&n, &v)
+        });
+        self.uncoded = uncoded;
+        decoded.map_err(|_| {
+            err(
+                ErrorCode::CompressionError,
+                "a header block does not decode",
+            )
+        })?;
         self.stats.header_wire_in += block.len() as u64;
         self.stats.header_plain_in += plain;
         Ok(())

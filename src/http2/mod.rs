@@ -7,6 +7,7 @@ pub mod client;
 pub mod conn;
 pub mod frame;
 pub mod server;
+pub mod unhuffman;
 
 pub use client::{Client, ClientOptions, Event, Request, StartError};
 pub use conn::{ConnError, Stats};

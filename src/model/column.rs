@@ -420,6 +420,16 @@ columns! {
     SPLIT_SERVICE = "split_service_ms", Milliseconds, Gauge;
     SPLIT_TRANSFER = "split_transfer_ms", Milliseconds, Gauge;
     CONNECT_RETRANS = "connect_retrans_pct", Percent, Gauge;
+    // The stream resets above by their error code (`model::h2_resets::ResetCode`).
+    H2_RESETS_NO_ERROR = "h2_resets_no_error_per_s", PerSecond, Rate;
+    H2_RESETS_PROTOCOL_ERROR = "h2_resets_protocol_error_per_s", PerSecond, Rate;
+    H2_RESETS_INTERNAL_ERROR = "h2_resets_internal_error_per_s", PerSecond, Rate;
+    H2_RESETS_FLOW_CONTROL_ERROR = "h2_resets_flow_control_error_per_s", PerSecond, Rate;
+    H2_RESETS_STREAM_CLOSED = "h2_resets_stream_closed_per_s", PerSecond, Rate;
+    H2_RESETS_CANCEL = "h2_resets_cancel_per_s", PerSecond, Rate;
+    H2_RESETS_ENHANCE_YOUR_CALM = "h2_resets_enhance_your_calm_per_s", PerSecond, Rate;
+    H2_RESETS_HTTP_1_1_REQUIRED = "h2_resets_http_1_1_required_per_s", PerSecond, Rate;
+    H2_RESETS_OTHER = "h2_resets_other_per_s", PerSecond, Rate;
 }
 
 /// Whose a probe figure is: the server's port (pcap with a port filter, sock_diag of the

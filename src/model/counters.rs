@@ -16,6 +16,7 @@
 //! bad certificate, protocol error) is a connection error. Every established TLS connection did
 //! one handshake, full or resumed: `established = handshakes_full + handshakes_resumed`.
 
+use super::h2_resets::ResetsByCode;
 use serde::{Deserialize, Serialize};
 
 /// Counts of client events over some span of time (a report interval, a sample, a point, a run).
@@ -99,6 +100,9 @@ pub struct Counters {
     pub streams_unprocessed: u64,
     /// Requests reset by the server with another code: request errors.
     pub stream_resets: u64,
+    /// The same resets by their error code (they add up to `stream_resets`).
+    #[serde(skip_serializing_if = "ResetsByCode::is_zero")]
+    pub stream_resets_by_code: ResetsByCode,
     /// GOAWAYs received (the connection finishes its streams and is replaced).
     pub goaways: u64,
     /// Header blocks' bytes on the wire and as HTTP/1.1 lines (HPACK's saving), both ways.
@@ -164,6 +168,7 @@ impl Counters {
             streams_refused,
             streams_unprocessed,
             stream_resets,
+            stream_resets_by_code,
             goaways,
             header_bytes_wire,
             header_bytes_plain,
@@ -213,6 +218,7 @@ impl Counters {
         self.streams_refused += streams_refused;
         self.streams_unprocessed += streams_unprocessed;
         self.stream_resets += stream_resets;
+        self.stream_resets_by_code.add(&stream_resets_by_code);
         self.goaways += goaways;
         self.header_bytes_wire += header_bytes_wire;
         self.header_bytes_plain += header_bytes_plain;

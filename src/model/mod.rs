@@ -11,6 +11,7 @@ pub mod cpus;
 pub mod death;
 pub mod drops;
 pub mod expect;
+pub mod h2_resets;
 pub mod knob;
 pub mod kreasons;
 pub mod latency_split;

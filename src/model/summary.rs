@@ -492,6 +492,26 @@ pub struct SummaryRow {
     pub h2_hpack_saving_pct: f64,
     #[serde(default = "nan")]
     pub h2_flow_stall_ms_per_s: f64,
+    /// HTTP/2 stream resets by error code (`model::h2_resets::ResetCode`), per second; they
+    /// add up to `h2_stream_resets_per_s`.
+    #[serde(default = "nan")]
+    pub h2_resets_no_error_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_protocol_error_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_internal_error_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_flow_control_error_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_stream_closed_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_cancel_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_enhance_your_calm_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_http_1_1_required_per_s: f64,
+    #[serde(default = "nan")]
+    pub h2_resets_other_per_s: f64,
     /// When the point's window opened and closed, seconds since the run started (a sweep
     /// point's hold; a TUI stretch of settings).
     #[serde(default = "nan")]
@@ -729,6 +749,15 @@ summary_cols! {
     H2HeaderBytesPerResponse = h2_header_bytes_per_response: Bytes,
     H2HpackSavingPct = h2_hpack_saving_pct: Percent,
     H2FlowStallMsPerS = h2_flow_stall_ms_per_s: PerSecond,
+    H2ResetsNoErrorPerS = h2_resets_no_error_per_s: PerSecond,
+    H2ResetsProtocolErrorPerS = h2_resets_protocol_error_per_s: PerSecond,
+    H2ResetsInternalErrorPerS = h2_resets_internal_error_per_s: PerSecond,
+    H2ResetsFlowControlErrorPerS = h2_resets_flow_control_error_per_s: PerSecond,
+    H2ResetsStreamClosedPerS = h2_resets_stream_closed_per_s: PerSecond,
+    H2ResetsCancelPerS = h2_resets_cancel_per_s: PerSecond,
+    H2ResetsEnhanceYourCalmPerS = h2_resets_enhance_your_calm_per_s: PerSecond,
+    H2ResetsHttp11RequiredPerS = h2_resets_http_1_1_required_per_s: PerSecond,
+    H2ResetsOtherPerS = h2_resets_other_per_s: PerSecond,
     StartS = start_s: Seconds,
     EndS = end_s: Seconds,
 }
@@ -830,7 +859,16 @@ impl SummaryCol {
             | C::H2StreamResetsPerS
             | C::H2AlpnRefusedPerS
             | C::H2SetupMsMean
-            | C::H2FlowStallMsPerS => Worse::Higher,
+            | C::H2FlowStallMsPerS
+            | C::H2ResetsNoErrorPerS
+            | C::H2ResetsProtocolErrorPerS
+            | C::H2ResetsInternalErrorPerS
+            | C::H2ResetsFlowControlErrorPerS
+            | C::H2ResetsStreamClosedPerS
+            | C::H2ResetsCancelPerS
+            | C::H2ResetsEnhanceYourCalmPerS
+            | C::H2ResetsHttp11RequiredPerS
+            | C::H2ResetsOtherPerS => Worse::Higher,
             // Anything else (settings, samples, clocks, cross-checks, columns added later):
             // a change either way is flagged.
             _ => Worse::Either,

@@ -776,7 +776,11 @@ pub fn http2_table(points: &[Point]) -> String {
     use SummaryCol as S;
     let rows: Vec<&Point> = points
         .iter()
-        .filter(|p| p.num(S::H2SetupMsMean).is_finite() || p.num(S::H2AlpnRefusedPerS).is_finite())
+        .filter(|p| {
+            p.num(S::H2StreamsMax).is_finite()
+                || p.num(S::H2SetupMsMean).is_finite()
+                || p.num(S::H2AlpnRefusedPerS).is_finite()
+        })
         .collect();
     if rows.is_empty() {
         return String::new();
@@ -804,6 +808,23 @@ pub fn http2_table(points: &[Point]) -> String {
             num(p.num(S::H2HpackSavingPct)),
             num(p.num(S::H2FlowStallMsPerS)),
         );
+    }
+    // The resets by their error code, for the points that had any.
+    for p in points {
+        let codes: Vec<String> = crate::model::h2_resets::ResetCode::ALL
+            .iter()
+            .map(|c| (c.name(), p.num(c.summary_col())))
+            .filter(|(_, v)| *v > 0.0)
+            .map(|(n, v)| format!("{n} {}/s", num(v)))
+            .collect();
+        if !codes.is_empty() {
+            let _ = writeln!(
+                md,
+                "\nPoint {}: streams reset by {}.",
+                p.number(),
+                codes.join(", ")
+            );
+        }
     }
     md.push_str(
         "\nThe clients' HTTP/2: a request is a stream, many on one connection, so requests/s \

@@ -178,6 +178,25 @@ impl TcpSocket {
         Ok(())
     }
 
+    /// TCP_NODELAY: small writes go at once, not held until earlier bytes are acknowledged.
+    pub fn set_nodelay(&self) -> Result<(), Errno> {
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd and option buffer.
+        let r = unsafe {
+            libc::setsockopt(
+                self.0.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                &one as *const _ as *const libc::c_void,
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
     pub fn connect(&self, addr: &RawAddr) -> Result<ConnectStart, Errno> {
         // SAFETY: addr holds a valid sockaddr of addr.len bytes.
         if unsafe { libc::connect(self.0.as_raw_fd(), addr.ptr(), addr.len) } == 0 {

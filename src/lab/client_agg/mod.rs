@@ -280,7 +280,7 @@ impl ClientTotals {
             || self.workers.values().any(|w| w.streams_limit.is_some())
             || self.counts.alpn_refused + self.counts.setups > 0;
         let h2_rate = |n: u64| (reported && h2).then(|| n as f64 / dt);
-        vec![
+        let mut cols = vec![
             (ATTEMPTS, rate(self.counts.attempts)),
             (ESTABLISHED, rate(self.counts.established)),
             (RESPONSES, rate(self.counts.responses)),
@@ -351,10 +351,14 @@ impl ClientTotals {
                 H2_FLOW_STALL,
                 (h2 && reported).then(|| self.counts.flow_stall_us as f64 / 1000.0 / dt),
             ),
-        ]
-        .into_iter()
-        .chain(self.quic_columns(dt))
-        .collect()
+        ];
+        // The stream resets by error code.
+        cols.extend(
+            crate::model::h2_resets::ResetCode::ALL
+                .map(|c| (c.col(), h2_rate(self.counts.stream_resets_by_code.get(c)))),
+        );
+        cols.extend(self.quic_columns(dt));
+        cols
     }
 
     /// HTTP/3's columns: empty over TCP (no worker sent QUIC counts).

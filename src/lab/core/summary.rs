@@ -26,8 +26,11 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let mean = |c: Col| nan_or(w.rows.mean(c));
     let max = |c: Col| nan_or(w.rows.max(c));
     let q = |h: &hdrhistogram::Histogram<u64>, x: f64| nan_or(ClientTotals::q_ms(h, x));
-    // HTTP/2's figures, NaN over HTTP/1.x (a setup or an ALPN refusal says HTTP/2 ran).
-    let spoke_h2 = tot.counts.setups + tot.counts.alpn_refused > 0;
+    // HTTP/2's figures, NaN over HTTP/1.x (a setup or an ALPN refusal says HTTP/2 ran, or
+    // streams in flight: a pool's or a closed client's connections set up before the window
+    // carry a sweep point's requests with no setup in it).
+    let spoke_h2 =
+        tot.counts.setups + tot.counts.alpn_refused > 0 || max(col::H2_STREAMS_MAX).is_finite();
     let h2 = |v: f64| {
         if spoke_h2 && v.is_finite() {
             v
@@ -35,6 +38,7 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             f64::NAN
         }
     };
+    let resets = &tot.counts.stream_resets_by_code;
     let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
     // `b` against the reference `a`, NaN where there is nothing to compare.
     let cross =
@@ -165,6 +169,37 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             - tot.counts.header_bytes_wire as f64 / tot.counts.header_bytes_plain as f64)
             * 100.0),
         h2_flow_stall_ms_per_s: h2(tot.counts.flow_stall_us as f64 / 1000.0 / dt),
+        h2_resets_no_error_per_s: h2(resets.get(crate::model::h2_resets::ResetCode::NoError)
+            as f64
+            / dt),
+        h2_resets_protocol_error_per_s: h2(resets
+            .get(crate::model::h2_resets::ResetCode::ProtocolError)
+            as f64
+            / dt),
+        h2_resets_internal_error_per_s: h2(resets
+            .get(crate::model::h2_resets::ResetCode::InternalError)
+            as f64
+            / dt),
+        h2_resets_flow_control_error_per_s: h2(resets
+            .get(crate::model::h2_resets::ResetCode::FlowControlError)
+            as f64
+            / dt),
+        h2_resets_stream_closed_per_s: h2(resets
+            .get(crate::model::h2_resets::ResetCode::StreamClosed)
+            as f64
+            / dt),
+        h2_resets_cancel_per_s: h2(
+            resets.get(crate::model::h2_resets::ResetCode::Cancel) as f64 / dt,
+        ),
+        h2_resets_enhance_your_calm_per_s: h2(resets
+            .get(crate::model::h2_resets::ResetCode::EnhanceYourCalm)
+            as f64
+            / dt),
+        h2_resets_http_1_1_required_per_s: h2(resets
+            .get(crate::model::h2_resets::ResetCode::Http11Required)
+            as f64
+            / dt),
+        h2_resets_other_per_s: h2(resets.get(crate::model::h2_resets::ResetCode::Other) as f64 / dt),
         established_mean: mean(col::ESTABLISHED_SOCKS),
         conn_recvq_bytes_mean: mean(col::CONN_RECVQ_MEAN),
         conn_recvq_bytes_max: max(col::CONN_RECVQ_MAX),

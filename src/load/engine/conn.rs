@@ -165,6 +165,9 @@ pub(super) struct Conn {
     pub(super) offered: u32,
     /// A multiplexed connection's peer said its settings (the setup is done).
     pub(super) settled: bool,
+    /// A closed client's multiplexed connection: when each of its streams thinking goes
+    /// again, ns (each stream is a client; see `streams`).
+    pub(super) thinks: Vec<u64>,
 }
 
 impl Conn {
@@ -189,6 +192,7 @@ impl Conn {
             streams: Vec::new(),
             offered: 0,
             settled: false,
+            thinks: Vec::new(),
         }
     }
 
@@ -279,8 +283,15 @@ impl Engine {
         c.phase = Phase::Connecting;
         c.http = self.layers.new_http();
         c.mux = c.http.multiplexed();
+        if c.mux {
+            // Many requests share the connection: one written while another's bytes are not
+            // yet acknowledged must not wait for that ACK (Nagle: up to a round trip), as
+            // h2load and browsers set.
+            let _ = c.sock().set_nodelay();
+        }
         c.offered = 0;
         c.settled = false;
+        c.thinks.clear();
         self.connecting_step(class, true);
         if role == Role::Pool {
             self.sched.pool.open += 1;

@@ -7,7 +7,8 @@
 //!   an idle place (`offered`), so a due request takes a stream, not a connection, and one
 //!   that finds none waits on the clock and is counted as the pool's wait;
 //! - a closed client's connection keeps its streams busy: each stream sends the next request
-//!   when its response ends (N connections x M streams);
+//!   when its response ends, after `think` when there is one (N connections x M streams, each
+//!   stream a client);
 //! - an attempt's connection (S-Client, open arrivals) sends its own request, then its next
 //!   ones, up to `requests_per_conn`, M at a time, and closes when they are answered.
 //!
@@ -93,8 +94,29 @@ impl Engine {
         let n = c.streams.len() as u64;
         self.report.streams_max = self.report.streams_max.max(n);
         if first {
-            let deadline = now + (self.cfg.response_timeout_s * 1e9) as u64;
-            self.arm(idx, deadline);
+            self.mux_arm(idx);
+        }
+    }
+
+    /// The connection's deadline: its oldest request's response timeout or, sooner, the end
+    /// of a closed client's think time.
+    fn mux_arm(&mut self, idx: usize) {
+        let timeout = (self.cfg.response_timeout_s * 1e9) as u64;
+        let c = &self.slab[idx];
+        let response = c.streams.iter().map(|s| s.sent_ns + timeout).min();
+        match response.into_iter().chain(c.thinks.iter().copied()).min() {
+            Some(at) => self.arm(idx, at),
+            None => self.disarm(idx),
+        }
+    }
+
+    /// A closed client's request ended (answered or reset): its stream thinks before the
+    /// next, as an HTTP/1.1 client does between requests on its kept-alive connection.
+    fn client_stream_ended(&mut self, idx: usize, now: u64) {
+        if self.slab[idx].role == Role::Client && self.cfg.think_s > 0.0 {
+            let at = now + (self.cfg.think_s * 1e9) as u64;
+            self.slab[idx].thinks.push(at);
+            self.mux_arm(idx);
         }
     }
 
@@ -131,6 +153,12 @@ impl Engine {
                 continue;
             }
             if self.mux_stopping(idx) {
+                break;
+            }
+            // A closed client's streams thinking take no stream now but hold their place.
+            if role == Role::Client
+                && self.slab[idx].http.capacity() as usize <= self.slab[idx].thinks.len()
+            {
                 break;
             }
             match role {
@@ -207,6 +235,7 @@ impl Engine {
                     if self.slab[idx].role == Role::Pool {
                         self.pool_served(now.saturating_sub(s.sent_ns) / 1000);
                     }
+                    self.client_stream_ended(idx, now);
                 }
                 HttpEvent::Refused(t) | HttpEvent::Unprocessed(t) => {
                     let Some(s) = self.take_stream(idx, t) else {
@@ -227,9 +256,13 @@ impl Engine {
                     let Some(s) = self.take_stream(idx, t) else {
                         continue;
                     };
-                    self.count(s.class, |c| c.stream_resets += 1);
+                    self.count(s.class, |c| {
+                        c.stream_resets += 1;
+                        c.stream_resets_by_code.count(code);
+                    });
                     self.in_flight_step(s.class, false);
                     self.report.note_reset_code(code);
+                    self.client_stream_ended(idx, now);
                 }
                 HttpEvent::GoingAway { .. } => self.count(self.slab[idx].class, |c| c.goaways += 1),
                 HttpEvent::Limit(limit) => {
@@ -268,6 +301,7 @@ impl Engine {
     /// The connection closes: its requests leave the in-flight gauges (counted by
     /// `mux_failed` when it failed), its idle places the pool, its counts the report.
     pub(super) fn mux_closed(&mut self, idx: usize, now: u64) {
+        self.slab[idx].thinks.clear();
         for s in std::mem::take(&mut self.slab[idx].streams) {
             self.in_flight_step(s.class, false);
         }
@@ -291,15 +325,27 @@ impl Engine {
     /// The connection's deadline: its oldest request timed out (the connection fails, each
     /// request in flight a response timeout), or the deadline moves to the new oldest's.
     pub(super) fn mux_deadline(&mut self, idx: usize, now: u64) {
-        let Some(oldest) = self.slab[idx].streams.iter().map(|s| s.sent_ns).min() else {
-            return self.disarm(idx);
-        };
-        let due = oldest + (self.cfg.response_timeout_s * 1e9) as u64;
-        if due <= now {
-            self.fail(idx, Failure::ResponseTimeout, now);
-        } else {
-            self.arm(idx, due);
+        let timeout = (self.cfg.response_timeout_s * 1e9) as u64;
+        if let Some(oldest) = self.slab[idx].streams.iter().map(|s| s.sent_ns).min() {
+            if oldest + timeout <= now {
+                return self.fail(idx, Failure::ResponseTimeout, now);
+            }
         }
+        // Closed clients whose think time is over send their next requests.
+        let thinking = self.slab[idx].thinks.len();
+        self.slab[idx].thinks.retain(|&at| at > now);
+        if self.slab[idx].thinks.len() < thinking {
+            let gen = self.slab[idx].gen;
+            self.mux_refill(idx, now);
+            if !self.alive(idx, gen) {
+                return;
+            }
+            self.flush_layer(idx, now);
+            if !self.alive(idx, gen) {
+                return;
+            }
+        }
+        self.mux_arm(idx);
     }
 
     /// Adds a multiplexed connection's own counts to the report's.

@@ -1,0 +1,115 @@
+//! A header block's Huffman-coded strings made plain before `loona_hpack` decodes it: its
+//! decoder builds a Huffman table (257 entries in nested HashMaps) for every coded string, which
+//! against nginx (every response header coded) was 60 % of the client's CPU (perf, bench/h2.sh:
+//! ~200 us per response). One table per thread decodes them here; the block is otherwise
+//! copied as it is (RFC 7541 §6), so the dynamic table sees the same fields.
+
+use loona_hpack::huffman::HuffmanDecoder;
+
+/// Why a block could not be rewritten (it is then not HPACK: a compression error).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Malformed;
+
+/// An integer with an `n`-bit prefix at `b[*at]` (RFC 7541 §5.1); moves `at` past it.
+fn int(b: &[u8], at: &mut usize, n: u8) -> Result<usize, Malformed> {
+    let mask = (1usize << n) - 1;
+    let mut v = (*b.get(*at).ok_or(Malformed)? as usize) & mask;
+    *at += 1;
+    if v < mask {
+        return Ok(v);
+    }
+    let mut shift = 0;
+    loop {
+        let byte = *b.get(*at).ok_or(Malformed)?;
+        *at += 1;
+        v += ((byte & 0x7f) as usize) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(v);
+        }
+        if shift > 28 {
+            return Err(Malformed);
+        }
+    }
+}
+
+/// Writes `v` with an `n`-bit prefix whose high bits are `flags`.
+fn put_int(out: &mut Vec<u8>, flags: u8, n: u8, mut v: usize) {
+    let mask = (1usize << n) - 1;
+    if v < mask {
+        out.push(flags | v as u8);
+        return;
+    }
+    out.push(flags | mask as u8);
+    v -= mask;
+    while v >= 128 {
+        out.push((v % 128) as u8 | 0x80);
+        v /= 128;
+    }
+    out.push(v as u8);
+}
+
+/// Copies the string literal at `b[*at]` to `out` uncoded.
+fn string(
+    b: &[u8],
+    at: &mut usize,
+    out: &mut Vec<u8>,
+    huff: &mut HuffmanDecoder,
+) -> Result<(), Malformed> {
+    let coded = *b.get(*at).ok_or(Malformed)? & 0x80 != 0;
+    let len = int(b, at, 7)?;
+    let raw = b.get(*at..*at + len).ok_or(Malformed)?;
+    *at += len;
+    if coded {
+        let plain = huff.decode(raw).map_err(|_| Malformed)?;
+        put_int(out, 0, 7, plain.len());
+        out.extend_from_slice(&plain);
+    } else {
+        put_int(out, 0, 7, len);
+        out.extend_from_slice(raw);
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The Huffman table, built once per thread (the worker's loop is one).
+    static HUFF: std::cell::RefCell<HuffmanDecoder> = std::cell::RefCell::new(HuffmanDecoder::new());
+}
+
+/// `block` with every Huffman-coded string plain, into `out` (cleared first); false when the
+/// block has none (`out` is then not needed: decode `block` as it is).
+pub fn plain(block: &[u8], out: &mut Vec<u8>) -> Result<bool, Malformed> {
+    HUFF.with(|h| rewrite(block, out, &mut h.borrow_mut()))
+}
+
+fn rewrite(block: &[u8], out: &mut Vec<u8>, huff: &mut HuffmanDecoder) -> Result<bool, Malformed> {
+    out.clear();
+    let mut at = 0;
+    let mut any = false;
+    while at < block.len() {
+        let first = block[at];
+        let start = at;
+        // The representation's index prefix (RFC 7541 §6): indexed (7), literal with
+        // indexing (6), size update (5, no strings), without / never indexed (4).
+        let (prefix, strings) = if first & 0x80 != 0 {
+            (7, false)
+        } else if first & 0x40 != 0 {
+            (6, true)
+        } else if first & 0x20 != 0 {
+            (5, false)
+        } else {
+            (4, true)
+        };
+        let index = int(block, &mut at, prefix)?;
+        out.extend_from_slice(&block[start..at]);
+        if strings {
+            if index == 0 {
+                any |= block.get(at).ok_or(Malformed)? & 0x80 != 0;
+                string(block, &mut at, out, huff)?;
+            }
+            any |= block.get(at).ok_or(Malformed)? & 0x80 != 0;
+            string(block, &mut at, out, huff)?;
+        }
+    }
+    Ok(any)
+}
