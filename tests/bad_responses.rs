@@ -62,6 +62,7 @@ fn config(target: SocketAddr) -> WorkerConfig {
         tls: None,
         good_statuses: Default::default(),
         streams: None,
+        http3: false,
     }
 }
 
