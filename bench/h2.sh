@@ -15,7 +15,9 @@
 #                   TLS: synlab 13,261 at 24.4, h2load 17,141 at 11.8: 0.77x, 2.1x
 #   setup, h2c: synlab 2,686 conns/s, h2load 1,218: 2.2x; TLS: 515 vs 231: 2.2x
 # Before it: 1,712 req/s at 213 us CPU/req (h2c; h2load 12,844): loona-hpack built its Huffman
-# table for every coded header string. Next hot spot (perf): its bit-by-bit Huffman decode, 70 %.
+# table for every coded header string. The next hot spot (perf: its bit-by-bit Huffman decode, 70 %)
+# went with a cache of decoded strings (981bf8a), measured on the test-profile build only: 20,278 ->
+# 35,544 req/s, 25.7 -> 8.9 us CPU/req; rerun this on a quiet machine for the release figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}

@@ -54,16 +54,16 @@ fn string(
     b: &[u8],
     at: &mut usize,
     out: &mut Vec<u8>,
-    huff: &mut HuffmanDecoder,
+    huff: &mut Decoded,
 ) -> Result<(), Malformed> {
     let coded = *b.get(*at).ok_or(Malformed)? & 0x80 != 0;
     let len = int(b, at, 7)?;
     let raw = b.get(*at..*at + len).ok_or(Malformed)?;
     *at += len;
     if coded {
-        let plain = huff.decode(raw).map_err(|_| Malformed)?;
+        let plain = huff.decode(raw)?;
         put_int(out, 0, 7, plain.len());
-        out.extend_from_slice(&plain);
+        out.extend_from_slice(plain);
     } else {
         put_int(out, 0, 7, len);
         out.extend_from_slice(raw);
@@ -71,9 +71,36 @@ fn string(
     Ok(())
 }
 
+/// Coded strings decoded lately, by their coded bytes: a server's response headers repeat
+/// (content-length, last-modified, etag) and the crate's decoder walks bits through HashMaps
+/// (70 % of the client's CPU against nginx once the table was built once).
+struct Decoded {
+    table: HuffmanDecoder,
+    seen: std::collections::HashMap<Vec<u8>, Vec<u8>>,
+}
+
+/// How many decoded strings are kept (then forgotten all at once).
+const KEPT: usize = 1024;
+
+impl Decoded {
+    fn decode(&mut self, raw: &[u8]) -> Result<&[u8], Malformed> {
+        if !self.seen.contains_key(raw) {
+            if self.seen.len() >= KEPT {
+                self.seen.clear();
+            }
+            let plain = self.table.decode(raw).map_err(|_| Malformed)?;
+            self.seen.insert(raw.to_vec(), plain);
+        }
+        Ok(&self.seen[raw])
+    }
+}
+
 thread_local! {
     /// The Huffman table, built once per thread (the worker's loop is one).
-    static HUFF: std::cell::RefCell<HuffmanDecoder> = std::cell::RefCell::new(HuffmanDecoder::new());
+    static HUFF: std::cell::RefCell<Decoded> = std::cell::RefCell::new(Decoded {
+        table: HuffmanDecoder::new(),
+        seen: Default::default(),
+    });
 }
 
 /// `block` with every Huffman-coded string plain, into `out` (cleared first); false when the
@@ -82,7 +109,7 @@ pub fn plain(block: &[u8], out: &mut Vec<u8>) -> Result<bool, Malformed> {
     HUFF.with(|h| rewrite(block, out, &mut h.borrow_mut()))
 }
 
-fn rewrite(block: &[u8], out: &mut Vec<u8>, huff: &mut HuffmanDecoder) -> Result<bool, Malformed> {
+fn rewrite(block: &[u8], out: &mut Vec<u8>, huff: &mut Decoded) -> Result<bool, Malformed> {
     out.clear();
     let mut at = 0;
     let mut any = false;
