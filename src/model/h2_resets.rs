@@ -2,7 +2,6 @@
 //! (RST_STREAM) each counted apart, the connection-level and unknown ones together.
 
 use super::column::{col, Col};
-use super::summary::SummaryCol;
 use serde::{Deserialize, Serialize};
 
 /// The error code of an RST_STREAM from the server, as the counts group it. REFUSED_STREAM is
@@ -79,21 +78,6 @@ impl ResetCode {
             ResetCode::EnhanceYourCalm => col::H2_RESETS_ENHANCE_YOUR_CALM,
             ResetCode::Http11Required => col::H2_RESETS_HTTP_1_1_REQUIRED,
             ResetCode::Other => col::H2_RESETS_OTHER,
-        }
-    }
-
-    /// Its summary column (resets per second over the point).
-    pub fn summary_col(self) -> SummaryCol {
-        match self {
-            ResetCode::NoError => SummaryCol::H2ResetsNoErrorPerS,
-            ResetCode::ProtocolError => SummaryCol::H2ResetsProtocolErrorPerS,
-            ResetCode::InternalError => SummaryCol::H2ResetsInternalErrorPerS,
-            ResetCode::FlowControlError => SummaryCol::H2ResetsFlowControlErrorPerS,
-            ResetCode::StreamClosed => SummaryCol::H2ResetsStreamClosedPerS,
-            ResetCode::Cancel => SummaryCol::H2ResetsCancelPerS,
-            ResetCode::EnhanceYourCalm => SummaryCol::H2ResetsEnhanceYourCalmPerS,
-            ResetCode::Http11Required => SummaryCol::H2ResetsHttp11RequiredPerS,
-            ResetCode::Other => SummaryCol::H2ResetsOtherPerS,
         }
     }
 }

@@ -943,6 +943,24 @@ impl SummaryText {
     }
 }
 
+// Here, not in h2_resets: the summary reads the counters, which hold the resets by code.
+impl super::h2_resets::ResetCode {
+    /// Its summary column (resets per second over the point).
+    pub fn summary_col(self) -> SummaryCol {
+        match self {
+            Self::NoError => SummaryCol::H2ResetsNoErrorPerS,
+            Self::ProtocolError => SummaryCol::H2ResetsProtocolErrorPerS,
+            Self::InternalError => SummaryCol::H2ResetsInternalErrorPerS,
+            Self::FlowControlError => SummaryCol::H2ResetsFlowControlErrorPerS,
+            Self::StreamClosed => SummaryCol::H2ResetsStreamClosedPerS,
+            Self::Cancel => SummaryCol::H2ResetsCancelPerS,
+            Self::EnhanceYourCalm => SummaryCol::H2ResetsEnhanceYourCalmPerS,
+            Self::Http11Required => SummaryCol::H2ResetsHttp11RequiredPerS,
+            Self::Other => SummaryCol::H2ResetsOtherPerS,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

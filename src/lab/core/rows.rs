@@ -152,21 +152,34 @@ impl LabCore {
             return;
         }
         let store = &self.state.store;
-        let (Some((a, _)), Some((s, _))) = (
-            store.mean_max(col::ATTEMPTS, from, t + 1e-9),
-            store.mean_max(col::SYN_IN, from, t + 1e-9),
-        ) else {
+        let within = |c: Col| store.mean_max(c, from, t + 1e-9).map(|(mean, _)| mean);
+        let Some(a) = within(col::ATTEMPTS) else {
             return;
         };
-        let retries = store.mean_max(col::SYN_RETRANS_PER_S, from, t + 1e-9);
-        let s = crosscheck::first_syns(s, retries.map_or(f64::NAN, |r| r.0));
+        // Over HTTP/3 there is no SYN: an attempt's first packet is its first Initial (pcap
+        // tells it from the attempt's later ones, a Retry's answer among them).
+        let quic = within(col::QUIC_PACKETS_SENT).is_some();
+        let (s, first) = if quic {
+            let Some(i) = within(col::QUIC_FIRST_INITIAL_PER_S) else {
+                return;
+            };
+            (i, FirstPackets::Initials)
+        } else {
+            let Some(s) = within(col::SYN_IN) else {
+                return;
+            };
+            let retries = within(col::SYN_RETRANS_PER_S).unwrap_or(f64::NAN);
+            (crosscheck::first_syns(s, retries), FirstPackets::Syns)
+        };
         if a < 20.0 || self.state.warnings.contains(&Warning::NoPcap) {
             return;
         }
         let tol = crosscheck::syn_check_tolerance_pct(a, WINDOW, self.interval_s);
-        let check = crosscheck::compare("pcap first SYNs", s, "client attempts", a, tol);
+        let check = crosscheck::compare(first.name(), s, "client attempts", a, tol);
         let line = format!(
-            "first SYN/s {s:.0} (retries left out) vs attempts/s {a:.0} ({:+.1}%)",
+            "{} {s:.0} ({} left out) vs attempts/s {a:.0} ({:+.1}%)",
+            first.per_s(),
+            first.repeats(),
             check.diff_pct
         );
         let w = check.disagrees.then_some(Warning::CrossCheck(line));
@@ -352,4 +365,34 @@ fn load_cpu(cols: &[(Col, Option<f64>)], router: Option<f64>) -> Option<f64> {
     let get = |c: Col| cols.iter().find(|(k, _)| *k == c).and_then(|(_, v)| *v);
     let (workers, controller) = (get(col::WORKER_CPU)?, get(col::CONTROLLER_CPU)?);
     Some(workers + controller + router.unwrap_or(0.0))
+}
+
+/// What the rolling cross-check counts as a connection attempt's first packet at the server.
+#[derive(Debug, Clone, Copy)]
+enum FirstPackets {
+    Syns,
+    Initials,
+}
+
+impl FirstPackets {
+    fn name(self) -> &'static str {
+        match self {
+            FirstPackets::Syns => "pcap first SYNs",
+            FirstPackets::Initials => "pcap first QUIC Initials",
+        }
+    }
+
+    fn per_s(self) -> &'static str {
+        match self {
+            FirstPackets::Syns => "first SYN/s",
+            FirstPackets::Initials => "first Initial/s",
+        }
+    }
+
+    fn repeats(self) -> &'static str {
+        match self {
+            FirstPackets::Syns => "retries",
+            FirstPackets::Initials => "repeats",
+        }
+    }
 }

@@ -222,13 +222,18 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         cpu_iowait_pct: mean(col::CPU_IOWAIT_PCT),
         cpu_steal_pct: mean(col::CPU_STEAL_PCT),
         worker_cpu_pct: tot.cpu_s / dt * 100.0,
-        check_syn_vs_attempts_pct: crate::probe::crosscheck::port_first_syns(
-            mean(col::SYN_IN),
-            mean(col::SYN_RETRANS_PER_S),
-            mean(col::SYN_IN_ESTIMATED),
-        )
-        .map_or(f64::NAN, |syns| {
-            cross(tot.counts.attempts as f64 / dt, syns)
+        // Over HTTP/3 an attempt's first packet is its first QUIC Initial, not a SYN.
+        check_syn_vs_attempts_pct: if tot.quic.is_some() {
+            Some(mean(col::QUIC_FIRST_INITIAL_PER_S)).filter(|i| i.is_finite())
+        } else {
+            crate::probe::crosscheck::port_first_syns(
+                mean(col::SYN_IN),
+                mean(col::SYN_RETRANS_PER_S),
+                mean(col::SYN_IN_ESTIMATED),
+            )
+        }
+        .map_or(f64::NAN, |first| {
+            cross(tot.counts.attempts as f64 / dt, first)
         }),
         check_syn_tolerance_pct: crate::probe::crosscheck::syn_check_tolerance_pct(
             tot.counts.attempts as f64 / dt,

@@ -188,8 +188,8 @@ fn expects(texts: &[&str]) -> Vec<crate::model::expect::Expect> {
 
 mod client_bound;
 mod expects;
-mod notices;
 mod latency_split;
+mod notices;
 mod paths;
 mod rows;
 mod steps;

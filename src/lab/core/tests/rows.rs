@@ -51,17 +51,33 @@ fn rows_keep_their_grid_and_rate_over_the_reports_timestamps() {
 
 /// 15 s of rows at `attempts_per_s` with pcap seeing `syn_per_s`; the warnings and logs.
 fn rolling(attempts_per_s: f64, syn_per_s: f64) -> (Vec<Warning>, Vec<String>) {
+    rolling_of(attempts_per_s, syn_per_s, false)
+}
+
+/// As `rolling`, over HTTP/3 when `quic`: the clients report QUIC counts, the probe first
+/// Initials (`first_per_s`) and no SYN.
+fn rolling_of(attempts_per_s: f64, first_per_s: f64, quic: bool) -> (Vec<Warning>, Vec<String>) {
     let mut c = core(1, Vec::new());
     let mut lines = Vec::new();
     for k in 1..=75 {
         // A pump is never exactly on the grid.
         let t = k as f64 * INTERVAL + 0.001;
-        at(
-            &mut c,
-            t - 0.01,
-            delta(0, INTERVAL, (attempts_per_s * INTERVAL) as u64, 0),
-        );
-        at(&mut c, t - 0.01, probe(syn_per_s));
+        let attempts = (attempts_per_s * INTERVAL) as u64;
+        let mut d = delta(0, INTERVAL, attempts, 0);
+        if let (true, Input::Worker(_, d)) = (quic, &mut d) {
+            d.quic = Some(crate::quic::stats::QuicDelta {
+                attempts,
+                datagrams_sent: attempts,
+                ..Default::default()
+            });
+        }
+        at(&mut c, t - 0.01, d);
+        let mut p = probe(first_per_s);
+        if let (true, Input::Probe(p)) = (quic, &mut p) {
+            p.m.syn_in_per_s = Some(0.0);
+            p.m.quic_first_initial_per_s = Some(first_per_s);
+        }
+        at(&mut c, t - 0.01, p);
         let fx = at(&mut c, t, Input::Tick);
         assert!(row(&fx).is_some(), "a row at {t}");
         lines.extend(logs(&fx).into_iter().map(String::from));
@@ -93,6 +109,24 @@ fn the_rolling_check_of_syns_against_attempts_keeps_its_tolerance() {
     assert!(tol > 2.5 && tol < 3.0, "{tol}");
     assert!(!rolling(50.0, 51.25).0.iter().any(is_check));
     assert!(rolling(1000.0, 1025.0).0.iter().any(is_check));
+}
+
+/// Over HTTP/3 there is no SYN (the probe's SYN/s is 0): the check holds pcap's first QUIC
+/// Initials against the attempts, not the SYNs (which would say -100 % on every window).
+#[test]
+fn over_http3_the_rolling_check_holds_first_initials_against_attempts() {
+    let is_check = |w: &Warning| matches!(w, Warning::CrossCheck(_));
+    let (w, lines) = rolling_of(1000.0, 1010.0, true);
+    assert!(
+        !w.iter().any(is_check) && lines.is_empty(),
+        "{w:?} {lines:?}"
+    );
+    let (w, lines) = rolling_of(1000.0, 1030.0, true);
+    assert!(w.iter().any(is_check), "{w:?}");
+    assert_eq!(
+        lines,
+        ["[15.0s] warning: cross-check: first Initial/s 1030 (repeats left out) vs attempts/s 1000 (+3.0%)"]
+    );
 }
 
 #[test]
