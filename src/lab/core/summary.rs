@@ -39,6 +39,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         }
     };
     let resets = &tot.counts.stream_resets_by_code;
+    use crate::model::h2_resets::ResetCode;
+    let reset_rate = |c: ResetCode| h2(resets.get(c) as f64 / dt);
     let little = tot.total.mean() * tot.total.len() as f64 / 1e6 / dt;
     // `b` against the reference `a`, NaN where there is nothing to compare.
     let cross =
@@ -169,37 +171,15 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             - tot.counts.header_bytes_wire as f64 / tot.counts.header_bytes_plain as f64)
             * 100.0),
         h2_flow_stall_ms_per_s: h2(tot.counts.flow_stall_us as f64 / 1000.0 / dt),
-        h2_resets_no_error_per_s: h2(resets.get(crate::model::h2_resets::ResetCode::NoError)
-            as f64
-            / dt),
-        h2_resets_protocol_error_per_s: h2(resets
-            .get(crate::model::h2_resets::ResetCode::ProtocolError)
-            as f64
-            / dt),
-        h2_resets_internal_error_per_s: h2(resets
-            .get(crate::model::h2_resets::ResetCode::InternalError)
-            as f64
-            / dt),
-        h2_resets_flow_control_error_per_s: h2(resets
-            .get(crate::model::h2_resets::ResetCode::FlowControlError)
-            as f64
-            / dt),
-        h2_resets_stream_closed_per_s: h2(resets
-            .get(crate::model::h2_resets::ResetCode::StreamClosed)
-            as f64
-            / dt),
-        h2_resets_cancel_per_s: h2(
-            resets.get(crate::model::h2_resets::ResetCode::Cancel) as f64 / dt,
-        ),
-        h2_resets_enhance_your_calm_per_s: h2(resets
-            .get(crate::model::h2_resets::ResetCode::EnhanceYourCalm)
-            as f64
-            / dt),
-        h2_resets_http_1_1_required_per_s: h2(resets
-            .get(crate::model::h2_resets::ResetCode::Http11Required)
-            as f64
-            / dt),
-        h2_resets_other_per_s: h2(resets.get(crate::model::h2_resets::ResetCode::Other) as f64 / dt),
+        h2_resets_no_error_per_s: reset_rate(ResetCode::NoError),
+        h2_resets_protocol_error_per_s: reset_rate(ResetCode::ProtocolError),
+        h2_resets_internal_error_per_s: reset_rate(ResetCode::InternalError),
+        h2_resets_flow_control_error_per_s: reset_rate(ResetCode::FlowControlError),
+        h2_resets_stream_closed_per_s: reset_rate(ResetCode::StreamClosed),
+        h2_resets_cancel_per_s: reset_rate(ResetCode::Cancel),
+        h2_resets_enhance_your_calm_per_s: reset_rate(ResetCode::EnhanceYourCalm),
+        h2_resets_http_1_1_required_per_s: reset_rate(ResetCode::Http11Required),
+        h2_resets_other_per_s: reset_rate(ResetCode::Other),
         established_mean: mean(col::ESTABLISHED_SOCKS),
         conn_recvq_bytes_mean: mean(col::CONN_RECVQ_MEAN),
         conn_recvq_bytes_max: max(col::CONN_RECVQ_MAX),
