@@ -155,6 +155,7 @@ impl Engine {
                 classes: class_tallies,
                 connecting: 0,
                 handshaking: 0,
+                early: 0,
                 active: 0,
                 requests_in_flight: 0,
                 reported_in_progress: (0, 0),
@@ -255,8 +256,7 @@ impl Engine {
             }
         }
         // What is still in progress now never finishes: counted apart, so the totals add up.
-        self.report.stats.counts.connecting_at_end +=
-            self.report.connecting + self.report.handshaking;
+        self.report.stats.counts.connecting_at_end += self.report.unestablished();
         self.report.stats.counts.requests_at_end += self.report.requests_in_flight;
         self.classes_left_at_end();
         self.close_all();
@@ -308,6 +308,7 @@ impl Engine {
         self.quic_flush();
         self.report.connecting = 0;
         self.report.handshaking = 0;
+        self.report.early = 0;
         self.report.active = 0;
         self.report.requests_in_flight = 0;
         self.sched.pool = Pool::default();

@@ -28,6 +28,9 @@ pub(super) struct Report {
     pub(super) connecting: u64,
     /// Handshakes in progress (their connects are done; not established yet).
     pub(super) handshaking: u64,
+    /// 0-RTT connections taking requests before their handshake is done: established in the
+    /// counts, still in `connecting` for the S-Client's D until the handshake completes.
+    pub(super) early: u64,
     pub(super) active: u64,
     /// Requests begun and not yet answered or failed.
     pub(super) requests_in_flight: u64,
@@ -68,6 +71,12 @@ pub(super) struct Report {
 }
 
 impl Report {
+    /// Connections begun and not yet established (the counts' "connecting"): the connects
+    /// and handshakes in progress less the 0-RTT ones already taking requests.
+    pub(super) fn unestablished(&self) -> u64 {
+        self.connecting + self.handshaking - self.early
+    }
+
     /// A stream reset by the server with `code`: said once per code (the count is in
     /// `stream_resets`).
     pub(super) fn note_reset_code(&mut self, code: u32) {
@@ -141,7 +150,7 @@ impl Engine {
         s.interval_s = t1 - t0;
         s.target_rate = target_rate;
         // Not established yet: connecting, or (TLS) handshaking.
-        let connecting = self.report.connecting + self.report.handshaking;
+        let connecting = self.report.unestablished();
         s.connecting = connecting;
         s.handshaking = self.report.handshaking;
         s.streams_max = std::mem::take(&mut self.report.streams_max);

@@ -279,6 +279,8 @@ impl Engine {
     fn quic_usable(&mut self, idx: usize, now: u64, handshake_done: bool) {
         if handshake_done {
             self.connected(idx, now);
+        } else {
+            self.report.early += 1;
         }
         self.slab[idx].settled = handshake_done;
         self.ready(idx);
@@ -290,6 +292,7 @@ impl Engine {
     fn quic_settle(&mut self, idx: usize, now: u64) {
         if !self.slab[idx].settled {
             self.slab[idx].settled = true;
+            self.report.early -= 1;
             self.connected(idx, now);
         }
     }
