@@ -20,25 +20,8 @@ pub struct H3Counts {
     pub body_bytes: u64,
 }
 
-/// A QUIC variable-length integer (RFC 9000 16).
-fn put_varint(b: &mut Vec<u8>, v: u64) {
-    match v {
-        0..=63 => b.push(v as u8),
-        64..=16383 => b.extend_from_slice(&(0x4000 | v as u16).to_be_bytes()),
-        16384..=1_073_741_823 => b.extend_from_slice(&(0x8000_0000 | v as u32).to_be_bytes()),
-        _ => b.extend_from_slice(&(0xc000_0000_0000_0000 | v).to_be_bytes()),
-    }
-}
-
-fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let first = *b.first()?;
-    let len = 1usize << (first >> 6);
-    let mut v = u64::from(first & 0x3f);
-    for x in b.get(1..len)? {
-        v = (v << 8) | u64::from(*x);
-    }
-    Some((v, len))
-}
+// QUIC variable-length integers (RFC 9000 16): the crate's own.
+use synlab::quic::h3::{get_varint, put_varint};
 
 /// A QPACK string literal without Huffman (H = 0) after a `prefix`-bit integer's first byte
 /// `flags`.
