@@ -180,12 +180,18 @@ impl SynTracker {
 
     /// Records an incoming SYN; true if it is a retransmission of one already seen.
     pub fn is_retransmission(&mut self, h: &TcpHead) -> bool {
-        self.seen(h, Instant::now)
+        self.seen(tuple_key(h), h.seq, Instant::now)
+    }
+
+    /// Records `val` under a key the caller made (a QUIC attempt's 4-tuple with its connection
+    /// ID); true if that pair was seen before.
+    pub(super) fn is_seen(&mut self, key: u64, val: u32) -> bool {
+        self.seen(key, val, Instant::now)
     }
 
     /// The same, at `now` (tests).
     pub fn is_retransmission_at(&mut self, h: &TcpHead, now: Instant) -> bool {
-        self.seen(h, || now)
+        self.seen(tuple_key(h), h.seq, || now)
     }
 
     /// SYNs remembered in both generations.
@@ -197,9 +203,8 @@ impl SynTracker {
         self.len() == 0
     }
 
-    fn seen(&mut self, h: &TcpHead, now: impl Fn() -> Instant) -> bool {
-        let key = tuple_key(h);
-        if self.cur.get(&key) == Some(&h.seq) || self.old.get(&key) == Some(&h.seq) {
+    fn seen(&mut self, key: u64, val: u32, now: impl Fn() -> Instant) -> bool {
+        if self.cur.get(&key) == Some(&val) || self.old.get(&key) == Some(&val) {
             return true;
         }
         let n = self.cur.len();
@@ -219,7 +224,7 @@ impl SynTracker {
             self.cur.clear();
             self.began = Some(now());
         }
-        self.cur.insert(key, h.seq);
+        self.cur.insert(key, val);
         false
     }
 }

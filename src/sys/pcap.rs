@@ -18,8 +18,11 @@ fn wait_readable(fd: i32, timeout_ms: i32) {
     unsafe { libc::poll(&mut p, 1, timeout_ms) };
 }
 
-/// Enough for Ethernet/cooked + IPv6 + the fixed TCP header.
-pub const SNAPLEN: i32 = 96;
+/// Enough for Ethernet/cooked + IPv6 + the fixed TCP header, and for a QUIC Initial's header
+/// with both connection IDs at their longest (20 bytes each: 115 bytes on cooked v2 + IPv6):
+/// a source ID cut short differently in an attempt's first and later Initials (whose
+/// destination IDs differ in length) would make a repeat look like a new attempt.
+pub const SNAPLEN: i32 = 128;
 
 /// Running totals of the capture thread.
 #[derive(Debug, Default)]

@@ -4,9 +4,12 @@
 //! 9369). Its source connection ID, chosen by the client, stays the same on every Initial of
 //! that connection attempt (the destination ID changes once the server answers), so a client's
 //! first Initial is told from its later ones (retransmissions, a ClientHello's second packet,
-//! ACKs) by the 4-tuple and that ID. Pure, tested on byte frames.
+//! ACKs) by the 4-tuple and that ID together. Unlike TCP, one client UDP socket (one 4-tuple)
+//! carries many attempts at once: the ID is part of the key, not a value the 4-tuple's latest
+//! attempt replaces. Pure, tested on byte frames.
 
-use super::control_packets::{ip_payload, SynTracker, TcpHead};
+use super::control_packets::{ip_payload, SynTracker};
+use std::net::IpAddr;
 
 /// QUIC version 1 (RFC 9000) and version 2 (RFC 9369).
 pub const QUIC_V1: u32 = 1;
@@ -26,8 +29,10 @@ pub fn bpf_filter(port: u16) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InitialIn {
     pub version: u32,
-    /// The 4-tuple, with a hash of the client's source connection ID in `seq`.
-    key: TcpHead,
+    /// The 4-tuple and the client's source connection ID as one 64-bit hash.
+    key: u64,
+    /// A second, independent hash of the ID: a false repeat needs both to collide.
+    id: u32,
 }
 
 /// The Initial a frame of `linktype` carries to `port`, if it does: a UDP datagram whose first
@@ -59,17 +64,20 @@ pub fn parse_initial(linktype: i32, frame: &[u8], port: u16) -> Option<InitialIn
     // A capture cut short (snaplen) still counts the Initial; the ID is then what was caught.
     let scid = q.get(7 + dcid_len..).unwrap_or_default();
     let scid = &scid[..scid_len.min(scid.len())];
+    let sport = u16::from_be_bytes([udp[0], udp[1]]);
     Some(InitialIn {
         version,
-        key: TcpHead {
-            src,
-            dst,
-            sport: u16::from_be_bytes([udp[0], udp[1]]),
-            dport,
-            seq: id_hash(scid),
-            flags: 0,
-        },
+        key: attempt_key(src, sport, dst, dport, scid),
+        id: id_hash(scid),
     })
+}
+
+/// The attempt's key: the 4-tuple and the whole connection ID (SipHash with fixed keys).
+fn attempt_key(src: IpAddr, sport: u16, dst: IpAddr, dport: u16, scid: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut st = std::hash::DefaultHasher::new();
+    (src, sport, dst, dport, scid).hash(&mut st);
+    st.finish()
 }
 
 /// 32 bits of a connection ID (FNV-1a): with the 4-tuple, the attempt's key.
@@ -87,7 +95,7 @@ pub struct InitialTracker(SynTracker);
 impl InitialTracker {
     /// Records an Initial; true when its attempt was seen before (not a first Initial).
     pub fn is_repeat(&mut self, i: &InitialIn) -> bool {
-        self.0.is_retransmission(&i.key)
+        self.0.is_seen(i.key, i.id)
     }
 }
 
@@ -178,6 +186,15 @@ mod tests {
         assert!(
             !t.is_repeat(&at(40001, &[1; 8], &[2; 8])),
             "another client port"
+        );
+        // One client socket, many attempts at once: a later Initial of the first attempt after
+        // another attempt's first one on the same 4-tuple is still a repeat, and vice versa.
+        assert!(t.is_repeat(&at(40000, &[9; 4], &[2; 8])), "interleaved 2nd");
+        assert!(t.is_repeat(&at(40000, &[7; 4], &[3; 8])), "interleaved 3rd");
+        assert!(!t.is_repeat(&at(40000, &[1; 8], &[4; 8])), "a third ID");
+        assert!(
+            t.is_repeat(&at(40000, &[9; 4], &[2; 8])),
+            "first attempt again"
         );
         // An Initial without a source ID (allowed): the 4-tuple alone.
         assert!(!t.is_repeat(&at(40002, &[1; 8], &[])));

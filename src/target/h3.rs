@@ -13,7 +13,8 @@ use bytes::BytesMut;
 use quinn_proto::{
     ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, StreamEvent, StreamId,
 };
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -100,6 +101,8 @@ struct Conn {
     control: bool,
     readers: HashMap<StreamId, FrameReader>,
     outs: HashMap<StreamId, Out>,
+    /// The earliest of its entries in the timer heap (None: none due before a later one).
+    armed: Option<Instant>,
 }
 
 /// The HTTP/3 loop: runs until `stop()`.
@@ -127,11 +130,18 @@ pub fn run(
     let mut sleeping: Vec<(Instant, ConnectionHandle, StreamId, Response)> = Vec::new();
     let mut tx = Tx::default();
     let segments = sock.offload().gso_segments;
+    // Only connections with work are touched in a turn (a datagram, a due timer, a response
+    // whose service time is over): walking all of them each turn cost the flood's server
+    // most of its time once thousands waited. A connection's timer enters the heap when it
+    // is earlier than the one it has there; a later or stale entry only wakes it for nothing.
+    let mut ready: HashSet<ConnectionHandle> = HashSet::new();
+    let mut timers: BinaryHeap<Reverse<(Instant, ConnectionHandle)>> = BinaryHeap::new();
     while !stop() {
         let now = Instant::now();
-        let timer = conns
-            .values_mut()
-            .filter_map(|c| c.quic.poll_timeout())
+        let timer = timers
+            .peek()
+            .map(|Reverse((t, _))| *t)
+            .into_iter()
             .chain(sleeping.iter().map(|s| s.0))
             .min();
         let wait = timer.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
@@ -148,6 +158,7 @@ pub fn run(
                             if let Some(c) = conns.get_mut(&h) {
                                 c.early |= c.quic.has_0rtt();
                                 c.quic.handle_event(ev);
+                                ready.insert(h);
                             }
                         }
                         Some(DatagramEvent::Response(t)) => {
@@ -163,6 +174,7 @@ pub fn run(
                             }
                             match endpoint.accept(inc, now, &mut buf, None) {
                                 Ok((h, quic)) => {
+                                    ready.insert(h);
                                     conns.insert(
                                         h,
                                         Conn {
@@ -172,6 +184,7 @@ pub fn run(
                                             control: false,
                                             readers: HashMap::new(),
                                             outs: HashMap::new(),
+                                            armed: None,
                                         },
                                     );
                                 }
@@ -196,11 +209,25 @@ pub fn run(
         for (_, h, id, resp) in due {
             if let Some(c) = conns.get_mut(&h) {
                 start_response(c, id, &resp);
+                ready.insert(h);
             }
         }
-        let handles: Vec<_> = conns.keys().copied().collect();
-        for h in handles {
-            let c = conns.get_mut(&h).unwrap();
+        while let Some(&Reverse((t, h))) = timers.peek() {
+            if t > now {
+                break;
+            }
+            timers.pop();
+            if let Some(c) = conns.get_mut(&h) {
+                if c.armed == Some(t) {
+                    c.armed = None;
+                }
+                ready.insert(h);
+            }
+        }
+        for h in ready.drain() {
+            let Some(c) = conns.get_mut(&h) else {
+                continue;
+            };
             if c.quic.poll_timeout().is_some_and(|t| t <= now) {
                 c.quic.handle_timeout(now);
             }
@@ -226,6 +253,11 @@ pub fn run(
             }
             if c.quic.is_drained() {
                 conns.remove(&h);
+            } else if let Some(t) = c.quic.poll_timeout() {
+                if !matches!(c.armed, Some(a) if a <= t) {
+                    c.armed = Some(t);
+                    timers.push(Reverse((t, h)));
+                }
             }
         }
         tx.send(&mut sock)?;
