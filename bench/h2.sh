@@ -18,6 +18,16 @@
 # table for every coded header string. The next hot spot (perf: its bit-by-bit Huffman decode, 70 %)
 # went with a cache of decoded strings (981bf8a), measured on the test-profile build only: 20,278 ->
 # 35,544 req/s, 25.7 -> 8.9 us CPU/req; rerun this on a quiet machine for the release figures.
+# 2026-11-28 13:40-13:52 UTC, after the request blocks cached per head (http2::request_block),
+# the header buffer reused and the EAGAIN read saved: test-profile build, nice 19, load average
+# 8-9 (a compile beside it; req/s is noise there), 4 paired runs (two `bench/h2.sh 2 6`):
+#   client CPU us/req synlab vs h2load, h2c: 4.63/6.99 5.50/6.20 9.91/6.18 4.87/6.11
+#     (0.66x 0.89x 1.60x 0.80x, median 0.85x); TLS: 7.68/9.63 7.90/10.66 9.06/10.35 8.76/10.71
+#     (0.80x 0.74x 0.88x 0.82x, median 0.81x); req/s of the calmer second run: h2c 1.03x 0.95x,
+#     TLS 1.12x 1.08x; setup: h2c 2.6x 3.4x, TLS 2.6x 3.3x.
+#   perf (h2c, after): 61 % of the client's samples in the kernel (recv/send, epoll); user side
+#   SipHash (unhuffman's cache, the client's stream map) ~4 %, loona's decoder (literals, its
+#   dynamic table) ~4.5 %, malloc/free ~4.8 %; the request encoder 0.7 %.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}

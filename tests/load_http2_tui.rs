@@ -2,8 +2,9 @@
 //! streams (M per connection, the most in flight against the server's advertised limit), the
 //! queue panel charts the connections' socket queues (the accept queue is nearly empty over a
 //! few connections and says so), and the streams keys (`E` x2, `e` /2) change M, which the
-//! workers then carry.
+//! workers then carry. The same walk as root and rootless (the plain CI user, through setpriv).
 
+mod plain_support;
 mod tmux_support;
 
 use tmux_support::{have_tmux, wait_for, Session};
@@ -41,7 +42,40 @@ fn over_http2_the_tui_shows_streams_and_connection_queues_and_the_streams_key_ch
     }
     std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
     let dir = tempfile::tempdir().unwrap();
-    let s = Session::tui_on(dir.path(), "tui-h2", SCENARIO);
+    walk(&Session::tui_on(dir.path(), "tui-h2", SCENARIO));
+}
+
+/// As the plain user (SYNLAB_TEST_USER through setpriv when root): skipped with the reason
+/// when there is no such user or no user namespaces, a failure when SYNLAB_REQUIRE_PRIVILEGED=1.
+#[test]
+fn rootless_over_http2_the_tui_shows_streams_and_connection_queues_and_the_streams_key_changes_m() {
+    if !have_tmux() {
+        return;
+    }
+    let Some(p) = plain_support::plain_user() else {
+        return;
+    };
+    let sc = p.write("tui-h2.toml", SCENARIO);
+    let mut words: Vec<String> = p.prefix.clone();
+    words.extend([
+        p.exe.display().to_string(),
+        "tui".into(),
+        sc.display().to_string(),
+        "--out".into(),
+        p.dir.path().join("out").display().to_string(),
+    ]);
+    let cmd = format!(
+        "cd {d} && HOME={d} {}; echo SYNLAB-EXIT=$?; sleep 60",
+        words.join(" "),
+        d = p.dir.path().display(),
+    );
+    let name = format!("synlab-tui-h2-rootless-{}", std::process::id());
+    walk(&Session::start(&name, &cmd));
+    p.assert_none_left();
+}
+
+/// The walk: streams figures and connection queues on screen, `E` x2 then `e`, `q`.
+fn walk(s: &Session) {
     // M = 4 per connection, all 4 in flight at some moment, the server's 64 read back.
     let screen = wait_for(
         &s.0,

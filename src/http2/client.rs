@@ -4,6 +4,7 @@
 
 use super::conn::{err, ConnError, Core, Stall, Stats, StreamFrame};
 use super::frame::{self, ErrorCode, Settings};
+use super::request_block::RequestEncoder;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
@@ -100,6 +101,8 @@ pub struct Client {
     streams: HashMap<u32, Stream>,
     next_id: u32,
     events: VecDeque<Event>,
+    /// Request header blocks, encoded once per head (the server's table as we filled it).
+    heads: RequestEncoder,
 }
 
 impl Client {
@@ -116,6 +119,7 @@ impl Client {
             streams: HashMap::new(),
             next_id: 1,
             events: VecDeque::new(),
+            heads: RequestEncoder::default(),
         }
     }
 
@@ -184,17 +188,19 @@ impl Client {
         }
         let id = self.next_id;
         self.next_id += 2;
-        let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(4 + req.headers.len());
-        fields.push((b":method", req.method.as_bytes()));
-        fields.push((b":scheme", req.scheme.as_bytes()));
-        fields.push((b":authority", req.authority.as_bytes()));
-        fields.push((b":path", req.path.as_bytes()));
-        fields.extend(
+        let pseudo: [(&[u8], &[u8]); 4] = [
+            (b":method", req.method.as_bytes()),
+            (b":scheme", req.scheme.as_bytes()),
+            (b":authority", req.authority.as_bytes()),
+            (b":path", req.path.as_bytes()),
+        ];
+        let fields = pseudo.into_iter().chain(
             req.headers
                 .iter()
                 .map(|(n, v)| (n.as_bytes(), v.as_bytes())),
         );
-        self.core.send_headers(id, &fields, true);
+        let (block, plain) = self.heads.block(fields);
+        self.core.send_block(id, block, plain, true);
         self.core.stats.streams += 1;
         self.streams.insert(
             id,
@@ -245,7 +251,10 @@ impl Client {
 
     fn on_frame(&mut self, f: StreamFrame, now: Instant) -> Result<(), ConnError> {
         match f {
-            StreamFrame::Settings { .. } => self.events.push_back(Event::Settings(self.core.peer)),
+            StreamFrame::Settings { .. } => {
+                self.heads.peer_table_size(self.core.peer.header_table_size);
+                self.events.push_back(Event::Settings(self.core.peer))
+            }
             StreamFrame::SettingsAck | StreamFrame::WindowUpdate { .. } => {}
             StreamFrame::GoAway { last_stream, code } => {
                 let mut gone: Vec<u32> = self
@@ -286,13 +295,15 @@ impl Client {
                             .and_then(|s| s.parse::<u16>().ok());
                     }
                 })?;
+                let block_len = block.len() as u64;
+                self.core.recycle(block);
                 if stream % 2 == 0 {
                     return Err(err(ErrorCode::ProtocolError, "the server opened a stream"));
                 }
                 let Some(s) = self.streams.get_mut(&stream) else {
                     return Ok(()); // a stream we no longer track (reset): HPACK state is kept
                 };
-                s.header_bytes += block.len() as u64;
+                s.header_bytes += block_len;
                 // 1xx heads are interim: the final one follows.
                 if s.status == 0 {
                     match status {

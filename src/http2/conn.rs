@@ -154,6 +154,9 @@ pub(crate) struct Core {
     pub dec: loona_hpack::Decoder<'static>,
     /// A header block with its Huffman-coded strings made plain (`unhuffman`), kept.
     uncoded: Vec<u8>,
+    /// A spent header block's buffer, given back (`recycle`) for the next HEADERS: one
+    /// allocation per connection, not one per response.
+    spare_block: Vec<u8>,
     /// A header block being continued: stream, END_STREAM, the bytes so far.
     cont: Option<(u32, bool, Vec<u8>)>,
     /// The highest stream id the peer opened (a GOAWAY's last-stream-id).
@@ -199,6 +202,7 @@ impl Core {
             enc: loona_hpack::Encoder::new(),
             dec: loona_hpack::Decoder::new(),
             uncoded: Vec::new(),
+            spare_block: Vec::new(),
             cont: None,
             peer_max_stream: 0,
             goaway_received: None,
@@ -264,6 +268,11 @@ impl Core {
         Ok(())
     }
 
+    /// A header block's buffer, decoded: the next HEADERS reuses it.
+    pub fn recycle(&mut self, block: Vec<u8>) {
+        self.spare_block = block;
+    }
+
     /// Decodes a header block: `f` gets each field; the byte counts are added.
     pub fn decode(
         &mut self,
@@ -291,6 +300,20 @@ impl Core {
         self.stats.header_wire_in += block.len() as u64;
         self.stats.header_plain_in += plain;
         Ok(())
+    }
+
+    /// Queues an encoded header block (`plain`: its fields' `name: value\r\n` size) as
+    /// HEADERS (+ CONTINUATION) on `stream`.
+    pub fn send_block(&mut self, stream: u32, block: &[u8], plain: u64, end_stream: bool) {
+        self.stats.header_wire_out += block.len() as u64;
+        self.stats.header_plain_out += plain;
+        frame::write_headers(
+            &mut self.out,
+            stream,
+            block,
+            end_stream,
+            self.peer.max_frame_size,
+        );
     }
 
     /// Encodes `fields` and queues them as HEADERS (+ CONTINUATION) on `stream`; the block's
@@ -521,9 +544,12 @@ impl Core {
                 ))?;
                 let end_stream = h.flags & frame::FLAG_END_STREAM != 0;
                 if h.flags & frame::FLAG_END_HEADERS != 0 {
+                    let mut block = std::mem::take(&mut self.spare_block);
+                    block.clear();
+                    block.extend_from_slice(frag);
                     return Ok(Some(StreamFrame::Headers {
                         stream: h.stream,
-                        block: frag.to_vec(),
+                        block,
                         end_stream,
                     }));
                 }

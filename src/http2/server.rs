@@ -313,6 +313,7 @@ impl Server {
                         _ => {}
                     }
                 })?;
+                self.core.recycle(block);
                 if stream % 2 == 0 {
                     return Err(err(
                         ErrorCode::ProtocolError,

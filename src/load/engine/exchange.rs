@@ -184,6 +184,12 @@ impl Engine {
                     if !self.received(idx, &buf[..n], bits, now) {
                         return;
                     }
+                    // A short read emptied the socket: what arrives later is a new edge
+                    // (epoll ET), so the read that would only say EAGAIN is saved. Not when
+                    // the peer's FIN was reported: its EOF is read now.
+                    if n < buf.len() && bits & (io::EV_RDHUP | io::EV_HUP) == 0 {
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == SockError::WouldBlock => return,
                 Err(e) => return self.fail(idx, Failure::Sys(e), now),
