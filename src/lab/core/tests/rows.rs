@@ -253,7 +253,8 @@ fn every_walk_of_the_socket_states_reaches_a_row() {
     let mut c = core(1, Vec::new());
     c.set_probes_on(true);
     let mut walks = 0;
-    for i in 1..=150u32 {
+    // 30 s of samples, and one more after the last walk's (its row comes after it).
+    for i in 1..=151u32 {
         let t = i as f64 * INTERVAL;
         let Input::Probe(mut p) = probe(0.0) else {
             unreachable!()
