@@ -8,10 +8,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use synlab::load::protocol::{Arrivals, Mode, StatsDelta, WorkerConfig, WorkerNotice};
+use synlab::load::protocol::{StatsDelta, WorkerConfig, WorkerNotice};
 use synlab::model::BadReason;
 
 mod totals_support;
+mod worker_support;
 
 /// A server whose threads read a request and answer `reply`, then close.
 fn server(reply: &'static [u8]) -> SocketAddr {
@@ -39,30 +40,10 @@ fn server(reply: &'static [u8]) -> SocketAddr {
 fn config(target: SocketAddr) -> WorkerConfig {
     WorkerConfig {
         id: 3,
-        target,
-        bind_addrs: vec![],
-        mode: Mode::Open,
         rate: Some(200.0),
-        arrivals: Arrivals::Constant,
         sockets: 100,
-        clients: 0,
-        think_s: 0.0,
-        timeout_s: 0.5,
-        response_timeout_s: 5.0,
-        burst: None,
-        mix: vec![],
-        keepalive: false,
-        requests_per_conn: 1,
-        connections: 0,
-        host_header: "synlab-test".into(),
         duration_s: 0.6,
-        stats_interval_ms: 100,
-        seed: 1,
-        paused: false,
-        tls: None,
-        good_statuses: Default::default(),
-        streams: None,
-        http3: false,
+        ..worker_support::config(target)
     }
 }
 

@@ -7,7 +7,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use synlab::load::protocol::{Arrivals, Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
+use synlab::load::protocol::{Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
+
+mod worker_support;
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
 
 fn serve(max_streams: u32, tls: Option<synlab::tls::ServerTls>) -> Server {
@@ -21,34 +23,15 @@ fn serve(max_streams: u32, tls: Option<synlab::tls::ServerTls>) -> Server {
 fn config(target: SocketAddr, mode: Mode, streams: u32) -> WorkerConfig {
     WorkerConfig {
         id: 3,
-        target,
-        bind_addrs: vec![],
         mode,
         rate: None,
-        arrivals: Arrivals::Constant,
         sockets: 4,
-        clients: 0,
-        think_s: 0.0,
         timeout_s: 1.0,
-        response_timeout_s: 5.0,
-        burst: None,
-        mix: vec![synlab::load::protocol::MixEntry {
-            class: "f".into(),
-            path: "/file/1294".into(),
-            weight: 1.0,
-        }],
+        mix: worker_support::file_1294(),
         keepalive: true,
-        requests_per_conn: 1,
-        connections: 0,
-        host_header: "synlab-test".into(),
         duration_s: 1.5,
-        stats_interval_ms: 100,
-        seed: 1,
-        paused: false,
-        tls: None,
-        good_statuses: Default::default(),
         streams: Some(streams),
-        http3: false,
+        ..worker_support::config(target)
     }
 }
 

@@ -10,11 +10,13 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use synlab::load::protocol::{Arrivals, Mode, StatsDelta, WorkerConfig};
+use synlab::load::protocol::{Mode, StatsDelta, WorkerConfig};
 use synlab::quic::stats::QuicDelta;
 use synlab::target::config::Http3Options;
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
 use synlab::tls::cert::LabCert;
+
+mod worker_support;
 
 struct Lab {
     _dir: tempfile::TempDir,
@@ -74,34 +76,16 @@ fn client_tls(ca_pem: &str) -> synlab::tls::ClientTls {
 fn config(target: SocketAddr, ca_pem: &str, mode: Mode, streams: u32) -> WorkerConfig {
     WorkerConfig {
         id: 5,
-        target,
-        bind_addrs: vec![],
         mode,
         rate: None,
-        arrivals: Arrivals::Constant,
         sockets: 4,
-        clients: 0,
-        think_s: 0.0,
         timeout_s: 1.0,
-        response_timeout_s: 5.0,
-        burst: None,
-        mix: vec![synlab::load::protocol::MixEntry {
-            class: "f".into(),
-            path: "/file/1294".into(),
-            weight: 1.0,
-        }],
-        keepalive: false,
-        requests_per_conn: 1,
-        connections: 0,
-        host_header: "synlab-test".into(),
+        mix: worker_support::file_1294(),
         duration_s: 1.5,
-        stats_interval_ms: 100,
-        seed: 1,
-        paused: false,
         tls: Some(client_tls(ca_pem)),
-        good_statuses: Default::default(),
         streams: Some(streams),
         http3: true,
+        ..worker_support::config(target)
     }
 }
 

@@ -6,9 +6,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
-use synlab::load::protocol::{
-    Arrivals, Control, LoadSettings, Mode, StatsDelta, WorkerConfig, WorkerNotice,
-};
+use synlab::load::protocol::{Control, LoadSettings, Mode, StatsDelta, WorkerConfig, WorkerNotice};
+
+mod worker_support;
 
 const RESPONSE: &[u8] =
     b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
@@ -81,31 +81,8 @@ impl Drop for NeverAccepts {
 
 fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
     WorkerConfig {
-        id: 7,
-        target,
-        bind_addrs: vec![],
         mode,
-        rate: Some(1000.0),
-        arrivals: Arrivals::Constant,
-        sockets: 1000,
-        clients: 0,
-        think_s: 0.0,
-        timeout_s: 0.5,
-        response_timeout_s: 5.0,
-        burst: None,
-        mix: vec![],
-        keepalive: false,
-        requests_per_conn: 1,
-        connections: 0,
-        host_header: "synlab-test".into(),
-        duration_s: 3.0,
-        stats_interval_ms: 100,
-        seed: 1,
-        paused: false,
-        tls: None,
-        good_statuses: Default::default(),
-        streams: None,
-        http3: false,
+        ..worker_support::config(target)
     }
 }
 

@@ -579,7 +579,7 @@ fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64)
             .iter()
             .map(|e| {
                 let key = e.key.strip_prefix("network.path[0].").unwrap_or(&e.key);
-                format!("{key}: {}", e.msg)
+                format!("{key}: {}", e.rule)
             })
             .collect();
         return refused(ControlRefusal::Profile { path, problems });

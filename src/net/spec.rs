@@ -385,17 +385,61 @@ impl PathSpec {
 }
 
 /// A validation error: the key path and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {msg}")]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{key}: {rule}")]
 pub struct SpecError {
     pub key: String,
-    pub msg: String,
+    pub rule: SpecRule,
 }
 
-fn err(key: impl Into<String>, msg: impl Into<String>) -> SpecError {
+/// The `[network]` section's own rules, one variant each; the Display is the line a person
+/// reads after the key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecRule {
+    #[error("{0} is out of range; use 1 to 250")]
+    ClientAddrs(u32),
+    #[error("`{0}` must be low-high with 0 < low < high")]
+    PortRange(PortRange),
+    #[error("`{0}` must be low-high")]
+    LocalPortRange(PortRange),
+    #[error("{0} is not 0, 1 or 2")]
+    NotZeroOneTwo(u8),
+    #[error("{}", RMEM_MAX_REFUSED)]
+    RmemMax,
+    #[error("0 refuses every connection; use >= 1")]
+    SomaxconnZero,
+    #[error("{0} paths; at most {max} are supported", max = MAX_PATHS)]
+    TooManyPaths(usize),
+    #[error("every path needs a name (e.g. name = \"dsl\")")]
+    NoName,
+    #[error("`{0}`: use up to 32 letters, digits, - or _")]
+    BadName(String),
+    #[error("`{0}` is used by an earlier path")]
+    NameTaken(String),
+    #[error("{0} must be > 0")]
+    Share(f64),
+    #[error(transparent)]
+    Knob(#[from] crate::model::knob::KnobError),
+    #[error("{0} frames; use 1 to 1000000")]
+    Queue(u32),
+    #[error("loss_model = \"gilbert\" needs [network.path.gilbert] with p and r")]
+    GilbertMissing,
+    #[error("with loss_model = \"gilbert\" the loss rate comes from gilbert.p/r; remove `loss`")]
+    GilbertLoss,
+    #[error("0% means the bad state never ends; use r > 0")]
+    GilbertNeverEnds,
+    #[error("only used with loss_model = \"gilbert\"")]
+    GilbertUnused,
+    #[error("`{path}` has no share while path `{first}` has one: give every path its share (they add up to 1), or none for equal shares")]
+    ShareMissing { path: String, first: String },
+    #[error("the paths' shares add up to {} ({}), not 1: each is its share of the load; make them add up to 1, or remove them for equal shares", (.sum * 1e6).round() / 1e6, .terms.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" + "))]
+    SharesSum { sum: f64, terms: Vec<f64> },
+}
+
+fn err(key: impl Into<String>, rule: SpecRule) -> SpecError {
     SpecError {
         key: key.into(),
-        msg: msg.into(),
+        rule,
     }
 }
 
@@ -418,13 +462,13 @@ impl NetworkSpec {
         if !(1..=250).contains(&self.client_addrs) {
             errs.push(err(
                 "network.client_addrs",
-                format!("{} is out of range; use 1 to 250", self.client_addrs),
+                SpecRule::ClientAddrs(self.client_addrs),
             ));
         }
         if self.port_range.0 == 0 || self.port_range.0 >= self.port_range.1 {
             errs.push(err(
                 "network.port_range",
-                format!("`{}` must be low-high with 0 < low < high", self.port_range),
+                SpecRule::PortRange(self.port_range),
             ));
         }
         for (who, set) in [
@@ -434,99 +478,73 @@ impl NetworkSpec {
             let key = |k: &str| format!("network.sysctl.{who}.{k}");
             if let Some(r) = set.ip_local_port_range {
                 if r.0 == 0 || r.0 >= r.1 {
-                    errs.push(err(
-                        key("ip_local_port_range"),
-                        format!("`{r}` must be low-high"),
-                    ));
+                    errs.push(err(key("ip_local_port_range"), SpecRule::LocalPortRange(r)));
                 }
             }
             for (k, v) in [
                 ("tcp_syncookies", set.tcp_syncookies),
                 ("tcp_tw_reuse", set.tcp_tw_reuse),
             ] {
-                if v.is_some_and(|v| v > 2) {
-                    errs.push(err(key(k), format!("{} is not 0, 1 or 2", v.unwrap())));
+                if let Some(v) = v.filter(|v| *v > 2) {
+                    errs.push(err(key(k), SpecRule::NotZeroOneTwo(v)));
                 }
             }
             if set.rmem_max.is_some() {
-                errs.push(err(key("rmem_max"), RMEM_MAX_REFUSED));
+                errs.push(err(key("rmem_max"), SpecRule::RmemMax));
             }
             if set.somaxconn == Some(0) {
-                errs.push(err(
-                    key("somaxconn"),
-                    "0 refuses every connection; use >= 1",
-                ));
+                errs.push(err(key("somaxconn"), SpecRule::SomaxconnZero));
             }
         }
         if self.paths.len() > MAX_PATHS {
             errs.push(err(
                 "network.path",
-                format!(
-                    "{} paths; at most {MAX_PATHS} are supported",
-                    self.paths.len()
-                ),
+                SpecRule::TooManyPaths(self.paths.len()),
             ));
         }
         for (i, p) in self.paths.iter().enumerate() {
             let key = |k: &str| format!("network.path[{i}].{k}");
             if p.name.is_empty() {
-                errs.push(err(
-                    key("name"),
-                    "every path needs a name (e.g. name = \"dsl\")",
-                ));
+                errs.push(err(key("name"), SpecRule::NoName));
             } else if !p
                 .name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
                 || p.name.len() > 32
             {
-                errs.push(err(
-                    key("name"),
-                    format!("`{}`: use up to 32 letters, digits, - or _", p.name),
-                ));
+                errs.push(err(key("name"), SpecRule::BadName(p.name.clone())));
             } else if self.paths[..i].iter().any(|q| q.name == p.name) {
-                errs.push(err(
-                    key("name"),
-                    format!("`{}` is used by an earlier path", p.name),
-                ));
+                errs.push(err(key("name"), SpecRule::NameTaken(p.name.clone())));
             }
             if let Some(s) = p.share.filter(|s| !(s.is_finite() && *s > 0.0)) {
-                errs.push(err(key("share"), format!("{s} must be > 0")));
+                errs.push(err(key("share"), SpecRule::Share(s)));
             }
             for &k in PathKnob::ALL {
                 if let Err(e) = p.get(k).checked() {
-                    errs.push(err(key(k.key()), e.to_string()));
+                    errs.push(err(key(k.key()), e.into()));
                 }
             }
             if p.queue == 0 || p.queue > 1_000_000 {
-                errs.push(err(
-                    key("queue"),
-                    format!("{} frames; use 1 to 1000000", p.queue),
-                ));
+                errs.push(err(key("queue"), SpecRule::Queue(p.queue)));
             }
             match (p.loss_model, &p.gilbert) {
-                (LossModel::Gilbert, None) => errs.push(err(
-                    key("gilbert"),
-                    "loss_model = \"gilbert\" needs [network.path.gilbert] with p and r",
-                )),
+                (LossModel::Gilbert, None) => {
+                    errs.push(err(key("gilbert"), SpecRule::GilbertMissing))
+                }
                 (LossModel::Gilbert, Some(g)) => {
                     if p.loss.0 != 0.0 {
-                        errs.push(err(
-                            key("loss"),
-                            "with loss_model = \"gilbert\" the loss rate comes from gilbert.p/r; remove `loss`",
-                        ));
+                        errs.push(err(key("loss"), SpecRule::GilbertLoss));
                     }
                     if g.p.0 > 0.0 && g.r.0 == 0.0 {
                         errs.push(err(
                             format!("network.path[{i}].gilbert.r"),
-                            "0% means the bad state never ends; use r > 0",
+                            SpecRule::GilbertNeverEnds,
                         ));
                     }
                 }
-                (LossModel::Bernoulli, Some(_)) => errs.push(err(
-                    key("gilbert"),
-                    "only used with loss_model = \"gilbert\"",
-                )),
+                (LossModel::Bernoulli, Some(_)) => {
+                    errs.push(err(key("gilbert"), SpecRule::GilbertUnused))
+                }
                 (LossModel::Bernoulli, None) => {}
             }
         }
@@ -554,22 +572,20 @@ impl NetworkSpec {
         if let Some(i) = (0..self.paths.len()).find(|i| self.paths[*i].share.is_none()) {
             return Some(err(
                 format!("network.path[{i}].share"),
-                format!(
-                    "`{}` has no share while path `{}` has one: give every path its share (they add up to 1), or none for equal shares",
-                    self.paths[i].name, self.paths[first].name
-                ),
+                SpecRule::ShareMissing {
+                    path: self.paths[i].name.clone(),
+                    first: self.paths[first].name.clone(),
+                },
             ));
         }
         let sum: f64 = given.iter().map(|g| g.1).sum();
         if (sum - 1.0).abs() > 1e-6 {
-            let terms: Vec<String> = given.iter().map(|g| format!("{}", g.1)).collect();
             return Some(err(
                 format!("network.path[{first}].share"),
-                format!(
-                    "the paths' shares add up to {} ({}), not 1: each is its share of the load; make them add up to 1, or remove them for equal shares",
-                    (sum * 1e6).round() / 1e6,
-                    terms.join(" + ")
-                ),
+                SpecRule::SharesSum {
+                    sum,
+                    terms: given.iter().map(|g| g.1).collect(),
+                },
             ));
         }
         None
@@ -698,7 +714,8 @@ mod tests {
         let errs = n.validate().unwrap_err();
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].key, "network.sysctl.server.rmem_max");
-        assert_eq!(errs[0].msg, RMEM_MAX_REFUSED);
+        assert_eq!(errs[0].rule, SpecRule::RmemMax);
+        assert_eq!(errs[0].rule.to_string(), RMEM_MAX_REFUSED);
         assert!(RMEM_MAX_REFUSED.contains("target.rcvbuf"));
     }
 

@@ -107,23 +107,21 @@ impl GateSpec {
         !(*fail_on_client_bound || *fail_on_crosscheck || *abort_on_fail)
     }
 
-    /// Why `good_statuses` cannot be used: (index, message) per status outside 100-599.
-    pub fn status_problems(&self) -> Vec<(usize, String)> {
+    /// Why `good_statuses` cannot be used: (index, problem) per status outside 100-599.
+    pub fn status_problems(&self) -> Vec<(usize, NotAStatus)> {
         self.good_statuses
             .iter()
             .enumerate()
             .filter(|(_, s)| !(100..=599).contains(*s))
-            .map(|(i, s)| {
-                (
-                    i,
-                    format!(
-                        "{s} is not an HTTP status: name statuses from 100 to 599, e.g. [200, 304]"
-                    ),
-                )
-            })
+            .map(|(i, s)| (i, NotAStatus(*s)))
             .collect()
     }
 }
+
+/// A `[gate] good_statuses` entry outside the HTTP statuses (100 to 599).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0} is not an HTTP status: name statuses from 100 to 599, e.g. [200, 304]")]
+pub struct NotAStatus(pub u16);
 
 /// A parsed bound: `factor x metric` of the same point, or an absolute value.
 #[derive(Debug, Clone, PartialEq)]

@@ -73,11 +73,12 @@ pub enum ProblemKind {
     /// A key no point uses (a warning).
     #[error(transparent)]
     Unused(#[from] Unused),
-    /// A lower layer's rule said only in words: the network section's own checks
-    /// (`net::spec::SpecError`, written as text where they are made) and `[gate]
-    /// good_statuses` (`gate::status_problems`).
-    #[error("{0}")]
-    Said(String),
+    /// The `[network]` section's own rules (`net::spec`).
+    #[error(transparent)]
+    Network(#[from] crate::net::spec::SpecRule),
+    /// A `[gate] good_statuses` entry that is not an HTTP status.
+    #[error(transparent)]
+    Status(#[from] super::gate::NotAStatus),
 }
 
 impl ProblemKind {
@@ -393,7 +394,7 @@ fn check_network(s: &Scenario, bad: &mut Problems) {
     if let Some(net) = &s.network {
         if let Err(errs) = net.validate() {
             for e in errs {
-                bad.add(&e.key, ProblemKind::Said(e.msg));
+                bad.add(&e.key, e.rule);
             }
         }
         let max_rtt = net.paths.iter().map(|p| p.rtt.secs()).fold(0.0, f64::max);
@@ -1145,10 +1146,7 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
         }
     }
     for (j, why) in s.gate.status_problems() {
-        p.push(Problem::new(
-            format!("gate.good_statuses[{j}]"),
-            ProblemKind::Said(why),
-        ));
+        p.push(Problem::new(format!("gate.good_statuses[{j}]"), why));
     }
     p
 }
@@ -1197,8 +1195,8 @@ mod tests {
         );
     }
 
-    /// The scenario's own rules are typed: none of them is said only in words (`Said` is left
-    /// to the lower layers' text: the network section, `[gate] good_statuses`).
+    /// Every rule is typed, the lower layers' too (the network section, `[gate]
+    /// good_statuses`): none of them is said only in words, and each reads as it always did.
     #[test]
     fn hand_written_rules_have_kinds_of_their_own() {
         let mut s = crate::scenario::default_scenario();
@@ -1222,14 +1220,27 @@ mod tests {
             points: vec![9],
             ..Default::default()
         });
+        s.gate.good_statuses = vec![200, 42];
+        s.network = Some(crate::net::spec::NetworkSpec {
+            client_addrs: 0,
+            paths: vec![
+                crate::net::spec::PathSpec {
+                    name: "a".into(),
+                    share: Some(0.7),
+                    queue: 0,
+                    ..Default::default()
+                },
+                crate::net::spec::PathSpec {
+                    name: "b".into(),
+                    share: Some(0.7),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        });
         let mut p = validate(&s);
         p.extend(gate_problems(&s));
-        assert!(p.len() >= 10, "{p:#?}");
-        let said: Vec<&Problem> = p
-            .iter()
-            .filter(|p| matches!(p.kind, ProblemKind::Said(_)))
-            .collect();
-        assert!(said.is_empty(), "{said:#?}");
+        assert!(p.len() >= 14, "{p:#?}");
         let kind = |key: &str| {
             p.iter()
                 .find(|p| p.key == key)
@@ -1257,6 +1268,32 @@ mod tests {
         assert_eq!(
             kind("target.pareto_alpha").to_string(),
             "must be > 0 (got 0) (1.1-1.5 gives a heavy tail)"
+        );
+        use crate::net::spec::SpecRule;
+        assert_eq!(
+            kind("network.client_addrs"),
+            SpecRule::ClientAddrs(0).into()
+        );
+        assert_eq!(
+            kind("network.client_addrs").to_string(),
+            "0 is out of range; use 1 to 250"
+        );
+        assert_eq!(kind("network.path[0].queue"), SpecRule::Queue(0).into());
+        assert_eq!(
+            kind("network.path[0].queue").to_string(),
+            "0 frames; use 1 to 1000000"
+        );
+        assert_eq!(
+            kind("network.path[0].share").to_string(),
+            "the paths' shares add up to 1.4 (0.7 + 0.7), not 1: each is its share of the load; make them add up to 1, or remove them for equal shares"
+        );
+        assert_eq!(
+            kind("gate.good_statuses[1]"),
+            super::super::gate::NotAStatus(42).into()
+        );
+        assert_eq!(
+            kind("gate.good_statuses[1]").to_string(),
+            "42 is not an HTTP status: name statuses from 100 to 599, e.g. [200, 304]"
         );
     }
 }

@@ -212,6 +212,9 @@ pub struct LabCore {
     probes_on: bool,
     /// The newest probe sample not yet folded into a row.
     probe_latest: Option<ProbeSample>,
+    /// What the samples a row never took measured (a sample followed by another before the
+    /// row): the next row takes the values its own sample leaves empty.
+    probe_carry: Vec<(Col, f64)>,
     /// The router's stats for the next row, and those of the row before.
     router_now: Option<(crate::net::router::RouterStats, (u64, u64))>,
     router_last: Option<crate::net::router::RouterStats>,
@@ -281,6 +284,7 @@ impl LabCore {
             access: AccessCounts::default(),
             probes_on: false,
             probe_latest: None,
+            probe_carry: Vec::new(),
             router_now: None,
             router_last: None,
             router_cpu_pct: None,
@@ -473,7 +477,18 @@ impl LabCore {
         if p.kernel.is_some() {
             self.state.kernel_reasons = p.kernel.clone();
         }
-        self.probe_latest = Some(p);
+        // A row takes one sample. When a second comes before it (the lab's loop late on a
+        // busy machine), the first's figures stay for the row: above all the paced
+        // socket-state walk's counts, which only every 5 s or so a sample carries; a walk lost
+        // so left 10 s between counts, past the 6 s a figure stays current (`-` on screen).
+        if let Some(old) = self.probe_latest.replace(p) {
+            for (c, v) in old.columns() {
+                if let Some(v) = v {
+                    self.probe_carry.retain(|(k, _)| *k != c);
+                    self.probe_carry.push((c, v));
+                }
+            }
+        }
     }
 
     /// A probe sample's notes, each logged the first time it comes (also for the samples the

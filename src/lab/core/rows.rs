@@ -94,7 +94,11 @@ impl LabCore {
         cols.extend(class_cols);
         self.router_columns(t, &mut cols, fx);
         if let Some(p) = self.probe_latest.take() {
-            cols.extend(p.columns());
+            let carry = std::mem::take(&mut self.probe_carry);
+            cols.extend(p.columns().into_iter().map(|(c, v)| {
+                let older = || carry.iter().find(|(k, _)| *k == c).map(|(_, v)| *v);
+                (c, v.or_else(older))
+            }));
             cols.push((col::LOAD_CPU, load_cpu(&cols, self.router_cpu_pct)));
             self.state.cpu_cores = p
                 .per_cpu

@@ -240,3 +240,63 @@ fn the_routers_lateness_is_judged_once_past_its_start_up() {
     let fx = at(&mut c, 10.21, Input::Tick);
     assert!(!logs(&fx).iter().any(|l| l.contains("late by up to")));
 }
+
+/// issue 45: the sampler walks the socket states at most 5 s apart, and each walk reaches a
+/// row even when its sample and the next both come before the row (the lab's loop late on a
+/// busy machine: a rootless lesson-wan at load 9 had counts 16.2 s and 26.1 s into the run,
+/// the walk between them lost, and the TUI read `-` from 6 s on). The counts in the rows
+/// are then at most one walk apart and the headline never goes stale.
+#[test]
+fn every_walk_of_the_socket_states_reaches_a_row() {
+    use crate::metrics::store::STALE_S;
+    const WALK_EVERY: u32 = 25; // samples: 5 s at 0.2 s, the sampler's longest gap
+    let mut c = core(1, Vec::new());
+    c.set_probes_on(true);
+    let mut walks = 0;
+    // 30 s of samples, and one more after the last walk's (its row comes after it).
+    for i in 1..=151u32 {
+        let t = i as f64 * INTERVAL;
+        let Input::Probe(mut p) = probe(0.0) else {
+            unreachable!()
+        };
+        let walked = i % WALK_EVERY == 0;
+        if walked {
+            p.m.established = Some(40.0 + i as f64);
+            walks += 1;
+        }
+        at(&mut c, t, Input::Probe(p));
+        // The walk's sample is followed by the next before any row.
+        if !walked {
+            at(&mut c, t + 0.05, Input::Tick);
+            if t >= WALK_EVERY as f64 * INTERVAL {
+                assert!(
+                    c.state.store.headline(col::ESTABLISHED_SOCKS).is_some(),
+                    "current at {t:.1} s"
+                );
+            }
+        }
+    }
+    let store = &c.state.store;
+    let counted: Vec<(f64, f64)> = store
+        .times()
+        .iter()
+        .zip(store.col(col::ESTABLISHED_SOCKS).unwrap())
+        .filter(|(_, v)| !v.is_nan())
+        .map(|(t, v)| (*t, *v))
+        .collect();
+    assert_eq!(counted.len(), walks, "every walk in a row: {counted:?}");
+    for (i, w) in counted.iter().enumerate() {
+        assert_eq!(
+            w.1,
+            40.0 + ((i as u32 + 1) * WALK_EVERY) as f64,
+            "its own count"
+        );
+    }
+    for w in counted.windows(2) {
+        let gap = w[1].0 - w[0].0;
+        assert!(
+            gap <= WALK_EVERY as f64 * INTERVAL + 1e-9 && gap < STALE_S,
+            "{gap:.1} s between counts: {counted:?}"
+        );
+    }
+}
