@@ -108,7 +108,9 @@ impl H2Conn {
         let slept = Duration::from_micros(ctx.cfg.service_time_us);
         for (at, stream, resp) in due {
             // Due its service time after it was read (the latency split's service).
-            counters.record_service(at - slept);
+            if let Some(read_at) = at.checked_sub(slept) {
+                counters.record_service(read_at);
+            }
             self.send(stream, &resp);
         }
         self.flush(s, tls, ctx, counters)
