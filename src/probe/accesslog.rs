@@ -657,6 +657,9 @@ mod tests {
                 http1: 2,
                 http2: 1,
                 http3: 1,
+                // Caddy's `duration` (0.0001 s) on each Caddy line.
+                timed: 4,
+                service_us: 400,
                 ..Default::default()
             }
         );

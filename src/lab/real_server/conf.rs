@@ -309,7 +309,8 @@ mod tests {
         p.keepalive = true;
         p.user = None;
         let c = nginx_conf(&p);
-        assert!(c.contains("keepalive_timeout 65s;") && !c.contains("user "));
+        // No `user` directive (the log format's `$remote_user` is not one).
+        assert!(c.contains("keepalive_timeout 65s;") && !c.contains("\nuser "));
         // events {}: synlab's worker_connections, unless the scenario sets its own.
         assert!(
             c.contains("events {\n    worker_connections 16384;\n}"),
