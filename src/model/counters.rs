@@ -121,6 +121,10 @@ pub struct Counters {
     /// that were their connection's first (its accept-queue wait was theirs).
     pub before_send_us: u64,
     pub first_responses: u64,
+    /// Of `before_send_us`, a multiplexed request's wait for a stream slot on a usable
+    /// connection (the server's stream limit, or M, full), us: the split's queue over HTTP/2
+    /// and HTTP/3.
+    pub stream_wait_us: u64,
 }
 
 impl Counters {
@@ -178,6 +182,7 @@ impl Counters {
             setup_us_sum,
             before_send_us,
             first_responses,
+            stream_wait_us,
         } = *o;
         self.attempts += attempts;
         self.established += established;
@@ -228,6 +233,7 @@ impl Counters {
         self.setup_us_sum += setup_us_sum;
         self.before_send_us += before_send_us;
         self.first_responses += first_responses;
+        self.stream_wait_us += stream_wait_us;
     }
 
     /// Connects that failed: never established (over TLS, their handshake's failures too).

@@ -7,10 +7,15 @@
 //! - connect: the client's, per response the time from its scheduled start to its request
 //!   going out: its connection's connect (SYN-ACK in) and handshake for a connection's first
 //!   request, nothing for a kept-alive connection's later ones (a pool's request: the wait for
-//!   a free connection);
+//!   a free connection); over HTTP/2 and HTTP/3, a stream's part of that time while its
+//!   connection was not yet usable (connected, TLS or QUIC's handshake done): the streams sent
+//!   when their connection became usable carry its setup, those started on a connection
+//!   already usable nothing;
 //! - queue: the server's, each accepted connection's time from handshake completion to
 //!   accept (the built-in server, tcp_info), its mean for each response that was its
-//!   connection's first;
+//!   connection's first (over HTTP/2 and HTTP/3: the streams sent when it became usable);
+//!   plus, over HTTP/2 and HTTP/3, the client's: a stream's wait for a slot on its usable
+//!   connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS, or M, full);
 //! - service: the server's, per request from the request read to its response starting to
 //!   go out (the built-in server's own clock: its work, not the response's size; nginx's
 //!   `$request_time` and Apache's `%D` run on to the last byte);
@@ -138,6 +143,9 @@ pub struct ClientTimes {
     pub total_ms_sum: f64,
     pub before_send_ms_sum: f64,
     pub first_responses: u64,
+    /// Of `before_send_ms_sum`, the multiplexed requests' waits for a stream slot (0 over
+    /// HTTP/1.x).
+    pub stream_wait_ms_sum: f64,
 }
 
 /// A class's mean response time, split.
@@ -159,11 +167,17 @@ impl LatencySplit {
         }
         let n = client.responses as f64;
         let total = client.total_ms_sum / n;
-        let connect = client.before_send_ms_sum / n;
-        // A connection waited in the accept queue once: for its first response.
-        let queue = server
+        // A stream's wait for a slot is the queue's, not the connect's.
+        let streams = client.stream_wait_ms_sum / n;
+        let connect = client.before_send_ms_sum / n - streams;
+        // A connection waited in the accept queue once: for its first response(s).
+        let accept = server
             .and_then(|s| s.wait_ms())
             .map(|w| w * client.first_responses as f64 / n);
+        let queue = match accept {
+            Some(a) => Some(a + streams),
+            None => (client.stream_wait_ms_sum > 0.0).then_some(streams),
+        };
         let service = server.and_then(|s| s.service_ms());
         Some(LatencySplit {
             connect_ms: connect,
@@ -338,6 +352,7 @@ mod tests {
             total_ms_sum: total,
             before_send_ms_sum: before_send,
             first_responses: firsts,
+            stream_wait_ms_sum: 0.0,
         }
     }
 
@@ -367,6 +382,26 @@ mod tests {
         assert_eq!(split.transfer_ms, 4.0);
         assert!(split.to_string().contains("accept queue not measured"));
         assert_eq!(LatencySplit::of(&client(0, 0.0, 3, 3.0), None), None);
+    }
+
+    #[test]
+    fn a_streams_wait_for_a_slot_is_queue_not_connect() {
+        // 10 streams: 4 ms before sending in all, 3 ms of it waiting for a slot.
+        let mut c = client(10, 100.0, 2, 4.0);
+        c.stream_wait_ms_sum = 3.0;
+        let split = LatencySplit::of(&c, None).unwrap();
+        assert!((split.connect_ms - 0.1).abs() < 1e-9, "{split:?}");
+        assert_eq!(split.queue_ms, Some(0.3));
+        assert!((split.total_ms() - 10.0).abs() < 1e-9);
+        // With the server's accept-queue wait, both: 2 first streams x 5 ms over 10.
+        let s = ServerTimes {
+            waits: 1,
+            wait_ms_sum: 5.0,
+            ..Default::default()
+        };
+        let split = LatencySplit::of(&c, Some(&s)).unwrap();
+        assert!((split.queue_ms.unwrap() - 1.3).abs() < 1e-9, "{split:?}");
+        assert!((split.total_ms() - 10.0).abs() < 1e-9);
     }
 
     #[test]

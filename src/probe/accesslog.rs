@@ -1,7 +1,10 @@
 //! A server's own count from its access log (common and combined formats, as nginx and Apache
 //! write them, and Caddy's JSON lines): the lines appended since the run started, by status
-//! class and by HTTP version. Only the status, the protocol and the session reuse are parsed. `LogTail` follows the file like `tail -F` (a size drop is a truncation, a new inode
-//! a rotation); `Follower` polls it on a thread and hands out cumulative counts.
+//! class and by HTTP version, and the server's own time per request where the format has it
+//! (nginx `$request_time`, Apache `%D`, Caddy's `duration`: the latency split's service). Only
+//! the status, the protocol, the session reuse and the request time are parsed, without
+//! allocating per line. `LogTail` follows the file like `tail -F` (a size drop is a truncation,
+//! a new inode a rotation); `Follower` polls it on a thread and hands out cumulative counts.
 
 use anyhow::Context;
 use std::fs::File;
@@ -37,6 +40,11 @@ pub struct StatusCounts {
     pub http1: u64,
     pub http2: u64,
     pub http3: u64,
+    /// Counted lines that carry the server's time for the request (`rt:` from nginx's
+    /// `$request_time`, `rt_us:` from Apache's `%D`, Caddy's `duration`), and those times
+    /// summed, us (nginx's at its 1 ms resolution).
+    pub timed: u64,
+    pub service_us: u64,
 }
 
 /// What the listener whose log is read speaks: on a plain listener `tls:-` is every line's
@@ -75,6 +83,14 @@ impl StatusCounts {
             None => {}
         }
         self.add_version(request_version(line));
+        self.add_time(request_time_us(line));
+    }
+
+    fn add_time(&mut self, us: Option<u64>) {
+        if let Some(us) = us {
+            self.timed += 1;
+            self.service_us += us;
+        }
     }
 
     /// One of Caddy's JSON access-log lines: `status`, `request.proto`, `request.tls.resumed`
@@ -104,6 +120,12 @@ impl StatusCounts {
             None => {}
         }
         self.add_version(req.proto.as_deref().and_then(HttpVersion::parse));
+        // Seconds as a float: to the us (Caddy writes ns precision).
+        self.add_time(
+            l.duration
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .map(|d| (d * 1e6).round() as u64),
+        );
     }
 
     fn add_version(&mut self, v: Option<HttpVersion>) {
@@ -131,7 +153,15 @@ impl StatusCounts {
             http1: self.http1.saturating_sub(earlier.http1),
             http2: self.http2.saturating_sub(earlier.http2),
             http3: self.http3.saturating_sub(earlier.http3),
+            timed: self.timed.saturating_sub(earlier.timed),
+            service_us: self.service_us.saturating_sub(earlier.service_us),
         }
+    }
+
+    /// Whether these lines have no request time to give the latency split its service
+    /// (enough of them to say so, none with the field): the notice naming the field to add.
+    pub fn service_notice(&self) -> Option<NoRequestTime> {
+        (self.lines > ISSUE_FLOOR && self.timed == 0).then_some(NoRequestTime)
     }
 
     /// Lines that were not a 2xx response (unparsed ones included).
@@ -182,6 +212,12 @@ pub enum LogIssue {
     },
 }
 
+/// An access log whose lines carry no request time: the latency split's service is unknown
+/// (not 0) and its time is in the transfer. The line run.log and summary.json's notices say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("access log: its lines have no server's time for the request, so the latency split's service is unknown (its time is in the transfer): add `{nginx}` (nginx) or `{apache}` (Apache) at the end of the log format; `synlab logformat nginx|apache` prints one with it", nginx = NGINX_TIME_FIELD.trim_start(), apache = APACHE_TIME_FIELD.trim_start())]
+pub struct NoRequestTime;
+
 /// Whether the log's `server` lines lag `client_before`, the responses the clients had
 /// received a moment before the log was read (every one of them was logged by then: a server
 /// logs a response when it has sent it), by more than the `in_flight` requests.
@@ -229,6 +265,17 @@ pub const APACHE_COMBINED: &str = r#"%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \
 /// The session-reuse field Apache's mod_ssl appends (`Resumed`, `Initial`, `-`).
 pub const APACHE_TLS_FIELD: &str = " tls:%{SSL_SESSION_RESUMED}x";
 
+/// The request-time field synlab appends to nginx's lines: `$request_time`, seconds with ms
+/// resolution, from the request's first byte read to the log write after its last byte went to
+/// the socket (the response's writing in it, unlike the built-in server's service).
+pub const NGINX_TIME_FIELD: &str = " rt:$request_time";
+/// ... and to Apache's: `%D`, the time taken to serve the request in microseconds (from the
+/// request line's read to the log write, also after the response's last byte).
+pub const APACHE_TIME_FIELD: &str = " rt_us:%D";
+/// Their markers in a line (what follows is seconds, or microseconds).
+const RT_SECONDS: &[u8] = b" rt:";
+const RT_MICROS: &[u8] = b" rt_us:";
+
 /// The server whose log format `synlab logformat` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogServer {
@@ -238,17 +285,19 @@ pub enum LogServer {
 }
 
 /// The lines to put in a server's config so that synlab reads its access log best: common/
-/// combined with the session-reuse field, one format for HTTP and HTTPS.
+/// combined with the session-reuse field and the request time, one format for HTTP and HTTPS.
 pub fn recommended_format(server: LogServer) -> String {
     match server {
         LogServer::Nginx => format!(
-            "# nginx, inside http {{}}: one format for HTTP and HTTPS listeners (plain ones log tls:-)\n\
-             log_format synlab '{NGINX_COMBINED}{NGINX_TLS_FIELD}';\n\
+            "# nginx, inside http {{}}: one format for HTTP and HTTPS listeners (plain ones log tls:-);\n\
+             # rt: is $request_time, the latency split's service (s, ms resolution, to the last byte)\n\
+             log_format synlab '{NGINX_COMBINED}{NGINX_TIME_FIELD}{NGINX_TLS_FIELD}';\n\
              access_log /var/log/nginx/access.log synlab;\n"
         ),
         LogServer::Apache => format!(
-            "# Apache: the tls field needs mod_ssl loaded (without it, leave{APACHE_TLS_FIELD} out)\n\
-             LogFormat \"{APACHE_COMBINED}{APACHE_TLS_FIELD}\" synlab\n\
+            "# Apache: the tls field needs mod_ssl loaded (without it, leave{APACHE_TLS_FIELD} out);\n\
+             # rt_us: is %D, the latency split's service (us, to the last byte)\n\
+             LogFormat \"{APACHE_COMBINED}{APACHE_TIME_FIELD}{APACHE_TLS_FIELD}\" synlab\n\
              CustomLog ${{APACHE_LOG_DIR}}/access.log synlab\n"
         ),
         // Caddy's JSON names the protocol and the session reuse itself.
@@ -295,6 +344,43 @@ fn reused(tls: &[u8]) -> Option<bool> {
     }
 }
 
+/// The server's time for a line's request, us: the last `rt:` field (seconds, as nginx's
+/// `$request_time` writes them, `0.003`) or `rt_us:` field (whole microseconds, Apache's
+/// `%D`); None without one or when it is not a number (nginx's `-`).
+fn request_time_us(line: &[u8]) -> Option<u64> {
+    let field = |marker: &[u8]| {
+        let at = memchr::memmem::rfind(line, marker)? + marker.len();
+        let v = &line[at..];
+        Some(&v[..v.iter().position(|&c| c == b' ').unwrap_or(v.len())])
+    };
+    if let Some(v) = field(RT_MICROS) {
+        return digits(v);
+    }
+    let v = field(RT_SECONDS)?;
+    // Seconds and up to six decimals, to the us without a float.
+    let (whole, frac) = match memchr::memchr(b'.', v) {
+        Some(dot) => (&v[..dot], &v[dot + 1..]),
+        None => (v, &b""[..]),
+    };
+    if frac.len() > 6 || (whole.is_empty() && frac.is_empty()) {
+        return None;
+    }
+    let s = if whole.is_empty() { 0 } else { digits(whole)? };
+    let f = if frac.is_empty() { 0 } else { digits(frac)? };
+    let scale = 10u64.pow(6 - frac.len() as u32);
+    s.checked_mul(1_000_000)?.checked_add(f * scale)
+}
+
+/// A run of ASCII digits as a number (None if empty, not all digits, or too large).
+fn digits(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    v.iter().try_fold(0u64, |a, &d| {
+        a.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
+}
+
 /// The HTTP version a logged request came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpVersion {
@@ -321,6 +407,8 @@ impl HttpVersion {
 struct JsonLine {
     status: Option<u16>,
     request: Option<JsonRequest>,
+    /// Seconds the handler took (Caddy: from the request read to the response written).
+    duration: Option<f64>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -569,6 +657,9 @@ mod tests {
                 http1: 2,
                 http2: 1,
                 http3: 1,
+                // Caddy's `duration` (0.0001 s) on each Caddy line.
+                timed: 4,
+                service_us: 400,
                 ..Default::default()
             }
         );
@@ -771,6 +862,90 @@ mod tests {
         c.add_line(plain.as_bytes(), Listener::Plain);
         c.add_line(https.as_bytes(), Listener::Https);
         assert_eq!((c.lines, c.s2xx, c.tls_full, c.issue()), (2, 2, 1, None));
+    }
+
+    #[test]
+    fn request_times_are_read_to_the_us_from_nginx_seconds_and_apache_micros() {
+        let nginx = |rt: &str| format!("{NGINX_COMBINED} tls:- rt:{rt}");
+        assert_eq!(request_time_us(nginx("0.003").as_bytes()), Some(3000));
+        assert_eq!(
+            request_time_us(nginx("12.345").as_bytes()),
+            Some(12_345_000)
+        );
+        assert_eq!(request_time_us(nginx("0.000").as_bytes()), Some(0));
+        assert_eq!(request_time_us(nginx("2").as_bytes()), Some(2_000_000));
+        assert_eq!(request_time_us(nginx(".5").as_bytes()), Some(500_000));
+        for bad in ["-", "", "1.2.3", "0.0000001", "x", "1e3", "."] {
+            assert_eq!(request_time_us(nginx(bad).as_bytes()), None, "{bad:?}");
+        }
+        // Apache's %D after the tls field, and before it: the field is found either way.
+        let apache = format!("{APACHE_COMBINED} tls:Initial rt_us:1234");
+        assert_eq!(request_time_us(apache.as_bytes()), Some(1234));
+        let before = format!("{APACHE_COMBINED} rt_us:99 tls:r");
+        assert_eq!(request_time_us(before.as_bytes()), Some(99));
+        assert_eq!(request_time_us(NGINX_COMBINED.as_bytes()), None);
+        // The tls field still reads with the time after it.
+        let mut c = StatusCounts::default();
+        c.add_line(apache.as_bytes(), Listener::Https);
+        c.add_line(nginx("0.010").as_bytes(), Listener::Plain);
+        c.add_line(nginx("-").as_bytes(), Listener::Plain);
+        assert_eq!(
+            (c.lines, c.tls_full, c.timed, c.service_us),
+            (3, 1, 2, 1234 + 10_000)
+        );
+        // Caddy's duration, seconds as a float.
+        let mut j = StatusCounts::default();
+        j.add_line(CADDY_H1.as_bytes(), Listener::Https);
+        assert_eq!((j.timed, j.service_us), (1, 100));
+        let later = {
+            let mut l = c;
+            l.add_line(nginx("1.000").as_bytes(), Listener::Plain);
+            l
+        };
+        let d = later.since(&c);
+        assert_eq!((d.lines, d.timed, d.service_us), (1, 1, 1_000_000));
+    }
+
+    #[test]
+    fn a_log_without_request_times_says_which_field_to_add() {
+        let mut c = StatusCounts::default();
+        for _ in 0..=ISSUE_FLOOR {
+            c.add_line(NGINX_COMBINED.as_bytes(), Listener::Plain);
+        }
+        let n = c
+            .service_notice()
+            .expect("no request time in any line")
+            .to_string();
+        assert!(
+            n.contains("`rt:$request_time` (nginx)")
+                && n.contains("`rt_us:%D` (Apache)")
+                && n.contains("unknown"),
+            "{n}"
+        );
+        c.add_line(
+            format!("{NGINX_COMBINED} rt:0.001").as_bytes(),
+            Listener::Plain,
+        );
+        assert_eq!(c.service_notice(), None);
+        assert_eq!(
+            StatusCounts::default().service_notice(),
+            None,
+            "no lines yet"
+        );
+    }
+
+    #[test]
+    fn the_recommended_formats_carry_the_request_time() {
+        let nginx = recommended_format(LogServer::Nginx);
+        assert!(
+            nginx.contains(" rt:$request_time tls:$ssl_session_reused';"),
+            "{nginx}"
+        );
+        let apache = recommended_format(LogServer::Apache);
+        assert!(
+            apache.contains(" rt_us:%D tls:%{SSL_SESSION_RESUMED}x\" synlab"),
+            "{apache}"
+        );
     }
 
     fn append(path: &Path, text: &str) {

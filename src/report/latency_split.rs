@@ -99,7 +99,8 @@ pub fn table(points: &[Point], num: Num) -> String {
          connects with a SYN retransmission |\n|---|---:|---:|---:|---:|---:|---|---|\n{md}\n\
          Bars: {}. Connect is the clients' (per response, its scheduled start to its request \
          going out: its connection's connect for a connection's first request); accept queue and service are the server's own (the built-in server's \
-         clock; `–` where the server does not measure them, their time is then in the \
+         clock; nginx's and Apache's service from their access log's request time, which runs on to \
+         the response's last byte; `–` where the server does not measure them, their time is then in the \
          transfer); transfer is the rest of the mean response time. The parts add up to the \
          mean by construction. A connect of 1 s or more waited for a SYN retransmission (the \
          initial RTO, seed 000 §2): once near 1 s, twice near 2 s with the kernel's linear SYN \

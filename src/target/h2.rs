@@ -105,7 +105,12 @@ impl H2Conn {
         let (due, later): (Vec<_>, Vec<_>) =
             self.sleeping.drain(..).partition(|(t, _, _)| *t <= now);
         self.sleeping = later;
-        for (_, stream, resp) in due {
+        let slept = Duration::from_micros(ctx.cfg.service_time_us);
+        for (at, stream, resp) in due {
+            // Due its service time after it was read (the latency split's service).
+            if let Some(read_at) = at.checked_sub(slept) {
+                counters.record_service(read_at);
+            }
             self.send(stream, &resp);
         }
         self.flush(s, tls, ctx, counters)
@@ -142,6 +147,7 @@ impl H2Conn {
     /// Serves one stream as the HTTP/1.1 request `GET path` would be.
     fn request(&mut self, stream: u32, head: &RequestHead, ctx: &Ctx, counters: &Counters) {
         counters.h2_streams.fetch_add(1, Relaxed);
+        let read_at = Instant::now();
         let parse = parse_of(&head.method, &head.path);
         core::count_request(&parse, counters);
         // The CGI endpoint runs here, blocking the loop for its run (HTTP/1.x uses the pool).
@@ -154,12 +160,13 @@ impl H2Conn {
             match ctx.cfg.service {
                 ServiceKind::Cpu => super::work::burn(st_us * 1000),
                 ServiceKind::Sleep => {
-                    let due = Instant::now() + Duration::from_micros(st_us);
+                    let due = read_at + Duration::from_micros(st_us);
                     self.sleeping.push((due, stream, resp));
                     return;
                 }
             }
         }
+        counters.record_service(read_at);
         self.send(stream, &resp);
     }
 

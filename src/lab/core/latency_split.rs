@@ -15,6 +15,7 @@ pub(crate) fn client_times(t: &ClientTotals) -> ClientTimes {
         total_ms_sum: t.total.mean() * t.total.len() as f64 / 1000.0,
         before_send_ms_sum: t.counts.before_send_us as f64 / 1000.0,
         first_responses: t.counts.first_responses,
+        stream_wait_ms_sum: t.counts.stream_wait_us as f64 / 1000.0,
     }
 }
 

@@ -370,10 +370,18 @@ impl LabCore {
                     responses: c.lines,
                     tls_full: c.tls_full,
                     tls_resumed: c.tls_resumed,
+                    // The lines' request times: the latency split's service.
+                    served: c.timed,
+                    service_us: c.service_us,
                     ..Default::default()
                 });
                 self.access.last = Some(c);
                 self.access.last_at_s = now_s;
+                if let Some(n) = c.service_notice() {
+                    if self.notice_once(&n.to_string()) {
+                        fx.push(Effect::Log(n.to_string()));
+                    }
+                }
             }
             Input::Probe(p) => self.fold_probe(*p, fx),
             Input::Router { stats, late_life } => self.router_now = Some((*stats, late_life)),

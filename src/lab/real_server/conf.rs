@@ -42,14 +42,26 @@ pub struct TlsParams {
 /// combined access log; `extra` lines go inside `http {}`, `extra_events` inside `events {}`.
 pub fn nginx_conf(p: &ConfigParams) -> String {
     let d = p.dir.display();
-    // Over TLS the combined format gains the session's reuse (`tls:r` / `tls:.`), so the
-    // access log counts full and resumed handshakes (per request).
+    // The combined format with nginx's time for each request (`rt:$request_time`, the
+    // latency split's service); over TLS also the session's reuse (`tls:r` / `tls:.`), so
+    // the access log counts full and resumed handshakes (per request). The tls field stays
+    // last, where scripts that read the lines by their end find it.
     let (log_format, format, ssl, tls) = match &p.tls {
-        None => (String::new(), "combined", "", String::new()),
+        None => (
+            format!(
+                "\x20   log_format synlab '{}{}';\n",
+                accesslog::NGINX_COMBINED,
+                accesslog::NGINX_TIME_FIELD
+            ),
+            "synlab",
+            "",
+            String::new(),
+        ),
         Some(t) => (
             format!(
-                "\x20   log_format synlab_tls '{}{}';\n",
+                "\x20   log_format synlab_tls '{}{}{}';\n",
                 accesslog::NGINX_COMBINED,
+                accesslog::NGINX_TIME_FIELD,
                 accesslog::NGINX_TLS_FIELD
             ),
             "synlab_tls",
@@ -196,7 +208,8 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
             if p.tls.is_some() { "h2" } else { "h2c" }
         ));
     }
-    // Over TLS the combined format gains the session's reuse (`tls:Resumed` / `tls:Initial`).
+    // The combined format with Apache's time for each request (`rt_us:%D`, the latency
+    // split's service); over TLS also the session's reuse (`tls:Resumed` / `tls:Initial`).
     let (log_tls, listen_proto) = match p.tls {
         Some(_) => (accesslog::APACHE_TLS_FIELD, " https"),
         None => ("", ""),
@@ -216,7 +229,7 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
          DirectoryIndex index.html\n\
          EnableSendfile On\n\
          KeepAlive {ka}\n\
-         LogFormat \"{combined}{log_tls}\" combined\n\
+         LogFormat \"{combined}{log_time}{log_tls}\" combined\n\
          <IfModule status_module>\n    ExtendedStatus Off\n    <Location \"/server-status\">\n        SetHandler server-status\n        Require all granted\n    </Location>\n</IfModule>\n\
          <IfModule setenvif_module>\n    SetEnvIf Request_URI \"^/server-status\" synlab_status\n</IfModule>\n\
          CustomLog \"{d}/access.log\" combined env=!synlab_status\n",
@@ -225,6 +238,7 @@ pub fn apache_conf(p: &ConfigParams, mpm: ApacheMpm, modules: &Path) -> String {
         root = p.docroot.display(),
         ka = if p.keepalive { "On" } else { "Off" },
         combined = accesslog::APACHE_COMBINED,
+        log_time = accesslog::APACHE_TIME_FIELD,
     ));
     let (w, max) = (p.workers.max(1), p.max_workers.max(p.workers).max(1));
     match mpm {
@@ -284,7 +298,8 @@ mod tests {
             "worker_rlimit_nofile 20000;",
             "listen 198.18.0.1:8080 backlog=511;",
             "keepalive_timeout 0;",
-            "access_log /run/x/access.log combined;",
+            "access_log /run/x/access.log synlab;",
+            "\"$http_user_agent\" rt:$request_time';",
             "root /tmp/root;",
             "    # extra line\n}",
         ] {
@@ -294,7 +309,8 @@ mod tests {
         p.keepalive = true;
         p.user = None;
         let c = nginx_conf(&p);
-        assert!(c.contains("keepalive_timeout 65s;") && !c.contains("user "));
+        // No `user` directive (the log format's `$remote_user` is not one).
+        assert!(c.contains("keepalive_timeout 65s;") && !c.contains("\nuser "));
         // events {}: synlab's worker_connections, unless the scenario sets its own.
         assert!(
             c.contains("events {\n    worker_connections 16384;\n}"),
@@ -333,6 +349,7 @@ mod tests {
             "CustomLog \"/run/x/access.log\" combined env=!synlab_status",
             "SetHandler server-status",
             "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b",
+            "\\\"%{User-Agent}i\\\" rt_us:%D\" combined",
             "# extra line\n",
         ] {
             assert!(c.contains(want), "{want} missing in\n{c}");
@@ -355,7 +372,7 @@ mod tests {
             "ssl_certificate_key /run/x/tls/key.pem;",
             "ssl_session_cache off;",
             "ssl_session_tickets on;",
-            "\"$http_user_agent\" tls:$ssl_session_reused';",
+            "\"$http_user_agent\" rt:$request_time tls:$ssl_session_reused';",
             "access_log /run/x/access.log synlab_tls;",
         ] {
             assert!(c.contains(want), "{want} missing in\n{c}");
@@ -368,7 +385,7 @@ mod tests {
             "SSLCertificateFile \"/run/x/tls/cert.pem\"",
             "SSLSessionCache none",
             "SSLSessionTickets on",
-            "tls:%{SSL_SESSION_RESUMED}x\" combined",
+            "rt_us:%D tls:%{SSL_SESSION_RESUMED}x\" combined",
         ] {
             assert!(c.contains(want), "{want} missing in\n{c}");
         }

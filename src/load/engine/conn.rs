@@ -165,6 +165,9 @@ pub(super) struct Conn {
     pub(super) offered: u32,
     /// A multiplexed connection's peer said its settings (the setup is done).
     pub(super) settled: bool,
+    /// A multiplexed connection became usable (connected, secured), ns: its streams' latency
+    /// split is taken from here (`stream_split`).
+    pub(super) ready_ns: u64,
     /// A closed client's multiplexed connection: when each of its streams thinking goes
     /// again, ns (each stream is a client; see `streams`).
     pub(super) thinks: Vec<u64>,
@@ -192,6 +195,7 @@ impl Conn {
             streams: Vec::new(),
             offered: 0,
             settled: false,
+            ready_ns: 0,
             thinks: Vec::new(),
         }
     }

@@ -41,6 +41,7 @@ mod policy;
 mod pool;
 mod slab;
 mod stats;
+mod stream_split;
 mod streams;
 
 use conn::EarlySend;

@@ -56,6 +56,7 @@ impl Engine {
     /// preface goes out with its first requests.
     pub(super) fn mux_ready(&mut self, idx: usize, now: u64) {
         self.slab[idx].phase = Phase::Streams;
+        self.slab[idx].ready_ns = now;
         let gen = self.slab[idx].gen;
         self.mux_refill(idx, now);
         if self.alive(idx, gen) {
@@ -232,6 +233,7 @@ impl Engine {
                     self.count_response(s.class, status);
                     self.in_flight_step(s.class, false);
                     self.record_total(s.class, now.saturating_sub(s.sched_ns) / 1000);
+                    self.stream_split(idx, &s);
                     if self.slab[idx].role == Role::Pool {
                         self.pool_served(now.saturating_sub(s.sent_ns) / 1000);
                     }

@@ -115,3 +115,94 @@ fn a_sample_row_has_the_split_columns() {
     assert!((get(col::SPLIT_TRANSFER) - 4.0).abs() < 0.1, "{cols:?}");
     assert_eq!(get(col::CONNECT_RETRANS), 0.0);
 }
+
+/// The access log's cumulative counts at `t_s`: `lines` lines, `timed` of them with a request
+/// time, those times summing to `service_us`.
+fn logged(t_s: f64, lines: u64, timed: u64, service_us: u64) -> Input {
+    Input::AccessLog(
+        t_s,
+        crate::probe::accesslog::StatusCounts {
+            lines,
+            s2xx: lines,
+            timed,
+            service_us,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn an_access_logs_request_times_are_the_service_of_a_real_server() {
+    let mut c = core(1, vec![]);
+    at(&mut c, 0.0, logged(0.0, 500, 500, 500 * 9000));
+    at(&mut c, 0.0, Input::BeginWindow);
+    for i in 1..=10 {
+        at(&mut c, i as f64 * 0.1, timed(10, 1000, 10_000));
+    }
+    // The window's 100 lines (read between its edges) took 2 ms each by the server's clock;
+    // the 500 before it are not its.
+    at(&mut c, 1.0, logged(1.0, 600, 600, 500 * 9000 + 100 * 2000));
+    let Some(Effect::Window(w)) = at(&mut c, 1.0, Input::EndWindow).into_iter().next() else {
+        panic!("a window")
+    };
+    let r = c.summary_row(1, *w);
+    assert!(
+        r.split_queue_ms.is_nan(),
+        "an access log has no accept queue"
+    );
+    assert!(
+        (r.split_service_ms - 2.0).abs() < 1e-9,
+        "{}",
+        r.split_service_ms
+    );
+    assert!(
+        (r.split_transfer_ms - 7.0).abs() < 0.1,
+        "{}",
+        r.split_transfer_ms
+    );
+    let sum = r.split_connect_ms + r.split_service_ms + r.split_transfer_ms;
+    assert!((sum - r.split_total_ms).abs() < 1e-9);
+    assert!(c.notices().is_empty(), "{:?}", c.notices());
+}
+
+#[test]
+fn a_log_without_request_times_leaves_the_service_unknown_and_says_which_field_to_add() {
+    let mut c = core(1, vec![]);
+    at(&mut c, 0.0, logged(0.0, 0, 0, 0));
+    at(&mut c, 0.0, Input::BeginWindow);
+    at(&mut c, 0.5, timed(50, 1000, 10_000));
+    let fx = at(&mut c, 1.0, logged(1.0, 50, 0, 0));
+    let said: Vec<String> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Log(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter().any(|l| l.contains("rt:$request_time")),
+        "{said:?}"
+    );
+    // Said once, however many reads follow.
+    at(&mut c, 1.05, logged(1.05, 60, 0, 0));
+    let n = c
+        .notices()
+        .iter()
+        .filter(|n| n.contains("rt_us:%D"))
+        .count();
+    assert_eq!(n, 1, "{:?}", c.notices());
+    let Some(Effect::Window(w)) = at(&mut c, 1.1, Input::EndWindow).into_iter().next() else {
+        panic!("a window")
+    };
+    let r = c.summary_row(1, *w);
+    assert!(
+        r.split_service_ms.is_nan(),
+        "unknown, not 0: {}",
+        r.split_service_ms
+    );
+    assert!(
+        (r.split_transfer_ms - 9.0).abs() < 0.1,
+        "{}",
+        r.split_transfer_ms
+    );
+}
