@@ -15,7 +15,11 @@ use std::process::Command;
 /// Two classes at 150/s over one connection of 4 streams, the server sleeping 5 ms per
 /// request on a 10 ms path: about 2.3 requests in flight on 4 slots, so some wait for one.
 fn scenario(http: &str) -> String {
-    let tls = if http == "3" { "tls = true\n" } else { "" };
+    let tls = if http == "3" {
+        "tls = true\nhttp3 = true\n"
+    } else {
+        ""
+    };
     format!(
         r#"
 name = "split-h{http}"

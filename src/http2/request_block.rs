@@ -273,7 +273,7 @@ impl RequestEncoder {
 mod tests {
     use super::*;
 
-    fn head<'a>(path: &'a [u8]) -> [(&'a [u8], &'a [u8]); 4] {
+    fn head(path: &[u8]) -> [(&[u8], &[u8]); 4] {
         [
             (b":method", b"GET"),
             (b":scheme", b"http"),
