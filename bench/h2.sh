@@ -28,6 +28,10 @@
 #   perf (h2c, after): 61 % of the client's samples in the kernel (recv/send, epoll); user side
 #   SipHash (unhuffman's cache, the client's stream map) ~4 %, loona's decoder (literals, its
 #   dynamic table) ~4.5 %, malloc/free ~4.8 %; the request encoder 0.7 %.
+# 2026-11-28 14:46 UTC, the same code as a release build on a quiet machine (load 1.3),
+# `bench/h2.sh 2 6`, synlab/h2load: req/s h2c 0.97x 0.91x, TLS 0.91x 0.92x; client CPU us/req
+# h2c 12.97/15.71 12.76/15.08 (0.83x 0.85x), TLS 11.16/13.02 11.11/13.52 (0.86x 0.82x);
+# setup h2c 3.1x 2.9x, TLS 1.6x 1.7x. The goals (>= 1.2x req/s, <= 0.8x CPU/req) are not met.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
