@@ -209,21 +209,7 @@ hold = "10s"
 cooldown = "1s"
 "#;
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("overload.toml");
-    std::fs::write(&sc, sc_text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
-        .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = plain_support::run_folder(&dir.path().join("out"));
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let (run, s) = plain_support::run_here(dir.path(), "overload.toml", sc_text);
     let p = &s["points"][0];
     let f = |k: &str| num(p, k);
     eprintln!(

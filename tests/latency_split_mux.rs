@@ -10,8 +10,6 @@
 mod lab_support;
 mod plain_support;
 
-use std::process::Command;
-
 /// Two classes at 150/s over one connection of 4 streams, the server sleeping 5 ms per
 /// request on a 10 ms path: about 2.3 requests in flight on 4 slots, so some wait for one.
 fn scenario(http: &str) -> String {
@@ -137,21 +135,8 @@ fn run_root(http: &str) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join(format!("split-h{http}.toml"));
-    std::fs::write(&sc, scenario(http)).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
-        .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = plain_support::run_folder(&dir.path().join("out"));
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let (_, s) =
+        plain_support::run_here(dir.path(), &format!("split-h{http}.toml"), &scenario(http));
     check(http, &s);
 }
 

@@ -11,7 +11,6 @@ mod lab_support;
 mod plain_support;
 
 use std::path::Path;
-use std::process::Command;
 use synlab::scenario::TargetKind;
 
 /// One class of 200 KB responses at 30/s over a 20 ms path: the server's writes wait for the
@@ -182,19 +181,9 @@ fn root_run(kind: &str, tk: TargetKind) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join(format!("split-{kind}.toml"));
-    std::fs::write(&sc, scenario(kind)).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
-        .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    check(kind, &plain_support::run_folder(&dir.path().join("out")));
+    let (run, _) =
+        plain_support::run_here(dir.path(), &format!("split-{kind}.toml"), &scenario(kind));
+    check(kind, &run);
 }
 
 #[test]

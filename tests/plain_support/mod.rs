@@ -142,3 +142,23 @@ pub fn run_folder(out: &Path) -> PathBuf {
         .find(|p| p.is_dir())
         .unwrap_or_else(|| panic!("no run folder in {}", out.display()))
 }
+
+/// As the test's own user (root in CI): `synlab run` of `text` written to `dir/name`, which must
+/// exit 0; the run's folder and its summary.json.
+pub fn run_here(dir: &Path, name: &str, text: &str) -> (PathBuf, serde_json::Value) {
+    let sc = dir.join(name);
+    std::fs::write(&sc, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_folder(&dir.join("out"));
+    let summary = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    (run, serde_json::from_str(&summary).unwrap())
+}
