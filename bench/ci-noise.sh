@@ -50,8 +50,8 @@
 # Loopback only; every run bounded by its scenario.
 set -euo pipefail
 SYNLAB=${SYNLAB:-${CARGO_TARGET_DIR:-target}/release/synlab}
-K10=${K10:-40}
-K2=${K2:-8}
+K10=${K10:-100}
+K2=${K2:-20}
 BASEK=${BASEK:-200}
 HOLD=${HOLD:-4}
 CLIENTS=${CLIENTS:-32}
