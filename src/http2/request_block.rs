@@ -7,6 +7,8 @@
 //! literal without indexing, so an index, once sent, stays valid until the table only grows
 //! (which a generation number tells the cache).
 
+use super::unhuffman::put_int;
+
 /// The HPACK static table (RFC 7541 Appendix A), index 1 first.
 const STATIC: [(&[u8], &[u8]); 61] = [
     (b":authority", b""),
@@ -114,22 +116,6 @@ impl Default for RequestEncoder {
             cache: Vec::new(),
         }
     }
-}
-
-/// Writes `v` with an `n`-bit prefix whose high bits are `flags` (RFC 7541 §5.1).
-fn put_int(out: &mut Vec<u8>, flags: u8, n: u8, mut v: usize) {
-    let mask = (1usize << n) - 1;
-    if v < mask {
-        out.push(flags | v as u8);
-        return;
-    }
-    out.push(flags | mask as u8);
-    v -= mask;
-    while v >= 128 {
-        out.push((v % 128) as u8 | 0x80);
-        v /= 128;
-    }
-    out.push(v as u8);
 }
 
 fn put_str(out: &mut Vec<u8>, s: &[u8]) {

@@ -33,8 +33,8 @@ fn int(b: &[u8], at: &mut usize, n: u8) -> Result<usize, Malformed> {
     }
 }
 
-/// Writes `v` with an `n`-bit prefix whose high bits are `flags`.
-fn put_int(out: &mut Vec<u8>, flags: u8, n: u8, mut v: usize) {
+/// Writes `v` with an `n`-bit prefix whose high bits are `flags` (RFC 7541 §5.1).
+pub(super) fn put_int(out: &mut Vec<u8>, flags: u8, n: u8, mut v: usize) {
     let mask = (1usize << n) - 1;
     if v < mask {
         out.push(flags | v as u8);
