@@ -16,25 +16,7 @@ mod worker_support;
 
 /// A server whose threads read a request and answer `reply`, then close.
 fn server(reply: &'static [u8]) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    for _ in 0..2 {
-        let l = l.try_clone().unwrap();
-        std::thread::spawn(move || loop {
-            let Ok((mut s, _)) = l.accept() else { continue };
-            s.set_read_timeout(Some(Duration::from_secs(2))).ok();
-            let mut buf = [0u8; 1024];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-            let _ = s.write_all(reply);
-        });
-    }
-    addr
+    worker_support::responder(2, Duration::ZERO, reply)
 }
 
 fn config(target: SocketAddr) -> WorkerConfig {

@@ -15,28 +15,7 @@ const RESPONSE: &[u8] =
 
 /// An HTTP/1.0 server: `threads` threads accept, read the request, sleep `service`, answer, close.
 fn http_server(threads: usize, service: Duration) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    for _ in 0..threads {
-        let l = l.try_clone().unwrap();
-        std::thread::spawn(move || loop {
-            let Ok((mut s, _)) = l.accept() else { continue };
-            s.set_read_timeout(Some(Duration::from_secs(2))).ok();
-            let mut buf = [0u8; 1024];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-            if !service.is_zero() {
-                std::thread::sleep(service);
-            }
-            let _ = s.write_all(RESPONSE);
-        });
-    }
-    addr
+    worker_support::responder(threads, service, RESPONSE)
 }
 
 /// A listener with a backlog of `backlog` that never accepts: SYNs beyond it are dropped.

@@ -3,7 +3,9 @@
 //! writes only what it changes (`WorkerConfig { mode, ..worker_support::config(target) }`).
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
 use synlab::load::protocol::{Arrivals, MixEntry, Mode, WorkerConfig};
 
 /// An HTTP/1.0 open load of 1000/s at `target` for 3 s, reporting every 100 ms: every field
@@ -45,4 +47,31 @@ pub fn file_1294() -> Vec<MixEntry> {
         path: "/file/1294".into(),
         weight: 1.0,
     }]
+}
+
+/// A server for a worker to load: `threads` threads accept, read the request's head, sleep
+/// `service`, write `reply` and close.
+pub fn responder(threads: usize, service: Duration, reply: &'static [u8]) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    for _ in 0..threads {
+        let l = l.try_clone().unwrap();
+        std::thread::spawn(move || loop {
+            let Ok((mut s, _)) = l.accept() else { continue };
+            s.set_read_timeout(Some(Duration::from_secs(2))).ok();
+            let mut buf = [0u8; 1024];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            if !service.is_zero() {
+                std::thread::sleep(service);
+            }
+            let _ = s.write_all(reply);
+        });
+    }
+    addr
 }
