@@ -201,6 +201,47 @@ fn a_repeated_run_merges_its_trials_histograms_and_compare_judges_with_intervals
         "{xml}"
     );
 
+    // A trial the machine disturbed (other work on the load's CPUs past 5 % of them) is left
+    // out of the judgment while 3 others remain, and named; with fewer left all are judged and
+    // that is said.
+    let four = tmp.path().join("four");
+    let cp = |from: &Path, to: &Path| {
+        let st = Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cp {} {}", from.display(), to.display());
+    };
+    cp(&dir, &four);
+    let busy = four.join("trial-4");
+    cp(&trials[0], &busy);
+    let mut sj = json(&busy.join("summary.json"));
+    sj["meta"]["cpus"]["load"] = serde_json::json!([0]);
+    for p in sj["points"].as_array_mut().unwrap() {
+        p["load_cores_other_pct"] = serde_json::json!(50.0);
+    }
+    std::fs::write(busy.join("summary.json"), sj.to_string()).unwrap();
+    let c = synlab(&["compare"], &[&dir, &four]);
+    assert_eq!(c.code, 0, "{}\n{}", c.stdout, c.stderr);
+    assert!(
+        c.stdout.contains(&format!(
+            "left out the run's trial {}: the machine was busy: other work took 50 % of the load's CPUs in point 1 (limit 5 %)",
+            busy.display()
+        )),
+        "{}",
+        c.stdout
+    );
+    std::fs::remove_dir_all(four.join("trial-1")).unwrap();
+    let c = synlab(&["compare"], &[&dir, &four]);
+    assert_eq!(c.code, 0, "{}\n{}", c.stdout, c.stderr);
+    assert!(
+        c.stdout.contains("the machine was busy in 1 of the run's 3 trials (other work up to 50 % of the lab's CPUs): judged on all of them"),
+        "{}",
+        c.stdout
+    );
+
     // Two single trials: judged alone, the noise said to be unknown.
     let c = synlab(&["compare"], &[&trials[0], &trials[1]]);
     assert!(c.code == 0 || c.code == 3, "{}\n{}", c.stdout, c.stderr);

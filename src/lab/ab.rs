@@ -7,6 +7,7 @@
 use super::ci::Progress;
 use super::run::run_gated_with;
 use super::session::Start;
+use crate::report::disturbed;
 use crate::report::sure::{self, Judged};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -141,9 +142,30 @@ pub fn ab_main(args: &AbArgs) -> anyhow::Result<ExitCode> {
                     incomplete.push(format!("{} is not whole: {why}", p.display()));
                 }
             }
-            pairs.push((ra, rb));
+            // A pair with a trial the machine disturbed is left out whole, so the pairs
+            // stay side by side in time (while enough undisturbed ones remain).
+            let busy = [(&ra, a), (&rb, b)]
+                .into_iter()
+                .find_map(|(r, p)| Some(format!("{}: {}", p.display(), disturbed::of(r)?)));
+            pairs.push((ra, rb, busy));
         }
     }
+    let quiet = pairs.iter().filter(|p| p.2.is_none()).count();
+    let busy = pairs.len() - quiet;
+    if busy > 0 && quiet >= disturbed::MIN_TRIALS {
+        for (_, _, why) in &pairs {
+            if let Some(why) = why {
+                println!("left out the pair of {why}");
+            }
+        }
+        pairs.retain(|p| p.2.is_none());
+    } else if busy > 0 {
+        println!(
+            "the machine was busy in {busy} of the {} pairs: judged on all of them, so the verdict carries the neighbours' noise; rerun on a quieter machine to be sure",
+            pairs.len()
+        );
+    }
+    let pairs: Vec<_> = pairs.into_iter().map(|(a, b, _)| (a, b)).collect();
     let judged = sure::judge_paired(&pairs, limit, &on);
     println!(
         "A: {}\nB: {}\n{} interleaved pairs; B against A, the median of the pairs' ratios:",

@@ -104,6 +104,13 @@ pub fn run_trials(
                 out.rows.len(),
                 to.display()
             );
+            // Said as the trial ends, so a CI log shows when the machine got in the way.
+            if let Some(d) = crate::report::read::read_run(&to)
+                .ok()
+                .and_then(|run| crate::report::disturbed::of(&run))
+            {
+                println!("trial {k} of {n}: {d}: compare and ab leave this trial out");
+            }
             r.trials.push(to);
         }
         r.rows.extend(out.rows);

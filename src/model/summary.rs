@@ -308,6 +308,11 @@ pub struct SummaryRow {
     pub load_cpu_pct: f64,
     #[serde(default)]
     pub load_cores_busy_pct: f64,
+    /// Busy time on the load's CPUs (steal in) that the lab's load-side processes did not
+    /// spend (other programs on a shared machine, the hypervisor), % of one core: what else the
+    /// load's CPUs carried (`report::disturbed` leaves a trial out of compare past 5 % of them).
+    #[serde(default)]
+    pub load_cores_other_pct: f64,
     /// Where the server's receive processing ran (`server`, `sender`; "" without a CPU split).
     #[serde(default)]
     pub steer: String,
@@ -673,6 +678,7 @@ summary_cols! {
     ServerCoresOtherPct = server_cores_other_pct: Percent,
     LoadCpuPct = load_cpu_pct: Percent,
     LoadCoresBusyPct = load_cores_busy_pct: Percent,
+    LoadCoresOtherPct = load_cores_other_pct: Percent,
     CapacityLatencyMs = capacity_latency_ms: Milliseconds,
     HandshakesPerS = handshakes_per_s: PerSecond,
     FullHandshakesPerS = full_handshakes_per_s: PerSecond,
@@ -855,6 +861,7 @@ impl SummaryCol {
             | C::WorkerCpuPct
             | C::LoadCpuPct
             | C::LoadCoresBusyPct
+            | C::LoadCoresOtherPct
             | C::H2RefusedStreamsPerS
             | C::H2StreamResetsPerS
             | C::H2AlpnRefusedPerS

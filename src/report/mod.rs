@@ -2,6 +2,7 @@
 //! `lab::recorder`), or two run folders overlaid.
 
 pub mod compare;
+pub mod disturbed;
 pub mod figures;
 pub mod hlog;
 pub mod junit;

@@ -106,7 +106,7 @@ pub struct EventRow {
 }
 
 /// Everything the report needs from one run folder.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunData {
     pub dir: PathBuf,
     /// The folder's name, used to label the run in overlays.

@@ -475,7 +475,16 @@ pub fn compare_cli(
         return Ok(code);
     }
     let on_m = parse_on(on)?;
-    let (bt, rt) = (trial_runs(base)?, trial_runs(run)?);
+    let (bt_all, rt_all) = (trial_runs(base)?, trial_runs(run)?);
+    // Trials the machine disturbed measured the neighbours too: judged without them.
+    let kept = |runs: &[RunData], what: &str| {
+        let (k, said) = super::disturbed::judged_trials(runs, what);
+        for l in &said {
+            println!("{l}");
+        }
+        k.into_iter().cloned().collect::<Vec<RunData>>()
+    };
+    let (bt, rt) = (kept(&bt_all, "baseline"), kept(&rt_all, "run"));
     let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
     let d = compare::deltas_on(&b, &r, &on_m);
     if d.is_empty() {
@@ -489,9 +498,9 @@ pub fn compare_cli(
     println!(
         "baseline: {} ({} trials)\nrun:      {} ({} trials)\nmedians over the trials:",
         b.name,
-        bt.len(),
+        bt_all.len(),
         r.name,
-        rt.len()
+        rt_all.len()
     );
     print!("{}", compare::table(&d, limit, &on_m));
     let j = judge(&d, &bt, &rt, limit, &on_m);
@@ -499,7 +508,7 @@ pub fn compare_cli(
         println!("{x}");
     }
     let mut incomplete = Vec::new();
-    for (what, runs) in [("run", &rt), ("baseline", &bt)] {
+    for (what, runs) in [("run", &rt_all), ("baseline", &bt_all)] {
         for t in runs.iter() {
             for why in compare::incomplete(t) {
                 incomplete.push(format!(

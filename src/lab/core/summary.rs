@@ -327,20 +327,29 @@ fn server_cpu(ctrl: &LabCore, w: &Window, client_rate: f64) -> SummaryRow {
             n_server,
             mean(col::SYN_IN),
         ),
-        // NaN (no split) stays NaN: f64::max would make it 0.
-        server_cores_other_pct: match (mean(col::SERVER_CORES_USER)
-            + mean(col::SERVER_CORES_SYSTEM))
-            * n_server as f64
-            - mean(col::SERVER_CPU_USER_PCT)
-            - mean(col::SERVER_CPU_SYS_PCT)
-        {
-            o if o.is_nan() => o,
-            o => o.max(0.0),
-        },
+        server_cores_other_pct: other_work(
+            mean(col::SERVER_CORES_USER) + mean(col::SERVER_CORES_SYSTEM),
+            n_server,
+            mean(col::SERVER_CPU_USER_PCT) + mean(col::SERVER_CPU_SYS_PCT),
+        ),
         load_cpu_pct: mean(col::LOAD_CPU),
         load_cores_busy_pct: load_busy,
+        // All of the load's CPUs' busy time (steal and softirq in), not user+system as for
+        // the server: on a kernel without IRQ time accounting (this one) the workers' own time
+        // holds the softirq ticks that landed on them, so user+system less it hides others.
+        load_cores_other_pct: other_work(load_busy, cpus.load.len(), mean(col::LOAD_CPU)),
         steer: cpus.steer.map(|s| s.name().to_string()).unwrap_or_default(),
         ..Default::default()
+    }
+}
+
+/// Other work on a set of `n` CPUs whose user+system share is `busy` % of their time, less
+/// `own` (the lab's processes on them, % of one core): in % of one core. NaN (no split) stays
+/// NaN: f64::max would make it 0.
+fn other_work(busy: f64, n: usize, own: f64) -> f64 {
+    match busy * n as f64 - own {
+        o if o.is_nan() => o,
+        o => o.max(0.0),
     }
 }
 
@@ -395,4 +404,20 @@ fn window_totals(ctrl: &LabCore, w: &Window) -> Totals {
         tls.server_resumed = Some(resumed);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::other_work;
+
+    #[test]
+    fn other_work_is_the_cpus_busy_time_less_the_labs_own() {
+        // One load CPU 70 % busy, the workers and controller 55 % of a core: 15 % other work.
+        assert_eq!(other_work(70.0, 1, 55.0), 15.0);
+        // Two CPUs 50 % busy are one core; own 120 % (clock skew between the two counters)
+        // is no negative work.
+        assert_eq!(other_work(50.0, 2, 120.0), 0.0);
+        // Without a split the cores' share is unknown, and so is other work.
+        assert!(other_work(f64::NAN, 0, 30.0).is_nan());
+    }
 }
