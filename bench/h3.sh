@@ -6,7 +6,8 @@
 #   2. handshakes: S-Client, 64 slots, each connection a full QUIC handshake and one request:
 #      handshakes/s and client CPU us per handshake.
 # Anchors: h2load if its build speaks HTTP/3 (--npn-list=h3), oha if installed with its http3
-# feature; the script says which ran. Usage: bench/h3.sh [runs=3] [seconds=10]
+# feature (--http-version 3, closed loop -c 16 -p 10, good responses only); the script says
+# which ran and prints synlab/oha ratios. Usage: bench/h3.sh [runs=3] [seconds=10]
 #        SYN=path/to/synlab bench/h3.sh ...   (that binary, not a fresh release build)
 # The machine must be quiet: the figures are CPU-bound on two cores (the load is printed).
 set -euo pipefail
@@ -80,9 +81,31 @@ print(f"{rps:.0f} {(u+s)/max(ok,1)*1e6:.1f}")
 EOF
 }
 
+# oha over HTTP/3 if its build has it (--http-version 3, the `http3` feature): the same closed
+# loop, 16 connections x 10 requests each at once, certificate not verified (--insecure);
+# "requests/s us/request" (good responses only) or nothing.
+oha_h3() {
+  command -v oha >/dev/null && oha --help 2>/dev/null | grep -q 'Available values.* 3$'
+}
+oha_run() { # port
+  oha_h3 || return 0
+  local out
+  out=$( { /usr/bin/time -f 'CPU %U %S' taskset -c 1 oha --http-version 3 --insecure --no-tui \
+           -z "${SECS}s" -c 16 -p 10 --output-format json "https://127.0.0.1:$1/file/1294" \
+           > "$DIR/oha.json"; } 2>&1 ) || return 0
+  python3 - "$out" "$DIR/oha.json" <<'EOF2'
+import json, re, sys
+d = json.load(open(sys.argv[2]))
+ok = sum(n for code, n in d.get("statusCodeDistribution", {}).items() if code.startswith("2"))
+u, s = map(float, re.search(r"CPU ([\d.]+) ([\d.]+)", sys.argv[1]).groups())
+secs = d["summary"]["total"]
+print(f"{ok/secs:.0f} {(u+s)/max(ok,1)*1e6:.1f}")
+EOF2
+}
+
 serve_builtin() { # port
   taskset -c 0 "$SYN" serve --listen "127.0.0.1:$1" --arch event --workers 1 \
-    --tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" --http3 > "$DIR/serve.log" 2>&1 &
+    --tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" --http3 --sizes 1294 > "$DIR/serve.log" 2>&1 &
   PIDS+=($!)
 }
 serve_caddy() { # port
@@ -119,10 +142,17 @@ for server in builtin caddy; do
     echo "$server run $i: synlab $rps req/s, $usr us CPU/request; $hps handshakes/s, $ush us CPU/handshake"
     h=$(h2load_run "$PORT")
     if [ -n "$h" ]; then h2load_h3=yes; echo "$server run $i: h2load (h3) ${h% *} req/s, ${h#* } us CPU/request"; fi
+    o=$(oha_run "$PORT")
+    if [ -n "$o" ] && [ "${o% *}" != 0 ]; then
+      echo "$server run $i: oha (h3) ${o% *} req/s, ${o#* } us CPU/request"
+      python3 -c "import sys; a,b,c,d=map(float,sys.argv[1:]); print(f'$server run $i: synlab/oha requests/s {a/c:.2f}x, CPU per request {b/d:.2f}x (goal <= 0.7x)')" "$rps" "$usr" "${o% *}" "${o#* }"
+    fi
   done
   kill "${PIDS[-1]}" 2>/dev/null || true
   wait "${PIDS[-1]}" 2>/dev/null || true
 done
 [ "$h2load_h3" = yes ] || echo "h2load ($(h2load --version 2>/dev/null | head -1)): this build has no HTTP/3 (no 'Application protocol: h3'): not an anchor here"
-command -v oha >/dev/null && echo "oha: installed (http3 feature not checked by this script)" || echo "oha: not installed (cargo install oha --features http3 not built here)"
+if oha_h3; then echo "oha ($(oha --version)): HTTP/3 anchor (closed loop only: it has no handshake-per-request mode)"
+elif command -v oha >/dev/null; then echo "oha: installed without HTTP/3 (cargo install oha --features http3)"
+else echo "oha: not installed (cargo install oha --features http3)"; fi
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

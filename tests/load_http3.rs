@@ -293,10 +293,13 @@ fn zero_rtt_where_the_server_takes_it() {
     let r = tally(&Worker::spawn(&cfg).collect());
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.quic.handshakes_0rtt > 10, "{r:?}");
-    // Told per connection (not by the verifier's count over a connection's life, which
-    // took a concurrent full handshake for this one's): every full handshake but those
-    // with no session stored yet is an offer the server declined, and said so.
-    assert!(r.full >= r.quic.resume_declined, "{r:?}");
+    // Every handshake but the first (no ticket yet) is 0-RTT: each connection waits for its
+    // tickets before it closes, so the store never runs dry, and every ticket is offered.
+    // One more full one is allowed: a wait cut short (50 ms) on a busy machine.
+    assert!(r.full <= 2, "{r:?}");
+    assert_eq!(r.quic.resume_declined, 0, "{r:?}");
+    let share = r.quic.handshakes_0rtt as f64 / (r.full + r.resumed) as f64;
+    assert!(share >= 0.9, "{:.1} % 0-RTT: {r:?}", share * 100.0);
     // Every resumption offered early data: accepted (0-RTT), or declined and said so (the
     // requests sent in it went again: none failed above), on a resumption or a full
     // handshake the server fell back to.

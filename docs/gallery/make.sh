@@ -5,7 +5,8 @@
 # into docs/gallery/ (the run folders stay in results/gallery/). About 80 minutes on a 2-core
 # machine, half of it bursty-rates (Fig. 8's 100 s burst period, 15 points).
 # tests/gallery.rs holds every figure README.md quotes from the gallery to these files.
-# Usage: sudo docs/gallery/make.sh [scenario...]      (default: all of them)
+# Usage: sudo docs/gallery/make.sh [scenario...]      (default: all of them; `hol` is the
+# head-of-line experiment's three runs and their figure, docs/gallery/http2-hol.md)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -46,13 +47,21 @@ declare -A SHOW=(
   [lesson-bursts]="timeseries"
   [lesson-wan]="timeseries"
 )
-ORDER=(simple-vs-sclient overload overload-nginx bursty bursty-rates wan-delay wan-delay-event wan-loss wan-loss-capacity mixed-clients time-wait time-wait-cost specweb96 ecommerce capacity client-check lesson-overload lesson-bursts lesson-wan)
+ORDER=(simple-vs-sclient overload overload-nginx bursty bursty-rates wan-delay wan-delay-event wan-loss wan-loss-capacity mixed-clients time-wait time-wait-cost specweb96 ecommerce capacity client-check lesson-overload lesson-bursts lesson-wan hol)
 [ $# -gt 0 ] && ORDER=("$@")
-for s in "${ORDER[@]}"; do
-  [ -n "${SHOW[$s]:-}" ] || { echo "no gallery entry for $s" >&2; exit 2; }
+# The head-of-line experiment (issues 46 and 47): HTTP/1.1 x6, HTTP/2 x1 and HTTP/3 x1 at the
+# same 30 requests/s over 100 ms, 0 % and 2 % loss; one figure of the three.
+HOL=(http2-hol-http11x6 http2-hol-http2x1 http3-hol-http3x1)
+run_one() {
+  local s=$1
   echo "== $s ($(date +%T))"
   echo "$s: $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg), CPUs $(busy) % busy over 5 s before the run" >> "$OUT/load.txt"
   "$SYN" run "scenarios/$s.toml" --no-progress --out "$WORK/$s" | tail -n 30
+}
+for s in "${ORDER[@]}"; do
+  [ "$s" = hol ] && continue
+  [ -n "${SHOW[$s]:-}" ] || { echo "no gallery entry for $s" >&2; exit 2; }
+  run_one "$s"
   dir=$(ls -td "$WORK/$s"/*/ | head -1)
   for stem in ${SHOW[$s]}; do
     if [ -f "$dir/plots/$stem.png" ]; then
@@ -84,5 +93,18 @@ fi
 if [[ " ${ORDER[*]} " == *" overload "* && -d "$WORK/overload-nginx" ]]; then
   md=$("$SYN" report "$(ls -td "$WORK/overload"/*/ | head -1)" "$(ls -td "$WORK/overload-nginx"/*/ | head -1)" | sed -n 's/^report: //p')
   cp "$(dirname "$md")/plots/throughput.png" "$OUT/overload-both-throughput.png"
+fi
+# The head-of-line figure: the three runs' p50 and p99 against loss, overlaid by `synlab report`.
+if [[ " ${ORDER[*]} " == *" hol "* ]]; then
+  runs=()
+  for s in "${HOL[@]}"; do
+    run_one "$s"
+    dir=$(ls -td "$WORK/$s"/*/ | head -1)
+    runs+=("$dir")
+    cp "$dir/summary.csv" "$OUT/$s.summary.csv"
+    cp "$dir/summary.json" "$OUT/$s.summary.json"
+  done
+  md=$("$SYN" report "${runs[@]}" | sed -n 's/^report: //p')
+  cp "$(dirname "$md")/plots/latency.png" "$OUT/http2-hol-latency.png"
 fi
 echo "gallery updated in $OUT"

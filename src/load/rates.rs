@@ -35,11 +35,16 @@ pub fn rate_text(mode: Mode, rate: Option<f64>, pool: u64) -> String {
     }
 }
 
-/// Descriptors a configuration may hold at once: D connecting plus the connections waiting for
-/// responses (at most the offered rate x response timeout), N closed clients, or the pool of
-/// persistent connections; plus slack.
+/// Descriptors a configuration may hold at once. Over TCP one socket per connection: D
+/// connecting plus the connections waiting for responses (at most the offered rate x response
+/// timeout), N closed clients, or the pool of persistent connections. Over QUIC (HTTP/3) one
+/// UDP socket carries every connection of the worker, whatever their number. Plus slack (the
+/// epoll, the control eventfd, stdio).
 pub fn fds_needed(cfg: &WorkerConfig) -> u64 {
     const SLACK: u64 = 64;
+    if cfg.http3 {
+        return 1 + SLACK;
+    }
     let conns = match cfg.mode {
         Mode::Closed => cfg.clients as u64,
         Mode::Open if cfg.connections > 0 => cfg.connections as u64,
@@ -71,6 +76,53 @@ mod tests {
         );
         assert_eq!(offered_rate(Mode::Closed, None, 0, 0.5, 20, 0.5), 40.0);
         assert_eq!(offered_rate(Mode::Closed, None, 0, 0.5, 20, 0.0), 0.0);
+    }
+
+    /// TCP needs a socket per connection the load may hold; QUIC one UDP socket per worker.
+    #[test]
+    fn descriptors_needed_per_protocol() {
+        let tcp = WorkerConfig {
+            id: 1,
+            target: "127.0.0.1:80".parse().unwrap(),
+            bind_addrs: vec![],
+            mode: Mode::Sclient,
+            rate: None,
+            arrivals: crate::load::protocol::Arrivals::Constant,
+            sockets: 10_000,
+            clients: 0,
+            think_s: 0.0,
+            timeout_s: 0.5,
+            response_timeout_s: 2.0,
+            burst: None,
+            mix: vec![],
+            keepalive: false,
+            requests_per_conn: 1,
+            connections: 0,
+            host_header: "t".into(),
+            duration_s: 1.0,
+            stats_interval_ms: 100,
+            seed: 1,
+            paused: false,
+            tls: None,
+            good_statuses: Default::default(),
+            streams: None,
+            http3: false,
+        };
+        // D + D/T x the response timeout + slack.
+        assert_eq!(fds_needed(&tcp), 10_000 + 40_000 + 64);
+        let closed = WorkerConfig {
+            mode: Mode::Closed,
+            clients: 300,
+            ..tcp.clone()
+        };
+        assert_eq!(fds_needed(&closed), 300 + 64);
+        for cfg in [&tcp, &closed] {
+            let quic = WorkerConfig {
+                http3: true,
+                ..cfg.clone()
+            };
+            assert_eq!(fds_needed(&quic), 1 + 64, "{:?}", quic.mode);
+        }
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub use quinn_proto::ConnectionHandle as ConnId;
 /// Transmits queued past this many wait for the socket before more are made.
 const MAX_QUEUED: usize = 1024;
 
+/// The least a closed connection waits for its session tickets (a busy machine's scheduling
+/// delays, on loopback where the round trip is microseconds).
+const TICKET_WAIT_MIN: Duration = Duration::from_millis(50);
+
 /// What a client connects to and how.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -41,9 +45,14 @@ pub struct ClientOptions {
     pub handshake_timeout: Duration,
     /// QUIC's idle timeout (both ends take the smaller one).
     pub idle_timeout: Duration,
-    /// Bidirectional streams the client lets the server open (0: none) and the stream
-    /// receive window, left to quinn-proto's defaults otherwise.
+    /// The local address to bind (None: an ephemeral port of the server's family).
     pub local: Option<SocketAddr>,
+    /// A connection the caller closes before any session ticket reached it stays open until
+    /// one does (at most [`ticket_wait`]), when handshakes resume and the server sends
+    /// tickets at all. The server sends them only once it has the client's Finished: a
+    /// connection answered in 0.5-RTT data (a 0-RTT one) that closed at once would never
+    /// receive them, and each would spend a ticket and bring none back.
+    pub wait_for_tickets: bool,
 }
 
 impl ClientOptions {
@@ -57,6 +66,7 @@ impl ClientOptions {
             handshake_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(10),
             local: None,
+            wait_for_tickets: true,
         }
     }
 }
@@ -130,6 +140,26 @@ struct Conn {
     finished_unsent: bool,
     /// A close (H3_NO_ERROR) deferred until its Finished is out.
     close_after_flush: bool,
+    /// Session tickets received on it.
+    tickets: u64,
+    /// Closed by the caller and waiting for its tickets until then (see
+    /// [`ClientOptions::wait_for_tickets`]).
+    ticket_wait: Option<Instant>,
+    /// It waited for its tickets once already: its next close is the close.
+    waited: bool,
+}
+
+impl Conn {
+    /// Takes requests: not closed, nor waiting for its tickets to close.
+    fn open(&self) -> bool {
+        self.closed_by_us.is_none() && self.ticket_wait.is_none()
+    }
+}
+
+/// How long a closed connection waits for its session tickets: they are due one round trip
+/// after its Finished left; three cover a lost Finished or ticket sent again.
+pub fn ticket_wait(rtt: Duration) -> Duration {
+    (3 * rtt).max(TICKET_WAIT_MIN)
 }
 
 /// The client: one endpoint, one socket, its connections.
@@ -152,6 +182,9 @@ pub struct QuicClient {
     /// Each connection's next timer (lazy: an entry whose time is no longer its
     /// connection's is skipped), so a turn costs O(log n), not a walk over every connection.
     timers: BinaryHeap<Reverse<(Instant, ConnectionHandle)>>,
+    /// Closed connections wait for their tickets ([`ClientOptions::wait_for_tickets`], until
+    /// [`QuicClient::stop_waiting_for_tickets`]).
+    wait_for_tickets: bool,
 }
 
 impl QuicClient {
@@ -175,7 +208,6 @@ impl QuicClient {
         )?;
         let endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
         Ok(QuicClient {
-            opts,
             endpoint,
             sock,
             tls,
@@ -188,6 +220,8 @@ impl QuicClient {
             gone: Default::default(),
             dirty: HashSet::new(),
             timers: BinaryHeap::new(),
+            wait_for_tickets: opts.wait_for_tickets,
+            opts,
         })
     }
 
@@ -229,6 +263,9 @@ impl QuicClient {
                 timer: None,
                 finished_unsent: false,
                 close_after_flush: false,
+                tickets: 0,
+                ticket_wait: None,
+                waited: false,
             },
         );
         self.dirty.insert(ch);
@@ -245,10 +282,7 @@ impl QuicClient {
         let Some(c) = self.conns.get_mut(&conn) else {
             return false;
         };
-        if c.closed_by_us.is_some()
-            || !(c.established || c.quic.has_0rtt())
-            || !c.waiting.is_empty()
-        {
+        if !c.open() || !(c.established || c.quic.has_0rtt()) || !c.waiting.is_empty() {
             return false;
         }
         let sent = send_request(c, &self.opts.server_name, path, 0, now);
@@ -266,7 +300,7 @@ impl QuicClient {
         let Some(c) = self.conns.get_mut(&conn) else {
             return false;
         };
-        if c.closed_by_us.is_some() || !(c.established || c.quic.has_0rtt()) {
+        if !c.open() || !(c.established || c.quic.has_0rtt()) {
             return false;
         }
         if !c.waiting.is_empty() || !send_request(c, &self.opts.server_name, path, token, now) {
@@ -298,10 +332,11 @@ impl QuicClient {
     pub fn usable(&self, conn: ConnId) -> bool {
         self.conns
             .get(&conn)
-            .is_some_and(|c| c.closed_by_us.is_none() && (c.established || c.quic.has_0rtt()))
+            .is_some_and(|c| c.open() && (c.established || c.quic.has_0rtt()))
     }
 
-    /// Closes `conn` (H3_NO_ERROR); it leaves once its closing period ends.
+    /// Closes `conn` (H3_NO_ERROR); it leaves once its closing period ends. With no session
+    /// ticket received yet it may first wait for one ([`ClientOptions::wait_for_tickets`]).
     pub fn close(&mut self, conn: ConnId, now: Instant) {
         self.close_as(conn, None, now);
     }
@@ -312,6 +347,24 @@ impl QuicClient {
     pub fn close_as(&mut self, conn: ConnId, error: Option<ConnError>, now: Instant) {
         if let Some(c) = self.conns.get_mut(&conn) {
             if c.closed_by_us.is_none() && !c.reported_lost {
+                if c.ticket_wait.is_some() {
+                    return; // closes when its tickets come or the wait ends
+                }
+                if error.is_none()
+                    && c.established
+                    && !c.waited
+                    && c.tickets == 0
+                    && self.wait_for_tickets
+                    && self.tls.resumes()
+                    && self.tls.tickets_stored() > 0
+                {
+                    // Its tickets are owed to the next resumptions (see wait_for_tickets).
+                    c.waited = true;
+                    c.waiting.clear();
+                    c.ticket_wait = Some(now + ticket_wait(c.quic.rtt()));
+                    self.rearm(conn);
+                    return;
+                }
                 if error.is_none() && c.finished_unsent {
                     // Answered in 0.5-RTT (after 0-RTT requests) before its own Finished left:
                     // closing now would put the close in the Finished's packet, and the
@@ -338,9 +391,38 @@ impl QuicClient {
         self.conns.get(&conn).is_some_and(|c| c.established)
     }
 
-    /// Connections open (including those closing).
+    /// Connections open (including those closing, and those waiting for their tickets).
     pub fn connections(&self) -> usize {
         self.conns.len()
+    }
+
+    /// From now on a close is immediate, and the connections waiting for their session
+    /// tickets close now (a run's end).
+    pub fn stop_waiting_for_tickets(&mut self, now: Instant) {
+        self.wait_for_tickets = false;
+        let waiting: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.ticket_wait.is_some())
+            .map(|(h, _)| *h)
+            .collect();
+        for h in waiting {
+            self.end_ticket_wait(h, now);
+        }
+    }
+
+    /// Session tickets received so far, and offered (each a resumption attempted).
+    pub fn tickets(&self) -> (u64, u64) {
+        (self.tls.tickets_stored(), self.tls.tickets_taken())
+    }
+
+    /// A connection's wait for its tickets is over (they came, or its time is up): it closes.
+    fn end_ticket_wait(&mut self, h: ConnId, now: Instant) {
+        if let Some(c) = self.conns.get_mut(&h) {
+            if c.ticket_wait.take().is_some() {
+                self.close_as(h, None, now);
+            }
+        }
     }
 
     /// When the client wants [`QuicClient::handle_timeout`] next: the earliest QUIC timer or
@@ -363,13 +445,20 @@ impl QuicClient {
                 break;
             }
             self.timers.pop();
-            let Some(c) = self.conns.get_mut(&h) else {
+            let Some(mut c) = self.conns.get_mut(&h) else {
                 continue;
             };
             if c.timer != Some(at) {
                 continue;
             }
             c.timer = None;
+            if c.ticket_wait.is_some_and(|t| t <= now) {
+                self.end_ticket_wait(h, now);
+                let Some(again) = self.conns.get_mut(&h) else {
+                    continue;
+                };
+                c = again;
+            }
             if !c.established && c.closed_by_us.is_none() && c.started + hs <= now {
                 c.closed_by_us = Some(Some(ConnError::HandshakeTimeout));
                 count_own(
@@ -393,7 +482,9 @@ impl QuicClient {
         let Some(c) = self.conns.get_mut(&h) else {
             return;
         };
-        let deadline = (!c.established && c.closed_by_us.is_none()).then_some(c.started + hs);
+        let deadline = (!c.established && c.closed_by_us.is_none())
+            .then_some(c.started + hs)
+            .or(c.ticket_wait);
         let next = match (c.quic.poll_timeout(), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -441,11 +532,17 @@ impl QuicClient {
         {
             Some(quinn_proto::DatagramEvent::ConnectionEvent(h, ev)) => {
                 if let Some(c) = self.conns.get_mut(&h) {
-                    let before = self.tls.verified();
+                    // One thread: what the TLS did in this call is this connection's.
+                    let (before, tickets) = (self.tls.verified(), self.tls.tickets_stored());
                     c.quic.handle_event(ev);
                     c.verified |= self.tls.verified() > before;
+                    c.tickets += self.tls.tickets_stored() - tickets;
+                    let came = c.tickets > 0 && c.ticket_wait.is_some();
                     self.dirty.insert(h);
                     self.process(h, now);
+                    if came {
+                        self.end_ticket_wait(h, now);
+                    }
                 }
             }
             Some(quinn_proto::DatagramEvent::Response(t)) => {
@@ -518,6 +615,8 @@ impl QuicClient {
                     // The client's own closes were counted when it closed.
                     let (error, counted) = match c.closed_by_us {
                         Some(mine) => (mine, true),
+                        // Closed by the caller already, waiting for its tickets: its end.
+                        None if c.ticket_wait.is_some() => (None, true),
                         None => (Some(classify(&reason, c.established)), false),
                     };
                     if let Some(e) = error.filter(|_| !counted) {
@@ -955,6 +1054,7 @@ pub fn run_closed(
         }
     }
     // The last closes go out before the socket goes.
+    client.stop_waiting_for_tickets(Instant::now());
     client.flush(Instant::now())?;
     run.stats = client.stats();
     Ok(run)

@@ -497,7 +497,10 @@ impl Engine {
     /// The run ends: what is closed now is closed, not abandoned.
     pub(in crate::load::engine) fn quic_ending(&mut self) {
         if let Some(ep) = self.quic() {
-            ep.borrow_mut().ending = true;
+            let mut ep = ep.borrow_mut();
+            ep.ending = true;
+            // Tickets are of no use past the run: the closes go out with the others.
+            ep.client.stop_waiting_for_tickets(Instant::now());
         }
     }
 }
