@@ -246,18 +246,23 @@ impl TlsClient {
             Arc::new(AnyCertificate(provider.clone()))
         };
         let store = Arc::new(SessionStore::default());
+        // One config, cloned for each plan: rustls offers a stored session only under a
+        // config with the same verifier and client-certificate resolver as the one it came
+        // from, and each `with_no_client_auth()` makes a resolver of its own, so tickets from
+        // full handshakes were never offered (the QUIC client had the same defect).
+        let mut base = ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[s.version.rustls()])?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier.clone())
+            .with_no_client_auth();
+        base.alpn_protocols = if s.offer_h2 {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
+        base.enable_sni = !s.sni.is_empty();
         let config = |offers: bool| -> anyhow::Result<Arc<ClientConfig>> {
-            let mut c = ClientConfig::builder_with_provider(provider.clone())
-                .with_protocol_versions(&[s.version.rustls()])?
-                .dangerous()
-                .with_custom_certificate_verifier(verifier.clone())
-                .with_no_client_auth();
-            c.alpn_protocols = if s.offer_h2 {
-                vec![b"h2".to_vec(), b"http/1.1".to_vec()]
-            } else {
-                vec![b"http/1.1".to_vec()]
-            };
-            c.enable_sni = !s.sni.is_empty();
+            let mut c = base.clone();
             c.resumption = Resumption::store(Arc::new(StoreView {
                 store: store.clone(),
                 offers,
