@@ -289,6 +289,7 @@ fn measure_point(
         &window.classes,
     );
     let mut row = ctrl.core().summary_row(i + 1, window);
+    ctrl.keep_point_access(i + 1);
     row.sweep = kind
         .zip(p.value)
         .map(|(param, value)| SweepPoint { param, value });

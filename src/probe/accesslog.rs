@@ -4,7 +4,9 @@
 //! (nginx `$request_time`, Apache `%D`, Caddy's `duration`: the latency split's service). Only
 //! the status, the protocol, the session reuse and the request time are parsed, without
 //! allocating per line. `LogTail` follows the file like `tail -F` (a size drop is a truncation,
-//! a new inode a rotation); `Follower` polls it on a thread and hands out cumulative counts.
+//! a new inode a rotation) and says which of the file's lines it counted (`LineSpan`: line
+//! numbers and byte offsets, so a user finds a point's lines with `sed -n A,Bp`); `Follower`
+//! polls it on a thread and hands out cumulative counts.
 
 use anyhow::Context;
 use std::fs::File;
@@ -45,6 +47,51 @@ pub struct StatusCounts {
     /// summed, us (nginx's at its 1 ms resolution).
     pub timed: u64,
     pub service_us: u64,
+    /// Where in the file the lines counted are (set by `LogTail`; zero for lines added by
+    /// hand): `sed -n FIRST,LASTp` prints them.
+    #[serde(flatten)]
+    pub span: LineSpan,
+}
+
+/// The lines of a log file some counts came from: every line from the first to the last
+/// (numbers 1-based, as `sed -n` and awk's `NR` count them; offsets in bytes from the file's
+/// start), the server's own and unparsed lines among them. With no line read the span is
+/// empty: `last_line = first_line - 1` and its three offsets are equal. `restarts` counts the
+/// times the reader started a file over in it (truncated, or rotated): when it is not 0 the
+/// first line is in an earlier file (or before the truncation) and the last in the current
+/// one, so the numbers are not one file's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LineSpan {
+    /// The first line's number and the offset of its first byte (0: not read from a file).
+    pub first_line: u64,
+    pub first_offset: u64,
+    /// The last line's number and the offset of its first byte.
+    pub last_line: u64,
+    pub last_offset: u64,
+    /// The offset just past the last line's newline: where the next line starts.
+    pub end_offset: u64,
+    pub restarts: u64,
+}
+
+impl LineSpan {
+    /// The lines after `earlier`'s up to this span's last (both from the same reader, this
+    /// one later).
+    fn since(&self, earlier: &LineSpan) -> LineSpan {
+        // Counts added by hand, or the reader's first counts: from the reader's first line.
+        if earlier.first_line == 0 {
+            return *self;
+        }
+        let mut s = LineSpan {
+            first_line: earlier.last_line + 1,
+            first_offset: earlier.end_offset,
+            restarts: self.restarts.saturating_sub(earlier.restarts),
+            ..*self
+        };
+        if s.last_line < s.first_line && s.restarts == 0 {
+            s.last_offset = s.first_offset;
+        }
+        s
+    }
 }
 
 /// What the listener whose log is read speaks: on a plain listener `tls:-` is every line's
@@ -155,6 +202,7 @@ impl StatusCounts {
             http3: self.http3.saturating_sub(earlier.http3),
             timed: self.timed.saturating_sub(earlier.timed),
             service_us: self.service_us.saturating_sub(earlier.service_us),
+            span: self.span.since(&earlier.span),
         }
     }
 
@@ -458,16 +506,28 @@ pub fn parse_status(line: &[u8]) -> Option<u16> {
     Some(digits.iter().fold(0u16, |a, &d| a * 10 + (d - b'0') as u16))
 }
 
-/// Reads what is appended to a log file, from where it stood when opened.
+/// Reads what is appended to a log file, from where it stood when opened, and keeps where its
+/// lines are (`LineSpan`: their numbers and offsets in the file) as it goes.
 pub struct LogTail {
     path: PathBuf,
     file: File,
+    /// The current file's bytes read so far.
     offset: u64,
     inode: (u64, u64),
     listener: Listener,
     /// The start of a line not yet ended by its newline.
     carry: Vec<u8>,
     buf: Vec<u8>,
+    /// The file's length when it was opened. Its lines are numbered at the first poll (on the
+    /// follower's thread: counting the lines of a large log takes a while).
+    opened_at: u64,
+    numbered: bool,
+    /// A line was being written when the log was opened: the rest of it is still to come, and
+    /// it is a line from before the run (not counted).
+    skipping: bool,
+    /// The lines read since the log was opened: the first, the current file's last (its
+    /// number is the current file's lines read), where the next starts, the restarts.
+    span: LineSpan,
 }
 
 impl LogTail {
@@ -495,34 +555,102 @@ impl LogTail {
             listener,
             carry: Vec::new(),
             buf: vec![0; 64 * 1024],
+            opened_at: meta.len(),
+            numbered: false,
+            skipping: false,
+            span: LineSpan::default(),
         })
     }
 
-    /// Counts the complete lines appended since the last call. A file that shrank was
+    /// Counts the complete lines appended since the last call, and sets `counts.span` to
+    /// where all the lines read since the log was opened are. A file that shrank was
     /// truncated (read again from its start); a new file at the path was rotated in (the old
     /// one is read to its end first, then the new one from its start).
     pub fn poll(&mut self, counts: &mut StatusCounts) -> std::io::Result<()> {
+        let read = self.poll_lines(counts);
+        counts.span = self.span;
+        read
+    }
+
+    fn poll_lines(&mut self, counts: &mut StatusCounts) -> std::io::Result<()> {
+        if !self.numbered {
+            self.number_lines()?;
+        }
         let len = self.file.metadata()?.len();
         if len < self.offset {
-            self.offset = 0;
             self.carry.clear();
+            self.start_over();
         }
         self.read_to_end(counts)?;
         if let Ok(meta) = std::fs::metadata(&self.path) {
             if (meta.dev(), meta.ino()) != self.inode {
                 if let Ok(f) = File::open(&self.path) {
+                    // A line cut at a rotation is the old file's last and ends there.
+                    if !self.carry.is_empty() && !self.skipping {
+                        counts.add_line(&std::mem::take(&mut self.carry), self.listener);
+                        self.line_ended(self.offset);
+                    }
+                    self.carry.clear();
                     self.file = f;
                     self.inode = (meta.dev(), meta.ino());
-                    self.offset = 0;
-                    // A line cut at a rotation is the old file's last and ends there.
-                    if !self.carry.is_empty() {
-                        counts.add_line(&std::mem::take(&mut self.carry), self.listener);
-                    }
+                    self.start_over();
                     self.read_to_end(counts)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Numbers the lines that were in the file when it was opened: the first line counted is
+    /// the next whole one.
+    fn number_lines(&mut self) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let (mut at, mut lines, mut last) = (0u64, 0u64, b'\n');
+        while at < self.opened_at {
+            let want = (self.opened_at - at).min(self.buf.len() as u64) as usize;
+            let n = self.file.read_at(&mut self.buf[..want], at)?;
+            if n == 0 {
+                // Truncated since: the poll starts it over.
+                break;
+            }
+            lines += memchr::memchr_iter(b'\n', &self.buf[..n]).count() as u64;
+            last = self.buf[n - 1];
+            at += n as u64;
+        }
+        self.skipping = last != b'\n';
+        let first_line = lines + 1 + u64::from(self.skipping);
+        self.span = LineSpan {
+            first_line,
+            first_offset: self.opened_at,
+            last_line: first_line - 1,
+            last_offset: self.opened_at,
+            end_offset: self.opened_at,
+            restarts: 0,
+        };
+        self.numbered = true;
+        Ok(())
+    }
+
+    /// Reads the file from its start (truncated, or a new one rotated in): its line 1 next.
+    fn start_over(&mut self) {
+        self.offset = 0;
+        self.skipping = false;
+        let s = &mut self.span;
+        (s.last_line, s.last_offset, s.end_offset) = (0, 0, 0);
+        s.restarts += 1;
+    }
+
+    /// A line ended just before offset `next` (after its newline, or at a rotated file's end).
+    fn line_ended(&mut self, next: u64) {
+        let s = &mut self.span;
+        if std::mem::take(&mut self.skipping) {
+            // The line being written at the opening ended: the first line counted is next.
+            (s.first_offset, s.last_offset) = (next, next);
+        } else {
+            s.last_line += 1;
+            s.last_offset = s.end_offset;
+        }
+        s.end_offset = next;
     }
 
     fn read_to_end(&mut self, counts: &mut StatusCounts) -> std::io::Result<()> {
@@ -532,19 +660,27 @@ impl LogTail {
             if n == 0 {
                 return Ok(());
             }
+            let base = self.offset;
             self.offset += n as u64;
-            let mut chunk = &self.buf[..n];
-            while let Some(nl) = memchr::memchr(b'\n', chunk) {
-                if self.carry.is_empty() {
-                    counts.add_line(&chunk[..nl], self.listener);
-                } else {
-                    self.carry.extend_from_slice(&chunk[..nl]);
-                    counts.add_line(&self.carry, self.listener);
-                    self.carry.clear();
+            let mut at = 0;
+            while let Some(nl) = memchr::memchr(b'\n', &self.buf[at..n]) {
+                let end = at + nl;
+                match (self.skipping, self.carry.is_empty()) {
+                    // The rest of the line being written at the opening: not the run's.
+                    (true, _) => {}
+                    (false, true) => counts.add_line(&self.buf[at..end], self.listener),
+                    (false, false) => {
+                        self.carry.extend_from_slice(&self.buf[at..end]);
+                        counts.add_line(&self.carry, self.listener);
+                        self.carry.clear();
+                    }
                 }
-                chunk = &chunk[nl + 1..];
+                self.line_ended(base + end as u64 + 1);
+                at = end + 1;
             }
-            self.carry.extend_from_slice(chunk);
+            if !self.skipping {
+                self.carry.extend_from_slice(&self.buf[at..n]);
+            }
         }
     }
 }
@@ -988,12 +1124,143 @@ mod tests {
         append(&p, &format!("{COMMON_404}\n"));
         t.poll(&mut c).unwrap();
         assert_eq!((c.lines, c.s4xx), (1, 1));
+        // The span's last line is the truncated file's first; it says the file started over.
+        let s = c.span;
+        assert_eq!((s.last_line, s.last_offset, s.restarts), (1, 0, 1), "{s:?}");
+        let before = c;
         // Rotated (rename + new file): the old file's last line, then the new file's.
         append(&p, &format!("{NGINX_COMBINED}\n"));
         std::fs::rename(&p, dir.path().join("access.log.1")).unwrap();
         append(&p, &format!("{NGINX_ESCAPED}\n"));
         t.poll(&mut c).unwrap();
         assert_eq!((c.lines, c.s2xx, c.s4xx, c.s5xx), (3, 1, 1, 1));
+        let s = c.span;
+        let end = NGINX_ESCAPED.len() as u64 + 1;
+        assert_eq!(
+            (s.last_line, s.last_offset, s.end_offset, s.restarts),
+            (1, 0, end, 2),
+            "{s:?}"
+        );
+        // The lines since: from the old file's line 2 to the new one's line 1, across a restart.
+        let d = c.since(&before).span;
+        let old_end = COMMON_404.len() as u64 + 1;
+        assert_eq!(
+            (d.first_line, d.first_offset, d.last_line, d.restarts),
+            (2, old_end, 1, 1),
+            "{d:?}"
+        );
+    }
+
+    /// Where each line of a file starts (as `sed -n` and awk's NR number them), and past the last.
+    fn line_starts(path: &Path) -> Vec<u64> {
+        let text = std::fs::read(path).unwrap();
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', &text).map(|i| i as u64 + 1));
+        starts
+    }
+
+    /// A span read from `path` holds the file's lines `first_line..=last_line` exactly.
+    fn assert_span_is_the_files(path: &Path, s: &LineSpan) {
+        let starts = line_starts(path);
+        let at = |line: u64| starts[line as usize - 1];
+        assert_eq!(s.first_offset, at(s.first_line), "first line: {s:?}");
+        assert_eq!(
+            s.end_offset,
+            at(s.last_line + 1),
+            "the line after the last: {s:?}"
+        );
+        if s.last_line >= s.first_line {
+            assert_eq!(s.last_offset, at(s.last_line), "last line: {s:?}");
+        } else {
+            assert_eq!(
+                (s.last_line + 1, s.last_offset, s.end_offset),
+                (s.first_line, s.first_offset, s.first_offset),
+                "an empty span: {s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_span_numbers_the_lines_read_across_reads_that_split_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        // Two lines before the run: the first one counted is line 3.
+        append(&p, &format!("{NGINX_COMBINED}\n{COMMON_404}\n"));
+        let opened = std::fs::metadata(&p).unwrap().len();
+        let mut t = LogTail::open_at_end(&p, Listener::Plain).unwrap();
+        let mut c = StatusCounts::default();
+        t.poll(&mut c).unwrap();
+        let empty = LineSpan {
+            first_line: 3,
+            first_offset: opened,
+            last_line: 2,
+            last_offset: opened,
+            end_offset: opened,
+            restarts: 0,
+        };
+        assert_eq!(c.span, empty);
+        // A line written in two pieces, each read by its own poll: it is line 3 once whole.
+        let (a, b) = APACHE_COMBINED.split_at(40);
+        append(&p, a);
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.span), (0, empty));
+        append(&p, &format!("{b}\n"));
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.span.first_line, c.span.last_line), (1, 3, 3));
+        assert_span_is_the_files(&p, &c.span);
+        let at_point = c;
+        // Lines longer than the reader's 64 KiB buffer, so one poll's reads cut them (and a
+        // blank line: a line of the file, counted as unparsed).
+        let long = |n: usize| {
+            format!(
+                "{} rt:0.00{n}",
+                NGINX_COMBINED.replace("synlab", &"x".repeat(n * 20_000))
+            )
+        };
+        append(&p, &format!("{}\n\n{}\n{}\n", long(1), long(4), long(2)));
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.span.last_line), (5, 7));
+        assert_span_is_the_files(&p, &c.span);
+        // The lines since the point's start: lines 4 to 7, their times summed.
+        let d = c.since(&at_point);
+        assert_eq!(
+            (
+                d.lines,
+                d.timed,
+                d.service_us,
+                d.span.first_line,
+                d.span.last_line
+            ),
+            (4, 3, 7000, 4, 7)
+        );
+        assert_span_is_the_files(&p, &d.span);
+        // Nothing new: an empty span where the next line will start.
+        let e = c;
+        t.poll(&mut c).unwrap();
+        let none = c.since(&e).span;
+        assert_eq!((none.first_line, none.last_line), (8, 7));
+        assert_span_is_the_files(&p, &none);
+        // Counts not read from a file (by hand, or before the reader's first) have no span of
+        // their own: since them, the reader's whole span.
+        assert_eq!(c.since(&StatusCounts::default()).span, c.span);
+    }
+
+    #[test]
+    fn a_line_being_written_at_the_opening_is_not_the_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        let (a, b) = NGINX_COMBINED.split_at(30);
+        append(&p, &format!("{COMMON_404}\n{a}"));
+        let mut t = LogTail::open_at_end(&p, Listener::Plain).unwrap();
+        let mut c = StatusCounts::default();
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.span.first_line, c.span.last_line), (0, 3, 2));
+        // Its end arrives with the run's first line: line 3, counted alone.
+        append(&p, &format!("{b}\n{NGINX_ESCAPED}\n"));
+        t.poll(&mut c).unwrap();
+        assert_eq!((c.lines, c.s5xx, c.s2xx), (1, 1, 0));
+        assert_eq!((c.span.first_line, c.span.last_line), (3, 3));
+        assert_span_is_the_files(&p, &c.span);
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl Controller {
                 Effect::Window(w) => done.window = Some(*w),
                 Effect::Summary(mut row) => {
                     row.point = self.recorder.points().len() + 1;
+                    self.keep_point_access(row.point);
                     self.recorder.summary_point(*row);
                 }
                 Effect::Reply(r) => done.reply = Some(r),

@@ -121,6 +121,8 @@ pub struct Controller {
 struct AccessLogFiles {
     follower: Option<crate::probe::accesslog::Follower>,
     path: Option<PathBuf>,
+    /// Each summary point's counts (with the log's lines they came from), for the run's meta.
+    points: Vec<(usize, crate::probe::accesslog::StatusCounts)>,
 }
 
 /// The longest the end of a run waits for connections in flight.

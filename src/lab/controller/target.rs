@@ -332,7 +332,23 @@ impl Controller {
         if let Some(c) = self.core.access_counts() {
             v["run"] = serde_json::to_value(c).unwrap_or_default();
         }
+        if !self.access.points.is_empty() {
+            let points = self.access.points.iter().map(|(n, c)| {
+                let mut p = serde_json::to_value(c).unwrap_or_default();
+                p["point"] = (*n).into();
+                p
+            });
+            v["points"] = points.collect();
+        }
         Some(v)
+    }
+
+    /// Keeps summary point `n`'s access-log counts, the window that just ended (with the
+    /// log's lines they came from: meta.access_log.points).
+    pub(crate) fn keep_point_access(&mut self, n: usize) {
+        if let Some(c) = self.core.point_access_counts() {
+            self.access.points.push((n, c));
+        }
     }
 }
 
