@@ -3,9 +3,8 @@
 //! A stream's connect is the part of its wait while its connection was not yet usable (the
 //! streams sent when it became usable carry its setup; those started on a usable connection
 //! none); its wait for a stream slot (one connection of 4 streams, kept busy) is in the
-//! queue; the built-in server's service is its own clock over HTTP/2 (5 ms of sleep at
-//! least), and where the server does not report it (HTTP/3) it is empty, its time in the
-//! transfer.
+//! queue; the built-in server's service is its own clock over HTTP/2 and HTTP/3 alike (5 ms
+//! of sleep at least, from the request read to its response queued), out of the transfer.
 
 mod lab_support;
 mod plain_support;
@@ -64,6 +63,11 @@ cooldown = "1s"
     )
 }
 
+/// How much later than its 5 ms of sleep the server may start a response: its loop's wake-up
+/// (the HTTP/3 loop sleeps at most 20 ms without a timer, but a due sleeper is its timer) and
+/// a busy machine's scheduling.
+const SERVICE_LATE_MS: f64 = 3.0;
+
 fn num(v: &serde_json::Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
@@ -115,14 +119,13 @@ fn check(http: &str, s: &serde_json::Value) {
             q.is_finite() && q >= 0.0,
             "HTTP/{http} {what}: queue {q}: {v}"
         );
-        if http == "2" {
-            // The built-in server's own service over HTTP/2: at least its 5 ms of sleep.
-            assert!(
-                sv >= 5.0 && sv <= *mean,
-                "HTTP/2 {what}: service {sv} ms (mean {mean})"
-            );
-            assert!(t >= -0.01 * mean, "{what}: transfer {t}");
-        }
+        // The built-in server's own service: at least its 5 ms of sleep, and near it (the
+        // loop wakes the sleeper on its next turn: a few ms late at most on a busy machine).
+        assert!(
+            sv >= 5.0 && sv <= 5.0 + SERVICE_LATE_MS && sv <= *mean,
+            "HTTP/{http} {what}: service {sv} ms (mean {mean})"
+        );
+        assert!(t >= -0.01 * mean, "HTTP/{http} {what}: transfer {t}");
     }
     // Streams waited for a slot on the one connection at this load: the point's queue holds
     // their waits (the accept queue is near 0 at this rate).

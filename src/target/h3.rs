@@ -1,8 +1,8 @@
 //! The built-in server's HTTP/3 (issue 47): a UDP socket on the TLS listener's port, served
 //! by quinn-proto's server side on its own thread, each request stream answered as the
 //! HTTP/1.1 request to the same path would be (same catalog, service time and counters), plus
-//! its own counts of QUIC handshakes (0-RTT apart), Retry packets sent and streams served,
-//! and of the datagrams (Initials apart) it read from its socket.
+//! its own counts of QUIC handshakes (0-RTT apart), Retry packets sent, streams served and
+//! their service time, and of the datagrams (Initials apart) it read from its socket.
 
 use super::config::{Http3Options, ServiceKind};
 use super::core::{self, Counters, Ctx, Response};
@@ -210,8 +210,13 @@ pub fn run(
             sleeping = later;
             d
         };
-        for (_, h, id, resp) in due {
+        let slept = Duration::from_micros(ctx.cfg.service_time_us);
+        for (at, h, id, resp) in due {
             if let Some(c) = conns.get_mut(&h) {
+                // Due its service time after it was read (the latency split's service).
+                if let Some(read_at) = at.checked_sub(slept) {
+                    counters.record_service(read_at);
+                }
                 start_response(c, id, &resp);
                 ready.insert(h);
             }
@@ -440,6 +445,7 @@ fn read(
     // One request per stream: later bytes (a body) are not read for.
     c.readers.remove(&id);
     counters.h3_streams.fetch_add(1, Relaxed);
+    let read_at = Instant::now();
     let text = |n: &str| {
         codec::field(&fields, n)
             .and_then(|v| std::str::from_utf8(v).ok())
@@ -457,11 +463,12 @@ fn read(
         match ctx.cfg.service {
             ServiceKind::Cpu => super::work::burn(st_us * 1000),
             ServiceKind::Sleep => {
-                sleeping.push((Instant::now() + Duration::from_micros(st_us), h, id, resp));
+                sleeping.push((read_at + Duration::from_micros(st_us), h, id, resp));
                 return;
             }
         }
     }
+    counters.record_service(read_at);
     start_response(c, id, &resp);
 }
 
