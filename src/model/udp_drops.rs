@@ -36,9 +36,13 @@ pub struct UdpDrops {
 /// - the start-up check's datagrams (`check_sent`): sent before the probes started, so a drop
 ///   among them is in the socket's drops and not in RcvbufErrors;
 /// - the connections the clients still had open when they stopped (`open_at_end`): each may
-///   have had its closing datagram counted by its stack and never sent.
-pub fn noise(check_sent: u64, open_at_end: u64) -> u64 {
-    check_sent + open_at_end
+///   have had its closing datagram counted by its stack and never sent;
+/// - the clients' stacks' own count (`sent`): exact on loopback (tests/quic.rs), short by
+///   0.1 % under an S-Client flood past capacity (32 of 32,173 datagrams the kernel dropped
+///   were never counted as sent, tests/load_http3_drops.rs), a cause not yet found on the
+///   client's side: 0.2 % of it.
+pub fn noise(check_sent: u64, open_at_end: u64, sent: u64) -> u64 {
+    check_sent + open_at_end + sent.div_ceil(500)
 }
 
 /// What the identity says.
@@ -127,7 +131,7 @@ mod tests {
             rcvbuf_errors: Some(2_998),
             initials_in: Some(6_000),
             initials_read: 3_700,
-            noise: noise(4, 0),
+            noise: noise(4, 0, 0),
             lossy: false,
         }
     }
@@ -150,7 +154,10 @@ mod tests {
             ..flood()
         };
         assert_eq!(d.verdict(), Verdict::Disagree);
-        assert!(d.to_string().contains(": DISAGREE (by more than 4);"), "{d}");
+        assert!(
+            d.to_string().contains(": DISAGREE (by more than 4);"),
+            "{d}"
+        );
         // More read than sent is as wrong as more missing than dropped.
         let d = UdpDrops {
             sent: 6_990,
@@ -170,12 +177,19 @@ mod tests {
             ..flood()
         };
         assert_eq!(d.verdict(), Verdict::NotJudged);
-        assert!(d.to_string().ends_with("(Udp RcvbufErrors): not judged (no probes)"), "{d}");
+        assert!(
+            d.to_string()
+                .ends_with("(Udp RcvbufErrors): not judged (no probes)"),
+            "{d}"
+        );
         let d = UdpDrops {
             lossy: true,
             ..flood()
         };
         assert_eq!(d.verdict(), Verdict::NotJudged);
-        assert!(d.to_string().contains("not judged (the paths lose packets"), "{d}");
+        assert!(
+            d.to_string().contains("not judged (the paths lose packets"),
+            "{d}"
+        );
     }
 }

@@ -106,10 +106,14 @@ impl Controller {
         paths
             .iter()
             .any(|p| p.loss.0 > 0.0 || p.gilbert.is_some() || p.bandwidth.is_some())
-            || sc.steps.iter().any(|s| s.loss.is_some_and(|l| l.0 > 0.0) || s.bandwidth.is_some())
-            || sc.sweep.as_ref().is_some_and(|w| {
-                matches!(w.param.as_str(), "network.loss" | "network.bandwidth")
-            })
+            || sc
+                .steps
+                .iter()
+                .any(|s| s.loss.is_some_and(|l| l.0 > 0.0) || s.bandwidth.is_some())
+            || sc
+                .sweep
+                .as_ref()
+                .is_some_and(|w| matches!(w.param.as_str(), "network.loss" | "network.bandwidth"))
     }
 
     /// The router's departure error over the lab's life, next to its goal, for summary.json.

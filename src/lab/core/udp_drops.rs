@@ -29,14 +29,15 @@ impl LabCore {
                 .map_or_else(|| store.last(c), |p| p.m.get(c))
                 .map(|v| v as u64)
         };
+        let sent = q.datagrams_sent + self.h3_check_sent;
         Some(UdpDrops {
-            sent: q.datagrams_sent + self.h3_check_sent,
+            sent,
             read: st.h3_datagrams_in,
             port_drops: get(col::PORT_UDP_DROPS),
             rcvbuf_errors: get(col::UDP_RCVBUF_ERRORS_TOTAL),
             initials_in: get(col::QUIC_INITIAL_IN_TOTAL),
             initials_read: st.h3_initials_in,
-            noise: noise(self.h3_check_sent, self.run.in_flight_at_end()),
+            noise: noise(self.h3_check_sent, self.run.in_flight_at_end(), sent),
             lossy,
         })
     }
