@@ -122,7 +122,7 @@ fn check(http: &str, s: &serde_json::Value) {
         // The built-in server's own service: at least its 5 ms of sleep, and near it (the
         // loop wakes the sleeper on its next turn: a few ms late at most on a busy machine).
         assert!(
-            sv >= 5.0 && sv <= 5.0 + SERVICE_LATE_MS && sv <= *mean,
+            (5.0..=5.0 + SERVICE_LATE_MS).contains(&sv) && sv <= *mean,
             "HTTP/{http} {what}: service {sv} ms (mean {mean})"
         );
         assert!(t >= -0.01 * mean, "HTTP/{http} {what}: transfer {t}");
