@@ -63,11 +63,6 @@ cooldown = "1s"
     )
 }
 
-/// How much later than its 5 ms of sleep the server may start a response: its loop's wake-up
-/// (the HTTP/3 loop sleeps at most 20 ms without a timer, but a due sleeper is its timer) and
-/// a busy machine's scheduling.
-const SERVICE_LATE_MS: f64 = 3.0;
-
 fn num(v: &serde_json::Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
@@ -119,10 +114,10 @@ fn check(http: &str, s: &serde_json::Value) {
             q.is_finite() && q >= 0.0,
             "HTTP/{http} {what}: queue {q}: {v}"
         );
-        // The built-in server's own service: at least its 5 ms of sleep, and near it (the
-        // loop wakes the sleeper on its next turn: a few ms late at most on a busy machine).
+        // The built-in server's own service: at least its 5 ms of sleep (how much later the
+        // loop wakes the sleeper is the machine's scheduling: no bound above but the mean).
         assert!(
-            (5.0..=5.0 + SERVICE_LATE_MS).contains(&sv) && sv <= *mean,
+            sv >= 5.0 && sv <= *mean,
             "HTTP/{http} {what}: service {sv} ms (mean {mean})"
         );
         assert!(t >= -0.01 * mean, "HTTP/{http} {what}: transfer {t}");
