@@ -3,9 +3,8 @@
 //! A stream's connect is the part of its wait while its connection was not yet usable (the
 //! streams sent when it became usable carry its setup; those started on a usable connection
 //! none); its wait for a stream slot (one connection of 4 streams, kept busy) is in the
-//! queue; the built-in server's service is its own clock over HTTP/2 (5 ms of sleep at
-//! least), and where the server does not report it (HTTP/3) it is empty, its time in the
-//! transfer.
+//! queue; the built-in server's service is its own clock over HTTP/2 and HTTP/3 alike (5 ms
+//! of sleep at least, from the request read to its response queued), out of the transfer.
 
 mod lab_support;
 mod plain_support;
@@ -115,14 +114,13 @@ fn check(http: &str, s: &serde_json::Value) {
             q.is_finite() && q >= 0.0,
             "HTTP/{http} {what}: queue {q}: {v}"
         );
-        if http == "2" {
-            // The built-in server's own service over HTTP/2: at least its 5 ms of sleep.
-            assert!(
-                sv >= 5.0 && sv <= *mean,
-                "HTTP/2 {what}: service {sv} ms (mean {mean})"
-            );
-            assert!(t >= -0.01 * mean, "{what}: transfer {t}");
-        }
+        // The built-in server's own service: at least its 5 ms of sleep (how much later the
+        // loop wakes the sleeper is the machine's scheduling: no bound above but the mean).
+        assert!(
+            sv >= 5.0 && sv <= *mean,
+            "HTTP/{http} {what}: service {sv} ms (mean {mean})"
+        );
+        assert!(t >= -0.01 * mean, "HTTP/{http} {what}: transfer {t}");
     }
     // Streams waited for a slot on the one connection at this load: the point's queue holds
     // their waits (the accept queue is near 0 at this rate).

@@ -87,6 +87,15 @@ fn requests_and_responses_agree_on_both_sides() {
     assert_eq!(st.responses, 208);
     assert_eq!(st.responses_404, 3);
     assert_eq!(st.h3_retries, 0);
+    // What the server read of its socket (loopback, nothing dropped): every datagram the
+    // clients sent, a new connection taken in per attempt, their first Initials among them.
+    let sent: u64 = [&run, &big, &missing]
+        .iter()
+        .map(|r| r.stats.datagrams_sent)
+        .sum();
+    assert_eq!(st.h3_datagrams_in, sent, "{st:?}");
+    assert_eq!(st.h3_incoming, 6, "{st:?}");
+    assert!(st.h3_initials_in >= 6, "{st:?}");
     // The stack's own datagram counts saw the traffic.
     assert!(
         s.datagrams_sent >= 4 && s.bytes_received > 200 * 1294,
@@ -163,6 +172,8 @@ fn retry_is_sent_and_received_once_per_connection() {
     let st = lab.server.stop().unwrap();
     assert_eq!(st.h3_retries, 3);
     assert_eq!(st.h3_handshakes, 3);
+    // Each attempt taken in twice: its first Initial (answered with the Retry), its answer.
+    assert_eq!(st.h3_incoming, 6, "{st:?}");
 }
 
 /// A UDP port nobody serves QUIC on: the handshake times out, counted by kind.

@@ -325,6 +325,7 @@ columns! {
     LISTEN_DROPS_TOTAL = "listen_drops_total", Count, Counter;
     LISTEN_OVERFLOWS_TOTAL = "listen_overflows_total", Count, Counter;
     ACTIVE_OPENS_TOTAL = "active_opens_total", Count, Counter;
+    UDP_RCVBUF_ERRORS_TOTAL = "udp_rcvbuf_errors_total", Count, Counter;
     // The delay router's figures.
     ROUTER_FRAMES_PER_S = "router_frames_per_s", PerSecond, Rate;
     ROUTER_LOST_PER_S = "router_lost_per_s", PerSecond, Rate;
@@ -601,6 +602,7 @@ const SCOPES: &[(Col, Scope)] = &[
     (col::LISTEN_DROPS_TOTAL, Scope::Netns),
     (col::LISTEN_OVERFLOWS_TOTAL, Scope::Netns),
     (col::ACTIVE_OPENS_TOTAL, Scope::Netns),
+    (col::UDP_RCVBUF_ERRORS_TOTAL, Scope::Netns),
     (col::TCP_ORPHAN, Scope::Machine),
     (col::TCP_MEM_PAGES, Scope::Machine),
     (col::CPU_USER, Scope::Machine),

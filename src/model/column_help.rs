@@ -120,6 +120,7 @@ const HELP: &[(Col, &str)] = &[
     (col::LISTEN_DROPS_TOTAL, "SYNs and final ACKs dropped at listening sockets since the probes started, whole server namespace (TcpExt ListenDrops)"),
     (col::LISTEN_OVERFLOWS_TOTAL, "Connections dropped at a full accept queue since the probes started, whole server namespace (TcpExt ListenOverflows)"),
     (col::ACTIVE_OPENS_TOTAL, "Connects started since the probes started, whole server namespace (Tcp ActiveOpens)"),
+    (col::UDP_RCVBUF_ERRORS_TOTAL, "UDP datagrams dropped at a full socket receive buffer since the probes started, whole server namespace (Udp RcvbufErrors): with the port's port_udp_drops, the kernel's side of the HTTP/3 drops identity"),
     (col::ROUTER_FRAMES_PER_S, "Frames the delay router relayed per second, both directions of every path"),
     (col::ROUTER_LOST_PER_S, "Frames the delay router dropped as the paths' configured loss, per second"),
     (col::ROUTER_QUEUE_DROPS_PER_S, "Frames the delay router dropped at a full bandwidth queue, per second"),

@@ -20,6 +20,7 @@ pub mod load_knob;
 pub mod phase;
 pub mod summary;
 pub mod sweep;
+pub mod udp_drops;
 pub mod units;
 pub mod workload;
 

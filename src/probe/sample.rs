@@ -233,6 +233,7 @@ metrics! {
     rst_out_total => RST_OUT_TOTAL,
     passive_opens_total => PASSIVE_OPENS_TOTAL, listen_drops_total => LISTEN_DROPS_TOTAL,
     listen_overflows_total => LISTEN_OVERFLOWS_TOTAL, active_opens_total => ACTIVE_OPENS_TOTAL,
+    udp_rcvbuf_errors_total => UDP_RCVBUF_ERRORS_TOTAL,
     /// The server port's own TIME_WAIT sockets (sock_diag), when the walk counts them
     /// (`ProbeConfig::port_time_wait`); `time_wait` is the whole namespace's.
     port_time_wait => PORT_TIME_WAIT,
@@ -461,6 +462,7 @@ fn totals(base: &Snapshot, cur: &Snapshot, m: &mut Metrics) {
     m.active_opens_total = net_total(base, cur, "Tcp.ActiveOpens");
     m.listen_drops_total = net_total(base, cur, "TcpExt.ListenDrops");
     m.listen_overflows_total = net_total(base, cur, "TcpExt.ListenOverflows");
+    m.udp_rcvbuf_errors_total = net_total(base, cur, "Udp.RcvbufErrors");
     if let (Some(b), Some(c)) = (&base.capture, &cur.capture) {
         let t = |x: u64, y: u64| delta(x, y, Width::U64).map(|d| d as f64);
         m.syn_in_total = t(b.syn_in, c.syn_in);

@@ -77,6 +77,7 @@ const KEYS: &[(Col, &str)] = &[
     (col::PASSIVE_OPENS_TOTAL, "passive_opens_total"),
     (col::LISTEN_DROPS_TOTAL, "listen_drops_total"),
     (col::LISTEN_OVERFLOWS_TOTAL, "listen_overflows_total"),
+    (col::UDP_RCVBUF_ERRORS_TOTAL, "udp_rcvbuf_errors_total"),
     (col::ACTIVE_OPENS_TOTAL, "active_opens_total"),
     (col::TCP_ORPHAN, "tcp_orphan"),
     (col::TCP_MEM_PAGES, "tcp_mem_pages"),

@@ -45,20 +45,7 @@ pub fn parse_initial(linktype: i32, frame: &[u8], port: u16) -> Option<InitialIn
         return None;
     }
     let q = udp.get(8..)?;
-    let first = *q.first()?;
-    if first & 0xc0 != 0xc0 {
-        return None;
-    }
-    let version = u32::from_be_bytes(q.get(1..5)?.try_into().ok()?);
-    let kind = (first >> 4) & 0x03;
-    let initial = match version {
-        QUIC_V1 => kind == 0,
-        QUIC_V2 => kind == 1,
-        _ => false,
-    };
-    if !initial {
-        return None;
-    }
+    let version = initial_version(q)?;
     let dcid_len = *q.get(5)? as usize;
     let scid_len = *q.get(6 + dcid_len)? as usize;
     // A capture cut short (snaplen) still counts the Initial; the ID is then what was caught.
@@ -70,6 +57,24 @@ pub fn parse_initial(linktype: i32, frame: &[u8], port: u16) -> Option<InitialIn
         key: attempt_key(src, sport, dst, dport, scid),
         id: id_hash(scid),
     })
+}
+
+/// The QUIC version of a UDP payload whose first packet is a long-header v1 or v2 Initial
+/// (fixed bit set), None for any other datagram: the one rule the capture and the built-in
+/// server's own count of the Initials it reads share.
+pub fn initial_version(q: &[u8]) -> Option<u32> {
+    let first = *q.first()?;
+    if first & 0xc0 != 0xc0 {
+        return None;
+    }
+    let version = u32::from_be_bytes(q.get(1..5)?.try_into().ok()?);
+    let kind = (first >> 4) & 0x03;
+    let initial = match version {
+        QUIC_V1 => kind == 0,
+        QUIC_V2 => kind == 1,
+        _ => false,
+    };
+    initial.then_some(version)
 }
 
 /// The attempt's key: the 4-tuple and the whole connection ID (SipHash with fixed keys).

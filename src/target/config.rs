@@ -205,6 +205,14 @@ pub struct ServerStats {
     pub h3_retries: u64,
     #[serde(default)]
     pub h3_streams: u64,
+    /// HTTP/3: datagrams read from the UDP socket, of them Initials, and the connection
+    /// attempts taken in (`Counters::h3_datagrams_in`).
+    #[serde(default)]
+    pub h3_datagrams_in: u64,
+    #[serde(default)]
+    pub h3_initials_in: u64,
+    #[serde(default)]
+    pub h3_incoming: u64,
     /// Where the server listens (the real port when the config asked for port 0).
     #[serde(default)]
     pub listen: String,

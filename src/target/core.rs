@@ -49,6 +49,13 @@ pub struct Counters {
     pub h3_0rtt: AtomicU64,
     pub h3_retries: AtomicU64,
     pub h3_streams: AtomicU64,
+    /// What the HTTP/3 socket gave the server (issue 47's drops identity): datagrams read (a
+    /// GRO run counted per datagram), of them those whose first packet is an Initial, and the
+    /// connection attempts taken in (a first Initial of a connection it did not know; after a
+    /// Retry the client's answer too).
+    pub h3_datagrams_in: AtomicU64,
+    pub h3_initials_in: AtomicU64,
+    pub h3_incoming: AtomicU64,
     /// Each accepted connection's wait in the accept queue, exact (issue 48 item 3): a count
     /// per bucket of `model::acceptq::wait_bucket`.
     pub accept_wait: [AtomicU64; WAIT_BUCKETS],
@@ -138,6 +145,9 @@ impl Counters {
             h3_0rtt: self.h3_0rtt.load(Relaxed),
             h3_retries: self.h3_retries.load(Relaxed),
             h3_streams: self.h3_streams.load(Relaxed),
+            h3_datagrams_in: self.h3_datagrams_in.load(Relaxed),
+            h3_initials_in: self.h3_initials_in.load(Relaxed),
+            h3_incoming: self.h3_incoming.load(Relaxed),
             listen: String::new(),
             pid: 0,
             accept_wait_ms: (self.accept_wait.iter().enumerate())

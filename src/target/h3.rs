@@ -1,13 +1,15 @@
 //! The built-in server's HTTP/3 (issue 47): a UDP socket on the TLS listener's port, served
 //! by quinn-proto's server side on its own thread, each request stream answered as the
 //! HTTP/1.1 request to the same path would be (same catalog, service time and counters), plus
-//! its own counts of QUIC handshakes (0-RTT apart), Retry packets sent and streams served.
+//! its own counts of QUIC handshakes (0-RTT apart), Retry packets sent, streams served and
+//! their service time, and of the datagrams (Initials apart) it read from its socket.
 
 use super::config::{Http3Options, ServiceKind};
 use super::core::{self, Counters, Ctx, Response};
 use super::files::PATTERN_BUF_LEN;
 use super::h2::{parse_of, split_head};
 use crate::quic::h3::{self as codec, FrameReader, StreamFrame};
+use crate::sys::quic_packets::initial_version;
 use crate::sys::udp_mmsg::{Datagrams, RecvBatch, UdpSock};
 use bytes::BytesMut;
 use quinn_proto::{
@@ -152,6 +154,7 @@ pub fn run(
         while sock.recv(&mut batch)? > 0 {
             for (m, bytes) in batch.iter() {
                 for d in bytes.chunks(m.stride.max(1)) {
+                    count_datagram(d, counters);
                     let mut buf = Vec::new();
                     match endpoint.handle(now, m.from, None, None, BytesMut::from(d), &mut buf) {
                         Some(DatagramEvent::ConnectionEvent(h, ev)) => {
@@ -165,6 +168,7 @@ pub fn run(
                             tx.push(t.destination, &buf[..t.size], t.segment_size)
                         }
                         Some(DatagramEvent::NewConnection(inc)) => {
+                            counters.h3_incoming.fetch_add(1, Relaxed);
                             if o.retry && !inc.remote_address_validated() && inc.may_retry() {
                                 if let Ok(t) = endpoint.retry(inc, &mut buf) {
                                     counters.h3_retries.fetch_add(1, Relaxed);
@@ -206,8 +210,13 @@ pub fn run(
             sleeping = later;
             d
         };
-        for (_, h, id, resp) in due {
+        let slept = Duration::from_micros(ctx.cfg.service_time_us);
+        for (at, h, id, resp) in due {
             if let Some(c) = conns.get_mut(&h) {
+                // Due its service time after it was read (the latency split's service).
+                if let Some(read_at) = at.checked_sub(slept) {
+                    counters.record_service(read_at);
+                }
                 start_response(c, id, &resp);
                 ready.insert(h);
             }
@@ -262,7 +271,25 @@ pub fn run(
         }
         tx.send(&mut sock)?;
     }
+    // What reached the socket and was not dropped is counted read, the datagrams left in its
+    // queue at the stop too (not served): the drops identity's "read" is then complete.
+    while sock.recv(&mut batch)? > 0 {
+        for (m, bytes) in batch.iter() {
+            bytes
+                .chunks(m.stride.max(1))
+                .for_each(|d| count_datagram(d, counters));
+        }
+    }
     Ok(())
+}
+
+/// Counts a datagram read from the socket, and whether its first packet is an Initial (the
+/// capture's rule, `sys::quic_packets`): what the kernel did not drop, for the drops identity.
+fn count_datagram(d: &[u8], counters: &Counters) {
+    counters.h3_datagrams_in.fetch_add(1, Relaxed);
+    if initial_version(d).is_some() {
+        counters.h3_initials_in.fetch_add(1, Relaxed);
+    }
 }
 
 /// Datagram runs made and not yet sent.
@@ -418,6 +445,7 @@ fn read(
     // One request per stream: later bytes (a body) are not read for.
     c.readers.remove(&id);
     counters.h3_streams.fetch_add(1, Relaxed);
+    let read_at = Instant::now();
     let text = |n: &str| {
         codec::field(&fields, n)
             .and_then(|v| std::str::from_utf8(v).ok())
@@ -435,11 +463,12 @@ fn read(
         match ctx.cfg.service {
             ServiceKind::Cpu => super::work::burn(st_us * 1000),
             ServiceKind::Sleep => {
-                sleeping.push((Instant::now() + Duration::from_micros(st_us), h, id, resp));
+                sleeping.push((read_at + Duration::from_micros(st_us), h, id, resp));
                 return;
             }
         }
     }
+    counters.record_service(read_at);
     start_response(c, id, &resp);
 }
 

@@ -49,6 +49,17 @@ impl Controller {
                 self.log(&line);
             }
         }
+        // Over HTTP/3 with the built-in server: the kernel's drops against the datagrams sent
+        // and not read (issue 47).
+        let udp = self.core.udp_drops(last_probe.as_ref(), self.paths_lose());
+        if let Some(d) = udp {
+            self.log(&d.to_string());
+            let mut v = serde_json::json!(d);
+            v["missing"] = d.missing().into();
+            v["initials_dropped"] = serde_json::json!(d.initials_dropped());
+            v["verdict"] = serde_json::json!(d.verdict());
+            self.recorder.meta("udp_drops", v);
+        }
         self.record_router_timing();
         if let Some(net) = self.net.take() {
             let line = match net.down() {
@@ -85,6 +96,24 @@ impl Controller {
         if let Some(mut p) = self.scoreboard.take() {
             p.stop();
         }
+    }
+
+    /// Whether the paths lose packets as configured (loss, a bottleneck's drop-tail queue), at
+    /// any time of the run: what they lose never reaches the server's socket.
+    fn paths_lose(&self) -> bool {
+        let sc = &self.scenario;
+        let paths = sc.network.as_ref().map_or(&[][..], |n| &n.paths[..]);
+        paths
+            .iter()
+            .any(|p| p.loss.0 > 0.0 || p.gilbert.is_some() || p.bandwidth.is_some())
+            || sc
+                .steps
+                .iter()
+                .any(|s| s.loss.is_some_and(|l| l.0 > 0.0) || s.bandwidth.is_some())
+            || sc
+                .sweep
+                .as_ref()
+                .is_some_and(|w| matches!(w.param.as_str(), "network.loss" | "network.bandwidth"))
     }
 
     /// The router's departure error over the lab's life, next to its goal, for summary.json.

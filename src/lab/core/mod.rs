@@ -29,6 +29,7 @@ mod steps;
 mod summary;
 #[cfg(test)]
 mod tests;
+mod udp_drops;
 mod window;
 
 pub use commands::split_count;
@@ -222,6 +223,10 @@ pub struct LabCore {
     router_cpu_pct: Option<f64>,
     /// Every worker report's counts since the start, the final drain included.
     run: Counters,
+    /// ... and their QUIC stacks' counts (HTTP/3), and the datagrams the start-up QUIC check
+    /// sent (the drops identity's, `udp_drops`).
+    run_quic: Option<crate::quic::stats::QuicDelta>,
+    h3_check_sent: u64,
     /// What each worker that has not sent its last report had in progress at its latest one
     /// (a worker still draining at the bound, or gone): the run's totals count it as left.
     run_unfinished: std::collections::BTreeMap<u32, crate::model::InProgress>,
@@ -289,6 +294,8 @@ impl LabCore {
             router_last: None,
             router_cpu_pct: None,
             run: Counters::default(),
+            run_quic: None,
+            h3_check_sent: 0,
             run_unfinished: Default::default(),
             run_latency: [
                 crate::metrics::hist::new_hist(),
@@ -451,6 +458,9 @@ impl LabCore {
             self.tls_failure = Some(why.clone());
         }
         self.run.add(&d.counts);
+        if let Some(q) = &d.quic {
+            self.run_quic.get_or_insert_with(Default::default).add(q);
+        }
         if d.last {
             self.run_unfinished.remove(&d.worker);
         } else {
