@@ -265,7 +265,10 @@ mod tests {
             got[3],
             (b":authority".to_vec(), b"www.example.com".to_vec())
         );
-        assert_eq!(got[5], (b":authority".to_vec(), b"www.example.com".to_vec()));
+        assert_eq!(
+            got[5],
+            (b":authority".to_vec(), b"www.example.com".to_vec())
+        );
         assert!(d.is_empty(), "the size update to 0 emptied the table");
     }
 
