@@ -130,11 +130,13 @@ EOF
 }
 h2l_rate() { awk '/^finished in/ {gsub(",","",$4); print $4}' "$DIR/out"; }
 h2l_done() { awk '/^requests:/ {print $8}' "$DIR/out"; }
+# oha prints times in a unit of its choice (1.16: ns, us, ms or secs): seconds per unit.
+OHA_UNIT='function unit(u) { return u ~ /^ns/ ? 1e-9 : u ~ /^(us|µs)/ ? 1e-6 : u ~ /^ms/ ? 1e-3 : 1 }'
 # oha: successful requests/s (its Requests/sec counts failures too) and its run's seconds.
-oha_rate() { awk '/Success rate/ {s = $3 + 0} /Requests\/sec/ {r = $2} /^ *Total:/ {t = $2}
-                  END {print r * s / 100, t}' "$DIR/out"; }
-# oha's p99 in ms (it prints secs or ms, by version).
-oha_p99() { awk '/99.00%/ {v = $3; if ($4 ~ /^sec/) v *= 1000; print v; exit}' "$DIR/out"; }
+oha_rate() { awk "$OHA_UNIT"'/Success rate/ {s = $3 + 0} /Requests\/sec/ {r = $2}
+                  /^ *Total:/ {t = $2 * unit($3)} END {print r * s / 100, t}' "$DIR/out"; }
+# oha's p99 in ms.
+oha_p99() { awk "$OHA_UNIT"'/99.00%/ {print $3 * unit($4) * 1000; exit}' "$DIR/out"; }
 # Client CPU us per request: $1 CPU seconds, $2 requests.
 per_req() { python3 -c "print(round($1 * 1e6 / max($2, 1), 2))"; }
 
