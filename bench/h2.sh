@@ -43,6 +43,16 @@
 # `bench/h2.sh 2 6`, synlab/h2load: req/s h2c 0.97x 0.91x, TLS 0.91x 0.92x; client CPU us/req
 # h2c 12.97/15.71 12.76/15.08 (0.83x 0.85x), TLS 11.16/13.02 11.11/13.52 (0.86x 0.82x);
 # setup h2c 3.1x 2.9x, TLS 1.6x 1.7x. The goals (>= 1.2x req/s, <= 0.8x CPU/req) are not met.
+# 2026-11-28 17:20-17:27 UTC, this round's read batching (dev-profile builds, NOT quiet: load
+# 2.7-7.2, other engineers' compiles on both CPUs, and this session's own processes, nginx
+# included, kept at SCHED_IDLE, so nginx was starved at times: rerun on a quiet machine):
+#   `SECTIONS=1 SYN=<branch> bench/h2.sh 1 5` (load 2.7-3.4): h2c synlab 25,056 req/s at 4.87 us
+#     CPU/req, h2load 16,672 at 5.88 (1.50x, 0.83x), oha 15,057 (synlab 1.66x); TLS synlab 8,977
+#     at 5.34, h2load 1,456 at 15.11, oha 1,573 at 21.4 (nginx starved: not a client figure).
+#   AB main vs branch, same command with AB= (load 5.1-7.3): h2c main 2,280 req/s at 5.16 us,
+#     branch 2,213 at 6.28, h2load 752 at 7.98: the server was starved, figures say nothing.
+#   `SECTIONS=2 AB=... FR_START=2000 FR_STEP=100 FR_SECS=3 bench/h2.sh 1 3` (load 4.8): main,
+#     branch and oha all held 2,000/s; asked 200,000/s the branch carried 44,328/s, oha 27,383/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
