@@ -151,9 +151,7 @@ pub(crate) struct Core {
     /// Stream receive stalls that end when the queued WINDOW_UPDATEs leave.
     pub stream_stalls_pending: Vec<Stall>,
     pub enc: loona_hpack::Encoder<'static>,
-    pub dec: loona_hpack::Decoder<'static>,
-    /// A header block with its Huffman-coded strings made plain (`unhuffman`), kept.
-    uncoded: Vec<u8>,
+    pub dec: super::hpack::Decoder,
     /// A spent header block's buffer, given back (`recycle`) for the next HEADERS: one
     /// allocation per connection, not one per response.
     spare_block: Vec<u8>,
@@ -200,8 +198,7 @@ impl Core {
             send_stall: Stall::default(),
             stream_stalls_pending: Vec::new(),
             enc: loona_hpack::Encoder::new(),
-            dec: loona_hpack::Decoder::new(),
-            uncoded: Vec::new(),
+            dec: super::hpack::Decoder::new(local.header_table_size as usize),
             spare_block: Vec::new(),
             cont: None,
             peer_max_stream: 0,
@@ -212,8 +209,10 @@ impl Core {
     }
 
     pub fn feed(&mut self, bytes: &[u8]) {
-        if self.pos > 0 && self.pos == self.inbuf.len() {
-            self.inbuf.clear();
+        if self.pos > 0 {
+            // The frames cut out go; a partial one left moves to the front (the buffer would
+            // otherwise grow, and be copied as it grew, until a read ended on a frame's end).
+            self.inbuf.drain(..self.pos);
             self.pos = 0;
         }
         self.inbuf.extend_from_slice(bytes);
@@ -280,23 +279,17 @@ impl Core {
         mut f: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), ConnError> {
         let mut plain = 0;
-        let mut uncoded = std::mem::take(&mut self.uncoded);
-        let fed = match super::unhuffman::plain(block, &mut uncoded) {
-            Ok(true) => &uncoded[..],
-            // Nothing coded; or not HPACK, which the decoder then says.
-            Ok(false) | Err(_) => block,
-        };
-        let decoded = self.dec.decode_with_cb(fed, |n, v| {
-            plain += plain_len(&n, &v);
-            f(&n, &v)
-        });
-        self.uncoded = uncoded;
-        decoded.map_err(|_| {
-            err(
-                ErrorCode::CompressionError,
-                "a header block does not decode",
-            )
-        })?;
+        self.dec
+            .decode(block, |n, v| {
+                plain += plain_len(n, v);
+                f(n, v)
+            })
+            .map_err(|_| {
+                err(
+                    ErrorCode::CompressionError,
+                    "a header block does not decode",
+                )
+            })?;
         self.stats.header_wire_in += block.len() as u64;
         self.stats.header_plain_in += plain;
         Ok(())

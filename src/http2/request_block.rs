@@ -10,7 +10,7 @@
 use super::unhuffman::put_int;
 
 /// The HPACK static table (RFC 7541 Appendix A), index 1 first.
-const STATIC: [(&[u8], &[u8]); 61] = [
+pub(super) const STATIC: [(&[u8], &[u8]); 61] = [
     (b":authority", b""),
     (b":method", b"GET"),
     (b":method", b"POST"),

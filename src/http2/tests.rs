@@ -471,3 +471,41 @@ fn a_server_window_change_moves_open_streams_and_large_frames_follow_its_max_fra
     let ev = pump(&mut c, &mut s, now, &|_| false);
     assert_eq!(done_tokens(&ev), vec![1]);
 }
+
+#[test]
+fn responses_fed_in_pieces_that_cut_frames_come_out_whole() {
+    // A socket's reads end anywhere in a frame (TLS records, a full buffer): each piece is
+    // fed as it comes, the frames cut out of them whole.
+    let now = Instant::now();
+    let mut c = Client::new(ClientOptions {
+        max_streams: 10,
+        ..Default::default()
+    });
+    let mut s = Server::new(ServerOptions::default());
+    pump(&mut c, &mut s, now, &|_| false);
+    for i in 0..10u64 {
+        c.start_request(i, &req("/1294")).unwrap();
+    }
+    let out = c.pending_output().to_vec();
+    c.advance_output(out.len(), now);
+    s.feed(&out, now).unwrap();
+    while let Some(e) = s.poll_event() {
+        if let ServerEvent::Request { stream, .. } = e {
+            assert!(s.respond(stream, 200, &[], 1294));
+        }
+    }
+    s.fill(now, 1 << 20, &mut |_, _, n, out| {
+        out.resize(out.len() + n, b'x')
+    });
+    let back = s.pending_output().to_vec();
+    s.advance_output(back.len(), now);
+    let mut ev = Vec::new();
+    for piece in back.chunks(1000) {
+        c.feed(piece, now).unwrap();
+        while let Some(e) = c.poll_event() {
+            ev.push(e);
+        }
+    }
+    assert_eq!(done_tokens(&ev), (0..10).collect::<Vec<_>>());
+    assert_eq!(c.stats().data_in, 10 * 1294);
+}

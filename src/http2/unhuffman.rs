@@ -1,8 +1,9 @@
-//! A header block's Huffman-coded strings made plain before `loona_hpack` decodes it: its
-//! decoder builds a Huffman table (257 entries in nested HashMaps) for every coded string, which
-//! against nginx (every response header coded) was 60 % of the client's CPU (perf, bench/h2.sh:
-//! ~200 us per response). One table per thread decodes them here; the block is otherwise
-//! copied as it is (RFC 7541 §6), so the dynamic table sees the same fields.
+//! HPACK's Huffman-coded strings made plain, through one table per thread and a cache of the
+//! strings decoded lately: `loona_hpack`'s decoder builds a Huffman table (257 entries in nested
+//! HashMaps) for every coded string, which against nginx (every response header coded) was 60 %
+//! of the client's CPU (perf, bench/h2.sh: ~200 us per response). The codec's decoder
+//! ([`super::hpack`]) takes each string from here ([`decode_into`]); [`plain`] rewrites a whole
+//! block with its strings plain (RFC 7541 §6: the same fields for any decoder).
 
 use loona_hpack::huffman::HuffmanDecoder;
 
@@ -11,7 +12,7 @@ use loona_hpack::huffman::HuffmanDecoder;
 pub struct Malformed;
 
 /// An integer with an `n`-bit prefix at `b[*at]` (RFC 7541 §5.1); moves `at` past it.
-fn int(b: &[u8], at: &mut usize, n: u8) -> Result<usize, Malformed> {
+pub(super) fn int(b: &[u8], at: &mut usize, n: u8) -> Result<usize, Malformed> {
     let mask = (1usize << n) - 1;
     let mut v = (*b.get(*at).ok_or(Malformed)? as usize) & mask;
     *at += 1;
@@ -73,25 +74,42 @@ fn string(
 
 /// Coded strings decoded lately, by their coded bytes: a server's response headers repeat
 /// (content-length, last-modified, etag) and the crate's decoder walks bits through HashMaps
-/// (70 % of the client's CPU against nginx once the table was built once).
+/// (70 % of the client's CPU against nginx once the table was built once). A direct-mapped
+/// cache: one hash and one compare a string, no allocation once its slot holds it (a SipHash
+/// map cost ~2 % of the client's CPU, perf).
 struct Decoded {
     table: HuffmanDecoder,
-    seen: std::collections::HashMap<Vec<u8>, Vec<u8>>,
+    slots: Vec<Slot>,
 }
 
-/// How many decoded strings are kept (then forgotten all at once).
-const KEPT: usize = 1024;
+/// A coded string and its plain form (`coded` empty: none yet).
+#[derive(Default)]
+struct Slot {
+    coded: Vec<u8>,
+    plain: Vec<u8>,
+}
+
+/// How many decoded strings are kept (a power of two; a string evicts the one in its slot).
+const SLOTS: usize = 256;
+
+/// FNV-1a: short strings, one pass.
+fn slot_of(raw: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in raw {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as usize & (SLOTS - 1)
+}
 
 impl Decoded {
     fn decode(&mut self, raw: &[u8]) -> Result<&[u8], Malformed> {
-        if !self.seen.contains_key(raw) {
-            if self.seen.len() >= KEPT {
-                self.seen.clear();
-            }
-            let plain = self.table.decode(raw).map_err(|_| Malformed)?;
-            self.seen.insert(raw.to_vec(), plain);
+        let slot = &mut self.slots[slot_of(raw)];
+        if slot.coded.is_empty() || slot.coded != raw {
+            slot.plain = self.table.decode(raw).map_err(|_| Malformed)?;
+            slot.coded.clear();
+            slot.coded.extend_from_slice(raw);
         }
-        Ok(&self.seen[raw])
+        Ok(&slot.plain)
     }
 }
 
@@ -99,8 +117,17 @@ thread_local! {
     /// The Huffman table, built once per thread (the worker's loop is one).
     static HUFF: std::cell::RefCell<Decoded> = std::cell::RefCell::new(Decoded {
         table: HuffmanDecoder::new(),
-        seen: Default::default(),
+        slots: (0..SLOTS).map(|_| Slot::default()).collect(),
     });
+}
+
+/// The Huffman-coded string `raw`, plain, appended to `out` (from the thread's cache).
+pub(super) fn decode_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), Malformed> {
+    HUFF.with(|h| {
+        let mut h = h.borrow_mut();
+        out.extend_from_slice(h.decode(raw)?);
+        Ok(())
+    })
 }
 
 /// `block` with every Huffman-coded string plain, into `out` (cleared first); false when the

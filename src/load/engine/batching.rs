@@ -1,4 +1,6 @@
-//! Read batching for a closed keep-alive loop whose responses stream in.
+//! Read batching for a closed keep-alive loop whose responses stream in (HTTP/1.1, and HTTP/2's
+//! streams: there each connection's read is also fed whole, every frame of it, before its
+//! answers leave in one write: `exchange::read_ready`, `streams::mux_flush`).
 //!
 //! A client that blocks in epoll_wait whenever no response is ready has the server pay for
 //! waking it: on loopback the server's send delivers the response to the client's socket from
@@ -14,7 +16,7 @@
 //! at most 30 us), so no latency is inflated by more than ~3 % of the typical one. A fast
 //! server (mean latency under 160 us) gets no nap at all, and neither does a loop with fewer
 //! than two requests in flight, nor any other mode (their sends are scheduled, or their cost is
-//! the connections').
+//! the connections'), nor HTTP/3 (its one UDP socket is read on its own terms).
 
 /// Longest nap.
 const NAP_MAX_NS: u64 = 30_000;

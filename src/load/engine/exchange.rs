@@ -131,7 +131,12 @@ impl Engine {
         };
         self.add_wire(wire);
         match r {
-            Ok(all) => self.arm_out_if(!all, idx, now),
+            Ok(all) => {
+                if all && self.slab[idx].mux {
+                    self.mux_sent(idx);
+                }
+                self.arm_out_if(!all, idx, now)
+            }
             Err(e) => self.fail(idx, Failure::Sys(e), now),
         }
     }
@@ -173,9 +178,20 @@ impl Engine {
     }
 
     pub(super) fn read_ready(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
+        let gen = self.slab[idx].gen;
         if self.slab[idx].sec.is_some() {
-            return self.read_ready_secure(idx, bits, now, buf);
+            self.read_ready_secure(idx, bits, now, buf);
+        } else {
+            self.read_ready_plain(idx, bits, now, buf);
         }
+        if self.slab[idx].mux && self.slab[idx].gen == gen && self.slab[idx].phase != Phase::Free {
+            // Read batching: everything read this turn was fed first; its answers (the next
+            // requests, WINDOW_UPDATEs, PING acks) leave now, in one write.
+            self.mux_flush(idx, now);
+        }
+    }
+
+    fn read_ready_plain(&mut self, idx: usize, bits: u32, now: u64, buf: &mut [u8]) {
         loop {
             match self.slab[idx].sock().recv(buf) {
                 Ok(0) => return self.at_eof(idx, now),
@@ -211,6 +227,11 @@ impl Engine {
             match r {
                 Ok(SecRead::Data(n)) => {
                     if !self.received(idx, &buf[..n], bits, now) {
+                        return;
+                    }
+                    // As in `read_ready_plain`: not when the peer's FIN was reported.
+                    let drained = self.slab[idx].sec.as_ref().is_some_and(|s| s.drained());
+                    if drained && bits & (io::EV_RDHUP | io::EV_HUP) == 0 {
                         return;
                     }
                 }
@@ -286,8 +307,9 @@ impl Engine {
             self.fail(idx, Failure::BadResponse(e.reason(), e.words()), now);
             return false;
         }
-        if c.http.reads_between_requests() {
-            // A multiplexed layer may answer what it read (PING, SETTINGS) and move its timer.
+        if c.http.reads_between_requests() && !c.mux {
+            // A layer may answer what it read (PING, SETTINGS) and move its timer (a
+            // multiplexed one once the read is over: `read_ready`).
             self.flush_layer(idx, now);
             self.arm_layer_timer(idx);
             let c = &self.slab[idx];

@@ -145,8 +145,9 @@ impl Engine {
                 paused: cfg.paused,
                 draining: false,
                 backoff_until_ns: 0,
-                // Not over HTTP/2: its closed loop keeps M requests per connection in flight.
-                batching: (cfg.mode == Mode::Closed && cfg.keepalive && cfg.streams.is_none())
+                // Over HTTP/2 too (its streams' responses are read in batches the same way);
+                // not over HTTP/3, whose one UDP socket is read on its own terms.
+                batching: (cfg.mode == Mode::Closed && cfg.keepalive && !cfg.http3)
                     .then(batching::ReadBatching::default),
                 retries: Default::default(),
             },

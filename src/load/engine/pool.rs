@@ -86,13 +86,14 @@ impl Engine {
     }
 
     /// Sends the due request (scheduled at `due`) on connection `idx`: timed from `due`, and
-    /// counted as a wait for the pool when it was due while no connection was idle.
+    /// counted as a wait for the pool when it was due while no connection was idle. On a
+    /// multiplexed connection it is queued: the caller flushes (`pool_starts`, once for the
+    /// requests that go on one connection in a row).
     fn send_scheduled(&mut self, idx: usize, due: u64, now: u64) {
         self.take_due(due, now);
         if self.slab[idx].mux {
             let req = self.pick_request();
-            self.start_stream(idx, req, due, now, true);
-            return self.flush_layer(idx, now);
+            return self.start_stream(idx, req, Some(due), now, true);
         }
         self.slab[idx].sched_ns = due;
         self.begin_request(idx, now);
@@ -228,6 +229,9 @@ impl Engine {
                 self.sched.pool.all_busy_since = Some(now);
             }
         }
+        // A multiplexed connection's requests queued so far (its free streams are offered
+        // in a row): written in one go when the next goes elsewhere, or at the end.
+        let mut queued: Option<usize> = None;
         for _ in 0..budget {
             let Some(due) = self.due_request(now) else {
                 break;
@@ -235,7 +239,14 @@ impl Engine {
             let Some(idx) = self.pool_take_idle(now) else {
                 break;
             };
+            if let Some(q) = queued.filter(|&q| q != idx) {
+                self.flush_layer(q, now);
+            }
             self.send_scheduled(idx, due, now);
+            queued = self.slab[idx].mux.then_some(idx);
+        }
+        if let Some(q) = queued {
+            self.flush_layer(q, now);
         }
     }
 

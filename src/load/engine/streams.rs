@@ -34,8 +34,15 @@ pub(super) struct Stream {
     pub(super) class: u16,
     /// Its scheduled start (latency counts from here), ns.
     pub(super) sched_ns: u64,
-    /// When it was sent, ns.
+    /// When its bytes left (when it was queued, until they did: `queued`), ns.
     pub(super) sent_ns: u64,
+    /// Its bytes wait in the layer's output: they leave in the connection's one write of the
+    /// turn (read batching: `mux_sent` stamps the time).
+    pub(super) queued: bool,
+    /// Its scheduled time is its send (a closed loop's and an attempt's next request, not a
+    /// scheduled or refused one): stamped with `sent_ns`, so the turn's batching is not
+    /// latency.
+    pub(super) sched_at_send: bool,
 }
 
 /// A refused or unprocessed request waiting to go again (in flight all along).
@@ -64,13 +71,13 @@ impl Engine {
         }
     }
 
-    /// Sends request `req` (scheduled at `sched`) on a new stream; `fresh`: counted as a new
-    /// request (a retry was counted when it first went).
+    /// Sends request `req` (scheduled at `sched`; None: when its bytes leave) on a new stream;
+    /// `fresh`: counted as a new request (a retry was counted when it first went).
     pub(super) fn start_stream(
         &mut self,
         idx: usize,
         req: usize,
-        sched: u64,
+        sched: Option<u64>,
         now: u64,
         fresh: bool,
     ) {
@@ -89,8 +96,10 @@ impl Engine {
             token,
             req: req as u16,
             class,
-            sched_ns: sched,
+            sched_ns: sched.unwrap_or(now),
             sent_ns: now,
+            queued: true,
+            sched_at_send: sched.is_none(),
         });
         let n = c.streams.len() as u64;
         self.report.streams_max = self.report.streams_max.max(n);
@@ -150,7 +159,7 @@ impl Engine {
             // Retries first, even while the load stops: they were counted when they first
             // went, and are in flight until answered.
             if let Some(r) = self.take_retry(idx) {
-                self.start_stream(idx, r.req as usize, r.sched_ns, now, false);
+                self.start_stream(idx, r.req as usize, Some(r.sched_ns), now, false);
                 continue;
             }
             if self.mux_stopping(idx) {
@@ -169,15 +178,15 @@ impl Engine {
                     };
                     self.take_due(due, now);
                     let req = self.pick_request();
-                    self.start_stream(idx, req, due, now, true);
+                    self.start_stream(idx, req, Some(due), now, true);
                 }
                 Role::Attempt if self.slab[idx].requests == 0 => {
                     let (req, sched) = (self.slab[idx].req as usize, self.slab[idx].sched_ns);
-                    self.start_stream(idx, req, sched, now, true);
+                    self.start_stream(idx, req, Some(sched), now, true);
                 }
                 Role::Attempt | Role::Client => {
                     let req = self.pick_request();
-                    self.start_stream(idx, req, now, now, true);
+                    self.start_stream(idx, req, None, now, true);
                 }
             }
         }
@@ -212,6 +221,31 @@ impl Engine {
         }
     }
 
+    /// The layer's output all left (`flush_layer`): the requests queued in it were sent now.
+    pub(super) fn mux_sent(&mut self, idx: usize) {
+        if !self.slab[idx].streams.iter().any(|s| s.queued) {
+            return;
+        }
+        let t = self.now_ns();
+        for s in self.slab[idx].streams.iter_mut().filter(|s| s.queued) {
+            s.queued = false;
+            s.sent_ns = t;
+            if s.sched_at_send {
+                s.sched_ns = t;
+            }
+        }
+    }
+
+    /// Writes what the connection's layer has to send (one write for all a turn queued) and
+    /// moves its timer.
+    pub(super) fn mux_flush(&mut self, idx: usize, now: u64) {
+        let gen = self.slab[idx].gen;
+        self.flush_layer(idx, now);
+        if self.alive(idx, gen) {
+            self.arm_layer_timer(idx);
+        }
+    }
+
     /// Acts on a multiplexed layer's events (and empties `events`), then refills its streams.
     pub(super) fn mux_events(&mut self, idx: usize, events: &mut Vec<HttpEvent>, now: u64) {
         let gen = self.slab[idx].gen;
@@ -232,7 +266,11 @@ impl Engine {
                     };
                     self.count_response(s.class, status);
                     self.in_flight_step(s.class, false);
-                    self.record_total(s.class, now.saturating_sub(s.sched_ns) / 1000);
+                    let total_ns = now.saturating_sub(s.sched_ns);
+                    self.record_total(s.class, total_ns / 1000);
+                    if let Some(b) = &mut self.sched.batching {
+                        b.observe(total_ns);
+                    }
                     self.stream_split(idx, &s);
                     if self.slab[idx].role == Role::Pool {
                         self.pool_served(now.saturating_sub(s.sent_ns) / 1000);

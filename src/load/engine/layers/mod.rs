@@ -301,6 +301,11 @@ pub trait Security {
     fn alpn(&self) -> Option<Vec<u8>> {
         None
     }
+    /// The last [`Self::recv`] emptied the socket (a short read): what arrives later is a new
+    /// edge (epoll ET), so the read that would only say EAGAIN may be saved.
+    fn drained(&self) -> bool {
+        false
+    }
 }
 
 /// Which layers this worker's connections are made of: chosen once, here, from the config.
