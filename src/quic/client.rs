@@ -177,6 +177,9 @@ pub struct QuicClient {
     stats: QuicStats,
     /// Connection-level counters of connections already gone.
     gone: quinn_proto::ConnectionStats,
+    /// Datagrams the endpoint itself answered with (stateless resets to packets for
+    /// connections already gone): in no connection's counters, but sent all the same.
+    endpoint_datagrams: u64,
     /// Connections touched since the last flush (only they may have packets to make).
     dirty: HashSet<ConnectionHandle>,
     /// Each connection's next timer (lazy: an entry whose time is no longer its
@@ -218,6 +221,7 @@ impl QuicClient {
             recv: RecvBatch::default(),
             stats: QuicStats::default(),
             gone: Default::default(),
+            endpoint_datagrams: 0,
             dirty: HashSet::new(),
             timers: BinaryHeap::new(),
             wait_for_tickets: opts.wait_for_tickets,
@@ -546,6 +550,7 @@ impl QuicClient {
                 }
             }
             Some(quinn_proto::DatagramEvent::Response(t)) => {
+                self.endpoint_datagrams += t.segment_size.map_or(1, |g| t.size.div_ceil(g)) as u64;
                 self.enqueue(t.destination, &buf[..t.size], t.segment_size);
             }
             // A client endpoint takes no new connections.
@@ -778,7 +783,7 @@ impl QuicClient {
         for c in self.conns.values() {
             add_conn_stats(&mut total, &c.quic.stats());
         }
-        s.datagrams_sent = total.udp_tx.datagrams;
+        s.datagrams_sent = total.udp_tx.datagrams + self.endpoint_datagrams;
         s.datagrams_received = total.udp_rx.datagrams;
         s.bytes_sent = total.udp_tx.bytes;
         s.bytes_received = total.udp_rx.bytes;

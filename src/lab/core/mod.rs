@@ -20,6 +20,7 @@ use crate::target::config::ServerStats;
 pub mod checks;
 mod classes;
 mod commands;
+mod effect;
 mod inputs;
 mod latency_split;
 mod live;
@@ -33,6 +34,7 @@ mod udp_drops;
 mod window;
 
 pub use commands::split_count;
+pub use effect::Effect;
 pub use inputs::{LabBackend, NoLab, PathRefusal, TargetUp, TlsSpoken};
 pub use live::{CLEAR_AFTER_S, JUDGE_S, LATENCY_S};
 pub use steps::Cue;
@@ -102,31 +104,6 @@ pub enum Input {
     Interrupted,
     /// The TUI's terminal went away (its window was closed): the run stops as on a signal.
     TerminalGone,
-}
-
-/// What the runtime carries out, in order.
-#[derive(Debug)]
-pub enum Effect {
-    /// Control messages for worker `worker` (an index into the slots).
-    Send { worker: usize, msgs: Vec<Control> },
-    /// Put these paths under these profiles (a proposal: the knobs change once the runtime
-    /// answers `Input::PathApplied`).
-    Path(Vec<crate::net::spec::PathSpec>),
-    /// A row of timeseries.csv at `t` seconds.
-    Row {
-        t: f64,
-        cols: Vec<(Col, Option<f64>)>,
-    },
-    /// A line for run.log.
-    Log(String),
-    /// A measurement window ended (`Input::EndWindow`).
-    Window(Box<Window>),
-    /// A TUI stretch of settings closed into a summary row (the runtime numbers and keeps it).
-    Summary(Box<SummaryRow>),
-    /// The outcome of `Input::Command`: applied (what changed) or refused (why).
-    Reply(Reply),
-    /// A step's `net.ipv4.tcp_syncookies` for the server's namespace (0, 1 or 2).
-    Syncookies(u8),
 }
 
 /// A path change the network lab could not apply: which path, and the lab's error.

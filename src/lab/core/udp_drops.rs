@@ -37,7 +37,7 @@ impl LabCore {
             rcvbuf_errors: get(col::UDP_RCVBUF_ERRORS_TOTAL),
             initials_in: get(col::QUIC_INITIAL_IN_TOTAL),
             initials_read: st.h3_initials_in,
-            noise: noise(self.h3_check_sent, self.run.in_flight_at_end(), sent),
+            noise: noise(self.h3_check_sent, self.run.in_flight_at_end()),
             lossy,
         })
     }
