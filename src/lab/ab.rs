@@ -150,9 +150,8 @@ pub fn ab_main(args: &AbArgs) -> anyhow::Result<ExitCode> {
             pairs.push((ra, rb, busy));
         }
     }
-    let quiet = pairs.iter().filter(|p| p.2.is_none()).count();
-    let busy = pairs.len() - quiet;
-    if busy > 0 && quiet >= disturbed::MIN_TRIALS {
+    let busy = pairs.iter().filter(|p| p.2.is_some()).count();
+    if disturbed::leave_out(busy, pairs.len()) {
         for (_, _, why) in &pairs {
             if let Some(why) = why {
                 println!("left out the pair of {why}");

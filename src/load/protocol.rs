@@ -111,6 +111,41 @@ pub struct WorkerConfig {
     pub http3: bool,
 }
 
+#[cfg(test)]
+impl WorkerConfig {
+    /// The lib's tests' worker: S-Client, D = 10,000, T = 0.5 s, HTTP/1.x over TCP, one point
+    /// of 1 s; a test changes what it is about with `..WorkerConfig::for_test(target)`.
+    pub(crate) fn for_test(target: SocketAddr) -> Self {
+        WorkerConfig {
+            id: 1,
+            target,
+            bind_addrs: vec![],
+            mode: Mode::Sclient,
+            rate: None,
+            arrivals: Arrivals::Constant,
+            sockets: 10_000,
+            clients: 0,
+            think_s: 0.0,
+            timeout_s: 0.5,
+            response_timeout_s: 2.0,
+            burst: None,
+            mix: vec![],
+            keepalive: false,
+            requests_per_conn: 1,
+            connections: 0,
+            host_header: "t".into(),
+            duration_s: 1.0,
+            stats_interval_ms: 100,
+            seed: 1,
+            paused: false,
+            tls: None,
+            good_statuses: Default::default(),
+            streams: None,
+            http3: false,
+        }
+    }
+}
+
 /// Controller -> worker, one JSON object per line on the worker's stdin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]

@@ -81,33 +81,7 @@ mod tests {
     /// TCP needs a socket per connection the load may hold; QUIC one UDP socket per worker.
     #[test]
     fn descriptors_needed_per_protocol() {
-        let tcp = WorkerConfig {
-            id: 1,
-            target: "127.0.0.1:80".parse().unwrap(),
-            bind_addrs: vec![],
-            mode: Mode::Sclient,
-            rate: None,
-            arrivals: crate::load::protocol::Arrivals::Constant,
-            sockets: 10_000,
-            clients: 0,
-            think_s: 0.0,
-            timeout_s: 0.5,
-            response_timeout_s: 2.0,
-            burst: None,
-            mix: vec![],
-            keepalive: false,
-            requests_per_conn: 1,
-            connections: 0,
-            host_header: "t".into(),
-            duration_s: 1.0,
-            stats_interval_ms: 100,
-            seed: 1,
-            paused: false,
-            tls: None,
-            good_statuses: Default::default(),
-            streams: None,
-            http3: false,
-        };
+        let tcp = WorkerConfig::for_test("127.0.0.1:80".parse().unwrap());
         // D + D/T x the response timeout + slack.
         assert_eq!(fds_needed(&tcp), 10_000 + 40_000 + 64);
         let closed = WorkerConfig {

@@ -77,6 +77,12 @@ pub fn of(run: &RunData) -> Option<Disturbed> {
         })
 }
 
+/// Whether `disturbed` of `total` trials (or pairs) are left out: while [`MIN_TRIALS`] others
+/// remain. The one rule compare and ab share.
+pub fn leave_out(disturbed: usize, total: usize) -> bool {
+    disturbed > 0 && total - disturbed >= MIN_TRIALS
+}
+
 /// The trials a comparison judges on: `runs` without the disturbed ones while at least
 /// [`MIN_TRIALS`] remain, else all of them; and the lines that say which were left out, or why
 /// none was (`what`: "run", "baseline").
@@ -89,7 +95,7 @@ pub fn judged_trials<'a>(runs: &'a [RunData], what: &str) -> (Vec<&'a RunData>, 
     if busy.is_empty() {
         return (runs.iter().collect(), Vec::new());
     }
-    if runs.len() - busy.len() < MIN_TRIALS {
+    if !leave_out(busy.len(), runs.len()) {
         let worst = busy.iter().map(|(_, d)| d.pct).fold(0.0, f64::max);
         let line = format!(
             "the machine was busy in {} of the {what}'s {} trials (other work up to {worst:.0} % of the lab's CPUs): judged on all of them, so the verdict carries the neighbours' noise; rerun on a quieter machine to be sure",

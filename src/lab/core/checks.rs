@@ -128,7 +128,7 @@ fn other_share(store: &Store, n: usize, cores: [Col; 2], own: &[Col]) -> Option<
     }
     let busy = latest(store, cores[0])? + latest(store, cores[1])?;
     let own: f64 = own.iter().map(|c| latest(store, *c).unwrap_or(0.0)).sum();
-    Some(((busy * n as f64 - own) / n as f64).max(0.0))
+    Some(super::summary::other_work(busy, n, own) / n as f64)
 }
 
 /// The server's CPUs when other work took more than [`BUSY_SHARE_PCT`] of them in the latest

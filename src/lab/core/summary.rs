@@ -346,7 +346,7 @@ fn server_cpu(ctrl: &LabCore, w: &Window, client_rate: f64) -> SummaryRow {
 /// Other work on a set of `n` CPUs whose user+system share is `busy` % of their time, less
 /// `own` (the lab's processes on them, % of one core): in % of one core. NaN (no split) stays
 /// NaN: f64::max would make it 0.
-fn other_work(busy: f64, n: usize, own: f64) -> f64 {
+pub(super) fn other_work(busy: f64, n: usize, own: f64) -> f64 {
     match busy * n as f64 - own {
         o if o.is_nan() => o,
         o => o.max(0.0),

@@ -161,31 +161,14 @@ fn a_new_protocol_is_a_layer_and_the_engine_counts_it_unchanged() {
     let pings = Arc::new(AtomicU64::new(0));
     let target = line_server(Arc::clone(&pings));
     let cfg = WorkerConfig {
-        id: 1,
-        target,
-        bind_addrs: vec![],
         mode: Mode::Closed,
-        rate: None,
-        arrivals: crate::load::protocol::Arrivals::Constant,
         sockets: 10,
         clients: 4,
-        think_s: 0.0,
         timeout_s: 1.0,
         response_timeout_s: 5.0,
-        burst: None,
-        mix: vec![],
         keepalive: true,
         requests_per_conn: 1_000_000,
-        connections: 0,
-        host_header: "t".into(),
-        duration_s: 1.0,
-        stats_interval_ms: 100,
-        seed: 1,
-        paused: false,
-        tls: None,
-        good_statuses: Default::default(),
-        streams: None,
-        http3: false,
+        ..WorkerConfig::for_test(target)
     };
     let (_tx, rx) = crossbeam_channel::unbounded();
     let mut e = Engine::new(cfg, rx, Arc::new(EventFd::new().unwrap()), vec![]).unwrap();
