@@ -3,9 +3,10 @@
 //! the built-in server over h2c and over TLS (h2 by ALPN), with its stream limit above and
 //! below h2load's `-m`: every request succeeds and the server's own counts agree.
 
+mod nginx_support;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use synlab::http2::{Client, ClientOptions, ErrorCode, Event, Request};
@@ -205,69 +206,11 @@ fn h2load_over_tls_gets_h2_by_alpn() {
     );
 }
 
-/// nginx on a free loopback port with HTTP/2 (h2c) and `http2_max_concurrent_streams`; stopped
-/// (killed by pid) on drop.
-struct Nginx {
-    child: std::process::Child,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nginx(max_streams: u32) -> Nginx {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(d.join("www")).unwrap();
-    std::fs::write(d.join("www/f"), vec![b'x'; 1294]).unwrap();
-    std::fs::write(d.join("www/big"), vec![b'y'; 300_000]).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let p = d.display();
-    let conf = format!(
-        "worker_processes 1;\ndaemon off;\nmaster_process off;\nerror_log {p}/error.log;\npid {p}/nginx.pid;\n\
-         events {{ worker_connections 256; }}\nhttp {{\n access_log {p}/access.log;\n\
-         client_body_temp_path {p}/tmp; proxy_temp_path {p}/tmp; fastcgi_temp_path {p}/tmp;\n\
-         uwsgi_temp_path {p}/tmp; scgi_temp_path {p}/tmp;\n http2_max_concurrent_streams {max_streams};\n\
-         server {{ listen 127.0.0.1:{port} http2; root {p}/www; }}\n}}\n"
-    );
-    std::fs::write(d.join("nginx.conf"), conf).unwrap();
-    let child = Command::new("nginx")
-        .arg("-p")
-        .arg(&d)
-        .arg("-c")
-        .arg(d.join("nginx.conf"))
-        .spawn()
-        .expect("nginx runs (Debian package nginx)");
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let n = Nginx { child, addr, dir };
-    let until = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(addr).is_err() {
-        assert!(
-            Instant::now() < until,
-            "nginx did not listen: {}",
-            read(&n.dir.path().join("error.log"))
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    n
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_default()
-}
-
 #[test]
 fn the_client_against_nginx_h2c_reads_its_stream_limit_and_its_log_counts_http2_requests() {
-    let ng = nginx(5);
+    let Some(mut ng) = nginx_support::start("http2_max_concurrent_streams 5;") else {
+        return;
+    };
     let small = drive(ng.addr, 200, 10, "/f");
     let big = drive(ng.addr, 20, 10, "/big");
     assert_eq!(
@@ -278,9 +221,8 @@ fn the_client_against_nginx_h2c_reads_its_stream_limit_and_its_log_counts_http2_
     assert_eq!((small.done, small.body_bytes), (200, 200 * 1294));
     assert_eq!((big.done, big.body_bytes), (20, 20 * 300_000));
     assert!(small.other_resets.is_empty() && big.other_resets.is_empty());
-    // Every request that was not refused is one log line with HTTP/2.0 (nginx writes the
-    // line when the request ends, so it is there once the response was read).
-    let log = read(&ng.dir.path().join("access.log"));
+    // Every request that was not refused is one log line with HTTP/2.0.
+    let log = ng.log_after_stop();
     let h2_lines = log
         .lines()
         .filter(|l| l.contains("\" 200 ") && l.contains(" HTTP/2.0\""))

@@ -94,7 +94,7 @@ fn h2c_counts(kind: &str, extra: &str, want_streams: u32) {
     .unwrap();
     let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let real = RealServer::prepare(&sc, addr, None, None).unwrap();
-    let _server = real.start(None, Vec::new()).unwrap();
+    let mut server = real.start(None, Vec::new()).unwrap();
     wait_listening(addr);
     let h2 = speaks_h2::check(addr, None, Duration::from_secs(5))
         .unwrap_or_else(|e| panic!("{kind} with the lab's HTTP/2 config: {e}"));
@@ -175,8 +175,12 @@ fn h2c_counts(kind: &str, extra: &str, want_streams: u32) {
     assert!(out.status.success(), "h2load: {text}");
     let ok = succeeded(&text);
     assert_eq!(ok, 5000, "{text}");
-    // Both servers write a request's line when its response is sent: give the last a moment.
-    std::thread::sleep(Duration::from_millis(300));
+    // Both servers write a request's line after its response's last bytes were sent, so
+    // h2load may have read them first: the log is read once the server has stopped (both
+    // finish the requests in hand on TERM, nginx within its event loop's turn, Apache's
+    // workers before its child exits).
+    synlab::lab::real_server::ask_to_stop(real.main_pid(server.pid()));
+    server.stop(Duration::from_secs(10));
     let mut c = StatusCounts::default();
     let log = std::fs::read_to_string(&real.access_log).unwrap();
     for l in log.lines().filter(|l| l.contains("?counted ")) {

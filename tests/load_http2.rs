@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use synlab::load::protocol::{Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
 
+mod nginx_support;
 mod worker_support;
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
 
@@ -348,67 +349,12 @@ fn h1_only_tls_server(tls: &synlab::tls::ServerTls) -> SocketAddr {
     addr
 }
 
-/// nginx on a free loopback port speaking h2c, `keepalive_requests` requests per connection
-/// (then GOAWAY); killed by pid on drop.
-struct Nginx {
-    child: Child,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nginx(keepalive_requests: u32) -> Option<Nginx> {
-    if Command::new("nginx").arg("-v").output().is_err() {
-        synlab::sys::privilege::skip_unless_required("nginx is not installed");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(d.join("www")).unwrap();
-    std::fs::write(d.join("www/f"), vec![b'x'; 1294]).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let p = d.display();
-    let conf = format!(
-        "worker_processes 1;\ndaemon off;\nmaster_process off;\nerror_log {p}/error.log;\npid {p}/nginx.pid;\n\
-         events {{ worker_connections 256; }}\nhttp {{\n access_log {p}/access.log;\n\
-         client_body_temp_path {p}/tmp; proxy_temp_path {p}/tmp; fastcgi_temp_path {p}/tmp;\n\
-         uwsgi_temp_path {p}/tmp; scgi_temp_path {p}/tmp;\n keepalive_requests {keepalive_requests};\n\
-         server {{ listen 127.0.0.1:{port} http2; root {p}/www; }}\n}}\n"
-    );
-    std::fs::write(d.join("nginx.conf"), conf).unwrap();
-    let child = Command::new("nginx")
-        .arg("-p")
-        .arg(&d)
-        .arg("-c")
-        .arg(d.join("nginx.conf"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nginx runs");
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(std::time::Instant::now() < until, "nginx did not listen");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    Some(Nginx { child, addr, dir })
-}
-
 /// nginx ends each connection after 40 requests with GOAWAY: the closed loop's connections
 /// finish their streams, are replaced, and every request is answered once: after a drain the
 /// clients' responses equal nginx's log lines (all HTTP/2), none failed or counted twice.
 #[test]
 fn goaway_from_nginx_is_survived_with_no_request_lost_or_double_counted() {
-    let Some(n) = nginx(40) else {
+    let Some(mut n) = nginx_support::start("keepalive_requests 40;") else {
         return;
     };
     let mut cfg = config(n.addr, Mode::Closed, 8);
@@ -427,9 +373,7 @@ fn goaway_from_nginx_is_survived_with_no_request_lost_or_double_counted() {
     assert!(goaways >= 2, "{goaways} GOAWAYs: {r:?}");
     assert_eq!((r.errors, r.at_end), (0, 0), "{r:?}");
     assert_eq!(r.requests, r.responses, "{r:?}");
-    // nginx writes a request's line when its response is sent: give the last a moment.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let log = std::fs::read_to_string(n.dir.path().join("access.log")).unwrap();
+    let log = n.log_after_stop();
     let mut c = synlab::probe::accesslog::StatusCounts::default();
     for l in log.lines() {
         c.add_line(l.as_bytes(), synlab::probe::accesslog::Listener::Plain);
