@@ -41,6 +41,7 @@
 # itself prints the throughput change it measured for K10 and K2 in its table.
 #
 #   bench/ci-noise.sh [RUNS=10] [N=5] [ATTEMPTS=5]
+#   bench/ci-noise.sh ab [ATTEMPTS=5] [N=5]     (paired: synlab ab, below)
 #   bench/ci-noise.sh calibrate "K ..." [PAIRS=4] [HOLD=15]
 # Every configuration carries BASEK expressions (default 200) under its K: with none, nginx at
 # ~50k/s left the clients' worker at 92 % of its core, and compare rightly refused such trials
@@ -127,10 +128,57 @@ if [ "${1:-}" = calibrate ]; then
   exit 0
 fi
 
+FIGS=throughput_per_s,total_p50_ms,total_p99_ms
+
+# Paired: `synlab ab` (N interleaved pairs, judged on the median of the pairs' ratios) of the
+# unchanged configuration against itself, against K10 and against K2, ATTEMPTS times each: the
+# false alarms, the detections and the small change's verdicts when the host's drift between
+# minutes is cancelled pair by pair (compare against a stored baseline carries it).
+if [ "${1:-}" = ab ]; then
+  ATTEMPTS=${2:-5}
+  N=${3:-5}
+  scenario same 0 "$HOLD"
+  scenario slower10 "$K10" "$HOLD"
+  scenario slower2 "$K2" "$HOLD"
+  LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+  START=$(date +%s)
+  declare -A HITS RATIOS
+  for b in same slower10 slower2; do
+    HITS[$b]=0
+    RATIOS[$b]=""
+    for ((i = 1; i <= ATTEMPTS; i++)); do
+      d="$OUT/ab-$b-$i"
+      set +e
+      "$SYNLAB" ab "$OUT/same.toml" "$OUT/$b.toml" --repeat "$N" --max-regression 5% --on "$FIGS" \
+        --out "$d" --json "$d.json" > "$d.log" 2>&1
+      code=$?
+      set -e
+      [ "$code" = 3 ] && HITS[$b]=$((HITS[$b] + 1))
+      r=$(jq -r '[.figures[] | select(.metric == "throughput_per_s")][0] // {change: null} | if .change == null then "not judged" else "\(.change | . * 10 | round / 10) % [\(.ci_lo | . * 10 | round / 10) .. \(.ci_hi | . * 10 | round / 10)]" end' "$d.json" 2> /dev/null || echo "no ab.json")
+      echo "$b $i: exit $code, throughput B/A $r" >&2
+      RATIOS[$b]+="${RATIOS[$b]:+; }$r (exit $code)"
+    done
+  done
+  cat << EOF
+
+## CI gate, paired (bench/ci-noise.sh ab, $(date -u +%Y-%m-%d), $(nproc) cores, load at start $LOAD0, at end $(cut -d' ' -f1-3 /proc/loadavg))
+
+\`synlab ab\` of N = $N interleaved pairs, ${HOLD} s holds, a 5 % limit on $FIGS; B against the unchanged configuration A.
+
+| B | regressions flagged (exit 3) | throughput change of B per attempt: median of the pairs' ratios [interval] |
+|---|---|---|
+| unchanged (false alarms) | ${HITS[same]} of $ATTEMPTS | ${RATIOS[same]} |
+| K = $K10 (~10 % slower) | ${HITS[slower10]} of $ATTEMPTS | ${RATIOS[slower10]} |
+| K = $K2 (~2 % slower) | ${HITS[slower2]} of $ATTEMPTS | ${RATIOS[slower2]} |
+
+The whole script: $(($(date +%s) - START)) s. Results kept in $OUT.
+EOF
+  exit 0
+fi
+
 RUNS=${1:-10}
 N=${2:-5}
 ATTEMPTS=${3:-5}
-FIGS=throughput_per_s,total_p50_ms,total_p99_ms
 scenario same 0 "$HOLD"
 scenario slower10 "$K10" "$HOLD"
 scenario slower2 "$K2" "$HOLD"
