@@ -2,8 +2,9 @@
 //! strings decoded lately: `loona_hpack`'s decoder builds a Huffman table (257 entries in nested
 //! HashMaps) for every coded string, which against nginx (every response header coded) was 60 %
 //! of the client's CPU (perf, bench/h2.sh: ~200 us per response). The codec's decoder
-//! ([`super::hpack`]) takes each string from here ([`decode_into`]); [`plain`] rewrites a whole
-//! block with its strings plain (RFC 7541 §6: the same fields for any decoder).
+//! ([`super::hpack`]) and HTTP/3's QPACK reader (`quic::h3`, the same code) take each string
+//! from here ([`decode_into`]); [`plain`] rewrites a whole block with its strings plain
+//! (RFC 7541 §6: the same fields for any decoder).
 
 use loona_hpack::huffman::HuffmanDecoder;
 
@@ -121,8 +122,9 @@ thread_local! {
     });
 }
 
-/// The Huffman-coded string `raw`, plain, appended to `out` (from the thread's cache).
-pub(super) fn decode_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), Malformed> {
+/// The Huffman-coded string `raw`, plain, appended to `out` (from the thread's cache). QPACK
+/// codes its strings with HPACK's Huffman code (RFC 9204 §4.1.2): `quic::h3` reads them here.
+pub(crate) fn decode_into(raw: &[u8], out: &mut Vec<u8>) -> Result<(), Malformed> {
     HUFF.with(|h| {
         let mut h = h.borrow_mut();
         out.extend_from_slice(h.decode(raw)?);

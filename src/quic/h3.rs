@@ -224,9 +224,12 @@ fn get_string(b: &[u8], huff_bit: u8, prefix: u8) -> Result<(Vec<u8>, usize), H3
     let (len, n) = get_int(b, prefix)?;
     let raw = b.get(n..n + len as usize).ok_or(H3Error::Truncated)?;
     let s = if huffman {
-        loona_hpack::huffman::HuffmanDecoder::new()
-            .decode(raw)
-            .map_err(|_| H3Error::Huffman)?
+        // Through the thread's one table and cache: a decoder built per string (loona's
+        // `HuffmanDecoder::new`, 257 entries in HashMaps) was ~75 % of the client's CPU
+        // against caddy, which codes every header (perf).
+        let mut plain = Vec::with_capacity(raw.len() * 8 / 5 + 1);
+        crate::http2::unhuffman::decode_into(raw, &mut plain).map_err(|_| H3Error::Huffman)?;
+        plain
     } else {
         raw.to_vec()
     };

@@ -61,6 +61,15 @@ impl Default for RecvBatch {
 }
 
 impl RecvBatch {
+    /// A batch with no buffers, allocating nothing: a placeholder while a reader walks the
+    /// real one and hands its datagrams to code that borrows the reader mutably.
+    pub fn empty() -> RecvBatch {
+        RecvBatch {
+            bufs: Vec::new(),
+            meta: Vec::new(),
+        }
+    }
+
     /// The runs the last read got: their meta and bytes.
     pub fn iter(&self) -> impl Iterator<Item = (RecvMeta, &[u8])> {
         self.meta
