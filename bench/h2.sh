@@ -17,6 +17,13 @@
 #                                                   run by run with h2load and oha: each build's
 #                                                   figures and its ratio to the first build's)
 #        SECTIONS=12 FR_START=10000 FR_STEP=1.2 FR_SECS=5 bench/h2.sh ...
+# Quiet machine 2026-11-28 19:57-20:03 UTC (load 0.1-1.8, release, `SECTIONS=12 bench/h2.sh 2 8`),
+# medians: h2c synlab 53,852 req/s at 11.91 us CPU/req, h2load 51,663 at 15.10, oha 58,375 at
+# 16.72; TLS synlab 62,028 at 9.80, h2load 65,563 at 12.92, oha 62,875 at 14.64: every client at
+# nginx's one core (req/s 1.04x / 0.95x h2load: not client-bound), CPU per request 0.79x / 0.76x
+# h2load's. Fixed rate (section 2): synlab's open mode held 42,996/s (p99 5.6 ms, 18.6 us CPU/req),
+# oha 61,914/s (p99 60 ms): 0.69x; perf of the open mode's worker (in the lab, 45k/s asked): 37 %
+# of its samples are wake-ups (finish_task_switch, the run queue's unlock), one per few due requests.
 # oha: `cargo install oha --locked --features http3` (found on PATH or in ~/.cargo/bin); without
 # it its columns and section 2 are skipped. The machine must be quiet: the figures are CPU-bound
 # on two cores; every table line says the load average.
