@@ -7,10 +7,10 @@
 //! asked for HTTP/3 without TLS refuses to start, saying why. The lab's runs (the scenario
 //! keys, caddy, the checks at start-up) are in tests/load_http3_lab.rs.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use synlab::load::protocol::{Mode, StatsDelta, WorkerConfig};
+use synlab::load::protocol::{Control, Mode, StatsDelta, WorkerConfig};
 use synlab::quic::stats::QuicDelta;
 use synlab::target::config::Http3Options;
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
@@ -111,25 +111,49 @@ impl Worker {
         Worker { child, out }
     }
 
-    fn collect(mut self) -> Vec<StatsDelta> {
-        let mut v: Vec<StatsDelta> = Vec::new();
+    /// The next report, None at the end of the worker's output.
+    fn next(&mut self) -> Option<StatsDelta> {
         let mut line = String::new();
-        loop {
-            line.clear();
-            if self.out.read_line(&mut line).unwrap() == 0 {
-                break;
-            }
-            let d: StatsDelta =
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line}: {e}"));
-            let last = d.last;
-            v.push(d);
-            if last {
-                break;
+        if self.out.read_line(&mut line).unwrap() == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line}: {e}")))
+    }
+
+    fn collect(self) -> Vec<StatsDelta> {
+        self.collect_after(Vec::new())
+    }
+
+    /// The reports after `v` up to the last.
+    fn collect_after(mut self, mut v: Vec<StatsDelta>) -> Vec<StatsDelta> {
+        if !v.last().is_some_and(|d| d.last) {
+            while let Some(d) = self.next() {
+                let last = d.last;
+                v.push(d);
+                if last {
+                    break;
+                }
             }
         }
         assert!(v.last().is_some_and(|d| d.last), "no final stats line");
         assert!(self.child.wait().unwrap().success());
         v
+    }
+
+    /// The run's reports when the worker is told to drain after its `reports`-th: it starts
+    /// no more attempts and ends once those in progress finished, so the run's bound cuts
+    /// none off half-way.
+    fn drained_after(mut self, reports: usize) -> Vec<StatsDelta> {
+        let mut v = Vec::new();
+        while v.len() < reports {
+            let d = self.next().expect("the worker reports until drained");
+            assert!(!d.last, "the worker ended before it was drained");
+            v.push(d);
+        }
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{}", serde_json::to_string(&Control::Drain).unwrap()).unwrap();
+        stdin.flush().unwrap();
+        self.collect_after(v)
     }
 }
 
@@ -324,9 +348,16 @@ fn retry_is_received_once_per_connection() {
     );
     let mut cfg = config(lab.server.local_addr(), &lab.ca_pem, Mode::Sclient, 1);
     cfg.sockets = 1;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    // Drained after half a second (the bound only a guard): an attempt the bound cut off
+    // before its Retry came would be an attempt without one.
+    cfg.duration_s = 10.0;
+    let r = tally(&Worker::spawn(&cfg).drained_after(5));
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.established > 10, "{r:?}");
+    assert_eq!(
+        r.established, r.attempts,
+        "drained: none left connecting {r:?}"
+    );
     assert_eq!(r.quic.retry_received, r.quic.attempts, "{r:?}");
     let st = assert_server_agrees(lab.server, &r);
     assert_eq!(st.h3_retries, r.quic.attempts, "{st:?}");
