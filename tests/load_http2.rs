@@ -4,14 +4,14 @@
 //! a stream limit below M shows as requests waiting, not errors; M changes live; a server that
 //! picks http/1.1 by ALPN fails each connection as `alpn_refused`, said in words.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Child, ChildStdin, Command, Stdio};
 use synlab::load::protocol::{Control, LoadSettings, Mode, StatsDelta, WorkerConfig};
 
 mod nginx_support;
 mod worker_support;
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
+use worker_support::Worker;
 
 fn serve(max_streams: u32, tls: Option<synlab::tls::ServerTls>) -> Server {
     Server::start(ServeConfig {
@@ -33,67 +33,6 @@ fn config(target: SocketAddr, mode: Mode, streams: u32) -> WorkerConfig {
         duration_s: 1.5,
         streams: Some(streams),
         ..worker_support::config(target)
-    }
-}
-
-struct Worker {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Worker {
-    fn spawn(cfg: &WorkerConfig) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
-            .args([
-                "worker",
-                "--config-json",
-                &serde_json::to_string(cfg).unwrap(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn synlab worker");
-        let stdin = child.stdin.take();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        Worker { child, stdin, out }
-    }
-
-    fn send(&mut self, c: &Control) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn next(&mut self) -> Option<StatsDelta> {
-        let mut line = String::new();
-        if self.out.read_line(&mut line).unwrap() == 0 {
-            return None;
-        }
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line}: {e}")))
-    }
-
-    fn collect(mut self, mut v: Vec<StatsDelta>) -> Vec<StatsDelta> {
-        while let Some(d) = self.next() {
-            let last = d.last;
-            v.push(d);
-            if last {
-                break;
-            }
-        }
-        assert!(v.last().is_some_and(|d| d.last), "no final stats line");
-        assert!(self.child.wait().unwrap().success());
-        v
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

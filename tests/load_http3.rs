@@ -7,16 +7,16 @@
 //! asked for HTTP/3 without TLS refuses to start, saying why. The lab's runs (the scenario
 //! keys, caddy, the checks at start-up) are in tests/load_http3_lab.rs.
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use synlab::load::protocol::{Control, Mode, StatsDelta, WorkerConfig};
+use std::process::{Command, Stdio};
+use synlab::load::protocol::{Mode, StatsDelta, WorkerConfig};
 use synlab::quic::stats::QuicDelta;
 use synlab::target::config::Http3Options;
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
 use synlab::tls::cert::LabCert;
 
 mod worker_support;
+use worker_support::Worker;
 
 struct Lab {
     _dir: tempfile::TempDir,
@@ -86,83 +86,6 @@ fn config(target: SocketAddr, ca_pem: &str, mode: Mode, streams: u32) -> WorkerC
         streams: Some(streams),
         http3: true,
         ..worker_support::config(target)
-    }
-}
-
-struct Worker {
-    child: Child,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Worker {
-    fn spawn(cfg: &WorkerConfig) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
-            .args([
-                "worker",
-                "--config-json",
-                &serde_json::to_string(cfg).unwrap(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn synlab worker");
-        let out = BufReader::new(child.stdout.take().unwrap());
-        Worker { child, out }
-    }
-
-    /// The next report, None at the end of the worker's output.
-    fn next(&mut self) -> Option<StatsDelta> {
-        let mut line = String::new();
-        if self.out.read_line(&mut line).unwrap() == 0 {
-            return None;
-        }
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line}: {e}")))
-    }
-
-    fn collect(self) -> Vec<StatsDelta> {
-        self.collect_after(Vec::new())
-    }
-
-    /// The reports after `v` up to the last.
-    fn collect_after(mut self, mut v: Vec<StatsDelta>) -> Vec<StatsDelta> {
-        if !v.last().is_some_and(|d| d.last) {
-            while let Some(d) = self.next() {
-                let last = d.last;
-                v.push(d);
-                if last {
-                    break;
-                }
-            }
-        }
-        assert!(v.last().is_some_and(|d| d.last), "no final stats line");
-        assert!(self.child.wait().unwrap().success());
-        v
-    }
-
-    /// The run's reports when the worker is told to drain after its `reports`-th: it starts
-    /// no more attempts and ends once those in progress finished, so the run's bound cuts
-    /// none off half-way.
-    fn drained_after(mut self, reports: usize) -> Vec<StatsDelta> {
-        let mut v = Vec::new();
-        while v.len() < reports {
-            let d = self.next().expect("the worker reports until drained");
-            assert!(!d.last, "the worker ended before it was drained");
-            v.push(d);
-        }
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{}", serde_json::to_string(&Control::Drain).unwrap()).unwrap();
-        stdin.flush().unwrap();
-        self.collect_after(v)
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 
@@ -243,7 +166,7 @@ fn closed_n_connections_by_m_streams() {
     let lab = start(Http3Options::default(), false, true);
     let mut cfg = config(lab.server.local_addr(), &lab.ca_pem, Mode::Closed, 8);
     cfg.clients = 3;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert!(r.responses > 100, "{r:?}");
     assert_eq!(r.errors, 0, "{r:?}");
     // N connections carry every request, M at a time.
@@ -259,7 +182,7 @@ fn sclient_slots_each_with_their_requests() {
     let mut cfg = config(lab.server.local_addr(), &lab.ca_pem, Mode::Sclient, 4);
     cfg.sockets = 2;
     cfg.requests_per_conn = 3;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.established > 20, "{r:?}");
     // Each connection: its handshake, then its 3 requests, then closed.
@@ -274,7 +197,7 @@ fn an_open_request_rate_over_a_pool() {
     let mut cfg = config(lab.server.local_addr(), &lab.ca_pem, Mode::Open, 4);
     cfg.rate = Some(400.0);
     cfg.connections = 2;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert_eq!(r.errors, 0, "{r:?}");
     assert_eq!(r.established, 2, "{r:?}");
     // 400/s for 1.5 s, less the pool's opening.
@@ -290,7 +213,7 @@ fn the_resumed_share_is_the_asked_one() {
     let mut cfg = config(lab.server.local_addr(), &lab.ca_pem, Mode::Sclient, 1);
     cfg.sockets = 2;
     cfg.tls.as_mut().unwrap().resumed = 0.3;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert_eq!(r.errors, 0, "{r:?}");
     let n = r.full + r.resumed;
     assert!(n > 50, "{r:?}");
@@ -314,7 +237,7 @@ fn zero_rtt_where_the_server_takes_it() {
     let tls = cfg.tls.as_mut().unwrap();
     tls.resumed = 1.0;
     tls.early_data = 1.0;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.quic.handshakes_0rtt > 10, "{r:?}");
     // Every handshake but the first (no ticket yet) is 0-RTT: each connection waits for its
@@ -373,7 +296,7 @@ fn no_quic_server_is_a_handshake_timeout_per_attempt() {
     cfg.sockets = 2;
     cfg.timeout_s = 0.2;
     cfg.duration_s = 1.1;
-    let r = tally(&Worker::spawn(&cfg).collect());
+    let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert_eq!(r.established, 0, "{r:?}");
     // 2 slots, T = 0.2 s, 1.1 s: 10 timed out (the slots start spread over T), 2 at the end.
     assert!((8..=12).contains(&r.handshake_timeouts), "{r:?}");

@@ -2,9 +2,9 @@
 //! written here (an HTTP/1.0 responder, a listener that never accepts, a closed port), the worker
 //! spawned from the built binary, its stats read from stdout and controls written to stdin.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use synlab::load::protocol::{Control, LoadSettings, Mode, StatsDelta, WorkerConfig, WorkerNotice};
 
@@ -65,81 +65,39 @@ fn config(target: SocketAddr, mode: Mode) -> WorkerConfig {
     }
 }
 
+/// The shared harness with the load's settings as last sent (each change sends them whole,
+/// as the lab does).
 struct Worker {
-    /// The load's settings as last sent (each change sends them whole, as the lab does).
     settings: LoadSettings,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<std::process::ChildStdout>,
+    w: worker_support::Worker,
 }
 
 impl Worker {
     fn spawn(cfg: &WorkerConfig) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_synlab"))
-            .args([
-                "worker",
-                "--config-json",
-                &serde_json::to_string(cfg).unwrap(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn synlab worker");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
         Worker {
             settings: LoadSettings::of(cfg),
-            child,
-            stdin,
-            stdout,
+            w: worker_support::Worker::spawn(cfg),
         }
     }
 
     /// Changes the load's settings and sends them.
     fn load(&mut self, change: impl FnOnce(&mut LoadSettings)) {
         change(&mut self.settings);
-        self.send(&Control::Load(self.settings));
+        self.w.send(&Control::Load(self.settings));
     }
 
     fn send(&mut self, c: &Control) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{}", serde_json::to_string(c).unwrap()).unwrap();
-        stdin.flush().unwrap();
+        self.w.send(c);
     }
 
     /// The next stats line (None at EOF).
     fn next(&mut self) -> Option<StatsDelta> {
-        let mut line = String::new();
-        if self.stdout.read_line(&mut line).unwrap() == 0 {
-            return None;
-        }
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad stats line {line}: {e}")))
+        self.w.next()
     }
 
     /// Every stats line until the final one; asserts the worker exits cleanly after it.
-    fn collect(mut self) -> Vec<StatsDelta> {
-        let mut v = Vec::new();
-        while let Some(d) = self.next() {
-            let last = d.last;
-            v.push(d);
-            if last {
-                break;
-            }
-        }
-        assert!(v.last().is_some_and(|d| d.last), "no final stats line");
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "worker exited with {status}");
-        v
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+    fn collect(self) -> Vec<StatsDelta> {
+        self.w.collect(Vec::new())
     }
 }
 
@@ -351,7 +309,7 @@ fn load_stdin_eof_stops_the_worker() {
     let mut w = Worker::spawn(&cfg);
     w.next().unwrap();
     let t = Instant::now();
-    drop(w.stdin.take());
+    w.w.end_input();
     let v = w.collect();
     assert_identities(&v);
     assert!(
