@@ -130,6 +130,17 @@ fi
 
 FIGS=throughput_per_s,total_p50_ms,total_p99_ms
 
+# The throughput's change in a compare/ab JSON file ($1): "-6.4 % [-14.3 .. -0.4]", with $2 =
+# "short" only "-6.4 %", with $2 = "verdict" the verdict after; "not judged" when it has none.
+throughput_change() {
+  jq -r --arg how "${2:-}" '[.figures[] | select(.metric == "throughput_per_s")][0] // {change: null}
+    | def r: . * 10 | round / 10;
+    if .change == null then "not judged"
+    elif $how == "short" then "\(.change | r) %"
+    else "\(.change | r) % [\(.ci_lo | r) .. \(.ci_hi | r)]" + (if $how == "verdict" then " \(.verdict)" else "" end) end' "$1"
+}
+
+
 # Paired: `synlab ab` (N interleaved pairs, judged on the median of the pairs' ratios) of the
 # unchanged configuration against itself, against K10 and against K2, ATTEMPTS times each: the
 # false alarms, the detections and the small change's verdicts when the host's drift between
@@ -154,7 +165,7 @@ if [ "${1:-}" = ab ]; then
       code=$?
       set -e
       [ "$code" = 3 ] && HITS[$b]=$((HITS[$b] + 1))
-      r=$(jq -r '[.figures[] | select(.metric == "throughput_per_s")][0] // {change: null} | if .change == null then "not judged" else "\(.change | . * 10 | round / 10) % [\(.ci_lo | . * 10 | round / 10) .. \(.ci_hi | . * 10 | round / 10)]" end' "$d.json" 2> /dev/null || echo "no ab.json")
+      r=$(throughput_change "$d.json" 2> /dev/null || echo "no ab.json")
       echo "$b $i: exit $code, throughput B/A $r" >&2
       RATIOS[$b]+="${RATIOS[$b]:+; }$r (exit $code)"
     done
@@ -220,10 +231,10 @@ for ((i = 1; i <= ATTEMPTS; i++)); do
   r=$(run slower2 "$OUT/slower2-$i" "$N")
   code=$(judge "$base" "$r" "K=$K2 (~2 %) $i")
   [ "$code" = 0 ] && noise2=$((noise2 + 1))
-  changes2+=("$(jq -r '[.figures[] | select(.metric == "throughput_per_s")][0] // {change: null} | if .change == null then "not judged" else "\(.change | . * 10 | round / 10) % [\(.ci_lo | . * 10 | round / 10) .. \(.ci_hi | . * 10 | round / 10)] \(.verdict)" end' "${r%/}.compare.json")")
+  changes2+=("$(throughput_change "${r%/}.compare.json" verdict)")
 done
 changes10=$(for f in "$OUT"/slower10-*/*.compare.json; do
-  jq -r '[.figures[] | select(.metric == "throughput_per_s")][0] // {change: null} | if .change == null then "not judged" else "\(.change | . * 10 | round / 10) %" end' "$f"
+  throughput_change "$f" short
 done | paste -sd, -)
 
 # The noise: the unchanged trials (baseline and false-alarm runs) regrouped by G, each group
