@@ -255,7 +255,8 @@ pub fn die_quietly_on_broken_pipe() {
     }
 }
 
-/// Sets this thread's timer slack (default 50 us) so timer wake-ups are not batched.
+/// Sets this thread's timer slack (default 50 us) so timer wake-ups are not batched; 0 restores
+/// the thread's default.
 pub fn set_timer_slack_ns(ns: u64) {
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };

@@ -103,6 +103,9 @@ impl Engine {
         let clients = s.clients != self.cfg.clients;
         self.cfg.mode = s.mode;
         self.cfg.clients = s.clients;
+        if mode {
+            self.timer_slack_for_mode();
+        }
         // A draining worker stays paused: it never starts anything new.
         let paused = s.paused || self.sched.draining;
         if paused && !self.sched.paused {

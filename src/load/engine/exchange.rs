@@ -426,9 +426,7 @@ impl Engine {
             c.before_send_us += before_us;
             c.first_responses += u64::from(requests == 1);
         });
-        if let Some(b) = &mut self.sched.batching {
-            b.observe(total_ns);
-        }
+        self.sched.batching.observe(total_ns);
         if role == Role::Pool {
             self.pool_served(now.saturating_sub(sent) / 1000);
         }

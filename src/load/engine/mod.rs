@@ -21,7 +21,7 @@
 
 use super::arrival::Schedule;
 use super::http;
-use super::protocol::{BadControl, Control, Mode, StatsDelta, WorkerConfig, WorkerNotice};
+use super::protocol::{BadControl, Control, StatsDelta, WorkerConfig, WorkerNotice};
 use crate::metrics::hist::new_hist;
 use crate::sys::client_io::{self as io, Epoll, EventFd, RawAddr};
 use rand::rngs::SmallRng;
@@ -145,10 +145,7 @@ impl Engine {
                 paused: cfg.paused,
                 draining: false,
                 backoff_until_ns: 0,
-                // Over HTTP/2 too (its streams' responses are read in batches the same way);
-                // not over HTTP/3, whose one UDP socket is read on its own terms.
-                batching: (cfg.mode == Mode::Closed && cfg.keepalive && !cfg.http3)
-                    .then(batching::ReadBatching::default),
+                batching: batching::ReadBatching::default(),
                 retries: Default::default(),
             },
             slab: slab::Slab::default(),
@@ -221,10 +218,7 @@ impl Engine {
     pub fn run(mut self) -> anyhow::Result<()> {
         let mut events = io::empty_events(EVENT_BATCH);
         let mut buf = vec![0u8; READ_BUF];
-        if self.sched.batching.is_some() {
-            // The naps are 5-30 us: the default 50 us slack would stretch each to ~80 us.
-            crate::sys::process::set_timer_slack_ns(1_000);
-        }
+        self.timer_slack_for_mode();
         loop {
             let now = self.now_ns();
             if self.stop || now >= self.end_ns {
@@ -271,7 +265,7 @@ impl Engine {
     /// responses stream in first naps and reads a batch instead of blocking (see `batching`).
     fn wait_for_events(&mut self, events: &mut [io::Event], mut now: u64) -> anyhow::Result<usize> {
         let due = self.next_wake_ns(now);
-        if let Some(b) = self.sched.batching {
+        if let Some(b) = self.batching() {
             let until_due = due.map_or(u64::MAX, |t| t.saturating_sub(now));
             if let Some(nap) = b.nap_ns(self.report.requests_in_flight, until_due) {
                 let n = self.epoll.wait(events, Some(Duration::ZERO))?;

@@ -50,8 +50,8 @@ pub(super) struct Sched {
     pub(super) draining: bool,
     /// No attempts before this (the kernel refused a socket or a port).
     pub(super) backoff_until_ns: u64,
-    /// A closed keep-alive loop's read batching (None in every other mode).
-    pub(super) batching: Option<ReadBatching>,
+    /// The responses' running mean latency, for read batching (`Engine::batching`).
+    pub(super) batching: ReadBatching,
     /// Multiplexed: refused or unprocessed requests waiting to go again (in flight).
     pub(super) retries: std::collections::VecDeque<super::streams::Retry>,
 }
@@ -91,6 +91,21 @@ impl Engine {
             self.queued_start(starts)
         };
         due.map(|due| due.max(self.sched.backoff_until_ns.max(now)))
+    }
+
+    /// Read batching, while this worker runs a closed keep-alive loop, not over HTTP/3 (see
+    /// `batching`): decided by the mode now, since a live change can switch modes.
+    pub(super) fn batching(&self) -> Option<ReadBatching> {
+        let closed = self.starts() == Starts::Clients;
+        (closed && self.cfg.keepalive && !self.cfg.http3).then_some(self.sched.batching)
+    }
+
+    /// The thread's timer slack for this mode: the naps of read batching are 5-30 us, which
+    /// the default 50 us slack would stretch to ~80 us; every other mode keeps the default
+    /// (0 restores it), whose coalescing of timer wake-ups the open mode's schedule relies on.
+    pub(super) fn timer_slack_for_mode(&self) {
+        let slack = if self.batching().is_some() { 1_000 } else { 0 };
+        crate::sys::process::set_timer_slack_ns(slack);
     }
 
     /// All D sockets are connecting and this mode's next start waits for one to free up.
@@ -252,5 +267,50 @@ impl Engine {
                 self.finish(idx, now);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::protocol::{Control, LoadSettings, WorkerConfig};
+    use crate::sys::client_io::EventFd;
+    use std::sync::Arc;
+
+    fn engine(mode: Mode, connections: u32) -> Engine {
+        let cfg = WorkerConfig {
+            mode,
+            clients: 4,
+            connections,
+            rate: Some(100.0),
+            keepalive: true,
+            requests_per_conn: 1_000_000,
+            ..WorkerConfig::for_test("127.0.0.1:9".parse().unwrap())
+        };
+        let (_tx, rx) = crossbeam_channel::unbounded();
+        Engine::new(cfg, rx, Arc::new(EventFd::new().unwrap()), vec![]).unwrap()
+    }
+
+    fn switch(e: &mut Engine, mode: Mode) {
+        let s = LoadSettings {
+            mode,
+            ..LoadSettings::of(&e.cfg)
+        };
+        e.apply(Control::Load(s), 0, 0.0).unwrap();
+    }
+
+    #[test]
+    fn read_batching_follows_a_live_change_of_mode() {
+        // Started closed it batches; switched to an S-Client it must not nap before its
+        // connects and timeouts.
+        let mut e = engine(Mode::Closed, 0);
+        assert!(e.batching().is_some());
+        switch(&mut e, Mode::Sclient);
+        assert!(e.batching().is_none());
+        // Started open (a pool, a schedule of its own) it does not; switched closed it does.
+        let mut e = engine(Mode::Open, 4);
+        assert!(e.batching().is_none());
+        switch(&mut e, Mode::Closed);
+        assert!(e.batching().is_some());
     }
 }

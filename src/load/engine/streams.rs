@@ -268,9 +268,7 @@ impl Engine {
                     self.in_flight_step(s.class, false);
                     let total_ns = now.saturating_sub(s.sched_ns);
                     self.record_total(s.class, total_ns / 1000);
-                    if let Some(b) = &mut self.sched.batching {
-                        b.observe(total_ns);
-                    }
+                    self.sched.batching.observe(total_ns);
                     self.stream_split(idx, &s);
                     if self.slab[idx].role == Role::Pool {
                         self.pool_served(now.saturating_sub(s.sent_ns) / 1000);
