@@ -41,6 +41,9 @@ if [ -z "${SYN:-}" ]; then
   SYN=$PWD/target/release/synlab
 fi
 WORK=$(mktemp -d /tmp/synlab-bench.XXXXXX)
+# nginx's worker runs as nobody: mktemp's 0700 left it a 403 for every request (until 2026-11-28
+# section 1 measured 403s of ~150 bytes, not the 1294-byte file).
+chmod 755 "$WORK"
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT INT TERM
@@ -66,6 +69,8 @@ taskset -c 0 nginx -c "$WORK/ngx/nginx.conf" -p "$WORK/ngx" &
 PIDS+=($!)
 sleep 1
 URL=http://127.0.0.1:$NGX_PORT/f.bin
+got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "$URL" || true)
+[ "$got" = "200 1294" ] || { echo "nginx did not serve the 1294-byte file (got: $got); see $WORK/ngx/error.log" >&2; exit 1; }
 
 # The machine's load with every figure: rerun on a quiet machine to compare.
 loadavg() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"; }
