@@ -17,6 +17,9 @@
 #                                                   run by run with h2load and oha: each build's
 #                                                   figures and its ratio to the first build's)
 #        SECTIONS=12 FR_START=10000 FR_STEP=1.2 FR_SECS=5 bench/h2.sh ...
+#        CLIENT_QUOTA=25 SECTIONS=1 bench/h2.sh 3 8 (every client in a cgroup held to 25 % of a
+#                                                   core, nginx keeping its own: the client is the
+#                                                   limit, so req/s compares the clients, not nginx)
 # Quiet machine 2026-11-28 19:57-20:03 UTC (load 0.1-1.8, release, `SECTIONS=12 bench/h2.sh 2 8`),
 # medians: h2c synlab 53,852 req/s at 11.91 us CPU/req, h2load 51,663 at 15.10, oha 58,375 at
 # 16.72; TLS synlab 62,028 at 9.80, h2load 65,563 at 12.92, oha 62,875 at 14.64: every client at
@@ -24,6 +27,10 @@
 # h2load's. Fixed rate (section 2): synlab's open mode held 42,996/s (p99 5.6 ms, 18.6 us CPU/req),
 # oha 61,914/s (p99 60 ms): 0.69x; perf of the open mode's worker (in the lab, 45k/s asked): 37 %
 # of its samples are wake-ups (finish_task_switch, the run queue's unlock), one per few due requests.
+# Client-limited (each client in a cgroup held to 25 % of a core, 22:35 UTC, load 0.4-1.5,
+# `CLIENT_QUOTA=25 SECTIONS=1 bench/h2.sh 3 8`): h2c synlab 30,615 req/s at 8.21 us, h2load 20,874
+# at 12.16 (1.47x), oha 17,514; TLS synlab 33,821 at 7.47, h2load 20,401 at 12.44 (1.66x).
+# Fixed rate again (22:38, 3 ladders from 36,000 x 1.08): synlab 45,349/s, oha 57,125/s (0.79x).
 # oha: `cargo install oha --locked --features http3` (found on PATH or in ~/.cargo/bin); without
 # it its columns and section 2 are skipped. The machine must be quiet: the figures are CPU-bound
 # on two cores; every table line says the load average.
@@ -79,7 +86,8 @@ OHA=$(command -v oha || true)
 
 DIR=$(mktemp -d /tmp/synlab-h2bench.XXXXXX)
 NGINX_PID=""
-cleanup() { [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$DIR"; }
+cleanup() { [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$DIR"
+           [ -n "${QUOTA_CG:-}" ] && rmdir "$QUOTA_CG" 2>/dev/null; true; }
 trap cleanup EXIT
 mkdir -p "$DIR/www" "$DIR/tmp"
 head -c 1294 /dev/zero | tr '\0' x > "$DIR/www/f"
@@ -132,7 +140,24 @@ EOF
 # Runs a client pinned to CPU 1 under /usr/bin/time; prints its user+sys seconds (its stdout in
 # $DIR/out). Its stdin stays open for the run: a synlab worker takes the end of its stdin for its
 # controller's death and stops (run in the background, with stdin closed, it did at once).
-timed() { /usr/bin/time -f '@@ %U %S' -o "$DIR/time" taskset -c 1 "$@" > "$DIR/out" 2>/dev/null \
+# CLIENT_QUOTA (percent of a core): each client runs in a cgroup with that CPU quota (cgroup v2
+# cpu.max, or v1's cpu controller), made here and removed at exit.
+QUOTA_CG=""
+if [ -n "${CLIENT_QUOTA:-}" ]; then
+  quota=$((CLIENT_QUOTA * 1000))
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    QUOTA_CG=/sys/fs/cgroup/synlab-h2bench-$$
+    mkdir "$QUOTA_CG" && echo "$quota 100000" > "$QUOTA_CG/cpu.max"
+  else
+    QUOTA_CG=/sys/fs/cgroup/cpu/synlab-h2bench-$$
+    mkdir "$QUOTA_CG" && echo 100000 > "$QUOTA_CG/cpu.cfs_period_us" && echo "$quota" > "$QUOTA_CG/cpu.cfs_quota_us"
+  fi
+  echo "every client held to $CLIENT_QUOTA % of a core ($QUOTA_CG)"
+fi
+# The prefix that runs a command in the quota's cgroup, if any.
+IN_QUOTA=()
+[ -n "$QUOTA_CG" ] && IN_QUOTA=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$QUOTA_CG")
+timed() { /usr/bin/time -f '@@ %U %S' -o "$DIR/time" "${IN_QUOTA[@]}" taskset -c 1 "$@" > "$DIR/out" 2>/dev/null \
             < <(sleep $((SECS + 10))) || true
           awk '{print $2+$3}' "$DIR/time" | tail -1; }
 
