@@ -101,8 +101,8 @@ impl Engine {
     }
 
     /// The thread's timer slack for this mode: the naps of read batching are 5-30 us, which
-    /// the default 50 us slack would stretch to ~80 us; every other mode keeps the default
-    /// (0 restores it), whose coalescing of timer wake-ups the open mode's schedule relies on.
+    /// the default 50 us slack would stretch to ~80 us; every other mode keeps the thread's
+    /// default (0 restores it), as it always had.
     pub(super) fn timer_slack_for_mode(&self) {
         let slack = if self.batching().is_some() { 1_000 } else { 0 };
         crate::sys::process::set_timer_slack_ns(slack);
