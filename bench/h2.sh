@@ -147,10 +147,12 @@ if [ -n "${CLIENT_QUOTA:-}" ]; then
   quota=$((CLIENT_QUOTA * 1000))
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     QUOTA_CG=/sys/fs/cgroup/synlab-h2bench-$$
-    mkdir "$QUOTA_CG" && echo "$quota 100000" > "$QUOTA_CG/cpu.max"
+    mkdir "$QUOTA_CG" && echo "$quota 100000" 2>/dev/null > "$QUOTA_CG/cpu.max" ||
+      { echo "CLIENT_QUOTA: cannot set $QUOTA_CG/cpu.max (root, and the cpu controller in /sys/fs/cgroup/cgroup.subtree_control)" >&2; exit 1; }
   else
     QUOTA_CG=/sys/fs/cgroup/cpu/synlab-h2bench-$$
-    mkdir "$QUOTA_CG" && echo 100000 > "$QUOTA_CG/cpu.cfs_period_us" && echo "$quota" > "$QUOTA_CG/cpu.cfs_quota_us"
+    { mkdir "$QUOTA_CG" && echo 100000 > "$QUOTA_CG/cpu.cfs_period_us" && echo "$quota" > "$QUOTA_CG/cpu.cfs_quota_us"; } 2>/dev/null ||
+      { echo "CLIENT_QUOTA: cannot make $QUOTA_CG with a CPU quota (root, and cgroup v1's cpu controller)" >&2; exit 1; }
   fi
   echo "every client held to $CLIENT_QUOTA % of a core ($QUOTA_CG)"
 fi
