@@ -144,6 +144,8 @@ EOF
 # cpu.max, or v1's cpu controller), made here and removed at exit.
 QUOTA_CG=""
 if [ -n "${CLIENT_QUOTA:-}" ]; then
+  [[ $CLIENT_QUOTA =~ ^[0-9]+$ ]] && [ "$CLIENT_QUOTA" -ge 1 ] && [ "$CLIENT_QUOTA" -le 100 ] ||
+    { echo "CLIENT_QUOTA=$CLIENT_QUOTA: a whole percent of one core, 1 to 100 (each client runs on one CPU)" >&2; exit 2; }
   quota=$((CLIENT_QUOTA * 1000))
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     QUOTA_CG=/sys/fs/cgroup/synlab-h2bench-$$
