@@ -368,6 +368,10 @@ columns! {
     HANDSHAKE_P99 = "tls_handshake_p99_ms", Milliseconds, Percentile;
     SERVER_FULL_HANDSHAKES = "server_full_handshakes_per_s", PerSecond, Rate;
     SERVER_RESUMED_HANDSHAKES = "server_resumed_handshakes_per_s", PerSecond, Rate;
+    // The built-in server's own count of its QUIC handshakes and Retry packets (HTTP/3): whole,
+    // since its QUIC stack does not say which handshakes resumed.
+    SERVER_QUIC_HANDSHAKES = "server_quic_handshakes_per_s", PerSecond, Rate;
+    SERVER_QUIC_RETRIES = "server_quic_retries_per_s", PerSecond, Rate;
     // The server port's own listen drops (issue 42): its listening sockets' SK_MEMINFO_DROPS
     // by sock_diag, where `listen_drops_per_s` and `listen_overflows_per_s` count every port
     // of the namespace.

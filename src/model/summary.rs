@@ -472,6 +472,12 @@ pub struct SummaryRow {
     pub quic_closed_by_server_per_s: f64,
     #[serde(default = "nan")]
     pub quic_other_errors_per_s: f64,
+    /// The built-in server's own count of its QUIC handshakes (full and resumed together) and
+    /// of the Retry packets it sent, per second (NaN over TCP or without its count).
+    #[serde(default = "nan")]
+    pub server_quic_handshakes_per_s: f64,
+    #[serde(default = "nan")]
+    pub server_quic_retries_per_s: f64,
     /// HTTP/2 (NaN over HTTP/1.x): streams in flight (mean over all connections, the most on
     /// one, the server's advertised limit), refused and reset streams, GOAWAYs, ALPN
     /// refusals, the connections' setup, header bytes and HPACK's saving, flow-control stalls.
@@ -744,6 +750,8 @@ summary_cols! {
     QuicRefusedPerS = quic_refused_per_s: PerSecond,
     QuicClosedByServerPerS = quic_closed_by_server_per_s: PerSecond,
     QuicOtherErrorsPerS = quic_other_errors_per_s: PerSecond,
+    ServerQuicHandshakesPerS = server_quic_handshakes_per_s: PerSecond,
+    ServerQuicRetriesPerS = server_quic_retries_per_s: PerSecond,
     H2StreamsInFlightMean = h2_streams_in_flight_mean: Count,
     H2StreamsMax = h2_streams_max: Count,
     H2StreamsLimit = h2_streams_limit: Count,

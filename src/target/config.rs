@@ -255,8 +255,20 @@ impl ServerStats {
         })
     }
 
-    /// TLS handshakes (full, resumed) done between `earlier` and these totals; None when no
-    /// time passed.
+    /// QUIC handshakes completed and Retry packets sent between `earlier` and these totals
+    /// (HTTP/3); None when no time passed. Whole: quinn-proto does not tell a server which of
+    /// its handshakes resumed, so there is no full/resumed split to give.
+    pub fn quic_since(&self, earlier: &ServerStats) -> Option<(u64, u64)> {
+        (self.t_s > earlier.t_s).then(|| {
+            (
+                self.h3_handshakes.saturating_sub(earlier.h3_handshakes),
+                self.h3_retries.saturating_sub(earlier.h3_retries),
+            )
+        })
+    }
+
+    /// TLS handshakes over TCP (full, resumed) done between `earlier` and these totals; None
+    /// when no time passed.
     pub fn handshakes_since(&self, earlier: &ServerStats) -> Option<(u64, u64)> {
         (self.t_s > earlier.t_s).then(|| {
             (

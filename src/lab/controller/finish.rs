@@ -45,7 +45,8 @@ impl Controller {
         // Once per run (a second shutdown finds nothing new to count).
         if let Some(line) = self.core.final_crosscheck() {
             self.log(&line);
-            if let Some(line) = self.core.tls_crosscheck() {
+            let tls = self.core.tls_crosscheck();
+            for line in tls.into_iter().chain(self.core.quic_crosscheck()) {
                 self.log(&line);
             }
         }

@@ -195,6 +195,7 @@ impl Controller {
         );
         // The host's (loopback); the lab's clients' once it is up.
         core.set_syn_linear_timeouts(syn_linear_timeouts());
+        core.set_quic(scenario.load.http == HttpVersion::Http3);
         // As if the lab comes up; `place_on_cpus` settles it once the lab is up or not.
         let placement = crate::model::Placement::resolve(
             &scenario.target.cpus,

@@ -180,6 +180,8 @@ pub struct LabCore {
     /// The clients' kernel's `net.ipv4.tcp_syn_linear_timeouts` (0 until said: exponential
     /// backoff): where the latency split's SYN retransmission modes lie.
     syn_linear: u32,
+    /// The load speaks HTTP/3 (`server_counts_quic`).
+    quic: bool,
     /// The server's busy workers as last reported (its own report, Apache's scoreboard; seed 000 Fig. 10).
     busy_latest: Option<f64>,
     /// Full TLS handshakes the server counted that were not the load's (the start-up check's,
@@ -204,6 +206,7 @@ pub struct LabCore {
     /// sent (the drops identity's, `udp_drops`).
     run_quic: Option<crate::quic::stats::QuicDelta>,
     h3_check_sent: u64,
+    h3_check_handshakes: u64,
     /// What each worker that has not sent its last report had in progress at its latest one
     /// (a worker still draining at the bound, or gone): the run's totals count it as left.
     run_unfinished: std::collections::BTreeMap<u32, crate::model::InProgress>,
@@ -261,6 +264,7 @@ impl LabCore {
             server_reports: false,
             server_at_tick: None,
             syn_linear: 0,
+            quic: false,
             busy_latest: None,
             server_handshakes_not_load: 0,
             access: AccessCounts::default(),
@@ -273,6 +277,7 @@ impl LabCore {
             run: Counters::default(),
             run_quic: None,
             h3_check_sent: 0,
+            h3_check_handshakes: 0,
             run_unfinished: Default::default(),
             run_latency: [
                 crate::metrics::hist::new_hist(),
@@ -541,6 +546,18 @@ impl LabCore {
     /// The clients' `net.ipv4.tcp_syn_linear_timeouts` (the runtime reads it).
     pub fn set_syn_linear_timeouts(&mut self, n: u32) {
         self.syn_linear = n;
+    }
+
+    /// The load speaks HTTP/3 (the controller says so from the scenario).
+    pub fn set_quic(&mut self, quic: bool) {
+        self.quic = quic;
+    }
+
+    /// The server's handshakes are its own QUIC count, whole (`ServerStats::quic_since`): the
+    /// built-in server over HTTP/3. An access log (Caddy's) says per request whether its
+    /// connection resumed, over QUIC as over TCP, and keeps the full/resumed split.
+    fn server_counts_quic(&self) -> bool {
+        self.quic && self.access.last.is_none()
     }
 
     /// Probes run: a row waits (up to half an interval) for its interval's sample.

@@ -74,11 +74,15 @@ impl LabCore {
             _ => None,
         };
         // The server's handshakes, over the time its own reports say passed.
-        let server_tls = match (&self.server_at_tick, &self.server_last) {
-            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => b
-                .handshakes_since(a)
-                .map(|(f, r)| (f as f64 / (b.t_s - a.t_s), r as f64 / (b.t_s - a.t_s))),
-            _ => None,
+        let per_s = |(x, y): (u64, u64), dt: f64| (x as f64 / dt, y as f64 / dt);
+        let (server_tls, server_quic) = match (&self.server_at_tick, &self.server_last) {
+            (Some(a), Some(b)) if self.server_counts_quic() => {
+                (None, b.quic_since(a).map(|n| per_s(n, b.t_s - a.t_s)))
+            }
+            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => {
+                (b.handshakes_since(a).map(|n| per_s(n, b.t_s - a.t_s)), None)
+            }
+            _ => (None, None),
         };
         if self.server_last.is_some() {
             self.server_at_tick = self.server_last.clone();
@@ -86,6 +90,8 @@ impl LabCore {
         cols.push((col::SERVER_RESPONSES, server_rate));
         cols.push((col::SERVER_FULL_HANDSHAKES, server_tls.map(|t| t.0)));
         cols.push((col::SERVER_RESUMED_HANDSHAKES, server_tls.map(|t| t.1)));
+        cols.push((col::SERVER_QUIC_HANDSHAKES, server_quic.map(|t| t.0)));
+        cols.push((col::SERVER_QUIC_RETRIES, server_quic.map(|t| t.1)));
         for p in &mut self.paths {
             cols.extend(p.tick.path_columns(dt, p.id));
             p.tick.reset();
@@ -272,10 +278,14 @@ impl LabCore {
         self.hold_warning_of(late_kind, late.then_some(Warning::RouterLate(p99)), t, fx);
     }
 
-    /// The server's own count of its TLS handshakes over the run (full, resumed), the
-    /// start-up check's left out; None without TLS or without the server's count.
+    /// The server's own count of its TLS handshakes over TCP in the run (full, resumed), the
+    /// start-up check's left out; None without TLS, over HTTP/3 (`quic_crosscheck`), or
+    /// without the server's count.
     fn run_server_tls(&self) -> Option<(u64, u64)> {
         self.state.knobs.resumed?;
+        if self.server_counts_quic() {
+            return None;
+        }
         let last = self.server_last.as_ref()?;
         Some((
             last.tls_full
@@ -301,6 +311,26 @@ impl LabCore {
             } else {
                 String::new()
             }
+        ))
+    }
+
+    /// Over HTTP/3, the server's own count of its QUIC handshakes in the run (the start-up
+    /// check's left out) against the clients' completed ones. They need not be equal: a client
+    /// counts its handshake done when the server's Finished arrives, the server when the
+    /// client's does, so one whose last flight was lost or cut off counts at the client only.
+    /// The line for run.log; None over TCP or without the built-in server's count.
+    pub fn quic_crosscheck(&self) -> Option<String> {
+        let q = self
+            .run_quic
+            .as_ref()
+            .filter(|_| self.server_counts_quic())?;
+        let st = self.server_last.as_ref().filter(|_| self.server_reports)?;
+        let client = q.handshakes();
+        let server = st.h3_handshakes.saturating_sub(self.h3_check_handshakes);
+        let off = crate::probe::crosscheck::signed_diff_pct(server as f64, client as f64)
+            .map_or_else(String::new, |d| format!(" ({d:+.1}%)"));
+        Some(format!(
+            "cross-check: client completed {client} QUIC handshakes, server {server}{off}"
         ))
     }
 

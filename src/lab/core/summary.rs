@@ -153,6 +153,8 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
                 .map(|q| (q.err_transport + q.err_application) as f64 / dt),
         ),
         quic_other_errors_per_s: nan_or(tot.quic.map(|q| (q.err_other) as f64 / dt)),
+        server_quic_handshakes_per_s: nan_or(w.server_quic.map(|(h, _)| h as f64 / dt)),
+        server_quic_retries_per_s: nan_or(w.server_quic.map(|(_, r)| r as f64 / dt)),
         // HTTP/2's figures: NaN over HTTP/1.x (no setup, no ALPN refusal).
         h2_streams_in_flight_mean: h2(mean(col::REQUESTS_IN_FLIGHT)),
         h2_streams_max: h2(max(col::H2_STREAMS_MAX)),

@@ -7,10 +7,12 @@ use crate::model::col;
 use crate::model::udp_drops::{noise, UdpDrops};
 
 impl LabCore {
-    /// Datagrams the start-up QUIC check sent to the server: not the load's, but the
-    /// server read them (or its kernel dropped them) all the same.
-    pub fn h3_check_sent(&mut self, datagrams: u64) {
+    /// Datagrams the start-up QUIC check sent to the server and the handshakes it completed:
+    /// not the load's, but the server read them (or its kernel dropped them) and counted the
+    /// handshakes all the same.
+    pub fn h3_check(&mut self, datagrams: u64, handshakes: u64) {
         self.h3_check_sent += datagrams;
+        self.h3_check_handshakes += handshakes;
     }
 
     /// The drops identity over the run, from `last_probe` (the sample after the drain; else

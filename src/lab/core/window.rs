@@ -28,6 +28,8 @@ pub struct Window {
     pub server_responses: Option<u64>,
     /// The server's own count of its TLS handshakes in it (full, resumed), when it counts them.
     pub server_tls: Option<(u64, u64)>,
+    /// Over HTTP/3, the server's own count of its QUIC handshakes and Retry packets sent in it.
+    pub server_quic: Option<(u64, u64)>,
     /// What the built-in server measured of the latency split in it (accept-queue waits,
     /// service), when it reported.
     pub server_times: Option<crate::model::latency_split::ServerTimes>,
@@ -92,9 +94,12 @@ impl LabCore {
             _ => None,
         };
         let (server_responses, server_rate) = since.unzip();
-        let server_tls = match (&open.server_at_open, &self.server_last) {
-            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => b.handshakes_since(a),
-            _ => None,
+        let (server_tls, server_quic) = match (&open.server_at_open, &self.server_last) {
+            (Some(a), Some(b)) if self.server_counts_quic() => (None, b.quic_since(a)),
+            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => {
+                (b.handshakes_since(a), None)
+            }
+            _ => (None, None),
         };
         let server_times = super::latency_split::server_times(
             open.server_at_open.as_ref(),
@@ -110,6 +115,7 @@ impl LabCore {
             server_rate,
             server_responses,
             server_tls,
+            server_quic,
             rows: open.rows,
         }
     }

@@ -129,6 +129,68 @@ fn over_http3_the_rolling_check_holds_first_initials_against_attempts() {
     );
 }
 
+/// Over HTTP/3 the built-in server counts its QUIC handshakes whole (its stack does not say
+/// which resumed): they are its figure, and its TLS-over-TCP split, zero there, is not given
+/// as if it had done no handshake. The run's cross-check leaves the start-up check's out.
+#[test]
+fn over_http3_the_servers_handshakes_are_its_quic_count_not_an_empty_tls_split() {
+    let mut c = core(1, Vec::new());
+    c.state.knobs.resumed = Some(0.0);
+    c.set_quic(true);
+    c.h3_check(4, 1);
+    let srv = |t_s, handshakes, retries| {
+        Input::Server(ServerStats {
+            t_s,
+            h3_handshakes: handshakes,
+            h3_retries: retries,
+            ..Default::default()
+        })
+    };
+    at(&mut c, 0.05, srv(1.0, 1, 0));
+    at(&mut c, 0.2, Input::Tick);
+    let mut d = delta(0, 0.2, 100, 100);
+    if let Input::Worker(_, d) = &mut d {
+        d.quic = Some(crate::quic::stats::QuicDelta {
+            attempts: 100,
+            handshakes_full: 60,
+            handshakes_resumed: 40,
+            ..Default::default()
+        });
+    }
+    at(&mut c, 0.35, d);
+    at(&mut c, 0.38, srv(1.2, 99, 3));
+    let (_, cols) = row(&at(&mut c, 0.4, Input::Tick)).expect("a row at 0.4 s");
+    assert!(
+        close(cols[&col::SERVER_QUIC_HANDSHAKES], 490.0),
+        "98 in 0.2 s"
+    );
+    assert!(close(cols[&col::SERVER_QUIC_RETRIES], 15.0));
+    assert_eq!(cols[&col::SERVER_FULL_HANDSHAKES], None);
+    assert_eq!(cols[&col::SERVER_RESUMED_HANDSHAKES], None);
+    assert_eq!(c.tls_crosscheck(), None);
+    assert_eq!(
+        c.quic_crosscheck().as_deref(),
+        Some("cross-check: client completed 100 QUIC handshakes, server 98 (-2.0%)")
+    );
+    // Over TCP the same server's TLS split stands, and there is no QUIC line.
+    let mut c = core(1, Vec::new());
+    c.state.knobs.resumed = Some(0.0);
+    at(&mut c, 0.05, server(1.0, 0));
+    at(&mut c, 0.2, Input::Tick);
+    at(&mut c, 0.35, delta(0, 0.2, 100, 100));
+    at(&mut c, 0.38, {
+        let Input::Server(mut s) = server(1.2, 100) else {
+            unreachable!()
+        };
+        s.tls_full = 100;
+        Input::Server(s)
+    });
+    let (_, cols) = row(&at(&mut c, 0.4, Input::Tick)).expect("a row at 0.4 s");
+    assert!(close(cols[&col::SERVER_FULL_HANDSHAKES], 500.0));
+    assert_eq!(cols[&col::SERVER_QUIC_HANDSHAKES], None);
+    assert_eq!(c.quic_crosscheck(), None);
+}
+
 #[test]
 fn the_final_check_of_server_against_client_responses_keeps_its_tolerance() {
     let check = |server_responses: u64| {
