@@ -553,13 +553,6 @@ impl LabCore {
         self.quic = quic;
     }
 
-    /// The server's handshakes are its own QUIC count, whole (`ServerStats::quic_since`): the
-    /// built-in server over HTTP/3. An access log (Caddy's) says per request whether its
-    /// connection resumed, over QUIC as over TCP, and keeps the full/resumed split.
-    fn server_counts_quic(&self) -> bool {
-        self.quic && self.access.last.is_none()
-    }
-
     /// Probes run: a row waits (up to half an interval) for its interval's sample.
     pub fn set_probes_on(&mut self, on: bool) {
         self.probes_on = on;

@@ -278,6 +278,13 @@ impl LabCore {
         self.hold_warning_of(late_kind, late.then_some(Warning::RouterLate(p99)), t, fx);
     }
 
+    /// The server's handshakes are its own QUIC count, whole (`ServerStats::quic_since`): the
+    /// built-in server over HTTP/3. An access log (Caddy's) says per request whether its
+    /// connection resumed, over QUIC as over TCP, and keeps the full/resumed split.
+    pub(super) fn server_counts_quic(&self) -> bool {
+        self.quic && self.access.last.is_none()
+    }
+
     /// The server's own count of its TLS handshakes over TCP in the run (full, resumed), the
     /// start-up check's left out; None without TLS, over HTTP/3 (`quic_crosscheck`), or
     /// without the server's count.

@@ -159,21 +159,45 @@ pub(super) struct Conn {
     pub(super) http: Http,
     /// Its layer is multiplexed: requests run per token (`streams`), not by phase.
     pub(super) mux: bool,
-    /// A multiplexed connection's requests in flight.
+    /// A multiplexed connection's own state, boxed on the slot's first multiplexed
+    /// connection and kept for its next ones: an HTTP/1.x slot (every slot is allocated up
+    /// front, 20,000 for as many sockets) carries 8 bytes for it, not ~60.
+    mx: Option<Box<Mux>>,
+}
+
+/// What a multiplexed connection keeps beside its layer (`streams`).
+#[derive(Debug, Default)]
+pub(super) struct Mux {
+    /// Its requests in flight.
     pub(super) streams: Vec<Stream>,
-    /// A multiplexed pool connection's free streams offered to the pool as idle places.
+    /// A pool connection's free streams offered to the pool as idle places.
     pub(super) offered: u32,
-    /// A multiplexed connection's peer said its settings (the setup is done).
+    /// The peer said its settings (the setup is done).
     pub(super) settled: bool,
-    /// A multiplexed connection became usable (connected, secured), ns: its streams' latency
-    /// split is taken from here (`stream_split`).
+    /// When it became usable (connected, secured), ns: its streams' latency split is taken
+    /// from here (`stream_split`).
     pub(super) ready_ns: u64,
-    /// A closed client's multiplexed connection: when each of its streams thinking goes
-    /// again, ns (each stream is a client; see `streams`).
+    /// A closed client's connection: when each of its streams thinking goes again, ns (each
+    /// stream is a client; see `streams`).
     pub(super) thinks: Vec<u64>,
 }
 
 impl Conn {
+    /// Its multiplexed state, boxed on first use.
+    pub(super) fn mx(&mut self) -> &mut Mux {
+        self.mx.get_or_insert_with(Box::default)
+    }
+
+    /// Its multiplexed requests in flight (none on an HTTP/1.x connection).
+    pub(super) fn streams(&self) -> &[Stream] {
+        self.mx.as_deref().map_or(&[], |m| &m.streams)
+    }
+
+    /// Its multiplexed state, if it ever had one.
+    pub(super) fn mux_state(&self) -> Option<&Mux> {
+        self.mx.as_deref()
+    }
+
     pub(super) fn free() -> Conn {
         Conn {
             sock: None,
@@ -192,11 +216,7 @@ impl Conn {
             sec: None,
             http: Http::H1(Default::default()),
             mux: false,
-            streams: Vec::new(),
-            offered: 0,
-            settled: false,
-            ready_ns: 0,
-            thinks: Vec::new(),
+            mx: None,
         }
     }
 
@@ -293,9 +313,11 @@ impl Engine {
             // h2load and browsers set.
             let _ = c.sock().set_nodelay();
         }
-        c.offered = 0;
-        c.settled = false;
-        c.thinks.clear();
+        if let Some(m) = c.mx.as_deref_mut() {
+            m.offered = 0;
+            m.settled = false;
+            m.thinks.clear();
+        }
         self.connecting_step(class, true);
         if role == Role::Pool {
             self.sched.pool.open += 1;

@@ -251,7 +251,7 @@ impl Engine {
         if phase == Phase::Streams {
             // The requests it still carried are lost (answered ones, and those a GOAWAY
             // left unprocessed, are no longer among them).
-            return if self.slab[idx].streams.is_empty() {
+            return if self.slab[idx].streams().is_empty() {
                 self.finish(idx, now)
             } else {
                 self.fail(

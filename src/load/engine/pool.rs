@@ -157,9 +157,12 @@ impl Engine {
     fn pool_take_idle(&mut self, now: u64) -> Option<usize> {
         while let Some((idx, gen)) = self.sched.pool.queue.pop_front() {
             let c = &mut self.slab[idx as usize];
-            if c.gen == gen && c.phase == Phase::Streams && c.offered > 0 {
+            if c.gen == gen
+                && c.phase == Phase::Streams
+                && c.mux_state().is_some_and(|m| m.offered > 0)
+            {
                 // A free stream of a multiplexed connection (entries beyond `offered` lapse).
-                c.offered -= 1;
+                c.mx().offered -= 1;
                 self.pool_left_idle(now);
                 return Some(idx as usize);
             }
@@ -280,7 +283,7 @@ impl Engine {
                 break;
             };
             // A multiplexed one with requests in flight closes when they are answered.
-            if self.slab[idx].streams.is_empty() {
+            if self.slab[idx].streams().is_empty() {
                 self.finish(idx, now);
             }
         }

@@ -19,7 +19,11 @@ pub(super) fn split_ns(sched: u64, sent: u64, ready: u64) -> (u64, u64, bool) {
 impl Engine {
     /// Counts an answered stream's part of the split for its class.
     pub(super) fn stream_split(&mut self, idx: usize, s: &Stream) {
-        let (connect, wait, first) = split_ns(s.sched_ns, s.sent_ns, self.slab[idx].ready_ns);
+        let (connect, wait, first) = split_ns(
+            s.sched_ns,
+            s.sent_ns,
+            self.slab[idx].mux_state().map_or(0, |m| m.ready_ns),
+        );
         self.count(s.class, |c| {
             c.before_send_us += (connect + wait) / 1000;
             c.stream_wait_us += wait / 1000;

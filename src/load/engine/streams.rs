@@ -63,7 +63,7 @@ impl Engine {
     /// preface goes out with its first requests.
     pub(super) fn mux_ready(&mut self, idx: usize, now: u64) {
         self.slab[idx].phase = Phase::Streams;
-        self.slab[idx].ready_ns = now;
+        self.slab[idx].mx().ready_ns = now;
         let gen = self.slab[idx].gen;
         self.mux_refill(idx, now);
         if self.alive(idx, gen) {
@@ -91,8 +91,8 @@ impl Engine {
         c.req = req as u16;
         let token = ReqToken(c.requests);
         c.http.start(token, &self.requests[req]);
-        let first = c.streams.is_empty();
-        c.streams.push(Stream {
+        let first = c.streams().is_empty();
+        c.mx().streams.push(Stream {
             token,
             req: req as u16,
             class,
@@ -101,7 +101,7 @@ impl Engine {
             queued: true,
             sched_at_send: sched.is_none(),
         });
-        let n = c.streams.len() as u64;
+        let n = c.streams().len() as u64;
         self.report.streams_max = self.report.streams_max.max(n);
         if first {
             self.mux_arm(idx);
@@ -113,8 +113,9 @@ impl Engine {
     fn mux_arm(&mut self, idx: usize) {
         let timeout = (self.cfg.response_timeout_s * 1e9) as u64;
         let c = &self.slab[idx];
-        let response = c.streams.iter().map(|s| s.sent_ns + timeout).min();
-        match response.into_iter().chain(c.thinks.iter().copied()).min() {
+        let response = c.streams().iter().map(|s| s.sent_ns + timeout).min();
+        let thinks = c.mux_state().map_or(&[][..], |m| &m.thinks);
+        match response.into_iter().chain(thinks.iter().copied()).min() {
             Some(at) => self.arm(idx, at),
             None => self.disarm(idx),
         }
@@ -125,7 +126,7 @@ impl Engine {
     fn client_stream_ended(&mut self, idx: usize, now: u64) {
         if self.slab[idx].role == Role::Client && self.cfg.think_s > 0.0 {
             let at = now + (self.cfg.think_s * 1e9) as u64;
-            self.slab[idx].thinks.push(at);
+            self.slab[idx].mx().thinks.push(at);
             self.mux_arm(idx);
         }
     }
@@ -167,7 +168,8 @@ impl Engine {
             }
             // A closed client's streams thinking take no stream now but hold their place.
             if role == Role::Client
-                && self.slab[idx].http.capacity() as usize <= self.slab[idx].thinks.len()
+                && self.slab[idx].http.capacity() as usize
+                    <= self.slab[idx].mux_state().map_or(0, |m| m.thinks.len())
             {
                 break;
             }
@@ -197,7 +199,7 @@ impl Engine {
             self.pool_offer(idx, now);
         }
         let c = &self.slab[idx];
-        if c.streams.is_empty() && (self.mux_stopping(idx) || c.http.capacity() == 0) {
+        if c.streams().is_empty() && (self.mux_stopping(idx) || c.http.capacity() == 0) {
             self.finish(idx, now);
         }
     }
@@ -211,23 +213,23 @@ impl Engine {
             self.slab[idx].http.capacity()
         };
         let gen = self.slab[idx].gen;
-        while self.slab[idx].offered < free {
-            self.slab[idx].offered += 1;
+        while self.slab[idx].mx().offered < free {
+            self.slab[idx].mx().offered += 1;
             self.pool_idle_place(idx, gen);
         }
-        while self.slab[idx].offered > free {
-            self.slab[idx].offered -= 1;
+        while self.slab[idx].mx().offered > free {
+            self.slab[idx].mx().offered -= 1;
             self.pool_left_idle(now);
         }
     }
 
     /// The layer's output all left (`flush_layer`): the requests queued in it were sent now.
     pub(super) fn mux_sent(&mut self, idx: usize) {
-        if !self.slab[idx].streams.iter().any(|s| s.queued) {
+        if !self.slab[idx].streams().iter().any(|s| s.queued) {
             return;
         }
         let t = self.now_ns();
-        for s in self.slab[idx].streams.iter_mut().filter(|s| s.queued) {
+        for s in self.slab[idx].mx().streams.iter_mut().filter(|s| s.queued) {
             s.queued = false;
             s.sent_ns = t;
             if s.sched_at_send {
@@ -255,7 +257,7 @@ impl Engine {
             }
             match ev {
                 HttpEvent::FirstByte(t) => {
-                    if let Some(s) = self.slab[idx].streams.iter().find(|s| s.token == t) {
+                    if let Some(s) = self.slab[idx].streams().iter().find(|s| s.token == t) {
                         let us = now.saturating_sub(s.sched_ns) / 1000;
                         record(&mut self.report.hists.ttfb, us);
                     }
@@ -305,9 +307,9 @@ impl Engine {
                 HttpEvent::GoingAway { .. } => self.count(self.slab[idx].class, |c| c.goaways += 1),
                 HttpEvent::Limit(limit) => {
                     self.report.streams_limit = limit;
-                    if !self.slab[idx].settled {
+                    if !self.slab[idx].mx().settled {
                         // Set up: connected, secured, the server's SETTINGS in.
-                        self.slab[idx].settled = true;
+                        self.slab[idx].mx().settled = true;
                         let us = now.saturating_sub(self.slab[idx].sched_ns) / 1000;
                         let s = &mut self.report.stats.counts;
                         s.setups += 1;
@@ -323,14 +325,14 @@ impl Engine {
     }
 
     fn take_stream(&mut self, idx: usize, token: ReqToken) -> Option<super::streams::Stream> {
-        let v = &mut self.slab[idx].streams;
+        let v = &mut self.slab[idx].mx().streams;
         let at = v.iter().position(|s| s.token == token)?;
         Some(v.swap_remove(at))
     }
 
     /// The connection failed with requests in flight: each is its request's error.
     pub(super) fn mux_failed(&mut self, idx: usize, f: Failure) {
-        let classes: Vec<u16> = self.slab[idx].streams.iter().map(|s| s.class).collect();
+        let classes: Vec<u16> = self.slab[idx].streams().iter().map(|s| s.class).collect();
         for class in classes {
             self.count_request_error(f, class);
         }
@@ -339,12 +341,12 @@ impl Engine {
     /// The connection closes: its requests leave the in-flight gauges (counted by
     /// `mux_failed` when it failed), its idle places the pool, its counts the report.
     pub(super) fn mux_closed(&mut self, idx: usize, now: u64) {
-        self.slab[idx].thinks.clear();
-        for s in std::mem::take(&mut self.slab[idx].streams) {
+        self.slab[idx].mx().thinks.clear();
+        for s in std::mem::take(&mut self.slab[idx].mx().streams) {
             self.in_flight_step(s.class, false);
         }
-        while self.slab[idx].offered > 0 {
-            self.slab[idx].offered -= 1;
+        while self.slab[idx].mx().offered > 0 {
+            self.slab[idx].mx().offered -= 1;
             self.pool_left_idle(now);
         }
         self.mux_take_counts(idx);
@@ -364,15 +366,16 @@ impl Engine {
     /// request in flight a response timeout), or the deadline moves to the new oldest's.
     pub(super) fn mux_deadline(&mut self, idx: usize, now: u64) {
         let timeout = (self.cfg.response_timeout_s * 1e9) as u64;
-        if let Some(oldest) = self.slab[idx].streams.iter().map(|s| s.sent_ns).min() {
+        if let Some(oldest) = self.slab[idx].streams().iter().map(|s| s.sent_ns).min() {
             if oldest + timeout <= now {
                 return self.fail(idx, Failure::ResponseTimeout, now);
             }
         }
         // Closed clients whose think time is over send their next requests.
-        let thinking = self.slab[idx].thinks.len();
-        self.slab[idx].thinks.retain(|&at| at > now);
-        if self.slab[idx].thinks.len() < thinking {
+        let thinks = &mut self.slab[idx].mx().thinks;
+        let thinking = thinks.len();
+        thinks.retain(|&at| at > now);
+        if thinks.len() < thinking {
             let gen = self.slab[idx].gen;
             self.mux_refill(idx, now);
             if !self.alive(idx, gen) {

@@ -253,8 +253,8 @@ impl Engine {
             max,
         }));
         c.mux = true;
-        c.offered = 0;
-        c.settled = false;
+        c.mx().offered = 0;
+        c.mx().settled = false;
         self.connecting_step(class, true);
         if role == Role::Pool {
             self.sched.pool.open += 1;
@@ -282,7 +282,7 @@ impl Engine {
         } else {
             self.report.early += 1;
         }
-        self.slab[idx].settled = handshake_done;
+        self.slab[idx].mx().settled = handshake_done;
         self.ready(idx);
         self.slab[idx].phase = Phase::Idle;
         self.go(idx, now);
@@ -290,8 +290,8 @@ impl Engine {
 
     /// A 0-RTT connection's handshake is done (or it ended before): it stops connecting.
     fn quic_settle(&mut self, idx: usize, now: u64) {
-        if !self.slab[idx].settled {
-            self.slab[idx].settled = true;
+        if !self.slab[idx].mx().settled {
+            self.slab[idx].mx().settled = true;
             self.report.early -= 1;
             self.connected(idx, now);
         }
@@ -468,7 +468,7 @@ impl Engine {
                     (f, _) => self.fail(idx, f, now),
                 }
             }
-            Phase::Streams if !self.slab[idx].streams.is_empty() => {
+            Phase::Streams if !self.slab[idx].streams().is_empty() => {
                 let f = if error == Some(ConnError::IdleTimeout) {
                     Failure::ResponseTimeout
                 } else {
