@@ -422,7 +422,7 @@ tot_rss=0; tot_fd=0
 # The run's own workers, whatever the binary is called (SYN=/tmp/synlab-before ...): by name
 # they were none under SYN, and the section printed 0 MiB with 0 fds.
 WORKERS=$(pgrep -P "$RUNPID" -f ' worker ' || true)
-[ -n "$WORKERS" ] || { echo "section 3: no worker process under the run (pid $RUNPID): see $WORK/res" >&2; exit 1; }
+[ -n "$WORKERS" ] || { echo "section 3: no worker process under the run (pid $RUNPID): see $WORK/res" >&2; kill "$RUNPID" 2>/dev/null; wait "$RUNPID" 2>/dev/null; exit 1; }
 for W in $WORKERS; do
   rss=$(awk '/VmRSS/ {print $2}' /proc/$W/status); hwm=$(awk '/VmHWM/ {print $2}' /proc/$W/status)
   fds=$(ls /proc/$W/fd | wc -l)

@@ -240,10 +240,17 @@ fn zero_rtt_where_the_server_takes_it() {
     let r = tally(&Worker::spawn(&cfg).collect(vec![]));
     assert_eq!(r.errors, 0, "{r:?}");
     assert!(r.quic.handshakes_0rtt > 10, "{r:?}");
-    // Every handshake but the first (no ticket yet) is 0-RTT: each connection waits for its
-    // tickets before it closes, so the store never runs dry, and every ticket is offered.
-    // One more full one is allowed: a wait cut short (50 ms) on a busy machine.
-    assert!(r.full <= 2, "{r:?}");
+    // Every handshake is 0-RTT but those started before the first ticket came (the slot
+    // reconnects at once while its last connection still waits for the server's tickets: one
+    // or two here, more on a slow machine) and those after a wait that ran out (3 round trips,
+    // 50 ms at least), each counted: each connection waits for its tickets before it closes,
+    // so the store never runs dry otherwise, and every ticket is offered.
+    let q = &r.quic;
+    assert!(q.before_first_ticket >= 1, "{r:?}");
+    assert!(
+        r.full <= q.before_first_ticket + q.ticket_waits_expired,
+        "{r:?}"
+    );
     assert_eq!(r.quic.resume_declined, 0, "{r:?}");
     let share = r.quic.handshakes_0rtt as f64 / (r.full + r.resumed) as f64;
     assert!(share >= 0.9, "{:.1} % 0-RTT: {r:?}", share * 100.0);

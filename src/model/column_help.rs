@@ -202,8 +202,8 @@ const HELP: &[(Col, &str)] = &[
     (col::HANDSHAKE_P50, "Median duration of the sample's completed TLS handshakes, from the connect's end"),
     (col::HANDSHAKE_P90, "90th percentile duration of the sample's completed TLS handshakes, from the connect's end"),
     (col::HANDSHAKE_P99, "99th percentile duration of the sample's completed TLS handshakes, from the connect's end"),
-    (col::SERVER_FULL_HANDSHAKES, "Full TLS handshakes the server counted itself (its own counter, or its access log's session-reuse field), per second"),
-    (col::SERVER_RESUMED_HANDSHAKES, "Resumed TLS handshakes the server counted itself (its own counter, or its access log's session-reuse field), per second"),
+    (col::SERVER_FULL_HANDSHAKES, "Full TLS handshakes the server counted itself (its own counter over TCP, or its access log's session-reuse field, per request), per second; over HTTP/3 the built-in server's are server_quic_handshakes_per_s"),
+    (col::SERVER_RESUMED_HANDSHAKES, "Resumed TLS handshakes the server counted itself (its own counter over TCP, or its access log's session-reuse field, per request), per second; over HTTP/3 the built-in server's are server_quic_handshakes_per_s"),
     (col::SERVER_QUIC_HANDSHAKES, "QUIC handshakes the built-in server completed, by its own count, per second (HTTP/3; full and resumed together: its QUIC stack does not say which resumed)"),
     (col::SERVER_QUIC_RETRIES, "QUIC Retry packets the built-in server sent, by its own count, per second (HTTP/3, Retry on)"),
 ];

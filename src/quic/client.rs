@@ -28,6 +28,12 @@ const MAX_QUEUED: usize = 1024;
 /// The least a closed connection waits for its session tickets (a busy machine's scheduling
 /// delays, on loopback where the round trip is microseconds).
 const TICKET_WAIT_MIN: Duration = Duration::from_millis(50);
+/// Waits that ran out with no ticket ever received, after which the server is taken to send
+/// none and closes stop waiting until one comes: the first connections wait too (before, a
+/// connection waited only once a ticket had been seen, so every early connection whose
+/// tickets came after its close made the next one full as well, a chain as long as the
+/// machine was slow), and a server that sends none holds only this many closes.
+const NO_TICKETS_AFTER: u32 = 3;
 
 /// What a client connects to and how.
 #[derive(Debug, Clone)]
@@ -187,6 +193,8 @@ pub struct QuicClient {
     timers: BinaryHeap<Reverse<(Instant, ConnectionHandle)>>,
     /// Closed connections wait for their tickets ([`ClientOptions::wait_for_tickets`], until
     /// [`QuicClient::stop_waiting_for_tickets`]).
+    /// Ticket waits that ran out before any ticket had come (`NO_TICKETS_AFTER`).
+    ticketless_waits: u32,
     wait_for_tickets: bool,
 }
 
@@ -225,6 +233,7 @@ impl QuicClient {
             dirty: HashSet::new(),
             timers: BinaryHeap::new(),
             wait_for_tickets: opts.wait_for_tickets,
+            ticketless_waits: 0,
             opts,
         })
     }
@@ -250,6 +259,9 @@ impl QuicClient {
             .connect(now, config, self.opts.server, &self.opts.server_name)
             .map_err(|e| anyhow::anyhow!("starting a QUIC connection: {e}"))?;
         self.stats.attempts += 1;
+        if self.tls.resumes() && self.tls.tickets_stored() == 0 {
+            self.stats.before_first_ticket += 1;
+        }
         let zero_rtt = quic.has_0rtt();
         self.conns.insert(
             ch,
@@ -360,7 +372,7 @@ impl QuicClient {
                     && c.tickets == 0
                     && self.wait_for_tickets
                     && self.tls.resumes()
-                    && self.tls.tickets_stored() > 0
+                    && (self.tls.tickets_stored() > 0 || self.ticketless_waits < NO_TICKETS_AFTER)
                 {
                     // Its tickets are owed to the next resumptions (see wait_for_tickets).
                     c.waited = true;
@@ -457,6 +469,10 @@ impl QuicClient {
             }
             c.timer = None;
             if c.ticket_wait.is_some_and(|t| t <= now) {
+                self.stats.ticket_waits_expired += 1;
+                if self.tls.tickets_stored() == 0 {
+                    self.ticketless_waits += 1;
+                }
                 self.end_ticket_wait(h, now);
                 let Some(again) = self.conns.get_mut(&h) else {
                     continue;

@@ -80,6 +80,13 @@ pub struct QuicStats {
     /// answered with a full handshake, or declined the early data of.
     pub resume_declined: u64,
     pub zero_rtt_declined: u64,
+    /// Connections whose wait for their session tickets ran out before one came
+    /// ([`crate::quic::client::ticket_wait`]): the next resumption may find no ticket and go full.
+    pub ticket_waits_expired: u64,
+    /// Connections started, resumption asked, before any session ticket had come: they can
+    /// only go full (an S-Client slot reconnects at once, while its last connection still
+    /// waits for the server's tickets).
+    pub before_first_ticket: u64,
     pub retry_received: u64,
     pub version_negotiation: u64,
     pub stateless_resets: u64,
@@ -139,6 +146,10 @@ pub struct QuicDelta {
     pub stateless_resets: u64,
     pub resume_declined: u64,
     pub zero_rtt_declined: u64,
+    #[serde(default)]
+    pub ticket_waits_expired: u64,
+    #[serde(default)]
+    pub before_first_ticket: u64,
     pub datagrams_sent: u64,
     pub datagrams_received: u64,
     pub bytes_sent: u64,
@@ -180,6 +191,8 @@ impl QuicDelta {
             stateless_resets: d(a.stateless_resets, b.stateless_resets),
             resume_declined: d(a.resume_declined, b.resume_declined),
             zero_rtt_declined: d(a.zero_rtt_declined, b.zero_rtt_declined),
+            ticket_waits_expired: d(a.ticket_waits_expired, b.ticket_waits_expired),
+            before_first_ticket: d(a.before_first_ticket, b.before_first_ticket),
             datagrams_sent: d(a.datagrams_sent, b.datagrams_sent),
             datagrams_received: d(a.datagrams_received, b.datagrams_received),
             bytes_sent: d(a.bytes_sent, b.bytes_sent),
@@ -213,6 +226,8 @@ impl QuicDelta {
             stateless_resets,
             resume_declined,
             zero_rtt_declined,
+            ticket_waits_expired,
+            before_first_ticket,
             datagrams_sent,
             datagrams_received,
             bytes_sent,
@@ -236,6 +251,8 @@ impl QuicDelta {
         self.stateless_resets += stateless_resets;
         self.resume_declined += resume_declined;
         self.zero_rtt_declined += zero_rtt_declined;
+        self.ticket_waits_expired += ticket_waits_expired;
+        self.before_first_ticket += before_first_ticket;
         self.datagrams_sent += datagrams_sent;
         self.datagrams_received += datagrams_received;
         self.bytes_sent += bytes_sent;

@@ -160,8 +160,8 @@ pub(super) struct Conn {
     /// Its layer is multiplexed: requests run per token (`streams`), not by phase.
     pub(super) mux: bool,
     /// A multiplexed connection's own state, boxed on the slot's first multiplexed
-    /// connection and kept for its next ones: an HTTP/1.x slot (every slot is allocated up
-    /// front, 20,000 for as many sockets) carries 8 bytes for it, not ~60.
+    /// connection and kept for its next ones: an HTTP/1.x slot (one per socket in flight,
+    /// 20,000 for as many sockets) carries 8 bytes for it, not ~60.
     mx: Option<Box<Mux>>,
 }
 

@@ -1,5 +1,5 @@
 //! The latency split of a multiplexed request (HTTP/2, HTTP/3; issue 48 item 4): its time
-//! before it went out, split at the moment its connection became usable (`Conn::ready_ns`)
+//! before it went out, split at the moment its connection became usable (`Mux::ready_ns`)
 //! into the connection's setup (the split's connect) and the wait for a stream slot on the
 //! usable connection (the split's queue, `stream_wait_us`). A stream sent when its connection
 //! became usable is one of its connection's first (the server's accept-queue wait is its).
