@@ -74,16 +74,14 @@ impl LabCore {
             _ => None,
         };
         // The server's handshakes, over the time its own reports say passed.
-        let per_s = |(x, y): (u64, u64), dt: f64| (x as f64 / dt, y as f64 / dt);
-        let (server_tls, server_quic) = match (&self.server_at_tick, &self.server_last) {
-            (Some(a), Some(b)) if self.server_counts_quic() => {
-                (None, b.quic_since(a).map(|n| per_s(n, b.t_s - a.t_s)))
-            }
-            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => {
-                (b.handshakes_since(a).map(|n| per_s(n, b.t_s - a.t_s)), None)
-            }
-            _ => (None, None),
+        let dt = match (&self.server_at_tick, &self.server_last) {
+            (Some(a), Some(b)) => b.t_s - a.t_s,
+            _ => 0.0,
         };
+        let per_s = |(x, y): (u64, u64)| (x as f64 / dt, y as f64 / dt);
+        let (server_tls, server_quic) =
+            self.server_handshakes(self.server_at_tick.as_ref(), self.server_last.as_ref());
+        let (server_tls, server_quic) = (server_tls.map(per_s), server_quic.map(per_s));
         if self.server_last.is_some() {
             self.server_at_tick = self.server_last.clone();
         }
@@ -283,6 +281,24 @@ impl LabCore {
     /// connection resumed, over QUIC as over TCP, and keeps the full/resumed split.
     pub(super) fn server_counts_quic(&self) -> bool {
         self.quic && self.access.last.is_none()
+    }
+
+    /// The server's own handshakes between two of its reports: (TLS over TCP full and
+    /// resumed, QUIC handshakes and Retries), each None where it does not count them or no
+    /// time passed.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn server_handshakes(
+        &self,
+        from: Option<&crate::target::config::ServerStats>,
+        to: Option<&crate::target::config::ServerStats>,
+    ) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
+        match (from, to) {
+            (Some(a), Some(b)) if self.server_counts_quic() => (None, b.quic_since(a)),
+            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => {
+                (b.handshakes_since(a), None)
+            }
+            _ => (None, None),
+        }
     }
 
     /// The server's own count of its TLS handshakes over TCP in the run (full, resumed), the

@@ -94,13 +94,8 @@ impl LabCore {
             _ => None,
         };
         let (server_responses, server_rate) = since.unzip();
-        let (server_tls, server_quic) = match (&open.server_at_open, &self.server_last) {
-            (Some(a), Some(b)) if self.server_counts_quic() => (None, b.quic_since(a)),
-            (Some(a), Some(b)) if self.state.knobs.resumed.is_some() => {
-                (b.handshakes_since(a), None)
-            }
-            _ => (None, None),
-        };
+        let (server_tls, server_quic) =
+            self.server_handshakes(open.server_at_open.as_ref(), self.server_last.as_ref());
         let server_times = super::latency_split::server_times(
             open.server_at_open.as_ref(),
             self.server_last.as_ref(),
