@@ -159,6 +159,7 @@ pub enum ResponsesVerdict {
         client: u64,
         server: u64,
         diff_pct: f64,
+        spans: Option<Spans>,
     },
     /// The server answered more, by no more than the requests the clients gave up on at
     /// their timeout T (under S-Client overload it answers them after the clients left): both
@@ -167,6 +168,7 @@ pub enum ResponsesVerdict {
         client: u64,
         server: u64,
         abandoned: u64,
+        spans: Option<Spans>,
     },
     /// Something was attempted and nothing answered: two zeros that agree on nothing.
     NothingAnswered { attempts: u64, server: u64 },
@@ -181,7 +183,24 @@ pub enum ResponsesVerdict {
         client: u64,
         server: u64,
         diff_pct: f64,
+        spans: Option<Spans>,
     },
+}
+
+/// The times two counts were taken over when they differ (a point's window: the server's
+/// count runs between its own reports, the clients' over their reports'): the counts are then
+/// judged by their rates, and the line says over what.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spans {
+    pub client_s: f64,
+    pub server_s: f64,
+}
+
+impl Spans {
+    /// `server` as if counted over the clients' span.
+    fn scale(&self, server: u64) -> f64 {
+        server as f64 * self.client_s / self.server_s
+    }
 }
 
 impl ResponsesVerdict {
@@ -195,6 +214,20 @@ impl ResponsesVerdict {
         abandoned: u64,
         untrusted: Option<String>,
     ) -> Self {
+        Self::judge_over(server, client, attempts, abandoned, untrusted, None)
+    }
+
+    /// As [`judge`](Self::judge), the counts taken over `spans` (None: the same span).
+    pub fn judge_over(
+        server: u64,
+        client: u64,
+        attempts: u64,
+        abandoned: u64,
+        untrusted: Option<String>,
+        spans: Option<Spans>,
+    ) -> Self {
+        let spans = spans.filter(|s| s.client_s > 0.0 && s.server_s > 0.0);
+        let server_f = spans.map_or(server as f64, |s| s.scale(server));
         if let Some(why) = untrusted {
             return ResponsesVerdict::Untrusted {
                 client,
@@ -205,7 +238,7 @@ impl ResponsesVerdict {
         if client == 0 && server == 0 && attempts > 0 {
             return ResponsesVerdict::NothingAnswered { attempts, server };
         }
-        let diff_pct = match signed_diff_pct(server as f64, client as f64) {
+        let diff_pct = match signed_diff_pct(server_f, client as f64) {
             Some(d) => d,
             None if server == 0 => 0.0,
             None => f64::INFINITY,
@@ -215,22 +248,25 @@ impl ResponsesVerdict {
                 client,
                 server,
                 diff_pct,
+                spans,
             };
         }
         // Above the clients by no more than what they abandoned (and the counting noise the
         // tolerance allows): the server finished what the clients no longer waited for.
         let slack = abandoned as f64 + TOLERANCE_PCT / 100.0 * client as f64;
-        if server > client && (server - client) as f64 <= slack {
+        if server_f > client as f64 && server_f - client as f64 <= slack {
             return ResponsesVerdict::Abandoned {
                 client,
                 server,
                 abandoned,
+                spans,
             };
         }
         ResponsesVerdict::Disagree {
             client,
             server,
             diff_pct,
+            spans,
         }
     }
 
@@ -267,24 +303,43 @@ impl ResponsesVerdict {
 
 impl std::fmt::Display for ResponsesVerdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The counts, with their spans when they differ: "client counted N responses[ in
+        // 5.50 s], server M[ in 5.41 s]".
+        let counts = |f: &mut std::fmt::Formatter<'_>,
+                      client: &u64,
+                      server: &u64,
+                      spans: &Option<Spans>| match spans {
+            Some(s) => write!(
+                f,
+                "client counted {client} responses in {:.2} s, server {server} in {:.2} s",
+                s.client_s, s.server_s
+            ),
+            None => write!(f, "client counted {client} responses, server {server}"),
+        };
+        let by_rate = |spans: &Option<Spans>| if spans.is_some() { " by rate" } else { "" };
         match self {
             ResponsesVerdict::Agree {
                 client,
                 server,
                 diff_pct,
-            } => write!(
-                f,
-                "client counted {client} responses, server {server} ({diff_pct:+.2}%): agree"
-            ),
+                spans,
+            } => {
+                counts(f, client, server, spans)?;
+                write!(f, " ({diff_pct:+.2}%{}): agree", by_rate(spans))
+            }
             ResponsesVerdict::Abandoned {
                 client,
                 server,
                 abandoned,
-            } => write!(
-                f,
-                "client counted {client} responses, server {server}: the server answered {} connections the clients had abandoned at T ({abandoned} timed out waiting)",
-                server - client
-            ),
+                spans,
+            } => {
+                counts(f, client, server, spans)?;
+                write!(
+                    f,
+                    ": the server answered {} connections the clients had abandoned at T ({abandoned} timed out waiting)",
+                    (spans.map_or(*server as f64, |s| s.scale(*server)) - *client as f64).round()
+                )
+            }
             ResponsesVerdict::NothingAnswered { attempts, server } => write!(
                 f,
                 "client counted 0 responses of {attempts} attempts, server {server}: nothing was answered, nothing to agree on"
@@ -301,10 +356,15 @@ impl std::fmt::Display for ResponsesVerdict {
                 client,
                 server,
                 diff_pct,
-            } => write!(
-                f,
-                "client counted {client} responses, server {server} ({diff_pct:+.2}%) DISAGREE (> {TOLERANCE_PCT}%)"
-            ),
+                spans,
+            } => {
+                counts(f, client, server, spans)?;
+                write!(
+                    f,
+                    " ({diff_pct:+.2}%{}) DISAGREE (> {TOLERANCE_PCT}%)",
+                    by_rate(spans)
+                )
+            }
         }?;
         write!(f, "; {}", self.trusted())
     }

@@ -486,15 +486,23 @@ pub fn exit_code(v: &[Verdict], aborted: bool) -> Option<std::process::ExitCode>
     Some(std::process::ExitCode::from(3))
 }
 
-/// A point's server-vs-client verdict from its counts (None without the server's count).
+/// A point's server-vs-client verdict from its counts (None without the server's count),
+/// judged by their rates as the point's check is: the server's count spans its own reports
+/// (its count over its rate), the clients' the hold.
 fn responses_verdict(row: &SummaryRow) -> Option<crosscheck::ResponsesVerdict> {
     let t = row.totals.as_ref()?;
-    Some(crosscheck::ResponsesVerdict::judge(
-        t.server_responses?,
+    let server = t.server_responses?;
+    let spans = (row.server_responses_per_s > 0.0).then(|| crosscheck::Spans {
+        client_s: row.hold_s,
+        server_s: server as f64 / row.server_responses_per_s,
+    });
+    Some(crosscheck::ResponsesVerdict::judge_over(
+        server,
         t.responses,
         t.attempts + t.requests.sent,
         t.requests.errors_by_kind.response_timeouts,
         None,
+        spans,
     ))
 }
 
@@ -640,5 +648,39 @@ mod tests {
         );
         // The server-vs-client check was not measured: not a failure.
         assert!(v.last().unwrap().passed);
+    }
+
+    #[test]
+    fn the_server_vs_client_message_judges_what_the_check_measures() {
+        // A point's window: the clients' 1,637 responses over 5.50 s, the server's 1,605 over
+        // its own reports' 5.41 s: the rates differ by -0.32 %, the counts by -1.95 %.
+        let g = gate("[gate]\nfail_on_crosscheck = true\n");
+        let mut r = row(1, "");
+        r.hold_s = 5.50;
+        r.throughput_per_s = 1637.0 / 5.50;
+        r.server_responses_per_s = 1605.0 / 5.41;
+        r.check_server_vs_client_pct =
+            crosscheck::signed_diff_pct(r.server_responses_per_s, r.throughput_per_s).unwrap();
+        r.totals = Some(crate::model::Totals {
+            responses: 1637,
+            attempts: 1637,
+            server_responses: Some(1605),
+            ..Default::default()
+        });
+        let v = g.judge_point(&r);
+        let c = v.last().unwrap();
+        assert!(c.passed, "{}", c.message);
+        assert!(
+            (c.measured.unwrap() + 0.32).abs() < 0.01,
+            "{:?}",
+            c.measured
+        );
+        assert!(
+            c.message.contains(
+                "client counted 1637 responses in 5.50 s, server 1605 in 5.41 s (-0.32% by rate): agree"
+            ),
+            "{}",
+            c.message
+        );
     }
 }

@@ -49,7 +49,10 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
         mode: ctrl.state().knobs.mode,
         timeout_s: ctrl.state().knobs.timeout.as_secs_f64(),
     });
-    let access = ctrl.point_access_counts();
+    // The server's status split from a log it trusts only (as the window's server count).
+    let access = ctrl
+        .point_access_counts()
+        .filter(|_| ctrl.access_log_issue().is_none());
     // TLS figures, NaN where the load does not speak TLS.
     let tls = ctrl.state().knobs.resumed.is_some();
     let tls_rate = |n: u64| if tls { n as f64 / dt } else { f64::NAN };

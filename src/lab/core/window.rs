@@ -89,17 +89,21 @@ impl LabCore {
     }
 
     fn window(&self, open: OpenWindow, (paths, classes): (Shares, Shares), t1: f64) -> Window {
-        let since = match (&open.server_at_open, &self.server_last) {
+        // An access log synlab cannot trust (lines it cannot read, the server's own, a lag)
+        // gives no server's count at all: not a figure, not a cross-check that agrees.
+        let server_last = self
+            .server_last
+            .as_ref()
+            .filter(|_| self.access_log_issue().is_none());
+        let since = match (&open.server_at_open, server_last) {
             (Some(a), Some(b)) => b.responses_since(a),
             _ => None,
         };
         let (server_responses, server_rate) = since.unzip();
         let (server_tls, server_quic) =
-            self.server_handshakes(open.server_at_open.as_ref(), self.server_last.as_ref());
-        let server_times = super::latency_split::server_times(
-            open.server_at_open.as_ref(),
-            self.server_last.as_ref(),
-        );
+            self.server_handshakes(open.server_at_open.as_ref(), server_last);
+        let server_times =
+            super::latency_split::server_times(open.server_at_open.as_ref(), server_last);
         Window {
             server_times,
             t0: open.t0,

@@ -206,3 +206,44 @@ fn a_log_without_request_times_leaves_the_service_unknown_and_says_which_field_t
         r.split_transfer_ms
     );
 }
+
+#[test]
+fn an_access_log_it_cannot_read_gives_a_point_no_server_count_to_agree_with() {
+    // A custom log format: of the window's 100 lines, 80 have no status synlab can read.
+    let unread = |t_s: f64, lines: u64, unparsed: u64| {
+        Input::AccessLog(
+            t_s,
+            crate::probe::accesslog::StatusCounts {
+                lines,
+                s2xx: lines - unparsed,
+                unparsed,
+                ..Default::default()
+            },
+        )
+    };
+    let mut c = core(1, vec![]);
+    at(&mut c, 0.0, unread(0.0, 0, 0));
+    at(&mut c, 0.0, Input::BeginWindow);
+    for i in 1..=10 {
+        at(&mut c, i as f64 * 0.1, timed(10, 1000, 10_000));
+    }
+    at(&mut c, 1.0, unread(1.0, 100, 80));
+    let Some(Effect::Window(w)) = at(&mut c, 1.0, Input::EndWindow).into_iter().next() else {
+        panic!("a window")
+    };
+    let r = c.summary_row(1, *w);
+    assert!(
+        r.server_responses_per_s.is_nan() && r.check_server_vs_client_pct.is_nan(),
+        "{} {}",
+        r.server_responses_per_s,
+        r.check_server_vs_client_pct
+    );
+    assert!(r.server_2xx_per_s.is_nan(), "{}", r.server_2xx_per_s);
+    assert_eq!(r.totals.as_ref().unwrap().server_responses, None);
+    // The run's check says why it did not compare.
+    let line = c.final_crosscheck().expect("the run's check");
+    assert!(
+        line.contains("not compared (access log: 80 of 100 lines"),
+        "{line}"
+    );
+}
