@@ -411,6 +411,15 @@ pub(crate) fn single_main(
         println!("{}", c.line());
     }
     print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
+    // Other work on the lab's CPUs is said next to the verdicts it may have moved (a
+    // repeated run's trials say it as they end, and compare and ab leave them out).
+    if let Some(d) = dir
+        .as_deref()
+        .and_then(|d| crate::report::read::read_run(d).ok())
+        .and_then(|run| crate::report::disturbed::of(&run))
+    {
+        println!("note: {d}: {}", crate::report::disturbed::MEANING);
+    }
     // Every file that could not be written (each says its path and why) fails the run.
     let mut unwritten: Vec<String> = last_files.into_iter().collect();
     let signalled = cut || interrupted.load(Ordering::Relaxed);

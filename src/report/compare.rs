@@ -6,14 +6,13 @@
 //! measured the load generator, so it is flagged and not judged.
 
 use super::read::{Point, RunData};
+pub use super::whole::{incomplete, EXIT_INCOMPLETE, SESSION_KEY};
+use super::whole::{key, planned_points};
 use crate::model::summary::{SummaryCol, SummaryText, Worse};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Exit code of a comparison that cannot judge what it was asked to: a run with missing,
-/// partial, failed or interrupted points, or no point that could be judged.
-pub const EXIT_INCOMPLETE: u8 = 4;
 /// Exit code of a regression past the limit.
 pub const EXIT_REGRESSION: u8 = 3;
 
@@ -158,23 +157,6 @@ fn regression(m: Metric, x: f64, y: f64) -> (Option<f64>, bool) {
 }
 
 /// `mode [curve] value` of a point, the key points are matched by.
-fn key(p: &Point) -> String {
-    point_key(
-        &p.mode(),
-        &p.text(SummaryText::CurveValue),
-        &p.text(SummaryText::Value),
-    )
-}
-
-fn point_key(mode: &str, curve: &str, value: &str) -> String {
-    [mode, curve, value]
-        .iter()
-        .filter(|s| !s.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Why a point pair is not judged: a CLIENT-BOUND point measured the load generator, not the
 /// server, in either run.
 fn client_bound_note(b: &Point, r: &Point) -> Option<String> {
@@ -375,18 +357,6 @@ pub const JUDGED: [Metric; 5] = [
 ];
 
 /// The points a scenario plans: each one's key (`mode [curve] value`) and hold, seconds.
-fn planned_points(sc: &crate::scenario::Scenario) -> Vec<(String, f64)> {
-    crate::scenario::points::plan_points(sc)
-        .iter()
-        .map(|plan| {
-            let mode = crate::scenario::points::mode_name(plan.mode.unwrap_or(sc.load.mode));
-            let value = plan.value.map(|v| v.to_string()).unwrap_or_default();
-            let curve = plan.curve.map(|v| v.to_string()).unwrap_or_default();
-            (point_key(&mode, &curve, &value), plan.hold)
-        })
-        .collect()
-}
-
 /// How the two runs' plans differ: notes to print (another scenario, other holds), and the
 /// reason to refuse the comparison when their points do not match (None when they do).
 pub fn mismatch(base: &RunData, run: &RunData) -> (Vec<String>, Option<String>) {
@@ -445,58 +415,6 @@ pub fn mismatch(base: &RunData, run: &RunData) -> (Vec<String>, Option<String>) 
     (notes, None)
 }
 
-/// What keeps a run from being compared whole: interrupted, points of its scenario missing,
-/// points cut short (held less than planned), failed points. Empty for a whole run.
-pub fn incomplete(run: &RunData) -> Vec<String> {
-    let mut why = Vec::new();
-    if run.meta.get("interrupted").and_then(|v| v.as_bool()) == Some(true) {
-        why.push("it was interrupted".to_string());
-    }
-    for p in run.points.iter().filter(|p| p.failed()) {
-        why.push(format!(
-            "point {} ({}) failed: {}",
-            p.number(),
-            key(p),
-            p.text(SummaryText::Error)
-        ));
-    }
-    let Some(sc) = &run.scenario else {
-        why.push("its scenario.toml cannot be read, so the points it planned are unknown".into());
-        return why;
-    };
-    let planned = planned_points(sc);
-    let mut missing = Vec::new();
-    for (i, (want, hold)) in planned.iter().enumerate() {
-        let found = if sc.sweep.is_some() {
-            run.points.iter().find(|p| key(p) == *want)
-        } else {
-            run.points.get(i)
-        };
-        let Some(p) = found else {
-            missing.push(format!("{} ({want})", i + 1));
-            continue;
-        };
-        // A hold is measured over the workers' reports (100 ms apart): a point cut short by an
-        // interruption holds far less than planned; a whole one within a report or so.
-        let held = p.num(SummaryCol::HoldS);
-        if !p.failed() && held < hold - (0.25f64).max(0.1 * hold) {
-            why.push(format!(
-                "point {} ({want}) is partial: held {held:.1} s of its {hold:.1} s",
-                p.number(),
-            ));
-        }
-    }
-    if !missing.is_empty() {
-        why.push(format!(
-            "{} of its {} planned points are missing: {}",
-            missing.len(),
-            planned.len(),
-            missing.join(", ")
-        ));
-    }
-    why
-}
-
 /// `synlab compare BASELINE RUN --max-regression LIMIT [--on METRIC,...] [--out DIR]`: exit 0,
 /// 3 on a regression, 4 when a run is not whole or nothing could be judged, 2 when the runs'
 /// points do not match, 1 when the overlay plots could not be written (4 wins over 1, 1 over
@@ -530,6 +448,17 @@ pub fn compare_main(
         );
     }
     let d = deltas_on(&b, &r, &on_metrics);
+    let mut incomplete_lines = Vec::new();
+    for (what, data, dir) in [("run", &r, run), ("baseline", &b, base)] {
+        for why in incomplete(data) {
+            incomplete_lines.push(format!("the {what} {} is not whole: {why}", dir.display()));
+        }
+    }
+    if d.is_empty() && !incomplete_lines.is_empty() {
+        // No point in common because one side never finished: that run is the problem, not
+        // the pairing.
+        return Ok(fails_incomplete(&incomplete_lines, None));
+    }
     if d.is_empty() {
         anyhow::bail!(
             "{} and {} share no point (points are matched by mode and sweep value): compare runs \
@@ -569,12 +498,6 @@ pub fn compare_main(
         println!("overlay: none (the overlay plots need two sweeps of the same parameter)");
         false
     };
-    let mut incomplete_lines = Vec::new();
-    for (what, data, dir) in [("run", &r, run), ("baseline", &b, base)] {
-        for why in incomplete(data) {
-            incomplete_lines.push(format!("the {what} {} is not whole: {why}", dir.display()));
-        }
-    }
     let unjudged: Vec<String> = d
         .iter()
         .filter(|x| x.metric == METRICS[0].0)
@@ -651,19 +574,13 @@ pub fn compare_main(
         .iter()
         .any(|x| on_metrics.contains(&x.metric) && x.regression_pct.is_some());
     if !incomplete_lines.is_empty() || !judged_any {
-        for l in &incomplete_lines {
-            eprintln!("INCOMPLETE {l}");
-        }
-        if !judged_any {
-            eprintln!(
-                "INCOMPLETE nothing was judged: no point of {} was measured in both runs outside CLIENT-BOUND points",
+        let nothing = (!judged_any).then(|| {
+            format!(
+                "nothing was judged: no point of {} was measured in both runs outside CLIENT-BOUND points",
                 on.join(", ")
-            );
-        }
-        eprintln!(
-            "synlab: the comparison fails (exit {EXIT_INCOMPLETE}): only whole runs are compared; rerun the incomplete one"
-        );
-        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+            )
+        });
+        return Ok(fails_incomplete(&incomplete_lines, nothing));
     }
     if overlay_failed {
         eprintln!("synlab: a file of the comparison could not be written (exit 1)");
@@ -688,8 +605,20 @@ pub fn compare_main(
     }
 }
 
+/// Says why the comparison cannot be trusted (`INCOMPLETE` lines on stderr) and fails with
+/// exit 4.
+fn fails_incomplete(lines: &[String], nothing_judged: Option<String>) -> ExitCode {
+    for l in lines.iter().chain(&nothing_judged) {
+        eprintln!("INCOMPLETE {l}");
+    }
+    eprintln!(
+        "synlab: the comparison fails (exit {EXIT_INCOMPLETE}): only whole runs are compared; rerun the incomplete one"
+    );
+    ExitCode::from(EXIT_INCOMPLETE)
+}
+
 /// A metric's floor as a person reads it: `1 ms`, `1/s`.
-fn floor_text(m: Metric) -> String {
+pub(crate) fn floor_text(m: Metric) -> String {
     let unit = match m {
         Metric::Col(c) => c.unit().symbol(),
         Metric::Capacity => "/s",
@@ -982,5 +911,20 @@ mod tests {
             incomplete(&failed),
             ["point 2 (closed 16) failed: the server died"]
         );
+        // Killed before its summary: said first, whatever else is missing.
+        let mut killed = run(&[]);
+        killed
+            .warnings
+            .push("summary.json: No such file or directory (os error 2); no summary".into());
+        let why = incomplete(&killed);
+        assert!(
+            why[0].starts_with("its summary.json cannot be read"),
+            "{why:?}"
+        );
+        assert_eq!(why.len(), 2, "{why:?}");
+        // A TUI session's stretches are not a plan's points.
+        let mut session = run(&[("8", 400.0, 50.0)]);
+        session.meta.insert(SESSION_KEY.into(), "tui".into());
+        assert_eq!(incomplete(&session), Vec::<String>::new());
     }
 }

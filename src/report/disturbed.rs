@@ -19,6 +19,11 @@ pub const BUSY_PCT: f64 = 5.0;
 /// CI runner then still gets a verdict, as before, not a refusal).
 pub const MIN_TRIALS: usize = 3;
 
+/// What a disturbed run's figures are, said after the disturbance (a single run's verdicts,
+/// its report.md).
+pub const MEANING: &str = "its figures carry the neighbours' work as well as the server's \
+     (`synlab compare` and `synlab ab` leave such a trial out); rerun on a quieter machine to trust them";
+
 /// A disturbed trial: the point, whose CPUs and other work's share of them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Disturbed {

@@ -69,6 +69,19 @@ pub fn report(
     let single = runs.len() == 1;
     heading(&mut md, runs);
     facts(&mut md, runs, machine, written_at);
+    // A run that is not whole says so before any figure (its details stay in the notices).
+    for r in runs {
+        let why = super::whole::incomplete(r);
+        if !why.is_empty() {
+            let _ = writeln!(
+                md,
+                "> **`{}` is not whole**: {}. Its figures are what was measured before it \
+                 ended; `synlab compare` refuses it (exit 4).\n",
+                r.name,
+                esc(&why.join("; "))
+            );
+        }
+    }
     for r in runs {
         let _ = writeln!(
             md,
@@ -963,6 +976,10 @@ fn pct_share(part: f64, whole: f64) -> String {
 }
 
 fn cross_checks(md: &mut String, r: &RunData) {
+    if r.points.is_empty() {
+        let _ = writeln!(md, "No point was measured: nothing to check.\n");
+        return;
+    }
     match r.meta.get("check_responses").and_then(|v| v.as_object()) {
         // A server above its clients by what it answered in recovery: that phase, no fault.
         Some(c)
@@ -1129,6 +1146,10 @@ fn tolerance(p: &Point, key: SummaryCol) -> f64 {
 
 fn client_bound(md: &mut String, r: &RunData) {
     let bound: Vec<&Point> = r.points.iter().filter(|p| p.client_bound()).collect();
+    if r.points.is_empty() {
+        let _ = writeln!(md, "No point was measured.\n");
+        return;
+    }
     if bound.is_empty() {
         let _ = writeln!(
             md,
@@ -1201,6 +1222,9 @@ fn notices(md: &mut String, r: &RunData) {
             .iter()
             .map(|w| format!("incomplete run folder: {w}")),
     );
+    if let Some(d) = super::disturbed::of(r) {
+        lines.insert(0, format!("{d}: {}", super::disturbed::MEANING));
+    }
     if lines.is_empty() {
         return;
     }

@@ -17,6 +17,7 @@ pub mod thresholds;
 pub mod trials;
 pub mod trials_page;
 pub mod unwritten;
+pub mod whole;
 pub use unwritten::Unwritten;
 
 use crate::sys::machine::Machine;
@@ -43,7 +44,7 @@ pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<std::process::ExitCode> {
         Ok(md) => {
             println!("report: {}", md.display());
             println!("plots:  {}", md.with_file_name("plots").display());
-            Ok(std::process::ExitCode::SUCCESS)
+            Ok(whole_or_said(runs))
         }
         Err(e) if e.is::<Unwritten>() => {
             eprintln!("synlab: {e:#}");
@@ -51,6 +52,30 @@ pub fn report_main(runs: &[PathBuf]) -> anyhow::Result<std::process::ExitCode> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Exit 0 when every run reported is whole; else 4, each reason said on stderr as `synlab
+/// compare` says it (a report of a killed or interrupted run is written, and is no valid
+/// result). A repeated run's folder is judged by its trials' aggregate, not here.
+fn whole_or_said(runs: &[PathBuf]) -> std::process::ExitCode {
+    let mut said = false;
+    for dir in runs.iter().filter(|d| trials::trial_dirs(d).is_empty()) {
+        let Ok(run) = read::read_run(dir) else {
+            continue;
+        };
+        for why in whole::incomplete(&run) {
+            eprintln!("INCOMPLETE {} is not whole: {why}", dir.display());
+            said = true;
+        }
+    }
+    if said {
+        eprintln!(
+            "synlab: report written, but of a run that is not whole (exit {})",
+            whole::EXIT_INCOMPLETE
+        );
+        return std::process::ExitCode::from(whole::EXIT_INCOMPLETE);
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 /// Writes `RUN_DIR/plots/*.svg|png` and `RUN_DIR/report.md`; returns report.md's path.

@@ -267,13 +267,17 @@ pub fn read_run(dir: &Path) -> anyhow::Result<RunData> {
 type Meta = serde_json::Map<String, serde_json::Value>;
 
 /// summary.json first (it has the meta); summary.csv if the JSON is missing or broken.
+/// How a run's warnings start when its summary.json could not be read (a run killed before
+/// writing it): such a run is not whole.
+pub const SUMMARY_JSON_UNREAD: &str = "summary.json: ";
+
 fn read_summary(dir: &Path, warnings: &mut Vec<String>) -> (Meta, Vec<Point>) {
     let json_err = match std::fs::read_to_string(dir.join("summary.json")) {
         Ok(s) => match parse_summary_json(&s) {
             Ok(r) => return r,
-            Err(e) => format!("summary.json: {e}"),
+            Err(e) => format!("{SUMMARY_JSON_UNREAD}{e}"),
         },
-        Err(e) => format!("summary.json: {e}"),
+        Err(e) => format!("{SUMMARY_JSON_UNREAD}{e}"),
     };
     match std::fs::read_to_string(dir.join("summary.csv")) {
         Ok(s) => {

@@ -31,6 +31,9 @@ pub enum Sureness {
     Better,
     /// One trial a side: the noise is unknown; `past` the change alone is past the limit.
     Unknown { past: bool },
+    /// Past the limit in %, or possibly so, but every change the interval holds is smaller
+    /// than the figure's floor (a p50 of 1.18 -> 1.26 ms): too small to be a regression.
+    UnderFloor,
 }
 
 impl Sureness {
@@ -44,6 +47,7 @@ impl Sureness {
             Sureness::Better => "better",
             Sureness::Unknown { past: true } => "past_limit_noise_unknown",
             Sureness::Unknown { past: false } => "within_limit_noise_unknown",
+            Sureness::UnderFloor => "within_floor",
         }
     }
     /// Whether it fails the comparison (exit 3): a sure regression, or, with the noise
@@ -124,6 +128,11 @@ impl std::fmt::Display for Judged {
             Sureness::WorseWithin => write!(f, ": worse, within the {lim}")?,
             Sureness::Noise => write!(f, ": within the noise")?,
             Sureness::Better => write!(f, ": better")?,
+            Sureness::UnderFloor => write!(
+                f,
+                ": within the {} floor (past the {lim} in %, too small to be a regression)",
+                super::compare::floor_text(self.metric)
+            )?,
             Sureness::Unknown { past } => write!(
                 f,
                 ": {} the {lim}; the noise is unknown (one trial a side): --repeat {} on both would settle it",
@@ -256,7 +265,19 @@ fn decided(j: Judged, lower_better: bool) -> Judged {
     } else {
         (-c, -hi, -lo)
     };
-    let verdict = decide(regression, j.limit, j.trials);
+    let mut verdict = decide(regression, j.limit, j.trials);
+    // The farthest change the interval holds, in the figure's unit (as compare's floor).
+    let farthest = match j.scale {
+        Scale::Ratio => lo.abs().max(hi.abs()) / 100.0 * j.base.abs(),
+        Scale::Difference => lo.abs().max(hi.abs()),
+    };
+    let judged_past = matches!(
+        verdict,
+        Sureness::Regression | Sureness::MaybePast { .. } | Sureness::Unknown { past: true }
+    );
+    if judged_past && farthest < j.metric.floor() {
+        verdict = Sureness::UnderFloor;
+    }
     Judged { verdict, ..j }
 }
 
@@ -486,6 +507,15 @@ pub fn compare_cli(
     };
     let (bt, rt) = (kept(&bt_all, "baseline"), kept(&rt_all, "run"));
     let (b, r) = (super::read::read_run(base)?, super::read::read_run(run)?);
+    // The same notes and refusals as two single runs get (scenarios, planned points).
+    let (notes, refusal) = compare::mismatch(&bt_all[0], &rt_all[0]);
+    if let Some(why) = refusal {
+        anyhow::bail!(
+            "cannot compare {} with {}: {why}",
+            base.display(),
+            run.display()
+        );
+    }
     let d = compare::deltas_on(&b, &r, &on_m);
     if d.is_empty() {
         anyhow::bail!(
@@ -502,6 +532,9 @@ pub fn compare_cli(
         r.name,
         rt_all.len()
     );
+    for n in &notes {
+        println!("note: {n}");
+    }
     print!("{}", compare::table(&d, limit, &on_m));
     let j = judge(&d, &bt, &rt, limit, &on_m);
     for x in &j {
@@ -510,7 +543,7 @@ pub fn compare_cli(
     let mut incomplete = Vec::new();
     for (what, runs) in [("run", &rt_all), ("baseline", &bt_all)] {
         for t in runs.iter() {
-            for why in compare::incomplete(t) {
+            for why in super::whole::incomplete(t) {
                 incomplete.push(format!(
                     "the {what} trial {} is not whole: {why}",
                     t.dir.display()
@@ -587,6 +620,45 @@ mod tests {
             Sureness::Unknown { past: true }
         );
         assert!(!Sureness::MaybePast { trials: None }.fails());
+    }
+
+    #[test]
+    fn a_change_under_the_figures_floor_is_no_regression_however_sure() {
+        // A p50 of 1.18 -> 1.26 ms (+6.8 %) in 3 trials a side: past the 5 % limit, but 0.08
+        // ms is under the 1 ms floor that a single-run compare applies too.
+        let base = [1.17, 1.18, 1.19];
+        let run = [1.25, 1.26, 1.27];
+        let p50 = Metric::Col(crate::model::summary::SummaryCol::TotalP50Ms);
+        let j = Judged {
+            point: "open 400".into(),
+            metric: p50,
+            trials: (3, 3),
+            base: 1.18,
+            run: 1.26,
+            scale: Scale::Ratio,
+            shift: noise::shift(&base, &run, Scale::Ratio, noise::LEVEL).unwrap(),
+            limit: 5.0,
+            verdict: Sureness::Noise,
+            settles: 4,
+        };
+        let j = decided(j, true);
+        assert_eq!(j.verdict, Sureness::UnderFloor);
+        assert!(!j.verdict.fails());
+        assert!(j.to_string().contains("within the 1 ms floor"), "{j}");
+        // The same change in %, from 118 to 126 ms, is one.
+        let far = Judged {
+            base: 118.0,
+            run: 126.0,
+            shift: noise::shift(
+                &base.map(|x| x * 100.0),
+                &run.map(|x| x * 100.0),
+                Scale::Ratio,
+                noise::LEVEL,
+            )
+            .unwrap(),
+            ..j
+        };
+        assert_ne!(decided(far, true).verdict, Sureness::UnderFloor);
     }
 
     #[test]

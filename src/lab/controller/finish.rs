@@ -26,6 +26,9 @@ impl Controller {
         let points = self.recorder.points();
         let mut verdicts: Vec<_> = points.iter().flat_map(|r| gate.judge_point(r)).collect();
         verdicts.extend(gate.judge_run(points));
+        // A session's points are the stretches the person chose, not the scenario's plan.
+        self.recorder
+            .meta(crate::report::whole::SESSION_KEY, "tui".into());
         self.recorder.write_summary(&verdicts)?;
         self.shutdown()
     }
