@@ -99,3 +99,40 @@ fn a_terminal_that_goes_away_ends_the_session_as_an_interruption() {
         "the key before it still acted"
     );
 }
+
+/// A tester's tmux resizes made the loop draw early dozens of times in a row; each early draw
+/// pushed the next frame one frame later, until the loop waited an hour for input and the
+/// screen froze. However many early returns, no wait asked for is longer than a frame.
+#[test]
+fn early_redraws_never_push_the_next_frame_past_one_frame() {
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut lab = FakeLab::new(fixture::under_load());
+    let mut app = App::new(Theme { color: true }, 60.0);
+    let (mut calls, mut longest) = (0, Duration::ZERO);
+    let mut input = |t: Duration| {
+        calls += 1;
+        longest = longest.max(t);
+        Ok(match calls {
+            // Resizes, then input that made no event, each returning at once.
+            1..=200 if calls % 2 == 0 => Polled::Event(Event::Resize(80, 24)),
+            1..=200 => Polled::Nothing,
+            _ => Polled::Event(Event::Key(Key::Char('q').event())),
+        })
+    };
+    run(&mut term, &mut lab, &mut app, &mut input);
+    assert!(app.quit);
+    assert!(longest <= Duration::from_millis(100), "{longest:?}");
+}
+
+#[test]
+fn the_frame_schedule_keeps_to_the_clock() {
+    use std::time::Instant;
+    use synlab::ui::next_frame_after;
+    let (t0, f) = (Instant::now(), Duration::from_millis(100));
+    // The due draw: one frame on.
+    assert_eq!(next_frame_after(t0, f, t0), t0 + f);
+    // A slow frame: at once, not a burst.
+    assert_eq!(next_frame_after(t0, f, t0 + 3 * f), t0 + 3 * f);
+    // An early draw keeps the due time.
+    assert_eq!(next_frame_after(t0 + f, f, t0 + f / 2), t0 + f);
+}

@@ -182,7 +182,12 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
         if ready == Readiness::Gone {
             return Ok(Polled::TerminalGone);
         }
-        if (ready == Readiness::Input || may_hold_more) && event::poll(Duration::ZERO)? {
+        // The terminal library may already hold what made the terminal readable (or wait on
+        // its own for more of a key's escape sequence): it is asked to wait out the rest of
+        // the frame, not to answer at once, so input it does not turn into an event is no
+        // loop around a terminal that stays readable.
+        let library_wait = if may_hold_more { Duration::ZERO } else { wait };
+        if (ready == Readiness::Input || may_hold_more) && event::poll(library_wait)? {
             may_hold_more = true;
             return Ok(Polled::Event(event::read()?));
         }
@@ -202,6 +207,18 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
     drop(guard);
     let stopped = lab.stop().context("stopping the lab");
     result.and(stopped)
+}
+
+/// When the frame after a draw at `now` is due, the last one having been due at `due`: one
+/// frame on when the draw was the due one (at once after a slow frame, rather than a burst of
+/// redraws); still `due` when input ended the wait early (a resize redraws at once), so the
+/// schedule never runs ahead of the clock by more than a frame, however many early draws.
+pub fn next_frame_after(due: Instant, frame: Duration, now: Instant) -> Instant {
+    if due > now {
+        due.min(now + frame)
+    } else {
+        (due + frame).max(now)
+    }
 }
 
 /// What waiting for input found.
@@ -244,12 +261,7 @@ pub fn event_loop<B: ratatui::backend::Backend>(
             }
             return Err(e.into());
         }
-        next_frame += frame;
-        let now = Instant::now();
-        if next_frame < now {
-            // A slow frame: skip ahead rather than redraw in a burst.
-            next_frame = now;
-        }
+        next_frame = next_frame_after(next_frame, frame, Instant::now());
         // Input until the next frame is due (the lab is still pumped every frame, so signals
         // and deadlines are seen).
         loop {
