@@ -257,7 +257,9 @@ impl LabNet {
     }
 
     /// Puts path `profile.name` under `profile` live (router: a control line; netem: `tc
-    /// qdisc change` on both ends). The lab keeps no profile of its own: its caller owns it.
+    /// qdisc change` on both ends, or a new qdisc when a raise would leave a stale queue: see
+    /// [`netem_apply`]). The lab keeps no profile of its own: its caller owns it (the plan's
+    /// copy follows the changes, so netem knows the rate its queue was timed at).
     pub fn set_path(&mut self, profile: &PathSpec) -> anyhow::Result<()> {
         let name = &profile.name;
         let i = self
@@ -288,8 +290,15 @@ impl LabNet {
             Backend::Netem => {
                 let args = plan::netem_args(profile);
                 let p = &self.plan.paths[i];
-                netns::netem_change(&self.plan.router_netns, &p.router_port, &args)?;
-                netns::netem_change(&p.netns, &p.dev, &args)?;
+                for (ns, dev) in [
+                    (&self.plan.router_netns, &p.router_port),
+                    (&p.netns, &p.dev),
+                ] {
+                    if let Some(note) = netem_apply(ns, dev, &args, &p.spec, profile)? {
+                        self.said.lock().unwrap().push(note);
+                    }
+                }
+                self.plan.paths[i].spec = profile.clone();
             }
             Backend::None => {
                 bail!("backend \"none\" does not shape; use backend = \"router\" or \"netem\"")
@@ -423,7 +432,99 @@ impl Drop for LabNet {
     }
 }
 
+/// A root qdisc as `tc -s -j qdisc show` lists it (what [`netem_apply`] reads).
+#[derive(Debug, PartialEq, serde::Deserialize)]
+struct RootQdisc {
+    handle: String,
+    #[serde(default)]
+    backlog: u64,
+    #[serde(default)]
+    qlen: u64,
+}
+
+fn parse_root_qdisc(json: &str) -> Option<RootQdisc> {
+    serde_json::from_str::<Vec<RootQdisc>>(json)
+        .ok()?
+        .into_iter()
+        .next()
+}
+
+/// Puts `dev`'s netem under `args` (path `was` -> `now`): `tc qdisc change`, unless the rate
+/// rises over a queue netem timed at the old rate ([`plan::netem_queue_is_stale`]). Then a
+/// new qdisc replaces it at once (another handle: `replace` with the same one would only
+/// change it), so the path carries traffic at the new rate now, as a raised link would, and
+/// the old queue's packets are dropped; the note for run.log says how many.
+fn netem_apply(
+    ns: &str,
+    dev: &str,
+    args: &[String],
+    was: &PathSpec,
+    now: &PathSpec,
+) -> anyhow::Result<Option<String>> {
+    let (old_bps, new_bps) = (was.bandwidth.map(|b| b.0), now.bandwidth.map(|b| b.0));
+    let root = crate::net::shaper::bandwidth_raised(old_bps, new_bps)
+        .then(|| {
+            let out = std::process::Command::new("tc")
+                .args(["-n", ns, "-s", "-j", "qdisc", "show", "dev", dev, "root"])
+                .output()
+                .ok()?;
+            parse_root_qdisc(&String::from_utf8_lossy(&out.stdout))
+        })
+        .flatten();
+    let one_way = was.rtt.0 / 2;
+    let Some(q) = root.filter(|q| plan::netem_queue_is_stale(old_bps, new_bps, q.backlog, one_way))
+    else {
+        netns::netem_change(ns, dev, args)?;
+        return Ok(None);
+    };
+    let handle = if q.handle == "1:" { "2:" } else { "1:" };
+    let mut a = vec![
+        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", handle, "netem",
+    ];
+    a.extend(args.iter().map(String::as_str));
+    let out = std::process::Command::new("tc")
+        .args(&a)
+        .output()
+        .context("running tc")?;
+    if !out.status.success() {
+        bail!(
+            "`tc {}` failed: {}",
+            a.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let old = was.bandwidth.map_or("unlimited".into(), |b| b.to_string());
+    Ok(Some(format!(
+        "netem on {dev} ({ns}): bandwidth raised from {old}: a new qdisc replaced the one \
+         whose queue was timed at {old} ({} packets, {} bytes, {:.1} s at {old}), so they \
+         would not hold the path; they were dropped",
+        q.qlen,
+        q.backlog,
+        q.backlog as f64 * 8.0 / old_bps.unwrap_or(1).max(1) as f64,
+    )))
+}
+
 /// Merges a stats delta into a histogram (re-exported for callers folding their own lines).
 pub fn merge(delta: &HistDelta, into: &mut hdrhistogram::Histogram<u64>) {
     delta.merge_into(into);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_root_qdisc_is_read_from_tc_json() {
+        let json = r#"[{"kind":"netem","handle":"8001:","root":true,"refcnt":2,"options":{"limit":20,"delay":{"delay":0.01},"rate":{"rate":3500}},"bytes":1480,"packets":20,"drops":7,"overlimits":0,"requeues":0,"backlog":1480,"qlen":20}]"#;
+        assert_eq!(
+            parse_root_qdisc(json),
+            Some(RootQdisc {
+                handle: "8001:".into(),
+                backlog: 1480,
+                qlen: 20
+            })
+        );
+        assert_eq!(parse_root_qdisc(""), None);
+        assert_eq!(parse_root_qdisc("[]"), None);
+    }
 }

@@ -199,6 +199,27 @@ pub fn netem_args(p: &PathSpec) -> Vec<String> {
     a
 }
 
+/// Whether netem's queue must go when a path's bandwidth rises from `was` to `now`: netem
+/// times each packet as it is queued (after the last one queued) and `tc qdisc change` leaves
+/// those times alone, so `backlog_bytes` queued at the old rate would hold the raised path
+/// for as long as they take at the old rate (at 28 kbit/s, 1000 packets are tens of seconds
+/// to minutes). True when the rate rises and, at the old rate, the backlog outlasts the path's
+/// one-way delay (what its delay line holds anyway) by more than 100 ms.
+pub fn netem_queue_is_stale(
+    was: Option<u64>,
+    now: Option<u64>,
+    backlog_bytes: u64,
+    one_way: std::time::Duration,
+) -> bool {
+    match was {
+        Some(bps) if crate::net::shaper::bandwidth_raised(was, now) => {
+            let drain_us = backlog_bytes as u128 * 8 * 1_000_000 / bps.max(1) as u128;
+            drain_us > one_way.as_micros() + 100_000
+        }
+        _ => false,
+    }
+}
+
 /// Turns the `[network]` section into the plan for `backend`: namespaces, links, addresses
 /// and routes, sysctls, shaping, then the router.
 pub fn plan(spec: &NetworkSpec, run_id: &str, backend: Backend) -> Result<Plan, PlanError> {
@@ -660,6 +681,41 @@ mod tests {
         assert!(a
             .windows(2)
             .any(|w| w[0] == "rate" && w[1] == "10000000bit"));
+    }
+
+    #[test]
+    fn netem_queue_is_stale_only_when_a_raise_leaves_a_slow_backlog() {
+        let ms = Duration::from_millis;
+        // 20 SYNs (1480 bytes) at 28 kbit/s: 423 ms, past 10 ms + 100 ms.
+        assert!(netem_queue_is_stale(
+            Some(28_000),
+            Some(200_000_000),
+            1480,
+            ms(10)
+        ));
+        assert!(netem_queue_is_stale(Some(28_000), None, 1480, ms(10)));
+        // Not a raise, or nothing (or only the delay line) queued: `tc qdisc change` will do.
+        assert!(!netem_queue_is_stale(
+            Some(200_000_000),
+            Some(28_000),
+            1480,
+            ms(10)
+        ));
+        assert!(!netem_queue_is_stale(None, Some(28_000), 1480, ms(10)));
+        assert!(!netem_queue_is_stale(Some(28_000), Some(56_000), 0, ms(10)));
+        // 10 Mbit/s x 50 ms in flight (62 500 bytes) is the delay line, not a stale queue.
+        assert!(!netem_queue_is_stale(
+            Some(10_000_000),
+            Some(20_000_000),
+            62_500,
+            ms(50)
+        ));
+        assert!(netem_queue_is_stale(
+            Some(10_000_000),
+            Some(20_000_000),
+            250_000,
+            ms(50)
+        ));
     }
 
     #[test]

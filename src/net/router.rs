@@ -215,7 +215,9 @@ impl Relay {
             st.queue_drops += 1;
             return;
         }
-        match self.shapers[path][dir].on_frame(now, frame.len()) {
+        // Tagged with its key's sequence number, so a re-timing can find it.
+        let seq = self.seq + 1;
+        match self.shapers[path][dir].on_frame_tagged(now, frame.len(), seq) {
             Verdict::Lost => st.lost += 1,
             Verdict::QueueFull => st.queue_drops += 1,
             Verdict::Forward { depart_ns } => {
@@ -223,9 +225,9 @@ impl Relay {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
                 buf.extend_from_slice(frame);
-                self.seq += 1;
+                self.seq = seq;
                 self.held.insert(
-                    (depart_ns, self.seq),
+                    (depart_ns, seq),
                     Held {
                         depart: depart_ns,
                         arrived: now,
@@ -234,6 +236,21 @@ impl Relay {
                         frame: buf,
                     },
                 );
+            }
+        }
+    }
+
+    /// Puts path `path` under `params` at `now`. A bandwidth raise re-times the frames still
+    /// queued at the bottleneck: they move to their new departures here (else frames timed at
+    /// 28 kbit/s would hold a path raised to 200 Mbit/s for their whole drain time at 28 kbit/s).
+    fn change_path(&mut self, now: u64, path: usize, params: DirParams) {
+        for dir in [UP, DOWN] {
+            for r in self.shapers[path][dir].change(now, params) {
+                // Gone already when it was sent ahead of its time (within half a window).
+                if let Some(mut h) = self.held.remove(&(r.was, r.tag)) {
+                    h.depart = r.depart;
+                    self.held.insert((r.depart, r.tag), h);
+                }
             }
         }
     }
@@ -584,10 +601,7 @@ fn apply_control(relay: &mut Relay, ports: &[RouterPort], line: &[u8], now: u64)
             .collect();
         return refused(ControlRefusal::Profile { path, problems });
     }
-    let params = DirParams::from_path(&msg.path);
-    for s in relay.shapers[i].iter_mut() {
-        s.change(now, params);
-    }
+    relay.change_path(now, i, DirParams::from_path(&msg.path));
     Some(Answer::Applied { id, path })
 }
 
@@ -716,6 +730,31 @@ mod tests {
         assert!(serde_json::from_str::<RouterStats>(&line).is_err());
         let stats = serde_json::to_string(&Relay::new(&cfg(), 1).snapshot(0, 1)).unwrap();
         assert!(serde_json::from_str::<AnswerLine>(&stats).is_err());
+    }
+
+    #[test]
+    fn a_bandwidth_raise_moves_the_queued_frames_to_the_new_rate() {
+        let c = cfg();
+        let mut r = Relay::new(&c, 1);
+        let line = |bw: &str| {
+            format!(r#"{{"id":1,"path":{{"name":"a","rtt":"20ms","bandwidth":"{bw}"}}}}"#)
+        };
+        apply_control(&mut r, &c.ports, line("28kbit").as_bytes(), 0);
+        // 60-byte frames every ms, 17 ms each at 28 kbit/s: 95 of 100 still queued (well
+        // within the 1000-frame queue), the last due 1.6 s on.
+        let ms = 1_000_000;
+        for i in 0..100 {
+            r.on_client_frame(i * ms, 0, &frame([0xff; 6], [2, 0, 0, 0, 0, 9]));
+        }
+        assert_eq!(r.shapers[0][UP].queue_depth(100 * ms), 95);
+        assert!(r.next_departure().unwrap() < 100 * ms);
+        let last = |r: &Relay| r.held.last_key_value().map(|(k, _)| k.0).unwrap();
+        assert!(last(&r) > 400 * ms, "{}", last(&r));
+        apply_control(&mut r, &c.ports, line("200mbit").as_bytes(), 100 * ms);
+        // All leave within their 10 ms latency of the raise, plus the 95 frames' 0.23 ms at
+        // 200 Mbit/s.
+        assert!(last(&r) < 110 * ms + ms / 2, "{}", last(&r));
+        assert!(r.held.iter().all(|(k, h)| k.0 == h.depart));
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //! or Gilbert-Elliott loss.
 //!
 //! Live changes apply to frames arriving after the change; frames already accepted keep their
-//! departure times (they are "on the wire"). A latency *increase* applies at once (a gap, never
+//! departure times (they are "on the wire"), except on a bandwidth *raise*: the frames still
+//! waiting at the bottleneck are serialised at the new rate from then on, as a real link drains
+//! its buffer at its current rate (else a queue timed at 28 kbit/s would hold a path raised to
+//! 200 Mbit/s for as long as it takes at 28 kbit/s: a minute or more). A lower rate leaves them
+//! as timed (they leave sooner than at the new rate). A latency *increase* applies at once (a gap, never
 //! a burst). A latency *decrease* glides down at half real-time speed: if it applied at once,
 //! every frame arriving in the next (old - new) latency would have to wait for the last frame
 //! already queued (no reordering) and all would leave together, a burst. Gliding keeps
@@ -80,6 +84,15 @@ impl DirParams {
     }
 }
 
+/// Whether a bandwidth change from `was` to `now` (bits/s, None: unlimited) raises the rate.
+pub fn bandwidth_raised(was: Option<u64>, now: Option<u64>) -> bool {
+    match (was, now) {
+        (Some(was), Some(now)) => now > was,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
 /// What happens to an arriving frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -91,6 +104,30 @@ pub enum Verdict {
     QueueFull,
 }
 
+/// A frame re-timed by a bandwidth raise: the caller's tag for it, its old departure and its
+/// new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retimed {
+    pub tag: u64,
+    pub was: u64,
+    pub depart: u64,
+}
+
+/// A frame in the bottleneck queue.
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    /// When the bottleneck finishes serialising it.
+    tx_end: u64,
+    bytes: usize,
+    /// Its latency (with jitter) after serialisation.
+    delay: u64,
+    /// The latest departure of the frames ahead of it (it may not leave before, unless
+    /// reordering).
+    floor: u64,
+    depart: u64,
+    tag: u64,
+}
+
 /// The timing and loss state of one direction of one path.
 #[derive(Debug)]
 pub struct Shaper {
@@ -98,8 +135,8 @@ pub struct Shaper {
     rng: SmallRng,
     /// When the bottleneck finishes the last accepted frame.
     link_free_at: u64,
-    /// Serialisation end times of frames still in the bottleneck queue (for drop-tail).
-    in_queue: VecDeque<u64>,
+    /// Frames still in the bottleneck queue (for drop-tail, and re-timing on a raise).
+    in_queue: VecDeque<Queued>,
     last_depart: u64,
     ge_bad: bool,
     /// Latency glide after a decrease: latency was `glide_from_ns` at `glide_at_ns`.
@@ -137,7 +174,7 @@ impl Shaper {
 
     /// Frames in the bottleneck queue at `now` (including the one being serialised).
     pub fn queue_depth(&mut self, now: u64) -> usize {
-        while self.in_queue.front().is_some_and(|&end| end <= now) {
+        while self.in_queue.front().is_some_and(|q| q.tx_end <= now) {
             self.in_queue.pop_front();
         }
         self.in_queue.len()
@@ -166,6 +203,12 @@ impl Shaper {
 
     /// Decides the fate of a frame of `bytes` arriving at `now`.
     pub fn on_frame(&mut self, now: u64, bytes: usize) -> Verdict {
+        self.on_frame_tagged(now, bytes, 0)
+    }
+
+    /// [`Shaper::on_frame`], with the caller's `tag` for the frame (what [`Shaper::change`]
+    /// names it by if it re-times it).
+    pub fn on_frame_tagged(&mut self, now: u64, bytes: usize, tag: u64) -> Verdict {
         if self.lost() {
             return Verdict::Lost;
         }
@@ -173,33 +216,86 @@ impl Shaper {
             return Verdict::QueueFull;
         }
         let tx_end = self.link_free_at.max(now) + self.params.tx_ns(bytes);
-        if self.params.bandwidth_bps.is_some() {
-            self.link_free_at = tx_end;
-            self.in_queue.push_back(tx_end);
-        }
         let mut delay = self.latency_at(now) as i64;
         let j = self.params.jitter_ns as i64;
         if j > 0 {
             delay += self.rng.gen_range(-j..=j);
         }
-        let mut depart = tx_end + delay.max(0) as u64;
+        let delay = delay.max(0) as u64;
+        let mut depart = tx_end + delay;
         if !self.params.reorder {
             depart = depart.max(self.last_depart);
+        }
+        if self.params.bandwidth_bps.is_some() {
+            self.link_free_at = tx_end;
+            self.in_queue.push_back(Queued {
+                tx_end,
+                bytes,
+                delay,
+                floor: self.last_depart,
+                depart,
+                tag,
+            });
         }
         self.last_depart = self.last_depart.max(depart);
         Verdict::Forward { depart_ns: depart }
     }
 
     /// Takes a path's new parameters at `now` (see the module doc for what happens to queued
-    /// frames); the loss chain and the queue's contents carry on.
-    pub fn change(&mut self, now: u64, params: DirParams) {
+    /// frames); the loss chain and the queue's contents carry on. Returns the frames a
+    /// bandwidth raise re-timed (the caller moves them to their new departures).
+    pub fn change(&mut self, now: u64, params: DirParams) -> Vec<Retimed> {
         let current_latency = self.latency_at(now);
+        let old = self.params;
         self.params = DirParams {
             queue: params.queue.max(1),
             ..params
         };
         self.glide_from_ns = current_latency;
         self.glide_at_ns = now;
+        if bandwidth_raised(old.bandwidth_bps, params.bandwidth_bps) {
+            self.retime(now, &old)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Serialises the frames still in the bottleneck queue at the (raised) rate from `now`:
+    /// the rest of the frame on the wire, then each after the one ahead of it; each keeps its
+    /// own latency and, unless reordering, leaves no earlier than the frames ahead of it.
+    fn retime(&mut self, now: u64, old: &DirParams) -> Vec<Retimed> {
+        self.queue_depth(now);
+        let Some(head) = self.in_queue.front() else {
+            return Vec::new();
+        };
+        let mut floor = head.floor;
+        let mut link = now;
+        let mut moved = Vec::with_capacity(self.in_queue.len());
+        for (i, q) in self.in_queue.iter_mut().enumerate() {
+            let tx = self.params.tx_ns(q.bytes);
+            link += if i == 0 {
+                let left = (q.tx_end - now) as u128;
+                (left * tx as u128 / old.tx_ns(q.bytes).max(1) as u128).min(tx as u128) as u64
+            } else {
+                tx
+            };
+            q.tx_end = link;
+            q.floor = floor;
+            let mut depart = link + q.delay;
+            if !self.params.reorder {
+                depart = depart.max(floor);
+            }
+            floor = floor.max(depart);
+            moved.push(Retimed {
+                tag: q.tag,
+                was: q.depart,
+                depart,
+            });
+            q.depart = depart;
+        }
+        self.link_free_at = link;
+        self.last_depart = floor;
+        moved
     }
 }
 
@@ -415,25 +511,89 @@ mod tests {
     }
 
     #[test]
-    fn bandwidth_and_loss_change_keep_queued_frames() {
-        let mut s = Shaper::new(
-            DirParams {
-                bandwidth_bps: Some(8_000_000),
-                ..params(0)
-            },
-            1,
+    fn a_bandwidth_raise_drains_the_queue_at_the_new_rate() {
+        let bw = |bps| DirParams {
+            bandwidth_bps: Some(bps),
+            ..params(0)
+        };
+        let mut s = Shaper::new(bw(8_000_000), 1);
+        let a = depart(s.on_frame_tagged(0, 1000, 1));
+        let b = depart(s.on_frame_tagged(0, 1000, 2));
+        assert_eq!((a, b), (MS, 2 * MS));
+        // Half of a is on the wire at 0.5 ms; the rest of it and b go at 80 Mbit/s.
+        let moved = s.change(MS / 2, bw(80_000_000));
+        let ends = [MS / 2 + 50 * US, MS / 2 + 150 * US];
+        assert_eq!(
+            moved,
+            [
+                Retimed {
+                    tag: 1,
+                    was: MS,
+                    depart: ends[0]
+                },
+                Retimed {
+                    tag: 2,
+                    was: 2 * MS,
+                    depart: ends[1]
+                },
+            ]
         );
+        // A new frame waits for the re-timed queue only.
+        assert_eq!(depart(s.on_frame(MS / 2, 1000)), ends[1] + 100 * US);
+    }
+
+    #[test]
+    fn a_bandwidth_cut_keeps_queued_frames() {
+        let bw = |bps| DirParams {
+            bandwidth_bps: Some(bps),
+            ..params(0)
+        };
+        let mut s = Shaper::new(bw(80_000_000), 1);
         let a = depart(s.on_frame(0, 1000));
+        assert!(s.change(0, bw(8_000_000)).is_empty());
+        // The slower rate starts after the frames already in the bottleneck.
         let b = depart(s.on_frame(0, 1000));
-        s.change(
-            0,
-            DirParams {
-                bandwidth_bps: Some(80_000_000),
-                ..params(0)
-            },
+        assert_eq!((a, b), (100 * US, 100 * US + MS));
+    }
+
+    /// The repro of the 28 kbit/s -> 200 Mbit/s outage: a full queue timed at 28 kbit/s held
+    /// the path for its whole drain time at 28 kbit/s after the raise.
+    #[test]
+    fn a_queue_timed_at_28_kbit_does_not_hold_the_path_after_raises() {
+        let bw = |bps| DirParams {
+            bandwidth_bps: Some(bps),
+            queue: 1000,
+            ..params(10)
+        };
+        let mut s = Shaper::new(bw(28_000), 1);
+        // SYNs (74 bytes) arrive far faster than 28 kbit/s carries them: the queue fills.
+        let mut held = std::collections::BTreeMap::new();
+        for i in 0..3000u64 {
+            if let Verdict::Forward { depart_ns } = s.on_frame_tagged(i * MS, 74, i) {
+                held.insert(i, depart_ns);
+            }
+        }
+        let now = 3000 * MS;
+        assert_eq!(s.queue_depth(now), 1000);
+        let latest = *held.values().max().unwrap();
+        assert!(latest > now + 400 * MS, "{latest}");
+        // Raised step by step (each raise re-times what is still queued) to 200 Mbit/s.
+        let mut t = now;
+        for bps in [50_000, 100_000, 1_000_000, 200_000_000] {
+            for r in s.change(t, bw(bps)) {
+                assert_eq!(held.insert(r.tag, r.depart), Some(r.was));
+            }
+            t += 10 * MS;
+        }
+        // Everything queued has left within a few ms of the last raise, and a new frame
+        // leaves after its latency and a few microseconds of serialisation.
+        let latest = *held.values().max().unwrap();
+        assert!(
+            latest < t + 10 * MS,
+            "{} ms after the raise",
+            (latest - t) / MS
         );
-        // The faster rate starts after the frames already in the bottleneck.
-        let c = depart(s.on_frame(0, 1000));
-        assert_eq!((a, b, c), (MS, 2 * MS, 2 * MS + 100 * US));
+        let d = depart(s.on_frame(t, 74));
+        assert!(d - t < 10 * MS + 10 * US, "{}", d - t);
     }
 }
