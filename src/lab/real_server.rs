@@ -4,9 +4,13 @@
 //! the foreground as a child of its own (the server namespace's, in the lab). The config, the
 //! server's error and access logs stay in `<run folder>/<kind>/`; the document root is a
 //! world-readable temporary folder (a root server's workers run as another user), removed when
-//! the server is dropped. With CAP_SYS_ADMIN the server runs as the first process of its own PID
-//! namespace (util-linux `unshare --pid --fork --kill-child`): if synlab is killed outright, the
-//! kernel kills every process of that namespace, so no nginx worker or Apache child outlives it.
+//! the server is dropped. A run killed outright (SIGKILL) cannot remove it: its temp folders are
+//! named by its pid (`synlab-docroot-<pid>-<n>`, `sys::netns::TEMP_DIR_KINDS`), and the next
+//! run removes this user's whose pid has exited (`sys::netns::remove_dead_temp_dirs`, when its
+//! network lab comes up, and here before a server's are made). With CAP_SYS_ADMIN the server
+//! runs as the first process of its own PID namespace (util-linux `unshare --pid --fork
+//! --kill-child`): if synlab is killed outright, the kernel kills every process of that
+//! namespace, so no nginx worker or Apache child outlives it.
 
 use crate::scenario::{Scenario, TargetKind};
 use crate::sys::process::{ChildProc, Spawn};
@@ -38,6 +42,9 @@ pub struct RealServer {
     in_pid_ns: bool,
     /// Folders this run made for itself alone (removed on drop).
     owned: Vec<PathBuf>,
+    /// Temp folders of exited (crashed) earlier runs removed before this one's were made, as
+    /// `sys::netns::remove_dead_temp_dirs` says them, for run.log.
+    pub leftovers_removed: Vec<String>,
 }
 
 /// The binary's names and the Debian package that installs it.
@@ -196,10 +203,16 @@ fn make_dir(d: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("making {} readable", d.display()))
 }
 
-/// A fresh folder under the temp dir, readable by everyone.
+/// A fresh folder under the temp dir, readable by everyone, named by this process's pid so a
+/// later run can tell it is a leftover once this one has exited (`what`: one of
+/// `sys::netns::TEMP_DIR_KINDS`).
 fn temp_dir(what: &str) -> anyhow::Result<PathBuf> {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
+    debug_assert!(
+        crate::sys::netns::TEMP_DIR_KINDS.contains(&what),
+        "temp folder kind {what} is not in TEMP_DIR_KINDS: a crashed run would leak it"
+    );
     let d = std::env::temp_dir().join(format!(
         "synlab-{what}-{}-{}",
         std::process::id(),
@@ -244,6 +257,8 @@ impl RealServer {
             TargetKind::Apache => Some(apache_modules_dir()?),
             _ => None,
         };
+        // Those a killed earlier run left (without a network lab nothing else removes them).
+        let leftovers_removed = crate::sys::netns::remove_dead_temp_dirs(&std::env::temp_dir());
         let mut owned = Vec::new();
         let dir = match dir {
             // Absolute: the server resolves relative paths against its own prefix (-p, -d).
@@ -271,6 +286,7 @@ impl RealServer {
             spawn: Spawn::default(),
             in_pid_ns: false,
             owned,
+            leftovers_removed,
         };
         write_docroot(&server.docroot, &file_sets(sc), &bytes_sizes(sc))?;
         let t = &sc.target;

@@ -173,8 +173,17 @@ pub fn net_main(args: NetArgs) -> anyhow::Result<()> {
         NetCmd::Status => {
             let (nss, links) = netns::list_leftovers();
             let procs = netns::synlab_processes();
-            if nss.is_empty() && links.is_empty() && procs.is_empty() {
-                println!("no synlab namespaces, links or processes on this machine");
+            let dirs = netns::temp_dirs(&std::env::temp_dir());
+            if nss.is_empty() && links.is_empty() && procs.is_empty() && dirs.is_empty() {
+                println!("no synlab namespaces, links, folders or processes on this machine");
+            }
+            for d in dirs {
+                let owner = if d.gone {
+                    "  (its run has exited: a leftover, removed by the next run)"
+                } else {
+                    ""
+                };
+                println!("dir   {}{owner}", d.path.display());
             }
             for n in nss {
                 let owner = match netns::run_id_of(&n).and_then(netns::owner_gone) {

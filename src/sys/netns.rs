@@ -1,7 +1,8 @@
 //! Applies a topology plan with iproute2 (`ip`, `tc`), the ethtool ioctl and /proc/sys writes
 //! inside each namespace, and returns a guard that deletes the lab's namespaces on drop (their
 //! veths and qdiscs go with them). A plan that fails half-way is rolled back before the error
-//! is returned. Also finds and removes leftovers of crashed runs by the `synlab-` prefix.
+//! is returned. Also finds and removes leftovers of crashed runs by the `synlab-` prefix: their
+//! namespaces and links, and their temp folders (`synlab-<kind>-<pid>-<n>`).
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -680,9 +681,10 @@ pub fn run_id_of(name: &str) -> Option<&str> {
     name.strip_prefix(PREFIX)?.split('-').next()
 }
 
-/// Removes the labs whose recorded owner has exited (crashed runs), with their processes.
-/// Labs with a live owner, kept by `net up`, or with no record (an older synlab's, or one
-/// being built by it) are left alone. Returns what it removed.
+/// Removes the labs whose recorded owner has exited (crashed runs), with their processes,
+/// and this user's temp folders of runs that have exited ([`remove_dead_temp_dirs`] in the
+/// temp dir). Labs with a live owner, kept by `net up`, or with no record (an older synlab's,
+/// or one being built by it) are left alone. Returns what it removed.
 pub fn remove_dead_labs() -> Vec<String> {
     let (nss, _) = list_leftovers();
     let mut ids: Vec<String> = nss
@@ -702,6 +704,90 @@ pub fn remove_dead_labs() -> Vec<String> {
                 Ok(r) => removed.extend(r),
                 Err(e) => removed.push(format!("(lab {id} only in part: {e:#})")),
             }
+        }
+    }
+    removed.extend(remove_dead_temp_dirs(&std::env::temp_dir()));
+    removed
+}
+
+/// The kinds of temp folder a run makes for itself alone, each named
+/// `synlab-<kind>-<pid>-<n>` in the temp dir (`<pid>`: the run's process): a real server's
+/// document root (`docroot`), its config and log folder when the run keeps no folder (`nginx`,
+/// `apache`, `caddy`), the lab's TLS certificate then (`tls`). The run removes them when it
+/// ends; a run killed outright leaves them, and [`remove_dead_temp_dirs`] finds them by these
+/// names. A new kind of temp folder must be added here.
+pub const TEMP_DIR_KINDS: &[&str] = &["docroot", "nginx", "apache", "caddy", "tls"];
+
+/// A temp folder of a synlab run ([`TEMP_DIR_KINDS`]) owned by this user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunTempDir {
+    pub path: std::path::PathBuf,
+    /// Its kind, one of [`TEMP_DIR_KINDS`].
+    pub kind: String,
+    /// The process of the run that made it.
+    pub pid: u32,
+    /// That process has exited (the run crashed or was killed): a leftover.
+    pub gone: bool,
+}
+
+impl std::fmt::Display for RunTempDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} folder {}", self.kind, self.path.display())
+    }
+}
+
+/// The kind and pid of a temp folder's name (`synlab-docroot-1234-0` -> `docroot`, 1234).
+fn temp_dir_name(name: &str) -> Option<(&str, u32)> {
+    let (kind, rest) = name.strip_prefix(PREFIX)?.split_once('-')?;
+    let (pid, n) = rest.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !TEMP_DIR_KINDS.contains(&kind) || !digits(pid) || !digits(n) {
+        return None;
+    }
+    Some((kind, pid.parse().ok().filter(|p| *p > 0)?))
+}
+
+/// This user's synlab temp folders directly in `base` (the temp dir; a test passes its own),
+/// by name: real folders (not symbolic links, not mount points) owned by the effective user
+/// (in the rootless lab, the user who started synlab), whether or not their run still runs.
+pub fn temp_dirs(base: &std::path::Path) -> Vec<RunTempDir> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(entries), Ok(base_meta)) = (std::fs::read_dir(base), base.metadata()) else {
+        return Vec::new();
+    };
+    let me = crate::sys::privilege::effective_uid();
+    let mut out: Vec<RunTempDir> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let (kind, pid) = temp_dir_name(name.to_str()?)?;
+            let m = std::fs::symlink_metadata(e.path()).ok()?;
+            (m.is_dir() && m.uid() == me && m.dev() == base_meta.dev()).then(|| RunTempDir {
+                path: e.path(),
+                kind: kind.to_string(),
+                pid,
+                gone: !crate::sys::process::running(pid),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// Removes this user's synlab temp folders in `base` whose run's process has exited
+/// ([`temp_dirs`]); a live run's folders (the caller's too) and other users' are left alone.
+/// A pid reused since keeps its folder until that process is gone too. Returns what it
+/// removed, as [`remove_dead_labs`] does.
+pub fn remove_dead_temp_dirs(base: &std::path::Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    for d in temp_dirs(base) {
+        // Asked again just before: the pid may have been given to a new run since.
+        if !d.gone || crate::sys::process::running(d.pid) {
+            continue;
+        }
+        match std::fs::remove_dir_all(&d.path) {
+            Ok(()) => removed.push(d.to_string()),
+            Err(e) => removed.push(format!("({d} only in part: {e})")),
         }
     }
     removed
@@ -774,5 +860,109 @@ mod tests {
         assert_eq!(owner_gone(&id), Some(false), "kept by net up");
         remove_owner(&id);
         assert_eq!(owner_gone(&id), None);
+    }
+
+    #[test]
+    fn temp_dir_names_give_kind_and_pid() {
+        assert_eq!(
+            temp_dir_name("synlab-docroot-1234-0"),
+            Some(("docroot", 1234))
+        );
+        assert_eq!(temp_dir_name("synlab-nginx-77-12"), Some(("nginx", 77)));
+        assert_eq!(temp_dir_name("synlab-tls-5-1"), Some(("tls", 5)));
+        for n in [
+            "synlab-tracefs-1234",
+            "synlab-db-1234-0.sqlite",
+            "synlab-docroot-1234",
+            "synlab-docroot-x-0",
+            "synlab-docroot-0-0",
+            "synlab-docroot-12-0-1",
+            "synlab-ab12-srv",
+            "other-docroot-1234-0",
+        ] {
+            assert_eq!(temp_dir_name(n), None, "{n}");
+        }
+    }
+
+    /// Every temp folder the lab makes is one a later run can find (a real server's config
+    /// folder is named by its kind, `lab::real_server` asserts the rest).
+    #[test]
+    fn every_temp_folder_kind_is_one_a_later_run_finds() {
+        use crate::scenario::TargetKind;
+        for kind in [TargetKind::Nginx, TargetKind::Apache, TargetKind::Caddy] {
+            assert!(TEMP_DIR_KINDS.contains(&kind.name()), "{}", kind.name());
+        }
+        for kind in ["docroot", "tls"] {
+            assert!(TEMP_DIR_KINDS.contains(&kind), "{kind}");
+        }
+    }
+
+    /// A run killed with SIGKILL leaves its temp folders (nginx's 5 MB document root): the
+    /// next run removes those of exited runs, and leaves a live run's alone.
+    #[test]
+    fn temp_dirs_of_exited_runs_are_removed_and_a_live_runs_stay() {
+        let base = tempfile::tempdir().unwrap();
+        let base = base.path();
+        // A pid that has exited: a child of ours, waited for.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        assert!(!crate::sys::process::running(dead));
+        let live = std::process::id();
+        let make = |name: String| {
+            let d = base.join(name);
+            std::fs::create_dir_all(d.join("specweb96")).unwrap();
+            std::fs::write(d.join("specweb96/class0_1"), b"x").unwrap();
+            d
+        };
+        let dead_docroot = make(format!("synlab-docroot-{dead}-0"));
+        let dead_conf = make(format!("synlab-nginx-{dead}-1"));
+        let dead_tls = make(format!("synlab-tls-{dead}-0"));
+        let live_docroot = make(format!("synlab-docroot-{live}-0"));
+        // Not ours by name, or not a folder: left alone whatever their pid.
+        let unknown = make(format!("synlab-tracefs-{dead}"));
+        let other_kind = make(format!("synlab-other-{dead}-0"));
+        let file = base.join(format!("synlab-docroot-{dead}-3"));
+        std::fs::write(&file, b"x").unwrap();
+        let outside = make("elsewhere".into());
+        let link = base.join(format!("synlab-docroot-{dead}-2"));
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        // Another user's (only root can make one).
+        let foreign = make(format!("synlab-docroot-{dead}-4"));
+        let chowned = crate::sys::privilege::effective_root()
+            && std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).is_ok();
+
+        let listed = temp_dirs(base);
+        let names: Vec<(String, bool)> = listed
+            .iter()
+            .map(|d| (d.path.file_name().unwrap().to_string_lossy().into(), d.gone))
+            .collect();
+        assert!(
+            names.contains(&(format!("synlab-docroot-{dead}-0"), true)),
+            "{names:?}"
+        );
+        assert!(
+            names.contains(&(format!("synlab-docroot-{live}-0"), false)),
+            "{names:?}"
+        );
+        assert_eq!(names.len(), if chowned { 4 } else { 5 }, "{names:?}");
+
+        let removed = remove_dead_temp_dirs(base);
+        for d in [&dead_docroot, &dead_conf, &dead_tls] {
+            assert!(!d.exists(), "{} should be gone", d.display());
+        }
+        assert!(
+            removed.contains(&format!("docroot folder {}", dead_docroot.display())),
+            "{removed:?}"
+        );
+        assert_eq!(removed.len(), if chowned { 3 } else { 4 }, "{removed:?}");
+        for d in [&live_docroot, &unknown, &other_kind, &file, &outside] {
+            assert!(d.exists(), "{} should stay", d.display());
+        }
+        assert!(outside.join("specweb96/class0_1").exists());
+        assert!(std::fs::symlink_metadata(&link).is_ok(), "the link stays");
+        assert_eq!(foreign.exists(), chowned, "another user's folder stays");
+        // Nothing of an exited run is left: a second pass removes nothing.
+        assert!(remove_dead_temp_dirs(base).is_empty());
     }
 }

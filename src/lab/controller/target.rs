@@ -110,6 +110,11 @@ impl Controller {
                     dir,
                     self.tls.as_ref().map(|t| t.files.clone()),
                 )?;
+                for r in &real.leftovers_removed {
+                    let line = format!("removed a leftover of a crashed earlier run: {r}");
+                    self.log(&line);
+                    self.core.notice(line);
+                }
                 let child = real.start(server_netns.clone(), self.placement.server.clone())?;
                 self.log(&format!("{}: {}", kind.name(), real.command));
                 self.server_pid = Some(child.pid());
