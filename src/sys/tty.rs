@@ -148,16 +148,36 @@ fn hung_up_fd(fd: BorrowedFd<'_>) -> bool {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
 
     #[test]
     fn a_pty_says_quiet_then_input_then_gone_when_its_master_closes() {
-        let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
-        let slave = pty.slave;
+        // Both ends opened close-on-exec: tests run on threads, and a child another test
+        // starts meanwhile (insta runs `cargo metadata`) would hold an inherited master open,
+        // so the slave never hangs up (openpty(3) sets no O_CLOEXEC).
+        use nix::fcntl::OFlag;
+        let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
+            .expect("a pseudo-terminal");
+        nix::pty::grantpt(&master).unwrap();
+        nix::pty::unlockpt(&master).unwrap();
+        let name = nix::pty::ptsname_r(&master).unwrap();
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(&name)
+            .map(OwnedFd::from)
+            .expect("the pseudo-terminal's slave");
         assert_eq!(
             wait_fd(slave.as_fd(), Duration::from_millis(10)).unwrap(),
             Readiness::Quiet
         );
-        let mut master = File::from(pty.master);
+        // SAFETY: the PtyMaster's descriptor, whose ownership into_raw_fd hands over.
+        let mut master = File::from(unsafe {
+            <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(
+                master,
+            ))
+        });
         master.write_all(b"q\n").unwrap();
         assert_eq!(
             wait_fd(slave.as_fd(), Duration::from_secs(5)).unwrap(),

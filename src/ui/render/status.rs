@@ -201,8 +201,11 @@ fn current(st: &LabState) -> impl Iterator<Item = &Warning> {
 /// The warning lines for a screen `width` wide, at most `max` of them: the alarms first
 /// (client-bound first: a result that measured the client must never look valid), each
 /// wrapped at spaces, those that do not fit counted on the last line; then the notes on one
-/// line ("note: no pcap: SYN/s estimated · ..."), cut with "…" when it is longer.
+/// line ("note: no pcap: SYN/s estimated · ..."), cut with "…" when it is longer. The first
+/// alarm always has a line; the notes keep theirs only while every alarm still shows (the
+/// first cut at a space if need be), else they give way to the alarms and their count.
 pub fn warnings(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'static>> {
+    let max = max.max(1);
     let mut alarms: Vec<Warning> = current(st)
         .filter(|w| severity(w) == Severity::Alarm)
         .cloned()
@@ -212,13 +215,12 @@ pub fn warnings(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'s
         .filter(|w| severity(w) == Severity::Note)
         .map(ToString::to_string)
         .collect();
-    let note_h = usize::from(!notes.is_empty() && (alarms.is_empty() || max >= 2));
-    let mut out = if alarms.is_empty() {
-        Vec::new()
-    } else {
-        warning_lines(app, &alarms, width, max.saturating_sub(note_h).max(1))
-    };
-    if note_h > 0 && out.len() < max.max(1) {
+    let note_h = usize::from(!notes.is_empty() && max >= 2);
+    let (mut out, all_shown) = warning_lines(app, &alarms, width, max - note_h);
+    if !all_shown && note_h > 0 {
+        out = warning_lines(app, &alarms, width, max).0;
+    }
+    if !notes.is_empty() && out.len() < max {
         let text = format!("note: {}", notes.join(" · "));
         let w = width as usize;
         let text = if text.chars().count() > w {
@@ -234,30 +236,142 @@ pub fn warnings(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'s
 }
 
 /// Each warning wrapped at spaces ("⚠ " before it), as many whole ones as fit in `max`
-/// lines, the rest counted on the last line; the first is always shown, its last line ending
-/// in "…" (at a space) if it is longer than its room.
-fn warning_lines(app: &App, warnings: &[Warning], width: u16, max: usize) -> Vec<Line<'static>> {
+/// lines, the rest counted on the last line; the first is always shown, in a line at least,
+/// its last line ending in "…" (at a space) if it is longer than its room. Also whether every
+/// warning is shown (none counted only).
+fn warning_lines(
+    app: &App,
+    warnings: &[Warning],
+    width: u16,
+    max: usize,
+) -> (Vec<Line<'static>>, bool) {
     let style = app.theme.warn();
     let max = max.max(1);
     let mut out: Vec<Line<'static>> = Vec::new();
     for (i, w) in warnings.iter().enumerate() {
         let mut l = wrap(&w.to_string(), "⚠ ", width, style);
         let more = warnings.len() - i - 1;
-        let room = max - out.len() - usize::from(more > 0);
+        // Its room: a line stays free for the count of those after it.
+        let room = max.saturating_sub(out.len() + usize::from(more > 0));
         if l.len() > room {
-            if i > 0 || room == 0 {
-                let text = format!("+{} more warning(s): see run.log", warnings.len() - i);
-                out.extend(wrap(&text, "⚠ ", width, style).into_iter().take(1));
-                return out;
+            if i > 0 {
+                // Counted, when a line is left for the count (only a one-line `max` has none).
+                if out.len() < max {
+                    let text = format!("+{} more warning(s): see run.log", warnings.len() - i);
+                    out.extend(wrap(&text, "⚠ ", width, style).into_iter().take(1));
+                }
+                return (out, false);
             }
-            // The first warning in the room it has, cut at a space.
+            // The first warning in the room it has, a line at least, cut at a space.
             let cut = wrap(&w.to_string(), "⚠ ", width.saturating_sub(2), style);
-            l = cut.into_iter().take(room).collect();
+            l = cut.into_iter().take(room.max(1)).collect();
             if let Some(last) = l.last_mut() {
                 *last = Line::from(ratatui::text::Span::styled(format!("{last} …"), style));
             }
         }
         out.extend(l);
     }
-    out
+    (out, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lab::client_agg::ClientBound;
+    use crate::lab::state::Warning;
+    use crate::load::notice::WorkerNotice;
+    use crate::ui::app::App;
+    use crate::ui::fixture;
+    use crate::ui::render;
+    use crate::ui::theme::Theme;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    /// The client out of descriptors (`*` pressed five times on the default scenario): two
+    /// alarms and a note on why the limit stays low.
+    fn out_of_fds() -> crate::lab::state::LabState {
+        let mut st = fixture::under_load();
+        st.warnings = vec![
+            Warning::Worker(WorkerNotice::NofileShort {
+                soft: 1024,
+                hard: 4096,
+                needs: 40000,
+                nr_open: 1 << 20,
+                sys_resource: false,
+                host_root: false,
+            }),
+            Warning::OutOfFds,
+            Warning::ClientBound(vec![
+                ClientBound::FdsOut,
+                ClientBound::Shortfall {
+                    started: 40.0,
+                    unit: "attempts",
+                    done: 40,
+                    intended: 100.0,
+                },
+            ]),
+        ];
+        st
+    }
+
+    /// The first alarm (client-bound) has its line at 80x24 though a note is there: the note
+    /// gives way to the alarms (here both, the first cut to its line), never the other way
+    /// round.
+    #[test]
+    fn first_alarm_shown_before_a_note_at_80x24() {
+        let app = App::new(Theme { color: true }, 60.0);
+        let st = out_of_fds();
+        let text = render::screen_text(&app, &st, 80, 24);
+        let warn: Vec<&str> = text.lines().filter(|l| l.starts_with("⚠ ")).collect();
+        assert_eq!(warn.len(), 2, "{text}");
+        assert!(
+            warn[0].starts_with("⚠ CLIENT-BOUND: client ran out of file descriptors"),
+            "{text}"
+        );
+        assert!(warn[0].ends_with(" …"), "{text}");
+        assert_eq!(warn[1], "⚠ out of file descriptors", "{text}");
+        assert!(!text.contains("note: "), "{text}");
+        let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        term.draw(|f| render::draw(f, &app, &st)).unwrap();
+        insta::assert_snapshot!("alarm_and_note_80x24", term.backend());
+        // With room for them all (four lines at 200x55), both alarms and the note.
+        let big = render::screen_text(&app, &st, 200, 55);
+        assert!(big.contains("⚠ CLIENT-BOUND: client ran out"), "{big}");
+        assert!(big.contains("⚠ out of file descriptors"), "{big}");
+        assert!(big.contains("note: load: RLIMIT_NOFILE is 1024"), "{big}");
+    }
+
+    /// One alarm and a note: the alarm cut to its line keeps the note its own.
+    #[test]
+    fn one_alarm_cut_keeps_the_note() {
+        let app = App::new(Theme { color: true }, 60.0);
+        let mut st = out_of_fds();
+        st.warnings.retain(|w| !matches!(w, Warning::OutOfFds));
+        let lines: Vec<String> = super::warnings(&app, &st, 80, 2)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("⚠ CLIENT-BOUND: ") && lines[0].ends_with(" …"));
+        assert!(
+            lines[1].starts_with("note: load: RLIMIT_NOFILE"),
+            "{lines:?}"
+        );
+        // A third alarm: the first, then the others counted; the note gives way.
+        let mut three = out_of_fds();
+        three.warnings.push(Warning::PortsRunningOut);
+        let lines: Vec<String> = super::warnings(&app, &three, 80, 2)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("⚠ CLIENT-BOUND: "), "{lines:?}");
+        assert_eq!(lines[1], "⚠ +2 more warning(s): see run.log");
+        // A one-line budget: the first alarm still, cut, and nothing else.
+        let one: Vec<String> = super::warnings(&app, &out_of_fds(), 80, 1)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert!(one[0].starts_with("⚠ CLIENT-BOUND: "), "{one:?}");
+    }
 }
