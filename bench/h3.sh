@@ -9,6 +9,12 @@
 # feature (--http-version 3, closed loop -c 16 -p 10, good responses only); the script says
 # which ran and prints synlab/oha ratios. Usage: bench/h3.sh [runs=3] [seconds=10]
 #        SYN=path/to/synlab bench/h3.sh ...   (that binary, not a fresh release build)
+#        SERVE_SYN=path/to/synlab ...  (the built-in server from that binary, the clients from SYN:
+#        a before/after of the server alone); SERVERS="builtin" (or "caddy") runs only that one.
+#        SERVE_SIZES="" leaves out the server's --sizes 1294 (a build older than it: every
+#        request is then a 404, the same for both sides of an A/B).
+# The server's own CPU per request and per handshake (its process's user + sys ticks over each
+# client run, the built-in server's or caddy's) is printed too: the server's side of the runs.
 # The machine must be quiet: the figures are CPU-bound on two cores (the load is printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +24,11 @@ if [ -z "${SYN:-}" ]; then
   cargo build --release -q
   SYN=${CARGO_TARGET_DIR:-target}/release/synlab
 fi
+SERVE_SYN=${SERVE_SYN:-$SYN}
+SERVERS=${SERVERS:-builtin caddy}
+CLK=$(getconf CLK_TCK)
+# A process's user + sys CPU so far, in clock ticks (every thread's).
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 DIR=$(mktemp -d /tmp/synlab-h3bench.XXXXXX)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$DIR"; }
@@ -104,8 +115,8 @@ EOF2
 }
 
 serve_builtin() { # port
-  taskset -c 0 "$SYN" serve --listen "127.0.0.1:$1" --arch event --workers 1 \
-    --tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" --http3 --sizes 1294 > "$DIR/serve.log" 2>&1 &
+  taskset -c 0 "$SERVE_SYN" serve --listen "127.0.0.1:$1" --arch event --workers 1 \
+    --tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" --http3 ${SERVE_SIZES---sizes 1294} > "$DIR/serve.log" 2>&1 &
   PIDS+=($!)
 }
 serve_caddy() { # port
@@ -131,15 +142,19 @@ EOF
 }
 
 h2load_h3=no
-for server in builtin caddy; do
+for server in $SERVERS; do
   if [ "$server" = caddy ] && ! command -v caddy >/dev/null; then echo "caddy: not installed"; continue; fi
   PORT=$(free_port)
   "serve_$server" "$PORT"
   sleep 1.5
   for i in $(seq "$RUNS"); do
+    t0=$(ticks "${PIDS[-1]}")
     read -r rps usr _ _ < <(synlab_run "$PORT" closed)
+    t1=$(ticks "${PIDS[-1]}")
     read -r _ _ hps ush < <(synlab_run "$PORT" sclient)
+    t2=$(ticks "${PIDS[-1]}")
     echo "$server run $i: synlab $rps req/s, $usr us CPU/request; $hps handshakes/s, $ush us CPU/handshake"
+    python3 -c "import sys; c,s,a,b,d,r,h=map(float,sys.argv[1:]); print(f'$server run $i: server CPU {(b-a)/c/max(r*s,1)*1e6:.1f} us/request, {(d-b)/c/max(h*s,1)*1e6:.1f} us/handshake')" "$CLK" "$SECS" "$t0" "$t1" "$t2" "$rps" "$hps"
     h=$(h2load_run "$PORT")
     if [ -n "$h" ]; then h2load_h3=yes; echo "$server run $i: h2load (h3) ${h% *} req/s, ${h#* } us CPU/request"; fi
     o=$(oha_run "$PORT")

@@ -327,8 +327,15 @@ impl LabCore {
         let share = |f: u64, r: u64| crate::model::HandshakeTotals::share(f, r).map(|s| s * 100.0);
         let (cs, ss) = (share(cf, cr)?, share(sf, sr)?);
         let off = (ss - cs).abs() > crosscheck::RESUMED_SHARE_POINTS;
+        // An access log has a line per request, not per handshake (over keep-alive and
+        // HTTP/2 many a connection): its counts are requests on full and resumed sessions.
+        let server = if self.access.last.is_some() {
+            format!("the server's access log {sf} + {sr} requests on full + resumed sessions ({ss:.1}%, per request)")
+        } else {
+            format!("server {sf} + {sr} ({ss:.1}%)")
+        };
         Some(format!(
-            "cross-check: client counted {cf} full + {cr} resumed handshakes ({cs:.1}% resumed), server {sf} + {sr} ({ss:.1}%){}",
+            "cross-check: client counted {cf} full + {cr} resumed handshakes ({cs:.1}% resumed), {server}{}",
             if off {
                 format!(" DISAGREE (> {} points)", crosscheck::RESUMED_SHARE_POINTS)
             } else {
