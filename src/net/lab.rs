@@ -463,13 +463,7 @@ fn netem_apply(
 ) -> anyhow::Result<Option<String>> {
     let (old_bps, new_bps) = (was.bandwidth.map(|b| b.0), now.bandwidth.map(|b| b.0));
     let root = crate::net::shaper::bandwidth_raised(old_bps, new_bps)
-        .then(|| {
-            let out = std::process::Command::new("tc")
-                .args(["-n", ns, "-s", "-j", "qdisc", "show", "dev", dev, "root"])
-                .output()
-                .ok()?;
-            parse_root_qdisc(&String::from_utf8_lossy(&out.stdout))
-        })
+        .then(|| parse_root_qdisc(&netns::root_qdisc_json(ns, dev)?))
         .flatten();
     let one_way = was.rtt.0 / 2;
     let Some(q) = root.filter(|q| plan::netem_queue_is_stale(old_bps, new_bps, q.backlog, one_way))
@@ -478,21 +472,7 @@ fn netem_apply(
         return Ok(None);
     };
     let handle = if q.handle == "1:" { "2:" } else { "1:" };
-    let mut a = vec![
-        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", handle, "netem",
-    ];
-    a.extend(args.iter().map(String::as_str));
-    let out = std::process::Command::new("tc")
-        .args(&a)
-        .output()
-        .context("running tc")?;
-    if !out.status.success() {
-        bail!(
-            "`tc {}` failed: {}",
-            a.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    netns::netem_replace(ns, dev, handle, args)?;
     let old = was.bandwidth.map_or("unlimited".into(), |b| b.to_string());
     Ok(Some(format!(
         "netem on {dev} ({ns}): bandwidth raised from {old}: a new qdisc replaced the one \

@@ -378,6 +378,27 @@ pub fn netem_change(netns: &str, dev: &str, args: &[String]) -> anyhow::Result<(
     run_tool("tc", &a)
 }
 
+/// Replaces `dev`'s root qdisc with a new netem under `handle` (its queue dropped at once).
+pub fn netem_replace(netns: &str, dev: &str, handle: &str, args: &[String]) -> anyhow::Result<()> {
+    let mut a = vec![
+        "-n", netns, "qdisc", "replace", "dev", dev, "root", "handle", handle, "netem",
+    ];
+    a.extend(args.iter().map(String::as_str));
+    run_tool("tc", &a)
+}
+
+/// `tc -s -j qdisc show dev DEV root` in `netns`: the root qdisc's statistics as JSON (None
+/// when tc cannot say).
+pub fn root_qdisc_json(netns: &str, dev: &str) -> Option<String> {
+    let out = Command::new("tc")
+        .args(["-n", netns, "-s", "-j", "qdisc", "show", "dev", dev, "root"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// synlab's namespaces (under /run/netns) and root-netns links on this machine.
 pub fn list_leftovers() -> (Vec<String>, Vec<String>) {
     let names = |dir: &str| -> Vec<String> {
