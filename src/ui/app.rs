@@ -14,15 +14,6 @@ pub const WINDOW_MIN_S: f64 = 10.0;
 /// The widest chart: what the store keeps in memory.
 pub const WINDOW_MAX_S: f64 = crate::metrics::store::KEEP_S;
 
-/// The key bound to `action` as the help writes it ("Y"), from the keymap: a message that
-/// names a key names the one that does it.
-fn key_for(action: Action) -> String {
-    super::keymap::KEYMAP
-        .iter()
-        .find(|b| b.action == action)
-        .map_or_else(|| "?".into(), |b| b.key.label())
-}
-
 /// The message shown in the caption bar after an action.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
@@ -154,7 +145,7 @@ impl App {
             ToggleDrops => self.show_drops = !self.show_drops,
             ToggleKernelReasons => match lab.toggle_kernel_reasons() {
                 Ok(on) => {
-                    let key = key_for(ToggleKernelReasons);
+                    let key = super::keymap::key_for(ToggleKernelReasons);
                     let text = if on {
                         format!("the kernel's own reasons: counting from the next sample ({key} stops it)")
                     } else {
@@ -177,6 +168,9 @@ mod tests {
     /// The kernel's-reasons messages name the key that toggles them, as the help does.
     #[test]
     fn kernel_reasons_messages_name_their_key() {
-        assert_eq!(key_for(Action::ToggleKernelReasons), "Y");
+        assert_eq!(
+            super::super::keymap::key_for(Action::ToggleKernelReasons),
+            "Y"
+        );
     }
 }

@@ -174,6 +174,15 @@ pub const HINT: &str =
 /// The hint on a screen narrower than `HINT`.
 pub const HINT_SHORT: &str = "+/- rate  p pause  n step  ? help  q quit";
 
+/// The key bound to `action` as the help writes it ("Y"): a message that names a key names
+/// the one that does it.
+pub fn key_for(action: Action) -> String {
+    KEYMAP
+        .iter()
+        .find(|b| b.action == action)
+        .map_or_else(|| "?".into(), |b| b.key.label())
+}
+
 /// The action bound to a key event, if any. Key releases/repeats of non-press kinds are ignored.
 pub fn action_for(ev: KeyEvent) -> Option<Action> {
     if ev.kind == KeyEventKind::Release {
