@@ -95,7 +95,8 @@ fn the_kernels_udp_drops_are_the_datagrams_sent_less_those_the_server_read() {
     assert_eq!(d["verdict"], "agree", "{d}");
     assert!(line.contains(": agree (within"), "{line}");
     // The Initials among the drops: some (an S-Client flood is mostly Initials), never more
-    // than all of them (the start-up check's Initials, read before pcap started, aside).
+    // than all of them (the start-up check's, sent before pcap started, are left out of the
+    // server's count).
     let initials_dropped = int(d, "initials_dropped");
     assert_eq!(initials_dropped, initials_in - initials_read, "{d}");
     assert!(

@@ -92,6 +92,11 @@ fn lab_h3_counts(kind: &str, extra: &str) {
             n.len() == 2 && n[0] == n[1] && n[0] != "0",
             "{kind}: {line}"
         );
+        // Nothing was dropped: every Initial pcap saw arrive the server read, and no more
+        // (the start-up check's, sent before the capture, left out of the server's count).
+        let u = c.core().udp_drops(None, false).expect("the drops identity");
+        assert!(u.initials_in.is_some_and(|i| i > 0), "{u}");
+        assert_eq!(u.initials_dropped(), Some(0), "{u}");
     } else {
         assert_eq!(quic, None, "{kind}: no QUIC count of its own");
     }

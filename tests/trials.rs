@@ -191,7 +191,8 @@ fn a_repeated_run_merges_its_trials_histograms_and_compare_judges_with_intervals
         assert_eq!(f["change"].as_f64().unwrap(), 0.0, "{f:#}");
         assert!(f["ci_lo"].as_f64().unwrap() <= 0.0 && f["ci_hi"].as_f64().unwrap() >= 0.0);
         assert!(
-            ["within_noise", "within_floor", "maybe_past_limit"].contains(&f["verdict"].as_str().unwrap()),
+            ["within_noise", "within_floor", "maybe_past_limit"]
+                .contains(&f["verdict"].as_str().unwrap()),
             "{f:#}"
         );
     }

@@ -21,7 +21,7 @@ pub struct UdpDrops {
     /// The namespace's Udp RcvbufErrors since the probes started (after the start-up check).
     pub rcvbuf_errors: Option<u64>,
     /// QUIC Initials that arrived at the port (pcap, since the probes started) and that the
-    /// server read (since it started: the start-up check's one or two more).
+    /// server read since then (its count less the start-up check's, sent before the capture).
     pub initials_in: Option<u64>,
     pub initials_read: u64,
     /// How far each kernel count may lie from `sent - read` (datagrams), see [`noise`].

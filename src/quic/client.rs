@@ -725,6 +725,7 @@ impl QuicClient {
                     buf.clear();
                     while let Some(t) = c.quic.poll_transmit(now, segments, &mut buf) {
                         let (dest, seg, size) = (t.destination, t.segment_size, t.size);
+                        self.stats.initials_sent += initials_in(&buf[..size], seg);
                         let start = self.out.len();
                         self.out.extend_from_slice(&buf[..size]);
                         self.queue.push((dest, start, self.out.len(), seg));
@@ -739,6 +740,7 @@ impl QuicClient {
     }
 
     fn enqueue(&mut self, to: SocketAddr, data: &[u8], segment: Option<usize>) {
+        self.stats.initials_sent += initials_in(data, segment);
         let start = self.out.len();
         self.out.extend_from_slice(data);
         self.queue.push((to, start, self.out.len(), segment));
@@ -850,6 +852,14 @@ fn open_control(c: &mut Conn) {
 
 /// Opens a stream for `GET path` and writes its HEADERS; false when the server's stream credit
 /// is used up.
+/// The datagrams of a run (`segment`: GSO's size of each) whose first packet is an Initial,
+/// by the rule the capture and the built-in server count them with.
+fn initials_in(run: &[u8], segment: Option<usize>) -> u64 {
+    run.chunks(segment.unwrap_or(run.len()).max(1))
+        .filter(|d| crate::sys::quic_packets::initial_version(d).is_some())
+        .count() as u64
+}
+
 fn send_request(c: &mut Conn, authority: &str, path: &str, token: u64, now: Instant) -> bool {
     open_control(c);
     let Some(id) = c.quic.streams().open(Dir::Bi) else {
@@ -1078,4 +1088,34 @@ pub fn run_closed(
     client.flush(Instant::now())?;
     run.stats = client.stats();
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::initials_in;
+
+    /// A v1 Initial's first bytes (long header, fixed bit, type 0) and a 1-RTT packet's.
+    const INITIAL: [u8; 5] = [0xc3, 0, 0, 0, 1];
+    const SHORT: [u8; 5] = [0x41, 0, 0, 0, 1];
+
+    #[test]
+    fn the_initials_sent_are_the_datagrams_of_a_run_that_begin_with_one() {
+        let datagram = |head: [u8; 5], len: usize| {
+            let mut d = head.to_vec();
+            d.resize(len, 0);
+            d
+        };
+        assert_eq!(initials_in(&datagram(INITIAL, 1200), None), 1);
+        assert_eq!(initials_in(&datagram(SHORT, 1200), None), 0);
+        // A GSO run: each segment is a datagram; the last may be shorter.
+        let run = [
+            datagram(INITIAL, 1200),
+            datagram(SHORT, 1200),
+            datagram(INITIAL, 1200),
+            datagram(SHORT, 300),
+        ]
+        .concat();
+        assert_eq!(initials_in(&run, Some(1200)), 2);
+        assert_eq!(initials_in(&[], Some(1200)), 0);
+    }
 }

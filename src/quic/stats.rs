@@ -95,6 +95,9 @@ pub struct QuicStats {
     pub datagrams_received: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Of the datagrams sent, those whose first packet is an Initial (first and later ones,
+    /// `sys::quic_packets::initial_version`'s rule): what the capture and the server count.
+    pub initials_sent: u64,
     /// Packets the stack declared lost (their frames are sent again), their bytes, and the
     /// congestion events they caused.
     pub lost_packets: u64,

@@ -62,7 +62,8 @@ impl Controller {
         ));
         // The server reads these too: the drops identity counts them as sent, and the
         // handshakes cross-check leaves the check's out.
-        self.core.h3_check(s.datagrams_sent, s.handshakes_total());
+        self.core
+            .h3_check(s.datagrams_sent, s.initials_sent, s.handshakes_total());
         Ok(())
     }
 }

@@ -206,6 +206,7 @@ pub struct LabCore {
     /// sent (the drops identity's, `udp_drops`).
     run_quic: Option<crate::quic::stats::QuicDelta>,
     h3_check_sent: u64,
+    h3_check_initials: u64,
     h3_check_handshakes: u64,
     /// What each worker that has not sent its last report had in progress at its latest one
     /// (a worker still draining at the bound, or gone): the run's totals count it as left.
@@ -277,6 +278,7 @@ impl LabCore {
             run: Counters::default(),
             run_quic: None,
             h3_check_sent: 0,
+            h3_check_initials: 0,
             h3_check_handshakes: 0,
             run_unfinished: Default::default(),
             run_latency: [

@@ -7,11 +7,13 @@ use crate::model::col;
 use crate::model::udp_drops::{noise, UdpDrops};
 
 impl LabCore {
-    /// Datagrams the start-up QUIC check sent to the server and the handshakes it completed:
-    /// not the load's, but the server read them (or its kernel dropped them) and counted the
-    /// handshakes all the same.
-    pub fn h3_check(&mut self, datagrams: u64, handshakes: u64) {
+    /// What the start-up QUIC check sent to the server (datagrams, and the Initials among
+    /// them) and the handshakes it completed: not the load's, but the server read them (or its
+    /// kernel dropped them) and counted the handshakes all the same. The check comes before
+    /// the capture: its Initials are in the server's count and not in pcap's.
+    pub fn h3_check(&mut self, datagrams: u64, initials: u64, handshakes: u64) {
         self.h3_check_sent += datagrams;
+        self.h3_check_initials += initials;
         self.h3_check_handshakes += handshakes;
     }
 
@@ -38,7 +40,8 @@ impl LabCore {
             port_drops: get(col::PORT_UDP_DROPS),
             rcvbuf_errors: get(col::UDP_RCVBUF_ERRORS_TOTAL),
             initials_in: get(col::QUIC_INITIAL_IN_TOTAL),
-            initials_read: st.h3_initials_in,
+            // Since the capture started, as pcap's count: the check's came before it.
+            initials_read: st.h3_initials_in.saturating_sub(self.h3_check_initials),
             noise: noise(self.h3_check_sent, self.run.in_flight_at_end()),
             lossy,
         })
