@@ -200,6 +200,25 @@ fn handshake_failure(e: Option<ConnError>) -> (Failure, Option<String>) {
     }
 }
 
+/// How an established connection's open streams failed when it ended: an idle timeout is
+/// the responses' timeout; a protocol breach the client found is the server's; any other end
+/// (a stateless reset from a server that had dropped the connection, its refusal or close)
+/// is the server closing before the responses were complete, as over TCP, not a breach.
+fn streams_lost(e: Option<ConnError>) -> Failure {
+    use crate::model::BadReason;
+    match e {
+        Some(ConnError::IdleTimeout) => Failure::ResponseTimeout,
+        Some(ConnError::Local(_)) => Failure::BadResponse(
+            BadReason::Protocol,
+            "the QUIC connection closed with streams open",
+        ),
+        _ => Failure::BadResponse(
+            BadReason::Closed,
+            "the QUIC connection ended with streams open",
+        ),
+    }
+}
+
 impl Engine {
     /// The worker's QUIC endpoint, if it speaks HTTP/3.
     fn quic(&self) -> Option<SharedEndpoint> {
@@ -469,15 +488,7 @@ impl Engine {
                 }
             }
             Phase::Streams if !self.slab[idx].streams().is_empty() => {
-                let f = if error == Some(ConnError::IdleTimeout) {
-                    Failure::ResponseTimeout
-                } else {
-                    Failure::BadResponse(
-                        crate::model::BadReason::Protocol,
-                        "the QUIC connection closed with streams open",
-                    )
-                };
-                self.fail(idx, f, now)
+                self.fail(idx, streams_lost(error), now)
             }
             _ => self.finish(idx, now),
         }
@@ -502,5 +513,38 @@ impl Engine {
             // Tickets are of no use past the run: the closes go out with the others.
             ep.client.stop_waiting_for_tickets(Instant::now());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::BadReason;
+
+    /// A lesson's flood ended with connections the server had dropped meanwhile: their
+    /// stateless resets were counted as the server breaking the protocol.
+    #[test]
+    fn streams_lost_to_a_reset_or_a_close_are_closed_early_not_a_breach() {
+        let reason = |e| match streams_lost(e) {
+            Failure::BadResponse(r, _) => Some(r),
+            _ => None,
+        };
+        for e in [
+            ConnError::StatelessReset,
+            ConnError::Refused,
+            ConnError::Transport(0x9),
+            ConnError::Application(0x100),
+        ] {
+            assert_eq!(reason(Some(e)), Some(BadReason::Closed), "{e}");
+        }
+        assert_eq!(reason(None), Some(BadReason::Closed));
+        assert_eq!(
+            reason(Some(ConnError::Local(0x7))),
+            Some(BadReason::Protocol)
+        );
+        assert_eq!(
+            streams_lost(Some(ConnError::IdleTimeout)),
+            Failure::ResponseTimeout
+        );
     }
 }
