@@ -114,6 +114,15 @@ impl UdpSock {
         self.offload
     }
 
+    /// Takes datagrams one by one: a GSO run arriving whole is cut into its datagrams before
+    /// it is queued, so a full receive buffer drops (and the kernel counts, in RcvbufErrors
+    /// and the socket's drops) datagrams, not runs of up to 64 of them as one.
+    pub fn gro_off(&mut self) -> io::Result<()> {
+        setsockopt_int(self.sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 0)?;
+        self.offload.gro = false;
+        Ok(())
+    }
+
     /// Datagrams the kernel refused to send (see [`UdpSock::send`]).
     pub fn dropped(&self) -> u64 {
         self.dropped
@@ -383,6 +392,39 @@ fn std_to_sockaddr(a: SocketAddr, s: &mut libc::sockaddr_storage) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With GRO off a GSO run arrives as its datagrams, each its own message; with GRO on it
+    /// may arrive whole (one message, the kernel's one skb: dropped and counted as one).
+    #[test]
+    fn without_gro_a_gso_run_arrives_datagram_by_datagram() {
+        let mut a = UdpSock::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        if a.offload().gso_segments < 2 {
+            eprintln!("skipped: the kernel has no UDP GSO");
+            return;
+        }
+        let mut b = UdpSock::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        b.gro_off().unwrap();
+        assert!(!b.offload().gro);
+        let (to, seg) = (b.local_addr().unwrap(), 1200);
+        let run = vec![7u8; seg * 4];
+        let item = Datagrams {
+            to,
+            data: &run,
+            segment: Some(seg),
+        };
+        assert_eq!(a.send(&[item]).unwrap(), 1);
+        let mut batch = RecvBatch::default();
+        let mut messages = Vec::new();
+        for _ in 0..4 {
+            if messages.iter().sum::<usize>() == run.len() {
+                break;
+            }
+            b.wait_readable(Some(Duration::from_secs(5))).unwrap();
+            b.recv(&mut batch).unwrap();
+            messages.extend(batch.iter().map(|(_, bytes)| bytes.len()));
+        }
+        assert_eq!(messages, vec![seg; 4], "one message per datagram");
+    }
 
     /// Batched sends and reads over loopback, with GSO when the kernel has it: every datagram
     /// arrives with its bytes, and GRO runs are cut back into the sizes sent.

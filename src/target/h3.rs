@@ -75,9 +75,14 @@ impl rustls::server::ProducesTickets for NoTickets {
 
 /// Binds the HTTP/3 socket on `addr` (the TLS listener's) with the asked receive buffer.
 pub fn bind(addr: SocketAddr, o: &Http3Options) -> anyhow::Result<UdpSock> {
-    let sock = UdpSock::bind(addr).map_err(|e| {
+    let mut sock = UdpSock::bind(addr).map_err(|e| {
         anyhow::anyhow!("cannot bind UDP {addr} for HTTP/3: {e}; pick a port free for UDP too")
     })?;
+    // The kernel drops and counts what a full buffer cannot take per skb: with GRO on, a
+    // client's GSO run (a connection's burst of streams) would be one drop of up to 64
+    // datagrams, and the drops identity (datagrams sent less read = dropped) would not hold.
+    sock.gro_off()
+        .map_err(|e| anyhow::anyhow!("turning UDP_GRO off on the HTTP/3 socket {addr}: {e}"))?;
     if let Some(bytes) = o.rcvbuf {
         sock.set_rcvbuf(bytes)
             .map_err(|e| anyhow::anyhow!("setting the HTTP/3 socket's rcvbuf to {bytes}: {e}"))?;
