@@ -812,3 +812,72 @@ fn the_drops_view_names_the_reasons_largest_first_and_the_kernels_own() {
     press(&mut app, &mut lab, &[Key::Char('y')]);
     assert!(!app.show_drops);
 }
+
+/// The sizes a new user's HTTP/3 walk drew at: a laptop's terminal and a big one.
+const QUIC_SIZES: [(u16, u16); 2] = [(80, 24), (200, 55)];
+
+/// A Retry flood over HTTP/3: the UDP panel in the accept queue's place says the Retries per
+/// second (the server's count and, on a wide panel, the clients'); no panel claims HTTP/2 or
+/// shows the TCP figures (accept queue, TCP queues, overflows, TCP states) as the story.
+#[test]
+fn over_http3_the_udp_panel_takes_the_accept_queues_place_with_retries() {
+    use synlab::model::col as c;
+    use synlab::ui::render::common::num;
+    let st = fixture::quic_retry_flood();
+    let fig = |col| num(st.store.headline(col).expect("measured"));
+    let (sent, recv) = (fig(c::SERVER_QUIC_RETRIES), fig(c::QUIC_RETRY));
+    for (w, h) in QUIC_SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        assert!(text.contains("UDP (QUIC)  DROPPING"), "{w}x{h}:\n{text}");
+        // The server's count of the Retries it sent, and on a wide panel the clients' too.
+        let retry = if w >= 200 {
+            format!("Retry/s sent {sent} recv {recv}")
+        } else {
+            format!("Retry/s {sent}")
+        };
+        assert!(text.contains(&retry), "{w}x{h}: no `{retry}`:\n{text}");
+        for tcp in [
+            "HTTP/2",
+            "accept queue",
+            "recvq",
+            "queue 0/128",
+            "overflows/s",
+            "TIME_WAIT",
+            "TCP states",
+        ] {
+            assert!(!text.contains(tcp), "{w}x{h}: `{tcp}` shown:\n{text}");
+        }
+        // The UDP panel sits beside the rates chart, in the accept queue's place.
+        let top = row_of(&text, "offered vs achieved");
+        assert!(top.contains("UDP (QUIC)"), "{w}x{h}:\n{text}");
+        let term = draw(&colour_app(), &st, w, h);
+        insta::assert_snapshot!(format!("quic_retry_flood_{w}x{h}"), term.backend());
+    }
+    // A TCP load's screens have no Retry figure (never measured).
+    let plain = render::screen_text(&colour_app(), &fixture::under_load(), 200, 55);
+    assert!(!plain.contains("Retry/s"), "{plain}");
+}
+
+/// The help over HTTP/3: the streams keys are listed and labelled for HTTP/2 and HTTP/3, and
+/// every help line ends a gap before the next column's key.
+#[test]
+fn the_help_over_http3_labels_the_streams_keys_for_both_and_keeps_its_gaps() {
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(fixture::quic_retry_flood());
+    press(&mut app, &mut lab, &[Key::Char('?')]);
+    for (w, h) in QUIC_SIZES {
+        let text = render::screen_text(&app, &lab.state, w, h);
+        for line in [
+            "e      HTTP/2, 3: streams per conn /2  ",
+            "E      HTTP/2, 3: streams per conn x2  ",
+            "k      keep-alive: requests per conn /10  ",
+            "K      keep-alive: requests per conn x10  ",
+            "D      D (or clients) x2  ",
+        ] {
+            assert!(text.contains(line), "{w}x{h}: no `{line}`:\n{text}");
+        }
+        assert!(!text.contains("HTTP/2: streams"), "{w}x{h}:\n{text}");
+        let term = draw(&app, &lab.state, w, h);
+        insta::assert_snapshot!(format!("help_http3_{w}x{h}"), term.backend());
+    }
+}

@@ -34,7 +34,7 @@ pub enum LoadKnob {
     BurstFraction,
     /// Over TLS, the share of handshakes that resume a session (0-1).
     Resumed,
-    /// M: over HTTP/2, the concurrent streams per connection.
+    /// M: over HTTP/2 and HTTP/3, the concurrent streams per connection.
     Streams,
     /// With keep-alive (HTTP/1.1, HTTP/2), the requests a connection carries before the client
     /// closes it.
@@ -152,7 +152,7 @@ impl LoadKnob {
             LoadKnob::Resumed => "resumed TLS handshakes (share, 0-1)",
             LoadKnob::BurstRatio => "burst (peak/average ratio)",
             LoadKnob::BurstFraction => "burst (% of time at peak)",
-            LoadKnob::Streams => "HTTP/2 streams per connection (M)",
+            LoadKnob::Streams => "HTTP/2 and HTTP/3 streams per connection (M)",
             LoadKnob::RequestsPerConn => "requests per kept-alive connection",
         }
     }
@@ -187,8 +187,8 @@ impl LoadKnob {
             LoadKnob::Streams => k(
                 'e',
                 'E',
-                "HTTP/2: streams per connection /2",
-                "HTTP/2: streams per connection x2",
+                "HTTP/2, 3: streams per conn /2",
+                "HTTP/2, 3: streams per conn x2",
             ),
             LoadKnob::RequestsPerConn => k(
                 'k',

@@ -373,6 +373,64 @@ pub fn lesson() -> LabState {
     st
 }
 
+/// A Retry flood over HTTP/3 (quic-handshake-flood-retry.toml): an S-Client offering 4000
+/// handshakes/s to a server that completes 3000, each first Initial answered by a Retry; the
+/// server's UDP socket buffer full and dropping. The rows carry the workers' QUIC counts (the
+/// load speaks HTTP/3) and the port's UDP figures.
+pub fn quic_retry_flood() -> LabState {
+    let mut st = base("quic-handshake-flood-retry");
+    st.tls = "TLS 1.3 X25519, tickets".into();
+    let k = &mut st.knobs;
+    (k.mode, k.rate, k.sockets) = (Mode::Sclient, Some(4000.0), 20000);
+    (k.resumed, k.streams, k.requests_per_conn) = (Some(0.0), Some(1), Some(1));
+    k.paths.clear();
+    fill(
+        &mut st,
+        &Synth {
+            offered: |t| if t < 40.0 { 2000.0 } else { 4000.0 },
+            target: |t| if t < 40.0 { 2000.0 } else { 4000.0 },
+            capacity: 3000.0,
+            pcap: false,
+            ..Synth::default()
+        },
+    );
+    // The same rows with the QUIC columns: Initials twice an attempt (its first and the one
+    // after the Retry), what the server cannot take dropped from its buffer.
+    let cols = st.store.columns().to_vec();
+    let mut store = crate::metrics::store::Store::new(1000);
+    for (i, &t) in st.store.times().iter().enumerate() {
+        let v = |c| st.store.col(c).map(|x| x[i]).unwrap_or(0.0);
+        let first = v(c::ATTEMPTS);
+        let drops = (first - 3000.0).max(0.0);
+        let mut row: Vec<_> = cols
+            .iter()
+            .map(|&c| (c, Some(v(c)).filter(|x| !x.is_nan())))
+            .collect();
+        row.extend([
+            (c::QUIC_PACKETS_SENT, Some(3.0 * first)),
+            // QUIC's handshakes count in the TLS columns too (all full here).
+            (c::QUIC_HANDSHAKES_FULL, Some(v(c::ESTABLISHED))),
+            (c::FULL_HANDSHAKES, Some(v(c::ESTABLISHED))),
+            (c::RESUMED_HANDSHAKES, Some(0.0)),
+            (c::QUIC_RETRY, Some(first * 0.99)),
+            (c::SERVER_QUIC_RETRIES, Some(first)),
+            (c::QUIC_INITIAL_IN_PER_S, Some(2.0 * first)),
+            (c::QUIC_FIRST_INITIAL_PER_S, Some(first)),
+            (c::PORT_UDP_DROPS_PER_S, Some(drops)),
+            (c::UDP_RCVBUF_ERRORS_PER_S, Some(drops)),
+            (
+                c::UDP_RCV_QUEUE,
+                Some(if drops > 0.0 { 213_000.0 } else { 0.0 }),
+            ),
+            (c::UDP_RCVBUF, Some(212_992.0)),
+            (c::RMEM_MAX, Some(212_992.0)),
+        ]);
+        store.push(t, &row);
+    }
+    st.store = store;
+    st
+}
+
 /// A `LabControl` over a fixed state: commands go through `apply_knobs` (the same limits as the
 /// core, every change held at once); marks, steps, snapshots and stop are recorded.
 #[derive(Debug)]

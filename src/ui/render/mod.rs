@@ -10,7 +10,8 @@
 //! rates and accept-queue charts would have fewer than `TOP_MIN` rows (a three-line caption at
 //! 80x24), the latency and CPU panels fold into one line. When the server's port has UDP
 //! sockets (a QUIC server) the UDP panel takes the TCP states' place on a big screen, and the
-//! lower half of the accept queue's on a smaller one.
+//! lower half of the accept queue's on a smaller one. Over HTTP/3 there is no accept queue and
+//! no TCP connection: the UDP panel takes the accept queue's place, the TCP states are left out.
 
 pub mod caption;
 pub mod common;
@@ -112,6 +113,15 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
         let udp = udp::shown(st);
         rates::render(r, buf, app, st);
+        if udp::quic_load(st) {
+            udp::render(q, buf, app, st);
+            let [l, c] =
+                Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)])
+                    .areas(bottom);
+            latency::render(l, buf, app, st);
+            cpu::render(c, buf, app, st);
+            return;
+        }
         queue::render(q, buf, app, st, udp);
         let [l, s, c] = Layout::horizontal([
             Constraint::Percentage(34),
@@ -153,13 +163,14 @@ fn panels(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let [r, q] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(top);
     rates::render(r, buf, app, st);
-    if udp::shown(st) && q.height >= 2 * TOP_MIN {
+    if udp::shown(st) && !udp::quic_load(st) && q.height >= 2 * TOP_MIN {
         let [q, u] =
             Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(q);
         queue::render(q, buf, app, st, true);
         udp::render(u, buf, app, st);
     } else if udp::shown(st) {
-        // Too low for both: the UDP panel alone (a QUIC server's queue is its socket buffer).
+        // Too low for both, or over HTTP/3: the UDP panel alone (a QUIC server's queue is its
+        // socket buffer).
         udp::render(q, buf, app, st);
     } else {
         queue::render(q, buf, app, st, true);

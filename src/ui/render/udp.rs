@@ -1,19 +1,48 @@
 //! Panel: the UDP side of the server's port (issue 47), shown when the port has UDP sockets (a
 //! QUIC server: Caddy over HTTP/3, a probe of a UDP port): QUIC Initials arriving (pcap), the
 //! datagrams the port's sockets dropped and the namespace's RcvbufErrors, and the bytes waiting
-//! in their receive queue against the buffer and net.core.rmem_max. The QUIC counterpart of the
-//! accept-queue panel: no SYN, no accept queue; the socket's buffer is the queue.
+//! in their receive queue against the buffer and net.core.rmem_max; with Retry on, the Retries
+//! per second. The QUIC counterpart of the accept-queue panel: no SYN, no accept queue; the
+//! socket's buffer is the queue. Over HTTP/3 it is drawn in the accept queue's place.
 
-use super::common::{headline, line_chart, panel, Series, Window};
+use super::common::{headline, line_chart, num, panel, Series, Window};
 use crate::lab::state::LabState;
 use crate::model::col as c;
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-/// Whether the server's port has UDP sockets (their receive buffer was read).
+/// Whether the load speaks HTTP/3: the workers sent QUIC counts (the core's rule too). Over
+/// HTTP/3 the TCP figures (accept queue, TCP states) are not the server's story.
+pub fn quic_load(st: &LabState) -> bool {
+    st.store.last(c::QUIC_PACKETS_SENT).is_some()
+}
+
+/// Whether the panel is drawn: the server's port has UDP sockets (their receive buffer was
+/// read), or the load speaks HTTP/3.
 pub fn shown(st: &LabState) -> bool {
-    headline(st, c::UDP_RCVBUF).is_some()
+    headline(st, c::UDP_RCVBUF).is_some() || quic_load(st)
+}
+
+/// The Retries per second, only where measured: the server's own count of those it sent and
+/// the clients' of those they received, both on a wide panel, else the server's (or the
+/// clients' where it does not count). None: neither is measured.
+fn retry(st: &LabState, wide: bool) -> Option<Series> {
+    let fig = |col| {
+        st.store
+            .last(col)
+            .map(|_| headline(st, col).map_or("-".into(), num))
+    };
+    let text = match (fig(c::SERVER_QUIC_RETRIES), fig(c::QUIC_RETRY)) {
+        (Some(sent), Some(recv)) if wide => format!("sent {sent} recv {recv}"),
+        (Some(sent), _) => sent,
+        (None, Some(recv)) => recv,
+        (None, None) => return None,
+    };
+    Some(Series {
+        latest: Some(text),
+        ..Series::value_only(st, "Retry/s", c::QUIC_RETRY)
+    })
 }
 
 /// "2304/65536 B" (the queue against its buffer, in whole bytes: the buffer's size is a
@@ -43,14 +72,18 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ));
     let mut rmem = Series::value_only(st, "rmem_max", c::RMEM_MAX);
     rmem.latest = headline(st, c::RMEM_MAX).map(|v| format!("{v:.0} B"));
-    let series = vec![
+    let mut series = vec![
         Series::column(st, "Initials/s", c::QUIC_INITIAL_IN_PER_S, w),
         Series::column(st, "first/s", c::QUIC_FIRST_INITIAL_PER_S, w),
         Series::column(st, "drops/s port", c::PORT_UDP_DROPS_PER_S, w).as_error(),
+    ];
+    // Beside the drops: on a narrow panel one figure keeps the header to its lines.
+    series.extend(retry(st, inner.width >= 50));
+    series.extend([
         Series::value_only(st, "RcvbufErrors/s", c::UDP_RCVBUF_ERRORS_PER_S),
         queue,
         rmem,
-    ];
+    ]);
     line_chart(inner, buf, st, w, &series, &app.theme);
 }
 
@@ -66,5 +99,29 @@ mod tests {
             "70000/65536 B full"
         );
         assert_eq!(queue_text(None, Some(1.0)), "n/a");
+    }
+
+    fn with(cols: &[(crate::model::Col, Option<f64>)]) -> LabState {
+        let mut st = LabState::new("t", crate::ui::fixture::knobs(), 0.2);
+        st.store.push(1.0, cols);
+        st
+    }
+
+    #[test]
+    fn retries_are_shown_only_where_measured() {
+        let text = |st: &LabState, wide| retry(st, wide).map(|s| s.latest_text());
+        // Over TCP: the columns exist, never measured.
+        let tcp = with(&[(c::QUIC_RETRY, None), (c::SERVER_QUIC_RETRIES, None)]);
+        assert_eq!(text(&tcp, true), None);
+        // The built-in server counts its own; the clients theirs.
+        let both = with(&[
+            (c::QUIC_RETRY, Some(990.0)),
+            (c::SERVER_QUIC_RETRIES, Some(1000.0)),
+        ]);
+        assert_eq!(text(&both, true).as_deref(), Some("sent 1.0k recv 990"));
+        assert_eq!(text(&both, false).as_deref(), Some("1.0k"));
+        // A server that does not count (Caddy): the clients' figure.
+        let clients = with(&[(c::QUIC_RETRY, Some(990.0)), (c::SERVER_QUIC_RETRIES, None)]);
+        assert_eq!(text(&clients, true).as_deref(), Some("990"));
     }
 }
