@@ -42,12 +42,16 @@ fn row(md: &mut String, num: Num, label: &str, s: &LatencySplit, retrans: String
 
 /// The share of connects that waited for a SYN retransmission and the two modes' shares and
 /// medians: "20.0 % (once: 15.0 % at 1.00 s; twice: 4.0 % at 2.00 s)".
-fn retrans_cell(p: &Point) -> String {
+fn retrans_cell(p: &Point, http3: bool) -> String {
     let all = p.num(S::ConnectRetransPct);
     if !all.is_finite() {
         return "–".into();
     }
     let mut cell = format!("{all:.1} %");
+    // The modes are TCP's SYN timeouts; a QUIC client's probe timeouts fall elsewhere.
+    if http3 {
+        return cell;
+    }
     let modes: Vec<String> = [
         ("once", S::ConnectRetransOncePct, S::ConnectRetransOnceMs),
         ("twice", S::ConnectRetransTwicePct, S::ConnectRetransTwiceMs),
@@ -70,13 +74,13 @@ fn retrans_cell(p: &Point) -> String {
 
 /// The section's table, numbers written by `num`; "" when no point has a split (a run before
 /// it was recorded).
-pub fn table(points: &[Point], num: Num) -> String {
+pub fn table(points: &[Point], num: Num, http3: bool) -> String {
     let mut md = String::new();
     for p in points {
         let Some(s) = split_of(|k| S::parse(k).map_or(f64::NAN, |c| p.num(c))) else {
             continue;
         };
-        row(&mut md, num, &p.number(), &s, retrans_cell(p));
+        row(&mut md, num, &p.number(), &s, retrans_cell(p, http3));
         for k in super::figures::point_classes(p) {
             let f = |key: &str| k[key].as_f64().unwrap_or(f64::NAN);
             if let Some(s) = split_of(f) {
@@ -94,18 +98,33 @@ pub fn table(points: &[Point], num: Num) -> String {
     if md.is_empty() {
         return md;
     }
+    // Over HTTP/3 there is no SYN to retransmit: a QUIC client sends its Initial again.
+    let (head, why) = if http3 {
+        (
+            "connects of 1 s or more (Initial repeated)",
+            "Over HTTP/3 the connect is the QUIC handshake and there is no SYN: a connect of 1 s \
+             or more outlasted the client's first probe timeout (RFC 9002: 3 × the initial RTT \
+             estimate of 333 ms, about 1 s, with no RTT measured yet), at which it sends its \
+             Initial again.",
+        )
+    } else {
+        (
+            "connects with a SYN retransmission",
+            "A connect of 1 s or more waited for a SYN retransmission (the initial RTO, seed 000 \
+             §2): once near 1 s, twice near 2 s with the kernel's linear SYN timeouts \
+             (`net.ipv4.tcp_syn_linear_timeouts`, 4 by default since Linux 6.6) or near 3 s with \
+             exponential backoff (run.log says which).",
+        )
+    };
     format!(
         "| # | mean ms | connect | accept queue | service | transfer | where the time went | \
-         connects with a SYN retransmission |\n|---|---:|---:|---:|---:|---:|---|---|\n{md}\n\
+         {head} |\n|---|---:|---:|---:|---:|---:|---|---|\n{md}\n\
          Bars: {}. Connect is the clients' (per response, its scheduled start to its request \
          going out: its connection's connect for a connection's first request); accept queue and service are the server's own (the built-in server's \
          clock; nginx's and Apache's service from their access log's request time, which runs on to \
          the response's last byte; `–` where the server does not measure them, their time is then in the \
          transfer); transfer is the rest of the mean response time. The parts add up to the \
-         mean by construction. A connect of 1 s or more waited for a SYN retransmission (the \
-         initial RTO, seed 000 §2): once near 1 s, twice near 2 s with the kernel's linear SYN \
-         timeouts (`net.ipv4.tcp_syn_linear_timeouts`, 4 by default since Linux 6.6) or near \
-         3 s with exponential backoff (run.log says which).\n",
+         mean by construction. {why}\n",
         legend()
     )
 }
@@ -126,7 +145,7 @@ mod tests {
             {"point": 3}
         ]});
         let (_, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
-        let md = table(&points, crate::report::markdown::num);
+        let md = table(&points, crate::report::markdown::num, false);
         assert!(
             md.contains("| 1 | 2.00 | 0.10 | 0 | 1.00 | 0.90 | `"),
             "{md}"
@@ -146,6 +165,6 @@ mod tests {
             "{bar2}"
         );
         assert!(!md.contains("| 3 |"), "{md}");
-        assert_eq!(table(&points[2..], crate::report::markdown::num), "");
+        assert_eq!(table(&points[2..], crate::report::markdown::num, false), "");
     }
 }

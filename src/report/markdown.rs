@@ -109,7 +109,7 @@ pub fn report(
         if !drops.is_empty() {
             let _ = writeln!(md, "## What the kernel dropped, and why{suffix}\n\n{drops}");
         }
-        let split = super::latency_split::table(&r.points, num);
+        let split = super::latency_split::table(&r.points, num, r.http3());
         if !split.is_empty() {
             let _ = writeln!(md, "## Where the requests' time went{suffix}\n\n{split}");
         }
@@ -360,6 +360,7 @@ fn columns(r: &RunData) -> Vec<Headed> {
         .points
         .iter()
         .any(|p| p.num(SummaryCol::SynInEstimated) > 0.0);
+    let http3 = r.http3();
     let mut out = Vec::new();
     for c in COLS {
         let plain = |head: &str| Headed {
@@ -374,6 +375,22 @@ fn columns(r: &RunData) -> Vec<Headed> {
             key,
         };
         match c.key {
+            // Over HTTP/3 no SYN arrives (a 0 would read as "none came"): a connection's
+            // first packet is its first QUIC Initial, the attempts pcap saw.
+            SummaryCol::SynInPerS if http3 => out.push(Headed {
+                head: match label(Scope::Port) {
+                    Some(port) => format!("first Initials/s ({port}, pcap)"),
+                    None => "first Initials/s (server)".into(),
+                },
+                key: SummaryCol::QuicFirstInitialPerS,
+            }),
+            // A QUIC connection's connect is its handshake: the load counts its timeout as a
+            // handshake timeout, never a connect timeout (which stays 0), so that count is the
+            // connection timeouts here (errors_by_kind.handshake_timeouts / hold).
+            SummaryCol::ConnectTimeoutsPerS if http3 => out.push(Headed {
+                head: "timeouts/s (QUIC handshakes)".into(),
+                key: SummaryCol::HandshakeTimeoutsPerS,
+            }),
             SummaryCol::SynInPerS => out.push(match (label(Scope::Port), estimated) {
                 (None, _) => plain(c.head),
                 (Some(port), false) => plain(&format!("SYN/s ({port}, pcap)")),
@@ -619,7 +636,7 @@ fn summary_table(md: &mut String, r: &RunData) {
             }
         }));
         if covered {
-            cells.push(point_totals(p).map_or("–".into(), |t| latency_cover(&t)));
+            cells.push(point_totals(p).map_or("–".into(), |t| latency_cover_over(&t, p.quic())));
         }
         cells.push(status(p));
         let _ = writeln!(md, "| {} |", cells.join(" | "));
@@ -631,8 +648,16 @@ fn summary_table(md: &mut String, r: &RunData) {
          paced to cost at most 0.5 % of a core, so it runs less often than the other probes \
          when the machine holds many sockets). A point marked ⚠ (values in italics) was \
          client-bound: the load generator, not the server, set its numbers, so it is not a \
-         server measurement. Failed points are gaps in the plots.{}{}\n",
+         server measurement. Failed points are gaps in the plots.{}{}{}\n",
         scope_note(r),
+        if r.http3() {
+            " Over HTTP/3 no SYN arrives: first Initials/s are the connection attempts' first \
+             QUIC Initials pcap saw at the port (repeated Initials left out), and timeouts/s \
+             the QUIC handshakes the clients gave up on (a QUIC connection's connect is its \
+             handshake)."
+        } else {
+            ""
+        },
         if covered {
             " Latency percentiles cover completed requests only: \"latencies over\" says how \
              many, and how many attempts timed out (or failed otherwise) and are not in them."
@@ -648,22 +673,25 @@ fn summary_table(md: &mut String, r: &RunData) {
 
 /// Whose the figures are, where the probed namespace held other servers' sockets.
 fn scope_note(r: &RunData) -> String {
+    // What pcap counts of a connection's first packets: Initials over HTTP/3.
+    let firsts = if r.http3() { "QUIC Initials" } else { "SYNs" };
     match probe_scope(r) {
         Some(p) if p.netns_shared => format!(
             " The probes read the host's network namespace, which holds other servers' \
              sockets too: figures marked (port {port}) are the target's own (its listening \
-             sockets' accept queue and drops, its sockets' states, by sock_diag; its SYNs by \
-             pcap on port {port}), those marked (netns: all ports) count every port of the \
+             sockets' accept queue and drops, its sockets' states, by sock_diag; its {firsts} \
+             by pcap on port {port}), those marked (netns: all ports) count every port of the \
              namespace (the kernel's counters and sockstat), (machine) every CPU.",
             port = p.port
         ),
         Some(ProbeScope {
             netns: Some(crate::model::ProbedNetns::OwnLoopback),
             ..
-        }) => " The probes read the run's own loopback namespace (a user and network \
-               namespace of synlab's, as a plain user's run without [network] gets): its \
-               counters, TIME_WAIT and captured SYNs are this run's alone, not the host's."
-            .to_string(),
+        }) => format!(
+            " The probes read the run's own loopback namespace (a user and network namespace \
+             of synlab's, as a plain user's run without [network] gets): its counters, \
+             TIME_WAIT and captured {firsts} are this run's alone, not the host's."
+        ),
         _ => String::new(),
     }
 }
@@ -857,8 +885,15 @@ fn point_totals(p: &Point) -> Option<crate::model::Totals> {
 /// that failed otherwise (refused, reset, ...) when there were any. Timed-out attempts have no
 /// latency, so at overload the percentiles alone look better than the service was.
 pub fn latency_cover(t: &crate::model::Totals) -> String {
+    latency_cover_over(t, false)
+}
+
+/// [`latency_cover`] of a point measured over QUIC (`quic`) or TCP: a QUIC connection's
+/// connect is its handshake, whose timeouts the load counts as handshake timeouts.
+fn latency_cover_over(t: &crate::model::Totals, quic: bool) -> String {
     let k = &t.errors_by_kind;
-    let timed_out = k.connect_timeouts + k.response_timeouts;
+    let handshakes = if quic { k.tls.handshake_timeouts } else { 0 };
+    let timed_out = k.connect_timeouts + handshakes + k.response_timeouts;
     let other = t.errors.saturating_sub(timed_out);
     let mut s = format!("{} completed, {timed_out} timed out", t.responses);
     if other > 0 {
@@ -1026,10 +1061,16 @@ fn cross_checks(md: &mut String, r: &RunData) {
             );
         }
     }
+    // Over HTTP/3 the summary checks the attempts against their first QUIC Initials.
+    let http3 = r.http3();
     let keys = [
         (
             SummaryCol::CheckSynVsAttemptsPct,
-            "first SYNs at the server (retransmitted SYNs left out) vs client attempts",
+            if http3 {
+                "first QUIC Initials at the server (repeated Initials left out) vs client attempts"
+            } else {
+                "first SYNs at the server (retransmitted SYNs left out) vs client attempts"
+            },
         ),
         (
             SummaryCol::CheckServerVsClientPct,
@@ -1088,8 +1129,9 @@ fn cross_checks(md: &mut String, r: &RunData) {
     }
     let _ = writeln!(
         md,
-        "\n| # | mode | {} | first SYNs vs attempts | server vs client |",
-        param_head(r.param())
+        "\n| # | mode | {} | first {} vs attempts | server vs client |",
+        param_head(r.param()),
+        if http3 { "Initials" } else { "SYNs" }
     );
     let _ = writeln!(md, "|---|---|---|---:|---:|");
     for p in checked {
@@ -1103,16 +1145,31 @@ fn cross_checks(md: &mut String, r: &RunData) {
             pct(p.num(keys[1].0))
         );
     }
+    let firsts = if http3 { "Initials" } else { "SYNs" };
     let noise = if any_noisy {
-        " (for SYNs vs attempts, over their counting noise where that is larger, as in short \
-         holds at low rates: 3 standard deviations of the attempts in one probe interval at \
-         each end of the hold)"
+        format!(
+            " (for {firsts} vs attempts, over their counting noise where that is larger, as in \
+             short holds at low rates: 3 standard deviations of the attempts in one probe \
+             interval at each end of the hold)"
+        )
     } else {
-        ""
+        String::new()
     };
     // Only where pcap counted the port's SYNs is there anything pcap saw to explain.
     if !r.points.iter().any(|p| p.has(keys[0].0)) {
         let _ = writeln!(md);
+        return;
+    }
+    if http3 {
+        let _ = writeln!(
+            md,
+            "\nInitials vs attempts counts each connection's first QUIC Initial: the Initials \
+             pcap saw at the port less the repeated ones (a client whose Initial went unanswered \
+             sends it again at its probe timeout), which are no new attempts. What difference \
+             remains comes from counting windows that do not line up exactly (Initials are \
+             counted on the wire, attempts in the client); ⚠ marks a difference over \
+             {TOLERANCE_PCT} %{noise}.\n"
+        );
         return;
     }
     let _ = writeln!(
@@ -1321,6 +1378,108 @@ mod tests {
             rows[3].contains("| closed | 40–61 s | wan: rtt 70 ms, loss 0.0 %, bw 50 Mbit/s | – |"),
             "{md}"
         );
+    }
+
+    /// An HTTP/3 handshake flood's report (as `scenarios/quic-handshake-flood.toml` writes):
+    /// its timeouts are the QUIC handshakes', its first packets Initials, and no figure or
+    /// check says SYN; a TCP run's report keeps its SYNs and connect timeouts.
+    #[test]
+    fn an_http3_run_reads_initials_and_handshake_timeouts_not_syns() {
+        let row = |quic: bool| {
+            let mut p = serde_json::json!({"point": 1, "mode": "sclient", "failed": false,
+                "hold_s": 7.0, "offered_rate": 3000.0, "attempts_per_s": 2990.0,
+                "throughput_per_s": 356.0, "client_bound": false, "start_s": 16.0,
+                "end_s": 23.0, "syn_in_per_s": if quic { 0.0 } else { 3010.0 },
+                "syn_in_estimated": 0.0, "connect_timeouts_per_s": if quic { 0.0 } else { 12.0 },
+                "handshake_timeouts_per_s": 1641.0, "check_syn_vs_attempts_pct": -1.6,
+                "check_syn_tolerance_pct": 2.0, "check_server_vs_client_pct": 0.6,
+                "split_connect_ms": 900.0, "split_transfer_ms": 100.0,
+                "connect_retrans_pct": 83.1, "connect_retrans_once_pct": 60.0,
+                "connect_retrans_once_ms": 1001.0});
+            let mut t = crate::model::Totals {
+                responses: 2513,
+                errors: 11573,
+                ..Default::default()
+            };
+            t.errors_by_kind.tls.handshake_timeouts = 11573;
+            p["totals"] = serde_json::to_value(&t).unwrap();
+            if quic {
+                for (k, v) in [
+                    ("quic_handshakes_full_per_s", 1122.0),
+                    ("quic_handshake_timeouts_per_s", 1641.0),
+                    ("quic_initial_in_per_s", 5271.0),
+                    ("quic_first_initial_per_s", 2943.0),
+                ] {
+                    p[k] = v.into();
+                }
+            }
+            p
+        };
+        let report_of = |quic: bool| {
+            let json = serde_json::json!({"meta": {"probe_scope":
+                {"port": 28092, "netns_shared": true, "netns": "host"}}, "points": [row(quic)]});
+            let (meta, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
+            let run = RunData {
+                name: "x".into(),
+                meta,
+                points,
+                ..Default::default()
+            };
+            let machine = MachineLine {
+                text: "m".into(),
+                recorded: true,
+            };
+            report(&[run], &[], &[], &[], &machine, "now")
+        };
+        // The summary table's cell under the head that starts with `head`.
+        let cell = |md: &str, head: &str| -> String {
+            let rows: Vec<Vec<&str>> = md
+                .lines()
+                .skip_while(|l| !l.starts_with("| # | mode |"))
+                .take(3)
+                .map(|l| l.split(" | ").collect())
+                .collect();
+            let i = rows[0].iter().position(|h| h.starts_with(head));
+            i.map_or_else(|| "absent".into(), |i| rows[2][i].to_string())
+        };
+        let md = report_of(true);
+        // 1: the connection timeouts are the QUIC handshakes' (errors_by_kind / hold).
+        assert_eq!(cell(&md, "timeouts/s (QUIC handshakes)"), "1641", "{md}");
+        assert!(md.contains("| 2513 completed, 11573 timed out |"), "{md}");
+        // 2: Initials, not a 0 under SYN/s.
+        assert_eq!(
+            cell(&md, "first Initials/s (port 28092, pcap)"),
+            "2943",
+            "{md}"
+        );
+        assert_eq!(cell(&md, "SYN/s"), "absent", "{md}");
+        // 3: the check is named by what it counts.
+        assert!(md.contains("| first Initials vs attempts |"), "{md}");
+        assert!(
+            md.contains("first QUIC Initials at the server (repeated Initials left out)"),
+            "{md}"
+        );
+        // 4: a QUIC connect of 1 s or more repeated its Initial; TCP's modes are not its.
+        assert!(
+            md.contains("| connects of 1 s or more (Initial repeated) |"),
+            "{md}"
+        );
+        assert!(md.contains("` | 83.1 % |"), "{md}");
+        assert!(!md.contains("SYN retransmission"), "{md}");
+        assert!(!md.contains("first SYN"), "{md}");
+        assert!(!md.contains("SYNs"), "{md}");
+
+        let md = report_of(false);
+        assert_eq!(cell(&md, "timeouts/s"), "12.0", "{md}");
+        // Over TCP a handshake timeout is TLS's, after the connect: failed otherwise.
+        assert!(
+            md.contains("| 2513 completed, 0 timed out, 11573 failed otherwise |"),
+            "{md}"
+        );
+        assert_eq!(cell(&md, "SYN/s (port 28092, pcap)"), "3010", "{md}");
+        assert!(md.contains("| first SYNs vs attempts |"), "{md}");
+        assert!(md.contains("83.1 % (once: 60.0 % at 1.00 s)"), "{md}");
+        assert!(!md.contains("Initial"), "{md}");
     }
 
     #[test]

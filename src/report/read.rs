@@ -62,6 +62,11 @@ impl Point {
     pub fn mode(&self) -> String {
         self.text(SummaryText::Mode)
     }
+    /// Measured over HTTP/3: its clients' QUIC figures exist (NaN over TCP), as the summary
+    /// decides its own first-packet check.
+    pub fn quic(&self) -> bool {
+        self.has(SummaryCol::QuicHandshakesFullPerS)
+    }
     /// Its sweep value as a value of `param` (None without one, or one that does not read).
     pub fn sweep_value(&self, param: SweepParam) -> Option<SweepValue> {
         SweepValue::parse_text(param, self.text(SummaryText::Value).trim()).ok()
@@ -173,6 +178,15 @@ impl RunData {
         } else {
             format!("{} steer {}", p.mode(), steer(p))
         }
+    }
+
+    /// The run's clients spoke HTTP/3 (its scenario says so, or its points measured QUIC):
+    /// its connects are QUIC handshakes, their first packets Initials, not SYNs.
+    pub fn http3(&self) -> bool {
+        self.scenario
+            .as_ref()
+            .is_some_and(|s| s.load.http == crate::scenario::model::HttpVersion::Http3)
+            || self.points.iter().any(Point::quic)
     }
 
     pub fn meta_str(&self, key: &str) -> String {

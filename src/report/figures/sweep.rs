@@ -288,18 +288,33 @@ fn accept_queue_figure(ctx: &Ctx) -> Figure {
     {
         queue.push(ctx.horizontal(&format!("listen backlog ({b})"), b as f64));
     }
-    let drops = ctx.series(&[
-        (
-            SummaryCol::ListenOverflowsPerS,
-            "listen overflows/s",
-            LineKind::Solid,
-        ),
-        (
+    let mut failures = vec![(
+        SummaryCol::ListenOverflowsPerS,
+        "listen overflows/s",
+        LineKind::Solid,
+    )];
+    // A QUIC connection's connect is its handshake: its timeouts are counted as handshake
+    // timeouts, its connect timeouts stay 0. TLS over TCP has handshake timeouts too.
+    let http3 = ctx.runs.iter().filter(|r| r.http3()).count();
+    if http3 < ctx.runs.len() {
+        failures.push((
             SummaryCol::ConnectTimeoutsPerS,
             "connect timeouts/s",
             LineKind::Dashed,
-        ),
-    ]);
+        ));
+    }
+    if http3 > 0 {
+        failures.push((
+            SummaryCol::HandshakeTimeoutsPerS,
+            if http3 == ctx.runs.len() {
+                "QUIC handshake timeouts/s"
+            } else {
+                "handshake timeouts/s (TLS or QUIC)"
+            },
+            LineKind::Dashed,
+        ));
+    }
+    let drops = ctx.series(&failures);
     ctx.figure(
         "accept_queue",
         &format!("Accept queue and overflows vs {}", short_param(ctx.param)),
@@ -406,5 +421,44 @@ fn short_param(param: Option<SweepParam>) -> &'static str {
             Some(SweepParam::Backlog) => "listen backlog",
             Some(_) => "workload",
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::read::RunData;
+
+    /// Over HTTP/3 the failures panel draws the QUIC handshake timeouts (a QUIC connection's
+    /// connect timeouts, counted as handshake timeouts), not connect timeouts that stay 0.
+    #[test]
+    fn an_http3_runs_failures_are_its_handshake_timeouts() {
+        let run = |quic: bool| {
+            let mut p = serde_json::json!({"point": 1, "mode": "sclient", "param": "load.rate",
+                "value": "3000", "offered_rate": 3000.0, "connect_timeouts_per_s": 0.0,
+                "handshake_timeouts_per_s": 1641.0, "listen_overflows_per_s": 0.0});
+            if quic {
+                p["quic_handshakes_full_per_s"] = 1122.0.into();
+            }
+            let json = serde_json::json!({"meta": {}, "points": [p]});
+            let (meta, points) =
+                crate::report::read::parse_summary_json(&json.to_string()).unwrap();
+            RunData {
+                name: "x".into(),
+                meta,
+                points,
+                ..Default::default()
+            }
+        };
+        let names = |runs: &[RunData]| -> Vec<String> {
+            let f = accept_queue_figure(&Ctx::new(runs, String::new()));
+            f.panels[1].series.iter().map(|s| s.name.clone()).collect()
+        };
+        let h3 = names(&[run(true)]);
+        assert_eq!(h3, ["listen overflows/s", "QUIC handshake timeouts/s"]);
+        let tcp = names(&[run(false)]);
+        assert_eq!(tcp, ["listen overflows/s", "connect timeouts/s"]);
+        let f = accept_queue_figure(&Ctx::new(&[run(true)], String::new()));
+        assert_eq!(f.panels[1].series[1].points[0].y, Some(1641.0));
     }
 }

@@ -25,7 +25,17 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
             4,
             LineKind::Dashed,
         ),
-        series(col::SYN_IN, "SYN/s at the server", 2, LineKind::Dashed),
+        // Over HTTP/3 no SYN arrives: a connection's first packet is its first Initial.
+        if run.http3() {
+            series(
+                col::QUIC_FIRST_INITIAL_PER_S,
+                "first Initials/s at the server",
+                2,
+                LineKind::Dashed,
+            )
+        } else {
+            series(col::SYN_IN, "SYN/s at the server", 2, LineKind::Dashed)
+        },
     ]
     .into_iter()
     .flatten()
