@@ -26,9 +26,11 @@ pub enum Warning {
     RouterLate(u64),
     /// The server's access log is not a count synlab can trust (unparsed, internal, lagging).
     AccessLog(crate::probe::accesslog::LogIssue),
-    /// TLS handshakes failing in the last seconds: by kind ("500 bad_certificates"), and the
-    /// clients' words for why.
+    /// TLS handshakes failing in the last seconds: what fails ("TLS handshakes failing",
+    /// over HTTP/3 "QUIC handshakes timing out"), by kind with the window counted ("500 bad
+    /// certificates in the last 3 s"), and why (the clients' words, the server socket's drops).
     TlsFailing {
+        what: &'static str,
         kinds: String,
         why: String,
     },
@@ -53,9 +55,7 @@ impl std::fmt::Display for Warning {
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
             Warning::AccessLog(why) => write!(f, "{why}"),
             Warning::Worker(n) => write!(f, "load: {n}"),
-            Warning::TlsFailing { kinds, why } => {
-                write!(f, "TLS handshakes failing ({kinds}): {why}")
-            }
+            Warning::TlsFailing { what, kinds, why } => write!(f, "{what} ({kinds}): {why}"),
             Warning::RouterLate(p99) => write!(
                 f,
                 "delay router late: p99 {p99} us (goal < {} us)",

@@ -59,7 +59,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         if let Some(t) = &r.totals {
             notes.push(format!(
                 "p50/p99 over {}",
-                crate::report::markdown::latency_cover(t)
+                crate::report::markdown::latency_cover(t, r.quic())
             ));
         }
         s.push_str(&format!(
@@ -79,4 +79,36 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Over HTTP/3 a failure of the QUIC handshake by timeout is a timeout in the table's
+    /// note (it read "0 timed out, 27691 failed otherwise"); over TCP a TLS handshake's
+    /// timeout stays among the other failures, as report.md has it.
+    #[test]
+    fn quic_handshake_timeouts_are_timeouts_in_the_tables_note() {
+        let mut t = crate::model::Totals {
+            responses: 5000,
+            errors: 27_700,
+            ..Default::default()
+        };
+        t.errors_by_kind.tls.handshake_timeouts = 27_691;
+        let quic = SummaryRow {
+            quic_handshakes_full_per_s: 500.0,
+            totals: Some(t.clone()),
+            ..Default::default()
+        };
+        assert!(summary_table(&[quic])
+            .contains("p50/p99 over 5000 completed, 27691 timed out, 9 failed otherwise"),);
+        let tcp = SummaryRow {
+            quic_handshakes_full_per_s: f64::NAN,
+            totals: Some(t),
+            ..Default::default()
+        };
+        assert!(summary_table(&[tcp])
+            .contains("p50/p99 over 5000 completed, 0 timed out, 27700 failed otherwise"));
+    }
 }

@@ -532,6 +532,11 @@ pub struct SummaryRow {
 }
 
 impl SummaryRow {
+    /// Measured over HTTP/3 ([`SummaryCol::QUIC_MEASURED`] is a figure).
+    pub fn quic(&self) -> bool {
+        !self.quic_handshakes_full_per_s.is_nan()
+    }
+
     /// The sweep value as the `value` column writes it ("" without a sweep).
     pub fn value_text(&self) -> String {
         self.sweep.map(|s| s.value.to_string()).unwrap_or_default()
@@ -788,6 +793,11 @@ pub enum Worse {
 }
 
 impl SummaryCol {
+    /// The figure that says a point was measured over HTTP/3 when it is measured (not NaN):
+    /// its clients' QUIC handshakes. The one rule of "this row is QUIC" for report.md, the
+    /// gate and the end-of-run table.
+    pub const QUIC_MEASURED: SummaryCol = SummaryCol::QuicHandshakesFullPerS;
+
     /// The column called `name` in summary.csv / summary.json (a threshold's `metric`, a
     /// `compare --on` metric).
     pub fn parse(name: &str) -> Option<SummaryCol> {

@@ -119,6 +119,74 @@ impl fmt::Display for UdpDrops {
     }
 }
 
+/// Over HTTP/3, the clients' completed QUIC handshakes against the server's own count. Each
+/// side counts one when the other's Finished arrives, so a client's Finished that the server's
+/// kernel dropped at its full socket counts at the client only: the two are judged only when
+/// the drops identity holds and says nothing was dropped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuicHandshakes {
+    pub client: u64,
+    /// The start-up check's left out.
+    pub server: u64,
+    /// The run's drops identity (None: not measured).
+    pub drops: Option<UdpDrops>,
+    /// How far apart they may be when judged, in % of the clients' count (the cross-checks'
+    /// tolerance); the identity's counting noise (datagrams) is allowed besides.
+    pub tol_pct: f64,
+}
+
+impl QuicHandshakes {
+    /// Agree (true) or not, or why it is not judged.
+    pub fn verdict(&self) -> Result<bool, String> {
+        let Some(d) = &self.drops else {
+            return Err("the server's socket drops were not counted".into());
+        };
+        match d.verdict() {
+            _ if d.lossy => {
+                return Err("the paths lose packets, a client's Finished among them".into())
+            }
+            Verdict::NotJudged => {
+                return Err("no probes: what the server's socket dropped is unknown".into())
+            }
+            Verdict::Disagree => {
+                return Err("the drops identity does not hold: what was dropped is unknown".into())
+            }
+            Verdict::Agree => {}
+        }
+        let dropped = [d.port_drops, d.rcvbuf_errors].into_iter().flatten().max();
+        if let Some(n) = dropped.filter(|&n| n > 0) {
+            return Err(format!(
+                "the kernel dropped {n} datagrams at the server's socket, and a client's Finished dropped there counts at the client only"
+            ));
+        }
+        let allowed = (self.client as f64 * self.tol_pct / 100.0).max(d.noise as f64);
+        Ok(self.client.abs_diff(self.server) as f64 <= allowed)
+    }
+}
+
+/// The run.log line: "cross-check: client completed N QUIC handshakes, server M (+x%): ...".
+impl fmt::Display for QuicHandshakes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (c, s) = (self.client, self.server);
+        write!(
+            f,
+            "cross-check: client completed {c} QUIC handshakes, server {s}"
+        )?;
+        if c > 0 {
+            write!(f, " ({:+.1}%)", (s as f64 - c as f64) / c as f64 * 100.0)?;
+        }
+        let tol = self.tol_pct;
+        match self.verdict() {
+            Ok(true) => write!(f, ": agree (nothing dropped; within {tol} %)"),
+            Ok(false) => write!(
+                f,
+                ": DISAGREE (nothing dropped, yet more than {tol} % apart)"
+            ),
+            Err(why) => write!(f, ": not judged ({why})"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +258,74 @@ mod tests {
         assert!(
             d.to_string().contains("not judged (the paths lose packets"),
             "{d}"
+        );
+    }
+
+    fn handshakes(client: u64, server: u64, drops: UdpDrops) -> QuicHandshakes {
+        QuicHandshakes {
+            client,
+            server,
+            drops: Some(drops),
+            tol_pct: 2.0,
+        }
+    }
+
+    /// A run that dropped nothing: the two counts are judged, within the tolerance.
+    #[test]
+    fn quic_handshakes_are_judged_only_when_nothing_was_dropped() {
+        let clean = UdpDrops {
+            read: 10_000,
+            port_drops: Some(0),
+            rcvbuf_errors: Some(0),
+            initials_in: Some(3_700),
+            ..flood()
+        };
+        assert_eq!(clean.verdict(), Verdict::Agree);
+        let h = handshakes(1000, 990, clean);
+        assert_eq!(h.verdict(), Ok(true));
+        assert_eq!(
+            h.to_string(),
+            "cross-check: client completed 1000 QUIC handshakes, server 990 (-1.0%): agree (nothing dropped; within 2 %)"
+        );
+        let h = handshakes(1000, 900, clean);
+        assert_eq!(h.verdict(), Ok(false));
+        assert!(
+            h.to_string()
+                .ends_with(": DISAGREE (nothing dropped, yet more than 2 % apart)"),
+            "{h}"
+        );
+        // The flood: the kernel dropped 3002 datagrams at the socket, Finished flights among
+        // them; the server counting 17.9 % fewer is no fault.
+        let h = handshakes(33_610, 27_598, flood());
+        assert_eq!(
+            h.to_string(),
+            "cross-check: client completed 33610 QUIC handshakes, server 27598 (-17.9%): not judged (the kernel dropped 3002 datagrams at the server's socket, and a client's Finished dropped there counts at the client only)"
+        );
+        // No probes, lossy paths, an identity that does not hold, no identity: not judged.
+        let no_probes = UdpDrops {
+            port_drops: None,
+            rcvbuf_errors: None,
+            ..clean
+        };
+        let lossy = UdpDrops {
+            lossy: true,
+            ..clean
+        };
+        let broken = UdpDrops {
+            rcvbuf_errors: Some(500),
+            ..clean
+        };
+        for d in [no_probes, lossy, broken] {
+            assert!(handshakes(1000, 1000, d).verdict().is_err(), "{d}");
+        }
+        let none = QuicHandshakes {
+            drops: None,
+            ..handshakes(1000, 1000, clean)
+        };
+        assert!(
+            none.to_string()
+                .ends_with(": not judged (the server's socket drops were not counted)"),
+            "{none}"
         );
     }
 }

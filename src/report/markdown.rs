@@ -117,9 +117,14 @@ pub fn report(
         if !udp.is_empty() {
             let _ = writeln!(md, "## The UDP side (QUIC){suffix}\n\n{udp}");
         }
-        let h2 = http2_table(&r.points);
+        let h2 = http2_table(&r.points, r.http3());
         if !h2.is_empty() {
-            let _ = writeln!(md, "## HTTP/2 streams{suffix}\n\n{h2}");
+            let over = if r.http3() {
+                "HTTP/3 (over QUIC)"
+            } else {
+                "HTTP/2"
+            };
+            let _ = writeln!(md, "## {over} streams{suffix}\n\n{h2}");
         }
         let _ = writeln!(md, "## Client-bound points{suffix}\n");
         client_bound(&mut md, r);
@@ -391,6 +396,24 @@ fn columns(r: &RunData) -> Vec<Headed> {
                 head: "timeouts/s (QUIC handshakes)".into(),
                 key: SummaryCol::HandshakeTimeoutsPerS,
             }),
+            // Over HTTP/3 no TCP socket listens: the accept queue, listen drops, overflows
+            // and TCP states read 0 without measuring the server. Its queue is its UDP
+            // socket's receive queue, its drops the datagrams the kernel dropped there.
+            SummaryCol::AcceptQueueMax if http3 => out.push(of(
+                "UDP queue peak B",
+                Scope::Port,
+                SummaryCol::UdpRcvQueueMaxBytes,
+            )),
+            SummaryCol::ListenOverflowsPerS if http3 => {
+                out.push(of("UDP drops/s", Scope::Port, SummaryCol::PortUdpDropsPerS));
+                out.push(of(
+                    "RcvbufErrors/s",
+                    Scope::Netns,
+                    SummaryCol::UdpRcvbufErrorsPerS,
+                ));
+            }
+            SummaryCol::EstablishedMean | SummaryCol::StatesSamples | SummaryCol::TimeWaitMean
+                if http3 => {}
             SummaryCol::SynInPerS => out.push(match (label(Scope::Port), estimated) {
                 (None, _) => plain(c.head),
                 (Some(port), false) => plain(&format!("SYN/s ({port}, pcap)")),
@@ -636,25 +659,33 @@ fn summary_table(md: &mut String, r: &RunData) {
             }
         }));
         if covered {
-            cells.push(point_totals(p).map_or("–".into(), |t| latency_cover_over(&t, p.quic())));
+            cells.push(point_totals(p).map_or("–".into(), |t| latency_cover(&t, p.quic())));
         }
         cells.push(status(p));
         let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     let _ = writeln!(
         md,
-        "\nValues are means over each point's hold; ESTAB is the mean of the hold's samples of \
-         the port's socket states (ESTAB samples: the walk of the kernel's socket table is \
-         paced to cost at most 0.5 % of a core, so it runs less often than the other probes \
-         when the machine holds many sockets). A point marked ⚠ (values in italics) was \
+        "\nValues are means over each point's hold{}. A point marked ⚠ (values in italics) was \
          client-bound: the load generator, not the server, set its numbers, so it is not a \
          server measurement. Failed points are gaps in the plots.{}{}{}\n",
+        if r.http3() {
+            ""
+        } else {
+            "; ESTAB is the mean of the hold's samples of the port's socket states (ESTAB \
+             samples: the walk of the kernel's socket table is paced to cost at most 0.5 % of a \
+             core, so it runs less often than the other probes when the machine holds many \
+             sockets)"
+        },
         scope_note(r),
         if r.http3() {
             " Over HTTP/3 no SYN arrives: first Initials/s are the connection attempts' first \
              QUIC Initials pcap saw at the port (repeated Initials left out), and timeouts/s \
              the QUIC handshakes the clients gave up on (a QUIC connection's connect is its \
-             handshake)."
+             handshake). No TCP socket listens, so there is no accept queue, listen drop or TCP \
+             state to count: the server's queue is its UDP socket's receive queue (UDP queue \
+             peak B, the most bytes waiting in the port's UDP sockets), its drops the datagrams \
+             those sockets dropped (UDP drops/s) and the namespace's Udp RcvbufErrors/s."
         } else {
             ""
         },
@@ -675,13 +706,18 @@ fn summary_table(md: &mut String, r: &RunData) {
 fn scope_note(r: &RunData) -> String {
     // What pcap counts of a connection's first packets: Initials over HTTP/3.
     let firsts = if r.http3() { "QUIC Initials" } else { "SYNs" };
+    let sockets = if r.http3() {
+        "its UDP sockets' receive queue and drops"
+    } else {
+        "its listening sockets' accept queue and drops, its sockets' states"
+    };
     match probe_scope(r) {
         Some(p) if p.netns_shared => format!(
             " The probes read the host's network namespace, which holds other servers' \
-             sockets too: figures marked (port {port}) are the target's own (its listening \
-             sockets' accept queue and drops, its sockets' states, by sock_diag; its {firsts} \
-             by pcap on port {port}), those marked (netns: all ports) count every port of the \
-             namespace (the kernel's counters and sockstat), (machine) every CPU.",
+             sockets too: figures marked (port {port}) are the target's own ({sockets}, by \
+             sock_diag; its {firsts} by pcap on port {port}), those marked (netns: all ports) \
+             count every port of the namespace (the kernel's counters and sockstat), (machine) \
+             every CPU.",
             port = p.port
         ),
         Some(ProbeScope {
@@ -689,8 +725,9 @@ fn scope_note(r: &RunData) -> String {
             ..
         }) => format!(
             " The probes read the run's own loopback namespace (a user and network namespace \
-             of synlab's, as a plain user's run without [network] gets): its counters, \
-             TIME_WAIT and captured {firsts} are this run's alone, not the host's."
+             of synlab's, as a plain user's run without [network] gets): its counters{tw} \
+             and captured {firsts} are this run's alone, not the host's.",
+            tw = if r.http3() { "" } else { ", TIME_WAIT" }
         ),
         _ => String::new(),
     }
@@ -812,8 +849,11 @@ pub fn udp_table(points: &[Point]) -> String {
 /// Per point over HTTP/2 (issue 46): requests/s apart from connection setups/s, streams in
 /// flight (mean over all connections, the most on one) against the server's advertised limit,
 /// refused and reset streams, GOAWAYs, setup time, TTFB, header bytes and HPACK's saving,
-/// flow-control stalls; "" when no point spoke HTTP/2.
-pub fn http2_table(points: &[Point]) -> String {
+/// flow-control stalls; "" when no point spoke HTTP/2 or HTTP/3. Over HTTP/3 (`http3`) only
+/// the figures its QUIC client measures: streams over QUIC, with no SETTINGS limit,
+/// REFUSED_STREAM, GOAWAY, header compression or flow stall counted, its setup the QUIC
+/// handshake.
+pub fn http2_table(points: &[Point], http3: bool) -> String {
     use SummaryCol as S;
     let rows: Vec<&Point> = points
         .iter()
@@ -826,32 +866,48 @@ pub fn http2_table(points: &[Point]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut md = String::from(
-        "| # | requests/s | conns/s | streams mean | streams max | server limit | refused/s | resets/s | GOAWAYs/s | setup ms | TTFB p50 ms | total p99 ms | header B/resp | HPACK saving % | flow stall ms/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    // (head, column, measured over HTTP/3 too): the QUIC layer reports no limit, refusal or
+    // GOAWAY (those read 0 unmeasured) and no header bytes or flow stalls of its own.
+    let cols: Vec<(&str, S)> = [
+        ("requests/s", S::RequestsPerS, true),
+        ("conns/s", S::EstablishedPerS, true),
+        ("streams mean", S::H2StreamsInFlightMean, true),
+        ("streams max", S::H2StreamsMax, true),
+        ("server limit", S::H2StreamsLimit, false),
+        ("refused/s", S::H2RefusedStreamsPerS, false),
+        ("resets/s", S::H2StreamResetsPerS, true),
+        ("GOAWAYs/s", S::H2GoawaysPerS, false),
+        ("setup ms", S::H2SetupMsMean, false),
+        ("handshake ms", S::QuicHandshakeMsMean, true),
+        ("TTFB p50 ms", S::TtfbP50Ms, true),
+        ("total p99 ms", S::TotalP99Ms, true),
+        ("header B/resp", S::H2HeaderBytesPerResponse, false),
+        ("HPACK saving %", S::H2HpackSavingPct, false),
+        ("flow stall ms/s", S::H2FlowStallMsPerS, false),
+    ]
+    .into_iter()
+    // A QUIC connection's setup is its handshake (HTTP/2's ends at the server's SETTINGS).
+    .filter(|(_, c, quic)| {
+        if http3 {
+            *quic
+        } else {
+            *c != S::QuicHandshakeMsMean
+        }
+    })
+    .map(|(head, c, _)| (head, c))
+    .collect();
+    let mut md = format!(
+        "| # | {} |\n|---|{}\n",
+        cols.iter().map(|(h, _)| *h).collect::<Vec<_>>().join(" | "),
+        "---|".repeat(cols.len())
     );
     for p in rows {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            p.number(),
-            num(p.num(S::RequestsPerS)),
-            num(p.num(S::EstablishedPerS)),
-            num(p.num(S::H2StreamsInFlightMean)),
-            num(p.num(S::H2StreamsMax)),
-            num(p.num(S::H2StreamsLimit)),
-            num(p.num(S::H2RefusedStreamsPerS)),
-            num(p.num(S::H2StreamResetsPerS)),
-            num(p.num(S::H2GoawaysPerS)),
-            num(p.num(S::H2SetupMsMean)),
-            num(p.num(S::TtfbP50Ms)),
-            num(p.num(S::TotalP99Ms)),
-            num(p.num(S::H2HeaderBytesPerResponse)),
-            num(p.num(S::H2HpackSavingPct)),
-            num(p.num(S::H2FlowStallMsPerS)),
-        );
+        let cells: Vec<String> = cols.iter().map(|(_, c)| num(p.num(*c))).collect();
+        let _ = writeln!(md, "| {} | {} |", p.number(), cells.join(" | "));
     }
-    // The resets by their error code, for the points that had any.
-    for p in points {
+    // The resets by their error code, for the points that had any (HTTP/3's are not told
+    // apart: each would read as NO_ERROR).
+    for p in points.iter().filter(|_| !http3) {
         let codes: Vec<String> = crate::model::h2_resets::ResetCode::ALL
             .iter()
             .map(|c| (c.name(), p.num(c.summary_col())))
@@ -867,12 +923,20 @@ pub fn http2_table(points: &[Point]) -> String {
             );
         }
     }
-    md.push_str(
+    md.push_str(if http3 {
+        "\nThe clients' HTTP/3: a request is a stream of its QUIC connection, many on one \
+         connection, so requests/s and connections/s part; streams in flight (over all \
+         connections, the most on one), streams that ended without their response (resets/s: \
+         the server's or the connection's, their codes not told apart) and the mean QUIC \
+         handshake. HTTP/2's server limit (SETTINGS_MAX_CONCURRENT_STREAMS), refused streams, \
+         GOAWAYs, header compression and flow-control stalls are not measured over QUIC and \
+         are left out.\n"
+    } else {
         "\nThe clients' HTTP/2: a request is a stream, many on one connection, so requests/s \
          and connections/s part; streams in flight against the limit the server advertised \
          (SETTINGS_MAX_CONCURRENT_STREAMS): a request that finds no free stream waits (counted \
-         in pool_waits), one the server refuses goes again on another connection.\n",
-    );
+         in pool_waits), one the server refuses goes again on another connection.\n"
+    });
     md
 }
 
@@ -884,13 +948,9 @@ fn point_totals(p: &Point) -> Option<crate::model::Totals> {
 /// What a point's latency percentiles cover: "N completed, M timed out", and the attempts
 /// that failed otherwise (refused, reset, ...) when there were any. Timed-out attempts have no
 /// latency, so at overload the percentiles alone look better than the service was.
-pub fn latency_cover(t: &crate::model::Totals) -> String {
-    latency_cover_over(t, false)
-}
-
-/// [`latency_cover`] of a point measured over QUIC (`quic`) or TCP: a QUIC connection's
-/// connect is its handshake, whose timeouts the load counts as handshake timeouts.
-fn latency_cover_over(t: &crate::model::Totals, quic: bool) -> String {
+/// Over QUIC (`quic`) a connection's connect is its handshake, whose timeouts the load counts
+/// as handshake timeouts: timeouts too.
+pub fn latency_cover(t: &crate::model::Totals, quic: bool) -> String {
     let k = &t.errors_by_kind;
     let handshakes = if quic { k.tls.handshake_timeouts } else { 0 };
     let timed_out = k.connect_timeouts + handshakes + k.response_timeouts;
@@ -1312,9 +1372,12 @@ fn thresholds_section(md: &mut String, r: &RunData) {
             (Some(p), true) => p.to_string(),
             (Some(p), false) => format!("{p} ({})", v.value),
         };
+        // The check's ID as JUnit names it, and over HTTP/3 what it compares there.
+        let meaning = super::thresholds::check_meaning(&v.check, r.http3())
+            .map_or(String::new(), |m| format!(" ({m})"));
         let _ = writeln!(
             md,
-            "| `{}` | {point} | {} | {} | {} |",
+            "| `{}`{meaning} | {point} | {} | {} | {} |",
             v.check.replace('|', "\\|"),
             n(v.measured),
             n(v.limit),
@@ -1480,6 +1543,150 @@ mod tests {
         assert!(md.contains("| first SYNs vs attempts |"), "{md}");
         assert!(md.contains("83.1 % (once: 60.0 % at 1.00 s)"), "{md}");
         assert!(!md.contains("Initial"), "{md}");
+    }
+
+    /// Over HTTP/3 (the flood's figures, as `scenarios/quic-handshake-flood.toml` writes them)
+    /// no TCP socket listens: the summary's queue and drops are the UDP socket's, not an accept
+    /// queue, listen drops, overflows and TCP states that read 0; its streams are HTTP/3's,
+    /// with only what QUIC measures; the first-packet gate check says Initials beside its ID.
+    /// A TCP run over HTTP/2 keeps them all.
+    #[test]
+    fn an_http3_run_reads_its_udp_socket_and_streams_over_quic_not_tcp_zeros() {
+        let row = |quic: bool| {
+            let mut p = serde_json::json!({"point": 1, "mode": "sclient", "failed": false,
+                "hold_s": 7.0, "offered_rate": 3000.0, "attempts_per_s": 3007.0,
+                "requests_per_s": 1140.0, "established_per_s": 1140.0, "ttfb_p50_ms": 367.0,
+                "total_p99_ms": 2226.0, "accept_queue_max": 0.0, "port_listen_drops_per_s": 0.0,
+                "listen_overflows_per_s": 0.0, "established_mean": 0.0, "states_samples": 6.0,
+                "time_wait_mean": 1.0, "port_time_wait_mean": 0.0,
+                "h2_streams_in_flight_mean": 1345.0, "h2_streams_max": 1.0,
+                "h2_refused_streams_per_s": 0.0, "h2_stream_resets_per_s": 3.0,
+                "h2_goaways_per_s": 0.0, "h2_header_bytes_per_response": 0.0,
+                "h2_flow_stall_ms_per_s": 0.0, "h2_resets_no_error_per_s": 3.0});
+            if quic {
+                for (k, v) in [
+                    ("quic_handshakes_full_per_s", 1140.0),
+                    ("quic_handshake_ms_mean", 60.1),
+                    ("udp_rcv_queue_max_bytes", 212992.0),
+                    ("port_udp_drops_per_s", 8632.0),
+                    ("udp_rcvbuf_errors_per_s", 8631.0),
+                ] {
+                    p[k] = v.into();
+                }
+            } else {
+                p["h2_streams_limit"] = 100.0.into();
+                p["h2_setup_ms_mean"] = 1.5.into();
+            }
+            p
+        };
+        let report_of = |quic: bool| {
+            let json = serde_json::json!({"meta": {"probe_scope":
+                {"port": 28092, "netns_shared": true, "netns": "host"}}, "points": [row(quic)]});
+            let (meta, points) = super::super::read::parse_summary_json(&json.to_string()).unwrap();
+            let check = "gate: cross-check first SYNs vs client attempts within 2.0 %";
+            let run = RunData {
+                name: "x".into(),
+                meta,
+                points,
+                thresholds: vec![super::super::thresholds::Verdict {
+                    check: check.into(),
+                    source: "gate".into(),
+                    point: Some(1),
+                    value: String::new(),
+                    measured: Some(-2.7),
+                    limit: Some(2.0),
+                    passed: false,
+                    message: String::new(),
+                }],
+                ..Default::default()
+            };
+            let machine = MachineLine {
+                text: "m".into(),
+                recorded: true,
+            };
+            report(&[run], &[], &[], &[], &machine, "now")
+        };
+        // The summary table's cell under the head that starts with `head`.
+        let cell = |md: &str, head: &str| -> String {
+            let rows: Vec<Vec<&str>> = md
+                .lines()
+                .skip_while(|l| !l.starts_with("| # | mode |"))
+                .take(3)
+                .map(|l| l.split(" | ").collect())
+                .collect();
+            let i = rows[0].iter().position(|h| h.starts_with(head));
+            i.map_or_else(|| "absent".into(), |i| rows[2][i].to_string())
+        };
+        // The streams section's header row.
+        let streams_head = |md: &str| -> String {
+            md.lines()
+                .skip_while(|l| !l.ends_with(" streams"))
+                .nth(2)
+                .unwrap_or("")
+                .to_string()
+        };
+        let md = report_of(true);
+        // 1: the UDP socket's queue and drops, no TCP figure reading 0.
+        assert_eq!(cell(&md, "UDP queue peak B (port 28092)"), "212992", "{md}");
+        assert_eq!(cell(&md, "UDP drops/s (port 28092)"), "8632", "{md}");
+        assert_eq!(
+            cell(&md, "RcvbufErrors/s (netns: all ports)"),
+            "8631",
+            "{md}"
+        );
+        for tcp in [
+            "accept q",
+            "listen drops",
+            "overflows",
+            "ESTAB",
+            "TIME_WAIT",
+        ] {
+            assert_eq!(cell(&md, tcp), "absent", "{tcp}: {md}");
+        }
+        assert!(!md.contains("ESTAB") && !md.contains("TIME_WAIT"), "{md}");
+        assert!(!md.contains("accept queue and drops"), "{md}");
+        // 2: streams over QUIC, with only what QUIC measures.
+        assert!(md.contains("\n## HTTP/3 (over QUIC) streams\n"), "{md}");
+        assert!(!md.contains("HTTP/2 streams"), "{md}");
+        assert_eq!(
+            streams_head(&md),
+            "| # | requests/s | conns/s | streams mean | streams max | resets/s | handshake ms \
+             | TTFB p50 ms | total p99 ms |",
+            "{md}"
+        );
+        assert!(md.contains("| 1 | 1140 | 1140 | 1345 | 1.00 | 3.00 | 60.1 | 367 | 2226 |"));
+        assert!(!md.contains("NO_ERROR"), "{md}");
+        // 3: the gate's check keeps its ID and says what it compares over HTTP/3.
+        assert!(
+            md.contains(
+                "| `gate: cross-check first SYNs vs client attempts within 2.0 %` (first QUIC \
+                 Initials vs client attempts) | 1 |"
+            ),
+            "{md}"
+        );
+
+        let md = report_of(false);
+        assert_eq!(cell(&md, "accept q max (port 28092)"), "0", "{md}");
+        assert_eq!(cell(&md, "listen drops/s (port 28092)"), "0", "{md}");
+        assert_eq!(cell(&md, "ESTAB (port 28092)"), "0", "{md}");
+        assert_eq!(cell(&md, "TIME_WAIT (netns: all ports)"), "1.00", "{md}");
+        assert_eq!(cell(&md, "UDP"), "absent", "{md}");
+        assert!(md.contains("\n## HTTP/2 streams\n"), "{md}");
+        assert_eq!(
+            streams_head(&md),
+            "| # | requests/s | conns/s | streams mean | streams max | server limit | refused/s \
+             | resets/s | GOAWAYs/s | setup ms | TTFB p50 ms | total p99 ms | header B/resp \
+             | HPACK saving % | flow stall ms/s |",
+            "{md}"
+        );
+        assert!(
+            md.contains("Point 1: streams reset by NO_ERROR 3.00/s."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `gate: cross-check first SYNs vs client attempts within 2.0 %` | 1 |"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl Point {
     /// Measured over HTTP/3: its clients' QUIC figures exist (NaN over TCP), as the summary
     /// decides its own first-packet check.
     pub fn quic(&self) -> bool {
-        self.has(SummaryCol::QuicHandshakesFullPerS)
+        self.has(SummaryCol::QUIC_MEASURED)
     }
     /// Its sweep value as a value of `param` (None without one, or one that does not read).
     pub fn sweep_value(&self, param: SweepParam) -> Option<SweepValue> {

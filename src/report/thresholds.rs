@@ -225,11 +225,19 @@ impl Gate {
         }
         if self.gate.fail_on_crosscheck {
             let syn_tol = crosscheck::syn_tolerance_of(row.check_syn_tolerance_pct);
+            // Over HTTP/3 the check counts first QUIC Initials: its message says so, its
+            // `check` (an ID) keeps the SYNs.
+            let quic = row.quic();
             for (key, short, what, tol) in [
                 (
                     SummaryCol::CheckSynVsAttemptsPct,
-                    "first SYNs vs client attempts",
-                    "first SYNs at the server (retransmitted SYNs left out) vs client attempts",
+                    FIRST_PACKETS_CHECK,
+                    if quic {
+                        "first QUIC Initials at the server (repeated Initials left out) vs \
+                         client attempts"
+                    } else {
+                        "first SYNs at the server (retransmitted SYNs left out) vs client attempts"
+                    },
                     syn_tol,
                 ),
                 (
@@ -413,6 +421,17 @@ fn short(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// The first-packet cross-check's name in its verdict's `check`: an ID (JUnit's test names,
+/// scripts), so it says SYNs over HTTP/3 too, where its message says first QUIC Initials.
+const FIRST_PACKETS_CHECK: &str = "first SYNs vs client attempts";
+
+/// What a person reads beside a verdict's `check` of a run over HTTP/3 (`http3`): the
+/// first-packet check compares first QUIC Initials there. None where the ID says it.
+pub fn check_meaning(check: &str, http3: bool) -> Option<&'static str> {
+    (http3 && check.contains(FIRST_PACKETS_CHECK))
+        .then_some("first QUIC Initials vs client attempts")
 }
 
 /// `3 (load.rate = 2000)`, or `1` without a sweep.
@@ -648,6 +667,41 @@ mod tests {
         );
         // The server-vs-client check was not measured: not a failure.
         assert!(v.last().unwrap().passed);
+    }
+
+    /// Over HTTP/3 the first-packet check counts first QUIC Initials: its message (the FAIL
+    /// line, JUnit's failure, CI's annotation) says so, its `check` (JUnit's test name, an
+    /// ID) stays the same as over TCP.
+    #[test]
+    fn an_http3_points_first_packet_check_says_initials_and_keeps_its_id() {
+        let g = gate("[gate]\nfail_on_crosscheck = true\n");
+        let judged = |quic: f64| {
+            let mut r = row(1, "");
+            r.check_syn_vs_attempts_pct = -4.5;
+            r.quic_handshakes_full_per_s = quic;
+            g.judge_point(&r).remove(0)
+        };
+        let id = "gate: cross-check first SYNs vs client attempts within 2.0 %";
+        let h3 = judged(1140.0);
+        assert_eq!(h3.check, id);
+        assert_eq!(
+            h3.message,
+            "point 1: first QUIC Initials at the server (repeated Initials left out) vs client \
+             attempts differ by -4.5 % (more than 2.0 %)"
+        );
+        assert_eq!(
+            check_meaning(&h3.check, true),
+            Some("first QUIC Initials vs client attempts")
+        );
+        let tcp = judged(f64::NAN);
+        assert_eq!(tcp.check, id);
+        assert!(
+            tcp.message.contains("first SYNs at the server"),
+            "{}",
+            tcp.message
+        );
+        assert_eq!(check_meaning(&tcp.check, false), None);
+        assert_eq!(check_meaning("gate: not client-bound", true), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::lab::state::{LiveLatency, Warning};
 use crate::load::protocol::StatsDelta;
 use crate::metrics::hist::HistDelta;
 use crate::metrics::store::EventKind;
+use crate::model::col;
 use crate::model::Counters;
 use crate::probe::accesslog::{self, LogIssue};
 use std::collections::VecDeque;
@@ -126,9 +127,11 @@ fn live_latency<'a>(
     live
 }
 
-/// TLS handshakes that failed in `c`, by kind, with the clients' words for why; None when
-/// none did.
-fn tls_failing(c: &Counters, why: Option<&str>) -> Option<Warning> {
+/// TLS handshakes that failed in `c` (the reports of the last `JUDGE_S`), by kind, with why:
+/// the clients' words, else (`run.log says why`) those logged. Over HTTP/3 (`quic`: what the
+/// probes saw of the server's socket meanwhile) they are QUIC handshakes, and a timeout's why
+/// is the socket's drops when it dropped datagrams, or else what to look at.
+fn tls_failing(c: &Counters, why: Option<&str>, quic: Option<SocketDrops>) -> Option<Warning> {
     let kinds: Vec<String> = [
         (c.bad_certificates, "bad certificates"),
         (c.tls_alerts, "alerts"),
@@ -139,10 +142,61 @@ fn tls_failing(c: &Counters, why: Option<&str>) -> Option<Warning> {
     .filter(|(n, _)| *n > 0)
     .map(|(n, k)| format!("{n} {k}"))
     .collect();
-    (!kinds.is_empty()).then(|| Warning::TlsFailing {
-        kinds: kinds.join(", "),
-        why: why.unwrap_or("run.log says why").to_string(),
+    if kinds.is_empty() {
+        return None;
+    }
+    let only_timeouts = kinds.len() == 1 && c.handshake_timeouts > 0;
+    let (what, kinds) = match quic {
+        Some(_) if only_timeouts => (
+            "QUIC handshakes timing out",
+            c.handshake_timeouts.to_string(),
+        ),
+        Some(_) => ("QUIC handshakes failing", kinds.join(", ")),
+        None => ("TLS handshakes failing", kinds.join(", ")),
+    };
+    let why = match (quic, why) {
+        (Some(d), w) if c.handshake_timeouts > 0 && (d.dropping() || w.is_none()) => d.why(),
+        (_, Some(why)) => why.to_string(),
+        (_, None) => "run.log says why".to_string(),
+    };
+    Some(Warning::TlsFailing {
+        what,
+        kinds: format!("{kinds} in the last {JUDGE_S} s"),
+        why,
     })
+}
+
+/// What the probes saw of the server's UDP socket over the recent rows (per s): the
+/// namespace's Udp RcvbufErrors and the port's socket drops (sock_diag); None: not measured.
+#[derive(Debug, Clone, Copy, Default)]
+struct SocketDrops {
+    rcvbuf_errors: Option<f64>,
+    port_drops: Option<f64>,
+}
+
+impl SocketDrops {
+    fn dropping(&self) -> bool {
+        [self.rcvbuf_errors, self.port_drops]
+            .into_iter()
+            .flatten()
+            .any(|v| v >= 0.5)
+    }
+
+    /// Why QUIC handshakes time out, as far as the socket says.
+    fn why(&self) -> String {
+        let n = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        if self.dropping() {
+            format!(
+                "the server's socket is dropping datagrams at its full receive buffer (Udp RcvbufErrors {}/s, the socket's drops {}/s), Initials and Finished flights among them",
+                n(self.rcvbuf_errors),
+                n(self.port_drops)
+            )
+        } else if self.rcvbuf_errors.or(self.port_drops).is_some() {
+            format!("the server's socket dropped no datagram in the last {JUDGE_S} s: look at the server's CPU, the paths' loss and load.timeout")
+        } else {
+            "no probe says whether the server's socket drops datagrams: look at udp_rcvbuf_errors_per_s, the server's CPU and the paths' loss".into()
+        }
+    }
 }
 
 /// A warning's kind (its variant, whatever it carries).
@@ -180,7 +234,12 @@ impl LabCore {
             recent.counts.addr_not_avail > 0,
             recent.counts.out_of_fds > 0,
         );
-        let tls = tls_failing(&recent.counts, self.tls_failure.as_deref());
+        let store = &self.state.store;
+        let drops = self.quic.then(|| SocketDrops {
+            rcvbuf_errors: store.mean_since(col::UDP_RCVBUF_ERRORS_PER_S, now_s - JUDGE_S),
+            port_drops: store.mean_since(col::PORT_UDP_DROPS_PER_S, now_s - JUDGE_S),
+        });
+        let tls = tls_failing(&recent.counts, self.tls_failure.as_deref(), drops);
         let bound = (!why.is_empty()).then_some(Warning::ClientBound(why));
         self.hold_warning_of(kind(&Warning::ClientBound(Vec::new())), bound, now_s, fx);
         let ports = ports.then_some(Warning::PortsRunningOut);
@@ -188,6 +247,7 @@ impl LabCore {
         let fds = fds.then_some(Warning::OutOfFds);
         self.hold_warning_of(kind(&Warning::OutOfFds), fds, now_s, fx);
         let tls_kind = kind(&Warning::TlsFailing {
+            what: "",
             kinds: String::new(),
             why: String::new(),
         });

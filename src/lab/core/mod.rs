@@ -241,6 +241,8 @@ pub struct LabCore {
     warned_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
     /// A TUI session: every change of the load or a path closes a stretch of settings.
     interactive: bool,
+    /// The short stretches not yet said in run.log.
+    unsummarised: window::Unsummarised,
 }
 
 /// How often the TUI judges the thresholds live, in seconds of the run.
@@ -281,11 +283,7 @@ impl LabCore {
             h3_check_initials: 0,
             h3_check_handshakes: 0,
             run_unfinished: Default::default(),
-            run_latency: [
-                crate::metrics::hist::new_hist(),
-                crate::metrics::hist::new_hist(),
-                crate::metrics::hist::new_hist(),
-            ],
+            run_latency: std::array::from_fn(|_| crate::metrics::hist::new_hist()),
             final_check: None,
             final_verdict: None,
             tls_failure: None,
@@ -302,6 +300,7 @@ impl LabCore {
             recent: Default::default(),
             warned_at: Vec::new(),
             interactive: false,
+            unsummarised: Default::default(),
         }
     }
 

@@ -8,6 +8,7 @@ use crate::lab::knobs::Command;
 use crate::lab::state::Warning;
 use crate::metrics::hist::Buckets;
 use crate::metrics::store::EventKind;
+use crate::model::udp_drops::{QuicHandshakes, UdpDrops};
 use crate::model::{col, Col, Totals};
 use crate::net::router::{DirStats, RouterStats};
 use crate::probe::crosscheck;
@@ -119,8 +120,9 @@ impl LabCore {
                 .collect();
         }
         self.server_columns(&mut cols);
-        self.judge_live(t, fx);
         self.state.store.push(t, &cols);
+        // After the row: its probe figures (the server socket's drops) are among those judged.
+        self.judge_live(t, fx);
         if let Some(p) = &mut self.point {
             p.rows.feed(t, &cols);
         }
@@ -345,23 +347,27 @@ impl LabCore {
     }
 
     /// Over HTTP/3, the server's own count of its QUIC handshakes in the run (the start-up
-    /// check's left out) against the clients' completed ones. They need not be equal: a client
-    /// counts its handshake done when the server's Finished arrives, the server when the
-    /// client's does, so one whose last flight was lost or cut off counts at the client only.
-    /// The line for run.log; None over TCP or without the built-in server's count.
-    pub fn quic_crosscheck(&self) -> Option<String> {
+    /// check's left out) against the clients' completed ones, judged only when the run's drops
+    /// identity (`drops`) says nothing was dropped (`model::udp_drops::QuicHandshakes`); its
+    /// Display is run.log's line. None over TCP or without the built-in server's count.
+    pub fn quic_handshakes(&self, drops: Option<UdpDrops>) -> Option<QuicHandshakes> {
         let q = self
             .run_quic
             .as_ref()
             .filter(|_| self.server_counts_quic())?;
         let st = self.server_last.as_ref().filter(|_| self.server_reports)?;
-        let client = q.handshakes();
-        let server = st.h3_handshakes.saturating_sub(self.h3_check_handshakes);
-        let off = crate::probe::crosscheck::signed_diff_pct(server as f64, client as f64)
-            .map_or_else(String::new, |d| format!(" ({d:+.1}%)"));
-        Some(format!(
-            "cross-check: client completed {client} QUIC handshakes, server {server}{off}"
-        ))
+        Some(QuicHandshakes {
+            client: q.handshakes(),
+            server: st.h3_handshakes.saturating_sub(self.h3_check_handshakes),
+            drops,
+            tol_pct: crosscheck::TOLERANCE_PCT,
+        })
+    }
+
+    /// [`LabCore::quic_handshakes`]'s line without the drops identity (not judged); the run's
+    /// end judges it with the identity.
+    pub fn quic_crosscheck(&self) -> Option<String> {
+        self.quic_handshakes(None).map(|h| h.to_string())
     }
 
     /// Webmonitor's validation (seed 002 Table 9): the server's own count of responses over

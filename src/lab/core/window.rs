@@ -121,14 +121,21 @@ impl LabCore {
 
     /// Closes the TUI's current stretch of settings into a summary row and opens the next.
     pub(super) fn end_stretch(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
-        self.end_stretch_now(now_s, fx);
+        self.close_stretch(now_s, fx);
         self.begin_window(now_s);
+    }
+
+    /// Closes the session's last stretch, and says the short ones not yet said.
+    pub fn end_stretch_now(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        self.close_stretch(now_s, fx);
+        fx.extend(self.unsummarised.take_line().map(Effect::Log));
     }
 
     /// Closes the open window into a summary row (numbered by the runtime), under the settings
     /// it ran with. A stretch shorter than `MIN_STRETCH_S` (keys pressed in a row) is too short
-    /// to summarise, and a paused one measured nothing: both are only logged.
-    pub fn end_stretch_now(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+    /// to summarise and a paused one measured nothing: only logged, the short ones of a burst
+    /// in one line (a burst of keys once wrote 150 lines).
+    fn close_stretch(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
         let Some(t0) = self.window_start() else {
             return;
         };
@@ -136,17 +143,69 @@ impl LabCore {
         let Some(window) = self.end_window(now_s) else {
             return;
         };
-        if self.state.knobs.paused {
+        let paused = self.state.knobs.paused;
+        if len < MIN_STRETCH_S {
+            self.unsummarised.add(t0, now_s, paused);
+            return;
+        }
+        fx.extend(self.unsummarised.take_line().map(Effect::Log));
+        if paused {
             fx.push(Effect::Log(format!(
                 "[{now_s:.1}s] a stretch of {len:.1} s with the load paused is not summarised"
-            )));
-        } else if len < MIN_STRETCH_S {
-            fx.push(Effect::Log(format!(
-                "[{now_s:.1}s] a stretch of {len:.1} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv"
             )));
         } else {
             let row = self.summary_row(0, window);
             fx.push(Effect::Summary(Box::new(row)));
         }
     }
+}
+
+/// Stretches shorter than `MIN_STRETCH_S` closed one after another (a burst of keys, a pause
+/// toggled): said in one run.log line once a longer stretch ends or the session does.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Unsummarised {
+    from_s: f64,
+    to_s: f64,
+    n: u32,
+    /// Those with the load paused among them.
+    paused: u32,
+}
+
+impl Unsummarised {
+    fn add(&mut self, t0: f64, t1: f64, paused: bool) {
+        if self.n == 0 {
+            self.from_s = t0;
+        }
+        self.to_s = t1;
+        self.n += 1;
+        self.paused += u32::from(paused);
+    }
+
+    /// The run.log line for the burst (None: there was none); the next one starts afresh.
+    fn take_line(&mut self) -> Option<String> {
+        let b = std::mem::take(self);
+        let (from, to) = (b.from_s, b.to_s);
+        match (b.n, b.paused) {
+            (0, _) => None,
+            (1, 1) => Some(format!(
+                "[{to:.1}s] a stretch of {} s with the load paused is not summarised",
+                short_len(to - from)
+            )),
+            (1, _) => Some(format!(
+                "[{to:.1}s] a stretch of {} s is too short to summarise (under {MIN_STRETCH_S} s); its samples are in timeseries.csv",
+                short_len(to - from)
+            )),
+            (n, p) => Some(format!(
+                "[{from:.1}s to {to:.1}s] {n} stretches in a row were too short to summarise (each under {MIN_STRETCH_S} s{}); their samples are in timeseries.csv",
+                if p > 0 { format!(", {p} with the load paused") } else { String::new() }
+            )),
+        }
+    }
+}
+
+/// A stretch's length under `MIN_STRETCH_S` as run.log says it: to 0.01 s, rounded down so
+/// that it never reads as the minimum itself ("a stretch of 3.0 s is ... under 3 s").
+pub fn short_len(len_s: f64) -> String {
+    let down = (len_s * 100.0).floor() / 100.0;
+    format!("{:.2}", down.min(MIN_STRETCH_S - 0.01))
 }

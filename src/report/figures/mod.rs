@@ -229,8 +229,22 @@ impl<'a> Ctx<'a> {
 
     /// One series per (run, mode, metric); colors unique, line kind per metric.
     pub fn series(&self, metrics: &[(SummaryCol, &str, LineKind)]) -> Vec<Series> {
+        self.series_for(metrics, |_| true)
+    }
+
+    /// [`Ctx::series`] of the runs `of` keeps: an overlay's HTTP/3 runs have no accept queue
+    /// (their 0 is no measurement), its TCP runs no QUIC handshakes. Colors stay unique across
+    /// calls with as many metrics.
+    pub fn series_for(
+        &self,
+        metrics: &[(SummaryCol, &str, LineKind)],
+        of: impl Fn(&RunData) -> bool,
+    ) -> Vec<Series> {
         let mut out = Vec::new();
         for (gi, (ri, run, mode, pts)) in self.groups().into_iter().enumerate() {
+            if !of(run) {
+                continue;
+            }
             for (mi, (key, label, line)) in metrics.iter().enumerate() {
                 if !pts.iter().any(|p| p.has(*key)) {
                     continue;

@@ -5,6 +5,7 @@ use super::{param_kind, Ctx, ParamKind};
 use crate::model::summary::SummaryCol;
 use crate::model::sweep::SweepParam;
 use crate::report::plots::{Figure, LineKind, Panel, Series};
+use crate::report::read::RunData;
 
 const RESP: (SummaryCol, &str, LineKind) = (
     SummaryCol::ThroughputPerS,
@@ -266,83 +267,127 @@ fn capacity_figure(ctx: &Ctx) -> Figure {
     )
 }
 
-/// The accept queue against the first run's listen backlog, above the drops it leads to.
+/// The accept queue against the first run's listen backlog, above the drops it leads to; an
+/// HTTP/3 run's UDP socket in its place (its receive queue, the datagrams dropped there).
 fn accept_queue_figure(ctx: &Ctx) -> Figure {
-    let mut queue = ctx.series(&[
-        (
-            SummaryCol::AcceptQueueMax,
-            "accept queue max",
-            LineKind::Solid,
-        ),
-        (
-            SummaryCol::AcceptQueueMean,
-            "accept queue mean",
-            LineKind::Dashed,
-        ),
-    ]);
-    if let Some(b) = ctx
-        .runs
-        .first()
-        .and_then(|r| r.scenario.as_ref())
-        .map(|s| s.target.backlog)
-    {
-        queue.push(ctx.horizontal(&format!("listen backlog ({b})"), b as f64));
-    }
-    let mut failures = vec![(
-        SummaryCol::ListenOverflowsPerS,
-        "listen overflows/s",
-        LineKind::Solid,
-    )];
-    // A QUIC connection's connect is its handshake: its timeouts are counted as handshake
-    // timeouts, its connect timeouts stay 0. TLS over TCP has handshake timeouts too.
+    // Over HTTP/3 no TCP socket listens: its accept queue and listen overflows read 0
+    // without measuring anything. A QUIC server's queue is its UDP socket's receive queue.
+    let tcp = |r: &RunData| !r.http3();
     let http3 = ctx.runs.iter().filter(|r| r.http3()).count();
+    let mut panels = Vec::new();
     if http3 < ctx.runs.len() {
-        failures.push((
-            SummaryCol::ConnectTimeoutsPerS,
-            "connect timeouts/s",
-            LineKind::Dashed,
-        ));
+        let mut queue = ctx.series_for(
+            &[
+                (
+                    SummaryCol::AcceptQueueMax,
+                    "accept queue max",
+                    LineKind::Solid,
+                ),
+                (
+                    SummaryCol::AcceptQueueMean,
+                    "accept queue mean",
+                    LineKind::Dashed,
+                ),
+            ],
+            tcp,
+        );
+        if let Some(b) = ctx
+            .runs
+            .iter()
+            .find(|r| tcp(r))
+            .and_then(|r| r.scenario.as_ref())
+            .map(|s| s.target.backlog)
+        {
+            queue.push(ctx.horizontal(&format!("listen backlog ({b})"), b as f64));
+        }
+        panels.push(panel("accept queue (connections)", queue));
     }
     if http3 > 0 {
-        failures.push((
-            SummaryCol::HandshakeTimeoutsPerS,
-            if http3 == ctx.runs.len() {
-                "QUIC handshake timeouts/s"
-            } else {
-                "handshake timeouts/s (TLS or QUIC)"
-            },
-            LineKind::Dashed,
-        ));
+        let udp = ctx.series_for(
+            &[
+                (
+                    SummaryCol::UdpRcvQueueMaxBytes,
+                    "UDP receive queue peak",
+                    LineKind::Solid,
+                ),
+                (
+                    SummaryCol::UdpRcvbufBytes,
+                    "UDP receive buffer",
+                    LineKind::Dashed,
+                ),
+            ],
+            RunData::http3,
+        );
+        panels.push(panel("server's UDP socket (bytes)", udp));
     }
-    let drops = ctx.series(&failures);
+    // A QUIC connection's connect is its handshake: its timeouts are counted as handshake
+    // timeouts, its connect timeouts stay 0.
+    let mut drops = ctx.series_for(
+        &[
+            (
+                SummaryCol::ListenOverflowsPerS,
+                "listen overflows/s",
+                LineKind::Solid,
+            ),
+            (
+                SummaryCol::ConnectTimeoutsPerS,
+                "connect timeouts/s",
+                LineKind::Dashed,
+            ),
+        ],
+        tcp,
+    );
+    drops.extend(ctx.series_for(
+        &[
+            (
+                SummaryCol::PortUdpDropsPerS,
+                "UDP datagrams dropped/s (port)",
+                LineKind::Solid,
+            ),
+            (
+                SummaryCol::HandshakeTimeoutsPerS,
+                "QUIC handshake timeouts/s",
+                LineKind::Dashed,
+            ),
+        ],
+        RunData::http3,
+    ));
+    panels.push(panel("drops and failures (1/s)", drops));
+    let title = match (http3, ctx.runs.len()) {
+        (0, _) => "Accept queue and overflows",
+        (h, n) if h == n => "UDP receive queue and drops",
+        _ => "Accept queue or UDP receive queue, and drops",
+    };
     ctx.figure(
         "accept_queue",
-        &format!("Accept queue and overflows vs {}", short_param(ctx.param)),
-        vec![
-            panel("accept queue (connections)", queue),
-            panel("drops and failures (1/s)", drops),
-        ],
+        &format!("{title} vs {}", short_param(ctx.param)),
+        panels,
     )
 }
 
+/// The TCP sockets' states (none over HTTP/3: its runs are left out, a lone one's figure
+/// with them).
 fn connection_states_figure(ctx: &Ctx) -> Figure {
     ctx.figure(
         "connections",
         &format!("Connection states vs {}", short_param(ctx.param)),
         vec![panel(
             "count",
-            ctx.series(&[
-                (
-                    SummaryCol::EstablishedMean,
-                    "ESTABLISHED (mean)",
-                    LineKind::Solid,
-                ),
-                (
-                    SummaryCol::TimeWaitMean,
-                    "TIME_WAIT (mean)",
-                    LineKind::Dashed,
-                ),
-            ]),
+            ctx.series_for(
+                &[
+                    (
+                        SummaryCol::EstablishedMean,
+                        "ESTABLISHED (mean)",
+                        LineKind::Solid,
+                    ),
+                    (
+                        SummaryCol::TimeWaitMean,
+                        "TIME_WAIT (mean)",
+                        LineKind::Dashed,
+                    ),
+                ],
+                |r| !r.http3(),
+            ),
         )],
     )
 }
@@ -427,38 +472,83 @@ fn short_param(param: Option<SweepParam>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::read::RunData;
 
-    /// Over HTTP/3 the failures panel draws the QUIC handshake timeouts (a QUIC connection's
-    /// connect timeouts, counted as handshake timeouts), not connect timeouts that stay 0.
+    /// Over HTTP/3 no TCP socket listens: the figure draws the server's UDP socket (its
+    /// receive queue against its buffer, the datagrams dropped there) and the QUIC handshake
+    /// timeouts (a QUIC connection's connect timeouts), not an accept queue, listen overflows
+    /// and connect timeouts that stay 0; nor TCP socket states. An overlay draws each run's own.
     #[test]
-    fn an_http3_runs_failures_are_its_handshake_timeouts() {
-        let run = |quic: bool| {
+    fn an_http3_runs_queue_is_its_udp_socket_and_its_failures_its_handshake_timeouts() {
+        let run = |name: &str, quic: bool| {
             let mut p = serde_json::json!({"point": 1, "mode": "sclient", "param": "load.rate",
                 "value": "3000", "offered_rate": 3000.0, "connect_timeouts_per_s": 0.0,
-                "handshake_timeouts_per_s": 1641.0, "listen_overflows_per_s": 0.0});
+                "handshake_timeouts_per_s": 1641.0, "listen_overflows_per_s": 0.0,
+                "accept_queue_max": 0.0, "accept_queue_mean": 0.0, "established_mean": 0.0,
+                "time_wait_mean": 1.0});
             if quic {
-                p["quic_handshakes_full_per_s"] = 1122.0.into();
+                for (k, v) in [
+                    ("quic_handshakes_full_per_s", 1122.0),
+                    ("udp_rcv_queue_max_bytes", 212992.0),
+                    ("udp_rcvbuf_bytes", 212992.0),
+                    ("port_udp_drops_per_s", 8632.0),
+                ] {
+                    p[k] = v.into();
+                }
             }
             let json = serde_json::json!({"meta": {}, "points": [p]});
             let (meta, points) =
                 crate::report::read::parse_summary_json(&json.to_string()).unwrap();
             RunData {
-                name: "x".into(),
+                name: name.into(),
                 meta,
                 points,
                 ..Default::default()
             }
         };
-        let names = |runs: &[RunData]| -> Vec<String> {
-            let f = accept_queue_figure(&Ctx::new(runs, String::new()));
-            f.panels[1].series.iter().map(|s| s.name.clone()).collect()
+        let names = |f: &Figure, i: usize| -> Vec<String> {
+            f.panels[i].series.iter().map(|s| s.name.clone()).collect()
         };
-        let h3 = names(&[run(true)]);
-        assert_eq!(h3, ["listen overflows/s", "QUIC handshake timeouts/s"]);
-        let tcp = names(&[run(false)]);
-        assert_eq!(tcp, ["listen overflows/s", "connect timeouts/s"]);
-        let f = accept_queue_figure(&Ctx::new(&[run(true)], String::new()));
+        let h3 = [run("h3", true)];
+        let f = accept_queue_figure(&Ctx::new(&h3, String::new()));
+        assert_eq!(f.title, "UDP receive queue and drops vs offered rate");
+        assert_eq!(f.panels.len(), 2);
+        assert_eq!(f.panels[0].y_label, "server's UDP socket (bytes)");
+        assert_eq!(
+            names(&f, 0),
+            ["UDP receive queue peak", "UDP receive buffer"]
+        );
+        assert_eq!(
+            names(&f, 1),
+            [
+                "UDP datagrams dropped/s (port)",
+                "QUIC handshake timeouts/s"
+            ]
+        );
+        assert_eq!(f.panels[1].series[0].points[0].y, Some(8632.0));
         assert_eq!(f.panels[1].series[1].points[0].y, Some(1641.0));
+        assert!(!connection_states_figure(&Ctx::new(&h3, String::new())).has_data());
+
+        let tcp = [run("tcp", false)];
+        let f = accept_queue_figure(&Ctx::new(&tcp, String::new()));
+        assert_eq!(f.title, "Accept queue and overflows vs offered rate");
+        assert_eq!(names(&f, 0), ["accept queue max", "accept queue mean"]);
+        assert_eq!(names(&f, 1), ["listen overflows/s", "connect timeouts/s"]);
+        assert!(connection_states_figure(&Ctx::new(&tcp, String::new())).has_data());
+
+        // Overlaid, each run draws its own queue and failures, none the other's zeros.
+        let both = [run("tcp", false), run("h3", true)];
+        let f = accept_queue_figure(&Ctx::new(&both, String::new()));
+        assert_eq!(f.panels.len(), 3);
+        let of = |i: usize| -> Vec<String> {
+            names(&f, i)
+                .iter()
+                .map(|n| n.split('\n').next().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(of(0), ["tcp", "tcp"]);
+        assert_eq!(of(1), ["h3", "h3"]);
+        assert_eq!(of(2), ["tcp", "tcp", "h3", "h3"]);
+        let s = connection_states_figure(&Ctx::new(&both, String::new()));
+        assert!(s.panels[0].series.iter().all(|s| s.name.starts_with("tcp")));
     }
 }

@@ -40,23 +40,41 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
     .into_iter()
     .flatten()
     .collect();
-    let queue: Vec<Series> = [
-        series(
-            col::ACCEPT_QUEUE,
+    // Over HTTP/3 no TCP socket listens (its accept queue reads 0 unmeasured): a QUIC
+    // server's queue is its UDP socket's receive queue, up to its buffer.
+    let (queue_label, queue) = if run.http3() {
+        (
+            "server's UDP receive queue (bytes)",
+            [
+                series(col::UDP_RCV_QUEUE, "UDP receive queue", 3, LineKind::Solid),
+                series(
+                    col::UDP_RCVBUF,
+                    "UDP receive buffer",
+                    0,
+                    LineKind::Reference,
+                ),
+            ],
+        )
+    } else {
+        (
             "accept queue (connections)",
-            3,
-            LineKind::Solid,
-        ),
-        series(
-            col::ACCEPT_QUEUE_LIMIT,
-            "accept queue limit",
-            0,
-            LineKind::Reference,
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+            [
+                series(
+                    col::ACCEPT_QUEUE,
+                    "accept queue (connections)",
+                    3,
+                    LineKind::Solid,
+                ),
+                series(
+                    col::ACCEPT_QUEUE_LIMIT,
+                    "accept queue limit",
+                    0,
+                    LineKind::Reference,
+                ),
+            ],
+        )
+    };
+    let queue: Vec<Series> = queue.into_iter().flatten().collect();
     // A process-per-connection server's busy workers (Apache's scoreboard, the prefork
     // server's): what a slow network holds, beside how many it has.
     let busy: Vec<Series> = [
@@ -98,7 +116,7 @@ pub fn timeseries_figure(run: &RunData, subtitle: &str) -> Option<Figure> {
                 series: rates,
             },
             Panel {
-                y_label: "accept queue (connections)".into(),
+                y_label: queue_label.into(),
                 series: queue,
             },
         ],
@@ -126,6 +144,56 @@ fn mark_label(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Over HTTP/3 the queue panel is the server's UDP receive queue, not an accept queue
+    /// that reads 0 unmeasured; a TCP run keeps its accept queue.
+    #[test]
+    fn an_http3_runs_queue_panel_is_its_udp_socket() {
+        let run = |quic: bool| {
+            let mut p = serde_json::json!({"point": 1});
+            if quic {
+                p["quic_handshakes_full_per_s"] = 1122.0.into();
+            }
+            let json = serde_json::json!({"meta": {}, "points": [p]});
+            let (meta, points) =
+                crate::report::read::parse_summary_json(&json.to_string()).unwrap();
+            RunData {
+                name: "x".into(),
+                meta,
+                points,
+                timeseries: crate::report::read::parse_timeseries(
+                    "t_s,attempts_per_s,accept_queue,accept_queue_limit,udp_rcv_queue_bytes,\
+                     udp_rcvbuf_bytes\n1,3000,0,128,104896,212992\n",
+                ),
+                ..Default::default()
+            }
+        };
+        let panel = |quic: bool| {
+            let f = timeseries_figure(&run(quic), "").unwrap();
+            let p = &f.panels[1];
+            let names: Vec<String> = p.series.iter().map(|s| s.name.clone()).collect();
+            (p.y_label.clone(), names, p.series[0].points[0].y)
+        };
+        assert_eq!(
+            panel(true),
+            (
+                "server's UDP receive queue (bytes)".to_string(),
+                vec!["UDP receive queue".into(), "UDP receive buffer".into()],
+                Some(104896.0)
+            )
+        );
+        assert_eq!(
+            panel(false),
+            (
+                "accept queue (connections)".to_string(),
+                vec![
+                    "accept queue (connections)".into(),
+                    "accept queue limit".into()
+                ],
+                Some(0.0)
+            )
+        );
+    }
 
     #[test]
     fn a_point_mark_is_its_number() {

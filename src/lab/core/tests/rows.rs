@@ -170,7 +170,25 @@ fn over_http3_the_servers_handshakes_are_its_quic_count_not_an_empty_tls_split()
     assert_eq!(c.tls_crosscheck(), None);
     assert_eq!(
         c.quic_crosscheck().as_deref(),
-        Some("cross-check: client completed 100 QUIC handshakes, server 98 (-2.0%)")
+        Some("cross-check: client completed 100 QUIC handshakes, server 98 (-2.0%): not judged (the server's socket drops were not counted)")
+    );
+    // Judged by the run's drops identity: nothing dropped, so 2 % apart agree.
+    let clean = crate::model::udp_drops::UdpDrops {
+        sent: 500,
+        read: 500,
+        port_drops: Some(0),
+        rcvbuf_errors: Some(0),
+        initials_in: None,
+        initials_read: 0,
+        noise: 4,
+        lossy: false,
+    };
+    let judged = c.quic_handshakes(Some(clean)).unwrap();
+    assert!(
+        judged
+            .to_string()
+            .ends_with("(-2.0%): agree (nothing dropped; within 2 %)"),
+        "{judged}"
     );
     // Over TCP the same server's TLS split stands, and there is no QUIC line.
     let mut c = core(1, Vec::new());

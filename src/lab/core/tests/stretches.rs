@@ -137,3 +137,48 @@ fn a_summary_rows_paths_say_their_profile() {
     assert_eq!((p.name.as_str(), p.rtt_ms, p.loss_pct), ("wan", 20.0, 0.0));
     assert!(p.bandwidth_mbit.is_nan(), "unlimited");
 }
+
+/// A burst of keys in the TUI (a stretch each) once wrote 150 lines to run.log, and a stretch
+/// of 2.96 s read "a stretch of 3.0 s is too short to summarise (under 3 s)": the short
+/// stretches of a burst are said in one line, once a longer stretch ends, with their count;
+/// a single one with its length rounded down.
+#[test]
+fn a_burst_of_short_stretches_is_one_line_and_a_length_never_reads_as_the_minimum() {
+    let faster = || Input::Command(Command::StepLoad(LoadKnob::Rate, LoadStep::Scale(1.01)));
+    let mut c = core(1, Vec::new());
+    c.set_deadline(100.0);
+    at(&mut c, 0.0, Input::BeginWindow);
+    let mut lines = Vec::new();
+    for k in 1..=150 {
+        let fx = at(&mut c, 0.1 * k as f64, faster());
+        lines.extend(
+            logs(&fx)
+                .into_iter()
+                .filter(|l| l.contains("stretch"))
+                .map(String::from),
+        );
+    }
+    assert!(lines.is_empty(), "nothing said in the burst: {lines:?}");
+    // 15.0 s to 25.0 s: summarised, and the burst is said before it.
+    drive(&mut c, 15.0, 25.0, &|_| report(100, 100.0, Some(2)));
+    let fx = at(&mut c, 25.0, faster());
+    let said: Vec<_> = logs(&fx)
+        .into_iter()
+        .filter(|l| l.contains("stretch"))
+        .collect();
+    assert_eq!(
+        said,
+        ["[0.0s to 15.0s] 150 stretches in a row were too short to summarise (each under 3 s); their samples are in timeseries.csv"],
+        "{fx:?}"
+    );
+    assert!(fx.iter().any(|e| matches!(e, Effect::Summary(_))));
+    // The session ends 2.96 s later: that one is said alone, with its length as it is.
+    let mut fx = Vec::new();
+    c.end_stretch_now(27.96, &mut fx);
+    assert_eq!(
+        logs(&fx),
+        ["[28.0s] a stretch of 2.96 s is too short to summarise (under 3 s); its samples are in timeseries.csv"],
+    );
+    assert_eq!(crate::lab::core::window::short_len(2.96), "2.96");
+    assert_eq!(crate::lab::core::window::short_len(2.999), "2.99");
+}
