@@ -98,7 +98,8 @@ fn check(action: Action, before: &FakeLab, lab: &FakeLab, app0: &App, app: &App)
         Action::Snapshot => {
             assert_eq!(lab.snapshots.len(), 1);
             assert!(lab.snapshots[0].contains("offered vs achieved"));
-            assert!(message(app, lab).contains("results/snapshot-1.txt"));
+            // The file first, then its folder.
+            assert_eq!(message(app, lab), "snapshot-1.txt written to results/");
         }
         Action::Zoom(f) => assert_eq!(app.window_s, app0.window_s * f),
         Action::ToggleDrops => assert_eq!(app.show_drops, !app0.show_drops),

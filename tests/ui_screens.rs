@@ -881,3 +881,253 @@ fn the_help_over_http3_labels_the_streams_keys_for_both_and_keeps_its_gaps() {
         insta::assert_snapshot!(format!("help_http3_{w}x{h}"), term.backend());
     }
 }
+
+/// Over HTTP/3 the rates panel shows the first Initials where a TCP load shows its SYNs,
+/// labelled as such (the server's first packets are QUIC Initials: no SYN to count).
+#[test]
+fn over_http3_the_rates_panel_shows_the_first_initials_in_the_syns_place() {
+    use synlab::model::col as c;
+    use synlab::ui::render::common::num;
+    let st = fixture::quic_retry_flood();
+    let first = num(st
+        .store
+        .headline(c::QUIC_FIRST_INITIAL_PER_S)
+        .expect("measured"));
+    for (w, h) in QUIC_SIZES {
+        let text = render::screen_text(&colour_app(), &st, w, h);
+        let label = if w >= 200 {
+            "first Initials"
+        } else {
+            "1st Init"
+        };
+        let rates: Vec<String> = text
+            .lines()
+            .map(|l| l.split("││").next().unwrap_or(l).to_string())
+            .collect();
+        let rates = rates.join("\n");
+        assert!(
+            rates.contains(&format!("{label} {first}")),
+            "{w}x{h}: no `{label} {first}`:\n{text}"
+        );
+        assert!(!rates.contains("SYN"), "{w}x{h}: a SYN figure:\n{text}");
+    }
+    // A TCP load keeps its SYN column and has no Initials.
+    let plain = render::screen_text(&colour_app(), &fixture::under_load(), 200, 55);
+    assert!(plain.contains("SYN in"), "{plain}");
+    assert!(!plain.contains("Initials"), "{plain}");
+}
+
+/// At 80x24 what is cut keeps its important part and says it is cut: a snapshot's file name
+/// first and its long folder broken across the message's second line; a message with no
+/// room left ends in "…"; the first alarm cut to its line leaves no figure half said
+/// ("(348520 of …"); the rates panel's latest event keeps its time first. At 200x55 all whole.
+#[test]
+fn cut_messages_and_notices_keep_their_important_part_and_end_in_an_ellipsis() {
+    use synlab::lab::client_agg::ClientBound;
+    use synlab::lab::state::Warning;
+    use synlab::metrics::store::EventKind;
+    let dir = "/home/student/synlab/results/2025-03-04T10-22-31-quic-handshake-flood-retry";
+    let mut st = fixture::quic_retry_flood();
+    st.warnings = vec![
+        Warning::ClientBound(vec![ClientBound::Shortfall {
+            started: 348520.0,
+            unit: "attempts",
+            done: 348520,
+            intended: 1400000.0,
+        }]),
+        Warning::PortsRunningOut,
+    ];
+    let event = "rate 4000/s -> 20000/s, every handshake a full one, past the server's capacity";
+    st.store.event(66.0, EventKind::Change, event);
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(st);
+    lab.snapshot_dir = dir.into();
+    press(&mut app, &mut lab, &[Key::Char('s')]);
+    let small = render::screen_text(&app, &lab.state, 80, 24);
+    let lines: Vec<&str> = small.lines().collect();
+    // The file first; the folder, longer than a line, broken onto the next rather than cut.
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("» snapshot-1.txt written to"))
+        .unwrap_or_else(|| panic!("{small}"));
+    let said: String = lines[at..=at + 2]
+        .iter()
+        .map(|l| l.trim_start_matches("» ").trim())
+        .collect();
+    assert!(said.contains(dir), "{small}");
+    // The first alarm cut at its open parenthesis, so the second keeps its line.
+    let warn: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("⚠"))
+        .collect();
+    assert_eq!(
+        warn,
+        [
+            "⚠ CLIENT-BOUND: 75 % fewer attempts than the schedule intended …",
+            "⚠ ephemeral ports exhausted",
+        ],
+        "{small}"
+    );
+    // The event's time before its words, which end in "…" at the panel's edge.
+    let ev = lines
+        .iter()
+        .find(|l| l.contains("• @66s rate 4000/s"))
+        .unwrap_or_else(|| panic!("{small}"));
+    assert!(ev.split("││").next().unwrap().ends_with('…'), "{small}");
+    insta::assert_snapshot!(
+        "cut_notices_80x24",
+        draw(&app, &lab.state, 80, 24).backend()
+    );
+    let big = render::screen_text(&app, &lab.state, 200, 55);
+    assert!(
+        big.contains(&format!("» snapshot-1.txt written to {dir}/")),
+        "{big}"
+    );
+    assert!(big.contains("intended (348520 of 1400000)"), "{big}");
+    assert!(big.contains(&format!("• @66s {event}")), "{big}");
+    assert!(!big.contains('…'), "{big}");
+    insta::assert_snapshot!(
+        "cut_notices_200x55",
+        draw(&app, &lab.state, 200, 55).backend()
+    );
+
+    // A lesson's long caption leaves the answer one line: it ends in "…", never reads whole.
+    let mut st = fixture::lesson();
+    st.caption = Some(["a caption as long as a lesson's longest;"; 21].join(" "));
+    let mut lab = FakeLab::new(st);
+    let mut app = colour_app();
+    for _ in 0..8 {
+        press(&mut app, &mut lab, &[Key::Char('X')]);
+    }
+    for _ in 0..4 {
+        press(&mut app, &mut lab, &[Key::Char('F')]);
+    }
+    let said = synlab::ui::render::caption::message(&app, &lab.state, 80);
+    assert!(said.len() >= 2, "{said:?}");
+    let small = render::screen_text(&app, &lab.state, 80, 24);
+    let answer: Vec<&str> = small.lines().filter(|l| l.starts_with("» ")).collect();
+    assert_eq!(answer.len(), 1, "{small}");
+    assert!(answer[0].starts_with("» refused: burst ratio"), "{small}");
+    assert!(answer[0].ends_with(" …"), "{small}");
+    assert!(answer[0].chars().count() <= 80, "{small}");
+    insta::assert_snapshot!("cut_answer_80x24", draw(&app, &lab.state, 80, 24).backend());
+    let big = render::screen_text(&app, &lab.state, 200, 55);
+    assert!(
+        big.contains("the peaks alone would exceed the average; lower one"),
+        "{big}"
+    );
+    insta::assert_snapshot!(
+        "cut_answer_200x55",
+        draw(&app, &lab.state, 200, 55).backend()
+    );
+}
+
+/// The drops view over HTTP/3 as root: the kernel's reasons without the accept queue's TCP
+/// conclusion, and where the UDP drops are instead.
+#[test]
+fn over_http3_the_drops_view_draws_no_tcp_conclusion() {
+    use synlab::model::kreasons::{KernelReasons, KernelView, OverflowCheck, ReasonCount};
+    let mut st = fixture::quic_retry_flood();
+    st.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::counted(
+            vec![ReasonCount {
+                name: "SOCKET_RCVBUFF".into(),
+                count: 66000,
+            }],
+            66100,
+            60.0,
+        ),
+        overflow: Some(OverflowCheck {
+            counter: 0,
+            kernel: 0,
+        }),
+    });
+    let mut app = colour_app();
+    let mut lab = FakeLab::new(st);
+    press(&mut app, &mut lab, &[Key::Char('y')]);
+    for (w, h) in QUIC_SIZES {
+        let text = render::screen_text(&app, &lab.state, w, h);
+        assert!(text.contains("SOCKET_RCVBUFF"), "{w}x{h}:\n{text}");
+        let flat = text.replace('│', " ");
+        let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("the load is QUIC (UDP): no accept queue"),
+            "{w}x{h}:\n{text}"
+        );
+        assert!(flat.contains("in the UDP panel"), "{w}x{h}:\n{text}");
+        for tcp in ["ListenOverflows 0", "TCP_LISTEN_OVERFLOW 0", "final ACKs"] {
+            assert!(!text.contains(tcp), "{w}x{h}: `{tcp}`:\n{text}");
+        }
+        let term = draw(&app, &lab.state, w, h);
+        insta::assert_snapshot!(format!("drops_http3_{w}x{h}"), term.backend());
+    }
+    // A TCP load keeps the cross-check.
+    lab.state = fixture::overloaded();
+    lab.state.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::counted(Vec::new(), 0, 60.0),
+        overflow: Some(OverflowCheck {
+            counter: 0,
+            kernel: 0,
+        }),
+    });
+    let text = render::screen_text(&app, &lab.state, 200, 55);
+    assert!(
+        text.contains("ListenOverflows 0 = TCP_LISTEN_OVERFLOW 0"),
+        "{text}"
+    );
+}
+
+/// Not the host's root: the drops view says the kernel's reasons need root in plain words
+/// (no "turn on with Y", no tracefs error), and `Y` says so without asking the lab.
+#[test]
+fn as_a_plain_user_the_kernels_reasons_say_they_need_root_without_offering_y() {
+    use synlab::model::kreasons::{KernelReasons, KernelView, NotCounted};
+    let mut app = colour_app();
+    app.host_root = false;
+    let mut lab = FakeLab::new(fixture::quic_retry_flood());
+    lab.state.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::NotCounted(NotCounted::Off),
+        overflow: None,
+    });
+    press(&mut app, &mut lab, &[Key::Char('y'), Key::Char('Y')]);
+    let said = app
+        .message_for(lab.state.last_action.as_ref())
+        .map(|(t, refused)| (t.to_string(), refused));
+    assert_eq!(
+        said,
+        Some((
+            "Y needs root (the kernel's tracepoints): synlab runs as a plain user".into(),
+            true
+        ))
+    );
+    // A refusal's raw words (a user namespace's root cannot mount tracefs) are run.log's.
+    lab.state.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::NotCounted(NotCounted::Refused(
+            "tracefs: mount -t tracefs at /sys/kernel/tracing: EPERM".into(),
+        )),
+        overflow: None,
+    });
+    for (w, h) in QUIC_SIZES {
+        let text = render::screen_text(&app, &lab.state, w, h);
+        let flat = text.replace('│', " ");
+        let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("needs root, the kernel's tracepoints; synlab runs as a plain user"),
+            "{w}x{h}:\n{text}"
+        );
+        for raw in ["turn on with Y", "tracefs", "EPERM"] {
+            assert!(!text.contains(raw), "{w}x{h}: `{raw}`:\n{text}");
+        }
+        let term = draw(&app, &lab.state, w, h);
+        insta::assert_snapshot!(format!("drops_plain_user_{w}x{h}"), term.backend());
+    }
+    // As root the view offers the key, as before.
+    app.host_root = true;
+    lab.state.kernel_reasons = Some(KernelView {
+        reasons: KernelReasons::NotCounted(NotCounted::Off),
+        overflow: None,
+    });
+    let text = render::screen_text(&app, &lab.state, 200, 55);
+    assert!(text.contains("turn on with Y"), "{text}");
+}

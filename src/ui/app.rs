@@ -35,6 +35,9 @@ pub struct App {
     pub quit: bool,
     pub message: Option<Message>,
     pub marks: usize,
+    /// synlab runs as the host's root: the kernel's own reasons (its tracepoints) need it.
+    /// `run_tui` asks the process; `new` assumes root.
+    pub host_root: bool,
 }
 
 impl App {
@@ -47,6 +50,7 @@ impl App {
             quit: false,
             message: None,
             marks: 0,
+            host_root: true,
         }
     }
 
@@ -111,7 +115,7 @@ impl App {
             Snapshot => {
                 let text = screen(self, lab.state());
                 match lab.snapshot(&text) {
-                    Ok(p) => self.say(lab, format!("snapshot written to {}", p.display()), false),
+                    Ok(p) => self.say(lab, snapshot_written(&p), false),
                     Err(e) => self.say(lab, format!("snapshot failed: {e:#}"), true),
                 }
             }
@@ -143,6 +147,14 @@ impl App {
             },
             ToggleHelp => self.show_help = !self.show_help,
             ToggleDrops => self.show_drops = !self.show_drops,
+            // Not the host's root: said plainly, nothing tried.
+            ToggleKernelReasons if !self.host_root => {
+                let key = super::keymap::key_for(ToggleKernelReasons);
+                let text = format!(
+                    "{key} needs root (the kernel's tracepoints): synlab runs as a plain user"
+                );
+                self.say(lab, text, true)
+            }
             ToggleKernelReasons => match lab.toggle_kernel_reasons() {
                 Ok(on) => {
                     let key = super::keymap::key_for(ToggleKernelReasons);
@@ -158,6 +170,18 @@ impl App {
             CloseHelp => self.show_help = false,
             Quit => self.quit = true,
         }
+    }
+}
+
+/// What the caption bar says of a snapshot: the file first, then its folder, so the name
+/// survives a narrow screen ("snapshot-0066.3s.txt written to /home/.../results/run/").
+fn snapshot_written(p: &std::path::Path) -> String {
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+    match (p.file_name(), dir) {
+        (Some(name), Some(dir)) => {
+            format!("{} written to {}/", name.to_string_lossy(), dir.display())
+        }
+        _ => format!("snapshot written to {}", p.display()),
     }
 }
 

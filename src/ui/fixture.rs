@@ -402,9 +402,20 @@ pub fn quic_retry_flood() -> LabState {
         let v = |c| st.store.col(c).map(|x| x[i]).unwrap_or(0.0);
         let first = v(c::ATTEMPTS);
         let drops = (first - 3000.0).max(0.0);
+        // No TCP listener to overflow: the drops are the UDP socket's.
         let mut row: Vec<_> = cols
             .iter()
             .map(|&c| (c, Some(v(c)).filter(|x| !x.is_nan())))
+            .map(|(c, x)| {
+                (
+                    c,
+                    if c == c::LISTEN_OVERFLOWS {
+                        Some(0.0)
+                    } else {
+                        x
+                    },
+                )
+            })
             .collect();
         row.extend([
             (c::QUIC_PACKETS_SENT, Some(3.0 * first)),
@@ -442,6 +453,8 @@ pub struct FakeLab {
     pub steps: VecDeque<String>,
     pub commands: Vec<Command>,
     pub stopped: bool,
+    /// The folder snapshots are said to be written to.
+    pub snapshot_dir: PathBuf,
 }
 
 impl FakeLab {
@@ -454,6 +467,7 @@ impl FakeLab {
             steps: VecDeque::new(),
             commands: Vec::new(),
             stopped: false,
+            snapshot_dir: PathBuf::from("results"),
         }
     }
 }
@@ -487,10 +501,9 @@ impl LabControl for FakeLab {
     }
     fn snapshot(&mut self, screen: &str) -> anyhow::Result<PathBuf> {
         self.snapshots.push(screen.to_string());
-        Ok(PathBuf::from(format!(
-            "results/snapshot-{}.txt",
-            self.snapshots.len()
-        )))
+        Ok(self
+            .snapshot_dir
+            .join(format!("snapshot-{}.txt", self.snapshots.len())))
     }
     fn terminal_gone(&mut self) {
         self.state.terminal_gone = true;

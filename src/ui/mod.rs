@@ -166,6 +166,8 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
         },
         opts.window_s,
     );
+    // Whether the kernel's own reasons can be counted: a question to the system, asked once.
+    app.host_root = crate::sys::userns::host_root();
     let frame = Duration::from_secs_f64(1.0 / opts.fps.clamp(1, 60) as f64);
     // The terminal is asked first: a hung-up one never reaches the terminal library. After an
     // event, the library may hold more it read at once (keys pasted or sent together): those

@@ -205,8 +205,8 @@ impl Series {
 }
 
 /// `text` broken into lines of at most `width` characters at spaces (a word longer than a
-/// line is cut), each styled `style`, the first starting with `first` and the others indented
-/// as far.
+/// line, a path, is broken across lines, never cut), each styled `style`, the first starting
+/// with `first` and the others indented as far.
 pub fn wrap(text: &str, first: &str, width: u16, style: Style) -> Vec<Line<'static>> {
     let width = (width as usize).max(8);
     let indent = " ".repeat(first.chars().count());
@@ -214,16 +214,30 @@ pub fn wrap(text: &str, first: &str, width: u16, style: Style) -> Vec<Line<'stat
     let mut cur = first.to_string();
     let mut has_word = false;
     for word in text.split_whitespace() {
-        let used = cur.chars().count();
-        if has_word && used + 1 + word.chars().count() > width {
-            lines.push(std::mem::replace(&mut cur, indent.clone()));
-            has_word = false;
+        let mut rest = word;
+        while !rest.is_empty() {
+            let len = rest.chars().count();
+            if has_word && cur.chars().count() + 1 + len > width {
+                lines.push(std::mem::replace(&mut cur, indent.clone()));
+                has_word = false;
+            }
+            if has_word {
+                cur.push(' ');
+            }
+            // Longer than the line's room (it starts the line): as much as fits, the rest on
+            // the next line.
+            let room = width.saturating_sub(cur.chars().count());
+            if !has_word && len > room && room > 0 {
+                let at = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+                cur.push_str(&rest[..at]);
+                lines.push(std::mem::replace(&mut cur, indent.clone()));
+                rest = &rest[at..];
+                continue;
+            }
+            cur.push_str(rest);
+            has_word = true;
+            rest = "";
         }
-        if has_word {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-        has_word = true;
     }
     lines.push(cur);
     lines
@@ -233,6 +247,35 @@ pub fn wrap(text: &str, first: &str, width: u16, style: Style) -> Vec<Line<'stat
             Line::from(Span::styled(l, style))
         })
         .collect()
+}
+
+/// `text` in at most `w` characters: whole, or cut with "…".
+pub fn clip(text: &str, w: usize) -> String {
+    if text.chars().count() <= w {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(w.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// `lines` (each of one style, as `wrap` makes them) kept to the first `n`; when some are
+/// left out the last kept ends in " …" (within `width`), so a cut text never reads as whole.
+pub fn cut(mut lines: Vec<Line<'static>>, n: usize, width: u16) -> Vec<Line<'static>> {
+    if lines.len() <= n {
+        return lines;
+    }
+    lines.truncate(n);
+    if let Some(last) = lines.last_mut() {
+        let style = last.spans.first().map_or_else(Style::default, |s| s.style);
+        let text = last.to_string();
+        let keep: String = text
+            .chars()
+            .take((width as usize).saturating_sub(2))
+            .collect();
+        *last = Line::from(Span::styled(format!("{} …", keep.trim_end()), style));
+    }
+    lines
 }
 
 /// Packs groups of spans into lines of `width`, `sep` between groups; a group never splits
@@ -411,6 +454,28 @@ fn event_dots(t: f64, ymax: f64, rows: u16) -> impl Iterator<Item = (f64, f64)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A word longer than a line (a path) is broken across lines, whole; cut lines end in "…".
+    #[test]
+    fn long_words_break_and_cut_lines_say_so() {
+        let text = |l: &[Line]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let path = "/home/student/results/2025-03-04T10-22-31-run/snapshot-0066.3s.txt";
+        let l = wrap(&format!("written to {path}"), "» ", 30, Style::default());
+        let l = text(&l);
+        assert!(l.iter().all(|x| x.chars().count() <= 30), "{l:?}");
+        assert_eq!(l[0], "» written to");
+        let joined: String = l[1..].iter().map(|x| x.trim()).collect();
+        assert_eq!(joined, path);
+        let c = text(&cut(
+            wrap("one two three four", "", 8, Style::default()),
+            2,
+            8,
+        ));
+        assert_eq!(c, ["one two", "three …"]);
+        let whole = text(&cut(wrap("one two", "", 8, Style::default()), 2, 8));
+        assert_eq!(whole, ["one two"]);
+        assert_eq!(clip("@66s rate 4000/s", 8), "@66s ra…");
+    }
 
     #[test]
     fn event_columns_are_dotted() {

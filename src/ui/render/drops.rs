@@ -4,9 +4,11 @@
 //! synlab counts them, or which view the user gets and why not.
 
 use super::common::{headline, num, panel, wrap};
+use super::udp::quic_load;
 use crate::lab::state::LabState;
 use crate::model::col as c;
 use crate::model::drops::{top, DROP_REASONS};
+use crate::model::kreasons::{KernelReasons, KernelView};
 use crate::ui::app::App;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -66,6 +68,12 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
             width,
             t.text(),
         )),
+        // Not the host's root: no key turns them on, and a refusal's raw words (tracefs, EPERM)
+        // are run.log's.
+        Some(KernelView {
+            reasons: KernelReasons::NotCounted(_),
+            ..
+        }) if !app.host_root => out.extend(wrap(NEEDS_ROOT, "", width, t.text())),
         Some(k) => {
             for (i, l) in k.reasons.lines().into_iter().enumerate() {
                 // The head wraps; a reason's row keeps its columns.
@@ -75,7 +83,10 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
                     out.push(Line::from(Span::styled(l, t.text())));
                 }
             }
-            if let Some(check) = &k.overflow {
+            // Over HTTP/3 no accept queue: the overflows' cross-check is TCP's, not this load's.
+            if quic_load(st) {
+                out.extend(wrap(OVER_QUIC, "", width, t.text()));
+            } else if let Some(check) = &k.overflow {
                 let style = if check.consistent() { t.ok() } else { t.warn() };
                 out.extend(wrap(&check.to_string(), "", width, style));
             }
@@ -83,6 +94,17 @@ pub fn lines(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
     }
     out
 }
+
+/// Why a run that is not the host's root has no kernel's reasons, in place of the offer of a
+/// key that would fail.
+const NEEDS_ROOT: &str = "the kernel's own reasons (skb:kfree_skb): needs root, the kernel's \
+     tracepoints; synlab runs as a plain user here, so Y cannot turn them on. The reasons above \
+     are the namespace's TcpExt/Udp counters, which any user may read";
+
+/// Over HTTP/3, in place of the accept queue's cross-check.
+const OVER_QUIC: &str = "the load is QUIC (UDP): no accept queue, so no ListenOverflows \
+     cross-check; the server's dropped datagrams are in the UDP panel (drops/s port, \
+     RcvbufErrors/s)";
 
 /// With SYN cookies at work: "SYN cookies: 1.2k sent/s, 1.1k validated/s: ...".
 fn cookies(st: &LabState) -> Option<String> {

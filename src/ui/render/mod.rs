@@ -76,6 +76,9 @@ pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ])
     .areas(area);
     Paragraph::new(status).render(status_a, buf);
+    // What gives way is cut with "…", never dropped as if whole.
+    let caption = common::cut(caption, caption_h.into(), area.width);
+    let message = common::cut(message, message_h.into(), area.width);
     Paragraph::new(caption).render(caption_a, buf);
     Paragraph::new(message).render(message_a, buf);
     Paragraph::new(warnings).render(warnings_a, buf);

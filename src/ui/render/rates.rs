@@ -1,11 +1,11 @@
 //! Panel: offered vs achieved. What the schedule aims at, connections (attempts) started,
 //! responses and connection errors per second on the chart; SYNs arriving at the server
-//! (pcap), connections established, requests begun (keep-alive carries many on one
+//! (pcap; over HTTP/3 the clients' first QUIC Initials), connections established, requests begun (keep-alive carries many on one
 //! connection) and request errors in the header; over TLS the handshakes per second, full and
 //! resumed, and the failed ones (connection errors) in the header too. Each error figure is
 //! one column of timeseries.csv, never a sum of overlapping ones.
 
-use super::common::{charted_events, line_chart, panel, Series, Window};
+use super::common::{charted_events, clip, line_chart, panel, Series, Window};
 use crate::lab::state::LabState;
 use crate::load::protocol::Mode;
 use crate::model::col as c;
@@ -23,6 +23,16 @@ fn target_label(st: &LabState, short: bool) -> Option<&'static str> {
         (Mode::Sclient, None) => Some(if short { "D/T" } else { "D/T min" }),
         _ => Some(if short { "tgt" } else { "target" }),
     }
+}
+
+/// The rate of the server's first packets: over HTTP/3 the clients' first Initials (pcap), a
+/// connection's first packet as the SYN is TCP's; else the SYNs.
+fn first_packets(st: &LabState, short: bool) -> Series {
+    if super::udp::quic_load(st) {
+        let label = if short { "1st Init" } else { "first Initials" };
+        return Series::value_only(st, label, c::QUIC_FIRST_INITIAL_PER_S);
+    }
+    Series::value_only(st, syn_label(st, short), c::SYN_IN)
 }
 
 /// The SYN rate's label: whose it is where the probed namespace holds other servers' sockets
@@ -73,7 +83,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
         Series::column(st, drawn.0, drawn.1, w),
         Series::column(st, started.0, started.1, w),
         Series::column(st, failed.0, failed.1, w).as_error(),
-        Series::value_only(st, syn_label(st, short), c::SYN_IN),
+        first_packets(st, short),
     ]);
     // A short panel keeps its chart: the figures that are not drawn give way first.
     let roomy = inner.height >= 10;
@@ -102,13 +112,15 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             Series::value_only(st, other_err.0, other_err.1),
         ]);
     }
-    // What the latest dotted column on the charts is.
+    // What the latest dotted column on the charts is: its time first, its words cut with
+    // "…" to the panel (run.log and events.csv have them whole).
     if let Some(e) = charted_events(st, w).next_back().filter(|_| roomy) {
+        let text = format!("@{:.0}s {}", e.t_s, e.text);
         series.push(Series {
             label: crate::ui::theme::EVENT_MARKER.1.into(),
             points: None,
             value: None,
-            latest: Some(format!("{} @{:.0}s", e.text, e.t_s)),
+            latest: Some(clip(&text, usize::from(inner.width).saturating_sub(2))),
             plotted: false,
             error: false,
         });

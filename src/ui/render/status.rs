@@ -266,12 +266,23 @@ fn warning_lines(
             let cut = wrap(&w.to_string(), "⚠ ", width.saturating_sub(2), style);
             l = cut.into_iter().take(room.max(1)).collect();
             if let Some(last) = l.last_mut() {
-                *last = Line::from(ratatui::text::Span::styled(format!("{last} …"), style));
+                let text = last.to_string();
+                *last = Line::from(Span::styled(format!("{} …", at_clause(&text)), style));
             }
         }
         out.extend(l);
     }
     (out, true)
+}
+
+/// A cut line without the parenthesis it leaves open ("(34852 of …"), when that keeps more
+/// than half of it: a cut leaves no figure without what it counts. The whole warning is in
+/// run.log.
+fn at_clause(line: &str) -> &str {
+    match line.rfind(" (") {
+        Some(i) if i > line.len() / 2 && !line[i..].contains(')') => &line[..i],
+        _ => line,
+    }
 }
 
 #[cfg(test)]
