@@ -56,14 +56,46 @@ impl fmt::Display for ConnError {
             ConnError::HandshakeTimeout => f.write_str("handshake timeout"),
             ConnError::IdleTimeout => f.write_str("idle timeout"),
             ConnError::Refused => f.write_str("refused (CONNECTION_REFUSED)"),
-            ConnError::Transport(c) => write!(f, "closed by the server, transport error {c:#x}"),
+            ConnError::Transport(c) => {
+                write!(f, "closed by the server, transport error {}", code(*c))
+            }
             ConnError::Application(c) => {
                 write!(f, "closed by the server, application error {c:#x}")
             }
             ConnError::StatelessReset => f.write_str("stateless reset"),
             ConnError::VersionMismatch => f.write_str("no QUIC version in common"),
-            ConnError::Local(c) => write!(f, "protocol error found by the client ({c:#x})"),
+            ConnError::Local(c) => write!(f, "protocol error found by the client ({})", code(*c)),
         }
+    }
+}
+
+/// A QUIC transport error code with its name where RFC 9000 gives one (quinn-proto's):
+/// "0x9 CONNECTION_ID_LIMIT_ERROR"; a TLS alert (0x100-0x1ff) as such.
+fn code(c: u64) -> String {
+    use quinn_proto::TransportErrorCode as T;
+    const NAMED: [T; 17] = [
+        T::NO_ERROR,
+        T::INTERNAL_ERROR,
+        T::CONNECTION_REFUSED,
+        T::FLOW_CONTROL_ERROR,
+        T::STREAM_LIMIT_ERROR,
+        T::STREAM_STATE_ERROR,
+        T::FINAL_SIZE_ERROR,
+        T::FRAME_ENCODING_ERROR,
+        T::TRANSPORT_PARAMETER_ERROR,
+        T::CONNECTION_ID_LIMIT_ERROR,
+        T::PROTOCOL_VIOLATION,
+        T::INVALID_TOKEN,
+        T::APPLICATION_ERROR,
+        T::CRYPTO_BUFFER_EXCEEDED,
+        T::KEY_UPDATE_ERROR,
+        T::AEAD_LIMIT_REACHED,
+        T::NO_VIABLE_PATH,
+    ];
+    match NAMED.iter().find(|k| u64::from(**k) == c) {
+        Some(k) => format!("{c:#x} {k:?}"),
+        None if (0x100..0x200).contains(&c) => format!("{c:#x} (TLS alert {})", c & 0xff),
+        None => format!("{c:#x}"),
     }
 }
 
@@ -283,5 +315,25 @@ impl QuicDelta {
             + self.err_transport
             + self.err_application
             + self.err_other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lesson's run.log said "transport error 0x9", which a reader took for a stream limit.
+    #[test]
+    fn transport_errors_are_named() {
+        assert_eq!(
+            ConnError::Transport(0x9).to_string(),
+            "closed by the server, transport error 0x9 CONNECTION_ID_LIMIT_ERROR"
+        );
+        assert_eq!(
+            ConnError::Local(0xa).to_string(),
+            "protocol error found by the client (0xa PROTOCOL_VIOLATION)"
+        );
+        assert_eq!(code(0x12a), "0x12a (TLS alert 42)");
+        assert_eq!(code(0x99), "0x99");
     }
 }
