@@ -56,19 +56,7 @@ fn rootless_over_http2_the_tui_shows_streams_and_connection_queues_and_the_strea
         return;
     };
     let sc = p.write("tui-h2.toml", SCENARIO);
-    let mut words: Vec<String> = p.prefix.clone();
-    words.extend([
-        p.exe.display().to_string(),
-        "tui".into(),
-        sc.display().to_string(),
-        "--out".into(),
-        p.dir.path().join("out").display().to_string(),
-    ]);
-    let cmd = format!(
-        "cd {d} && HOME={d} {}; echo SYNLAB-EXIT=$?; sleep 60",
-        words.join(" "),
-        d = p.dir.path().display(),
-    );
+    let cmd = p.tui_shell_line(&sc);
     let name = format!("synlab-tui-h2-rootless-{}", std::process::id());
     walk(&Session::start(&name, &cmd));
     p.assert_none_left();

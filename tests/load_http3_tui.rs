@@ -45,19 +45,7 @@ fn rootless_over_http3_the_tui_shows_the_udp_panel_and_quic_handshakes() {
         return;
     };
     let sc = p.write("tui-h3.toml", SCENARIO);
-    let mut words: Vec<String> = p.prefix.clone();
-    words.extend([
-        p.exe.display().to_string(),
-        "tui".into(),
-        sc.display().to_string(),
-        "--out".into(),
-        p.dir.path().join("out").display().to_string(),
-    ]);
-    let cmd = format!(
-        "cd {d} && HOME={d} {}; echo SYNLAB-EXIT=$?; sleep 60",
-        words.join(" "),
-        d = p.dir.path().display(),
-    );
+    let cmd = p.tui_shell_line(&sc);
     let name = format!("synlab-tui-h3-rootless-{}", std::process::id());
     walk(&Session::start(&name, &cmd));
     p.assert_none_left();

@@ -184,20 +184,7 @@ fn tui_opens_rootless_and_the_rtt_key_changes_the_path() {
         "name = \"rootless-tui\"\nduration = \"5m\"\n[load]\nmode = \"open\"\nrate = 200\n\
          [network]\nbackend = \"auto\"\n[[network.path]]\nname = \"wan\"\nrtt = \"20ms\"\n",
     );
-    let mut words: Vec<String> = p.prefix.clone();
-    words.extend([
-        p.exe.display().to_string(),
-        "tui".into(),
-        sc.display().to_string(),
-        "--out".into(),
-        p.dir.path().join("out").display().to_string(),
-    ]);
-    let cmd = format!(
-        "cd {} && HOME={} {}; echo SYNLAB-EXIT=$?; sleep 60",
-        p.dir.path().display(),
-        p.dir.path().display(),
-        words.join(" ")
-    );
+    let cmd = p.tui_shell_line(&sc);
     let session = Session::start(&format!("synlab-rootless-{}", std::process::id()), &cmd);
     let screen = wait_for(
         &session.0,

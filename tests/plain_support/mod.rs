@@ -98,6 +98,24 @@ impl Plain {
         (dir, serde_json::from_str(&s).unwrap())
     }
 
+    /// The shell line that runs `synlab tui SCENARIO` as the plain user in a terminal (tmux),
+    /// its run folders in `out`, then prints the exit code and stays (the screen is read after).
+    pub fn tui_shell_line(&self, scenario: &Path) -> String {
+        let mut words: Vec<String> = self.prefix.clone();
+        words.extend([
+            self.exe.display().to_string(),
+            "tui".into(),
+            scenario.display().to_string(),
+            "--out".into(),
+            self.dir.path().join("out").display().to_string(),
+        ]);
+        format!(
+            "cd {d} && HOME={d} {}; echo SYNLAB-EXIT=$?; sleep 60",
+            words.join(" "),
+            d = self.dir.path().display(),
+        )
+    }
+
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);
         std::fs::write(&p, text).unwrap();
