@@ -39,6 +39,10 @@ struct Inner {
     lab_up: bool,
     probes_on: bool,
     router_died: Option<Exit>,
+    /// Host ports another process takes between our pick and our check of them.
+    taken_after_pick: Vec<u16>,
+    /// Picks made so far: the fake picks 18080, 18081, ...
+    picks: u16,
 }
 
 impl Machine {
@@ -68,6 +72,11 @@ impl Machine {
             network: Box::new(FakeNetwork(self.clone())),
             probes: Box::new(FakeProbes(self.clone())),
         }
+    }
+
+    /// `port`, once picked as free, is found taken when checked (another run took it).
+    pub fn take_after_pick(&self, port: u16) {
+        self.lock().taken_after_pick.push(port);
     }
 
     /// Everything the controller did, in order.
@@ -280,11 +289,16 @@ impl Network for FakeNetwork {
     fn connect(&self, _addr: SocketAddr, _netns: Option<&str>) -> Result<(), std::io::ErrorKind> {
         Ok(())
     }
-    fn port_free(&self, _addr: SocketAddr) -> std::io::Result<()> {
+    fn port_free(&self, addr: SocketAddr) -> std::io::Result<()> {
+        if self.0.lock().taken_after_pick.contains(&addr.port()) {
+            return Err(std::io::ErrorKind::AddrInUse.into());
+        }
         Ok(())
     }
     fn free_port(&self) -> anyhow::Result<u16> {
-        Ok(18080)
+        let mut m = self.0.lock();
+        m.picks += 1;
+        Ok(18079 + m.picks)
     }
 }
 

@@ -77,6 +77,16 @@ fn without_a_lab_the_server_gets_a_free_host_port_and_probes_watch_the_host() {
     assert_eq!(c.target_addr, "127.0.0.1:18080".parse().unwrap());
 }
 
+/// With port 0 the port is ours to pick: one taken between the pick and the check (another
+/// run picked it too) is dropped for the next, not reported as the user's port in use.
+#[test]
+fn a_picked_port_taken_meanwhile_is_picked_again() {
+    let m = Machine::new();
+    m.take_after_pick(18080);
+    let c = Controller::start_on(scenario(1, false), opts(), m.runtime()).unwrap();
+    assert_eq!(c.target_addr, "127.0.0.1:18081".parse().unwrap());
+}
+
 #[test]
 fn a_server_that_cannot_start_leaves_nothing_running_and_starts_no_load() {
     let m = Machine::new();

@@ -245,13 +245,30 @@ impl Controller {
     /// host (8080 in the lab: a fresh namespace has every port free); checked free first.
     fn server_addr(&self, ip: IpAddr, port: u16) -> anyhow::Result<SocketAddr> {
         let port = match (port, &self.net) {
-            (0, None) => self.rt.network.free_port()?,
+            (0, None) => return self.pick_free_addr(ip),
             (0, Some(_)) => 8080,
             (p, _) => p,
         };
         let addr = SocketAddr::new(ip, port);
         self.ensure_port_free(addr)?;
         Ok(addr)
+    }
+
+    /// With `port = 0` on the host: a port of our own pick that the servers' own bind finds
+    /// free. Another process may take a picked port before it is checked (other runs pick in
+    /// the same range): that pick is dropped for the next, never reported as the user's port
+    /// being in use (a CI run failed so, "target.port 27363 is already in use", with port 0).
+    fn pick_free_addr(&self, ip: IpAddr) -> anyhow::Result<SocketAddr> {
+        const TRIES: usize = 20;
+        for _ in 0..TRIES {
+            let addr = SocketAddr::new(ip, self.rt.network.free_port()?);
+            match self.rt.network.port_free(addr) {
+                Ok(()) => return Ok(addr),
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+                Err(e) => return Err(e).with_context(|| format!("checking that {addr} is free")),
+            }
+        }
+        bail!("no free TCP port on {ip} for the server after {TRIES} picks: set target.port to one that is free")
     }
 
     /// A server we start must find its port free: otherwise it fails to listen while the
@@ -366,7 +383,9 @@ pub(super) fn free_port() -> anyhow::Result<u16> {
     let start = rand::random::<u16>() as usize;
     for i in 0..below.len() {
         let port = below.start + ((start + i) % below.len()) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        // As the servers bind (SO_REUSEADDR, listening).
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if crate::sys::server_io::bind_listener(addr, 1).is_ok() {
             return Ok(port);
         }
     }
