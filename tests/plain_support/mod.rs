@@ -151,6 +151,15 @@ impl Plain {
     }
 }
 
+/// Its folder goes when the test ends, failed too: first this test's synlab must have ended
+/// (a failed tmux walk kills the terminal, and the TUI then still writes its run folder,
+/// which came back after the folder was removed and stayed in /tmp).
+impl Drop for Plain {
+    fn drop(&mut self) {
+        self.wait_none_left(15);
+    }
+}
+
 /// The one run folder under `out`.
 pub fn run_folder(out: &Path) -> PathBuf {
     std::fs::read_dir(out)
