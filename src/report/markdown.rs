@@ -1391,6 +1391,19 @@ fn thresholds_section(md: &mut String, r: &RunData) {
 mod tests {
     use super::*;
 
+    /// report.md's summary table: the first point's cell under the head that starts with
+    /// `head` ("absent" when no head does).
+    fn summary_cell(md: &str, head: &str) -> String {
+        let rows: Vec<Vec<&str>> = md
+            .lines()
+            .skip_while(|l| !l.starts_with("| # | mode |"))
+            .take(3)
+            .map(|l| l.split(" | ").collect())
+            .collect();
+        let i = rows[0].iter().position(|h| h.starts_with(head));
+        i.map_or_else(|| "absent".into(), |i| rows[2][i].to_string())
+    }
+
     /// issue 28: a TUI session's rows say their window and what each path ran under, so rows
     /// of path changes differ; a closed-loop row offers no rate.
     #[test]
@@ -1494,17 +1507,7 @@ mod tests {
             };
             report(&[run], &[], &[], &[], &machine, "now")
         };
-        // The summary table's cell under the head that starts with `head`.
-        let cell = |md: &str, head: &str| -> String {
-            let rows: Vec<Vec<&str>> = md
-                .lines()
-                .skip_while(|l| !l.starts_with("| # | mode |"))
-                .take(3)
-                .map(|l| l.split(" | ").collect())
-                .collect();
-            let i = rows[0].iter().position(|h| h.starts_with(head));
-            i.map_or_else(|| "absent".into(), |i| rows[2][i].to_string())
-        };
+        let cell = summary_cell;
         let md = report_of(true);
         // 1: the connection timeouts are the QUIC handshakes' (errors_by_kind / hold).
         assert_eq!(cell(&md, "timeouts/s (QUIC handshakes)"), "1641", "{md}");
@@ -1606,17 +1609,7 @@ mod tests {
             };
             report(&[run], &[], &[], &[], &machine, "now")
         };
-        // The summary table's cell under the head that starts with `head`.
-        let cell = |md: &str, head: &str| -> String {
-            let rows: Vec<Vec<&str>> = md
-                .lines()
-                .skip_while(|l| !l.starts_with("| # | mode |"))
-                .take(3)
-                .map(|l| l.split(" | ").collect())
-                .collect();
-            let i = rows[0].iter().position(|h| h.starts_with(head));
-            i.map_or_else(|| "absent".into(), |i| rows[2][i].to_string())
-        };
+        let cell = summary_cell;
         // The streams section's header row.
         let streams_head = |md: &str| -> String {
             md.lines()
