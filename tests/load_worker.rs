@@ -301,6 +301,33 @@ fn load_non_lab_target_is_refused_before_any_traffic() {
     );
 }
 
+/// The lab's range from a namespace with no lab in it (the host's): the route there leaves
+/// the machine (or there is none), so the worker refuses before any socket connects.
+#[test]
+fn load_lab_address_outside_a_lab_is_refused_before_any_traffic() {
+    let cfg = config("198.18.0.1:80".parse().unwrap(), Mode::Open);
+    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
+        .args([
+            "worker",
+            "--config-json",
+            &serde_json::to_string(&cfg).unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "a refused worker must not report stats"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to send load to 198.18.0.1:80") && err.contains("off this host")
+            || err.contains("no route to the target 198.18.0.1:80"),
+        "{err}"
+    );
+}
+
 #[test]
 fn load_stdin_eof_stops_the_worker() {
     let server = http_server(2, Duration::ZERO);

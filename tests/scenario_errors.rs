@@ -37,6 +37,7 @@ broken! {
     rate_bad_suffix => "rate_bad_suffix.toml",
     unknown_top => "unknown_top.toml",
     remote_address => "remote_address.toml",
+    lab_range_address => "lab_range_address.toml",
     address_with_builtin => "address_with_builtin.toml",
     rate_too_high => "rate_too_high.toml",
     command_without_port => "command_without_port.toml",

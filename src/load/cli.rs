@@ -14,6 +14,10 @@ pub fn worker_main(config_json: &str) -> anyhow::Result<()> {
     let cfg: WorkerConfig = serde_json::from_str(config_json)
         .context("worker config is not valid JSON for WorkerConfig")?;
     validate::check_target(cfg.target)?;
+    // Where this worker's namespace would route the target from, before any socket connects.
+    let source = crate::sys::route::source_for(cfg.target)
+        .with_context(|| format!("no route to the target {} here", cfg.target))?;
+    validate::check_route(cfg.target, source)?;
     validate::check_config(&cfg)?;
     let mut notices = Vec::new();
     let want = rates::fds_needed(&cfg);

@@ -11,12 +11,11 @@ pub struct RemoteTarget(pub SocketAddr);
 
 /// True for the addresses load may be sent to.
 pub fn is_lab_address(ip: IpAddr) -> bool {
-    let v4_ok =
-        |a: Ipv4Addr| a.is_loopback() || (a.octets()[0] == 198 && a.octets()[1] & 0xfe == 18);
-    match ip {
-        IpAddr::V4(a) => v4_ok(a),
-        IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(v4_ok),
-    }
+    let loopback = match ip {
+        IpAddr::V4(a) => a.is_loopback(),
+        IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|a| a.is_loopback()),
+    };
+    loopback || is_lab_range(ip)
 }
 
 /// Refuses a target outside the lab.
@@ -26,6 +25,36 @@ pub fn check_target(target: SocketAddr) -> Result<(), RemoteTarget> {
     } else {
         Err(RemoteTarget(target))
     }
+}
+
+/// The lab's own range (RFC 2544's 198.18.0.0/15): it exists only inside a run's namespaces.
+pub fn is_lab_range(ip: IpAddr) -> bool {
+    let v4 = |a: Ipv4Addr| a.octets()[0] == 198 && a.octets()[1] & 0xfe == 18;
+    match ip {
+        IpAddr::V4(a) => v4(a),
+        IpAddr::V6(a) => a.to_ipv4_mapped().is_some_and(v4),
+    }
+}
+
+/// A lab address this namespace would route off the host (no lab here: the host's default
+/// route takes 198.18.0.0/15 to whatever network the machine is on).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("refusing to send load to {target}: it is in the lab's 198.18.0.0/15, but no lab namespace holds it here (the kernel would send it from {from}, off this host); the lab's addresses exist only while a run with a [network] section has its lab up")]
+pub struct OffHost {
+    pub target: SocketAddr,
+    pub from: IpAddr,
+}
+
+/// Refuses a lab-range target the kernel would reach from outside the lab (its route's
+/// source address, `source`, neither loopback nor the lab's): it would leave the host.
+pub fn check_route(target: SocketAddr, source: IpAddr) -> Result<(), OffHost> {
+    if is_lab_range(target.ip()) && !is_lab_address(source) {
+        return Err(OffHost {
+            target,
+            from: source,
+        });
+    }
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -134,6 +163,19 @@ mod tests {
 
     fn ok(s: &str) -> bool {
         check_target(s.parse().unwrap()).is_ok()
+    }
+
+    #[test]
+    fn a_lab_address_routed_from_outside_the_lab_is_refused() {
+        let t = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // In a client namespace the route leaves from the path's own lab address.
+        assert!(check_route(t("198.18.0.1:80"), ip("198.18.1.1")).is_ok());
+        // On the host the default route takes it to the machine's network.
+        let e = check_route(t("198.18.0.1:8080"), ip("192.0.2.10")).unwrap_err();
+        assert!(e.to_string().contains("off this host"), "{e}");
+        // Loopback targets are not the lab's range: their route is the host's own.
+        assert!(check_route(t("127.0.0.1:80"), ip("127.0.0.1")).is_ok());
     }
 
     #[test]

@@ -306,6 +306,9 @@ fn check_target_kind(s: &Scenario, bad: &mut Problems) {
             Ok(a) if !crate::load::validate::is_lab_address(a.ip()) => {
                 bad.add("target.address", Written::NotHere(a))
             }
+            Ok(a) if crate::load::validate::is_lab_range(a.ip()) => {
+                bad.add("target.address", Written::LabRange(a))
+            }
             Ok(_) => {}
         },
         _ => {}

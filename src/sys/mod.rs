@@ -61,6 +61,7 @@ pub mod machine;
 pub mod pcap;
 pub mod procfs;
 pub mod quic_packets;
+pub mod route;
 pub mod sockdiag;
 pub mod udp_mmsg;
 pub mod udpdiag;

@@ -150,8 +150,10 @@ pub enum NotHere {
 pub enum Written {
     #[error("`{0}` is not an address:port, e.g. \"127.0.0.1:8080\"")]
     NotAddress(String),
-    #[error("`{0}` is not on this host: synlab loads only 127.0.0.0/8, ::1 and its lab's 198.18.0.0/15; run the server here, or let synlab start it with kind = \"command\"")]
+    #[error("`{0}` is not on this host: a server already running is loaded only on this host's loopback (127.0.0.0/8, ::1); run the server here, or let synlab start it with kind = \"command\"")]
     NotHere(std::net::SocketAddr),
+    #[error("`{0}` is in the lab's 198.18.0.0/15, which exists only inside a run's own namespaces, where a server already running cannot be (from this host's namespace the address leaves the machine): give the server's loopback address, e.g. \"127.0.0.1:{port}\", or let synlab start the server (kind = \"command\", \"nginx\", ...)", port = .0.port())]
+    LabRange(std::net::SocketAddr),
     #[error("`{0}` must start with /")]
     NoSlash(String),
     #[error("{path:?} holds {}, which would break the request line: write it percent-encoded (e.g. %20 for a space, %0D%0A for CR LF)", char_name(*.ch))]
