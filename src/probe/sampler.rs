@@ -615,8 +615,10 @@ impl Sampler {
         if !cfg.kernel_reasons.on() {
             notes.push(crate::model::kreasons::NotCounted::Off.to_string());
         }
+        // Root in synlab's own user namespace (rootless) cannot open machine-wide perf
+        // events nor mount tracefs: only the host's root counts the kernel's reasons.
+        let root = crate::sys::userns::host_root();
         loop {
-            let root = crate::sys::privilege::effective_root();
             if let Some(line) = reasons.follow(
                 cfg.kernel_reasons.on(),
                 || super::kreasons::ReasonCounters::start(root),

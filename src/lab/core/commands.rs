@@ -36,6 +36,8 @@ struct Pending {
 pub(super) struct Proposals {
     pending: Option<Pending>,
     queued: std::collections::VecDeque<(Command, Origin)>,
+    /// The last refusal run.log has: a key held at a limit is one line, not one per press.
+    last_refused: Option<String>,
 }
 
 impl LabCore {
@@ -55,11 +57,11 @@ impl LabCore {
         let resumes = matches!(cmd, Command::Pause(false))
             || (cmd == Command::TogglePause && self.state.knobs.paused);
         if let Some(d) = self.child_died().filter(|_| resumes) {
-            return self.settle(origin, Err(Refusal::RunStopped(d.to_string())), fx);
+            return self.settle(origin, Err(Refusal::RunStopped(d.to_string())), now_s, fx);
         }
         let mut next = self.state.knobs.clone();
         match apply_knobs(&mut next, cmd) {
-            Err(why) => self.settle(origin, Err(why), fx),
+            Err(why) => self.settle(origin, Err(why), now_s, fx),
             Ok((KnobEffect::Paths(idx), change)) => {
                 let profiles = idx.iter().map(|&i| next.paths[i].clone()).collect();
                 self.proposals.pending = Some(Pending {
@@ -93,7 +95,7 @@ impl LabCore {
             }
             Err(PathFailure { path, why }) => {
                 let why = why.to_string();
-                self.settle(p.origin, Err(Refusal::NotApplied { path, why }), fx)
+                self.settle(p.origin, Err(Refusal::NotApplied { path, why }), now_s, fx)
             }
         }
         while self.proposals.pending.is_none() {
@@ -138,13 +140,32 @@ impl LabCore {
             self.push_load_knobs(fx);
         }
         fx.push(Effect::Log(format!("[{now_s:.1}s] {change}")));
-        self.settle(origin, Ok(change), fx);
+        self.settle(origin, Ok(change), now_s, fx);
     }
 
     /// Records a command's outcome and sends it where its origin says.
-    fn settle(&mut self, origin: Origin, outcome: Result<Change, Refusal>, fx: &mut Vec<Effect>) {
+    fn settle(
+        &mut self,
+        origin: Origin,
+        outcome: Result<Change, Refusal>,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
         let reply = Reply::from(outcome);
         self.state.record(&reply);
+        match &reply {
+            // A key pressed at a floor changed nothing and says so on screen only.
+            Reply::Refused(Refusal::Unchanged(_)) => {}
+            Reply::Refused(why) if origin == Origin::Command => {
+                let line = why.to_string();
+                if self.proposals.last_refused.as_ref() != Some(&line) {
+                    fx.push(Effect::Log(format!("[{now_s:.1}s] refused: {line}")));
+                    self.proposals.last_refused = Some(line);
+                }
+            }
+            Reply::Refused(_) => {}
+            Reply::Applied(_) => self.proposals.last_refused = None,
+        }
         match (origin, reply) {
             (Origin::Command, r) => fx.push(Effect::Reply(r)),
             (Origin::Step(i), Reply::Refused(why)) => {

@@ -28,6 +28,10 @@ pub const LOG_GRACE_S: f64 = 0.5;
 /// the edge of a condition).
 pub const CLEAR_AFTER_S: f64 = 2.0;
 
+/// A warning that holds is said again in run.log with its figures of the time, at most this
+/// often (its first and last lines alone would hide how it grew).
+pub const RESAY_AFTER_S: f64 = 10.0;
+
 /// The workers' reports of the last `JUDGE_S` seconds, stamped with when they came.
 #[derive(Default)]
 pub(super) struct Recent {
@@ -293,12 +297,21 @@ impl LabCore {
             .position(|o| std::mem::discriminant(o) == kind);
         match (w, at) {
             (Some(w), Some(i)) => {
+                let said = self.warn_logged_at.iter().find(|(k, _)| *k == kind);
+                let due = said.is_none_or(|(_, t)| now_s - t >= RESAY_AFTER_S);
+                if due && w.to_string() != self.state.warnings[i].to_string() {
+                    fx.push(Effect::Log(format!("[{now_s:.1}s] warning still: {w}")));
+                    self.warn_logged_at.retain(|(k, _)| *k != kind);
+                    self.warn_logged_at.push((kind, now_s));
+                }
                 self.state.warnings[i] = w;
                 self.warned_at.retain(|(k, _)| *k != kind);
                 self.warned_at.push((kind, now_s));
             }
             (Some(w), None) => {
                 fx.push(Effect::Log(format!("[{now_s:.1}s] warning: {w}")));
+                self.warn_logged_at.retain(|(k, _)| *k != kind);
+                self.warn_logged_at.push((kind, now_s));
                 self.state
                     .store
                     .event(now_s, EventKind::Warning, format!("warning: {w}"));
@@ -371,6 +384,47 @@ mod tests {
             })
             .collect();
         (c.state().warnings.clone(), logs)
+    }
+
+    /// A warning that holds is said again with its new figures, at most every
+    /// `RESAY_AFTER_S`, and not when its text stands still.
+    #[test]
+    fn a_held_warning_is_said_again_with_its_figures_every_ten_seconds() {
+        let mut c = core();
+        let w = |n: u64| {
+            Warning::AccessLog(LogIssue::Internal {
+                internal: n,
+                lines: n,
+            })
+        };
+        let kind = std::mem::discriminant(&w(0));
+        let mut lines = Vec::new();
+        for (t, n) in [
+            (1.0, 10),
+            (5.0, 20),
+            (11.0, 30),
+            (12.0, 40),
+            (21.0, 40),
+            (22.0, 50),
+        ] {
+            let mut fx = Vec::new();
+            c.hold_warning_of(kind, Some(w(n)), t, &mut fx);
+            lines.extend(fx.into_iter().filter_map(|e| match e {
+                super::Effect::Log(l) => Some(l),
+                _ => None,
+            }));
+        }
+        let said: Vec<&str> = lines.iter().map(|l| &l[..l.find(':').unwrap()]).collect();
+        assert_eq!(
+            said,
+            [
+                "[1.0s] warning",
+                "[11.0s] warning still",
+                "[22.0s] warning still"
+            ],
+            "{lines:?}"
+        );
+        assert!(lines[1].contains("30 of 30"), "{lines:?}");
     }
 
     #[test]

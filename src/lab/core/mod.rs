@@ -239,6 +239,8 @@ pub struct LabCore {
     recent: live::Recent,
     /// When each live warning's condition last held.
     warned_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
+    /// When run.log last said each live warning (raised, or its figures since).
+    warn_logged_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
     /// A TUI session: every change of the load or a path closes a stretch of settings.
     interactive: bool,
     /// The short stretches not yet said in run.log.
@@ -299,6 +301,7 @@ impl LabCore {
             capacity_q: crate::model::capacity::CapacityTarget::default().quantile(),
             recent: Default::default(),
             warned_at: Vec::new(),
+            warn_logged_at: Vec::new(),
             interactive: false,
             unsummarised: Default::default(),
         }

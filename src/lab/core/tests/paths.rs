@@ -32,8 +32,12 @@ fn a_path_change_the_lab_fails_is_refused_and_changes_no_knob() {
         why: "sending the change to the delay router (has it exited?)".into(),
     };
     assert!(
-        matches!(fx.as_slice(), [Effect::Reply(Reply::Refused(r))] if *r == refusal),
+        matches!(fx.as_slice(), [Effect::Log(_), Effect::Reply(Reply::Refused(r))] if *r == refusal),
         "{fx:?}"
+    );
+    assert_eq!(
+        logs(&fx),
+        ["[1.0s] refused: path far unchanged: sending the change to the delay router (has it exited?)"]
     );
     assert_eq!(c.state.knobs, before, "every knob keeps its value");
     assert_eq!(c.state.last_action, Some(Reply::Refused(refusal)));
@@ -86,4 +90,34 @@ fn a_steps_second_path_change_waits_for_the_first() {
     );
     assert_eq!(c.state.knobs.paths[0].rtt, Dur::from_secs(0.05));
     assert_eq!(c.state.knobs.paths[0].loss.0, 0.0);
+}
+
+/// A refused command is in run.log once: a key held against the same refusal adds no line
+/// until something is applied; a press at a floor (nothing to change) adds none.
+#[test]
+fn a_refusal_is_logged_once_until_something_changes() {
+    let mut c = core(1, Vec::new());
+    let press = || {
+        Command::StepPath(
+            crate::model::knob::PathKnob::Rtt,
+            crate::model::knob::PathStep::Scale(2.0),
+        )
+    };
+    let mut lines = Vec::new();
+    for t in [1.0, 1.1, 1.2] {
+        let fx = at(&mut c, t, Input::Command(press()));
+        assert!(
+            matches!(
+                fx.last(),
+                Some(Effect::Reply(Reply::Refused(Refusal::Loopback)))
+            ),
+            "{fx:?}"
+        );
+        lines.extend(logs(&fx).into_iter().map(String::from));
+    }
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("refused: no network paths"), "{lines:?}");
+    at(&mut c, 2.0, Input::Command(Command::TogglePause));
+    let fx = at(&mut c, 2.1, Input::Command(press()));
+    assert_eq!(logs(&fx).len(), 1, "said again after a change: {fx:?}");
 }

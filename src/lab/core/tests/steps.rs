@@ -141,7 +141,7 @@ fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
     assert_eq!(row.expect("the stretch closed").offered_rate, 1000.0);
     assert!(matches!(fx.last(), Some(Effect::Reply(Reply::Applied(_)))));
     assert_eq!(c.window_start(), Some(4.0), "the next stretch opened");
-    // Refused: knobs unchanged, no effect but the reply.
+    // Refused: knobs unchanged, no effect but the reply and its line in run.log.
     let fx = at(
         &mut c,
         4.5,
@@ -150,7 +150,10 @@ fn a_command_replies_and_a_tui_stretch_closes_under_its_own_settings() {
     assert!(
         matches!(
             fx.as_slice(),
-            [Effect::Reply(Reply::Refused(Refusal::Load(_)))]
+            [
+                Effect::Log(_),
+                Effect::Reply(Reply::Refused(Refusal::Load(_)))
+            ]
         ),
         "{fx:?}"
     );

@@ -75,7 +75,10 @@ fn stretches_end_at_the_deadline_and_free_play_goes_on_after_it() {
     assert!(
         matches!(
             fx.as_slice(),
-            [Effect::Reply(Reply::Refused(Refusal::RunStopped(_)))]
+            [
+                Effect::Log(_),
+                Effect::Reply(Reply::Refused(Refusal::RunStopped(_)))
+            ]
         ),
         "{fx:?}"
     );
