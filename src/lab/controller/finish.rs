@@ -12,6 +12,10 @@ impl Controller {
             .recorder
             .snapshot(t, screen, &self.core.state().store)?;
         self.mark("snapshot");
+        self.log(&format!(
+            "[{t:.1}s] snapshot written: {}",
+            written.display()
+        ));
         Ok(written)
     }
 

@@ -272,3 +272,20 @@ fn a_live_path_change_reaches_the_lab_and_the_knobs() {
     );
     assert_eq!(c.state().knobs.paths[0].rtt.to_string(), "40ms");
 }
+
+#[test]
+fn a_snapshot_says_where_it_went_in_run_log() {
+    let m = Machine::new();
+    let dir = tempfile::tempdir().unwrap();
+    let o = RunOptions {
+        out_parent: Some(dir.path().to_path_buf()),
+        ..opts()
+    };
+    let mut c = Controller::start_on(scenario(1, false), o, m.runtime()).unwrap();
+    let written = c.write_snapshot("screen").unwrap();
+    let run = c.recorder.dir().unwrap().to_path_buf();
+    c.shutdown().unwrap();
+    let log = std::fs::read_to_string(run.join("run.log")).unwrap();
+    let line = format!("snapshot written: {}", written.display());
+    assert!(log.contains(&line), "{log}");
+}
