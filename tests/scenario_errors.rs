@@ -38,6 +38,8 @@ broken! {
     unknown_top => "unknown_top.toml",
     remote_address => "remote_address.toml",
     lab_range_address => "lab_range_address.toml",
+    hold_under_a_sample => "hold_under_a_sample.toml",
+    three_typos => "three_typos.toml",
     address_with_builtin => "address_with_builtin.toml",
     rate_too_high => "rate_too_high.toml",
     command_without_port => "command_without_port.toml",

@@ -231,7 +231,10 @@ pub enum GateError {
 /// when no name is near enough to be the likely intent (never the whole list of ~90).
 pub fn closest(name: &str, n: usize) -> Vec<String> {
     let mut names = metric_names();
-    names.sort_by_key(|c| (strsim::damerau_levenshtein(name, c), c.clone()));
+    // A part of a column's name (`p99_ms` of `total_p99_ms`) names it better than a short
+    // column a few edits away (`end_s`).
+    let part = |c: &str| name.len() >= 3 && c.contains(name);
+    names.sort_by_key(|c| (!part(c), strsim::damerau_levenshtein(name, c), c.clone()));
     names
         .into_iter()
         .take(n)
@@ -315,6 +318,13 @@ fn parse_abs(s: &str, metric: SummaryCol) -> Result<f64, GateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_of_a_columns_name_suggests_the_columns_that_hold_it() {
+        let near = closest("p99_ms", 3);
+        assert!(near.contains(&"`total_p99_ms`".to_string()), "{near:?}");
+        assert!(!near.contains(&"`end_s`".to_string()), "{near:?}");
+    }
 
     #[test]
     fn bounds_take_the_metrics_unit_or_another_metric() {

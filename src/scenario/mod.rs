@@ -97,23 +97,7 @@ fn parse_in(
     src: &str,
     dir: Option<&Path>,
 ) -> Result<(Scenario, Vec<Diagnostic>), ScenarioError> {
-    let de = toml::Deserializer::new(src);
-    let mut s: Scenario = match serde_path_to_error::deserialize(de) {
-        Ok(s) => s,
-        Err(e) => {
-            let key = display_path(e.path());
-            let inner = e.into_inner();
-            // The root path (syntax errors: serde never got that far) names no key.
-            let key = if key == "." { String::new() } else { key };
-            return Err(ScenarioError(vec![Diagnostic::new(
-                file,
-                src,
-                inner.span(),
-                &key,
-                inner.message(),
-            )]));
-        }
-    };
+    let mut s: Scenario = deserialize(file, src)?;
     if s.name.is_empty() {
         // The file's stem: the name becomes part of the run folder's name.
         let label = file.trim_end_matches(" (embedded)");
@@ -155,6 +139,65 @@ fn parse_in(
         return Ok((s, at_lines(warnings)));
     }
     Err(ScenarioError(at_lines(problems)))
+}
+
+/// The file read into a Scenario; else every unknown key at its line (serde stops at the
+/// first: each is blanked out, lines kept, and the rest read again), or the one other error.
+fn deserialize(file: &str, src: &str) -> Result<Scenario, ScenarioError> {
+    let mut text = src.to_string();
+    let mut unknown = Vec::new();
+    loop {
+        let de = toml::Deserializer::new(&text);
+        let e = match serde_path_to_error::deserialize(de) {
+            Ok(s) if unknown.is_empty() => return Ok(s),
+            Ok(_) => return Err(ScenarioError(unknown)),
+            Err(e) => e,
+        };
+        let key = display_path(e.path());
+        let inner = e.into_inner();
+        // The root path (syntax errors: serde never got that far) names no key.
+        let key = if key == "." { String::new() } else { key };
+        let d = Diagnostic::new(file, src, inner.span(), &key, inner.message());
+        let blank = inner
+            .message()
+            .starts_with("unknown field")
+            .then(|| blank_key(&text, &key, inner.span()?))
+            .flatten();
+        match blank {
+            // Another key's error after unknown ones may stem from their blanking: those
+            // are said alone.
+            Some(next) if unknown.len() < 20 => {
+                unknown.push(d);
+                text = next;
+            }
+            _ if unknown.is_empty() => return Err(ScenarioError(vec![d])),
+            _ => {
+                if inner.message().starts_with("unknown field") {
+                    unknown.push(d);
+                }
+                return Err(ScenarioError(unknown));
+            }
+        }
+    }
+}
+
+/// `text` with the key at `key_span` and its value (found by `key`'s path) replaced by
+/// spaces, newlines kept so every later line stays where it was; None when the value is
+/// not found after the key or what is left does not parse.
+fn blank_key(text: &str, key: &str, key_span: std::ops::Range<usize>) -> Option<String> {
+    let doc = toml_edit::ImDocument::parse(text.to_string()).ok()?;
+    let value = span_of(&doc, key)?;
+    if value.end <= key_span.start || value.start < key_span.start {
+        return None;
+    }
+    let mut out = text.as_bytes().to_vec();
+    for b in &mut out[key_span.start..value.end] {
+        if *b != b'\n' {
+            *b = b' ';
+        }
+    }
+    let out = String::from_utf8(out).ok()?;
+    out.parse::<toml::Table>().is_ok().then_some(out)
 }
 
 /// The keys written in the file's table `name` (none if it has none).

@@ -178,6 +178,19 @@ fn check_analysis(s: &Scenario, bad: &mut Problems) {
     }
 }
 
+/// A measuring time under one sample of the probes: its window would hold no sample, and
+/// every point would fail as measuring nothing.
+fn shorter_than_a_sample(
+    d: crate::model::units::Dur,
+    sample: crate::model::units::Dur,
+) -> ProblemKind {
+    ProblemKind::limit(
+        Limit::AtLeast(sample.to_string()),
+        Got::of(d),
+        ": one sample of the probes (probe.interval); anything shorter measures nothing",
+    )
+}
+
 /// The run's length: positive and bounded.
 fn check_duration(s: &Scenario, bad: &mut Problems) {
     if s.duration.secs() <= 0.0 {
@@ -185,6 +198,10 @@ fn check_duration(s: &Scenario, bad: &mut Problems) {
             "duration",
             ProblemKind::limit(Limit::Positive, Got::default(), ", e.g. \"60s\""),
         );
+    }
+    let sample = s.probe.interval;
+    if s.duration.secs() > 0.0 && s.duration.secs() < sample.secs() {
+        bad.add("duration", shorter_than_a_sample(s.duration, sample));
     }
     if s.duration.secs() > 24.0 * 3600.0 {
         bad.add(
@@ -802,6 +819,11 @@ fn check_sweep(s: &Scenario, bad: &mut Problems) {
         }
         if sw.hold.secs() <= 0.0 {
             bad.add("sweep.hold", positive());
+        } else if sw.hold.secs() < s.probe.interval.secs() {
+            bad.add(
+                "sweep.hold",
+                shorter_than_a_sample(sw.hold, s.probe.interval),
+            );
         }
         check_sweep_server(s, sw, bad);
         if let Some(c) = &sw.curves {
