@@ -107,6 +107,8 @@ pub enum ClientEvent {
     Closed {
         conn: ConnId,
         error: Option<ConnError>,
+        /// The reason text of the close frame, when the closing side wrote one.
+        why: Option<String>,
     },
 }
 
@@ -649,8 +651,12 @@ impl QuicClient {
                         }
                     }
                     c.reported_lost = true;
-                    self.events
-                        .push_back(ClientEvent::Closed { conn: h, error });
+                    let why = Some(close_text(&reason)).filter(|w| !w.is_empty() && !counted);
+                    self.events.push_back(ClientEvent::Closed {
+                        conn: h,
+                        error,
+                        why,
+                    });
                 }
                 Event::Stream(StreamEvent::Readable { id }) => {
                     read_stream(c, h, id, now, &mut self.stats, &mut self.events);
@@ -682,8 +688,11 @@ impl QuicClient {
             if !c.reported_lost {
                 // Only the client's own closes drain unreported: counted when it closed.
                 let error = c.closed_by_us.flatten();
-                self.events
-                    .push_back(ClientEvent::Closed { conn: h, error });
+                self.events.push_back(ClientEvent::Closed {
+                    conn: h,
+                    error,
+                    why: None,
+                });
             }
             add_conn_stats(&mut self.gone, &c.quic.stats());
             self.dirty.remove(&h);
@@ -977,6 +986,17 @@ fn read_stream(
     }
 }
 
+/// The reason phrase a close carried (quinn-proto raises one error code for several causes:
+/// the phrase tells them apart in run.log).
+fn close_text(reason: &ConnectionError) -> String {
+    match reason {
+        ConnectionError::ConnectionClosed(c) => String::from_utf8_lossy(&c.reason).into_owned(),
+        ConnectionError::ApplicationClosed(c) => String::from_utf8_lossy(&c.reason).into_owned(),
+        ConnectionError::TransportError(e) => e.reason.clone(),
+        _ => String::new(),
+    }
+}
+
 fn classify(reason: &ConnectionError, established: bool) -> ConnError {
     match reason {
         ConnectionError::TimedOut if established => ConnError::IdleTimeout,
@@ -1093,6 +1113,19 @@ pub fn run_closed(
 #[cfg(test)]
 mod tests {
     use super::initials_in;
+
+    /// quinn-proto closes with CONNECTION_ID_LIMIT_ERROR for two causes; its phrase says which.
+    #[test]
+    fn a_close_keeps_the_reason_phrase_the_peer_wrote() {
+        use quinn_proto::{ConnectionClose, ConnectionError, TransportErrorCode};
+        let closed = ConnectionError::ConnectionClosed(ConnectionClose {
+            error_code: TransportErrorCode::CONNECTION_ID_LIMIT_ERROR,
+            frame_type: None,
+            reason: bytes::Bytes::from_static(b"queued too many retired CIDs"),
+        });
+        assert_eq!(super::close_text(&closed), "queued too many retired CIDs");
+        assert_eq!(super::close_text(&ConnectionError::TimedOut), "");
+    }
 
     /// A v1 Initial's first bytes (long header, fixed bit, type 0) and a 1-RTT packet's.
     const INITIAL: [u8; 5] = [0xc3, 0, 0, 0, 1];

@@ -453,10 +453,10 @@ impl Engine {
                 events.push(HttpEvent::Reset(ReqToken(token as u32), 0));
                 self.mux_events(idx, &mut events, now);
             }
-            ClientEvent::Closed { error, .. } => {
+            ClientEvent::Closed { error, why, .. } => {
                 // Gone from the client: the layer's close finds nothing left to close.
                 ep.borrow_mut().owners.remove(&conn);
-                self.quic_closed(ep, idx, error, now);
+                self.quic_closed(ep, idx, (error, why), now);
             }
         }
         events.clear();
@@ -464,14 +464,24 @@ impl Engine {
     }
 
     /// The connection ended on the server's word, the stack's timer or its own close.
-    fn quic_closed(&mut self, ep: &SharedEndpoint, idx: usize, error: Option<ConnError>, now: u64) {
+    fn quic_closed(
+        &mut self,
+        ep: &SharedEndpoint,
+        idx: usize,
+        (error, why): (Option<ConnError>, Option<String>),
+        now: u64,
+    ) {
         if let Some(e) = error {
             let mut ep = ep.borrow_mut();
             if !ep.told.contains(&e) && e != ConnError::HandshakeTimeout {
                 ep.told.push(e);
-                self.report.notices.push(WorkerNotice::QuicConnEnd {
-                    error: e.to_string(),
-                });
+                let error = match why {
+                    Some(w) => format!("{e} ({w:?})"),
+                    None => e.to_string(),
+                };
+                self.report
+                    .notices
+                    .push(WorkerNotice::QuicConnEnd { error });
             }
         }
         if self.slab[idx].phase != Phase::Connecting {
