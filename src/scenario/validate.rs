@@ -996,6 +996,18 @@ pub fn warnings(s: &Scenario, written_top: &[String]) -> Vec<Problem> {
     {
         w.push(Problem::new("load.rate", Unused::ClosedRate));
     }
+    // Over HTTP/2 and /3 a connection of its own per attempt (open without a pool, sclient)
+    // closes after requests_per_conn requests: more streams than that are never used.
+    let multiplexed = matches!(s.load.http, HttpVersion::Http2 | HttpVersion::Http3);
+    let rpc = s.load.requests_per_conn;
+    if let Some(streams) = s.load.streams.filter(|&m| multiplexed && m > rpc.max(1)) {
+        if s.load.connections.is_none() && modes.iter().all(|m| *m != Mode::Closed) {
+            w.push(Problem::new(
+                "load.streams",
+                Unused::StreamsUnreached { streams, rpc },
+            ));
+        }
+    }
     if let Some(sw) = &s.sweep {
         if written_top.iter().any(|k| k == "duration") {
             w.push(Problem::new(
@@ -1179,6 +1191,25 @@ pub fn gate_problems(s: &Scenario) -> Vec<Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More HTTP/2 or /3 streams than a connection of its own per attempt ever carries.
+    #[test]
+    fn streams_no_connection_reaches_are_warned_of() {
+        let mut s = crate::scenario::default_scenario();
+        s.load.http = HttpVersion::Http2;
+        s.load.mode = Mode::Open;
+        s.load.streams = Some(4);
+        let said = |s: &Scenario| warnings(s, &[]).iter().any(|p| p.key == "load.streams");
+        assert!(said(&s));
+        s.load.connections = Some(8);
+        assert!(!said(&s), "a pool's connections carry many requests");
+        s.load.connections = None;
+        s.load.mode = Mode::Closed;
+        assert!(!said(&s), "closed clients use every stream");
+        s.load.mode = Mode::Open;
+        s.load.requests_per_conn = 4;
+        assert!(!said(&s));
+    }
 
     #[test]
     fn problems_are_typed_and_read_as_before() {

@@ -233,6 +233,8 @@ pub enum Unused {
         paths: usize,
         own: String,
     },
+    #[error("{streams} streams per connection, but each connection of this mode carries only requests_per_conn = {rpc} request(s) and closes: at most {rpc} stream(s) are ever open at once; set load.connections (a pool of connections that each carry many requests), mode = \"closed\", or requests_per_conn >= {streams}")]
+    StreamsUnreached { streams: u32, rpc: u32 },
 }
 
 /// A character as a message names it: "a line feed (LF)", "a space".
