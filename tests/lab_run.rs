@@ -210,6 +210,7 @@ fn ctrl_c_stops_cleanly_and_leaves_valid_files() {
         .args(["run", sc.to_str().unwrap(), "--no-progress", "--out"])
         .arg(tmp.path())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let kids = wait_for_children(ctrl.id(), 3);
@@ -218,6 +219,11 @@ fn ctrl_c_stops_cleanly_and_leaves_valid_files() {
     unsafe { libc::kill(ctrl.id() as i32, libc::SIGINT) };
     let out = ctrl.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("synlab: interrupted: finishing the requests in flight (at most"),
+        "the drain is said: {err}"
+    );
     let dir = std::fs::read_dir(tmp.path())
         .unwrap()
         .flatten()

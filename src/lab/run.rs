@@ -188,6 +188,13 @@ pub fn run_gated_with(
         verdicts.extend(gate.judge_capacity(ctrl.recorder.capacity_found()));
         ctrl.recorder.write_summary(&verdicts)?;
     }
+    if interrupted && ctrl.worker_count() > 0 {
+        // The drain can take seconds (requests waiting out a lossy path): said, not silent.
+        eprintln!(
+            "synlab: interrupted: finishing the requests in flight (at most {:.0} s), then stopping everything",
+            ctrl.drain_bound_s().ceil()
+        );
+    }
     // Everything is stopped whatever the outcome; a file it could not write fails the run
     // after its table, verdicts and report are out.
     let last_files = ctrl.shutdown().err().map(|e| format!("{e:#}"));

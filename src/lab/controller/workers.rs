@@ -202,14 +202,19 @@ impl Controller {
     /// The end of the run: the workers start nothing new and finish what is in flight, bounded
     /// by the timeouts, so the run's totals hold every attempt's outcome (what is still open
     /// at the bound is counted in `in_flight_at_end`).
+    /// How long the drain at the end may take: T + the response timeout, bounded.
+    pub fn drain_bound_s(&self) -> f64 {
+        let bound = self.core.state().knobs.timeout.as_secs_f64()
+            + self.scenario.load.response_timeout.secs();
+        bound.min(MAX_DRAIN_S) + 0.2
+    }
+
     pub(super) fn drain_workers(&mut self) {
         if self.workers.is_empty() {
             return;
         }
         self.send_all(&Control::Drain);
-        let bound = self.core.state().knobs.timeout.as_secs_f64()
-            + self.scenario.load.response_timeout.secs();
-        let deadline = self.rt.clock.now() + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
+        let deadline = self.rt.clock.now() + Duration::from_secs_f64(self.drain_bound_s());
         while self.rt.clock.now() < deadline {
             self.pump_messages();
             if self.workers.iter_mut().all(|w| w.ended().is_some()) {
