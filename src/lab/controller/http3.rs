@@ -4,7 +4,7 @@
 
 use super::Controller;
 use crate::quic::{run_closed, ClientOptions};
-use crate::scenario::HttpVersion;
+use crate::scenario::{HttpVersion, TargetKind};
 use anyhow::bail;
 use std::time::{Duration, Instant};
 
@@ -14,15 +14,29 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 impl Controller {
     /// Over HTTP/3: one QUIC handshake (ALPN h3) with the target (from the first client
     /// namespace, as the load would), said in run.log; a target that does not answer is
-    /// refused with what happened. Nothing over TCP.
+    /// refused with what happened (a real server that exited meanwhile, with its own start-up
+    /// errors). Nothing over TCP.
     pub(super) fn check_http3(&mut self) -> anyhow::Result<()> {
         if self.scenario.load.http != HttpVersion::Http3 {
             return Ok(());
         }
+        self.quic_handshake_check()
+            .map_err(|e| self.exited_at_start(e))
+    }
+
+    fn quic_handshake_check(&mut self) -> anyhow::Result<()> {
         let addr = self.target_addr;
         let Some(tls) = self.client_tls()? else {
             bail!("load.http = \"3\": HTTP/3 is always over TLS: set tls = true in [target]");
         };
+        let target = self.scenario.target.kind.name();
+        // The QUIC clients verify the server's certificate always (`load.tls.verify` is TLS
+        // over TCP's): a target whose certificate the lab did not make needs its CA.
+        if tls.ca_pem.trim().is_empty() {
+            bail!(
+                "load.http = \"3\": the QUIC clients always verify the target's certificate ({target} at {addr}) and have no CA to verify it against: set load.tls.ca to the file of the CA that signed it"
+            );
+        }
         let name = if tls.sni.is_empty() {
             addr.ip().to_string()
         } else {
@@ -37,7 +51,6 @@ impl Controller {
                 .map_err(|e| anyhow::anyhow!("entering the client namespace: {e:#}"))?,
             None => check(),
         };
-        let target = self.scenario.target.kind.name();
         let run = match r {
             Ok(run) => run,
             Err(e) => bail!(
@@ -50,8 +63,15 @@ impl Controller {
                 Some(e) => e.to_string(),
                 None => "no answer".to_string(),
             };
+            let how = match self.scenario.target.kind {
+                TargetKind::Builtin | TargetKind::Caddy => {
+                    "serve HTTP/3 there (built-in: http3 = true; Caddy: tls = true)"
+                }
+                // A server synlab does not configure: whether it serves HTTP/3 is its own.
+                _ => "the server there must serve HTTP/3 (QUIC) on that UDP port itself",
+            };
             bail!(
-                "load.http = \"3\": the target ({target} at {addr}) does not answer QUIC on UDP port {} ({why} within {:?}): serve HTTP/3 there (built-in: http3 = true; Caddy: tls = true)",
+                "load.http = \"3\": the target ({target} at {addr}) does not answer QUIC on UDP port {} ({why} within {:?}): {how}",
                 addr.port(),
                 CHECK_TIMEOUT
             );

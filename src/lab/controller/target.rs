@@ -136,7 +136,9 @@ impl Controller {
             bail!("{e:#}\n{}", real.start_failure());
         }
         up?;
-        self.check_target_tls()?;
+        if let Err(e) = self.check_target_tls() {
+            return Err(self.exited_at_start(e));
+        }
         if let (Some(real), Some(pid)) = (&self.real, self.server_pid) {
             self.server_pid = Some(real.main_pid(pid));
         }
@@ -254,6 +256,17 @@ impl Controller {
         Ok(addr)
     }
 
+    /// The server we start listens on UDP at its port too: HTTP/3 (QUIC) beside TCP (Caddy
+    /// over TLS serves h3 always; the built-in server with `http3 = true`).
+    fn serves_udp(&self) -> bool {
+        let t = &self.scenario.target;
+        match t.kind {
+            TargetKind::Builtin => t.tls && t.http3,
+            TargetKind::Caddy => t.tls,
+            _ => false,
+        }
+    }
+
     /// With `port = 0` on the host: a port of our own pick that the servers' own bind finds
     /// free. Another process may take a picked port before it is checked (other runs pick in
     /// the same range): that pick is dropped for the next, never reported as the user's port
@@ -262,7 +275,14 @@ impl Controller {
         const TRIES: usize = 20;
         for _ in 0..TRIES {
             let addr = SocketAddr::new(ip, self.rt.network.free_port()?);
-            match self.rt.network.port_free(addr) {
+            let udp = || {
+                if self.serves_udp() {
+                    udp_port_free(addr)
+                } else {
+                    Ok(())
+                }
+            };
+            match self.rt.network.port_free(addr).and_then(|()| udp()) {
                 Ok(()) => return Ok(addr),
                 Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
                 Err(e) => return Err(e).with_context(|| format!("checking that {addr} is free")),
@@ -273,14 +293,16 @@ impl Controller {
 
     /// A server we start must find its port free: otherwise it fails to listen while the
     /// start-up check connects to whatever holds the port, and the load would measure that.
-    /// Only on the host: a fresh server namespace has every port free.
+    /// Over UDP too when it serves HTTP/3 there (Caddy, taking its TCP port first, fails on
+    /// the UDP one after the start-up connect succeeded). Only on the host: a fresh server
+    /// namespace has every port free.
     fn ensure_port_free(&self, addr: SocketAddr) -> anyhow::Result<()> {
         if self.net.is_some() {
             return Ok(());
         }
         // As the servers bind: SO_REUSEADDR, so TIME_WAIT from an earlier run does not count.
         match self.rt.network.port_free(addr) {
-            Ok(()) => Ok(()),
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
                 "target.port {} is already in use on {} (see `ss -ltnp 'sport = :{}'`); \
                  stop what listens there, or set `port = 0` to let synlab pick a free one",
@@ -288,8 +310,52 @@ impl Controller {
                 addr.ip(),
                 addr.port()
             ),
-            Err(e) => Err(e).with_context(|| format!("checking that {addr} is free")),
+            Err(e) => return Err(e).with_context(|| format!("checking that {addr} is free")),
         }
+        if !self.serves_udp() {
+            return Ok(());
+        }
+        match udp_port_free(addr) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
+                "target.port {} is already in use on {} for UDP, where {} serves HTTP/3 (QUIC) \
+                 beside TCP (see `ss -lunp 'sport = :{}'`); stop what holds it, or set \
+                 `port = 0` to let synlab pick a free one",
+                addr.port(),
+                addr.ip(),
+                match self.scenario.target.kind {
+                    TargetKind::Builtin => "the built-in server",
+                    _ => "Caddy",
+                },
+                addr.port()
+            ),
+            Err(e) => Err(e).with_context(|| format!("checking that UDP {addr} is free")),
+        }
+    }
+
+    /// A start-up check failed against a real server we started (nginx, Apache, Caddy): if the
+    /// server exits meanwhile, its own start-up errors are the reason, not the check's. Caddy
+    /// listens on TCP before it fails to listen on UDP (`bind: address already in use`), so
+    /// the start-up connect succeeds and the TLS or QUIC check then meets a server going away
+    /// ("Connection reset by peer"). `e` as it is otherwise (the server runs on).
+    pub(super) fn exited_at_start(&mut self, e: anyhow::Error) -> anyhow::Error {
+        let (Some(server), Some(real)) = (self.server.as_mut(), self.real.as_mut()) else {
+            return e;
+        };
+        let deadline = self.rt.clock.now() + EXIT_GRACE;
+        let how = loop {
+            if let Some(how) = server.ended() {
+                break how;
+            }
+            if self.rt.clock.now() > deadline {
+                return e;
+            }
+            self.rt.clock.sleep(Duration::from_millis(20));
+        };
+        anyhow::anyhow!(
+            "the target server exited during start-up ({how}); see its messages below\n{}",
+            real.start_failure()
+        )
     }
 
     /// Where a target command's output goes: `target.log` in the run folder (None without
@@ -374,6 +440,15 @@ impl Controller {
     }
 }
 
+/// How long a real server whose start-up check failed has to exit, if it is exiting.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Whether a server could bind UDP `addr` (as Caddy's and the built-in server's QUIC listeners
+/// do: no SO_REUSEADDR, so any socket bound there counts).
+fn udp_port_free(addr: SocketAddr) -> std::io::Result<()> {
+    std::net::UdpSocket::bind(addr).map(drop)
+}
+
 /// A free port for a server we start, below the kernel's ephemeral range: a port the kernel
 /// handed out as ephemeral (bind to port 0) is soon another connection's local port (our own
 /// load's, on loopback), and the server's bind then fails with the port in use.
@@ -404,6 +479,42 @@ fn below_ephemeral(low: u16) -> std::ops::Range<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The built-in server over HTTP/3 listens on UDP at its port too: a fixed port whose UDP
+    /// side is taken is refused before the server starts (before, the server was started and
+    /// the start-up TLS or QUIC check met whatever held the port).
+    #[test]
+    fn a_fixed_port_taken_on_udp_is_refused_when_the_server_serves_http3() {
+        let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = held.local_addr().unwrap().port();
+        let mut sc = crate::scenario::default_scenario();
+        sc.load.workers = 1;
+        sc.network = None;
+        sc.target.port = port;
+        sc.target.tls = true;
+        sc.target.arch = crate::target::config::Arch::Event;
+        sc.target.http3 = true;
+        sc.load.http = HttpVersion::Http3;
+        let m = super::super::fakes::Machine::new();
+        let opts = RunOptions {
+            out_parent: None,
+            interrupted: Arc::default(),
+            network_fallback: false,
+            metrics: None,
+        };
+        let err = Controller::start_on(sc, opts, m.runtime())
+            .err()
+            .expect("the start is refused");
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains(&format!(
+                "target.port {port} is already in use on 127.0.0.1 for UDP, where the built-in server serves HTTP/3"
+            )),
+            "{msg}"
+        );
+        let j = m.journal();
+        assert!(!j.iter().any(|l| l.starts_with("spawn")), "{j:#?}");
+    }
 
     #[test]
     fn a_server_port_is_picked_below_the_ephemeral_range() {
