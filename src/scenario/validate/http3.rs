@@ -28,6 +28,8 @@ pub(super) fn check_http3(s: &Scenario, bad: &mut Problems) {
     let serves = match t.kind {
         TargetKind::Builtin => t.http3 && t.tls,
         TargetKind::Caddy => t.tls,
+        // A server synlab does not configure: the start-up QUIC handshake decides.
+        TargetKind::Address | TargetKind::Command => t.tls,
         _ => false,
     };
     if !serves {
@@ -44,12 +46,26 @@ pub(super) fn check_http3(s: &Scenario, bad: &mut Problems) {
                 "target.tls",
                 "Caddy serves HTTP/3 over TLS only: set tls = true in [target]",
             ),
+            TargetKind::Address | TargetKind::Command => (
+                "target.tls",
+                "HTTP/3 is QUIC, which is always TLS: set tls = true in [target] (the server must serve HTTP/3 on the UDP side of its port; the start-up handshake checks it)",
+            ),
             _ => (
                 "target.kind",
                 "this target does not serve HTTP/3 here: use kind = \"builtin\" with http3 = true, or kind = \"caddy\" with tls = true",
             ),
         };
         bad.add(key, Need::Http3Target(what));
+    }
+    let own_cert = !matches!(t.kind, TargetKind::Address | TargetKind::Command);
+    let ca = s.load.tls.as_ref().is_some_and(|l| !l.ca.trim().is_empty());
+    if serves && !own_cert && !ca {
+        bad.add(
+            "load.tls.ca",
+            Need::Http3Target(
+                "the QUIC clients always verify the server's certificate, and the lab did not make this one: name the file of the CA that signed it",
+            ),
+        );
     }
     if let Some(l) = &s.load.tls {
         if l.version == crate::tls::TlsVersion::V12 {
@@ -100,6 +116,25 @@ mod tests {
             "name = \"t\"\nduration = \"2s\"\n[target]\nkind = \"builtin\"\narch = \"event\"\ntls = true\n[load]\nhttp = \"3\"\n",
         );
         assert!(p.iter().any(|l| l.contains("`target.http3`")), "{p:?}");
+    }
+
+    /// A server synlab does not start may serve HTTP/3: the start-up handshake decides; the
+    /// clients verify its certificate, so they need its CA.
+    #[test]
+    fn a_server_already_running_may_serve_http3_with_its_ca() {
+        let head = "name = \"t\"\nduration = \"2s\"\n[target]\nkind = \"address\"\naddress = \"127.0.0.1:8443\"\n";
+        let p = problems(&format!(
+            "{head}tls = true\n[load]\nhttp = \"3\"\n[load.tls]\nca = \"ca.pem\"\n"
+        ));
+        assert!(p.is_empty(), "{p:?}");
+        let p = problems(&format!("{head}[load]\nhttp = \"3\"\n"));
+        assert!(
+            p.iter()
+                .any(|l| l.contains("`target.tls`") && l.contains("always TLS")),
+            "{p:?}"
+        );
+        let p = problems(&format!("{head}tls = true\n[load]\nhttp = \"3\"\n"));
+        assert!(p.iter().any(|l| l.contains("`load.tls.ca`")), "{p:?}");
     }
 
     #[test]
