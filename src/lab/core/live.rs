@@ -28,6 +28,13 @@ pub const LOG_GRACE_S: f64 = 0.5;
 /// the edge of a condition).
 pub const CLEAR_AFTER_S: f64 = 2.0;
 
+/// When each live warning (by its variant) last held, and when run.log last said it.
+#[derive(Default)]
+pub(super) struct WarnTimes {
+    held: Vec<(Discriminant<Warning>, f64)>,
+    logged: Vec<(Discriminant<Warning>, f64)>,
+}
+
 /// A warning that holds is said again in run.log with its figures of the time, at most this
 /// often (its first and last lines alone would hide how it grew).
 pub const RESAY_AFTER_S: f64 = 10.0;
@@ -297,31 +304,32 @@ impl LabCore {
             .position(|o| std::mem::discriminant(o) == kind);
         match (w, at) {
             (Some(w), Some(i)) => {
-                let said = self.warn_logged_at.iter().find(|(k, _)| *k == kind);
+                let said = self.warned.logged.iter().find(|(k, _)| *k == kind);
                 let due = said.is_none_or(|(_, t)| now_s - t >= RESAY_AFTER_S);
                 if due && w.to_string() != self.state.warnings[i].to_string() {
                     fx.push(Effect::Log(format!("[{now_s:.1}s] warning still: {w}")));
-                    self.warn_logged_at.retain(|(k, _)| *k != kind);
-                    self.warn_logged_at.push((kind, now_s));
+                    self.warned.logged.retain(|(k, _)| *k != kind);
+                    self.warned.logged.push((kind, now_s));
                 }
                 self.state.warnings[i] = w;
-                self.warned_at.retain(|(k, _)| *k != kind);
-                self.warned_at.push((kind, now_s));
+                self.warned.held.retain(|(k, _)| *k != kind);
+                self.warned.held.push((kind, now_s));
             }
             (Some(w), None) => {
                 fx.push(Effect::Log(format!("[{now_s:.1}s] warning: {w}")));
-                self.warn_logged_at.retain(|(k, _)| *k != kind);
-                self.warn_logged_at.push((kind, now_s));
+                self.warned.logged.retain(|(k, _)| *k != kind);
+                self.warned.logged.push((kind, now_s));
                 self.state
                     .store
                     .event(now_s, EventKind::Warning, format!("warning: {w}"));
                 self.state.warnings.push(w);
-                self.warned_at.retain(|(k, _)| *k != kind);
-                self.warned_at.push((kind, now_s));
+                self.warned.held.retain(|(k, _)| *k != kind);
+                self.warned.held.push((kind, now_s));
             }
             (None, Some(i)) => {
                 let last = self
-                    .warned_at
+                    .warned
+                    .held
                     .iter()
                     .find(|(k, _)| *k == kind)
                     .map_or(f64::NEG_INFINITY, |x| x.1);

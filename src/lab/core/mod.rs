@@ -237,10 +237,8 @@ pub struct LabCore {
     capacity_q: f64,
     /// The workers' reports of the last few seconds (what the lab is doing now).
     recent: live::Recent,
-    /// When each live warning's condition last held.
-    warned_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
-    /// When run.log last said each live warning (raised, or its figures since).
-    warn_logged_at: Vec<(std::mem::Discriminant<Warning>, f64)>,
+    /// When each live warning's condition last held, and run.log last said it.
+    warned: live::WarnTimes,
     /// A TUI session: every change of the load or a path closes a stretch of settings.
     interactive: bool,
     /// The short stretches not yet said in run.log.
@@ -300,8 +298,7 @@ impl LabCore {
             proposals: Default::default(),
             capacity_q: crate::model::capacity::CapacityTarget::default().quantile(),
             recent: Default::default(),
-            warned_at: Vec::new(),
-            warn_logged_at: Vec::new(),
+            warned: Default::default(),
             interactive: false,
             unsummarised: Default::default(),
         }
