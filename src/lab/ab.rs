@@ -7,8 +7,8 @@
 use super::ci::Progress;
 use super::run::run_gated_with;
 use super::session::Start;
-use crate::report::disturbed;
 use crate::report::sure::{self, Judged};
+use crate::report::{compare, disturbed};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -138,7 +138,7 @@ pub fn ab_main(args: &AbArgs) -> anyhow::Result<ExitCode> {
                 crate::report::read::read_run(b)?,
             );
             for (r, p) in [(&ra, a), (&rb, b)] {
-                for why in crate::report::compare::incomplete(r) {
+                for why in compare::incomplete(r) {
                     incomplete.push(format!("{} is not whole: {why}", p.display()));
                 }
             }
@@ -176,13 +176,17 @@ pub fn ab_main(args: &AbArgs) -> anyhow::Result<ExitCode> {
         println!("{}", line(j));
     }
     let worse = judged.iter().filter(|j| j.verdict.fails()).count();
+    // Why nothing was judged, when nothing was (CLIENT-BOUND pairs, a busy machine): said
+    // as compare says it, with what to do.
+    let nothing = judged.is_empty().then(|| match pairs.first() {
+        Some((a, b)) => compare::nothing_judged(&compare::deltas_on(a, b, &on), &on),
+        None => "nothing was judged: no pair of trials was measured whole".to_string(),
+    });
     let code = if !incomplete.is_empty() || judged.is_empty() {
-        for l in &incomplete {
-            eprintln!("INCOMPLETE {l}");
-        }
-        crate::report::compare::EXIT_INCOMPLETE
+        compare::say_incomplete(&incomplete, nothing.as_deref());
+        compare::EXIT_INCOMPLETE
     } else if worse > 0 {
-        crate::report::compare::EXIT_REGRESSION
+        compare::EXIT_REGRESSION
     } else {
         0
     };
@@ -199,11 +203,14 @@ pub fn ab_main(args: &AbArgs) -> anyhow::Result<ExitCode> {
         crate::sys::files::atomic_write(p, xml.as_bytes())?;
     }
     println!("results: {}", dir.display());
-    println!(
-        "verdict: {}: {} figure(s) judged, {worse} regression(s) of B past the limit with the whole interval (exit {code})",
-        if code == 0 { "PASS" } else { "FAIL" },
-        judged.len()
-    );
+    match nothing {
+        Some(why) if incomplete.is_empty() => println!("verdict: FAIL: {why} (exit {code})"),
+        _ => println!(
+            "verdict: {}: {} figure(s) judged, {worse} regression(s) of B past the limit with the whole interval (exit {code})",
+            if code == 0 { "PASS" } else { "FAIL" },
+            judged.len()
+        ),
+    }
     Ok(ExitCode::from(code))
 }
 

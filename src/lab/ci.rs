@@ -174,9 +174,25 @@ impl std::fmt::Display for RunVerdict {
 impl RunVerdict {
     /// Says it last: on stdout, and as an annotation under GitHub Actions when it failed.
     pub fn say(&self) {
-        println!("{self}");
+        self.say_with(None);
+    }
+
+    /// [`RunVerdict::say`] with what its figures carry besides the server's (the trials the
+    /// machine disturbed: `report::disturbed::verdict_caveat`), before the exit code, which
+    /// stays the verdict's.
+    pub fn say_with(&self, caveat: Option<&str>) {
+        println!("{}", self.line(caveat));
         if let (RunVerdict::Failed { why, .. }, true) = (self, github_actions()) {
             println!("::error title=synlab verdict::{}", escape(why));
+        }
+    }
+
+    /// The verdict line, with `caveat` said before the exit code.
+    pub fn line(&self, caveat: Option<&str>) -> String {
+        let said = self.to_string();
+        match (caveat, said.rfind(" (exit ")) {
+            (Some(c), Some(at)) => format!("{}; {c}{}", &said[..at], &said[at..]),
+            _ => said,
         }
     }
 }
@@ -190,12 +206,26 @@ pub fn summary_markdown(
     verdicts: &[Verdict],
     dir: Option<&Path>,
 ) -> String {
+    summary_markdown_with(name, (verdict, None), rows, verdicts, dir)
+}
+
+/// [`summary_markdown`] whose verdict line says its caveat ([`RunVerdict::line`]).
+pub fn summary_markdown_with(
+    name: &str,
+    (verdict, caveat): (&RunVerdict, Option<&str>),
+    rows: &[SummaryRow],
+    verdicts: &[Verdict],
+    dir: Option<&Path>,
+) -> String {
     let num = crate::report::markdown::num;
     let mark = match verdict {
         RunVerdict::Passed { .. } => "✅",
         RunVerdict::Failed { .. } => "❌",
     };
-    let mut s = format!("### synlab run {name}\n\n{mark} {verdict}\n\n");
+    let mut s = format!(
+        "### synlab run {name}\n\n{mark} {}\n\n",
+        verdict.line(caveat)
+    );
     s.push_str(
         "| point | responses/s | p50 ms | p99 ms | errors/s | state |\n|---|---|---|---|---|---|\n",
     );
@@ -312,5 +342,41 @@ mod tests {
         assert!(write_summary_md(std::slice::from_ref(&f), "b\n").is_empty());
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "a\nb\n");
         assert_eq!(escape("50%\nx"), "50%25%0Ax");
+    }
+
+    /// A repeated run of 3 trials of 1 point on a busy machine ended `verdict: PASS: 3
+    /// point(s) measured, 0 check(s) passed (exit 0)`, saying nothing of the neighbours.
+    #[test]
+    fn the_verdict_says_the_trials_the_machine_disturbed() {
+        use crate::report::disturbed::{verdict_caveat, Disturbed};
+        let busy = |pct: f64| Disturbed {
+            point: "1".into(),
+            whose: "load's",
+            pct,
+            beside: ("server's", Ok(51.0)),
+        };
+        let pass = RunVerdict::Passed {
+            points: 3,
+            checks: 0,
+        };
+        let c = verdict_caveat(&[busy(91.0), busy(93.0), busy(92.0)], 3);
+        assert_eq!(
+            pass.line(c.as_deref()),
+            "verdict: PASS: 3 point(s) measured, 0 check(s) passed; but the machine was busy in 3 \
+             of the 3 trials (other work up to 93 % of the load's CPUs): a disturbed trial's \
+             figures carry the neighbours' work as well as the server's, and compare and ab leave \
+             such trials out (exit 0)"
+        );
+        assert_eq!(verdict_caveat(&[], 3), None);
+        assert_eq!(pass.line(None), pass.to_string());
+        let one = verdict_caveat(&[busy(16.0)], 1).unwrap();
+        assert!(one.contains("16 % of the load's CPUs in point 1"), "{one}");
+        let fail = RunVerdict::Failed {
+            code: 3,
+            why: "1 of 4 checks failed".into(),
+        };
+        assert!(fail.line(Some(&one)).ends_with("server's (exit 3)"));
+        let md = summary_markdown_with("s", (&pass, c.as_deref()), &[], &[], None);
+        assert!(md.contains("in 3 of the 3 trials"), "{md}");
     }
 }

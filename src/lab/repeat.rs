@@ -50,6 +50,8 @@ pub struct Repeated {
     pub aborted: bool,
     /// Files that could not be written (path and why).
     pub unwritten: Vec<String>,
+    /// The trials the machine disturbed, each with its worst point.
+    pub disturbed: Vec<crate::report::disturbed::Disturbed>,
 }
 
 /// Runs `n` trials of `sc` into one run folder and aggregates them; stops after a trial that
@@ -74,6 +76,7 @@ pub fn run_trials(
         child_died: None,
         aborted: false,
         unwritten: Vec::new(),
+        disturbed: Vec::new(),
     };
     for k in 1..=n {
         let o = RunOptions {
@@ -110,6 +113,7 @@ pub fn run_trials(
                 .and_then(|run| crate::report::disturbed::of(&run))
             {
                 println!("trial {k} of {n}: {d}: compare and ab leave this trial out");
+                r.disturbed.push(d);
             }
             r.trials.push(to);
         }
@@ -221,10 +225,12 @@ pub fn repeat_main(
         &r.verdicts,
         r.aborted,
     );
+    // The exit code is the verdict's; its line says what the neighbours' work may have moved.
+    let caveat = crate::report::disturbed::verdict_caveat(&r.disturbed, r.trials.len());
     let aggregate_rows = aggregate_rows(&r.dir);
-    let md = super::ci::summary_markdown(
+    let md = super::ci::summary_markdown_with(
         &format!("{name} ({} trials, medians)", r.trials.len()),
-        &verdict,
+        (&verdict, caveat.as_deref()),
         &aggregate_rows,
         &r.verdicts,
         Some(&r.dir),
@@ -235,7 +241,7 @@ pub fn repeat_main(
     ) {
         eprintln!("synlab: not written: {e}");
     }
-    verdict.say();
+    verdict.say_with(caveat.as_deref());
     Ok(match verdict {
         RunVerdict::Passed { .. } => ExitCode::SUCCESS,
         RunVerdict::Failed { code, .. } => ExitCode::from(code),

@@ -126,7 +126,52 @@ pub struct Delta {
     /// however large in %, never a regression.
     pub under_floor: bool,
     /// Why the point is not judged (a CLIENT-BOUND run), None when it is.
-    pub unjudged: Option<String>,
+    pub unjudged: Option<Unjudged>,
+    /// The change the table shows when it is not `run` against `base`: a repeated compare's
+    /// judged figure shows its verdict's estimate over the trials (in the unit the limit is
+    /// in) and the verdict's mark, so the table and the verdict line say one number.
+    pub judged: Option<(f64, &'static str)>,
+}
+
+/// Why a point pair is not judged: CLIENT-BOUND in a run (the clients, not the server, set
+/// its figures), with the run's reason, and the machine's other work in that point when it was
+/// busy: then other work on the lab's CPUs is the likelier cause, and the remedy a quieter
+/// machine, not the load's settings its reason would change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unjudged {
+    /// "the run" or "the baseline".
+    pub side: &'static str,
+    pub reason: String,
+    pub busy: Option<super::disturbed::Disturbed>,
+}
+
+impl std::fmt::Display for Unjudged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.busy {
+            None => write!(f, "CLIENT-BOUND in {}: {}", self.side, self.reason),
+            Some(d) => write!(
+                f,
+                "CLIENT-BOUND in {} ({}), but {d}: rerun on a quieter machine before changing \
+                 the load's settings",
+                self.side,
+                without_advice(&self.reason)
+            ),
+        }
+    }
+}
+
+/// A CLIENT-BOUND reason without the setting it advises raising (`(raise load.sockets)`,
+/// `; raise load.connections`): advice for a load short of sockets, not for a busy machine.
+fn without_advice(reason: &str) -> String {
+    reason
+        .split("; ")
+        .filter(|part| !part.starts_with("raise "))
+        .map(|part| match part.rfind(" (raise ") {
+            Some(at) if part.ends_with(')') => &part[..at],
+            _ => part,
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl Delta {
@@ -137,7 +182,7 @@ impl Delta {
 }
 
 /// How much worse `y` is than `x` for `m`, and whether the change is under its floor.
-fn regression(m: Metric, x: f64, y: f64) -> (Option<f64>, bool) {
+pub(super) fn regression(m: Metric, x: f64, y: f64) -> (Option<f64>, bool) {
     let bad = match m.worse() {
         Worse::Lower => x - y,
         Worse::Higher => y - x,
@@ -156,14 +201,17 @@ fn regression(m: Metric, x: f64, y: f64) -> (Option<f64>, bool) {
     (pct, under_floor)
 }
 
-/// `mode [curve] value` of a point, the key points are matched by.
 /// Why a point pair is not judged: a CLIENT-BOUND point measured the load generator, not the
-/// server, in either run.
-fn client_bound_note(b: &Point, r: &Point) -> Option<String> {
-    let reason = |p: &Point| p.text(SummaryText::ClientBoundReason);
+/// server, in either run; and whether the machine was busy in that run's point.
+fn client_bound_note(base: &RunData, b: &Point, run: &RunData, r: &Point) -> Option<Unjudged> {
+    let note = |side, data: &RunData, p: &Point| Unjudged {
+        side,
+        reason: p.text(SummaryText::ClientBoundReason),
+        busy: super::disturbed::at(data, p),
+    };
     match (b.client_bound(), r.client_bound()) {
-        (_, true) => Some(format!("CLIENT-BOUND in the run: {}", reason(r))),
-        (true, false) => Some(format!("CLIENT-BOUND in the baseline: {}", reason(b))),
+        (_, true) => Some(note("the run", run, r)),
+        (true, false) => Some(note("the baseline", base, b)),
         _ => None,
     }
 }
@@ -196,7 +244,7 @@ pub fn deltas_on(base: &RunData, run: &RunData, on: &[Metric]) -> Vec<Delta> {
         } else {
             key(b)
         };
-        let unjudged = client_bound_note(b, r);
+        let unjudged = client_bound_note(base, b, run, r);
         for (m, _) in columns(on) {
             let (x, y) = (m.value(b), m.value(r));
             let measured = x.is_finite() && y.is_finite() && !b.failed() && !r.failed();
@@ -213,6 +261,7 @@ pub fn deltas_on(base: &RunData, run: &RunData, on: &[Metric]) -> Vec<Delta> {
                 regression_pct,
                 under_floor,
                 unjudged: unjudged.clone(),
+                judged: None,
             });
         }
     }
@@ -241,6 +290,7 @@ fn capacity_deltas(base: &RunData, run: &RunData) -> Vec<Delta> {
                 regression_pct,
                 under_floor,
                 unjudged: None,
+                judged: None,
             })
         })
         .collect()
@@ -281,15 +331,18 @@ pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
                         _ => "",
                     };
                     // The change in the unit the limit is in: points for a share (the error
-                    // share, CPU %), % of the baseline for the rest.
-                    let change = match x.regression_pct {
-                        Some(_) if m.in_points() => {
+                    // share, CPU %), % of the baseline for the rest; a judged figure of
+                    // repeated runs says its verdict's.
+                    let change = match (x.regression_pct, x.judged) {
+                        (_, Some((c, mark))) if m.in_points() => format!(" {c:+.1}pt{mark}"),
+                        (_, Some((c, mark))) => format!(" {c:+.1}%{mark}"),
+                        (Some(_), None) if m.in_points() => {
                             format!(" {:+.1}pt{mark}", x.run - x.base)
                         }
-                        Some(_) if x.base != 0.0 => {
+                        (Some(_), None) if x.base != 0.0 => {
                             format!(" {:+.0}%{mark}", (x.run - x.base) / x.base * 100.0)
                         }
-                        Some(_) if past => " !".into(),
+                        (Some(_), None) if past => " !".into(),
                         _ => String::new(),
                     };
                     format!("{}->{}{change}", short(x.base), short(x.run))
@@ -301,14 +354,20 @@ pub fn table(d: &[Delta], limit_pct: f64, on: &[Metric]) -> String {
     }
     for x in d.iter().filter(|x| x.metric == Metric::Capacity) {
         let past = x.regressed(limit_pct) && on.contains(&x.metric);
+        let change = match x.judged {
+            Some((c, mark)) => format!("{c:+.1}%{mark}"),
+            None => format!(
+                "{:+.0}%{}",
+                (x.run - x.base) / x.base * 100.0,
+                if past { "!" } else { "" }
+            ),
+        };
         let _ = writeln!(
             s,
-            "{}: {} -> {} responses/s ({:+.0}%{})",
+            "{}: {} -> {} responses/s ({change})",
             x.point,
             short(x.base),
             short(x.run),
-            (x.run - x.base) / x.base * 100.0,
-            if past { "!" } else { "" }
         );
     }
     s
@@ -472,32 +531,7 @@ pub fn compare_main(
         println!("note: {n}");
     }
     print!("{}", table(&d, limit, &on_metrics));
-    let same = matches!(
-        (base.canonicalize(), run.canonicalize()),
-        (Ok(x), Ok(y)) if x == y
-    );
-    let overlay_failed = if same {
-        println!("overlay: none (the baseline and the run are one folder)");
-        false
-    } else if b.param().is_some() && b.param() == r.param() {
-        let into = out.map_or_else(|| run.to_path_buf(), Path::to_path_buf);
-        // Named after the baseline: `RUN/compare-<BASELINE>/`.
-        let named = [b.name.as_str()];
-        let dirs = [base.to_path_buf(), run.to_path_buf()];
-        match super::write_overlay_into(&dirs, &into, Some(&named)) {
-            Ok(md) => {
-                println!("overlay: {}", md.display());
-                false
-            }
-            Err(e) => {
-                eprintln!("synlab: the overlay plots could not be written: {e:#}");
-                true
-            }
-        }
-    } else {
-        println!("overlay: none (the overlay plots need two sweeps of the same parameter)");
-        false
-    };
+    let overlay_failed = overlay(base, run, (&b, &r), out);
     let unjudged: Vec<String> = d
         .iter()
         .filter(|x| x.metric == METRICS[0].0)
@@ -574,12 +608,7 @@ pub fn compare_main(
         .iter()
         .any(|x| on_metrics.contains(&x.metric) && x.regression_pct.is_some());
     if !incomplete_lines.is_empty() || !judged_any {
-        let nothing = (!judged_any).then(|| {
-            format!(
-                "nothing was judged: no point of {} was measured in both runs outside CLIENT-BOUND points",
-                on.join(", ")
-            )
-        });
+        let nothing = (!judged_any).then(|| nothing_judged(&d, &on_metrics));
         return Ok(fails_incomplete(&incomplete_lines, nothing));
     }
     if overlay_failed {
@@ -608,13 +637,108 @@ pub fn compare_main(
 /// Says why the comparison cannot be trusted (`INCOMPLETE` lines on stderr) and fails with
 /// exit 4.
 fn fails_incomplete(lines: &[String], nothing_judged: Option<String>) -> ExitCode {
-    for l in lines.iter().chain(&nothing_judged) {
+    say_incomplete(lines, nothing_judged.as_deref());
+    ExitCode::from(EXIT_INCOMPLETE)
+}
+
+/// The lines of a comparison that fails with exit 4, on stderr: an `INCOMPLETE` line per
+/// reason a run is not whole, and the last line's reason: the runs that are not whole, or,
+/// when they are, why nothing was judged ([`nothing_judged`]) and what to do.
+pub fn say_incomplete(lines: &[String], nothing_judged: Option<&str>) {
+    for l in lines {
         eprintln!("INCOMPLETE {l}");
     }
-    eprintln!(
-        "synlab: the comparison fails (exit {EXIT_INCOMPLETE}): only whole runs are compared; rerun the incomplete one"
+    match nothing_judged {
+        Some(why) if lines.is_empty() => {
+            eprintln!("synlab: the comparison fails (exit {EXIT_INCOMPLETE}): {why}")
+        }
+        _ => {
+            if let Some(why) = nothing_judged {
+                eprintln!("INCOMPLETE {why}");
+            }
+            eprintln!(
+                "synlab: the comparison fails (exit {EXIT_INCOMPLETE}): only whole runs are compared; rerun the incomplete one"
+            )
+        }
+    }
+}
+
+/// Why a comparison judged nothing of `on`, and what to do: every point it compared was
+/// CLIENT-BOUND (the clients, not the server, set its throughput, so the server's figures say
+/// nothing; a busy machine starves the load, else the load falls short as its reason says),
+/// or the judged figures were not measured in both runs.
+pub fn nothing_judged(d: &[Delta], on: &[Metric]) -> String {
+    let names: Vec<&str> = on.iter().map(|m| m.name()).collect();
+    let mut points: Vec<(&str, Option<&Unjudged>)> = Vec::new();
+    for x in d.iter().filter(|x| x.metric != Metric::Capacity) {
+        if !points.iter().any(|(p, _)| *p == x.point) {
+            points.push((&x.point, x.unjudged.as_ref()));
+        }
+    }
+    let bound = points.iter().filter(|(_, u)| u.is_some()).count();
+    if bound == 0 {
+        return format!(
+            "nothing was judged: no point of {} was measured in both runs",
+            names.join(", ")
+        );
+    }
+    let which = if bound == points.len() {
+        "every point compared was CLIENT-BOUND".to_string()
+    } else {
+        format!(
+            "{bound} of the {} points compared were CLIENT-BOUND and the others did not measure {} in both runs",
+            points.len(),
+            names.join(", ")
+        )
+    };
+    let busy = points
+        .iter()
+        .filter_map(|(_, u)| u.and_then(|u| u.busy.as_ref().map(|d| (u.side, d))))
+        .next();
+    let todo = match busy {
+        Some((side, d)) => {
+            format!("in {side}, {d}: other work starved the lab, so rerun on a quieter machine")
+        }
+        None => "give the load what the CLIENT-BOUND reason names (or ask less of it: a lower \
+                 rate, fewer clients) and run again"
+            .to_string(),
+    };
+    format!(
+        "nothing was judged: {which}: the clients, not the server, set the throughput there, \
+         so the server's figures are not judged; {todo}"
+    )
+}
+
+/// The overlay plots of two runs (their aggregates, for repeated runs), into `out` or the
+/// run's folder, under `compare-<BASELINE>/`; the line says where, or why there is none. True
+/// when they could not be written (said on stderr).
+pub fn overlay(base: &Path, run: &Path, (b, r): (&RunData, &RunData), out: Option<&Path>) -> bool {
+    let same = matches!(
+        (base.canonicalize(), run.canonicalize()),
+        (Ok(x), Ok(y)) if x == y
     );
-    ExitCode::from(EXIT_INCOMPLETE)
+    if same {
+        println!("overlay: none (the baseline and the run are one folder)");
+        return false;
+    }
+    if b.param().is_none() || b.param() != r.param() {
+        println!("overlay: none (the overlay plots need two sweeps of the same parameter)");
+        return false;
+    }
+    let into = out.map_or_else(|| run.to_path_buf(), Path::to_path_buf);
+    // Named after the baseline: `RUN/compare-<BASELINE>/`.
+    let named = [b.name.as_str()];
+    let dirs = [base.to_path_buf(), run.to_path_buf()];
+    match super::write_overlay_into(&dirs, &into, Some(&named)) {
+        Ok(md) => {
+            println!("overlay: {}", md.display());
+            false
+        }
+        Err(e) => {
+            eprintln!("synlab: the overlay plots could not be written: {e:#}");
+            true
+        }
+    }
 }
 
 /// A metric's floor as a person reads it: `1 ms`, `1/s`.

@@ -50,6 +50,16 @@ impl Sureness {
             Sureness::UnderFloor => "within_floor",
         }
     }
+    /// Its mark in compare's table: `!` fails the comparison, `?` may be past the limit, `~`
+    /// within the floor.
+    pub fn mark(self) -> &'static str {
+        match self {
+            _ if self.fails() => "!",
+            Sureness::MaybePast { .. } => "?",
+            Sureness::UnderFloor => "~",
+            _ => "",
+        }
+    }
     /// Whether it fails the comparison (exit 3): a sure regression, or, with the noise
     /// unknown, a change past the limit (as a single-run compare always judged).
     pub fn fails(self) -> bool {
@@ -203,6 +213,42 @@ fn values(runs: &[RunData], other: &RunData, x: &Delta, base_side: bool) -> Vec<
                 .map(|y| if base_side { y.base } else { y.run })
         })
         .collect()
+}
+
+/// The table of repeated runs, cell by cell what the verdicts judge: each figure the median
+/// of the judged trials' own values (a latency percentile each trial's own, as judged, not the
+/// merged histograms' of the aggregate's summary.json), and a judged figure's change its
+/// verdict's estimate (the median of the trials' pairwise changes) with its mark.
+pub fn shown(d: &[Delta], base: &[RunData], run: &[RunData], j: &[Judged]) -> Vec<Delta> {
+    d.iter()
+        .map(|x| {
+            let mut y = x.clone();
+            let b = noise::median(&values(base, &run[0], x, true));
+            let r = noise::median(&values(run, &base[0], x, false));
+            if b.is_finite() && r.is_finite() {
+                (y.base, y.run) = (b, r);
+                if y.regression_pct.is_some() {
+                    (y.regression_pct, y.under_floor) = compare::regression(x.metric, b, r);
+                }
+            }
+            y.judged = j
+                .iter()
+                .find(|k| k.point == x.point && k.metric == x.metric)
+                .map(|k| (k.change().0, k.verdict.mark()));
+            y
+        })
+        .collect()
+}
+
+/// What the table of repeated runs shows, said above it.
+pub fn table_heading(trials: (usize, usize)) -> String {
+    format!(
+        "baseline -> run: the median of the judged trials' own figures ({} and {} trials; a p50 or \
+         p99 is each trial's own, not summary.json's percentile of the merged histograms);\n\
+         a judged figure's change is its verdict's below (the median of the trials' pairwise \
+         changes): ! a regression, ? may be past the limit, ~ within the floor\n",
+        trials.0, trials.1
+    )
 }
 
 /// Judges every judged figure (`on`, measured in both) of the medians' deltas `d` with the
@@ -430,7 +476,7 @@ pub fn junit(j: &[Judged], incomplete: &[String]) -> quick_junit::Report {
 pub struct Outputs {
     pub json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
-    /// Where single runs' overlay plots go (`--out`; default the run's folder).
+    /// Where the overlay plots go (`--out`; default the run's folder).
     pub overlay: Option<PathBuf>,
 }
 
@@ -526,7 +572,7 @@ pub fn compare_cli(
         );
     }
     println!(
-        "baseline: {} ({} trials)\nrun:      {} ({} trials)\nmedians over the trials:",
+        "baseline: {} ({} trials)\nrun:      {} ({} trials)",
         b.name,
         bt_all.len(),
         r.name,
@@ -535,11 +581,14 @@ pub fn compare_cli(
     for n in &notes {
         println!("note: {n}");
     }
-    print!("{}", compare::table(&d, limit, &on_m));
     let j = judge(&d, &bt, &rt, limit, &on_m);
+    print!("{}", table_heading((bt.len(), rt.len())));
+    print!("{}", compare::table(&shown(&d, &bt, &rt, &j), limit, &on_m));
     for x in &j {
         println!("{x}");
     }
+    // The aggregates' rows are the trials' medians: their curves overlaid as single runs'.
+    let overlay_failed = compare::overlay(base, run, (&b, &r), out.overlay.as_deref());
     let mut incomplete = Vec::new();
     for (what, runs) in [("run", &rt_all), ("baseline", &bt_all)] {
         for t in runs.iter() {
@@ -552,16 +601,9 @@ pub fn compare_cli(
         }
     }
     let worse: Vec<&Judged> = j.iter().filter(|x| x.verdict.fails()).collect();
+    let nothing = j.is_empty().then(|| compare::nothing_judged(&d, &on_m));
     let code = if !incomplete.is_empty() || j.is_empty() {
-        for l in &incomplete {
-            eprintln!("INCOMPLETE {l}");
-        }
-        if j.is_empty() {
-            eprintln!(
-                "INCOMPLETE nothing was judged: no figure of {} was measured in both",
-                on.join(", ")
-            );
-        }
+        compare::say_incomplete(&incomplete, nothing.as_deref());
         EXIT_INCOMPLETE
     } else if !worse.is_empty() {
         for x in &worse {
@@ -571,7 +613,10 @@ pub fn compare_cli(
     } else {
         0
     };
-    let failed = write_outputs(out, (base, run, limit), &j, &incomplete, code);
+    let mut failed = write_outputs(out, (base, run, limit), &j, &incomplete, code);
+    if overlay_failed {
+        failed.push("the overlay plots".into());
+    }
     let code = if code == 0 && !failed.is_empty() {
         eprintln!("synlab: not written: {} (exit 1)", failed.join("; "));
         super::EXIT_UNWRITTEN
@@ -583,12 +628,15 @@ pub fn compare_cli(
         .iter()
         .filter(|x| matches!(x.verdict, Sureness::MaybePast { .. }))
         .count();
-    println!(
-        "verdict: {}: {} figure(s) judged, {} regression(s) past the limit with the whole interval, {maybe} unsettled, {noisy} within the noise (exit {code})",
-        if code == 0 { "PASS" } else { "FAIL" },
-        j.len(),
-        worse.len()
-    );
+    match nothing {
+        Some(why) if incomplete.is_empty() => println!("verdict: FAIL: {why} (exit {code})"),
+        _ => println!(
+            "verdict: {}: {} figure(s) judged, {} regression(s) past the limit with the whole interval, {maybe} unsettled, {noisy} within the noise (exit {code})",
+            if code == 0 { "PASS" } else { "FAIL" },
+            j.len(),
+            worse.len()
+        ),
+    }
     Ok(ExitCode::from(code))
 }
 

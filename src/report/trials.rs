@@ -274,6 +274,44 @@ pub(super) fn combine(vals: &[&serde_json::Value], how: Combine) -> serde_json::
     }
 }
 
+/// The server's count of responses, whose status classes are [`server_classes`].
+const SERVER_TOTAL: &str = "server_responses_per_s";
+
+/// The server's status classes in an aggregate point row (`server_2xx_per_s` ... whatever
+/// columns it has): the median `server_responses_per_s` split by each class's share of the
+/// classes over all the `trials` (their rows of the point), so the classes add up to the total
+/// they are of. Their own medians, drawn from different trials, need not (2xx 488/s above
+/// responses 487/s); nor need a trial's own classes, when its access log's lines were counted
+/// over another span than its total (shares within a trial do not depend on it). A trial
+/// without the total or a class (no access log it trusts) is left out; without any trial the
+/// medians stay.
+fn server_classes(row: &mut serde_json::Value, trials: &[&serde_json::Value]) {
+    let is_class = |k: &str| k.starts_with("server_") && k.ends_with("xx_per_s");
+    let classes: Vec<String> = row
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .filter(|k| is_class(k))
+        .cloned()
+        .collect();
+    let num = |p: &serde_json::Value, k: &str| p[k].as_f64().filter(|v| v.is_finite());
+    let Some(total) = num(row, SERVER_TOTAL) else {
+        return;
+    };
+    let whole: Vec<&&serde_json::Value> = trials
+        .iter()
+        .filter(|p| num(p, SERVER_TOTAL).is_some() && classes.iter().all(|c| num(p, c).is_some()))
+        .collect();
+    let of_all = |k: &str| whole.iter().filter_map(|p| num(p, k)).sum::<f64>();
+    let all_classes: f64 = classes.iter().map(|c| of_all(c)).sum();
+    if all_classes <= 0.0 {
+        return;
+    }
+    for c in &classes {
+        row[c] = serde_json::json!(total * of_all(c) / all_classes);
+    }
+}
+
 /// How the interval is computed, as summary.json's `trials.ci_method` says it.
 pub const CI_METHOD: &str = "order statistics of the trials' values (binomial, distribution-free): \
     the widest interval [x(k), x(n+1-k)] whose coverage reaches 95 %, else min .. max with its own coverage";
@@ -306,6 +344,8 @@ impl Aggregate {
                         serde_json::Value::Null
                     };
                 }
+                let each: Vec<&serde_json::Value> = all.iter().map(|s| &s["points"][i]).collect();
+                server_classes(&mut row, &each);
                 for key in NESTED {
                     if row.get(key).is_some() {
                         let each: Vec<&serde_json::Value> =
@@ -435,6 +475,66 @@ mod tests {
         assert_eq!(classes[0]["responses_per_s"], 200.0);
         assert_eq!(classes[0]["totals"]["responses"], 60);
         assert_eq!(classes[1]["totals"]["requests"]["sent"], 3);
+    }
+
+    /// The medians of the total and of each class, drawn from different trials, did not add
+    /// up (2xx 100 + 4xx 10 under 150 responses/s here), whether or not a trial's own did
+    /// (trial 1's classes are over a shorter span than its total, 2 % above it).
+    #[test]
+    fn the_aggregates_server_classes_add_up_to_its_server_responses() {
+        let point = |total: f64, s2xx: f64, s4xx: f64| {
+            serde_json::json!({"point": 1, "server_responses_per_s": total,
+                "server_2xx_per_s": s2xx, "server_3xx_per_s": 0.0,
+                "server_4xx_per_s": s4xx, "server_5xx_per_s": 0.0})
+        };
+        let trial = |p: serde_json::Value| serde_json::json!({"meta": {}, "points": [p]});
+        let all = [
+            trial(point(100.0, 91.8, 10.2)),
+            trial(point(200.0, 200.0, 0.0)),
+            trial(point(150.0, 100.0, 50.0)),
+        ];
+        let agg = Aggregate {
+            trials: Vec::new(),
+            points: vec![[
+                "server_responses_per_s",
+                "server_2xx_per_s",
+                "server_4xx_per_s",
+            ]
+            .iter()
+            .map(|k| {
+                Figure::of(
+                    k,
+                    all.iter()
+                        .map(|t| t["points"][0][k].as_f64().unwrap())
+                        .collect(),
+                )
+            })
+            .collect()],
+            first: all[0].clone(),
+            interrupted: false,
+        };
+        let row = &agg.rows(&all)[0];
+        let f = |k: &str| row[k].as_f64().unwrap();
+        assert_eq!(f("server_responses_per_s"), 150.0);
+        let classes: f64 = ["2xx", "3xx", "4xx", "5xx"]
+            .iter()
+            .map(|c| f(&format!("server_{c}_per_s")))
+            .sum();
+        assert!((classes - 150.0).abs() < 1e-9, "{row:#}");
+        // The shares of all the trials' classes: 2xx 391.8 of 452.
+        let want = 150.0 * 391.8 / 452.0;
+        assert!((f("server_2xx_per_s") - want).abs() < 1e-9, "{row:#}");
+        // Without an access log the classes stay null.
+        let bare = [trial(
+            serde_json::json!({"point": 1, "server_responses_per_s": 5.0,
+            "server_2xx_per_s": null}),
+        )];
+        let agg = Aggregate {
+            points: vec![vec![Figure::of("server_responses_per_s", vec![5.0])]],
+            first: bare[0].clone(),
+            ..agg
+        };
+        assert!(agg.rows(&bare)[0]["server_2xx_per_s"].is_null());
     }
 
     #[test]
