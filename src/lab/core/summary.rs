@@ -53,6 +53,12 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
     let access = ctrl
         .point_access_counts()
         .filter(|_| ctrl.access_log_issue().is_none());
+    // The classes over the span the server's total is over (the log reader's own), so the
+    // total is their sum; the clients' time where the server's count has no span.
+    let server_dt = match (w.server_responses, server_rate) {
+        (Some(n), Some(r)) if n > 0 && r > 0.0 => n as f64 / r,
+        _ => dt,
+    };
     // TLS figures, NaN where the load does not speak TLS.
     let tls = ctrl.state().knobs.resumed.is_some();
     let tls_rate = |n: u64| if tls { n as f64 / dt } else { f64::NAN };
@@ -82,10 +88,10 @@ fn summary_row(ctrl: &LabCore, point: usize, w: Window) -> SummaryRow {
             tot.errors() as f64,
         ),
         server_responses_per_s: nan_or(server_rate),
-        server_2xx_per_s: nan_or(access.map(|c| c.s2xx as f64 / dt)),
-        server_3xx_per_s: nan_or(access.map(|c| c.s3xx as f64 / dt)),
-        server_4xx_per_s: nan_or(access.map(|c| c.s4xx as f64 / dt)),
-        server_5xx_per_s: nan_or(access.map(|c| c.s5xx as f64 / dt)),
+        server_2xx_per_s: nan_or(access.map(|c| c.s2xx as f64 / server_dt)),
+        server_3xx_per_s: nan_or(access.map(|c| c.s3xx as f64 / server_dt)),
+        server_4xx_per_s: nan_or(access.map(|c| c.s4xx as f64 / server_dt)),
+        server_5xx_per_s: nan_or(access.map(|c| c.s5xx as f64 / server_dt)),
         bytes_in_per_s: tot.counts.bytes_in as f64 / dt,
         errors_per_s: tot.errors() as f64 / dt,
         connect_timeouts_per_s: tot.counts.connect_timeouts as f64 / dt,

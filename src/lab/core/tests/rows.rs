@@ -421,3 +421,26 @@ fn every_walk_of_the_socket_states_reaches_a_row() {
         );
     }
 }
+
+/// An access log's full/resumed sessions are per request: with a connection carrying many,
+/// they are no count of handshakes, and the server's handshake figures stay empty.
+#[test]
+fn an_access_logs_sessions_are_no_handshakes_when_connections_carry_many_requests() {
+    let mut c = core(1, Vec::new());
+    c.state.knobs.resumed = Some(0.5);
+    let a = crate::target::config::ServerStats {
+        t_s: 1.0,
+        ..Default::default()
+    };
+    let b = crate::target::config::ServerStats {
+        t_s: 2.0,
+        tls_full: 200,
+        ..Default::default()
+    };
+    // One request per connection: a line is a handshake.
+    assert_eq!(c.server_handshakes(Some(&a), Some(&b)).0, Some((200, 0)));
+    at(&mut c, 0.5, Input::AccessLog(0.5, Default::default()));
+    assert_eq!(c.server_handshakes(Some(&a), Some(&b)).0, Some((200, 0)));
+    c.state.knobs.requests_per_conn = Some(100);
+    assert_eq!(c.server_handshakes(Some(&a), Some(&b)), (None, None));
+}
