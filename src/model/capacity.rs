@@ -88,6 +88,12 @@ pub struct Capacity {
     pub bytes_per_s: Option<f64>,
     /// The swept parameter's value there, interpolated (None for a sweep without numbers).
     pub at: Option<f64>,
+    /// The swept parameter (`network.rtt`) and the unit `at` is in (" ms"; "" for a count);
+    /// empty in files written before they were recorded.
+    #[serde(default)]
+    pub param: String,
+    #[serde(default)]
+    pub unit: String,
     /// The points it lies between, or the point it is.
     pub points: Vec<usize>,
     /// The series' points the rule left out, and why (their response time is not the
@@ -202,7 +208,10 @@ impl Capacity {
                 format!("{head}: not measured: no valid point{left_out}")
             }
             (found, Some(r)) => {
-                let at = self.at.map(|x| format!(" at {x:.1}")).unwrap_or_default();
+                let at = self
+                    .at
+                    .map(|x| format!(" at {} {x:.1}{}", self.param, self.unit).replace("  ", " "))
+                    .unwrap_or_default();
                 let reached = if found == Found::NotReached {
                     "at least "
                 } else {
@@ -293,9 +302,15 @@ fn of_series(mode: String, curve: String, rows: &[&SummaryRow], t: &CapacityTarg
         requests_per_s: None,
         bytes_per_s: None,
         at: None,
+        param: String::new(),
+        unit: String::new(),
         points: Vec::new(),
         excluded,
     };
+    if let Some(s) = rows.iter().find_map(|r| r.sweep) {
+        out.param = s.param.to_string();
+        out.unit = s.value.x_unit().to_string();
+    }
     if pts.is_empty() {
         return out;
     }
@@ -379,6 +394,25 @@ mod tests {
         assert!((c.at.unwrap() - 144.0).abs() < 1e-9);
         assert_eq!(c.points, [3, 4]);
         assert!(c.line().contains("958 responses/s"), "{}", c.line());
+        // Where along the sweep, named with its unit (before: a bare "at 144.0").
+        assert!(
+            c.line().contains(" at load.clients 144.0 ("),
+            "{}",
+            c.line()
+        );
+        let mut rtt = rows[0].clone();
+        rtt.sweep = Some(SweepPoint {
+            param: SweepParam::Path(crate::model::PathKnob::Rtt),
+            value: SweepValue::Path(crate::model::knob::PathValue::Rtt(
+                crate::model::units::Dur::from_secs(0.0199),
+            )),
+        });
+        let c = &capacities(&[rtt], &CapacityTarget::default())[0];
+        assert!(
+            c.line().contains(" at network.rtt 19.9 ms ("),
+            "{}",
+            c.line()
+        );
     }
 
     #[test]

@@ -239,6 +239,15 @@ impl PathValue {
     }
 
     /// The number on a report's x axis, in the unit [`PathKnob::axis`] says (None: unlimited).
+    /// The unit of [`Self::x`] after the number.
+    pub fn x_unit(self) -> &'static str {
+        match self {
+            PathValue::Rtt(_) | PathValue::Jitter(_) => " ms",
+            PathValue::Loss(_) => "%",
+            PathValue::Bandwidth(_) => " Mbit/s",
+        }
+    }
+
     pub fn x(self) -> Option<f64> {
         match self {
             PathValue::Rtt(d) | PathValue::Jitter(d) => Some(d.secs() * 1000.0),

@@ -263,6 +263,19 @@ impl SweepValue {
 
     /// The number on a report's x axis ([`SweepParam::axis`]); None for values that are
     /// categories (bursts, workloads) or not a number (unlimited bandwidth).
+    /// The unit of [`Self::x`] as a line writes it after the number ("/s", " ms"; "" for a
+    /// count or a share).
+    pub fn x_unit(self) -> &'static str {
+        match self {
+            SweepValue::Load(k, _) => match k.unit() {
+                "%" => "",
+                u => u,
+            },
+            SweepValue::Path(v) => v.x_unit(),
+            _ => "",
+        }
+    }
+
     pub fn x(self) -> Option<f64> {
         match self {
             SweepValue::Load(_, v) => Some(v),

@@ -809,6 +809,8 @@ mod tests {
             requests_per_s: Some(r),
             bytes_per_s: Some(r * 1000.0),
             at: Some(100.0),
+            param: "load.rate".into(),
+            unit: "/s".into(),
             points: vec![1, 2],
             excluded: Vec::new(),
         };

@@ -550,6 +550,8 @@ mod tests {
             requests_per_s: r,
             bytes_per_s: r.map(|r| r * 1e3),
             at: None,
+            param: String::new(),
+            unit: String::new(),
             points: vec![1],
             excluded: Vec::new(),
         };
