@@ -1,7 +1,8 @@
 //! issue 47, in a real terminal (tmux): the TUI over HTTP/3. The UDP (QUIC) panel stands in
 //! the accept queue's place with the Initials arriving (pcap) and the server socket's
 //! drops and queue, and the status figures count QUIC handshakes completed; `q` ends it with
-//! exit 0. The same walk as root and rootless (the plain CI user, through setpriv).
+//! exit 0, saying it is stopping while it drains. The same walk as root and rootless (the
+//! plain CI user, through setpriv). And the QUIC lesson's flood at 80x24: its charts stay.
 
 mod plain_support;
 mod tmux_support;
@@ -75,5 +76,69 @@ fn walk(s: &Session) {
         );
     }
     let end = s.quit();
+    assert!(end.contains("SYNLAB-EXIT=0"), "{end}");
+    // While it drained, the terminal said so (the start-up line was the last word before).
+    assert!(
+        end.contains("synlab: stopping: "),
+        "no stopping line after q:\n{end}"
+    );
+}
+
+/// A new user's report: `synlab tui scenarios/lesson-quic.toml` at 80x24, `n` `n` to the
+/// flood: the caption, its checks, the busy banner and the alarms left the offered vs achieved
+/// panel no chart. Its chart keeps its rows (the y axis' 0 and the x axis' "now"), whatever
+/// the machine raises; the UDP panel never says "buffer full" beside a sampled queue; after
+/// `q` the terminal says it is draining, and for how long at most.
+#[test]
+fn the_quic_lessons_flood_keeps_its_chart_at_80x24() {
+    if !have_tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/lesson-quic.toml");
+    let cmd = format!(
+        "{} tui {lesson} --out {}; echo SYNLAB-EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_synlab"),
+        dir.path().display()
+    );
+    let name = format!("synlab-lesson-quic-80x24-{}", std::process::id());
+    let s = Session::start_sized(&name, &cmd, 80, 24);
+    let started = wait_for(&s.0, &|sc| sc.contains("step 1/4"), 40);
+    assert!(started.contains("step 1/4"), "{started}");
+    s.keys(&["n"]);
+    let second = wait_for(&s.0, &|sc| sc.contains("step 2/4"), 10);
+    assert!(second.contains("step 2/4"), "{second}");
+    s.keys(&["n"]);
+    let flooded = |sc: &str| sc.contains("step 3/4") && sc.contains("DROPPING");
+    wait_for(&s.0, &flooded, 20);
+    // A few seconds into the flood, the warnings and the busy banner raised.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let screen = s.screen();
+    assert!(screen.contains("step 3/4"), "{screen}");
+    assert!(screen.contains("▶ 20,000 full handshakes/s"), "{screen}");
+    let rates: Vec<String> = screen
+        .lines()
+        .map(|l| l.split("││").next().unwrap_or(l).to_string())
+        .collect();
+    assert!(
+        rates.iter().any(|l| l.starts_with("│0 ")),
+        "the rates chart has no y axis:\n{screen}"
+    );
+    assert!(
+        rates
+            .iter()
+            .any(|l| l.contains("-60s") && l.contains("now")),
+        "the rates chart has no x axis:\n{screen}"
+    );
+    if screen.contains(" B sampled") {
+        assert!(!screen.contains("buffer full"), "{screen}");
+    }
+    s.keys(&["q"]);
+    let stopping = wait_for(&s.0, &|sc| sc.contains("synlab: stopping: "), 10);
+    assert!(
+        stopping.contains("synlab: stopping: ") && stopping.contains("(at most 10 s)"),
+        "no stopping line after q:\n{stopping}"
+    );
+    let end = wait_for(&s.0, &|sc| sc.contains("SYNLAB-EXIT="), 40);
     assert!(end.contains("SYNLAB-EXIT=0"), "{end}");
 }

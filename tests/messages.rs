@@ -10,6 +10,7 @@ use synlab::load::protocol::{Burst, Mode};
 use synlab::model::cpus::{CpuError, Placement};
 use synlab::model::death::{Death, Exit};
 use synlab::model::knob::{KnobError, PathKnob, PathValue};
+use synlab::model::kreasons::NotCounted;
 use synlab::model::load_knob::{LoadKnob, LoadKnobError};
 use synlab::model::summary::SummaryCol;
 use synlab::model::sweep::{SweepParam, SweepValueError};
@@ -399,5 +400,15 @@ fn every_message_a_person_reads() {
             .to_string(),
         ],
     );
+    // The kernel's own reasons not counted: a run's notice (no view, nothing above it), then
+    // the TUI's drops view's words.
+    let not_counted = [
+        NotCounted::Off,
+        NotCounted::NotRoot,
+        NotCounted::Refused(s("tracefs: Permission denied (os error 13)")),
+    ];
+    lines(&mut out, "the kernel's reasons: notices", &not_counted);
+    let in_view: Vec<String> = not_counted.iter().map(NotCounted::in_view).collect();
+    lines(&mut out, "the kernel's reasons: the drops view", &in_view);
     insta::assert_snapshot!(out);
 }

@@ -382,7 +382,7 @@ fn small_screens_fold_with_a_hint_and_wrap_warnings_at_words() {
         .warnings
         .iter()
         .map(|w| w.to_string())
-        .chain(["+2 more warning(s): see run.log".to_string()])
+        .chain(["+2 more warning(s): see run.log (run.log)".to_string()])
         .flat_map(|t| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .collect();
     for screen in [&small, &mid] {
@@ -1130,4 +1130,101 @@ fn as_a_plain_user_the_kernels_reasons_say_they_need_root_without_offering_y() {
     });
     let text = render::screen_text(&app, &lab.state, 200, 55);
     assert!(text.contains("turn on with Y"), "{text}");
+}
+
+/// The lesson-quic flood step at 80x24 (a new user's report): the caption's four lines, two
+/// checks, the busy banner, the answer to `n` and three alarms once left the offered vs
+/// achieved panel no chart. The charts keep their rows: the answer gives way, the banner
+/// says itself in one line, the alarms take one line with the others counted ("… +2 more
+/// (run.log)"); the caption and its checks stay whole. The UDP panel's title is true to
+/// both its figures: dropping (at the full buffer, between the samples) beside a queue the
+/// samples find a fifth full, said as a sample.
+#[test]
+fn the_quic_lessons_flood_keeps_its_chart_at_80x24() {
+    let mut st = fixture::quic_lesson_flood();
+    let caption = st.caption.take().unwrap();
+    st.step = Some((2, 4));
+    let mut lab = FakeLab::new(st);
+    lab.steps.push_back(caption.clone());
+    let mut app = colour_app();
+    press(&mut app, &mut lab, &[Key::Char('n')]);
+    let st = &lab.state;
+    let text = render::screen_text(&app, st, 80, 24);
+    let rows: Vec<&str> = text.lines().collect();
+    // The rates panel's chart: at least three plot rows over its x axis, "now" at its end.
+    let left = |l: &str| l.split("││").next().unwrap_or(l).to_string();
+    let plot = rows
+        .iter()
+        .map(|l| left(l))
+        .filter(|l| {
+            let inner: Vec<char> = l.chars().skip(1).take_while(|&c| c != '│').collect();
+            l.starts_with('│')
+                && inner.len() < 6
+                && l.chars().nth(inner.len() + 1) == Some('│')
+                && inner
+                    .iter()
+                    .all(|c| c.is_ascii_digit() || " .k".contains(*c))
+        })
+        .count();
+    assert!(plot >= 3, "{plot} plot rows:\n{text}");
+    assert!(
+        rows.iter()
+            .any(|l| left(l).contains("-60s") && left(l).contains("now")),
+        "{text}"
+    );
+    // The caption whole, and both checks.
+    let words: Vec<&str> = rows
+        .iter()
+        .skip_while(|l| !l.starts_with("▶ 20,000"))
+        .take(4)
+        .flat_map(|l| l.trim_start_matches("▶ ").split_whitespace())
+        .collect();
+    assert_eq!(
+        words,
+        caption.split_whitespace().collect::<Vec<_>>(),
+        "{text}"
+    );
+    for check in [
+        "✓ held: quic_handshakes_full_per_s < 0.9 * target_rate",
+        "✓ held: quic_handshake_timeouts_per_s > 0",
+    ] {
+        assert!(text.contains(check), "{text}");
+    }
+    // The busy banner in one line, whole in its short words.
+    assert!(
+        rows.contains(
+            &"⚠ busy: others took 86 % of the server's CPUs: figures not the server's alone"
+        ),
+        "{text}"
+    );
+    // The first alarm, the others counted on its line.
+    let warn: Vec<&&str> = rows.iter().filter(|l| l.starts_with("⚠ CLIENT")).collect();
+    assert_eq!(warn.len(), 1, "{text}");
+    assert!(
+        warn[0].starts_with("⚠ CLIENT-BOUND: 82 % fewer attempts")
+            && warn[0].ends_with("… +2 more (run.log)"),
+        "{text}"
+    );
+    // The latency and CPU panels folded into their line.
+    assert!(text.contains("total p50 3774ms p99 4243ms"), "{text}");
+    // The UDP panel: dropping, its queue a sample; never "buffer full" beside a fifth.
+    assert!(text.contains("UDP (QUIC)  DROPPING when full"), "{text}");
+    assert!(text.contains("rcv queue 43541/212992 B sampled"), "{text}");
+    assert!(!text.contains("buffer full"), "{text}");
+    insta::assert_snapshot!("quic_lesson_flood_80x24", draw(&app, st, 80, 24).backend());
+    // Large: everything whole, the answer too, and the title says when the buffer was full.
+    let big = render::screen_text(&app, st, 160, 48);
+    for whole in [
+        "» next step: 3 of 4",
+        "⚠ the machine is busy: other work took 86 % of the server's CPUs",
+        "UDP (QUIC)  DROPPING: buffer full between samples",
+        "rcv queue 43541/212992 B sampled",
+    ] {
+        assert!(big.contains(whole), "no `{whole}`:\n{big}");
+    }
+    assert!(!big.contains("(run.log)"), "{big}");
+    insta::assert_snapshot!(
+        "quic_lesson_flood_160x48",
+        draw(&app, st, 160, 48).backend()
+    );
 }

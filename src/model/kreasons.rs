@@ -75,25 +75,52 @@ pub enum NotCounted {
     Refused(String),
 }
 
+/// What a run's notes say (run.log, `synlab run`'s notices, report.md, `synlab probe`): no
+/// view around them, so no "in this view" and no "above"; the TUI's drops view says it in its
+/// own words ([`NotCounted::in_view`]).
 impl fmt::Display for NotCounted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NotCounted::Off => write!(
                 f,
-                "the kernel's own reasons: off (counting skb:kfree_skb costs the kernel CPU on \
-                 every drop, {OFF_COST}); turn on with Y in this view, `kernel_reasons = true` \
-                 under [probe] in the scenario, or `synlab probe --kernel-reasons` (root); the \
-                 reasons above are the namespace's TcpExt/Udp counters"
+                "the kernel's own reasons: not counted, off (counting skb:kfree_skb costs the \
+                 kernel CPU on every drop, {OFF_COST}); `kernel_reasons = true` under [probe] \
+                 in the scenario, `Y` in the TUI or `synlab probe --kernel-reasons` turns it on \
+                 (root); the drops are counted by the namespace's TcpExt/Udp counters"
             ),
             NotCounted::NotRoot => write!(
                 f,
                 "the kernel's own reasons: not counted, synlab runs as a plain user (counting \
                  skb:kfree_skb machine-wide needs root: perf_event_open of a tracepoint and \
-                 tracefs); the reasons above are the namespace's TcpExt/Udp counters, which \
+                 tracefs); the drops are counted by the namespace's TcpExt/Udp counters, which \
                  any user may read"
             ),
             NotCounted::Refused(why) => write!(
                 f,
+                "the kernel's own reasons: not counted ({why}); the drops are counted by the \
+                 namespace's TcpExt/Udp counters"
+            ),
+        }
+    }
+}
+
+impl NotCounted {
+    /// What the TUI's drops view says, under the namespace's counters it lists: its key
+    /// turns the counting on there.
+    pub fn in_view(&self) -> String {
+        match self {
+            NotCounted::Off => format!(
+                "the kernel's own reasons: off (counting skb:kfree_skb costs the kernel CPU on \
+                 every drop, {OFF_COST}); turn on with Y in this view, `kernel_reasons = true` \
+                 under [probe] in the scenario, or `synlab probe --kernel-reasons` (root); the \
+                 reasons above are the namespace's TcpExt/Udp counters"
+            ),
+            NotCounted::NotRoot => "the kernel's own reasons: not counted, synlab runs as a \
+                 plain user (counting skb:kfree_skb machine-wide needs root: perf_event_open of \
+                 a tracepoint and tracefs); the reasons above are the namespace's TcpExt/Udp \
+                 counters, which any user may read"
+                .into(),
+            NotCounted::Refused(why) => format!(
                 "the kernel's own reasons: not counted ({why}); the reasons above are the \
                  namespace's TcpExt/Udp counters"
             ),
@@ -135,11 +162,12 @@ impl KernelReasons {
         }
     }
 
-    /// The lines a person reads: a head saying where the figures come from, then one line
-    /// per reason "  TCP_LISTEN_OVERFLOW  1234  (617/s)".
+    /// The lines the TUI's drops view shows: a head saying where the figures come from, then
+    /// one line per reason "  TCP_LISTEN_OVERFLOW  1234  (617/s)"; not counted, why in the
+    /// view's words ([`NotCounted::in_view`]).
     pub fn lines(&self) -> Vec<String> {
         match self {
-            KernelReasons::NotCounted(why) => vec![why.to_string()],
+            KernelReasons::NotCounted(why) => vec![why.in_view()],
             KernelReasons::Counted { reasons, all, secs } => {
                 let rate = |n: u64| {
                     if *secs > 0.0 {
@@ -314,5 +342,36 @@ mod tests {
             "{s}"
         );
         assert!(c(1263, 0).to_string().contains("1263 SYNs"));
+    }
+
+    /// A run's notes (a headless run's notices, run.log) have no view and nothing above them:
+    /// they name the scenario's key (`probe.kernel_reasons`, docs/04) and the TUI's; the drops
+    /// view keeps its own words, its key and "the reasons above".
+    #[test]
+    fn the_notice_says_no_view_words_and_the_view_keeps_them() {
+        let all = [
+            NotCounted::Off,
+            NotCounted::NotRoot,
+            NotCounted::Refused("tracefs: EPERM".into()),
+        ];
+        for n in &all {
+            let notice = n.to_string();
+            for view_words in ["this view", "above"] {
+                assert!(!notice.contains(view_words), "{notice}");
+            }
+            assert!(notice.contains("TcpExt/Udp counters"), "{notice}");
+            assert!(n.in_view().contains("the reasons above"), "{n:?}");
+            assert_eq!(KernelReasons::NotCounted(n.clone()).lines(), [n.in_view()]);
+        }
+        let off = NotCounted::Off.to_string();
+        assert!(
+            off.contains("`kernel_reasons = true` under [probe]")
+                && off.contains("`Y` in the TUI")
+                && off.contains("synlab probe --kernel-reasons"),
+            "{off}"
+        );
+        assert!(NotCounted::Off
+            .in_view()
+            .contains("turn on with Y in this view"));
     }
 }

@@ -36,10 +36,14 @@ pub fn tui_main(start: Start) -> anyhow::Result<ExitCode> {
     let (sc, opts) = start.open()?;
     let interrupted = opts.interrupted.clone();
     eprintln!("synlab: starting {} ...", sc.name);
+    let ui = UiOptions {
+        response_timeout_s: Some(sc.load.response_timeout.secs()),
+        ..UiOptions::default()
+    };
     let mut ctrl = crate::lab::controller::Controller::start(sc, opts)?;
     ctrl.tui_mode();
     terminal_watch(&interrupted, ctrl.lab_netns_prefix());
-    let result = run_tui(&mut ctrl, UiOptions::default());
+    let result = run_tui(&mut ctrl, ui);
     let unwritten = session::report_and_folder(ctrl.folder_dir());
     result?;
     let died = ctrl.child_died();
@@ -139,6 +143,9 @@ pub struct UiOptions {
     pub window_s: f64,
     /// No colours at all (NO_COLOR).
     pub no_color: bool,
+    /// The scenario's `load.response_timeout`, seconds: with T, how long the drain at the end
+    /// may take (the stopping line says it).
+    pub response_timeout_s: Option<f64>,
 }
 
 impl Default for UiOptions {
@@ -148,6 +155,7 @@ impl Default for UiOptions {
             fps: 10,
             window_s: 60.0,
             no_color: !Theme::from_env().color,
+            response_timeout_s: None,
         }
     }
 }
@@ -207,8 +215,52 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
     }
     drop(term);
     drop(guard);
+    // The terminal is the shell's again, and the lab drains (up to its bound) before the run
+    // folder is written: said, so the start-up line is not the last word for seconds. A
+    // terminal that is gone takes nothing (the line is dropped, never a panic).
+    {
+        use std::io::Write;
+        let line = stopping_line(lab.state(), opts.response_timeout_s);
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
     let stopped = lab.stop().context("stopping the lab");
     result.and(stopped)
+}
+
+/// What the terminal says once the TUI has left it, while the lab drains what is in flight
+/// (at most T + the response timeout, capped at the controller's `MAX_DRAIN_S`) before it writes the run
+/// folder: "synlab: stopping: draining 1200 requests in flight (at most 10 s)". The figures
+/// are the latest sample's (requests sent and not answered, connects and handshakes in
+/// progress), the bound T as the knobs have it now.
+pub fn stopping_line(st: &crate::lab::state::LabState, response_timeout_s: Option<f64>) -> String {
+    use crate::model::col;
+    let last = |c| st.store.last(c).map(|v: f64| v.max(0.0).round() as u64);
+    let (requests, connects) = (last(col::REQUESTS_IN_FLIGHT), last(col::CONNECTING));
+    let bound = response_timeout_s.map(|r| {
+        let s = (st.knobs.timeout.as_secs_f64() + r).min(crate::lab::controller::MAX_DRAIN_S);
+        format!(" (at most {} s)", secs_text(s))
+    });
+    let bound = bound.unwrap_or_default();
+    let what = match (requests.unwrap_or(0), connects.unwrap_or(0)) {
+        _ if requests.is_none() && connects.is_none() => {
+            format!("draining what is in flight{bound}")
+        }
+        (0, 0) => "nothing in flight; writing the run folder".to_string(),
+        (r, 0) => format!("draining {r} requests in flight{bound}"),
+        (0, c) => format!("draining {c} connects in flight{bound}"),
+        // One line of 80 columns with four figures each.
+        (r, c) => format!("draining {r} requests, {c} connects in flight{bound}"),
+    };
+    format!("synlab: stopping: {what}")
+}
+
+/// Seconds as a person reads them: "10", "1.5".
+fn secs_text(s: f64) -> String {
+    if (s - s.round()).abs() < 0.05 {
+        format!("{s:.0}")
+    } else {
+        format!("{s:.1}")
+    }
 }
 
 /// When the frame after a draw at `now` is due, the last one having been due at `due`: one
@@ -306,6 +358,55 @@ pub fn event_loop<B: ratatui::backend::Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After `q` the terminal says the lab is stopping, with what it drains and its bound (T +
+    /// the response timeout, at most the controller's cap), not the start-up line alone.
+    #[test]
+    fn the_stopping_line_says_what_is_drained_and_for_how_long() {
+        use crate::model::col;
+        let mut st = fixture::quic_lesson_flood();
+        let t = st.elapsed_s + 0.2;
+        st.store.push(
+            t,
+            &[
+                (col::REQUESTS_IN_FLIGHT, Some(12.0)),
+                (col::CONNECTING, Some(20000.0)),
+            ],
+        );
+        assert_eq!(
+            stopping_line(&st, Some(10.0)),
+            "synlab: stopping: draining 12 requests, 20000 connects in flight (at most 10 s)"
+        );
+        st.store.push(
+            t + 0.2,
+            &[
+                (col::REQUESTS_IN_FLIGHT, Some(40.0)),
+                (col::CONNECTING, Some(0.0)),
+            ],
+        );
+        st.knobs.timeout = Duration::from_millis(500);
+        assert_eq!(
+            stopping_line(&st, Some(1.0)),
+            "synlab: stopping: draining 40 requests in flight (at most 1.5 s)"
+        );
+        st.store.push(
+            t + 0.4,
+            &[
+                (col::REQUESTS_IN_FLIGHT, Some(0.0)),
+                (col::CONNECTING, Some(0.0)),
+            ],
+        );
+        assert_eq!(
+            stopping_line(&st, Some(1.0)),
+            "synlab: stopping: nothing in flight; writing the run folder"
+        );
+        // Never measured: what is in flight, whatever it is.
+        let fresh = crate::lab::state::LabState::new("t", fixture::knobs(), 0.2);
+        assert_eq!(
+            stopping_line(&fresh, None),
+            "synlab: stopping: draining what is in flight"
+        );
+    }
 
     #[test]
     fn the_watch_stands_down_once_the_loop_returned() {

@@ -126,7 +126,7 @@ struct AccessLogFiles {
 }
 
 /// The longest the end of a run waits for connections in flight.
-const MAX_DRAIN_S: f64 = 10.0;
+pub const MAX_DRAIN_S: f64 = 10.0;
 
 pub use crate::load::validate::is_lab_address;
 

@@ -5,57 +5,112 @@
 //! the banner that says this step's figures are not the lab's alone; and, while it lasts, the
 //! recovery after overload (the server answering its backlog), with a caption or without.
 
-use super::common::wrap;
+use super::common::{clip, cut_with, wrap, MORE};
 use crate::lab::core::checks;
 use crate::lab::state::LabState;
 use crate::ui::app::App;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-/// The caption's lines: each padded to `width`, so the caption reads as one band.
-pub fn caption(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+/// The caption's lines, at most `max` (a cut one ends in "… more: enlarge"): each padded to
+/// `width`, so the caption reads as one band. None without a caption.
+pub fn caption(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'static>> {
     let style = app.theme.caption();
     let Some(c) = &st.caption else {
-        return recovery(app, st, width);
+        return Vec::new();
     };
-    let mut lines = wrap(c, "▶ ", width, style);
-    // The checks on as few lines as they fit (the charts keep their rows at 80x24), each
-    // whole on a line unless it is wider than the screen.
-    let mut row = String::new();
-    for v in checks::judge(&st.store, &st.expect) {
-        let v = v.to_string();
-        let fits = row.chars().count() + 3 + v.chars().count() <= width as usize;
-        if !row.is_empty() && fits {
-            row = format!("{row} · {v}");
-            continue;
-        }
-        if !row.is_empty() {
-            lines.extend(wrap(&row, "  ", width, style));
-        }
-        row = v;
-    }
-    if !row.is_empty() {
-        lines.extend(wrap(&row, "  ", width, style));
-    }
-    let mut out: Vec<Line<'static>> = lines
+    let lines = cut_with(wrap(c, "▶ ", width, style), max, width, MORE);
+    pad(lines, width, style)
+}
+
+/// Lines padded to `width` in `style`: the caption's band.
+fn pad(lines: Vec<Line<'static>>, width: u16, style: Style) -> Vec<Line<'static>> {
+    lines
         .into_iter()
         .map(|l| {
             let text = l.to_string();
             let pad = (width as usize).saturating_sub(text.chars().count());
             Line::from(Span::styled(format!("{text}{}", " ".repeat(pad)), style))
         })
-        .collect();
-    if let Some(b) = checks::busy(st) {
-        out.extend(wrap(&b.to_string(), "", width, app.theme.warn()));
+        .collect()
+}
+
+/// The step's checks under its caption, in its band, on at most `max` lines: as few lines as
+/// they fit (the charts keep their rows at 80x24), each whole on a line unless it is wider
+/// than the screen. Cut to fewer lines than they need, each row keeps one line (cut with "…")
+/// and the last says how many checks it leaves out ("· +1 more: enlarge").
+pub fn checks(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'static>> {
+    if st.caption.is_none() {
+        return Vec::new();
     }
-    out.extend(recovery(app, st, width));
-    out
+    let style = app.theme.caption();
+    // Rows of checks, each as many whole checks as fit the width.
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for v in checks::judge(&st.store, &st.expect) {
+        let v = v.to_string();
+        match rows.last_mut() {
+            Some(row)
+                if row.join(" · ").chars().count() + 3 + v.chars().count() <= width as usize =>
+            {
+                row.push(v)
+            }
+            _ => rows.push(vec![v]),
+        }
+    }
+    let whole: Vec<Line<'static>> = rows
+        .iter()
+        .flat_map(|row| wrap(&row.join(" · "), "  ", width, style))
+        .collect();
+    if whole.len() <= max {
+        return pad(whole, width, style);
+    }
+    let w = width as usize;
+    let kept = rows.len().min(max);
+    let left_out: usize = rows[kept..].iter().map(Vec::len).sum();
+    let mut lines: Vec<String> = rows[..kept]
+        .iter()
+        .map(|row| clip(&format!("  {}", row.join(" · ")), w))
+        .collect();
+    if let Some(last) = lines.last_mut().filter(|_| left_out > 0) {
+        let more = format!(" · +{left_out} more: enlarge");
+        let keep = w.saturating_sub(more.chars().count());
+        *last = format!("{}{more}", clip(last, keep));
+    }
+    let lines = lines
+        .into_iter()
+        .map(|l| Line::from(Span::styled(l, style)))
+        .collect();
+    pad(lines, width, style)
+}
+
+/// When other work took the server's CPUs: the banner that says this step's figures are not
+/// the server's alone, on at most `max` lines (on one, in short words when they fit, else cut
+/// with "…").
+pub fn busy(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'static>> {
+    let style = app.theme.warn();
+    let Some(b) = checks::busy(st).filter(|_| st.caption.is_some()) else {
+        return Vec::new();
+    };
+    let whole = wrap(&b.to_string(), "", width, style);
+    if whole.len() <= max {
+        return whole;
+    }
+    let short = format!(
+        "⚠ busy: others took {:.0} % of the {w} CPUs: figures not the {w} alone",
+        b.pct,
+        w = b.whose
+    );
+    if max == 1 && short.chars().count() <= width as usize {
+        return vec![Line::from(Span::styled(short, style))];
+    }
+    cut_with(whole, max, width, "…")
 }
 
 /// The recovery after overload, named while it lasts (`model::phase::ongoing`, the rule
 /// report.md's Phases use, over the same rows): the server answering its backlog after the
 /// load dropped, which is why it answers more than is offered and more than the clients
 /// receive. A phase of the lesson, not a fault: styled as good news.
-fn recovery(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
+pub fn recovery(app: &App, st: &LabState, width: u16, max: usize) -> Vec<Line<'static>> {
     use crate::model::col;
     let s = &st.store;
     let (Some(offered), Some(server), Some(client)) = (
@@ -82,7 +137,7 @@ fn recovery(app: &App, st: &LabState, width: u16) -> Vec<Line<'static>> {
         super::common::num(last(col::TARGET_RATE)),
         super::common::num(r.surplus),
     );
-    wrap(&text, "↺ ", width, app.theme.ok())
+    cut_with(wrap(&text, "↺ ", width, app.theme.ok()), max, width, MORE)
 }
 
 /// The last action's line(s); with a caption and nothing done yet, none (the hint line says

@@ -261,7 +261,21 @@ pub fn clip(text: &str, w: usize) -> String {
 
 /// `lines` (each of one style, as `wrap` makes them) kept to the first `n`; when some are
 /// left out the last kept ends in " …" (within `width`), so a cut text never reads as whole.
-pub fn cut(mut lines: Vec<Line<'static>>, n: usize, width: u16) -> Vec<Line<'static>> {
+pub fn cut(lines: Vec<Line<'static>>, n: usize, width: u16) -> Vec<Line<'static>> {
+    cut_with(lines, n, width, "…")
+}
+
+/// What ends a cut text that the screen shows whole when it is larger.
+pub const MORE: &str = "… more: enlarge";
+
+/// [`cut`], the last kept line ending in `tail` ("…", or [`MORE`] to say where the rest is)
+/// when some are left out.
+pub fn cut_with(
+    mut lines: Vec<Line<'static>>,
+    n: usize,
+    width: u16,
+    tail: &str,
+) -> Vec<Line<'static>> {
     if lines.len() <= n {
         return lines;
     }
@@ -269,11 +283,41 @@ pub fn cut(mut lines: Vec<Line<'static>>, n: usize, width: u16) -> Vec<Line<'sta
     if let Some(last) = lines.last_mut() {
         let style = last.spans.first().map_or_else(Style::default, |s| s.style);
         let text = last.to_string();
-        let keep: String = text
-            .chars()
-            .take((width as usize).saturating_sub(2))
-            .collect();
-        *last = Line::from(Span::styled(format!("{} …", keep.trim_end()), style));
+        let room = (width as usize).saturating_sub(1 + tail.chars().count());
+        let mut keep: String = text.chars().take(room).collect();
+        // Cut at a space, when one keeps more than half of the line: no word half said.
+        let next = text.chars().nth(room);
+        if next.is_some_and(|c| c != ' ') && !keep.ends_with(' ') {
+            if let Some(at) = keep.trim_end().rfind(' ').filter(|&at| at > keep.len() / 2) {
+                keep.truncate(at);
+            }
+        }
+        *last = Line::from(Span::styled(format!("{} {tail}", keep.trim_end()), style));
+    }
+    lines
+}
+
+/// Lines of groups of spans, as [`pack`] makes them, kept to the first `n`; when some are left
+/// out, the last kept one loses its last groups until " …" fits within `width` (a group is
+/// never split from its value).
+pub fn cut_spans(mut lines: Vec<Line<'static>>, n: usize, width: u16) -> Vec<Line<'static>> {
+    if lines.len() <= n {
+        return lines;
+    }
+    lines.truncate(n);
+    let is_sep = |s: &Span| s.content.trim().is_empty() || s.content.trim() == "│";
+    if let Some(last) = lines.last_mut() {
+        let room = (width as usize).saturating_sub(2);
+        while last.width() > room {
+            // Back to the last separator, which goes with the group it separated.
+            let Some(at) = last.spans.iter().rposition(is_sep) else {
+                let style = last.spans.first().map_or_else(Style::default, |s| s.style);
+                *last = Line::from(Span::styled(clip(&last.to_string(), room), style));
+                break;
+            };
+            last.spans.truncate(at);
+        }
+        last.spans.push(Span::raw(" …"));
     }
     lines
 }
@@ -475,6 +519,51 @@ mod tests {
         let whole = text(&cut(wrap("one two", "", 8, Style::default()), 2, 8));
         assert_eq!(whole, ["one two"]);
         assert_eq!(clip("@66s rate 4000/s", 8), "@66s ra…");
+    }
+
+    /// Cut status lines lose whole groups (a label keeps its value) and end in " …"; a cut
+    /// caption ends at a word, saying where the rest is.
+    #[test]
+    fn cut_lines_keep_whole_groups_and_words() {
+        let group = |k: &str, v: &str| {
+            vec![
+                Span::raw(format!("{k} ")),
+                Span::styled(v.to_string(), Style::default()),
+            ]
+        };
+        let lines = pack(
+            vec![
+                group("rate", "20000 conn/s"),
+                group("mode", "sclient"),
+                group("D", "20000"),
+                group("T", "1000ms"),
+            ],
+            "  ",
+            32,
+        );
+        assert_eq!(lines.len(), 2);
+        let more = [lines.clone(), lines.clone()].concat();
+        let cut = cut_spans(more, 2, 32);
+        let text: Vec<String> = cut.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            ["rate 20000 conn/s  mode sclient", "D 20000  T 1000ms …"]
+        );
+        let narrow = cut_spans(lines.clone(), 1, 20);
+        assert_eq!(narrow[0].to_string(), "rate 20000 conn/s …");
+        assert_eq!(cut_spans(lines.clone(), 2, 32), lines);
+        let c = cut_with(
+            wrap(
+                "a caption as long as a lesson's longest",
+                "",
+                30,
+                Style::default(),
+            ),
+            1,
+            30,
+            MORE,
+        );
+        assert_eq!(c[0].to_string(), "a caption as … more: enlarge");
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! Drawing: reads the App and the LabState only (no I/O), lays out the panels for the terminal
 //! size and folds them on small screens. One module per panel.
 //!
-//! Top to bottom: the status line, the lesson's caption (it leads: the last to give way), the
-//! last action's answer, the warnings, the panels, the key hint.
+//! Top to bottom: the status line, the lesson's caption (it leads: the last to give way) with
+//! its checks, the busy banner and the recovery, the last action's answer, the warnings, the
+//! panels, the key hint. The text above the panels never takes the rates chart's rows
+//! (`TOP_MIN` and the folded latency and CPU line): what does not fit is cut to fewer lines,
+//! each block to its least (one line; none for an answer that was no refusal), ending in "…"
+//! and where to see the rest ("… more: enlarge", "+2 more (run.log)").
 //!
 //! Folding order on small screens (80x24): TCP states go first (their latest values move into
 //! the accept-queue header), then the latency chart (the p50/p90/p99 table stays), then the
@@ -40,46 +44,129 @@ pub fn draw(frame: &mut Frame, app: &App, st: &LabState) {
     draw_buffer(area, frame.buffer_mut(), app, st);
 }
 
+/// The blocks of text above the panels, top to bottom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Status,
+    Caption,
+    Checks,
+    Busy,
+    Recovery,
+    Message,
+    Warnings,
+}
+
+/// Which block keeps its least first, the caption's the last to go: then the status, the
+/// first alarm (with the others counted), the step's checks, the busy banner, the recovery,
+/// and the answer to a refused key.
+const LEAST_FIRST: [Block; 7] = [
+    Block::Caption,
+    Block::Status,
+    Block::Warnings,
+    Block::Checks,
+    Block::Busy,
+    Block::Recovery,
+    Block::Message,
+];
+
+/// Which block gets its further lines first: the caption's band (the caption, its checks),
+/// then the status, the recovery, the busy banner (whole; its one line says it in short),
+/// the other warnings, the last action's answer.
+const MORE_FIRST: [Block; 7] = [
+    Block::Caption,
+    Block::Checks,
+    Block::Status,
+    Block::Recovery,
+    Block::Busy,
+    Block::Warnings,
+    Block::Message,
+];
+
+/// How many of `room` lines each block gets (indexed by `Block as usize`), by the lines it
+/// wants and the least it keeps: the least first, in `LEAST_FIRST` order while there is room,
+/// then the rest in `MORE_FIRST` order.
+fn share(room: usize, want: impl Fn(Block) -> usize, least: impl Fn(Block) -> usize) -> [usize; 7] {
+    let mut got = [0; 7];
+    let mut left = room;
+    for b in LEAST_FIRST {
+        let n = least(b).min(want(b)).min(left);
+        got[b as usize] = n;
+        left -= n;
+    }
+    for b in MORE_FIRST {
+        let n = want(b).saturating_sub(got[b as usize]).min(left);
+        got[b as usize] += n;
+        left -= n;
+    }
+    got
+}
+
+/// The rows the panels keep on a screen `height` rows high before any text above them: the
+/// rates chart's (`TOP_MIN`) and the folded latency and CPU line, or what a small screen
+/// leaves them.
+fn panels_least(height: u16) -> u16 {
+    (TOP_MIN + 1)
+        .min(height.saturating_sub(9))
+        .max(6)
+        .min(height)
+}
+
 /// Draws into a buffer (also used for text screenshots).
 pub fn draw_buffer(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     if area.width < 10 || area.height < 3 {
         Paragraph::new("synlab: enlarge the terminal").render(area, buf);
         return;
     }
+    let (w, h) = (area.width, area.height);
     // Warnings keep to a few lines so the charts keep their rows at 80x24.
-    let max_warnings = if area.height >= 40 { 4 } else { 2 };
-    let status = status::lines(app, st, area.width, area.height < 30);
-    let caption = caption::caption(app, st, area.width);
-    let message = caption::message(app, st, area.width);
-    let warnings = status::warnings(app, st, area.width, max_warnings);
-    let fixed = status.len() + caption.len() + message.len() + warnings.len() + 1;
-    // Keep at least 6 rows of panels. The caption leads: it is the last to give way, then
-    // the status, the warnings (one line at least) and the last action's answer.
-    let mut room = (area.height as usize).saturating_sub(6);
-    let mut take = |n: usize| {
-        let h = n.min(room);
-        room -= h;
-        h as u16
+    let max_warnings = if h >= 40 { 4 } else { 2 };
+    let status = status::lines(app, st, w, h < 30);
+    let message = caption::message(app, st, w);
+    let refused = app
+        .message_for(st.last_action.as_ref())
+        .is_some_and(|(_, refused)| refused);
+    let all = usize::MAX;
+    let want = |b: Block| match b {
+        Block::Status => status.len(),
+        Block::Caption => caption::caption(app, st, w, all).len(),
+        Block::Checks => caption::checks(app, st, w, all).len(),
+        Block::Busy => caption::busy(app, st, w, all).len(),
+        Block::Recovery => caption::recovery(app, st, w, all).len(),
+        Block::Message => message.len(),
+        Block::Warnings => status::warnings(app, st, w, max_warnings).len(),
     };
-    let caption_h = take(caption.len());
-    let status_h = take(status.len());
-    let warnings_h = take(warnings.len());
-    let message_h = take(message.len());
-    let hint_h = u16::from(fixed <= area.height as usize);
-    let [status_a, caption_a, message_a, warnings_a, panels_a, hint_a] = Layout::vertical([
-        Constraint::Length(status_h),
-        Constraint::Length(caption_h),
-        Constraint::Length(message_h),
-        Constraint::Length(warnings_h),
+    // A refused key's answer keeps a line (nothing changed, and this says why); another
+    // answer gives way first.
+    let least = |b: Block| usize::from(b != Block::Message || refused);
+    let leasts: usize = LEAST_FIRST.iter().map(|&b| least(b).min(want(b))).sum();
+    // The panels keep their least (the rates chart's rows), and the key hint its line while
+    // the blocks' least fits: what does not fit above them is cut, with "…", never the chart.
+    let panels_h = usize::from(panels_least(h));
+    let hint_h = u16::from(leasts + panels_h < h as usize);
+    let room = (h as usize).saturating_sub(panels_h + usize::from(hint_h));
+    let shares = share(room, want, least);
+    let got = |b: Block| shares[b as usize];
+    let status = common::cut_spans(status, got(Block::Status), w);
+    let mut band = caption::caption(app, st, w, got(Block::Caption));
+    band.extend(caption::checks(app, st, w, got(Block::Checks)));
+    band.extend(caption::busy(app, st, w, got(Block::Busy)));
+    band.extend(caption::recovery(app, st, w, got(Block::Recovery)));
+    let message = common::cut(message, got(Block::Message), w);
+    let warnings = match got(Block::Warnings) {
+        0 => Vec::new(),
+        n => status::warnings(app, st, w, n.min(max_warnings)),
+    };
+    let [status_a, band_a, message_a, warnings_a, panels_a, hint_a] = Layout::vertical([
+        Constraint::Length(status.len() as u16),
+        Constraint::Length(band.len() as u16),
+        Constraint::Length(message.len() as u16),
+        Constraint::Length(warnings.len() as u16),
         Constraint::Min(0),
         Constraint::Length(hint_h),
     ])
     .areas(area);
     Paragraph::new(status).render(status_a, buf);
-    // What gives way is cut with "…", never dropped as if whole.
-    let caption = common::cut(caption, caption_h.into(), area.width);
-    let message = common::cut(message, message_h.into(), area.width);
-    Paragraph::new(caption).render(caption_a, buf);
+    Paragraph::new(band).render(band_a, buf);
     Paragraph::new(message).render(message_a, buf);
     Paragraph::new(warnings).render(warnings_a, buf);
     if app.show_drops {
@@ -221,4 +308,53 @@ pub fn screen_text(app: &App, st: &LabState, width: u16, height: u16) -> String 
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lesson-quic flood at 80x24: 12 lines above the panels for a status of 4, a caption
+    /// of 4, 2 checks, a 2-line busy banner, an answer and 2 warning lines. The caption and
+    /// its checks stay whole, then the status; the banner, the warnings keep a line each; the
+    /// answer (no refusal) gives way.
+    #[test]
+    fn the_text_gives_way_before_the_charts_in_its_order() {
+        let want = |b: Block| match b {
+            Block::Status | Block::Caption => 4,
+            Block::Checks | Block::Busy | Block::Warnings => 2,
+            Block::Recovery => 0,
+            Block::Message => 1,
+        };
+        let answer = |refused: bool| move |b: Block| usize::from(b != Block::Message || refused);
+        let got = share(12, want, answer(false));
+        let of = |b: Block| got[b as usize];
+        assert_eq!(
+            [Block::Status, Block::Caption, Block::Checks, Block::Busy].map(of),
+            [4, 4, 2, 1]
+        );
+        assert_eq!(
+            [Block::Recovery, Block::Message, Block::Warnings].map(of),
+            [0, 0, 1]
+        );
+        // A refusal keeps its line: the status gives its last.
+        let got = share(12, want, answer(true));
+        assert_eq!(got[Block::Message as usize], 1);
+        assert_eq!(got[Block::Status as usize], 3);
+        assert_eq!(got.iter().sum::<usize>(), 12);
+        // Room for all: all.
+        let got = share(40, want, answer(false));
+        assert_eq!(got.iter().sum::<usize>(), 15);
+        // Hardly any room: the caption's line first, then the status's.
+        let got = share(2, want, answer(false));
+        assert_eq!(
+            (got[Block::Caption as usize], got[Block::Status as usize]),
+            (1, 1)
+        );
+        // The panels' rows: the rates chart's and the folded line from 20 rows up.
+        assert_eq!(panels_least(24), TOP_MIN + 1);
+        assert_eq!(panels_least(20), TOP_MIN + 1);
+        assert_eq!(panels_least(12), 6);
+        assert_eq!(panels_least(4), 4);
+    }
 }

@@ -262,12 +262,26 @@ fn warning_lines(
                 }
                 return (out, false);
             }
-            // The first warning in the room it has, a line at least, cut at a space.
-            let cut = wrap(&w.to_string(), "⚠ ", width.saturating_sub(2), style);
+            // The first warning in the room it has, a line at least, cut at a space. With
+            // no line left for the count of the others (a one-line budget), it ends in it.
+            let more = (more > 0 && room == 0).then(|| format!("+{more} more (run.log)"));
+            let tail = more.as_deref().map_or(0, |m| m.chars().count() + 3);
+            let cut = wrap(
+                &w.to_string(),
+                "⚠ ",
+                width.saturating_sub(2 + tail as u16),
+                style,
+            );
+            let whole = cut.len() == 1;
             l = cut.into_iter().take(room.max(1)).collect();
             if let Some(last) = l.last_mut() {
                 let text = last.to_string();
-                *last = Line::from(Span::styled(format!("{} …", at_clause(&text)), style));
+                let text = match (&more, whole) {
+                    (Some(m), true) => format!("{text} · {m}"),
+                    (Some(m), false) => format!("{} … {m}", at_clause(&text)),
+                    (None, _) => format!("{} …", at_clause(&text)),
+                };
+                *last = Line::from(Span::styled(text, style));
             }
         }
         out.extend(l);
@@ -377,12 +391,26 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].starts_with("⚠ CLIENT-BOUND: "), "{lines:?}");
         assert_eq!(lines[1], "⚠ +2 more warning(s): see run.log");
-        // A one-line budget: the first alarm still, cut, and nothing else.
+        // A one-line budget: the first alarm still, cut, and the others counted on its line.
         let one: Vec<String> = super::warnings(&app, &out_of_fds(), 80, 1)
             .iter()
             .map(ToString::to_string)
             .collect();
         assert_eq!(one.len(), 1, "{one:?}");
         assert!(one[0].starts_with("⚠ CLIENT-BOUND: "), "{one:?}");
+        assert!(one[0].ends_with(" … +1 more (run.log)"), "{one:?}");
+        assert!(one[0].chars().count() <= 80, "{one:?}");
+        // A short first alarm stays whole, the count after it.
+        let mut short = out_of_fds();
+        short.warnings = vec![Warning::OutOfFds, Warning::PortsRunningOut];
+        let one: Vec<String> = super::warnings(&app, &short, 80, 1)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            one,
+            ["⚠ out of file descriptors · +1 more (run.log)"],
+            "{one:?}"
+        );
     }
 }

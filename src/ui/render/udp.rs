@@ -46,30 +46,53 @@ fn retry(st: &LabState, wide: bool) -> Option<Series> {
 }
 
 /// "2304/65536 B" (the queue against its buffer, in whole bytes: the buffer's size is a
-/// setting, read as written), "full" when it reached it.
-pub fn queue_text(q: Option<f64>, buf: Option<f64>) -> String {
+/// setting, read as written), "full" when it reached it. While the port drops datagrams with
+/// the sampled queue below its buffer, "sampled": the kernel dropped at a full buffer between
+/// the samples, and the queue a sample found is not that peak.
+pub fn queue_text(q: Option<f64>, buf: Option<f64>, dropping: bool) -> String {
     match (q, buf) {
         (Some(q), Some(b)) if b > 0.0 && q >= b => format!("{q:.0}/{b:.0} B full"),
+        (Some(q), Some(b)) if dropping => format!("{q:.0}/{b:.0} B sampled"),
         (Some(q), Some(b)) => format!("{q:.0}/{b:.0} B"),
         (Some(q), None) => format!("{q:.0} B"),
         _ => "n/a".into(),
     }
 }
 
+/// The panel's title for a panel `width` wide: while the port drops, whether its buffer was
+/// full at the samples too (then "buffer full", as the queue says) or only between them (the
+/// drops counted since the last sample, the queue sampled below its buffer), as long as the
+/// width holds it.
+pub fn title(dropping: bool, q: Option<f64>, buf: Option<f64>, width: u16) -> &'static str {
+    if !dropping {
+        return "UDP (QUIC)";
+    }
+    let full_at_samples = matches!((q, buf), (Some(q), Some(b)) if b > 0.0 && q >= b);
+    let choices: &[&'static str] = if full_at_samples || q.is_none() {
+        &["UDP (QUIC)  DROPPING: buffer full"]
+    } else {
+        &[
+            "UDP (QUIC)  DROPPING: buffer full between samples",
+            "UDP (QUIC)  DROPPING when full",
+        ]
+    };
+    // The border's corners and the space before the title (the one after it may go).
+    let room = usize::from(width).saturating_sub(3);
+    choices
+        .iter()
+        .copied()
+        .find(|t| t.chars().count() <= room)
+        .unwrap_or("UDP (QUIC)  DROPPING")
+}
+
 pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let w = Window::of(app, st);
     let dropping = headline(st, c::PORT_UDP_DROPS_PER_S).is_some_and(|d| d > 0.0);
-    let title = if dropping {
-        "UDP (QUIC)  DROPPING: buffer full"
-    } else {
-        "UDP (QUIC)"
-    };
+    let (q, rcvbuf) = (headline(st, c::UDP_RCV_QUEUE), headline(st, c::UDP_RCVBUF));
+    let title = title(dropping, q, rcvbuf, area.width);
     let inner = panel(area, buf, title, &app.theme);
     let mut queue = Series::value_only(st, "rcv queue", c::UDP_RCV_QUEUE);
-    queue.latest = Some(queue_text(
-        headline(st, c::UDP_RCV_QUEUE),
-        headline(st, c::UDP_RCVBUF),
-    ));
+    queue.latest = Some(queue_text(q, rcvbuf, dropping));
     let mut rmem = Series::value_only(st, "rmem_max", c::RMEM_MAX);
     rmem.latest = headline(st, c::RMEM_MAX).map(|v| format!("{v:.0} B"));
     let mut series = vec![
@@ -93,12 +116,44 @@ mod tests {
 
     #[test]
     fn the_queue_is_said_against_its_buffer() {
-        assert_eq!(queue_text(Some(2304.0), Some(65536.0)), "2304/65536 B");
         assert_eq!(
-            queue_text(Some(70000.0), Some(65536.0)),
+            queue_text(Some(2304.0), Some(65536.0), false),
+            "2304/65536 B"
+        );
+        assert_eq!(
+            queue_text(Some(70000.0), Some(65536.0), true),
             "70000/65536 B full"
         );
-        assert_eq!(queue_text(None, Some(1.0)), "n/a");
+        assert_eq!(queue_text(None, Some(1.0), true), "n/a");
+        // Dropping below a full buffer at the samples: the figure is a sample's.
+        assert_eq!(
+            queue_text(Some(43541.0), Some(212992.0), true),
+            "43541/212992 B sampled"
+        );
+    }
+
+    /// The lesson's flood (issue: `DROPPING: buffer full` beside a queue 20 % full): the title
+    /// says the buffer was full between the samples, or only that it drops when full on a
+    /// narrow panel, never that it is full when the samples say it is not.
+    #[test]
+    fn the_title_is_true_to_the_drops_and_the_sampled_queue() {
+        let (q, b) = (Some(43541.0), Some(212992.0));
+        assert_eq!(title(false, q, b, 36), "UDP (QUIC)");
+        assert_eq!(title(true, q, b, 36), "UDP (QUIC)  DROPPING when full");
+        assert_eq!(
+            title(true, q, b, 64),
+            "UDP (QUIC)  DROPPING: buffer full between samples"
+        );
+        assert_eq!(title(true, q, b, 20), "UDP (QUIC)  DROPPING");
+        let full = Some(213000.0);
+        assert_eq!(
+            title(true, full, b, 36),
+            "UDP (QUIC)  DROPPING: buffer full"
+        );
+        assert_eq!(
+            title(true, full, b, 64),
+            "UDP (QUIC)  DROPPING: buffer full"
+        );
     }
 
     fn with(cols: &[(crate::model::Col, Option<f64>)]) -> LabState {
