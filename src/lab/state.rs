@@ -36,6 +36,16 @@ pub enum Warning {
     },
     /// What a load worker said (one of each kind), for the rest of the run.
     Worker(crate::load::protocol::WorkerNotice),
+    /// Resumption asked, but connections started before any session ticket had come went
+    /// full (over HTTP/3 a ticket comes only with a handshake that completes): the asked
+    /// share in %, and the last `window_s` seconds' resumed, full and ticketless handshakes.
+    ResumeShort {
+        asked_pct: f64,
+        window_s: f64,
+        resumed: u64,
+        full: u64,
+        before_ticket: u64,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -55,6 +65,17 @@ impl std::fmt::Display for Warning {
             Warning::RouterBehind => write!(f, "delay router overloaded: frames dropped"),
             Warning::AccessLog(why) => write!(f, "{why}"),
             Warning::Worker(n) => write!(f, "load: {n}"),
+            Warning::ResumeShort {
+                asked_pct,
+                window_s,
+                resumed,
+                full,
+                before_ticket,
+            } => write!(
+                f,
+                "resumption asked for {asked_pct:.0} %: {resumed} of {} QUIC handshakes in the last {window_s} s resumed; {before_ticket} connections started before any session ticket had come and went full (a ticket comes only with a handshake that completes)",
+                resumed + full,
+            ),
             Warning::TlsFailing { what, kinds, why } => write!(f, "{what} ({kinds}): {why}"),
             Warning::RouterLate(p99) => write!(
                 f,

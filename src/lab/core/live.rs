@@ -177,6 +177,21 @@ fn tls_failing(c: &Counters, why: Option<&str>, quic: Option<SocketDrops>) -> Op
     })
 }
 
+/// Resumption asked (`asked`, a share) while connections of the last seconds (`recent`)
+/// started before any session ticket had come, and so went full: said, or the resumed share
+/// reads 0 for as long as handshakes time out (a flood) with no word of why.
+fn resume_short(asked: Option<f64>, recent: &ClientTotals) -> Option<Warning> {
+    let asked = asked.filter(|&a| a > 0.0)?;
+    let q = recent.quic.as_ref()?;
+    (q.before_first_ticket > 0).then_some(Warning::ResumeShort {
+        asked_pct: asked * 100.0,
+        window_s: JUDGE_S,
+        resumed: recent.counts.handshakes_resumed,
+        full: recent.counts.handshakes_full,
+        before_ticket: q.before_first_ticket,
+    })
+}
+
 /// What the probes saw of the server's UDP socket over the recent rows (per s): the
 /// namespace's Udp RcvbufErrors and the port's socket drops (sock_diag); None: not measured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -251,6 +266,7 @@ impl LabCore {
             port_drops: store.mean_since(col::PORT_UDP_DROPS_PER_S, now_s - JUDGE_S),
         });
         let tls = tls_failing(&recent.counts, self.tls_failure.as_deref(), drops);
+        let short = resume_short(self.state.knobs.resumed, recent);
         let bound = (!why.is_empty()).then_some(Warning::ClientBound(why));
         self.hold_warning_of(kind(&Warning::ClientBound(Vec::new())), bound, now_s, fx);
         let ports = ports.then_some(Warning::PortsRunningOut);
@@ -263,6 +279,14 @@ impl LabCore {
             why: String::new(),
         });
         self.hold_warning_of(tls_kind, tls, now_s, fx);
+        let short_kind = kind(&Warning::ResumeShort {
+            asked_pct: 0.0,
+            window_s: 0.0,
+            resumed: 0,
+            full: 0,
+            before_ticket: 0,
+        });
+        self.hold_warning_of(short_kind, short, now_s, fx);
         if self.access.last.is_some() {
             let issue = self.access_log_issue().map(Warning::AccessLog);
             let k = kind(&Warning::AccessLog(LogIssue::Unparsed {
@@ -392,6 +416,51 @@ mod tests {
             })
             .collect();
         (c.state().warnings.clone(), logs)
+    }
+
+    /// `U` to 100 % during a QUIC flood: no ticket comes while handshakes time out, so the
+    /// resumed share reads 0; the note says why (before: nothing for ~30 s).
+    #[test]
+    fn resumption_without_tickets_yet_is_said() {
+        let mut c = core();
+        c.state.knobs.resumed = Some(1.0);
+        let quic = crate::quic::stats::QuicDelta {
+            before_first_ticket: 40,
+            ..Default::default()
+        };
+        let d = Input::Worker(
+            0,
+            Box::new(StatsDelta {
+                interval_s: 0.1,
+                counts: Counters {
+                    attempts: 50,
+                    established: 10,
+                    handshakes_full: 10,
+                    ..Default::default()
+                },
+                quic: Some(quic),
+                ..Default::default()
+            }),
+        );
+        let mut fx = Vec::new();
+        c.fold(d, 0.1, &mut fx);
+        c.fold(Input::Tick, 0.2, &mut fx);
+        let w = c.state().warnings.clone();
+        assert!(
+            w.iter().any(|w| matches!(
+                w,
+                Warning::ResumeShort {
+                    resumed: 0,
+                    full: 10,
+                    before_ticket: 40,
+                    ..
+                }
+            )),
+            "{w:?}"
+        );
+        assert!(w.iter().any(|w| w.to_string().starts_with(
+            "resumption asked for 100 %: 0 of 10 QUIC handshakes in the last 3 s resumed; 40 connections"
+        )));
     }
 
     /// A warning that holds is said again with its new figures, at most every

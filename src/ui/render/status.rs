@@ -173,7 +173,10 @@ pub enum Severity {
 pub fn severity(w: &Warning) -> Severity {
     use crate::load::protocol::WorkerNotice as N;
     match w {
-        Warning::NoPcap | Warning::NoLab(_) | Warning::RouterLate(_) => Severity::Note,
+        Warning::NoPcap
+        | Warning::NoLab(_)
+        | Warning::RouterLate(_)
+        | Warning::ResumeShort { .. } => Severity::Note,
         // A worker's limits and what the server said: worth knowing, nothing wrong measured.
         Warning::Worker(N::RaisedNofile { .. } | N::NofileShort { .. } | N::StreamReset { .. }) => {
             Severity::Note
