@@ -277,9 +277,9 @@ fn load_refused_port_counts_refused() {
     assert_eq!(sum(&v, |d| d.counts.established), 0);
 }
 
-#[test]
-fn load_non_lab_target_is_refused_before_any_traffic() {
-    let cfg = config("192.0.2.1:80".parse().unwrap(), Mode::Open);
+/// A worker for `target` that must refuse it before any traffic: its stderr.
+fn refused_worker(target: &str) -> String {
+    let cfg = config(target.parse().unwrap(), Mode::Open);
     let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
         .args([
             "worker",
@@ -294,7 +294,12 @@ fn load_non_lab_target_is_refused_before_any_traffic() {
         out.stdout.is_empty(),
         "a refused worker must not report stats"
     );
-    let err = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn load_non_lab_target_is_refused_before_any_traffic() {
+    let err = refused_worker("192.0.2.1:80");
     assert!(
         err.contains("refusing to send load to 192.0.2.1:80"),
         "{err}"
@@ -305,22 +310,7 @@ fn load_non_lab_target_is_refused_before_any_traffic() {
 /// the machine (or there is none), so the worker refuses before any socket connects.
 #[test]
 fn load_lab_address_outside_a_lab_is_refused_before_any_traffic() {
-    let cfg = config("198.18.0.1:80".parse().unwrap(), Mode::Open);
-    let out = Command::new(env!("CARGO_BIN_EXE_synlab"))
-        .args([
-            "worker",
-            "--config-json",
-            &serde_json::to_string(&cfg).unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        out.stdout.is_empty(),
-        "a refused worker must not report stats"
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_worker("198.18.0.1:80");
     assert!(
         err.contains("refusing to send load to 198.18.0.1:80") && err.contains("off this host")
             || err.contains("no route to the target 198.18.0.1:80"),
