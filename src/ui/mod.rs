@@ -228,7 +228,7 @@ pub fn run_tui(lab: &mut dyn LabControl, opts: UiOptions) -> anyhow::Result<()> 
 }
 
 /// What the terminal says once the TUI has left it, while the lab drains what is in flight
-/// (at most T + the response timeout, capped at the controller's `MAX_DRAIN_S`) before it writes the run
+/// (the controller's `drain_bound_s`) before it writes the run
 /// folder: "synlab: stopping: draining 1200 requests in flight (at most 10 s)". The figures
 /// are the latest sample's (requests sent and not answered, connects and handshakes in
 /// progress), the bound T as the knobs have it now.
@@ -237,7 +237,7 @@ pub fn stopping_line(st: &crate::lab::state::LabState, response_timeout_s: Optio
     let last = |c| st.store.last(c).map(|v: f64| v.max(0.0).round() as u64);
     let (requests, connects) = (last(col::REQUESTS_IN_FLIGHT), last(col::CONNECTING));
     let bound = response_timeout_s.map(|r| {
-        let s = (st.knobs.timeout.as_secs_f64() + r).min(crate::lab::controller::MAX_DRAIN_S);
+        let s = crate::lab::controller::drain_bound_s(st.knobs.timeout.as_secs_f64(), r);
         format!(" (at most {} s)", secs_text(s))
     });
     let bound = bound.unwrap_or_default();

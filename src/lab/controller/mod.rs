@@ -128,6 +128,16 @@ struct AccessLogFiles {
 /// The longest the end of a run waits for connections in flight.
 pub const MAX_DRAIN_S: f64 = 10.0;
 
+/// How long a drain (the end of a run, a point's settle) may wait for what is in flight, s:
+/// T + the response timeout, at most `MAX_DRAIN_S`. The one rule the deadlines, the
+/// interrupted run's line and the TUI's stopping line say.
+pub fn drain_bound_s(timeout_s: f64, response_timeout_s: f64) -> f64 {
+    (timeout_s + response_timeout_s).min(MAX_DRAIN_S)
+}
+
+/// The margin a drain's deadline gives past its bound (the last reports on their way).
+const DRAIN_MARGIN_S: f64 = 0.2;
+
 pub use crate::load::validate::is_lab_address;
 
 impl Controller {

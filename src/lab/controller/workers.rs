@@ -202,11 +202,12 @@ impl Controller {
     /// The end of the run: the workers start nothing new and finish what is in flight, bounded
     /// by the timeouts, so the run's totals hold every attempt's outcome (what is still open
     /// at the bound is counted in `in_flight_at_end`).
-    /// How long the drain at the end may take: T + the response timeout, bounded.
+    /// How long a drain may take now ([`super::drain_bound_s`] of T and the response timeout).
     pub fn drain_bound_s(&self) -> f64 {
-        let bound = self.core.state().knobs.timeout.as_secs_f64()
-            + self.scenario.load.response_timeout.secs();
-        bound.min(MAX_DRAIN_S) + 0.2
+        super::drain_bound_s(
+            self.core.state().knobs.timeout.as_secs_f64(),
+            self.scenario.load.response_timeout.secs(),
+        )
     }
 
     pub(super) fn drain_workers(&mut self) {
@@ -214,7 +215,8 @@ impl Controller {
             return;
         }
         self.send_all(&Control::Drain);
-        let deadline = self.rt.clock.now() + Duration::from_secs_f64(self.drain_bound_s());
+        let wait = self.drain_bound_s() + DRAIN_MARGIN_S;
+        let deadline = self.rt.clock.now() + Duration::from_secs_f64(wait);
         while self.rt.clock.now() < deadline {
             self.pump_messages();
             if self.workers.iter_mut().all(|w| w.ended().is_some()) {
@@ -237,10 +239,8 @@ impl Controller {
     /// bound.
     pub fn settle(&mut self) -> anyhow::Result<(f64, u64)> {
         self.apply(Command::Pause(true));
-        let bound = self.core.state().knobs.timeout.as_secs_f64()
-            + self.scenario.load.response_timeout.secs();
         let t0 = self.rt.clock.now();
-        let deadline = t0 + Duration::from_secs_f64(bound.min(MAX_DRAIN_S) + 0.2);
+        let deadline = t0 + Duration::from_secs_f64(self.drain_bound_s() + DRAIN_MARGIN_S);
         // Rows after the pause: the store's latest reflects the workers' reports since.
         let fresh = t0 + self.interval * 2;
         let in_progress = |c: &Self| {
