@@ -43,6 +43,8 @@ struct Inner {
     taken_after_pick: Vec<u16>,
     /// Picks made so far: the fake picks 18080, 18081, ...
     picks: u16,
+    /// Host ports whose UDP side another process holds.
+    udp_taken: Vec<u16>,
 }
 
 impl Machine {
@@ -77,6 +79,11 @@ impl Machine {
     /// `port`, once picked as free, is found taken when checked (another run took it).
     pub fn take_after_pick(&self, port: u16) {
         self.lock().taken_after_pick.push(port);
+    }
+
+    /// `port`'s UDP side is held by another process.
+    pub fn take_udp(&self, port: u16) {
+        self.lock().udp_taken.push(port);
     }
 
     /// Everything the controller did, in order.
@@ -291,6 +298,12 @@ impl Network for FakeNetwork {
     }
     fn port_free(&self, addr: SocketAddr) -> std::io::Result<()> {
         if self.0.lock().taken_after_pick.contains(&addr.port()) {
+            return Err(std::io::ErrorKind::AddrInUse.into());
+        }
+        Ok(())
+    }
+    fn udp_port_free(&self, addr: SocketAddr) -> std::io::Result<()> {
+        if self.0.lock().udp_taken.contains(&addr.port()) {
             return Err(std::io::ErrorKind::AddrInUse.into());
         }
         Ok(())

@@ -95,6 +95,9 @@ pub(crate) trait Network: Send {
     fn connect(&self, addr: SocketAddr, netns: Option<&str>) -> Result<(), std::io::ErrorKind>;
     /// Whether a server could listen at `addr` (as the servers bind).
     fn port_free(&self, addr: SocketAddr) -> std::io::Result<()>;
+    /// Whether a server could bind UDP `addr` (as Caddy's and the built-in server's QUIC
+    /// listeners do: no SO_REUSEADDR, so any socket bound there counts).
+    fn udp_port_free(&self, addr: SocketAddr) -> std::io::Result<()>;
     /// A free port on the host for a server we start.
     fn free_port(&self) -> anyhow::Result<u16>;
 }
@@ -246,6 +249,9 @@ impl Network for RealNetwork {
     }
     fn port_free(&self, addr: SocketAddr) -> std::io::Result<()> {
         crate::sys::server_io::bind_listener(addr, 1).map(drop)
+    }
+    fn udp_port_free(&self, addr: SocketAddr) -> std::io::Result<()> {
+        std::net::UdpSocket::bind(addr).map(drop)
     }
     fn free_port(&self) -> anyhow::Result<u16> {
         super::target::free_port()

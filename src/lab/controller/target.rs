@@ -277,7 +277,7 @@ impl Controller {
             let addr = SocketAddr::new(ip, self.rt.network.free_port()?);
             let udp = || {
                 if self.serves_udp() {
-                    udp_port_free(addr)
+                    self.rt.network.udp_port_free(addr)
                 } else {
                     Ok(())
                 }
@@ -315,7 +315,7 @@ impl Controller {
         if !self.serves_udp() {
             return Ok(());
         }
-        match udp_port_free(addr) {
+        match self.rt.network.udp_port_free(addr) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
                 "target.port {} is already in use on {} for UDP, where {} serves HTTP/3 (QUIC) \
@@ -443,12 +443,6 @@ impl Controller {
 /// How long a real server whose start-up check failed has to exit, if it is exiting.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// Whether a server could bind UDP `addr` (as Caddy's and the built-in server's QUIC listeners
-/// do: no SO_REUSEADDR, so any socket bound there counts).
-fn udp_port_free(addr: SocketAddr) -> std::io::Result<()> {
-    std::net::UdpSocket::bind(addr).map(drop)
-}
-
 /// A free port for a server we start, below the kernel's ephemeral range: a port the kernel
 /// handed out as ephemeral (bind to port 0) is soon another connection's local port (our own
 /// load's, on loopback), and the server's bind then fails with the port in use.
@@ -485,8 +479,7 @@ mod tests {
     /// the start-up TLS or QUIC check met whatever held the port).
     #[test]
     fn a_fixed_port_taken_on_udp_is_refused_when_the_server_serves_http3() {
-        let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = held.local_addr().unwrap().port();
+        let port = 18443;
         let mut sc = crate::scenario::default_scenario();
         sc.load.workers = 1;
         sc.network = None;
@@ -496,6 +489,7 @@ mod tests {
         sc.target.http3 = true;
         sc.load.http = HttpVersion::Http3;
         let m = super::super::fakes::Machine::new();
+        m.take_udp(port);
         let opts = RunOptions {
             out_parent: None,
             interrupted: Arc::default(),
