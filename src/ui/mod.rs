@@ -248,8 +248,8 @@ pub fn stopping_line(st: &crate::lab::state::LabState, response_timeout_s: Optio
         (0, 0) => "nothing in flight; writing the run folder".to_string(),
         (r, 0) => format!("draining {r} requests in flight{bound}"),
         (0, c) => format!("draining {c} connects in flight{bound}"),
-        // One line of 80 columns with four figures each.
-        (r, c) => format!("draining {r} requests, {c} connects in flight{bound}"),
+        // One line of 80 columns up to seven figures each (a flood has 5-digit connects).
+        (r, c) => format!("draining {r} requests, {c} connects{bound}"),
     };
     format!("synlab: stopping: {what}")
 }
@@ -375,7 +375,23 @@ mod tests {
         );
         assert_eq!(
             stopping_line(&st, Some(10.0)),
-            "synlab: stopping: draining 12 requests, 20000 connects in flight (at most 10 s)"
+            "synlab: stopping: draining 12 requests, 20000 connects (at most 10 s)"
+        );
+        // The widest line still fits the 80 columns the lessons are shown at.
+        let mut wide = fixture::quic_lesson_flood();
+        wide.store.push(
+            t,
+            &[
+                (col::REQUESTS_IN_FLIGHT, Some(9_999_999.0)),
+                (col::CONNECTING, Some(9_999_999.0)),
+            ],
+        );
+        wide.knobs.timeout = Duration::from_millis(9_500);
+        let line = stopping_line(&wide, Some(1.0));
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
         );
         st.store.push(
             t + 0.2,
