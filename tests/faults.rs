@@ -606,18 +606,25 @@ fn an_address_with_nothing_listening_is_refused_at_once() {
     assert!(end.took < Duration::from_secs(5), "took {:?}", end.took);
 }
 
-/// A command target that exits at once: exit 2 (bad input), the reason on stderr and in
-/// run.log, a folder with its summary, nothing left running.
+/// A command target that exits at once: exit 2 (bad input), the reason and the command's own
+/// last words on stderr and in run.log, a folder with its summary, nothing left running.
 #[test]
 fn a_command_target_that_exits_at_once_is_refused_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
-    let toml = "name = \"quits\"\nduration = \"3s\"\n\n[target]\nkind = \"command\"\ncommand = \"true {port}\"\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n";
+    let toml = "name = \"quits\"\nduration = \"3s\"\n\n[target]\nkind = \"command\"\ncommand = \"sh -c 'echo cannot read server.conf >&2; exit 1' {port}\"\n\n[load]\nmode = \"open\"\nrate = 50\nsockets = 100\n";
     let run = start_run(tmp.path(), "quits.toml", toml);
     let end = finish(run, Duration::from_secs(60));
     assert_eq!(end.code, Some(2), "{}", end.stderr);
     assert!(
         end.stderr
             .contains("the target server exited during start-up"),
+        "{}",
+        end.stderr
+    );
+    // Its own words, not only where to find them (as nginx's and Apache's are said).
+    assert!(
+        end.stderr.contains("its last words (")
+            && end.stderr.contains("\n  cannot read server.conf"),
         "{}",
         end.stderr
     );

@@ -277,6 +277,19 @@ fn an_interrupted_candidate_fails_the_comparison() {
         String::from_utf8_lossy(&out.stderr)
     );
 
+    // The cut point says its figures are over the part it held, on the CI line and under
+    // the table (they read as whole figures before).
+    let (err, table) = (
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout),
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("point 2 of 4 (") && l.contains("(interrupted after ")),
+        "{err}"
+    );
+    assert!(table.contains("point 2: interrupted after "), "{table}");
+
     // Its JUnit file is not green: the run did not finish.
     let junit = std::fs::read_to_string(tmp.path().join("cut.xml")).unwrap();
     assert!(junit.contains("errors=\"1\""), "{junit}");

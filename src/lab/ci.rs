@@ -82,8 +82,15 @@ impl Progress {
         }
     }
 
-    /// Point `i` of `n` ended: one line with its figures and failed checks, in CI.
-    pub fn point_ended(&self, (i, n): (usize, usize), row: &SummaryRow, judged: &[Verdict]) {
+    /// Point `i` of `n` ended (`cut`: by an interruption): one line with its figures and
+    /// failed checks, in CI.
+    pub fn point_ended(
+        &self,
+        (i, n): (usize, usize),
+        row: &SummaryRow,
+        judged: &[Verdict],
+        cut: Option<Partial>,
+    ) {
         if !self.lines {
             return;
         }
@@ -91,7 +98,7 @@ impl Progress {
         let _ = writeln!(
             e,
             "{}",
-            point_line(&self.trial_prefix(), (i, n), row, judged)
+            point_line(&self.trial_prefix(), (i, n), row, judged, cut)
         );
         if self.annotate {
             for v in judged.iter().filter(|v| !v.passed) {
@@ -108,12 +115,35 @@ impl Progress {
     }
 }
 
+/// A point an interruption cut short: which, and the hold it planned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Partial {
+    pub point: usize,
+    pub planned_hold_s: f64,
+}
+
+impl Partial {
+    /// What its figures are, after `held_s` of its hold: over that part, or none at all.
+    pub fn say(&self, held_s: f64) -> String {
+        let planned = self.planned_hold_s;
+        // Under one workers' report (100 ms) nothing was measured: its zeros are not figures.
+        if held_s < 0.1 {
+            format!("interrupted before its {planned:.1} s hold began: nothing measured")
+        } else {
+            format!(
+                "interrupted after {held_s:.1} s of its {planned:.1} s hold: its figures are over that part"
+            )
+        }
+    }
+}
+
 /// The line a point that ended says in CI.
 pub fn point_line(
     prefix: &str,
     (i, n): (usize, usize),
     row: &SummaryRow,
     judged: &[Verdict],
+    cut: Option<Partial>,
 ) -> String {
     let num = crate::report::markdown::num;
     let value = row
@@ -133,6 +163,8 @@ pub fn point_line(
     };
     let state = if row.failed {
         format!(": FAILED: {}", row.error)
+    } else if let Some(c) = cut.filter(|_| row.hold_s < 0.1) {
+        format!(": {}", c.say(row.hold_s))
     } else {
         format!(
             ": {} responses/s, p50 {} ms, p99 {} ms, {} errors/s{checks}",
@@ -142,7 +174,11 @@ pub fn point_line(
             num(row.errors_per_s)
         )
     };
-    format!("{prefix}point {} of {n}{value}{state}", i + 1)
+    let partial = cut
+        .filter(|_| !row.failed && row.hold_s >= 0.1)
+        .map(|c| format!(" ({})", c.say(row.hold_s)))
+        .unwrap_or_default();
+    format!("{prefix}point {} of {n}{value}{state}{partial}", i + 1)
 }
 
 /// A GitHub workflow command's message: its own line breaks and `%` escaped.
@@ -173,13 +209,9 @@ impl std::fmt::Display for RunVerdict {
 
 impl RunVerdict {
     /// Says it last: on stdout, and as an annotation under GitHub Actions when it failed.
-    pub fn say(&self) {
-        self.say_with(None);
-    }
-
-    /// [`RunVerdict::say`] with what its figures carry besides the server's (the trials the
-    /// machine disturbed: `report::disturbed::verdict_caveat`), before the exit code, which
-    /// stays the verdict's.
+    /// The verdict line on stdout (and a GitHub annotation) with what its figures carry
+    /// besides the server's (the machine's other work: `report::disturbed::verdict_caveat`)
+    /// before the exit code, which stays the verdict's.
     pub fn say_with(&self, caveat: Option<&str>) {
         println!("{}", self.line(caveat));
         if let (RunVerdict::Failed { why, .. }, true) = (self, github_actions()) {
@@ -197,19 +229,8 @@ impl RunVerdict {
     }
 }
 
-/// The markdown summary of a run for `--summary-md` and `$GITHUB_STEP_SUMMARY`: the verdict,
-/// the points' figures, the failed checks.
-pub fn summary_markdown(
-    name: &str,
-    verdict: &RunVerdict,
-    rows: &[SummaryRow],
-    verdicts: &[Verdict],
-    dir: Option<&Path>,
-) -> String {
-    summary_markdown_with(name, (verdict, None), rows, verdicts, dir)
-}
-
-/// [`summary_markdown`] whose verdict line says its caveat ([`RunVerdict::line`]).
+/// The markdown summary of a run for `--summary-md` and `$GITHUB_STEP_SUMMARY`: the verdict
+/// (with its caveat: [`RunVerdict::line`]), the points' figures, the failed checks.
 pub fn summary_markdown_with(
     name: &str,
     (verdict, caveat): (&RunVerdict, Option<&str>),
@@ -307,10 +328,33 @@ mod tests {
             errors_per_s: 0.0,
             ..Default::default()
         };
-        let l = point_line("trial 2 of 5: ", (1, 3), &row, &[]);
+        let l = point_line("trial 2 of 5: ", (1, 3), &row, &[], None);
         assert_eq!(
             l,
             "trial 2 of 5: point 2 of 3: 2507 responses/s, p50 41.2 ms, p99 84.0 ms, 0 errors/s"
+        );
+        // Cut short by an interruption: its figures are said as partial, or as none at all
+        // (the zeros of a hold that never began are not measured figures).
+        let cut = Some(Partial {
+            point: 2,
+            planned_hold_s: 4.0,
+        });
+        let held = SummaryRow {
+            hold_s: 1.2,
+            ..row.clone()
+        };
+        assert_eq!(
+            point_line("", (1, 3), &held, &[], cut),
+            "point 2 of 3: 2507 responses/s, p50 41.2 ms, p99 84.0 ms, 0 errors/s (interrupted \
+             after 1.2 s of its 4.0 s hold: its figures are over that part)"
+        );
+        let none = SummaryRow {
+            hold_s: 0.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            point_line("", (1, 3), &none, &[], cut),
+            "point 2 of 3: interrupted before its 4.0 s hold began: nothing measured"
         );
         let failed = SummaryRow {
             failed: true,
@@ -318,7 +362,7 @@ mod tests {
             ..row
         };
         assert_eq!(
-            point_line("", (0, 1), &failed, &[]),
+            point_line("", (0, 1), &failed, &[], None),
             "point 1 of 1: FAILED: the server died"
         );
     }
@@ -333,7 +377,7 @@ mod tests {
             v.to_string(),
             "verdict: FAIL: 1 of 4 checks failed (exit 3)"
         );
-        let md = summary_markdown("s", &v, &[SummaryRow::default()], &[], None);
+        let md = summary_markdown_with("s", (&v, None), &[SummaryRow::default()], &[], None);
         assert!(md.contains("❌ verdict: FAIL"), "{md}");
         assert!(md.contains("| 0 | 0 | 0 | 0 | 0 | ok |"), "{md}");
         let dir = tempfile::tempdir().unwrap();

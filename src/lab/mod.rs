@@ -14,6 +14,7 @@ pub mod real_server;
 pub mod recorder;
 pub mod repeat;
 pub mod run;
+pub mod run_end;
 pub mod session;
 pub mod state;
 pub mod summary;

@@ -5,7 +5,8 @@
 
 use super::ci::{Progress, RunExtras, RunVerdict};
 use super::controller::RunOptions;
-use super::run::{run_gated_with, run_verdict};
+use super::run::run_gated_with;
+use super::run_end::run_verdict;
 use super::session::Start;
 use crate::model::SummaryRow;
 use crate::report::trials;
@@ -191,7 +192,7 @@ pub fn run_main(
     if repeat > 1 {
         return repeat_main(sc, opts, repeat, &show, extras);
     }
-    super::run::single_main(sc, opts, &show, extras)
+    super::run_end::single_main(sc, opts, &show, extras)
 }
 
 /// `synlab run --repeat N`: exit as a single run does, over all the trials (a failed point or
@@ -211,7 +212,7 @@ pub fn repeat_main(
             path,
             &name,
             &r.verdicts,
-            super::run::cut_short_reason(r.interrupted, r.child_died.as_ref()).as_deref(),
+            super::run_end::cut_short_reason(r.interrupted, r.child_died.as_ref()).as_deref(),
         ) {
             Ok(()) => println!("junit: {}", path.display()),
             Err(e) => r.unwritten.push(format!("{e:#}")),

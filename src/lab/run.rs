@@ -3,16 +3,13 @@
 
 use super::controller::{Controller, RunOptions};
 use super::knobs::{Command, Reply};
-use super::session;
 use crate::model::col;
 use crate::model::SummaryRow;
 use crate::model::{SweepParam, SweepPoint, SweepValue};
 use crate::report::thresholds::Verdict;
 use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a headless run keeps of its time series in memory: every row is in timeseries.csv,
@@ -69,6 +66,8 @@ pub struct Outcome {
     pub aborted: bool,
     /// The run folder's last files (events.csv, the run's totals) could not be written: why.
     pub last_files: Option<String>,
+    /// The point an interruption cut short, and the hold it planned.
+    pub partial: Option<super::ci::Partial>,
 }
 
 /// `run_scenario`, with everything the run ended with.
@@ -131,6 +130,7 @@ pub fn run_gated_with(
         said.set(notices.len());
     };
     let mut interrupted = false;
+    let mut partial = None;
     // The load is paused between points (a cool-down, a settle): the next point resumes it
     // once it is set up, so nothing of the previous point's settings starts in between.
     let mut paused = false;
@@ -149,13 +149,21 @@ pub fn run_gated_with(
         let at = (i, points.len());
         let m = measure_point(&mut ctrl, at, p, (kind, curve_kind), paused, &tick)?;
         paused = false;
+        // The notices the point's end raised (a resumed share short of the asked one), said
+        // before its line.
+        tick(&ctrl);
         interrupted = m.interrupted;
+        let cut = m.interrupted.then_some(super::ci::Partial {
+            point: i + 1,
+            planned_hold_s: p.hold,
+        });
+        partial = partial.or(cut);
         let judged = gate.judge_point(&m.row);
         aborted = gate.aborts(&judged);
         for v in judged.iter().filter(|v| !v.passed) {
             ctrl.log(&format!("FAIL {}", v.message));
         }
-        progress.point_ended(at, &m.row, &judged);
+        progress.point_ended(at, &m.row, &judged, cut);
         verdicts.extend(judged);
         ctrl.recorder.summary_point(m.row);
         let capacity = crate::model::capacity::capacities(ctrl.recorder.points(), &target);
@@ -208,6 +216,7 @@ pub fn run_gated_with(
         verdicts,
         aborted,
         last_files,
+        partial,
     })
 }
 
@@ -308,6 +317,11 @@ fn measure_point(
         row.error = e.to_string();
         ctrl.log(&format!("{label}: FAILED: {e}"));
     }
+    // An asked resumed share the point did not make, said with why (a pool's few handshakes).
+    let asked = ctrl.core().state().knobs.resumed;
+    if let Some(note) = super::summary::resumed_short_note(asked, &row) {
+        ctrl.notice(&note);
+    }
     Ok(Measured {
         row,
         interrupted,
@@ -391,149 +405,6 @@ fn set_value(ctrl: &mut Controller, param: SweepParam, v: SweepValue) -> Option<
         }
     }
     failed
-}
-
-/// One run of `synlab run` (a single trial; `repeat::run_main` decides between this and
-/// repeated trials).
-pub(crate) fn single_main(
-    sc: crate::scenario::Scenario,
-    opts: RunOptions,
-    show: &super::ci::Progress,
-    extras: &super::ci::RunExtras,
-) -> anyhow::Result<ExitCode> {
-    let name = sc.name.clone();
-    let target = sc.analysis.capacity;
-    let interrupted = Arc::clone(&opts.interrupted);
-    let Outcome {
-        dir,
-        rows,
-        interrupted: cut,
-        child_died,
-        verdicts,
-        aborted,
-        last_files,
-    } = run_gated_with(sc, opts, show)?;
-    print!("{}", summary_table(&rows));
-    for c in crate::model::capacity::capacities(&rows, &target) {
-        println!("{}", c.line());
-    }
-    print!("{}", crate::report::thresholds::verdict_lines(&verdicts));
-    // Other work on the lab's CPUs is said next to the verdicts it may have moved (a
-    // repeated run's trials say it as they end, and compare and ab leave them out).
-    if let Some(d) = dir
-        .as_deref()
-        .and_then(|d| crate::report::read::read_run(d).ok())
-        .and_then(|run| crate::report::disturbed::of(&run))
-    {
-        println!("note: {d}: {}", crate::report::disturbed::MEANING);
-    }
-    // Every file that could not be written (each says its path and why) fails the run.
-    let mut unwritten: Vec<String> = last_files.into_iter().collect();
-    let signalled = cut || interrupted.load(Ordering::Relaxed);
-    if let Some(path) = &extras.junit {
-        let cut_short = cut_short_reason(signalled, child_died.as_ref());
-        match crate::report::junit::write(path, &name, &verdicts, cut_short.as_deref()) {
-            Ok(()) => println!("junit: {}", path.display()),
-            Err(e) => unwritten.push(format!("{e:#}")),
-        }
-    }
-    if let Err(e) = session::report_and_folder(dir.as_deref()) {
-        unwritten.push(format!("{e:#}"));
-    }
-    let verdict = run_verdict(
-        &unwritten,
-        signalled,
-        child_died.as_ref(),
-        &rows,
-        &verdicts,
-        aborted,
-    );
-    let md = super::ci::summary_markdown(&name, &verdict, &rows, &verdicts, dir.as_deref());
-    let targets = super::ci::summary_targets(extras.summary_md.as_deref());
-    for e in super::ci::write_summary_md(&targets, &md) {
-        eprintln!("synlab: not written: {e}");
-    }
-    verdict.say();
-    Ok(match verdict {
-        super::ci::RunVerdict::Passed { .. } => ExitCode::SUCCESS,
-        super::ci::RunVerdict::Failed { code, .. } => ExitCode::from(code),
-    })
-}
-
-/// Why a run's JUnit file gets an errored "run finished whole" case, if it does.
-pub(crate) fn cut_short_reason(
-    signalled: bool,
-    died: Option<&crate::model::death::Death>,
-) -> Option<String> {
-    match (signalled, died) {
-        (true, _) => Some("it was interrupted".to_string()),
-        (false, Some(d)) => Some(format!("a process of the lab died: {d}")),
-        (false, None) => None,
-    }
-}
-
-/// How a run ends, said on stderr as it always was: a file not written (1, unless a signal cut
-/// the run short: 130), a death (1), failed points (1), failed checks (3), else passed.
-pub(crate) fn run_verdict(
-    unwritten: &[String],
-    signalled: bool,
-    died: Option<&crate::model::death::Death>,
-    rows: &[SummaryRow],
-    verdicts: &[Verdict],
-    aborted: bool,
-) -> super::ci::RunVerdict {
-    use super::ci::RunVerdict::{Failed, Passed};
-    if signalled {
-        for e in unwritten.iter() {
-            eprintln!("synlab: not written: {e}");
-        }
-    } else if !unwritten.is_empty() {
-        let why = format!("the run folder is incomplete: {}", unwritten.join("; "));
-        eprintln!("synlab: {why} (exit 1)");
-        return Failed { code: 1, why };
-    }
-    if session::cut_short(signalled, died).is_some() {
-        return match died {
-            Some(d) if !signalled => Failed {
-                code: 1,
-                why: d.to_string(),
-            },
-            _ => Failed {
-                code: 130,
-                why: "interrupted".into(),
-            },
-        };
-    }
-    let failed = rows.iter().filter(|r| r.failed).count();
-    if failed > 0 {
-        eprintln!(
-            "synlab: {failed} of {} points failed; see the table and run.log in the run folder",
-            rows.len()
-        );
-        return Failed {
-            code: 1,
-            why: format!("{failed} of {} points failed", rows.len()),
-        };
-    }
-    if crate::report::thresholds::exit_code(verdicts, aborted).is_some() {
-        let n = verdicts.iter().filter(|v| !v.passed).count();
-        let first = verdicts
-            .iter()
-            .find(|v| !v.passed)
-            .map(|v| v.message.clone());
-        return Failed {
-            code: 3,
-            why: format!(
-                "{n} of {} checks failed; first: {}",
-                verdicts.len(),
-                first.unwrap_or_default()
-            ),
-        };
-    }
-    Passed {
-        points: rows.len(),
-        checks: verdicts.len(),
-    }
 }
 
 #[cfg(test)]

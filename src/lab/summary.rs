@@ -28,6 +28,44 @@ pub fn non2xx_note(r: &SummaryRow) -> Option<String> {
     })
 }
 
+/// A point that resumed a smaller share of its TLS or QUIC handshakes than `asked` (a share,
+/// the knob) by more than 5 points, or made none: what it made and why that falls short. The
+/// schedule makes the share exact over new connections; a pool of kept-open connections makes
+/// one handshake each (often all before the point), and those before the server's first
+/// ticket go full.
+pub fn resumed_short_note(asked: Option<f64>, r: &SummaryRow) -> Option<String> {
+    let asked_pct = asked.filter(|&a| a > 0.0)? * 100.0;
+    let made = (r.full_handshakes_per_s + r.resumed_handshakes_per_s) * r.hold_s;
+    if r.failed || !made.is_finite() {
+        return None;
+    }
+    let made = made.round();
+    let head = format!("point {}: resumption asked for {asked_pct:.0} %", r.point);
+    if made == 0.0 {
+        return (r.requests_per_s > 0.0).then(|| {
+            format!(
+                "{head}, but the point made no handshake: its connections were opened before it \
+                 and kept open (a pool makes one handshake a connection; S-Client, or a smaller \
+                 requests_per_conn, makes new ones)"
+            )
+        });
+    }
+    let got = r.resumed_share_pct;
+    if !got.is_finite() || got >= asked_pct - 5.0 {
+        return None;
+    }
+    let why = if made < 20.0 {
+        "a resumed handshake needs a new connection, and kept-open connections make one each \
+         (S-Client, or a smaller requests_per_conn, makes more)"
+    } else {
+        "handshakes that started before the server's first session ticket came went full \
+         (run.log has the clients' count of them)"
+    };
+    Some(format!(
+        "{head}, {got:.0} % of its {made:.0} handshakes resumed: {why}"
+    ))
+}
+
 /// The short table printed at the end of a run.
 pub fn summary_table(rows: &[SummaryRow]) -> String {
     let mut s = format!(
@@ -84,6 +122,53 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pool of 4 kept-open connections asked for 50 % resumption made 4 full handshakes:
+    /// said at the point's end, not left as a 0 % beside the asked 50 %.
+    #[test]
+    fn a_resumed_share_short_of_the_asked_one_is_said() {
+        let pool = SummaryRow {
+            point: 1,
+            hold_s: 10.0,
+            full_handshakes_per_s: 0.4,
+            resumed_handshakes_per_s: 0.0,
+            resumed_share_pct: 0.0,
+            ..Default::default()
+        };
+        let said = resumed_short_note(Some(0.5), &pool).unwrap();
+        assert!(
+            said.starts_with("point 1: resumption asked for 50 %, 0 % of its 4 handshakes resumed: a resumed handshake needs a new connection"),
+            "{said}"
+        );
+        // A pool whose connections all opened before the point: no handshake in it.
+        let none = SummaryRow {
+            full_handshakes_per_s: 0.0,
+            resumed_share_pct: f64::NAN,
+            requests_per_s: 200.0,
+            ..pool.clone()
+        };
+        let said = resumed_short_note(Some(0.5), &none).unwrap();
+        assert!(
+            said.contains("50 %, but the point made no handshake"),
+            "{said}"
+        );
+        // Met (within 5 points), not asked, or over TCP without TLS (NaN): nothing.
+        let met = SummaryRow {
+            resumed_share_pct: 47.0,
+            ..pool.clone()
+        };
+        assert_eq!(resumed_short_note(Some(0.5), &met), None);
+        assert_eq!(resumed_short_note(Some(0.0), &pool), None);
+        assert_eq!(resumed_short_note(None, &pool), None);
+        let plain = SummaryRow {
+            full_handshakes_per_s: f64::NAN,
+            resumed_handshakes_per_s: f64::NAN,
+            resumed_share_pct: f64::NAN,
+            requests_per_s: 200.0,
+            ..pool
+        };
+        assert_eq!(resumed_short_note(Some(0.5), &plain), None);
+    }
 
     /// Over HTTP/3 a failure of the QUIC handshake by timeout is a timeout in the table's
     /// note (it read "0 timed out, 27691 failed otherwise"); over TCP a TLS handshake's

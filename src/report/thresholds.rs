@@ -459,7 +459,8 @@ fn selects(t: &ThresholdSpec, row: &SummaryRow) -> bool {
         })
 }
 
-/// Lines for the end of the run table: every failure, then a count.
+/// Lines for the end of the run table: every failure, then a count. No exit code: the
+/// verdict line says it (a failed point or a death outranks a failed check).
 pub fn verdict_lines(v: &[Verdict]) -> String {
     if v.is_empty() {
         return String::new();
@@ -470,10 +471,9 @@ pub fn verdict_lines(v: &[Verdict]) -> String {
         s.push_str(&format!("FAIL {}\n", f.message));
     }
     s.push_str(&format!(
-        "thresholds: {} of {} checks passed{}\n",
+        "thresholds: {} of {} checks passed\n",
         v.len() - failed.len(),
         v.len(),
-        if failed.is_empty() { "" } else { " (exit 3)" }
     ));
     s
 }

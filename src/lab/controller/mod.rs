@@ -250,6 +250,13 @@ impl Controller {
         self.recorder.log(line);
     }
 
+    /// A notice of the run's own (run.log, summary.json's notices), once.
+    pub fn notice(&mut self, line: &str) {
+        if self.core.notice_once(line) {
+            self.recorder.log(line);
+        }
+    }
+
     pub fn elapsed(&self) -> f64 {
         self.rt
             .clock

@@ -364,6 +364,26 @@ impl Controller {
         self.recorder.dir().map(|d| d.join("target.log"))
     }
 
+    /// A target command's last lines in target.log, to say beside its start-up failure (as a
+    /// real server's own words are): empty for other targets, or with nothing written.
+    fn command_said(&self) -> String {
+        const LAST: usize = 5;
+        let Some(log) = self.target_log().filter(|_| self.real.is_none()) else {
+            return String::new();
+        };
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let last = &lines[lines.len().saturating_sub(LAST)..];
+        format!(
+            "\nits last words ({}):\n  {}",
+            log.display(),
+            last.join("\n  ")
+        )
+    }
+
     /// Waits until the target accepts a connection; a clear error if it never does.
     pub(super) fn wait_for_target(&mut self, limit: Duration) -> anyhow::Result<()> {
         let deadline = self.rt.clock.now() + limit;
@@ -371,13 +391,14 @@ impl Controller {
             if let Some(s) = self.server.as_mut() {
                 if let Some(st) = s.ended() {
                     bail!(
-                        "the target server exited during start-up ({st}); see its messages {}",
+                        "the target server exited during start-up ({st}); see its messages {}{}",
                         // nginx and Apache write theirs in their own folder (said below).
                         match self.target_log().filter(|_| self.real.is_none()) {
                             Some(p) => format!("in {}", p.display()),
                             None if self.real.is_some() => "below".into(),
                             None => "above".into(),
-                        }
+                        },
+                        self.command_said()
                     );
                 }
             }
@@ -398,9 +419,10 @@ impl Controller {
             }
             if self.rt.clock.now() > deadline {
                 bail!(
-                    "the target at {} does not accept connections after {}s; is it running and listening there?",
+                    "the target at {} does not accept connections after {}s; is it running and listening there?{}",
                     self.target_addr,
-                    limit.as_secs()
+                    limit.as_secs(),
+                    self.command_said()
                 );
             }
             self.rt.clock.sleep(Duration::from_millis(20));

@@ -105,8 +105,12 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     series.extend([
         Series::value_only(st, "RcvbufErrors/s", c::UDP_RCVBUF_ERRORS_PER_S),
         queue,
-        rmem,
     ]);
+    // A short panel (80x24) keeps its chart: the buffer's ceiling, a setting that does not
+    // move, gives way first (a taller terminal shows it, as timeseries.csv does).
+    if inner.height >= 10 {
+        series.push(rmem);
+    }
     line_chart(inner, buf, st, w, &series, &app.theme);
 }
 
