@@ -47,7 +47,8 @@
 # ~50k/s left the clients' worker at 92 % of its core, and compare rightly refused such trials
 # as CLIENT-BOUND (exit 4); at 200 nginx is the limit (~36k/s, the worker at ~55 %).
 # Environment: SYNLAB (the binary; default the release build), BASEK, K10, K2 (expressions), HOLD
-# (seconds per trial, default 4), CLIENTS (32), OUT (results folder, default a fresh one in /tmp).
+# (seconds per trial, default 4), CLIENTS (32), OUT (results folder, default a fresh one in /tmp),
+# ONLY (ab: the B configurations to run of "same slower10 slower2").
 # Loopback only; every run bounded by its scenario.
 set -euo pipefail
 SYNLAB=${SYNLAB:-${CARGO_TARGET_DIR:-target}/release/synlab}
@@ -154,7 +155,8 @@ if [ "${1:-}" = ab ]; then
   LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
   START=$(date +%s)
   declare -A HITS RATIOS
-  for b in same slower10 slower2; do
+  for b in same slower10 slower2; do HITS[$b]="-"; RATIOS[$b]="not run (ONLY)"; done
+  for b in ${ONLY:-same slower10 slower2}; do
     HITS[$b]=0
     RATIOS[$b]=""
     for ((i = 1; i <= ATTEMPTS; i++)); do

@@ -208,10 +208,9 @@ impl std::fmt::Display for RunVerdict {
 }
 
 impl RunVerdict {
-    /// Says it last: on stdout, and as an annotation under GitHub Actions when it failed.
-    /// The verdict line on stdout (and a GitHub annotation) with what its figures carry
-    /// besides the server's (the machine's other work: `report::disturbed::verdict_caveat`)
-    /// before the exit code, which stays the verdict's.
+    /// Says it last: on stdout, and as an annotation under GitHub Actions when it failed,
+    /// with what its figures carry besides the server's (the machine's other work:
+    /// `report::disturbed::verdict_caveat`) before the exit code, which stays the verdict's.
     pub fn say_with(&self, caveat: Option<&str>) {
         println!("{}", self.line(caveat));
         if let (RunVerdict::Failed { why, .. }, true) = (self, github_actions()) {

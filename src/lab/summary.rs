@@ -58,8 +58,9 @@ pub fn resumed_short_note(asked: Option<f64>, r: &SummaryRow) -> Option<String> 
         "a resumed handshake needs a new connection, and kept-open connections make one each \
          (S-Client, or a smaller requests_per_conn, makes more)"
     } else {
-        "handshakes that started before the server's first session ticket came went full \
-         (run.log has the clients' count of them)"
+        "a resumed handshake needs the server's session ticket, so those begun before its \
+         first ticket came went full, and a server that sends none resumes none (run.log's \
+         cross-check has the server's count)"
     };
     Some(format!(
         "{head}, {got:.0} % of its {made:.0} handshakes resumed: {why}"
