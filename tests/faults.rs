@@ -623,8 +623,8 @@ fn a_command_target_that_exits_at_once_is_refused_with_exit_2() {
     );
     // Its own words, not only where to find them (as nginx's and Apache's are said).
     assert!(
-        end.stderr.contains("its last words (")
-            && end.stderr.contains("\n  cannot read server.conf"),
+        end.stderr
+            .contains("its last words:\n  cannot read server.conf"),
         "{}",
         end.stderr
     );

@@ -123,12 +123,17 @@ pub struct Partial {
 }
 
 impl Partial {
+    /// Whether `held_s` of its hold measured anything: under one workers' report (100 ms)
+    /// nothing was, and its zeros are not figures.
+    pub fn measured(held_s: f64) -> bool {
+        held_s >= 0.1
+    }
+
     /// What its figures are, after `held_s` of its hold: over that part, or none at all.
     pub fn say(&self, held_s: f64) -> String {
         let planned = self.planned_hold_s;
-        // Under one workers' report (100 ms) nothing was measured: its zeros are not figures.
-        if held_s < 0.1 {
-            format!("interrupted before its {planned:.1} s hold began: nothing measured")
+        if !Self::measured(held_s) {
+            format!("interrupted before its {planned:.1} s hold measured anything")
         } else {
             format!(
                 "interrupted after {held_s:.1} s of its {planned:.1} s hold: its figures are over that part"
@@ -163,7 +168,7 @@ pub fn point_line(
     };
     let state = if row.failed {
         format!(": FAILED: {}", row.error)
-    } else if let Some(c) = cut.filter(|_| row.hold_s < 0.1) {
+    } else if let Some(c) = cut.filter(|_| !Partial::measured(row.hold_s)) {
         format!(": {}", c.say(row.hold_s))
     } else {
         format!(
@@ -175,7 +180,7 @@ pub fn point_line(
         )
     };
     let partial = cut
-        .filter(|_| !row.failed && row.hold_s >= 0.1)
+        .filter(|_| !row.failed && Partial::measured(row.hold_s))
         .map(|c| format!(" ({})", c.say(row.hold_s)))
         .unwrap_or_default();
     format!("{prefix}point {} of {n}{value}{state}{partial}", i + 1)
@@ -353,7 +358,7 @@ mod tests {
         };
         assert_eq!(
             point_line("", (1, 3), &none, &[], cut),
-            "point 2 of 3: interrupted before its 4.0 s hold began: nothing measured"
+            "point 2 of 3: interrupted before its 4.0 s hold measured anything"
         );
         let failed = SummaryRow {
             failed: true,

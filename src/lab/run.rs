@@ -131,6 +131,8 @@ pub fn run_gated_with(
     };
     let mut interrupted = false;
     let mut partial = None;
+    // An asked resumed share a point did not make: a notice the first time, run.log after.
+    let mut resumed_said = false;
     // The load is paused between points (a cool-down, a settle): the next point resumes it
     // once it is set up, so nothing of the previous point's settings starts in between.
     let mut paused = false;
@@ -149,8 +151,17 @@ pub fn run_gated_with(
         let at = (i, points.len());
         let m = measure_point(&mut ctrl, at, p, (kind, curve_kind), paused, &tick)?;
         paused = false;
-        // The notices the point's end raised (a resumed share short of the asked one), said
-        // before its line.
+        let asked = ctrl.core().state().knobs.resumed;
+        let short = super::summary::resumed_short_note(asked, &m.row);
+        match short.filter(|_| !m.interrupted) {
+            Some(note) if !resumed_said => {
+                ctrl.notice(&note);
+                resumed_said = true;
+            }
+            Some(note) => ctrl.log(&note),
+            None => {}
+        }
+        // The notices the point's end raised, said before its line.
         tick(&ctrl);
         interrupted = m.interrupted;
         let cut = m.interrupted.then_some(super::ci::Partial {
@@ -158,7 +169,11 @@ pub fn run_gated_with(
             planned_hold_s: p.hold,
         });
         partial = partial.or(cut);
-        let judged = gate.judge_point(&m.row);
+        // A point cut before its hold measured anything is not judged: its zeros are none.
+        let judged = match cut {
+            Some(_) if !m.row.failed && !super::ci::Partial::measured(m.row.hold_s) => Vec::new(),
+            _ => gate.judge_point(&m.row),
+        };
         aborted = gate.aborts(&judged);
         for v in judged.iter().filter(|v| !v.passed) {
             ctrl.log(&format!("FAIL {}", v.message));
@@ -316,11 +331,6 @@ fn measure_point(
         row.failed = true;
         row.error = e.to_string();
         ctrl.log(&format!("{label}: FAILED: {e}"));
-    }
-    // An asked resumed share the point did not make, said with why (a pool's few handshakes).
-    let asked = ctrl.core().state().knobs.resumed;
-    if let Some(note) = super::summary::resumed_short_note(asked, &row) {
-        ctrl.notice(&note);
     }
     Ok(Measured {
         row,

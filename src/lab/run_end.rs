@@ -36,7 +36,7 @@ pub(crate) fn single_main(
     // The interrupted point's figures are over the part it held, or nothing: said under the
     // table, whose zeros would otherwise read as measured.
     if let Some(cut) = partial {
-        if let Some(row) = rows.iter().find(|r| r.point == cut.point) {
+        if let Some(row) = rows.iter().find(|r| r.point == cut.point && !r.failed) {
             println!("point {}: {}", cut.point, cut.say(row.hold_s));
         }
     }

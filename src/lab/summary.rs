@@ -54,7 +54,10 @@ pub fn resumed_short_note(asked: Option<f64>, r: &SummaryRow) -> Option<String> 
     if !got.is_finite() || got >= asked_pct - 5.0 {
         return None;
     }
-    let why = if made < 20.0 {
+    // Many requests a handshake: kept-open connections (a pool, keep-alive), whatever their
+    // number; about one: new connections that found no ticket to resume.
+    let requests = r.requests_per_s * r.hold_s;
+    let why = if requests >= 2.0 * made {
         "a resumed handshake needs a new connection, and kept-open connections make one each \
          (S-Client, or a smaller requests_per_conn, makes more)"
     } else {
@@ -134,6 +137,7 @@ mod tests {
             full_handshakes_per_s: 0.4,
             resumed_handshakes_per_s: 0.0,
             resumed_share_pct: 0.0,
+            requests_per_s: 200.0,
             ..Default::default()
         };
         let said = resumed_short_note(Some(0.5), &pool).unwrap();
@@ -141,6 +145,16 @@ mod tests {
             said.starts_with("point 1: resumption asked for 50 %, 0 % of its 4 handshakes resumed: a resumed handshake needs a new connection"),
             "{said}"
         );
+        // A connection a request (S-Client) short of tickets: the ticket's why.
+        let sclient = SummaryRow {
+            full_handshakes_per_s: 900.0,
+            resumed_handshakes_per_s: 100.0,
+            resumed_share_pct: 10.0,
+            requests_per_s: 1000.0,
+            ..pool.clone()
+        };
+        let said = resumed_short_note(Some(0.5), &sclient).unwrap();
+        assert!(said.contains("10 % of its 10000 handshakes resumed: a resumed handshake needs the server's session ticket"), "{said}");
         // A pool whose connections all opened before the point: no handshake in it.
         let none = SummaryRow {
             full_handshakes_per_s: 0.0,

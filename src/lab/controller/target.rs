@@ -377,11 +377,7 @@ impl Controller {
             return String::new();
         }
         let last = &lines[lines.len().saturating_sub(LAST)..];
-        format!(
-            "\nits last words ({}):\n  {}",
-            log.display(),
-            last.join("\n  ")
-        )
+        format!("\nits last words:\n  {}", last.join("\n  "))
     }
 
     /// Waits until the target accepts a connection; a clear error if it never does.
