@@ -432,9 +432,7 @@ impl RealServer {
         }
         // Nothing recognised: the output's last lines, whatever they say.
         if said.is_empty() {
-            let text = std::fs::read_to_string(&output).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-            said = lines[lines.len().saturating_sub(3)..]
+            said = crate::sys::files::last_lines(&output, 3)
                 .iter()
                 .map(|l| l.trim().to_string())
                 .collect();

@@ -38,6 +38,17 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The last `n` lines of `path` that are not blank (none when it cannot be read): what a
+/// program that failed said last.
+pub fn last_lines(path: &Path, n: usize) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -371,12 +371,10 @@ impl Controller {
         let Some(log) = self.target_log().filter(|_| self.real.is_none()) else {
             return String::new();
         };
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        if lines.is_empty() {
+        let last = crate::sys::files::last_lines(&log, LAST);
+        if last.is_empty() {
             return String::new();
         }
-        let last = &lines[lines.len().saturating_sub(LAST)..];
         format!("\nits last words:\n  {}", last.join("\n  "))
     }
 
