@@ -31,6 +31,9 @@
 # `CLIENT_QUOTA=25 SECTIONS=1 bench/h2.sh 3 8`): h2c synlab 30,615 req/s at 8.21 us, h2load 20,874
 # at 12.16 (1.47x), oha 17,514; TLS synlab 33,821 at 7.47, h2load 20,401 at 12.44 (1.66x).
 # Fixed rate again (22:38, 3 ladders from 36,000 x 1.08): synlab 45,349/s, oha 57,125/s (0.79x).
+# 2026-11-29 16:49 (a faster host, `SECTIONS=123 FR_START=40000 FR_STEP=1.08 bench/h2.sh 2 8`):
+# closed h2c 1.35x h2load at 0.52x its CPU/req, TLS 1.14x at 0.66x; fixed rate 79,956 vs oha
+# 100,720 (0.79x; an hour earlier oha held 48,976 and synlab 83,933); docs/14 has the table.
 # oha: `cargo install oha --locked --features http3` (found on PATH or in ~/.cargo/bin); without
 # it its columns and section 2 are skipped. The machine must be quiet: the figures are CPU-bound
 # on two cores; every table line says the load average.

@@ -234,11 +234,12 @@ impl RunVerdict {
 }
 
 /// The markdown summary of a run for `--summary-md` and `$GITHUB_STEP_SUMMARY`: the verdict
-/// (with its caveat: [`RunVerdict::line`]), the points' figures, the failed checks.
+/// (with its caveat: [`RunVerdict::line`]), the points' figures (an interrupted point's
+/// state says how much of its hold they cover), the failed checks.
 pub fn summary_markdown_with(
     name: &str,
     (verdict, caveat): (&RunVerdict, Option<&str>),
-    rows: &[SummaryRow],
+    (rows, cut): (&[SummaryRow], Option<Partial>),
     verdicts: &[Verdict],
     dir: Option<&Path>,
 ) -> String {
@@ -262,6 +263,8 @@ pub fn summary_markdown_with(
             .unwrap_or_default();
         let state = if r.failed {
             format!("FAILED: {}", r.error)
+        } else if let Some(c) = cut.filter(|c| c.point == r.point) {
+            c.say(r.hold_s)
         } else if r.client_bound {
             "CLIENT-BOUND".into()
         } else {
@@ -381,9 +384,36 @@ mod tests {
             v.to_string(),
             "verdict: FAIL: 1 of 4 checks failed (exit 3)"
         );
-        let md = summary_markdown_with("s", (&v, None), &[SummaryRow::default()], &[], None);
+        let md =
+            summary_markdown_with("s", (&v, None), (&[SummaryRow::default()], None), &[], None);
         assert!(md.contains("❌ verdict: FAIL"), "{md}");
         assert!(md.contains("| 0 | 0 | 0 | 0 | 0 | ok |"), "{md}");
+        // An interrupted point's row says how much of its hold its figures cover ("ok" read
+        // as a whole hold).
+        let cut = |point, hold_s| {
+            let row = SummaryRow {
+                point,
+                hold_s,
+                ..SummaryRow::default()
+            };
+            let p = Partial {
+                point: 2,
+                planned_hold_s: 4.0,
+            };
+            summary_markdown_with("s", (&v, None), (&[row], Some(p)), &[], None)
+        };
+        assert!(
+            cut(2, 1.2).contains(
+                "| interrupted after 1.2 s of its 4.0 s hold: its figures are over that part |"
+            ),
+            "{}",
+            cut(2, 1.2)
+        );
+        assert!(cut(2, 0.0).contains("| interrupted before its 4.0 s hold measured anything |"));
+        assert!(
+            cut(1, 4.0).contains("| ok |"),
+            "another point's row is its own"
+        );
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("s.md");
         assert!(write_summary_md(std::slice::from_ref(&f), "a\n").is_empty());
@@ -424,7 +454,7 @@ mod tests {
             why: "1 of 4 checks failed".into(),
         };
         assert!(fail.line(Some(&one)).ends_with("server's (exit 3)"));
-        let md = summary_markdown_with("s", (&pass, c.as_deref()), &[], &[], None);
+        let md = summary_markdown_with("s", (&pass, c.as_deref()), (&[], None), &[], None);
         assert!(md.contains("in 3 of the 3 trials"), "{md}");
     }
 }

@@ -232,7 +232,7 @@ pub fn repeat_main(
     let md = super::ci::summary_markdown_with(
         &format!("{name} ({} trials, medians)", r.trials.len()),
         (&verdict, caveat.as_deref()),
-        &aggregate_rows,
+        (&aggregate_rows, None),
         &r.verdicts,
         Some(&r.dir),
     );

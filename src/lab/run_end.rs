@@ -79,7 +79,7 @@ pub(crate) fn single_main(
     let md = super::ci::summary_markdown_with(
         &name,
         (&verdict, caveat.as_deref()),
-        &rows,
+        (&rows, partial),
         &verdicts,
         dir.as_deref(),
     );
