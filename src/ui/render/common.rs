@@ -387,6 +387,14 @@ pub fn render_top(lines: Vec<Line<'static>>, area: Rect, buf: &mut Buffer) -> Re
 
 /// A line chart of `series` over the window, events as dotted columns, header of latest values
 /// on top. Below 4 rows only the header is drawn (the panel folds to numbers).
+/// The fewest rows under its header a chart is drawn in (its plot, x axis and labels).
+pub const CHART_MIN_ROWS: u16 = 4;
+
+/// Whether `series`' header leaves `area` room for the chart under it.
+pub fn keeps_chart(series: &[Series], theme: &Theme, area: Rect) -> bool {
+    area.height >= header(series, theme, area.width).len() as u16 + CHART_MIN_ROWS
+}
+
 pub fn line_chart(
     area: Rect,
     buf: &mut Buffer,
@@ -403,7 +411,7 @@ pub fn line_chart(
         crate::ui::theme::MARKERS.len()
     );
     let chart_area = render_top(header(series, theme, area.width), area, buf);
-    if chart_area.height < 4 || chart_area.width < 12 {
+    if chart_area.height < CHART_MIN_ROWS || chart_area.width < 12 {
         return;
     }
     let ymax = nice_max(

@@ -5,7 +5,7 @@
 //! per second. The QUIC counterpart of the accept-queue panel: no SYN, no accept queue; the
 //! socket's buffer is the queue. Over HTTP/3 it is drawn in the accept queue's place.
 
-use super::common::{headline, line_chart, num, panel, Series, Window};
+use super::common::{headline, keeps_chart, line_chart, num, panel, Series, Window};
 use crate::lab::state::LabState;
 use crate::model::col as c;
 use crate::ui::app::App;
@@ -108,8 +108,9 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     ]);
     // A short panel (80x24) keeps its chart: the buffer's ceiling, a setting that does not
     // move, gives way first (a taller terminal shows it, as timeseries.csv does).
-    if inner.height >= 10 {
-        series.push(rmem);
+    series.push(rmem);
+    if !keeps_chart(&series, &app.theme, inner) {
+        series.pop();
     }
     line_chart(inner, buf, st, w, &series, &app.theme);
 }
@@ -157,6 +158,31 @@ mod tests {
         assert_eq!(
             title(true, full, b, 64),
             "UDP (QUIC)  DROPPING: buffer full"
+        );
+    }
+
+    /// The buffer's ceiling gives way exactly where it would take the chart's last rows (it
+    /// gave way one row early): never shown without the chart, and shown from the first height
+    /// that holds the chart with it (its header line is one more at most).
+    #[test]
+    fn rmem_max_gives_way_only_to_keep_the_chart() {
+        let st = crate::ui::fixture::quic_lesson_flood();
+        let app = App::new(crate::ui::theme::Theme { color: false }, 60.0);
+        let text = |b: &Buffer| b.content().iter().map(|c| c.symbol()).collect::<String>();
+        let (mut chart, mut rmem) = (Vec::new(), Vec::new());
+        for h in 6..16 {
+            let area = Rect::new(0, 0, 60, h);
+            let mut b = Buffer::empty(area);
+            render(area, &mut b, &app, &st);
+            chart.push(text(&b).contains("now"));
+            rmem.push(text(&b).contains("rmem_max"));
+        }
+        let first = |v: &[bool]| v.iter().position(|&s| s).expect("shown on a tall panel");
+        let (c0, r0) = (first(&chart), first(&rmem));
+        assert!(chart[c0..].iter().all(|&s| s) && rmem[r0..].iter().all(|&s| s));
+        assert!(
+            c0 > 0 && r0 >= c0 && r0 <= c0 + 1,
+            "chart {chart:?}, rmem_max {rmem:?}"
         );
     }
 
