@@ -129,6 +129,12 @@ impl Partial {
         held_s >= 0.1
     }
 
+    /// What `row`'s figures are when it is this point's and did not fail (a failed point's
+    /// error says what happened): the end table's line under it and the markdown row.
+    pub fn said_for(&self, row: &SummaryRow) -> Option<String> {
+        (row.point == self.point && !row.failed).then(|| self.say(row.hold_s))
+    }
+
     /// What its figures are, after `held_s` of its hold: over that part, or none at all.
     pub fn say(&self, held_s: f64) -> String {
         let planned = self.planned_hold_s;
@@ -263,8 +269,8 @@ pub fn summary_markdown_with(
             .unwrap_or_default();
         let state = if r.failed {
             format!("FAILED: {}", r.error)
-        } else if let Some(c) = cut.filter(|c| c.point == r.point) {
-            c.say(r.hold_s)
+        } else if let Some(said) = cut.and_then(|c| c.said_for(r)) {
+            said
         } else if r.client_bound {
             "CLIENT-BOUND".into()
         } else {

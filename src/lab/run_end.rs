@@ -36,8 +36,8 @@ pub(crate) fn single_main(
     // The interrupted point's figures are over the part it held, or nothing: said under the
     // table, whose zeros would otherwise read as measured.
     if let Some(cut) = partial {
-        if let Some(row) = rows.iter().find(|r| r.point == cut.point && !r.failed) {
-            println!("point {}: {}", cut.point, cut.say(row.hold_s));
+        if let Some(said) = rows.iter().find_map(|r| cut.said_for(r)) {
+            println!("point {}: {said}", cut.point);
         }
     }
     for c in crate::model::capacity::capacities(&rows, &target) {

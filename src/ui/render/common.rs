@@ -111,6 +111,9 @@ pub struct Series {
     pub plotted: bool,
     /// An error figure: drawn in the error colour.
     pub error: bool,
+    /// Left out of the header when its line would take the chart's last rows (a setting that
+    /// does not move, which a taller panel shows). Such series come last.
+    pub gives_way: bool,
 }
 
 impl Series {
@@ -123,6 +126,7 @@ impl Series {
             latest: None,
             plotted: true,
             error: false,
+            gives_way: false,
         }
     }
 
@@ -136,6 +140,7 @@ impl Series {
             latest: None,
             plotted: false,
             error: false,
+            gives_way: false,
         }
     }
 
@@ -143,6 +148,14 @@ impl Series {
     pub fn as_error(self) -> Self {
         Series {
             error: true,
+            ..self
+        }
+    }
+
+    /// Left out on a panel too short for its header line and the chart (see `gives_way`).
+    pub fn gives_way(self) -> Self {
+        Series {
+            gives_way: true,
             ..self
         }
     }
@@ -168,6 +181,7 @@ impl Series {
                 latest: None,
                 plotted: true,
                 error: false,
+                gives_way: false,
             };
         }
         let t = st.store.times();
@@ -187,6 +201,7 @@ impl Series {
             latest: None,
             plotted: true,
             error: false,
+            gives_way: false,
         }
     }
 
@@ -385,16 +400,12 @@ pub fn render_top(lines: Vec<Line<'static>>, area: Rect, buf: &mut Buffer) -> Re
     }
 }
 
-/// A line chart of `series` over the window, events as dotted columns, header of latest values
-/// on top. Below 4 rows only the header is drawn (the panel folds to numbers).
 /// The fewest rows under its header a chart is drawn in (its plot, x axis and labels).
-pub const CHART_MIN_ROWS: u16 = 4;
+const CHART_MIN_ROWS: u16 = 4;
 
-/// Whether `series`' header leaves `area` room for the chart under it.
-pub fn keeps_chart(series: &[Series], theme: &Theme, area: Rect) -> bool {
-    area.height >= header(series, theme, area.width).len() as u16 + CHART_MIN_ROWS
-}
-
+/// A line chart of `series` over the window, events as dotted columns, header of latest values
+/// on top. Series that give way leave the header when it would leave the chart under
+/// `CHART_MIN_ROWS`; below them only the header is drawn (the panel folds to numbers).
 pub fn line_chart(
     area: Rect,
     buf: &mut Buffer,
@@ -410,7 +421,16 @@ pub fn line_chart(
         "a chart draws at most {} series",
         crate::ui::theme::MARKERS.len()
     );
-    let chart_area = render_top(header(series, theme, area.width), area, buf);
+    debug_assert!(
+        series.windows(2).all(|p| !p[0].gives_way || p[1].gives_way),
+        "series that give way come last"
+    );
+    let mut lines = header(series, theme, area.width);
+    let fixed = series.iter().take_while(|s| !s.gives_way).count();
+    if fixed < series.len() && area.height < lines.len() as u16 + CHART_MIN_ROWS {
+        lines = header(&series[..fixed], theme, area.width);
+    }
+    let chart_area = render_top(lines, area, buf);
     if chart_area.height < CHART_MIN_ROWS || chart_area.width < 12 {
         return;
     }

@@ -123,6 +123,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
             latest: Some(clip(&text, usize::from(inner.width).saturating_sub(2))),
             plotted: false,
             error: false,
+            gives_way: false,
         });
     }
     line_chart(inner, buf, st, w, &series, &app.theme);

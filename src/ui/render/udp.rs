@@ -5,7 +5,7 @@
 //! per second. The QUIC counterpart of the accept-queue panel: no SYN, no accept queue; the
 //! socket's buffer is the queue. Over HTTP/3 it is drawn in the accept queue's place.
 
-use super::common::{headline, keeps_chart, line_chart, num, panel, Series, Window};
+use super::common::{headline, line_chart, num, panel, Series, Window};
 use crate::lab::state::LabState;
 use crate::model::col as c;
 use crate::ui::app::App;
@@ -93,7 +93,9 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     let inner = panel(area, buf, title, &app.theme);
     let mut queue = Series::value_only(st, "rcv queue", c::UDP_RCV_QUEUE);
     queue.latest = Some(queue_text(q, rcvbuf, dropping));
-    let mut rmem = Series::value_only(st, "rmem_max", c::RMEM_MAX);
+    // A short panel (80x24) keeps its chart: the buffer's ceiling, a setting that does not
+    // move, gives way first (a taller terminal shows it, as timeseries.csv does).
+    let mut rmem = Series::value_only(st, "rmem_max", c::RMEM_MAX).gives_way();
     rmem.latest = headline(st, c::RMEM_MAX).map(|v| format!("{v:.0} B"));
     let mut series = vec![
         Series::column(st, "Initials/s", c::QUIC_INITIAL_IN_PER_S, w),
@@ -105,13 +107,8 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App, st: &LabState) {
     series.extend([
         Series::value_only(st, "RcvbufErrors/s", c::UDP_RCVBUF_ERRORS_PER_S),
         queue,
+        rmem,
     ]);
-    // A short panel (80x24) keeps its chart: the buffer's ceiling, a setting that does not
-    // move, gives way first (a taller terminal shows it, as timeseries.csv does).
-    series.push(rmem);
-    if !keeps_chart(&series, &app.theme, inner) {
-        series.pop();
-    }
     line_chart(inner, buf, st, w, &series, &app.theme);
 }
 
@@ -161,8 +158,9 @@ mod tests {
         );
     }
 
-    /// The buffer's ceiling gives way exactly where it would take the chart's last rows (it
-    /// gave way one row early): never shown without the chart, and shown from the first height
+    /// The buffer's ceiling gives way exactly where it would take the chart's last rows (a
+    /// fixed height had it give way up to three rows early at 60 columns): never shown without
+    /// the chart, and shown from the first height
     /// that holds the chart with it (its header line is one more at most).
     #[test]
     fn rmem_max_gives_way_only_to_keep_the_chart() {
