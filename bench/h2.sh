@@ -265,7 +265,8 @@ TOML
 held_synlab() { # build rate: prints "achieved p99_ms cpu_us_per_req" and succeeds when held
   fr_scenario "$2" > "$DIR/fixed.toml"
   rm -rf "$DIR/res"
-  if ! "$1" run "$DIR/fixed.toml" --no-progress --out "$DIR/res" > "$DIR/o" 2>&1; then
+  # In the clients' quota when there is one (the whole run: its controller's threads too).
+  if ! "${IN_QUOTA[@]}" "$1" run "$DIR/fixed.toml" --no-progress --out "$DIR/res" > "$DIR/o" 2>&1; then
     tail -5 "$DIR/o" >&2
   fi
   local d got cpu hold errs p99

@@ -425,8 +425,10 @@ WORKERS=$(pgrep -P "$RUNPID" -f ' worker ' || true)
 [ -n "$WORKERS" ] || { echo "section 3: no worker process under the run (pid $RUNPID): see $WORK/res" >&2; kill "$RUNPID" 2>/dev/null; wait "$RUNPID" 2>/dev/null; exit 1; }
 for W in $WORKERS; do
   rss=$(awk '/VmRSS/ {print $2}' /proc/$W/status); hwm=$(awk '/VmHWM/ {print $2}' /proc/$W/status)
+  # Anonymous (slots, heap, histograms) apart from file pages (the binary's, the libraries').
+  split=$(awk '/RssAnon|RssFile/ {printf "%s %s kB ", $1, $2}' /proc/$W/status)
   fds=$(ls /proc/$W/fd | wc -l)
-  echo "worker pid $W: VmRSS ${rss} kB VmHWM ${hwm} kB, ${fds} fds open"
+  echo "worker pid $W: VmRSS ${rss} kB VmHWM ${hwm} kB (${split% }), ${fds} fds open"
   tot_rss=$((tot_rss + rss)); tot_fd=$((tot_fd + fds))
 done
 echo "all workers: RSS $((tot_rss / 1024)) MiB with ${tot_fd} fds (goal: under 64 MiB with 20,000 sockets)"

@@ -196,10 +196,19 @@ impl ResponseParser {
                     }
                     let have = self.line_len as usize;
                     let keep = part.len().min(LINE_KEEP - have);
-                    self.line[have..have + keep].copy_from_slice(&part[..keep]);
-                    self.line_len += keep as u16;
-                    if end.is_some() {
-                        if let Err(e) = self.end_line() {
+                    let ended = if have == 0 && end.is_some() {
+                        // A whole line in this read (the usual case): read where it lies.
+                        Some(self.end_line(&part[..keep]))
+                    } else {
+                        self.line[have..have + keep].copy_from_slice(&part[..keep]);
+                        self.line_len += keep as u16;
+                        end.map(|_| {
+                            let line = self.line;
+                            self.end_line(&line[..self.line_len as usize])
+                        })
+                    };
+                    if let Some(ended) = ended {
+                        if let Err(e) = ended {
                             return Progress::Invalid(e);
                         }
                         if self.state == State::Done {
@@ -265,8 +274,8 @@ impl ResponseParser {
         }
     }
 
-    fn end_line(&mut self) -> Result<(), BadResponse> {
-        let kept = &self.line[..self.line_len as usize];
+    /// The line just ended: `kept`, its first `LINE_KEEP` bytes.
+    fn end_line(&mut self, kept: &[u8]) -> Result<(), BadResponse> {
         let line = kept.strip_suffix(b"\r").unwrap_or(kept);
         match self.state {
             State::StatusLine => {

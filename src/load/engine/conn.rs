@@ -305,7 +305,7 @@ impl Engine {
         c.req = req as u16;
         c.class = class;
         c.phase = Phase::Connecting;
-        c.http = self.layers.new_http();
+        self.layers.renew_http(&mut c.http);
         c.mux = c.http.multiplexed();
         if c.mux {
             // Many requests share the connection: one written while another's bytes are not
@@ -772,7 +772,15 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::EarlySend;
+    use super::{Conn, EarlySend};
+
+    /// A flood holds a slot per socket in flight (bench/load.sh's worker RSS: 20,000 of them):
+    /// the slot stays within the 152 bytes it had before the connection was layers (447fcaa).
+    #[test]
+    fn a_connection_slot_stays_within_152_bytes() {
+        let size = std::mem::size_of::<Conn>();
+        assert!(size <= 152, "a connection slot is {size} bytes");
+    }
 
     #[test]
     fn early_send_stays_on_while_it_works_and_backs_off_to_one_try_in_64() {

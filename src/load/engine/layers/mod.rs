@@ -355,9 +355,14 @@ impl Layers {
         })
     }
 
-    /// A new connection's HTTP layer.
-    pub fn new_http(&self) -> Http {
-        (self.http)(self.streams)
+    /// A new connection's HTTP layer in the slot's `http`, which keeps what storage its
+    /// previous one leaves (an HTTP/1.x parser's box: `http1`).
+    pub fn renew_http(&self, http: &mut Http) {
+        let mut new = (self.http)(self.streams);
+        if let (Http::H1(old), Http::H1(h1)) = (&mut *http, &mut new) {
+            h1.keep_storage_of(old);
+        }
+        *http = new;
     }
 
     /// Whether connections have a security layer (QUIC's TLS is its own).
