@@ -17,9 +17,10 @@
 #                                                   run by run with h2load and oha: each build's
 #                                                   figures and its ratio to the first build's)
 #        SECTIONS=12 FR_START=10000 FR_STEP=1.2 FR_SECS=5 bench/h2.sh ...
-#        CLIENT_QUOTA=25 SECTIONS=1 bench/h2.sh 3 8 (every client in a cgroup held to 25 % of a
-#                                                   core, nginx keeping its own: the client is the
-#                                                   limit, so req/s compares the clients, not nginx)
+#        CLIENT_QUOTA=25 SECTIONS=12 bench/h2.sh 3 8 (every client in a cgroup held to 25 % of
+#                                                   a core, nginx keeping its own: the client is the
+#                                                   limit, so req/s and the fixed rate held compare
+#                                                   the clients, not nginx)
 # Quiet machine 2026-11-28 19:57-20:03 UTC (load 0.1-1.8, release, `SECTIONS=12 bench/h2.sh 2 8`),
 # medians: h2c synlab 53,852 req/s at 11.91 us CPU/req, h2load 51,663 at 15.10, oha 58,375 at
 # 16.72; TLS synlab 62,028 at 9.80, h2load 65,563 at 12.92, oha 62,875 at 14.64: every client at
@@ -34,6 +35,9 @@
 # 2026-11-29 16:49 (a faster host, `SECTIONS=123 FR_START=40000 FR_STEP=1.08 bench/h2.sh 2 8`):
 # closed h2c 1.35x h2load at 0.52x its CPU/req, TLS 1.14x at 0.66x; fixed rate 79,956 vs oha
 # 100,720 (0.79x; an hour earlier oha held 48,976 and synlab 83,933); docs/14 has the table.
+# 2026-11-29 20:00, the client the limit (`CLIENT_QUOTA=25 SECTIONS=2 FR_START=14000 FR_STEP=1.08
+# bench/h2.sh 2 5`, synlab's whole run in the cgroup): synlab held 32,636 / 35,246/s, oha 14,000 /
+# 15,120 (2.33x); at nginx's limit the same hour 1.00x (85,688 / 85,688; 78,652 / 78,652-88,373).
 # oha: `cargo install oha --locked --features http3` (found on PATH or in ~/.cargo/bin); without
 # it its columns and section 2 are skipped. The machine must be quiet: the figures are CPU-bound
 # on two cores; every table line says the load average.
