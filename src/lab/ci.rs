@@ -123,22 +123,16 @@ pub struct Partial {
 }
 
 impl Partial {
-    /// Whether `held_s` of its hold measured anything: under one workers' report (100 ms)
-    /// nothing was, and its zeros are not figures.
-    pub fn measured(held_s: f64) -> bool {
-        held_s >= 0.1
-    }
-
     /// What `row`'s figures are when it is this point's and did not fail (a failed point's
     /// error says what happened): the end table's line under it and the markdown row.
     pub fn said_for(&self, row: &SummaryRow) -> Option<String> {
-        (row.point == self.point && !row.failed).then(|| self.say(row.hold_s))
+        (row.point == self.point && !row.failed).then(|| self.say(row))
     }
 
-    /// What its figures are, after `held_s` of its hold: over that part, or none at all.
-    pub fn say(&self, held_s: f64) -> String {
-        let planned = self.planned_hold_s;
-        if !Self::measured(held_s) {
+    /// What its figures are, after `row.hold_s` of its hold: over that part, or none at all.
+    fn say(&self, row: &SummaryRow) -> String {
+        let (planned, held_s) = (self.planned_hold_s, row.hold_s);
+        if !row.measured() {
             format!("interrupted before its {planned:.1} s hold measured anything")
         } else {
             format!(
@@ -174,8 +168,8 @@ pub fn point_line(
     };
     let state = if row.failed {
         format!(": FAILED: {}", row.error)
-    } else if let Some(c) = cut.filter(|_| !Partial::measured(row.hold_s)) {
-        format!(": {}", c.say(row.hold_s))
+    } else if let Some(c) = cut.filter(|_| !row.measured()) {
+        format!(": {}", c.say(row))
     } else {
         format!(
             ": {} responses/s, p50 {} ms, p99 {} ms, {} errors/s{checks}",
@@ -186,8 +180,8 @@ pub fn point_line(
         )
     };
     let partial = cut
-        .filter(|_| !row.failed && Partial::measured(row.hold_s))
-        .map(|c| format!(" ({})", c.say(row.hold_s)))
+        .filter(|_| !row.failed && row.measured())
+        .map(|c| format!(" ({})", c.say(row)))
         .unwrap_or_default();
     format!("{prefix}point {} of {n}{value}{state}{partial}", i + 1)
 }

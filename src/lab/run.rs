@@ -171,7 +171,7 @@ pub fn run_gated_with(
         partial = partial.or(cut);
         // A point cut before its hold measured anything is not judged: its zeros are none.
         let judged = match cut {
-            Some(_) if !m.row.failed && !super::ci::Partial::measured(m.row.hold_s) => Vec::new(),
+            Some(_) if !m.row.failed && !m.row.measured() => Vec::new(),
             _ => gate.judge_point(&m.row),
         };
         aborted = gate.aborts(&judged);

@@ -1,6 +1,7 @@
 //! The HTTP client side, pure: request bytes for the mix, and an incremental response parser that
-//! works over split reads with no allocation (it keeps only a short line prefix inline), so one
-//! lives in every connection slot of the worker's slab. Bodies are framed by Content-Length, by
+//! works over split reads with no allocation of its own (it keeps only a short line prefix
+//! inline); the HTTP/1.x layer boxes one per connection slot at the slot's first response byte.
+//! Bodies are framed by Content-Length, by
 //! chunked transfer-coding (nginx's sub_filter and gzip, any streamed response) or by the close.
 
 /// The request for `path`: HTTP/1.0 (the server closes) or HTTP/1.1 keep-alive.
@@ -623,6 +624,32 @@ mod tests {
         );
         // The words name what is wrong.
         assert!(BadResponse::ChunkSize.to_string().contains("chunk size"));
+    }
+
+    #[test]
+    fn chunk_lines_past_the_kept_prefix_parse_the_same_whole_and_split() {
+        // An extension past the 48 bytes kept is accepted; junk after the size past them is
+        // not: both alike whether the line lies whole in a read or is split across reads.
+        for (line, want) in [
+            (format!("5;{}", "e".repeat(60)), None),
+            (
+                format!("5{}x", " ".repeat(60)),
+                Some(BadResponse::ChunkSize),
+            ),
+        ] {
+            let r = chunked_with(&format!("{line}\r\nhello\r\n0\r\n\r\n"));
+            let whole = feed_split(&r, r.len());
+            match want {
+                None => assert!(
+                    matches!(whole, Progress::Done(x) if x.body_bytes == 5),
+                    "{whole:?}"
+                ),
+                Some(e) => assert_eq!(whole, Progress::Invalid(e)),
+            }
+            for chunk in 1..r.len() {
+                assert_eq!(feed_split(&r, chunk), whole, "chunk {chunk}");
+            }
+        }
     }
 
     #[test]

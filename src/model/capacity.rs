@@ -121,6 +121,8 @@ pub enum Exclusion {
     ClientBound,
     /// No request completed: it has no response time.
     NoResponseTime,
+    /// Interrupted before its hold measured anything: it has no figures at all.
+    Unmeasured,
 }
 
 impl std::fmt::Display for Exclusion {
@@ -129,6 +131,7 @@ impl std::fmt::Display for Exclusion {
             Exclusion::Failed => "failed",
             Exclusion::ClientBound => "CLIENT-BOUND",
             Exclusion::NoResponseTime => "no response time",
+            Exclusion::Unmeasured => "not measured",
         })
     }
 }
@@ -142,6 +145,9 @@ impl Exclusion {
                 "a CLIENT-BOUND point's response time is the load generator's, not the server's"
             }
             Exclusion::NoResponseTime => "no request completed",
+            Exclusion::Unmeasured => {
+                "a point interrupted before its hold measured anything has no figures"
+            }
         }
     }
 
@@ -150,6 +156,8 @@ impl Exclusion {
             Some(Exclusion::Failed)
         } else if r.client_bound {
             Some(Exclusion::ClientBound)
+        } else if !r.measured() {
+            Some(Exclusion::Unmeasured)
         } else if !(r.capacity_latency_ms.is_finite() && r.throughput_per_s.is_finite()) {
             Some(Exclusion::NoResponseTime)
         } else {
@@ -370,11 +378,25 @@ mod tests {
                 param: SweepParam::Load(crate::model::LoadKnob::Clients),
                 value: SweepValue::Load(crate::model::LoadKnob::Clients, clients as f64),
             }),
+            hold_s: 10.0,
             capacity_latency_ms: latency,
             throughput_per_s: rate,
             bytes_in_per_s: rate * 1000.0,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_point_interrupted_before_it_measured_is_left_out_as_not_measured() {
+        let mut cut = row(3, 128, f64::NAN, f64::NAN);
+        cut.hold_s = 0.0;
+        let rows = [row(1, 32, 5.0, 600.0), row(2, 64, 20.0, 900.0), cut];
+        let c = &capacities(&rows, &CapacityTarget::default())[0];
+        assert_eq!(c.excluded.len(), 1, "{c:?}");
+        assert_eq!(c.excluded[0].why, Exclusion::Unmeasured);
+        let line = c.line();
+        assert!(line.contains("point 3 (not measured)"), "{line}");
+        assert!(!line.contains("no request completed"), "{line}");
     }
 
     #[test]

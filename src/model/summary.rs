@@ -532,6 +532,12 @@ pub struct SummaryRow {
 }
 
 impl SummaryRow {
+    /// Whether its hold measured anything: under one workers' report (100 ms) nothing was (a
+    /// point interrupted at once), and its zeros are not figures.
+    pub fn measured(&self) -> bool {
+        self.hold_s >= 0.1
+    }
+
     /// Measured over HTTP/3 ([`SummaryCol::QUIC_MEASURED`] is a figure).
     pub fn quic(&self) -> bool {
         !self.quic_handshakes_full_per_s.is_nan()

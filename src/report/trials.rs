@@ -56,7 +56,8 @@ pub fn q_ms(h: &Histogram<u64>, q: f64) -> f64 {
 }
 
 /// The histograms of one tag (`point-N`) of every trial's `file`, added into one: exact, as
-/// the buckets of equal histograms add. None when no trial has it.
+/// histograms of one lowest value and precision have the same buckets (their ranges may
+/// differ: each grows to its values). None when no trial has it.
 pub fn merged(trials: &[PathBuf], file: &str, tag: &str) -> anyhow::Result<Option<Histogram<u64>>> {
     let mut out: Option<Histogram<u64>> = None;
     for t in trials {

@@ -775,7 +775,7 @@ mod tests {
     use super::{Conn, EarlySend};
 
     /// A flood holds a slot per socket in flight (bench/load.sh's worker RSS: 20,000 of them):
-    /// the slot stays within the 152 bytes it had before the connection was layers (447fcaa).
+    /// the slot stays within the 152 bytes it had before the connection was made of layers (447fcaa).
     #[test]
     fn a_connection_slot_stays_within_152_bytes() {
         let size = std::mem::size_of::<Conn>();

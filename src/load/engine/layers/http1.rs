@@ -115,3 +115,72 @@ impl HttpLayer for Http1 {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> Request {
+        Request {
+            path: "/".into(),
+            authority: "a".into(),
+            h1: Arc::from(&b"GET / HTTP/1.1\r\n\r\n"[..]),
+            secure: false,
+        }
+    }
+
+    /// A new connection on the slot, as `Layers::renew_http` makes it.
+    fn renewed(old: &mut Http1) -> Http1 {
+        let mut h = Http1::default();
+        h.keep_storage_of(old);
+        h
+    }
+
+    fn sent(h: &mut Http1, token: u32) {
+        h.start(ReqToken(token), &request());
+        let n = h.output().len();
+        h.consumed(n);
+    }
+
+    #[test]
+    fn a_slot_s_next_connection_parses_afresh_after_one_died_mid_response() {
+        let mut first = Http1::default();
+        sent(&mut first, 1);
+        let mut ev = Vec::new();
+        // Cut inside a header line and inside the chunked framing's state.
+        first
+            .feed(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe",
+                &mut ev,
+            )
+            .unwrap();
+        first.feed(b"llo\r\n3;ext", &mut ev).unwrap();
+        assert!(first.parser.is_some());
+
+        // The next connection on the slot: its storage, none of its state.
+        let mut next = renewed(&mut first);
+        assert!(next.parser.is_some());
+        sent(&mut next, 1);
+        let mut ev = Vec::new();
+        assert_eq!(
+            next.eof(&mut ev),
+            Err(HttpError::Parse(BadResponse::ClosedBeforeAnyByte))
+        );
+        let mut next = renewed(&mut next);
+        sent(&mut next, 1);
+        next.feed(b"HTTP/1.1 404 Nope\r\nContent-Length: 2\r\n\r\nno", &mut ev)
+            .unwrap();
+        assert_eq!(
+            ev,
+            [
+                HttpEvent::FirstByte(ReqToken(1)),
+                HttpEvent::Done {
+                    token: ReqToken(1),
+                    status: 404,
+                    body_bytes: 2,
+                    close: false
+                }
+            ]
+        );
+    }
+}

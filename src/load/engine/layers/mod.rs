@@ -174,8 +174,8 @@ pub trait HttpLayer {
     fn close(&mut self) {}
 }
 
-/// The HTTP layer of a connection: HTTP/1.x inline (the hot path: no allocation and no
-/// indirect call per connection), any other behind the trait.
+/// The HTTP layer of a connection: HTTP/1.x inline (the hot path: no indirect call, and an
+/// allocation per slot, not per connection), any other behind the trait.
 pub enum Http {
     H1(http1::Http1),
     Other(Box<dyn HttpLayer>),
