@@ -1,8 +1,8 @@
 //! The HTTP client side, pure: request bytes for the mix, and an incremental response parser that
 //! works over split reads with no allocation of its own (it keeps only a short line prefix
 //! inline); the HTTP/1.x layer boxes one per connection slot at the slot's first response byte.
-//! Bodies are framed by Content-Length, by
-//! chunked transfer-coding (nginx's sub_filter and gzip, any streamed response) or by the close.
+//! Bodies are framed by Content-Length, by chunked transfer-coding (nginx's sub_filter and gzip,
+//! any streamed response) or by the close.
 
 /// The request for `path`: HTTP/1.0 (the server closes) or HTTP/1.1 keep-alive.
 pub fn request(path: &str, host: &str, keepalive: bool) -> Vec<u8> {

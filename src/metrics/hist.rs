@@ -7,13 +7,11 @@ use serde::{Deserialize, Serialize};
 pub const MAX_US: u64 = 600_000_000;
 
 /// A new latency histogram (microseconds, 3 significant digits), sized to the values it has
-/// seen (growing up to `MAX_US`, where `record` clamps): one made for the whole range is 172 KB
-/// of counts, all of them written at every reset (a worker resets four every 100 ms, and two per request class), where
-/// latencies under 16 ms take 40 KB.
+/// seen (the crate's auto-resizing one, growing up to `MAX_US`, where `record` clamps): one made
+/// for the whole range is 172 KB of counts, all of them written at every reset (a worker resets
+/// four every 100 ms, and two per request class), where latencies under 16 ms take 40 KB.
 pub fn new_hist() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, 2, 3).expect("valid histogram bounds");
-    h.auto(true);
-    h
+    Histogram::new(3).expect("valid histogram precision")
 }
 
 /// Records `us`, clamped to 1..=`MAX_US` so an outlier never panics or is lost.
