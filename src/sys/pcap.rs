@@ -119,6 +119,9 @@ fn is_loopback(fd: i32, iface: &str) -> bool {
     rc == 0 && unsafe { req.ifr_ifru.ifru_flags } & libc::IFF_LOOPBACK as libc::c_short != 0
 }
 
+/// Packets between two looks at the clock while the ring stays full.
+const STATS_EVERY: u32 = 1024;
+
 impl Capture {
     /// Counts packets until `stop` is set; runs in its own thread.
     pub fn run(mut self, counters: Arc<CaptureCounters>, stop: Arc<AtomicBool>) {
@@ -126,9 +129,12 @@ impl Capture {
         let mut syns = SynTracker::default();
         let mut initials = InitialTracker::default();
         let mut last_stats = std::time::Instant::now();
+        let mut packets = 0u32;
         while !stop.load(Relaxed) {
+            let mut idle = false;
             match self.cap.next_packet() {
                 Ok(p) => {
+                    packets = packets.wrapping_add(1);
                     if let Some(h) = parse_frame(linktype, p.data) {
                         match classify(&h, self.port) {
                             Control::SynIn => {
@@ -151,13 +157,20 @@ impl Capture {
                 }
                 // Non-blocking and nothing queued: wait on the fd ourselves (libpcap's own
                 // timeout does not return on TPACKET_V3), so `stop` is seen within 50 ms.
-                Err(pcap::Error::TimeoutExpired) => wait_readable(self.cap.as_raw_fd(), 50),
+                Err(pcap::Error::TimeoutExpired) => {
+                    wait_readable(self.cap.as_raw_fd(), 50);
+                    idle = true;
+                }
                 Err(_) => {
                     counters.failed.store(true, Relaxed);
                     break;
                 }
             }
-            if last_stats.elapsed().as_millis() >= 50 {
+            // The clock is read when the ring is drained or once per STATS_EVERY packets, not
+            // per packet (a tenth of this thread's time at 40,000 SYN/s, on the load's CPU).
+            if (idle || packets.is_multiple_of(STATS_EVERY))
+                && last_stats.elapsed().as_millis() >= 50
+            {
                 self.publish_stats(&counters);
                 last_stats = std::time::Instant::now();
             }
