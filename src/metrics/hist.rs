@@ -70,10 +70,13 @@ impl HistDelta {
         HistDelta(pairs)
     }
 
-    /// The pairs of the wire form (`"v*c v"`); None at anything else.
+    /// The pairs of the wire form (`"v*c v"`, one space between); None at anything else.
     fn parse(s: &str) -> Option<Self> {
+        if s.is_empty() {
+            return Some(HistDelta::default());
+        }
         let mut pairs = Vec::with_capacity(s.bytes().filter(|&b| b == b' ').count() + 1);
-        for p in s.split_ascii_whitespace() {
+        for p in s.split(' ') {
             pairs.push(match p.split_once('*') {
                 Some((v, c)) => (v.parse().ok()?, c.parse().ok()?),
                 None => (p.parse().ok()?, 1),
@@ -98,6 +101,7 @@ impl HistDelta {
     /// The values at quantiles `qs` (each 0-1, ascending), as [`HistDelta::quantile`] gives
     /// each, with the pairs sorted in place once (the live latency's three a row).
     pub fn quantiles<const N: usize>(&mut self, qs: [f64; N]) -> Option<[u64; N]> {
+        debug_assert!(qs.windows(2).all(|w| w[0] <= w[1]), "{qs:?} not ascending");
         let total = self.count();
         if total == 0 {
             return None;
@@ -229,8 +233,21 @@ mod tests {
         // one value in both, counts that put quantiles on pair edges and inside pairs.
         let d = HistDelta(vec![(30, 5), (10, 1), (20, 4), (500, 1), (20, 3), (40, 86)]);
         let qs = [0.0, 0.01, 0.05, 0.09, 0.5, 0.9, 0.99, 1.0];
+        // The rule, walked the plain way: the smallest value with at least q of the count at
+        // or below it.
+        let reference = |q: f64| {
+            let mut p = d.0.clone();
+            p.sort_unstable();
+            let want = ((q * 100.0).ceil() as u64).max(1);
+            let mut seen = 0;
+            p.into_iter().find_map(|(v, c)| {
+                seen += c;
+                (seen >= want).then_some(v)
+            })
+        };
         let each: Vec<_> = qs.iter().map(|&q| d.quantile(q).unwrap()).collect();
         assert_eq!(each, [10, 10, 20, 30, 40, 40, 40, 500]);
+        assert_eq!(each, qs.map(|q| reference(q).unwrap()));
         assert_eq!(d.clone().quantiles(qs).unwrap().to_vec(), each);
         assert_eq!(HistDelta::default().quantiles([0.5, 0.9]), None);
     }
@@ -301,7 +318,15 @@ mod tests {
         let back: HistDelta = serde_json::from_value(back["total_us"].clone()).unwrap();
         assert_eq!(back.count(), 5000);
         assert_eq!(back, d);
-        for bad in ["\"1*\"", "\"x\"", "\"1*2*3\"", "[[1,2]]", "\"-1\""] {
+        for bad in [
+            "\"1*\"",
+            "\"x\"",
+            "\"1*2*3\"",
+            "[[1,2]]",
+            "\"-1\"",
+            "\"1  2\"",
+            "\" 1\"",
+        ] {
             assert!(serde_json::from_str::<HistDelta>(bad).is_err(), "{bad}");
         }
     }
