@@ -112,11 +112,10 @@ fn live_latency<'a>(shares: impl Iterator<Item = Share<'a>>, window_s: f64) -> L
     let shares: Vec<_> = shares.collect();
     // Sized once: the pairs of a second of reports at 40,000 connections/s grew these by
     // doubling every row, a third of the controller's time on the load's CPU (issue 44).
-    let pairs =
-        |f: &dyn Fn(&Share<'a>) -> usize| HistDelta(Vec::with_capacity(shares.iter().map(f).sum()));
-    let mut connect = pairs(&|s| s.1 .0.len());
-    let mut handshake = pairs(&|s| s.2.map_or(0, |h| h.0.len()));
-    let mut total = pairs(&|s| s.3 .0.len());
+    let sized = |n: usize| HistDelta(Vec::with_capacity(n));
+    let mut connect = sized(shares.iter().map(|s| s.1 .0.len()).sum());
+    let mut handshake = sized(shares.iter().map(|s| s.2.map_or(0, |h| h.0.len())).sum());
+    let mut total = sized(shares.iter().map(|s| s.3 .0.len()).sum());
     let mut live = LiveLatency {
         window_s,
         ..Default::default()

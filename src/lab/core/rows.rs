@@ -258,9 +258,13 @@ impl LabCore {
         if now.late_us.is_empty() {
             return;
         }
-        let q = |x| now.late_us.quantile(x).map(|v| v as f64);
-        cols.push((col::ROUTER_LATE_P50_US, q(0.5)));
-        cols.push((col::ROUTER_LATE_P99_US, q(0.99)));
+        let [p50, p99_now] = now
+            .late_us
+            .clone()
+            .quantiles([0.5, 0.99])
+            .map_or([None; 2], |q| q.map(|v| Some(v as f64)));
+        cols.push((col::ROUTER_LATE_P50_US, p50));
+        cols.push((col::ROUTER_LATE_P99_US, p99_now));
         let goal = crate::net::router::LATE_GOAL_US;
         let late_kind = kind(&Warning::RouterLate(0));
         let warned = self.state.warnings.iter().any(|w| kind(w) == late_kind);
