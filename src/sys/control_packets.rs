@@ -3,7 +3,7 @@
 //! server's port (SYN in, SYN-ACK out, RST in/out), and retransmitted-SYN detection (the same
 //! 4-tuple and initial sequence number seen again). Pure, tested on byte frames.
 
-use std::collections::HashMap;
+use super::seen_table::SeenTable;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -141,8 +141,12 @@ pub fn bpf_filter(port: u16) -> String {
 /// 63 s after the first SYN.
 pub const SYN_MEMORY: Duration = Duration::from_secs(64);
 
-/// The clock is read once per this many new SYNs (the capture thread's per-packet cost).
+/// The clock is read once per this many SYNs (the capture thread's per-packet cost).
 const AGE_CHECK_EVERY: usize = 256;
+
+/// SYNs looked up together: their table lines are prefetched first, so their cache misses
+/// overlap instead of coming one after another.
+pub const SYN_BATCH: usize = 16;
 
 /// Remembers initial SYNs to tell retransmissions (same 4-tuple, same ISN) from new attempts.
 /// Two generations, rotated every `generation` SYNs or every `SYN_MEMORY`, whichever comes
@@ -152,15 +156,17 @@ const AGE_CHECK_EVERY: usize = 256;
 /// RSS grew with this table for half an hour).
 #[derive(Debug)]
 pub struct SynTracker {
-    /// 4-tuple (as a 64-bit hash) -> ISN: 12 bytes a SYN instead of ~48 with the addresses
+    /// 4-tuple (as a 64-bit hash) -> ISN: 16 bytes a SYN instead of ~48 with the addresses
     /// themselves. A false "retransmission" needs two live 4-tuples with the same hash and
     /// the same ISN: about 2^-96 a pair.
-    cur: HashMap<u64, u32, KeyIsHash>,
-    old: HashMap<u64, u32, KeyIsHash>,
+    cur: SeenTable,
+    old: SeenTable,
     generation: usize,
     max_age: Duration,
     /// When the current generation began (None: at its first SYN).
     began: Option<Instant>,
+    /// SYNs recorded since the clock was last read.
+    since_clock: usize,
 }
 
 impl SynTracker {
@@ -170,17 +176,31 @@ impl SynTracker {
 
     pub fn with_age(generation: usize, max_age: Duration) -> Self {
         SynTracker {
-            cur: HashMap::default(),
-            old: HashMap::default(),
+            cur: SeenTable::default(),
+            old: SeenTable::default(),
             generation: generation.max(1),
             max_age,
             began: None,
+            since_clock: 0,
         }
     }
 
     /// Records an incoming SYN; true if it is a retransmission of one already seen.
     pub fn is_retransmission(&mut self, h: &TcpHead) -> bool {
-        self.seen(tuple_key(h), h.seq, Instant::now)
+        self.seen(syn_key(h), h.seq, Instant::now)
+    }
+
+    /// Records a batch of SYNs (their [`syn_key`]s and ISNs, in the order they came): how
+    /// many were retransmissions. Each SYN's table lines are asked for before the first is
+    /// looked at, so the lookups wait for memory once, not once per SYN.
+    pub fn retransmissions(&mut self, syns: &[(u64, u32)]) -> u32 {
+        for &(key, _) in syns {
+            self.cur.prefetch(key);
+            self.old.prefetch(key);
+        }
+        syns.iter()
+            .map(|&(key, isn)| u32::from(self.seen(key, isn, Instant::now)))
+            .sum()
     }
 
     /// Records `val` under a key the caller made (a QUIC attempt's 4-tuple with its connection
@@ -191,7 +211,7 @@ impl SynTracker {
 
     /// The same, at `now` (tests).
     pub fn is_retransmission_at(&mut self, h: &TcpHead, now: Instant) -> bool {
-        self.seen(tuple_key(h), h.seq, || now)
+        self.seen(syn_key(h), h.seq, || now)
     }
 
     /// SYNs remembered in both generations.
@@ -204,22 +224,16 @@ impl SynTracker {
     }
 
     fn seen(&mut self, key: u64, val: u32, now: impl Fn() -> Instant) -> bool {
-        if self.cur.get(&key) == Some(&val) || self.old.get(&key) == Some(&val) {
+        if self.cur.get(key) == Some(val) || self.old.get(key) == Some(val) {
             return true;
         }
-        let n = self.cur.len();
-        let rotate = n >= self.generation
-            || (n.is_multiple_of(AGE_CHECK_EVERY)
-                && match self.began {
-                    Some(b) => now().saturating_duration_since(b) >= self.max_age,
-                    None => {
-                        self.began = Some(now());
-                        false
-                    }
-                });
+        // Counted per SYN, not per table entry: a port that comes round again overwrites its
+        // entry, and a table levelled at the ports in use must still age.
+        self.since_clock += 1;
+        let rotate = self.cur.len() >= self.generation || self.aged(&now);
         if rotate {
-            // The old table's allocation becomes the new current one: no reallocation churn
-            // at every generation (its memory stays at the busiest generation's size).
+            // The old table's slots become the new current one's: no reallocation churn at
+            // every generation (its memory stays at the busiest generation's size).
             std::mem::swap(&mut self.cur, &mut self.old);
             self.cur.clear();
             self.began = Some(now());
@@ -227,33 +241,27 @@ impl SynTracker {
         self.cur.insert(key, val);
         false
     }
-}
 
-/// The tables' keys are SipHash outputs already: the table uses them as they are instead of
-/// hashing every SYN twice (the capture thread's per-packet cost).
-type KeyIsHash = std::hash::BuildHasherDefault<KeyHasher>;
-
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys reach here (write_u64); any other use still spreads its bytes.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+    /// Whether the current generation is past `max_age` (the clock read at its first SYN and
+    /// then once per [`AGE_CHECK_EVERY`]).
+    fn aged(&mut self, now: &impl Fn() -> Instant) -> bool {
+        match self.began {
+            None => {
+                self.began = Some(now());
+                false
+            }
+            Some(b) if self.since_clock >= AGE_CHECK_EVERY => {
+                self.since_clock = 0;
+                now().saturating_duration_since(b) >= self.max_age
+            }
+            Some(_) => false,
         }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
     }
 }
 
 /// The 4-tuple of a segment as one 64-bit key (SipHash with fixed keys: the same in every
 /// run, and good enough spread that the table stays flat).
-fn tuple_key(h: &TcpHead) -> u64 {
+pub fn syn_key(h: &TcpHead) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut st = std::hash::DefaultHasher::new();
     (h.src, h.sport, h.dst, h.dport).hash(&mut st);
@@ -346,19 +354,54 @@ mod tests {
         assert!(t.is_retransmission(&b));
     }
 
+    /// The `i`th new SYN of one lab client, its ports coming round every `ports`.
+    fn lab_syn(i: u32, ports: u32) -> TcpHead {
+        TcpHead {
+            src: "198.18.0.2".parse().unwrap(),
+            sport: (i % ports) as u16,
+            dst: "198.18.1.1".parse().unwrap(),
+            dport: 80,
+            seq: i,
+            flags: SYN,
+        }
+    }
+
+    #[test]
+    fn a_batch_tells_the_retransmissions_one_by_one_would() {
+        // Port reuse with new ISNs, repeats inside one batch and across batches, and rotation.
+        let syn = |i: u32| {
+            let h = lab_syn(i, 700);
+            (syn_key(&h), h.seq)
+        };
+        // Every 4th SYN is followed by a retransmission of the one 5 or 900 before it.
+        let syns: Vec<(u64, u32)> = (0..5000u32)
+            .flat_map(|i| {
+                let again =
+                    (i % 4 == 0 && i >= 900).then(|| syn(i - if i % 8 == 0 { 5 } else { 900 }));
+                std::iter::once(syn(i)).chain(again)
+            })
+            .collect();
+        let mut one = SynTracker::new(900);
+        let want: u32 = syns
+            .iter()
+            .map(|&(k, isn)| u32::from(one.is_seen(k, isn)))
+            .sum();
+        assert!(want > 100, "the stream has retransmissions ({want})");
+        let mut batched = SynTracker::new(900);
+        let got: u32 = syns
+            .chunks(SYN_BATCH)
+            .map(|b| batched.retransmissions(b))
+            .sum();
+        assert_eq!(got, want);
+        assert_eq!(batched.len(), one.len());
+    }
+
     #[test]
     fn a_syn_is_remembered_for_its_retries_and_a_slow_run_holds_a_minute_of_syns() {
         let t0 = Instant::now();
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
         let mut t = SynTracker::default();
-        let syn = |i: u32| TcpHead {
-            src: "198.18.0.2".parse().unwrap(),
-            sport: (i % 60000) as u16,
-            dst: "198.18.1.1".parse().unwrap(),
-            dport: 80,
-            seq: i,
-            flags: SYN,
-        };
+        let syn = |i: u32| lab_syn(i, 60000);
         // From another client address: the others' ports wrap around and reuse tuples.
         let first = TcpHead {
             src: "198.18.0.3".parse().unwrap(),

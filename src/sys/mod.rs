@@ -62,6 +62,7 @@ pub mod pcap;
 pub mod procfs;
 pub mod quic_packets;
 pub mod route;
+pub mod seen_table;
 pub mod sockdiag;
 pub mod udp_mmsg;
 pub mod udpdiag;
