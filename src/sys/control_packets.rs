@@ -237,6 +237,7 @@ impl SynTracker {
             std::mem::swap(&mut self.cur, &mut self.old);
             self.cur.clear();
             self.began = Some(now());
+            self.since_clock = 0;
         }
         self.cur.insert(key, val);
         false

@@ -216,8 +216,42 @@ impl Capture {
 
 #[cfg(test)]
 mod tests {
-    use super::is_loopback;
+    use super::{is_loopback, CaptureCounters, SynBatch, SynTracker, SYN_BATCH};
     use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[test]
+    fn a_batch_is_looked_up_when_full_or_flushed_and_counted_once() {
+        let (mut batch, mut syns, c) = (
+            SynBatch::default(),
+            SynTracker::default(),
+            CaptureCounters::default(),
+        );
+        // Eight SYNs, each sent twice, then one more: the 16th push fills the batch.
+        let stream: Vec<(u64, u32)> = (10..18u64)
+            .flat_map(|k| [(k, 100), (k, 100)])
+            .chain([(99, 1)])
+            .collect();
+        for (n, &syn) in stream.iter().enumerate() {
+            if batch.push(syn) {
+                assert_eq!(n + 1, SYN_BATCH, "full at the 16th");
+                batch.flush(&mut syns, &c);
+            }
+            let want = if n + 1 >= SYN_BATCH { 8 } else { 0 };
+            assert_eq!(c.syn_retrans.load(Relaxed), want, "after SYN {n}");
+        }
+        // The 17th waits in the next batch until the ring is drained.
+        batch.push((13, 100));
+        assert_eq!(c.syn_retrans.load(Relaxed), 8);
+        batch.flush(&mut syns, &c);
+        assert_eq!(c.syn_retrans.load(Relaxed), 9);
+        batch.flush(&mut syns, &c);
+        assert_eq!(
+            c.syn_retrans.load(Relaxed),
+            9,
+            "an empty batch adds nothing"
+        );
+    }
 
     #[test]
     fn loopback_is_told_from_other_interfaces() {
