@@ -185,7 +185,9 @@ impl SynTracker {
         }
     }
 
-    /// Records an incoming SYN; true if it is a retransmission of one already seen.
+    /// Records an incoming SYN; true if it is a retransmission of one already seen (tests:
+    /// the capture thread looks SYNs up in batches, [`Self::retransmissions`]).
+    #[cfg(test)]
     pub fn is_retransmission(&mut self, h: &TcpHead) -> bool {
         self.seen(syn_key(h), h.seq, Instant::now)
     }
