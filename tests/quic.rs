@@ -134,25 +134,36 @@ fn zero_rtt_is_accepted_when_the_server_takes_it() {
     let run = run_closed(o.clone(), 6, 2, 2, "/file/1294", deadline()).unwrap();
     let s = &run.stats;
     let zero = s.handshakes_of(HandshakeKind::ZeroRtt);
+    let full = s.handshakes_of(HandshakeKind::Full);
     // The first has no session yet: full. Every other one is 0-RTT: each closed connection
     // waits for the tickets the server sends after the client's Finished, and every ticket
     // is offered (the three configs share their verifier and resolver, which rustls asks
-    // of a ticket before it offers it).
-    assert_eq!(zero, 5, "{s:?}");
-    assert_eq!(s.handshakes_of(HandshakeKind::Full), 1, "{s:?}");
+    // of a ticket before it offers it). A full one after the first is only ever one that
+    // found the store empty, which only a wait that ran out (50 ms, a loaded machine) leaves.
+    assert_eq!(s.before_first_ticket, 1, "{s:?}");
+    assert!((1..=1 + s.ticket_waits_expired).contains(&full), "{s:?}");
+    if s.ticket_waits_expired == 0 {
+        assert_eq!((full, zero), (1, 5), "{s:?}");
+    }
+    assert_eq!(full + zero, 6, "{s:?}");
     assert_eq!((s.resume_declined, s.zero_rtt_declined), (0, 0), "{s:?}");
     assert_eq!(s.responses, 12);
-    // Without the wait, a 0-RTT connection answered in 0.5-RTT closes before its tickets
-    // come: it spends one and brings none back, so one in three finds the store empty
-    // (full, 0-RTT, 0-RTT, full, ...), none of them declined by the server.
+    // Without the wait, a 0-RTT connection answered in 0.5-RTT mostly closes before its
+    // tickets come: it spends one and brings none back, so up to one in three finds the store
+    // empty (full, 0-RTT, 0-RTT, full, ...; a full one brings two). How many is a race between
+    // the server's answer and its tickets (the CI once saw two full, not three), so what is
+    // asserted is the bound, and that the server declined none.
     o.wait_for_tickets = false;
     let no_wait = run_closed(o, 9, 1, 1, "/file/1294", deadline()).unwrap();
     let n = &no_wait.stats;
-    assert_eq!(n.handshakes_of(HandshakeKind::Full), 3, "{n:?}");
-    assert_eq!(n.handshakes_of(HandshakeKind::ZeroRtt), 6, "{n:?}");
-    assert_eq!(n.resume_declined, 0, "{n:?}");
+    let n_full = n.handshakes_of(HandshakeKind::Full);
+    let n_zero = n.handshakes_of(HandshakeKind::ZeroRtt);
+    assert_eq!(n.before_first_ticket, 1, "{n:?}");
+    assert!((1..=3).contains(&n_full), "{n:?}");
+    assert_eq!(n_full + n_zero, 9, "{n:?}");
+    assert_eq!((n.resume_declined, n.zero_rtt_declined), (0, 0), "{n:?}");
     let st = lab.server.stop().unwrap();
-    assert_eq!(st.h3_0rtt, zero + 6);
+    assert_eq!(st.h3_0rtt, zero + n_zero);
     assert_eq!(st.h3_streams, 12 + 9);
 }
 
