@@ -120,6 +120,14 @@ fn h2c_counts(kind: &str, extra: &str, want_streams: u32) {
     // Paced (20 requests/s per connection) so that no connection reaches the server's
     // keep-alive request limit (nginx 1000, Apache 100) and closes while it is sampled.
     let mut timed = h2load(&["-D", "4", "--rps", "20"], &url);
+    // The probe starts once all of them are open: its first sample walks the socket states at
+    // once, and on a machine whose socket table is large (earlier tests' TIME_WAIT) the next
+    // walk is seconds later (the walks' CPU budget), after the probe's 2.4 s: a first walk
+    // taken while h2load was still connecting was the only one (CI saw 7 of 8).
+    let opened = Instant::now() + Duration::from_secs(3);
+    while established(addr.port()) < conns && Instant::now() < opened {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let probe = Command::new(env!("CARGO_BIN_EXE_synlab"))
         .args([
             "probe",

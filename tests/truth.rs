@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use synlab::scenario::TargetKind;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two ports nothing listens on: both held until both are known (one bound and closed, the
+/// next bind may get the same port).
+fn free_ports() -> (u16, u16) {
+    let bind = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (a, b) = (bind(), bind());
+    let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
+    (port(&a), port(&b))
 }
 
 /// The one run folder under `out`, and its summary.json and run.log.
@@ -54,7 +55,7 @@ impl UsersNginx {
             .unwrap()
             .write(&p.join("tls"))
             .unwrap();
-        let (plain, https) = (free_port(), free_port());
+        let (plain, https) = free_ports();
         let user = if nix::unistd::geteuid().is_root() {
             "user root root;\n"
         } else {
