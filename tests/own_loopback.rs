@@ -35,6 +35,20 @@ fn host_time_wait() -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
+/// The host namespace's TCP sockets by state, as `ss` counts them (for a failure's message).
+fn ss_states() -> String {
+    let out = std::process::Command::new("ss")
+        .args(["-Htan"])
+        .output()
+        .unwrap();
+    let mut by = std::collections::BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let state = l.split_whitespace().next().unwrap_or("?").to_string();
+        *by.entry(state).or_insert(0usize) += 1;
+    }
+    format!("{by:?}")
+}
+
 /// Another server on the host: `n` connections it closes first (TIME_WAIT on its port).
 fn time_wait_elsewhere(n: usize) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -108,8 +122,15 @@ fn a_plain_users_loopback_run_counts_its_own_syns_overflows_and_time_wait_not_th
     time_wait_elsewhere(2000);
     // Counted before the run, while all 2,000 are young: after it, a host table that earlier
     // tests filled (tcp_max_tw_buckets) could have shed its old ones, with the new 2,000 never
-    // made (a full table drops them), and counted fewer than the run's own.
-    let host_tw = host_time_wait();
+    // made (a full table drops them), and counted fewer than the run's own. Counted once the
+    // last clients' FINs are in (a socket is in TIME_WAIT only then; 5 s at most).
+    let settled = Instant::now() + Duration::from_secs(5);
+    let mut host_tw = host_time_wait();
+    while host_tw < 2000 && Instant::now() < settled {
+        std::thread::sleep(Duration::from_millis(20));
+        host_tw = host_time_wait();
+    }
+    let host_states = ss_states();
     let stop = Arc::new(AtomicBool::new(false));
     let busy = overloaded_elsewhere(stop.clone());
     let sc = p.write("own.toml", LESSON);
@@ -136,7 +157,10 @@ fn a_plain_users_loopback_run_counts_its_own_syns_overflows_and_time_wait_not_th
     // The host was busy with another server's overload meanwhile, and held 2,000 TIME_WAIT
     // and more as the run began.
     assert!(host_ovfl_per_s > 50.0, "host overflows/s {host_ovfl_per_s}");
-    assert!(host_tw >= 2000, "host TIME_WAIT {host_tw}");
+    assert!(
+        host_tw >= 2000,
+        "host TIME_WAIT {host_tw}; the host's TCP states then: {host_states}"
+    );
     // Whose the counters are, in the run folder.
     assert_eq!(s["meta"]["probe_scope"]["netns"], "own_loopback", "{log}");
     assert_eq!(s["meta"]["probe_scope"]["netns_shared"], false, "{log}");
