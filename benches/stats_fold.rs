@@ -12,8 +12,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use synlab::lab::core::{Effect, Input, LabCore, Slot};
 use synlab::lab::knobs::knobs_of;
-use synlab::load::protocol::{Arrivals, MixEntry, Mode, StatsDelta, WorkerConfig};
+use synlab::load::protocol::{Mode, StatsDelta, WorkerConfig};
 use synlab::target::{Arch, FileSet, ServeConfig, Server, ServiceKind};
+
+/// The tests' worker configuration (every field once), changed here where the bench differs.
+#[path = "../tests/worker_support/mod.rs"]
+mod worker_support;
 
 const REPLAYS: usize = 15;
 
@@ -53,34 +57,13 @@ fn server() -> Server {
 fn worker_lines(server: &Server) -> Vec<String> {
     let cfg = WorkerConfig {
         id: 0,
-        target: server.local_addr(),
-        bind_addrs: vec![],
         mode: Mode::Closed,
         rate: None,
-        arrivals: Arrivals::Constant,
-        sockets: 1000,
         clients: 64,
-        think_s: 0.0,
         timeout_s: 1.0,
-        response_timeout_s: 5.0,
-        burst: None,
-        mix: vec![MixEntry {
-            class: "f".into(),
-            path: "/file/1294".into(),
-            weight: 1.0,
-        }],
-        keepalive: false,
-        requests_per_conn: 1,
-        connections: 0,
-        host_header: "synlab-bench".into(),
+        mix: worker_support::file_1294(),
         duration_s: 4.0,
-        stats_interval_ms: 100,
-        seed: 1,
-        paused: false,
-        tls: None,
-        good_statuses: Default::default(),
-        streams: None,
-        http3: false,
+        ..worker_support::config(server.local_addr())
     };
     let mut child = Command::new(exe())
         .args([
