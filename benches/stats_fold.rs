@@ -21,12 +21,6 @@ mod worker_support;
 
 const REPLAYS: usize = 15;
 
-/// The synlab binary the worker and server run from: this build's, or `SYNLAB_EXE` (to run
-/// an older build's bench beside this one's, each with its own binary).
-fn exe() -> String {
-    std::env::var("SYNLAB_EXE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_synlab").to_string())
-}
-
 fn thread_cpu() -> Duration {
     Duration::from_nanos(synlab::sys::server_io::thread_cpu_ns())
 }
@@ -50,7 +44,7 @@ fn server() -> Server {
         max_streams: 16,
         http3: None,
     };
-    Server::start_with_exe(cfg, exe().as_ref()).expect("built-in server")
+    Server::start(cfg).expect("built-in server")
 }
 
 /// The worker's report lines over a 4 s closed load of the server.
@@ -65,7 +59,7 @@ fn worker_lines(server: &Server) -> Vec<String> {
         duration_s: 4.0,
         ..worker_support::config(server.local_addr())
     };
-    let mut child = Command::new(exe())
+    let mut child = Command::new(synlab::sys::process::self_exe())
         .args([
             "worker",
             "--config-json",
@@ -113,6 +107,11 @@ fn replay(lines: &[String]) -> (Duration, Duration) {
 }
 
 fn main() {
+    // The worker and server run from this build's binary, or from `SYNLAB_EXE` (an older
+    // build's bench run beside this one's, each with its own binary): `self_exe` reads it.
+    if std::env::var_os("SYNLAB_EXE").is_none() {
+        std::env::set_var("SYNLAB_EXE", env!("CARGO_BIN_EXE_synlab"));
+    }
     let server = server();
     let lines = worker_lines(&server);
     let _ = server.stop();
