@@ -41,9 +41,6 @@ if [ -z "${SYN:-}" ]; then
   SYN=$PWD/target/release/synlab
 fi
 WORK=$(mktemp -d /tmp/synlab-bench.XXXXXX)
-# nginx's worker runs as nobody: mktemp's 0700 left it a 403 for every request (until 2026-11-28
-# section 1 measured 403s of ~150 bytes, not the 1294-byte file).
-chmod 755 "$WORK"
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT INT TERM
@@ -51,26 +48,9 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # --- nginx, one worker on CPU 0 ---
 NGX_PORT=18080
-mkdir -p "$WORK/www" "$WORK/ngx"
-head -c 1294 /dev/zero | tr '\0' 'x' > "$WORK/www/f.bin"
-cat > "$WORK/ngx/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $WORK/ngx/nginx.pid;
-error_log $WORK/ngx/error.log;
-events { worker_connections 65536; }
-http {
-  access_log off;
-  keepalive_timeout 0;
-  server { listen 127.0.0.1:$NGX_PORT backlog=4096; root $WORK/www; }
-}
-NGX
-taskset -c 0 nginx -c "$WORK/ngx/nginx.conf" -p "$WORK/ngx" &
-PIDS+=($!)
-sleep 1
-URL=http://127.0.0.1:$NGX_PORT/f.bin
-got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "$URL" || true)
-[ "$got" = "200 1294" ] || { echo "nginx did not serve the 1294-byte file (got: $got); see $WORK/ngx/error.log" >&2; exit 1; }
+. bench/nginx-cpr.sh
+start_nginx_cpr $NGX_PORT "$WORK"
+PIDS+=("$NGX_PID")
 
 # The machine's load with every figure: rerun on a quiet machine to compare.
 loadavg() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"; }

@@ -152,6 +152,23 @@ fn probe_cost() {
                     .unwrap()
             }),
         ));
+        // The probe's walk (issue 44): the states, the connections' queues and the accept
+        // queue's ages from one walk asking tcp_info, against the three walks it replaced
+        // (four on the per-family ages).
+        rows.push((
+            "sock_diag states + tcp_info, port".into(),
+            cost(20, || {
+                _ = d.dump_with_info(states_mask(&SERVER_STATES), port).unwrap()
+            }),
+        ));
+        rows.push((
+            "  the same as three walks".into(),
+            cost(20, || {
+                _ = d.dump(states_mask(&SERVER_STATES), port).unwrap();
+                _ = synlab::sys::conn_queues::conn_queues(&mut d, port).unwrap();
+                _ = synlab::sys::acceptq::waiting_ages_ms(&mut d, port).unwrap();
+            }),
+        ));
         rows.push((
             "sock_diag all incl. TIME_WAIT".into(),
             cost(5, || _ = d.dump(!(1u32 << state::SYN_SENT), 0).unwrap()),

@@ -33,10 +33,15 @@ fn run_for(ctrl: &mut Controller, secs: f64, tick: &dyn Fn(&Controller)) -> anyh
         if ctrl.state().finished {
             return Ok(false);
         }
-        std::thread::sleep(Duration::from_millis(10));
+        // Woken by a message or what the core has due; what nothing announces (a child's
+        // death, a signal) is looked at within POLL_AT_MOST.
+        ctrl.wait_for_input(end.min(Instant::now() + POLL_AT_MOST));
     }
     Ok(true)
 }
+
+/// How long a headless run waits at most between looks at its children and its signal flag.
+const POLL_AT_MOST: Duration = Duration::from_millis(100);
 
 /// Runs a scenario to completion headless. Returns the run folder and whether it was cut short.
 pub fn run_scenario(

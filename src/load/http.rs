@@ -315,11 +315,12 @@ impl ResponseParser {
                     };
                 }
             }
+            // Only three headers matter, two starting with "c" and one with "t": the others
+            // (Server, Date, ETag, ...) are passed over on their first byte.
+            State::Headers if !matches!(line[0] | 0x20, b'c' | b't') => {}
             State::Headers => {
                 if let Some(v) = header_value(line, b"content-length") {
-                    let s = std::str::from_utf8(v).map_err(|_| BadResponse::ContentLength)?;
-                    let n = s.trim().parse().map_err(|_| BadResponse::ContentLength)?;
-                    self.content_length = Some(n);
+                    self.content_length = Some(decimal(v).ok_or(BadResponse::ContentLength)?);
                 } else if let Some(v) = header_value(line, b"connection") {
                     if v.eq_ignore_ascii_case(b"close") {
                         self.conn_close = Some(true);
@@ -386,6 +387,19 @@ fn chunk_size(line: &[u8], truncated: bool) -> Result<u64, BadResponse> {
         None if !truncated => Ok(size),
         _ => Err(BadResponse::ChunkSize),
     }
+}
+
+/// A Content-Length value: decimal digits only (RFC 9110 8.6), None when empty, anything
+/// else, or past u64.
+fn decimal(v: &[u8]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, &d| {
+        d.is_ascii_digit()
+            .then_some(())
+            .and_then(|()| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+    })
 }
 
 /// The trimmed value of `line` if it is the header `name` (case-insensitive).
@@ -534,6 +548,24 @@ mod tests {
             p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"),
             Progress::Invalid(_)
         ));
+    }
+
+    #[test]
+    fn content_length_is_digits_only_and_fits_in_u64() {
+        let len = |v: &str| {
+            let head = format!("HTTP/1.1 200 OK\r\nDate: x\r\ncontent-LENGTH:  {v} \r\n\r\n");
+            match ResponseParser::default().feed(head.as_bytes()) {
+                Progress::Invalid(e) => Err(e),
+                Progress::Done(r) => Ok(Some(r.body_bytes)),
+                Progress::NeedMore => Ok(None),
+            }
+        };
+        assert_eq!(len("0"), Ok(Some(0)));
+        assert_eq!(len("5"), Ok(None), "5 bytes to come");
+        assert_eq!(len("18446744073709551615"), Ok(None));
+        for bad in ["", "+5", "-1", "5 5", "0x10", "18446744073709551616"] {
+            assert_eq!(len(bad), Err(BadResponse::ContentLength), "{bad:?}");
+        }
     }
 
     /// nginx's sub_filter answer: chunks with an extension, a trailer, then the next

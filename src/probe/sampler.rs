@@ -482,7 +482,14 @@ impl Sampler {
             (false, _) => states_mask(&[state::LISTEN]),
         };
         let t0 = Instant::now();
-        match d.dump(mask, cfg.port) {
+        // A walk asks each socket's tcp_info too: the connections' queues and the accept
+        // queue's ages come from the same walk of the kernel's hash (one, not four).
+        let socks = if walk_states {
+            d.dump_with_info(mask, cfg.port)
+        } else {
+            d.dump(mask, cfg.port)
+        };
+        match socks {
             Ok(socks) => {
                 // Without a walk only the listeners are in: the state counts stay
                 // unreported (not the last walk's, repeated).
@@ -493,21 +500,11 @@ impl Sampler {
                 };
                 sum.add(&socks);
                 if walk_states {
-                    // The established connections' queues and retransmissions (tcp_info): a
-                    // second walk, inside the walks' budget (timed with the first).
-                    match crate::sys::conn_queues::conn_queues(d, cfg.port) {
-                        Ok(q) => sum.conns = Some(q),
-                        Err(e) => self.notes.warn("conns", || {
-                            format!("the established connections' queues are missing: sock_diag with tcp_info failed: {e}")
-                        }),
-                    }
-                    // The ages of the connections waiting to be accepted (issue 48 item 3).
-                    match crate::sys::acceptq::waiting_ages_ms(d, cfg.port) {
-                        Ok(ages) => sum.waiting = Some(crate::model::acceptq::QueueAges::of(&ages)),
-                        Err(e) => self.notes.warn("acceptq", || {
-                            format!("the accept queue's waiting times are missing: sock_diag with tcp_info failed: {e}")
-                        }),
-                    }
+                    // The established connections' queues and retransmissions (tcp_info), and
+                    // the ages of the connections waiting to be accepted (issue 48 item 3).
+                    sum.conns = Some(crate::sys::conn_queues::ConnQueues::of(&socks));
+                    let ages = crate::sys::acceptq::waiting_ages(&socks);
+                    sum.waiting = Some(crate::model::acceptq::QueueAges::of(&ages));
                     let took = t0.elapsed();
                     let gap = walk_gap(took, cfg.interval);
                     // Due from the sample's own instant, a quarter interval early: the walk

@@ -8,16 +8,8 @@
 //! until accepted (measured: a flood whose clients close after 1.5 s left 2.4 of 16.6 queued
 //! connections in CLOSE_WAIT; counting ESTABLISHED alone made Little's law 16.5 % off).
 
-use super::sockdiag::{INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_HDR};
-
-use super::sockdiag::{request_v2, states_mask, SockDiag, EXT_SKMEMINFO, SOCK_DIAG_BY_FAMILY};
+use super::sockdiag::{states_mask, DiagSocket, SockDiag, TCPI_LAST_DATA_SENT};
 use std::io;
-
-/// INET_DIAG_INFO: the tcp_info attribute, asked by its bit in `idiag_ext`.
-const INET_DIAG_INFO: u16 = 2;
-/// Offset of `tcpi_last_data_sent` in struct tcp_info (8 bytes of u8 fields, then u32s:
-/// rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets, last_data_sent).
-const LAST_DATA_SENT: usize = 44;
 
 /// The states a connection in an accept queue can be in: the server has not accepted it, so
 /// it cannot have closed; its client may have (a FIN makes it CLOSE_WAIT).
@@ -26,20 +18,20 @@ pub const WAITING_STATES: [u8; 2] = [
     super::sockdiag::state::CLOSE_WAIT,
 ];
 
-/// The ages (ms) of the connections waiting in the accept queues of `port` (IPv4 and IPv6),
-/// one dump each family.
+/// The ages (ms) of the connections waiting in the accept queues of `port` (IPv4 and IPv6).
 pub fn waiting_ages_ms(diag: &mut SockDiag, port: u16) -> io::Result<Vec<u32>> {
-    let mut ages = Vec::new();
-    for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-        // The memory counters as every probe request asks them, and tcp_info too.
-        let ext = EXT_SKMEMINFO | 1 << (INET_DIAG_INFO - 1);
-        let waiting = states_mask(&WAITING_STATES);
-        let raw = diag.exchange_request(|seq| {
-            request_v2(family, libc::IPPROTO_TCP as u8, ext, waiting, port, seq)
-        })?;
-        ages.extend(parse_waiting(&raw));
-    }
-    Ok(ages)
+    let socks = diag.dump_with_info(states_mask(&WAITING_STATES), port)?;
+    Ok(waiting_ages(&socks))
+}
+
+/// The ages of the sockets of a dump (one asked with tcp_info) that wait in an accept queue:
+/// in a waiting state, held by no file (inode 0).
+pub fn waiting_ages(socks: &[DiagSocket]) -> Vec<u32> {
+    socks
+        .iter()
+        .filter(|s| s.inode == 0 && WAITING_STATES.contains(&s.state))
+        .filter_map(|s| s.last_data_sent_ms)
+        .collect()
 }
 
 /// How long a connection just accepted waited in the accept queue, ms: its tcp_info
@@ -48,7 +40,7 @@ pub fn waiting_ages_ms(diag: &mut SockDiag, port: u16) -> io::Result<Vec<u32>> {
 /// says no (not TCP, closed).
 pub fn accepted_wait_ms(fd: std::os::fd::BorrowedFd<'_>) -> Option<u32> {
     use std::os::fd::AsRawFd;
-    let mut info = [0u8; LAST_DATA_SENT + 4];
+    let mut info = [0u8; TCPI_LAST_DATA_SENT + 4];
     let mut len = info.len() as libc::socklen_t;
     // SAFETY: info is ours, its length passed; the kernel writes at most that much.
     let r = unsafe {
@@ -61,66 +53,31 @@ pub fn accepted_wait_ms(fd: std::os::fd::BorrowedFd<'_>) -> Option<u32> {
         )
     };
     (r == 0 && len as usize >= info.len())
-        .then(|| u32::from_ne_bytes(info[LAST_DATA_SENT..].try_into().unwrap()))
-}
-
-/// The ages of the inode-0 sockets of a dump's replies (those with a tcp_info attribute).
-pub fn parse_waiting(bytes: &[u8]) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut off = 0;
-    while off + NLMSG_HDR <= bytes.len() {
-        let len = u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
-        let kind = u16::from_ne_bytes(bytes[off + 4..off + 6].try_into().unwrap());
-        if len < NLMSG_HDR || off + len > bytes.len() || kind == NLMSG_DONE {
-            break;
-        }
-        let m = &bytes[off + NLMSG_HDR..off + len];
-        if kind == SOCK_DIAG_BY_FAMILY && m.len() >= INET_DIAG_MSG_LEN {
-            let inode = u32::from_ne_bytes(m[68..72].try_into().unwrap());
-            if inode == 0 {
-                out.extend(last_data_sent(&m[INET_DIAG_MSG_LEN..]));
-            }
-        }
-        off += (len + 3) & !3;
-    }
-    out
-}
-
-/// `tcpi_last_data_sent` from the attributes after an inet_diag_msg.
-fn last_data_sent(mut attrs: &[u8]) -> Option<u32> {
-    while attrs.len() >= 4 {
-        let len = u16::from_ne_bytes([attrs[0], attrs[1]]) as usize;
-        let kind = u16::from_ne_bytes([attrs[2], attrs[3]]);
-        if len < 4 || len > attrs.len() {
-            return None;
-        }
-        if kind == INET_DIAG_INFO {
-            let at = 4 + LAST_DATA_SENT;
-            return (at + 4 <= len)
-                .then(|| u32::from_ne_bytes(attrs[at..at + 4].try_into().unwrap()));
-        }
-        attrs = attrs.get((len + 3) & !3..).unwrap_or_default();
-    }
-    None
+        .then(|| u32::from_ne_bytes(info[TCPI_LAST_DATA_SENT..].try_into().unwrap()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::sockdiag::{parse_replies, state};
 
-    /// One reply message: an inet_diag_msg with `inode` and a tcp_info saying `age` ms.
-    fn msg(inode: u32, age: u32) -> Vec<u8> {
-        let mut m = vec![0u8; INET_DIAG_MSG_LEN];
-        m[1] = 1;
+    /// One reply message: an inet_diag_msg in `state` with `inode`, and a tcp_info saying
+    /// `age` ms where the kernel gives one.
+    fn msg(state: u8, inode: u32, age: Option<u32>) -> Vec<u8> {
+        const INET_DIAG_INFO: u16 = 2;
+        let mut m = vec![0u8; 72];
+        m[1] = state;
         m[68..72].copy_from_slice(&inode.to_ne_bytes());
-        let mut info = vec![0u8; 104];
-        info[LAST_DATA_SENT..LAST_DATA_SENT + 4].copy_from_slice(&age.to_ne_bytes());
-        m.extend_from_slice(&((4 + info.len()) as u16).to_ne_bytes());
-        m.extend_from_slice(&INET_DIAG_INFO.to_ne_bytes());
-        m.extend_from_slice(&info);
+        if let Some(age) = age {
+            let mut info = vec![0u8; 104];
+            info[TCPI_LAST_DATA_SENT..TCPI_LAST_DATA_SENT + 4].copy_from_slice(&age.to_ne_bytes());
+            m.extend_from_slice(&((4 + info.len()) as u16).to_ne_bytes());
+            m.extend_from_slice(&INET_DIAG_INFO.to_ne_bytes());
+            m.extend_from_slice(&info);
+        }
         let mut b = Vec::new();
-        b.extend_from_slice(&((NLMSG_HDR + m.len()) as u32).to_ne_bytes());
-        b.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        b.extend_from_slice(&((16 + m.len()) as u32).to_ne_bytes());
+        b.extend_from_slice(&20u16.to_ne_bytes()); // SOCK_DIAG_BY_FAMILY
         b.extend_from_slice(&[0u8; 10]);
         b.extend_from_slice(&m);
         b
@@ -128,13 +85,14 @@ mod tests {
 
     #[test]
     fn only_the_sockets_no_file_holds_are_waiting_with_their_age() {
-        let mut b = msg(0, 120);
-        b.extend(msg(4711, 9999));
-        b.extend(msg(0, 7));
-        let mut done = vec![0u8; NLMSG_HDR];
-        done[..4].copy_from_slice(&(NLMSG_HDR as u32).to_ne_bytes());
-        done[4..6].copy_from_slice(&NLMSG_DONE.to_ne_bytes());
-        b.extend(done);
-        assert_eq!(parse_waiting(&b), [120, 7]);
+        let mut b = msg(state::ESTABLISHED, 0, Some(120));
+        b.extend(msg(state::ESTABLISHED, 4711, Some(9999)));
+        b.extend(msg(state::CLOSE_WAIT, 0, Some(7)));
+        // Of one walk of every state: inode 0 too, but not waiting to be accepted.
+        b.extend(msg(state::TIME_WAIT, 0, None));
+        b.extend(msg(state::SYN_RECV, 0, None));
+        b.extend(msg(state::FIN_WAIT1, 0, Some(3)));
+        let (socks, _) = parse_replies(&b).unwrap();
+        assert_eq!(waiting_ages(&socks), [120, 7]);
     }
 }

@@ -3,16 +3,7 @@
 //! queue (not yet acknowledged), and its retransmissions. Over HTTP/2 a few connections carry
 //! every request, so overload queues there, not in the accept queue.
 
-use super::sockdiag::{INET_DIAG_MSG_LEN, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDR};
-
-use super::sockdiag::{state, states_mask, SockDiag, TCPDIAG_GETSOCK};
-
-/// The reply attribute holding struct tcp_info (`INET_DIAG_INFO`), and its request bit.
-const INET_DIAG_INFO: u16 = 2;
-const EXT_INFO: u8 = 1 << (INET_DIAG_INFO - 1);
-/// `tcpi_total_retrans`'s offset in struct tcp_info (include/uapi/linux/tcp.h): 8 bytes of
-/// u8 fields, then 23 u32s up to it.
-const TCPI_TOTAL_RETRANS: usize = 100;
+use super::sockdiag::{state, states_mask, DiagSocket, SockDiag};
 
 /// The port's established connections, summed up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,69 +36,21 @@ impl ConnQueues {
     }
 }
 
-/// The request (inet_diag_req, both families in one walk): ESTABLISHED sockets whose local
-/// port is `sport`, with tcp_info.
-pub fn build_request(sport: u16, seq: u32) -> Vec<u8> {
-    super::sockdiag::request_both(EXT_INFO, states_mask(&[state::ESTABLISHED]), sport, seq)
-}
-
-/// Folds a dump's replies into `q`; Err(errno) when the kernel refused the request.
-pub fn parse(bytes: &[u8], q: &mut ConnQueues) -> Result<(), i32> {
-    let mut off = 0;
-    while off + NLMSG_HDR <= bytes.len() {
-        let len = u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
-        let kind = u16::from_ne_bytes([bytes[off + 4], bytes[off + 5]]);
-        if len < NLMSG_HDR || off + len > bytes.len() {
-            break;
+impl ConnQueues {
+    /// The ESTABLISHED sockets of a dump (one asked with tcp_info, for the retransmissions).
+    pub fn of(socks: &[DiagSocket]) -> Self {
+        let mut q = ConnQueues::default();
+        for s in socks.iter().filter(|s| s.state == state::ESTABLISHED) {
+            q.add(s.rqueue, s.wqueue, s.total_retrans);
         }
-        let m = &bytes[off + NLMSG_HDR..off + len];
-        match kind {
-            NLMSG_DONE => break,
-            NLMSG_ERROR => {
-                let errno = m
-                    .get(..4)
-                    .map_or(0, |e| i32::from_ne_bytes(e.try_into().unwrap()));
-                if errno != 0 {
-                    return Err(-errno);
-                }
-            }
-            TCPDIAG_GETSOCK if m.len() >= INET_DIAG_MSG_LEN && m[1] == state::ESTABLISHED => {
-                let ne32 = |o: usize| u32::from_ne_bytes(m[o..o + 4].try_into().unwrap());
-                q.add(ne32(56), ne32(60), total_retrans(&m[INET_DIAG_MSG_LEN..]));
-            }
-            _ => {}
-        }
-        off += (len + 3) & !3;
+        q
     }
-    Ok(())
-}
-
-/// `tcpi_total_retrans` from the attributes after an inet_diag_msg.
-fn total_retrans(mut attrs: &[u8]) -> Option<u32> {
-    while attrs.len() >= 4 {
-        let len = u16::from_ne_bytes([attrs[0], attrs[1]]) as usize;
-        let kind = u16::from_ne_bytes([attrs[2], attrs[3]]);
-        if len < 4 || len > attrs.len() {
-            return None;
-        }
-        if kind == INET_DIAG_INFO {
-            let at = 4 + TCPI_TOTAL_RETRANS;
-            return attrs
-                .get(at..at + 4)
-                .filter(|_| at + 4 <= len)
-                .map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
-        }
-        attrs = attrs.get((len + 3) & !3..).unwrap_or_default();
-    }
-    None
 }
 
 /// The established connections of local port `sport` in the namespace `d` was opened in.
 pub fn conn_queues(d: &mut SockDiag, sport: u16) -> std::io::Result<ConnQueues> {
-    let raw = d.exchange_request(|seq| build_request(sport, seq))?;
-    let mut q = ConnQueues::default();
-    parse(&raw, &mut q).map_err(std::io::Error::from_raw_os_error)?;
-    Ok(q)
+    let socks = d.dump_with_info(states_mask(&[state::ESTABLISHED]), sport)?;
+    Ok(ConnQueues::of(&socks))
 }
 
 #[cfg(test)]

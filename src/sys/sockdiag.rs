@@ -42,12 +42,26 @@ pub(super) const INET_DIAG_SKMEMINFO: u16 = 7;
 pub(super) const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 /// The index of `sk_drops` in the SKMEMINFO array (`SK_MEMINFO_DROPS`, include/uapi/linux/sock_diag.h).
 pub(super) const SK_MEMINFO_DROPS: usize = 8;
+/// The reply attribute holding struct tcp_info (`INET_DIAG_INFO`), and its request bit.
+pub(super) const INET_DIAG_INFO: u16 = 2;
+pub(super) const EXT_INFO: u8 = 1 << (INET_DIAG_INFO - 1);
+/// Offsets in struct tcp_info (include/uapi/linux/tcp.h): 8 bytes of u8 fields, then u32s:
+/// rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets, `last_data_sent`
+/// (44), ..., `total_retrans` (100, the 24th u32).
+pub(super) const TCPI_LAST_DATA_SENT: usize = 44;
+pub(super) const TCPI_TOTAL_RETRANS: usize = 100;
 
 /// The bytes of one dump request (nlmsghdr + inet_diag_req_v2): TCP sockets of `family`
 /// (AF_INET or AF_INET6) in `states` whose local port is `sport` (0: any port).
 pub fn build_request(family: u8, states: u32, sport: u16, seq: u32) -> Vec<u8> {
-    // The memory counters ride along: a listener's `sk_drops` is its listen drops.
-    request_v2(family, IPPROTO_TCP, EXT_SKMEMINFO, states, sport, seq)
+    request_v2(family, IPPROTO_TCP, ext(false), states, sport, seq)
+}
+
+/// What a dump asks of each socket besides its `inet_diag_msg`: the memory counters always
+/// (a listener's `sk_drops` is its listen drops), and tcp_info when `info` (the connections'
+/// queues, retransmissions and accept-queue ages; the kernel fills it for full sockets only).
+fn ext(info: bool) -> u8 {
+    EXT_SKMEMINFO | if info { EXT_INFO } else { 0 }
 }
 
 /// One SOCK_DIAG_BY_FAMILY dump request (nlmsghdr + inet_diag_req_v2): sockets of `family`
@@ -80,8 +94,7 @@ pub(super) fn request_v2(
 /// IPv6, where a SOCK_DIAG_BY_FAMILY request per family walks the hash once for each. The
 /// walk is of the whole hash, shared by every namespace: halving the walks halves the cost.
 pub fn build_request_both(states: u32, sport: u16, seq: u32) -> Vec<u8> {
-    // The memory counters, as `build_request`.
-    request_both(EXT_SKMEMINFO, states, sport, seq)
+    request_both(ext(false), states, sport, seq)
 }
 
 /// The older request of [`build_request_both`] with the attributes `ext` asks.
@@ -121,6 +134,12 @@ pub struct DiagSocket {
     /// included), since it began listening. None where the kernel sent no memory counters
     /// (TIME_WAIT and SYN-RCVD sockets have none).
     pub drops: Option<u32>,
+    /// From tcp_info, where the dump asked for it and the kernel gave it (full sockets, not
+    /// TIME_WAIT or SYN-RCVD): ms since the socket last sent data (on a socket not yet
+    /// accepted, since the handshake completed: `sys::acceptq`), and the segments it
+    /// retransmitted over its life.
+    pub last_data_sent_ms: Option<u32>,
+    pub total_retrans: Option<u32>,
 }
 
 /// A reply the kernel refused or cut short.
@@ -169,6 +188,7 @@ pub fn parse_replies(bytes: &[u8]) -> Result<(Vec<DiagSocket>, bool), DiagError>
 
 fn parse_msg(m: &[u8]) -> DiagSocket {
     let family = m[0];
+    let attrs = &m[INET_DIAG_MSG_LEN..];
     let be16 = |o: usize| u16::from_be_bytes([m[o], m[o + 1]]);
     let ne32 = |o: usize| u32::from_ne_bytes(m[o..o + 4].try_into().unwrap());
     let local = if family == libc::AF_INET6 as u8 {
@@ -187,25 +207,26 @@ fn parse_msg(m: &[u8]) -> DiagSocket {
         wqueue: ne32(60),
         uid: ne32(64),
         inode: ne32(68),
-        drops: skmeminfo_drops(&m[INET_DIAG_MSG_LEN..]),
+        drops: attr_u32(attrs, INET_DIAG_SKMEMINFO, SK_MEMINFO_DROPS * 4),
+        last_data_sent_ms: attr_u32(attrs, INET_DIAG_INFO, TCPI_LAST_DATA_SENT),
+        total_retrans: attr_u32(attrs, INET_DIAG_INFO, TCPI_TOTAL_RETRANS),
     }
 }
 
-/// `sk_drops` from the attributes after an inet_diag_msg (rtattrs: u16 length, u16 type,
-/// payload padded to 4), None without an SKMEMINFO attribute long enough to hold it.
-fn skmeminfo_drops(mut attrs: &[u8]) -> Option<u32> {
+/// The u32 at byte `at` of attribute `want`'s payload, from the attributes after an
+/// inet_diag_msg (rtattrs: u16 length, u16 type, payload padded to 4); None without that
+/// attribute, or one too short to hold it (an older kernel's shorter tcp_info).
+fn attr_u32(mut attrs: &[u8], want: u16, at: usize) -> Option<u32> {
     while attrs.len() >= 4 {
         let len = u16::from_ne_bytes([attrs[0], attrs[1]]) as usize;
         let kind = u16::from_ne_bytes([attrs[2], attrs[3]]);
         if len < 4 || len > attrs.len() {
             return None;
         }
-        if kind == INET_DIAG_SKMEMINFO {
-            let at = 4 + SK_MEMINFO_DROPS * 4;
-            return attrs
-                .get(at..at + 4)
-                .filter(|_| at + 4 <= len)
-                .map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+        if kind == want {
+            let at = 4 + at;
+            return (at + 4 <= len)
+                .then(|| u32::from_ne_bytes(attrs[at..at + 4].try_into().unwrap()));
         }
         attrs = attrs.get((len + 3) & !3..).unwrap_or_default();
     }
@@ -247,15 +268,23 @@ impl SockDiag {
 
     /// One dump, as the concatenated bytes of every reply datagram up to NLMSG_DONE.
     pub fn dump_raw(&mut self, family: u8, states: u32, sport: u16) -> std::io::Result<Vec<u8>> {
-        self.seq = self.seq.wrapping_add(1);
-        let req = build_request(family, states, sport, self.seq);
+        self.dump_raw_ext(family, ext(false), states, sport)
+    }
+
+    fn dump_raw_ext(
+        &mut self,
+        family: u8,
+        ext: u8,
+        states: u32,
+        sport: u16,
+    ) -> std::io::Result<Vec<u8>> {
+        let req = request_v2(family, IPPROTO_TCP, ext, states, sport, self.next_seq());
         self.exchange(&req)
     }
 
     /// One dump of both families in one walk (the older request), as [`Self::dump_raw`].
     pub fn dump_raw_both(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<u8>> {
-        self.seq = self.seq.wrapping_add(1);
-        let req = build_request_both(states, sport, self.seq);
+        let req = request_both(ext(false), states, sport, self.next_seq());
         self.exchange(&req)
     }
 
@@ -324,9 +353,26 @@ impl SockDiag {
     /// TCP sockets of both families in `states` with local port `sport` (0: any): one walk of
     /// the kernel's socket hash where the kernel takes the older request, else one per family.
     pub fn dump(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<DiagSocket>> {
+        self.dump_ext(false, states, sport)
+    }
+
+    /// [`Self::dump`] with each full socket's tcp_info fields (`DiagSocket::last_data_sent_ms`,
+    /// `total_retrans`): what the probe's walk of the port's states, its connections' queues
+    /// and its accept queue's ages reads in one walk of the kernel's hash instead of four.
+    pub fn dump_with_info(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<DiagSocket>> {
+        self.dump_ext(true, states, sport)
+    }
+
+    fn dump_ext(
+        &mut self,
+        info: bool,
+        states: u32,
+        sport: u16,
+    ) -> std::io::Result<Vec<DiagSocket>> {
         if self.both_in_one != Some(false) {
+            let req = request_both(ext(info), states, sport, self.next_seq());
             match self
-                .dump_raw_both(states, sport)
+                .exchange(&req)
                 .and_then(|raw| parse_replies(&raw).map_err(std::io::Error::other))
             {
                 Ok((socks, _)) => {
@@ -338,7 +384,7 @@ impl SockDiag {
                 Err(e) => return Err(e),
             }
         }
-        self.dump_per_family(states, sport)
+        self.dump_per_family_ext(info, states, sport)
     }
 
     /// Whether [`Self::dump`] walks both families at once (None before its first dump).
@@ -348,9 +394,18 @@ impl SockDiag {
 
     /// [`Self::dump`] with one request per family (two walks).
     pub fn dump_per_family(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<DiagSocket>> {
+        self.dump_per_family_ext(false, states, sport)
+    }
+
+    fn dump_per_family_ext(
+        &mut self,
+        info: bool,
+        states: u32,
+        sport: u16,
+    ) -> std::io::Result<Vec<DiagSocket>> {
         let mut out = Vec::new();
         for fam in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-            let raw = self.dump_raw(fam, states, sport)?;
+            let raw = self.dump_raw_ext(fam, ext(info), states, sport)?;
             let (socks, _) = parse_replies(&raw).map_err(std::io::Error::other)?;
             out.extend(socks);
         }
@@ -418,13 +473,19 @@ mod tests {
         assert_eq!((socks[0].sport, socks[0].rqueue), (8080, 3));
         assert_eq!(socks[0].drops, Some(7));
         // Without the attribute (a TIME_WAIT socket's reply): no drops.
-        assert_eq!(skmeminfo_drops(&[]), None);
+        assert_eq!(
+            attr_u32(&[], INET_DIAG_SKMEMINFO, SK_MEMINFO_DROPS * 4),
+            None
+        );
         // Cut short before the drops: none either, not a neighbour's value.
         let mut short = Vec::new();
         short.extend_from_slice(&(4 + 8u16).to_ne_bytes());
         short.extend_from_slice(&INET_DIAG_SKMEMINFO.to_ne_bytes());
         short.extend_from_slice(&[0; 8]);
-        assert_eq!(skmeminfo_drops(&short), None);
+        assert_eq!(
+            attr_u32(&short, INET_DIAG_SKMEMINFO, SK_MEMINFO_DROPS * 4),
+            None
+        );
     }
 
     #[test]

@@ -28,6 +28,18 @@ impl LabCore {
         now_s >= self.next_tick_s && !probe_pending
     }
 
+    /// The first instant after `now_s` at which a tick would do something no message brings
+    /// about: a row due (or, with its probe sample missing, no longer waited for), the next
+    /// step, the deadline. A loop that ticks then, and on every message, misses nothing.
+    pub fn next_due_s(&self, now_s: f64) -> f64 {
+        [self.next_tick_s, self.next_tick_s + self.interval_s / 2.0]
+            .into_iter()
+            .chain(self.next_step_at())
+            .chain(self.deadline)
+            .filter(|&t| t > now_s)
+            .fold(f64::INFINITY, f64::min)
+    }
+
     pub(super) fn tick(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
         self.play_steps(now_s, fx);
         if self.row_due(now_s) {

@@ -444,3 +444,34 @@ fn an_access_logs_sessions_are_no_handshakes_when_connections_carry_many_request
     c.state.knobs.requests_per_conn = Some(100);
     assert_eq!(c.server_handshakes(Some(&a), Some(&b)), (None, None));
 }
+
+/// A headless run sleeps until `next_due_s` unless a message wakes it: every row, step and
+/// the deadline fall on one of those instants, as a 10 ms poll would see them.
+#[test]
+fn the_next_due_instant_is_the_next_row_step_or_deadline() {
+    let steps = vec![Step {
+        at: Dur::from_secs(0.3),
+        rate: Some(Num(2000.0)),
+        ..Default::default()
+    }];
+    let mut c = core(1, steps);
+    c.set_deadline(0.35);
+    assert_eq!(c.next_due_s(0.0), INTERVAL, "the first row");
+    assert!(row(&at(&mut c, 0.2, Input::Tick)).is_some());
+    assert_eq!(c.next_due_s(0.2), 0.3, "the step");
+    at(&mut c, 0.3, Input::Tick);
+    assert_eq!(c.state().knobs.rate, Some(2000.0));
+    assert_eq!(c.next_due_s(0.3), 0.35, "the deadline");
+    at(&mut c, 0.35, Input::Tick);
+    assert!(c.state().finished);
+    // Nothing left but rows; with probes on, a row whose sample is late is due half an
+    // interval on (the sample's own message wakes the loop before that).
+    assert!((c.next_due_s(0.35) - 0.4).abs() < 1e-9);
+    c.set_probes_on(true);
+    assert!(
+        row(&at(&mut c, 0.4, Input::Tick)).is_none(),
+        "waits for its sample"
+    );
+    assert!((c.next_due_s(0.4) - 0.5).abs() < 1e-9);
+    assert!(row(&at(&mut c, 0.5, Input::Tick)).is_some());
+}
