@@ -25,21 +25,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 PORT=18081
 . bench/nginx-cpr.sh
 start_nginx_cpr $PORT "$WORK"
-cat > "$WORK/closed.toml" <<TOML
-duration = "${SECS}s"
-[target]
-kind = "address"
-address = "127.0.0.1:$PORT"
-[load]
-mode = "closed"
-clients = 64
-cpus = [1]
-workload = "custom"
-[[load.mix]]
-path = "/f.bin"
-[probe]
-interval = "1s"
-TOML
+cpr_scenario $PORT "$SECS" "$WORK/closed.toml"
 
 # One line per thread of synlab's processes: "tid process-role cpu_ns switches", the role
 # "lab" for the controller's process (its threads: the controller, probes, readers) and "load"
@@ -60,9 +46,12 @@ for i in $(seq "$RUNS"); do
   for b in "${BUILDS[@]}"; do
     "$b" run "$WORK/closed.toml" --no-progress --out "$WORK/res" > "$WORK/o" 2>&1 &
     p=$!
-    sleep 3; snap $p > "$WORK/s1"; sleep $((SECS - 4)); snap $p > "$WORK/s2"
+    # Over the time between the snapshots' midpoints (reading every thread takes a while).
+    sleep 3; a=$(date +%s%N); snap $p > "$WORK/s1"; b1=$(date +%s%N)
+    sleep $((SECS - 4)); c=$(date +%s%N); snap $p > "$WORK/s2"; d=$(date +%s%N)
     wait $p || { echo "$b failed: $(tail -3 "$WORK/o")" >&2; exit 1; }
-    OUT[$b]+=$(LC_ALL=C join <(LC_ALL=C sort "$WORK/s1") <(LC_ALL=C sort "$WORK/s2") | awk -v s=$((SECS - 4)) '
+    secs=$(awk -v a="$a" -v b="$b1" -v c="$c" -v d="$d" 'BEGIN {print ((c + d) - (a + b)) / 2e9}')
+    OUT[$b]+=$(LC_ALL=C join <(LC_ALL=C sort "$WORK/s1") <(LC_ALL=C sort "$WORK/s2") | awk -v s="$secs" '
       { ms[$2] += ($6 - $3) / 1e6 / s; sw[$2] += ($7 - $4) / s }
       END { printf "%.2f %.1f %.1f %.0f;", ms["lab"], sw["lab"], ms["load"], sw["load"] }')
   done

@@ -87,21 +87,7 @@ run_httperf() {
   echo "$r $(cpu_of "$WORK/t")"
 }
 run_synlab_closed() {
-  cat > "$WORK/closed.toml" <<TOML
-duration = "${SECS}s"
-[target]
-kind = "address"
-address = "127.0.0.1:$NGX_PORT"
-[load]
-mode = "closed"
-clients = 64
-cpus = [1]
-workload = "custom"
-[[load.mix]]
-path = "/f.bin"
-[probe]
-interval = "1s"
-TOML
+  cpr_scenario $NGX_PORT "$SECS" "$WORK/closed.toml"
   "$SYN" run "$WORK/closed.toml" --no-progress --out "$WORK/res" > "$WORK/o" 2>&1
   local d; d=$(ls -td "$WORK"/res/*/ | head -1)
   python3 - "$d/summary.json" <<'PY'

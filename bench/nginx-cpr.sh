@@ -27,3 +27,23 @@ NGX
   got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "$URL" || true)
   [ "$got" = "200 1294" ] || { echo "nginx did not serve the 1294-byte file (got: $got); see $dir/ngx/error.log" >&2; return 1; }
 }
+
+# The closed connection-per-request scenario against it: 64 clients on CPU 1 for $2 seconds,
+# probes at 1 s, written to the file $3.
+cpr_scenario() {
+  cat > "$3" <<TOML
+duration = "${2}s"
+[target]
+kind = "address"
+address = "127.0.0.1:$1"
+[load]
+mode = "closed"
+clients = 64
+cpus = [1]
+workload = "custom"
+[[load.mix]]
+path = "/f.bin"
+[probe]
+interval = "1s"
+TOML
+}
