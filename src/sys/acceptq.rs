@@ -59,13 +59,14 @@ pub fn accepted_wait_ms(fd: std::os::fd::BorrowedFd<'_>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::sockdiag::{parse_replies, state};
+    use crate::sys::sockdiag::{
+        parse_replies, state, INET_DIAG_INFO, INET_DIAG_MSG_LEN, NLMSG_HDR, SOCK_DIAG_BY_FAMILY,
+    };
 
     /// One reply message: an inet_diag_msg in `state` with `inode`, and a tcp_info saying
     /// `age` ms where the kernel gives one.
     fn msg(state: u8, inode: u32, age: Option<u32>) -> Vec<u8> {
-        const INET_DIAG_INFO: u16 = 2;
-        let mut m = vec![0u8; 72];
+        let mut m = vec![0u8; INET_DIAG_MSG_LEN];
         m[1] = state;
         m[68..72].copy_from_slice(&inode.to_ne_bytes());
         if let Some(age) = age {
@@ -76,8 +77,8 @@ mod tests {
             m.extend_from_slice(&info);
         }
         let mut b = Vec::new();
-        b.extend_from_slice(&((16 + m.len()) as u32).to_ne_bytes());
-        b.extend_from_slice(&20u16.to_ne_bytes()); // SOCK_DIAG_BY_FAMILY
+        b.extend_from_slice(&((NLMSG_HDR + m.len()) as u32).to_ne_bytes());
+        b.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
         b.extend_from_slice(&[0u8; 10]);
         b.extend_from_slice(&m);
         b

@@ -20,6 +20,15 @@ pub struct ConnQueues {
 }
 
 impl ConnQueues {
+    /// The ESTABLISHED sockets of a dump (one asked with tcp_info, for the retransmissions).
+    pub fn of(socks: &[DiagSocket]) -> Self {
+        let mut q = ConnQueues::default();
+        for s in socks.iter().filter(|s| s.state == state::ESTABLISHED) {
+            q.add(s.rqueue, s.wqueue, s.total_retrans);
+        }
+        q
+    }
+
     /// The mean bytes waiting per connection in the receive and send queues (0 without any).
     pub fn means(&self) -> (f64, f64) {
         let n = self.conns.max(1) as f64;
@@ -33,17 +42,6 @@ impl ConnQueues {
         self.sendq_sum += wq as u64;
         self.sendq_max = self.sendq_max.max(wq as u64);
         self.retrans += retrans.unwrap_or(0) as u64;
-    }
-}
-
-impl ConnQueues {
-    /// The ESTABLISHED sockets of a dump (one asked with tcp_info, for the retransmissions).
-    pub fn of(socks: &[DiagSocket]) -> Self {
-        let mut q = ConnQueues::default();
-        for s in socks.iter().filter(|s| s.state == state::ESTABLISHED) {
-            q.add(s.rqueue, s.wqueue, s.total_retrans);
-        }
-        q
     }
 }
 

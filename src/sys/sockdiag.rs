@@ -44,12 +44,12 @@ pub(super) const EXT_SKMEMINFO: u8 = 1 << (INET_DIAG_SKMEMINFO - 1);
 pub(super) const SK_MEMINFO_DROPS: usize = 8;
 /// The reply attribute holding struct tcp_info (`INET_DIAG_INFO`), and its request bit.
 pub(super) const INET_DIAG_INFO: u16 = 2;
-pub(super) const EXT_INFO: u8 = 1 << (INET_DIAG_INFO - 1);
+const EXT_INFO: u8 = 1 << (INET_DIAG_INFO - 1);
 /// Offsets in struct tcp_info (include/uapi/linux/tcp.h): 8 bytes of u8 fields, then u32s:
 /// rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets, `last_data_sent`
 /// (44), ..., `total_retrans` (100, the 24th u32).
 pub(super) const TCPI_LAST_DATA_SENT: usize = 44;
-pub(super) const TCPI_TOTAL_RETRANS: usize = 100;
+const TCPI_TOTAL_RETRANS: usize = 100;
 
 /// The bytes of one dump request (nlmsghdr + inet_diag_req_v2): TCP sockets of `family`
 /// (AF_INET or AF_INET6) in `states` whose local port is `sport` (0: any port).
@@ -284,7 +284,7 @@ impl SockDiag {
 
     /// One dump of both families in one walk (the older request), as [`Self::dump_raw`].
     pub fn dump_raw_both(&mut self, states: u32, sport: u16) -> std::io::Result<Vec<u8>> {
-        let req = request_both(ext(false), states, sport, self.next_seq());
+        let req = build_request_both(states, sport, self.next_seq());
         self.exchange(&req)
     }
 

@@ -60,14 +60,14 @@ impl LabCore {
         self.state.caption = Some(text.to_string());
     }
 
-    /// Plays every step whose time has come by `now_s`.
     /// When the next step plays (None: no step left).
     pub(super) fn next_step_at(&self) -> Option<f64> {
         self.steps.get(self.next_step).map(Cue::at)
     }
 
+    /// Plays every step whose time has come by `now_s`.
     pub(super) fn play_steps(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
-        while self.next_step < self.steps.len() && self.steps[self.next_step].at() <= now_s {
+        while self.next_step_at().is_some_and(|at| at <= now_s) {
             self.run_step(self.next_step, now_s, fx);
             self.next_step += 1;
         }
