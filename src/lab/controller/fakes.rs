@@ -15,9 +15,9 @@ use crate::net::router::RouterStats;
 use crate::net::spec::{NetworkSpec, PathSpec};
 use crate::probe::ProbeConfig;
 use crate::sys::process::Spawn;
-use crossbeam_channel::Receiver;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

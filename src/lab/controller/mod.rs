@@ -13,10 +13,10 @@ use crate::scenario::{HttpVersion, Scenario, TargetKind};
 use crate::sys::process::Spawn;
 use crate::target::config::{ServeConfig, ServerStats};
 use anyhow::{bail, Context};
-use crossbeam_channel::{unbounded, Receiver, Sender};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -190,7 +190,7 @@ impl Controller {
         recorder: Recorder,
         rt: runtime::Runtime,
     ) -> Self {
-        let (tx, rx) = unbounded();
+        let (tx, rx) = channel();
         let interval = scenario.probe.interval.0;
         let knobs = knobs_of(&scenario);
         let publisher = opts

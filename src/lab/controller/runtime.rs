@@ -13,8 +13,8 @@ use crate::net::router::RouterStats;
 use crate::net::spec::{NetworkSpec, PathSpec};
 use crate::probe::{ProbeConfig, ProbeSample};
 use crate::sys::process::{ChildProc, Spawn};
-use crossbeam_channel::Receiver;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Everything the controller asks of the machine, as one value it owns.
@@ -164,7 +164,8 @@ impl Clock for RealClock {
         std::thread::sleep(d)
     }
     fn recv_until(&self, rx: &Receiver<Input>, deadline: Instant) -> Option<Input> {
-        rx.recv_deadline(deadline).ok()
+        rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .ok()
     }
 }
 
