@@ -43,9 +43,8 @@ impl Controller {
     pub fn wait_for_input(&mut self, at_most: std::time::Instant) {
         let now_s = self.elapsed();
         let due_in = (self.core.next_due_s(now_s) - now_s).clamp(0.0, 3600.0);
-        let now = std::time::Instant::now();
-        let until = at_most.min(now + std::time::Duration::from_secs_f64(due_in));
-        if let Ok(m) = self.rx.recv_timeout(until.saturating_duration_since(now)) {
+        let until = at_most.min(self.rt.clock.now() + std::time::Duration::from_secs_f64(due_in));
+        if let Some(m) = self.rt.clock.recv_until(&self.rx, until) {
             self.fold_msg(m);
         }
     }
